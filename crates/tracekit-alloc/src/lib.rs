@@ -1,0 +1,1 @@
+//! A sampling global allocator that writes memtrace traces.

@@ -1,0 +1,1 @@
+//! Memtrace analysis: top allocation sites, live heap over time, folded stacks.

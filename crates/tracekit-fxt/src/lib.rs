@@ -1,0 +1,1 @@
+//! Fuchsia trace format (FXT) reader and writer.

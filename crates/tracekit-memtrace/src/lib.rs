@@ -1,0 +1,1 @@
+//! Memtrace (OCaml allocation trace, CTF) reader and writer.
