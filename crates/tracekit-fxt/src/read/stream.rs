@@ -1,0 +1,186 @@
+//! Reading records from any [`Read`]: the input is buffered one record at a time, so
+//! memory stays at the largest record plus one chunk, however long the trace.
+
+use std::io::Read;
+
+use super::parse;
+use super::{Decoder, Problem, Provider, RawRecord, ReadError, ReadOptions, Record, Warning};
+
+const CHUNK: usize = 64 * 1024;
+
+/// Reads records from a [`Read`]. Records borrow the reader, so this is a lending
+/// iterator: `while let Some(rec) = reader.next_record()? { ... }`.
+pub struct StreamReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    // Input offset of buf[0].
+    base: u64,
+    eof: bool,
+    done: bool,
+    record: (usize, usize),
+    record_offset: u64,
+    dec: Decoder,
+}
+
+impl<R: Read> StreamReader<R> {
+    /// A lenient reader.
+    pub fn new(inner: R) -> Self {
+        Self::with_options(inner, ReadOptions::default())
+    }
+
+    /// A reader with explicit options.
+    pub fn with_options(inner: R, options: ReadOptions) -> Self {
+        Self {
+            inner,
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+            base: 0,
+            eof: false,
+            done: false,
+            record: (0, 0),
+            record_offset: 0,
+            dec: Decoder::new(options),
+        }
+    }
+
+    /// Makes `needed` bytes available from `start`, or fewer at the end of the input.
+    fn fill(&mut self, needed: usize) -> Result<(), ReadError> {
+        while self.end - self.start < needed && !self.eof {
+            if self.start > 0 && self.buf.len() - self.start < needed {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.base += self.start as u64;
+                self.end -= self.start;
+                self.start = 0;
+            }
+            if self.buf.len() == self.end {
+                // Grow with the data actually arriving, not with the size a header
+                // claims, so a lying header cannot make us allocate.
+                let want = (self.start + needed).min(self.end + CHUNK.max(self.buf.len()));
+                self.buf.resize(want.max(self.end + CHUNK), 0);
+            }
+            match self.inner.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.done = true;
+                    return Err(ReadError {
+                        offset: self.base + self.end as u64,
+                        problem: Problem::Io(e.kind()),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Frames and processes records until one is to be yielded; remembers where.
+    fn advance(&mut self) -> Result<bool, ReadError> {
+        loop {
+            if self.done {
+                return Ok(false);
+            }
+            self.fill(8)?;
+            let offset = self.base + self.start as u64;
+            let available = self.end - self.start;
+            if available == 0 {
+                self.done = true;
+                return Ok(false);
+            }
+            let fail = |this: &mut Self, problem| {
+                this.done = true;
+                Err(ReadError { offset, problem })
+            };
+            let Some(head) = self.buf[self.start..self.end].first_chunk::<8>() else {
+                return fail(
+                    self,
+                    Problem::Truncated {
+                        needed: 8,
+                        available: available as u64,
+                    },
+                );
+            };
+            let bytes = match parse::record_bytes(u64::from_le_bytes(*head)) {
+                Ok(b) => b,
+                Err(p) => return fail(self, p),
+            };
+            let limit = self.dec.options.max_record_bytes;
+            if bytes > limit {
+                return fail(self, Problem::RecordTooLarge { bytes, limit });
+            }
+            let Ok(len) = usize::try_from(bytes) else {
+                return fail(self, Problem::RecordTooLarge { bytes, limit });
+            };
+            self.fill(len)?;
+            if self.end - self.start < len {
+                let available = (self.end - self.start) as u64;
+                return fail(
+                    self,
+                    Problem::Truncated {
+                        needed: bytes,
+                        available,
+                    },
+                );
+            }
+            let range = (self.start, self.start + len);
+            self.start += len;
+            self.record_offset = offset;
+            let rec = &self.buf[range.0..range.1];
+            if self.dec.process(rec, offset)?.is_some() {
+                self.record = range;
+                return Ok(true);
+            }
+        }
+    }
+
+    fn current_raw(&self) -> Option<RawRecord<'_>> {
+        let rec = self.buf.get(self.record.0..self.record.1)?;
+        // Already decoded once without error; decoding is deterministic.
+        parse::parse_record(rec, &mut |_| Ok(())).ok().flatten()
+    }
+
+    /// The next record with its refs as written. `Ok(None)` at the end of the input
+    /// and after a fatal error.
+    pub fn next_raw(&mut self) -> Result<Option<RawRecord<'_>>, ReadError> {
+        if !self.advance()? {
+            return Ok(None);
+        }
+        Ok(self.current_raw())
+    }
+
+    /// The next record, resolved.
+    pub fn next_record(&mut self) -> Result<Option<Record<'_>>, ReadError> {
+        if !self.advance()? {
+            return Ok(None);
+        }
+        Ok(self.current_raw().map(|raw| self.dec.resolve(raw)))
+    }
+
+    /// Byte offset of the last record returned.
+    pub fn record_offset(&self) -> u64 {
+        self.record_offset
+    }
+
+    /// Warnings so far.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.dec.warnings
+    }
+
+    /// Number of warnings so far, including those not kept.
+    pub fn warning_count(&self) -> u64 {
+        self.dec.warning_count
+    }
+
+    /// The current provider's state.
+    pub fn provider(&self) -> &Provider {
+        self.dec.provider()
+    }
+
+    /// Converts ticks of the current provider to nanoseconds.
+    pub fn ticks_to_ns(&self, ticks: u64) -> u64 {
+        super::ticks_to_ns(ticks, self.dec.provider().ticks_per_second)
+    }
+}

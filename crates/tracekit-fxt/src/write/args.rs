@@ -1,0 +1,96 @@
+//! Argument encoding (spec §1.15).
+//!
+//! | bits  | field                                  |
+//! |-------|----------------------------------------|
+//! | 0–3   | argument type ([`ArgType`](crate::format::ArgType)) |
+//! | 4–15  | size in words, header included         |
+//! | 16–31 | name string ref                        |
+//! | 32–63 | value for int32/uint32/bool/string ref/blob size |
+//!
+//! then the inline name stream, then the value: one word for 64-bit types, the inline
+//! string stream for inline string values, the padded payload for blobs.
+
+use super::{Words, WriteError, check_len};
+use crate::format::{ArgValue, MAX_ARGS, RawArg, StringRef, words_for};
+
+/// Words one argument takes, after checking its strings.
+pub(crate) fn arg_words(arg: &RawArg<'_>) -> Result<usize, WriteError> {
+    let mut words = 1 + ref_words(arg.name)?;
+    words += match arg.value {
+        ArgValue::Null | ArgValue::Int32(_) | ArgValue::UInt32(_) | ArgValue::Bool(_) => 0,
+        ArgValue::Int64(_)
+        | ArgValue::UInt64(_)
+        | ArgValue::Double(_)
+        | ArgValue::Pointer(_)
+        | ArgValue::Koid(_) => 1,
+        ArgValue::String(s) => ref_words(s)?,
+        ArgValue::Blob(b) => {
+            if u32::try_from(b.len()).is_err() {
+                return Err(WriteError::PayloadTooLong {
+                    len: b.len(),
+                    max: u32::MAX as usize,
+                });
+            }
+            words_for(b.len())
+        }
+    };
+    Ok(words)
+}
+
+/// Words of inline data a string ref adds, after checking its length.
+#[inline]
+pub(crate) fn ref_words(r: StringRef<'_>) -> Result<usize, WriteError> {
+    if let StringRef::Inline(bytes) = r {
+        check_len(bytes.len())?;
+    }
+    Ok(r.inline_words())
+}
+
+/// Words all arguments take, after checking their count.
+pub(crate) fn args_words(args: &[RawArg<'_>]) -> Result<usize, WriteError> {
+    if args.len() > MAX_ARGS {
+        return Err(WriteError::TooManyArgs { count: args.len() });
+    }
+    let mut words = 0;
+    for arg in args {
+        words += arg_words(arg)?;
+    }
+    Ok(words)
+}
+
+/// Encodes arguments whose sizes were counted by [`args_words`].
+pub(crate) fn write_args(w: &mut Words<'_>, args: &[RawArg<'_>]) {
+    for arg in args {
+        // Sizes were checked when the record was sized; an arg fits 12 bits because
+        // the whole record fits 4095 words.
+        let size = arg_words(arg).unwrap_or(1) as u64;
+        let head = arg.value.arg_type() as u64 | size << 4 | u64::from(arg.name.encode()) << 16;
+        let value_bits: u64 = match arg.value {
+            ArgValue::Int32(v) => u64::from(v as u32),
+            ArgValue::UInt32(v) => u64::from(v),
+            ArgValue::Bool(v) => u64::from(v),
+            ArgValue::String(s) => u64::from(s.encode()),
+            ArgValue::Blob(b) => b.len() as u64,
+            _ => 0,
+        };
+        w.word(head | value_bits << 32);
+        if let StringRef::Inline(name) = arg.name {
+            w.stream(name);
+        }
+        match arg.value {
+            ArgValue::Int64(v) => w.word(v as u64),
+            ArgValue::UInt64(v) | ArgValue::Pointer(v) => w.word(v),
+            ArgValue::Double(v) => w.word(v.to_bits()),
+            ArgValue::Koid(k) => w.word(k.0),
+            ArgValue::String(StringRef::Inline(s)) => w.stream(s),
+            ArgValue::Blob(b) => w.stream(b),
+            _ => {}
+        }
+    }
+}
+
+/// Counts arguments for a 4-bit header field (already checked to be at most 15).
+#[inline]
+pub(crate) fn count(args: &[RawArg<'_>]) -> u64 {
+    (args.len() & 0xF) as u64
+}
