@@ -2,6 +2,7 @@
 //! FXT and perf call-stack traces. Argument parsing, files, progress and exit codes
 //! live here; the formats live in the library crates.
 
+mod common;
 mod fxt;
 mod memtrace;
 mod perf;

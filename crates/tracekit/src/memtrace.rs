@@ -1,14 +1,406 @@
-//! `tracekit memtrace ...` subcommands.
+//! `tracekit memtrace ...` subcommands: dump, info, copy and sample.
 
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::{Context, Result, bail};
 use clap::Subcommand;
+use serde::Serialize;
+use tracekit_memtrace::dump::{Summary, write_dump};
+use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+use tracekit_memtrace::{
+    Event, FormatVersion, OpenError, Reader, Warning, WriterOptions, copy_trace,
+};
+
+use crate::common::{finish_output, is_broken_pipe, progress_bar, stdout};
 
 /// `tracekit memtrace` subcommands.
 #[derive(Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Print every event, in the `# memtrace-dump 1` text format.
+    Dump {
+        /// A memtrace trace (`.ctf`).
+        file: PathBuf,
+    },
+    /// Summarise a trace: metadata, duration, events by kind, domains,
+    /// locations, backtrace depth.
+    Info {
+        /// A memtrace trace (`.ctf`).
+        file: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Decode a trace and encode it again (as memtrace's own copy tool does).
+    Copy {
+        /// The trace to read.
+        input: PathBuf,
+        /// Where to write the copy.
+        output: PathBuf,
+        /// Format version to write: 3 (current memtrace) or 2 (memtrace 0.2.x,
+        /// single domain only).
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(2..=3))]
+        format_version: u8,
+    },
+    /// Write a synthetic sample trace (a model program's allocations).
+    Sample {
+        /// Where to write the trace.
+        output: PathBuf,
+        /// Number of allocations.
+        #[arg(long, default_value_t = 100_000)]
+        allocs: u64,
+        /// Typical stack depth.
+        #[arg(long, default_value_t = 20)]
+        depth: usize,
+        /// Seed of the pseudo-random model.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+}
 
 /// Runs one `tracekit memtrace` subcommand.
-pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
-    match cmd {}
+pub fn run(cmd: Command) -> Result<ExitCode> {
+    match cmd {
+        Command::Dump { file } => dump(&file),
+        Command::Info { file, json } => info(&file, json),
+        Command::Copy {
+            input,
+            output,
+            format_version,
+        } => copy(&input, &output, format_version),
+        Command::Sample {
+            output,
+            allocs,
+            depth,
+            seed,
+        } => sample(&output, allocs, depth, seed),
+    }
+}
+
+fn open(path: &Path) -> Result<Reader<'static>> {
+    Reader::open(path).map_err(|e| match e {
+        OpenError::Io(e) => anyhow::anyhow!("cannot open {}: {e}", path.display()),
+        OpenError::Malformed(e) => {
+            anyhow::anyhow!("{} is not a readable memtrace trace: {e}", path.display())
+        }
+    })
+}
+
+fn warn(w: &Warning) {
+    eprintln!("warning: {w}");
+}
+
+fn dump(path: &Path) -> Result<ExitCode> {
+    let mut reader = open(path)?;
+    let bar = progress_bar(reader.size_bytes(), "dumping");
+    let mut out = stdout();
+    let outcome = match write_dump(&mut reader, &mut out, warn, |pos| bar.set_position(pos)) {
+        Ok(o) => o,
+        Err(e) if is_broken_pipe(&e) => return Ok(ExitCode::SUCCESS),
+        Err(e) => return Err(e).context("writing the dump"),
+    };
+    bar.finish_and_clear();
+    finish_output(&mut out)?;
+    Ok(match outcome.failure {
+        None => ExitCode::SUCCESS,
+        Some(f) => {
+            eprintln!("error: {}: {f}", path.display());
+            ExitCode::from(2)
+        }
+    })
+}
+
+#[derive(Serialize)]
+struct DomainInfo {
+    domain: u16,
+    events: u64,
+    allocs: u64,
+}
+
+#[derive(Serialize)]
+struct TraceInfo {
+    file: String,
+    file_size_bytes: u64,
+    format_version: u16,
+    executable_name: String,
+    host_name: String,
+    pid: i64,
+    word_size: u8,
+    sample_rate: f64,
+    ocaml_runtime_params: String,
+    context: Option<String>,
+    initial_domain: u16,
+    start_time_us: i64,
+    duration_us: i64,
+    events: u64,
+    allocs: u64,
+    minor: u64,
+    major: u64,
+    external: u64,
+    promotes: u64,
+    collects: u64,
+    sampled_words: u64,
+    estimated_allocated_bytes: f64,
+    domains: Vec<DomainInfo>,
+    distinct_locations: usize,
+    deepest_backtrace: u64,
+    mean_backtrace: f64,
+    skipped_packets: usize,
+    error: Option<String>,
+}
+
+fn info(path: &Path, json: bool) -> Result<ExitCode> {
+    let mut reader = open(path)?;
+    let bar = progress_bar(reader.size_bytes(), "reading");
+    let mut summary = Summary::default();
+    let mut domains: BTreeMap<u16, DomainInfo> = BTreeMap::new();
+    let mut duration = 0i64;
+    let mut sampled_words = 0u64;
+    let mut nsamples_words = 0f64;
+    let mut skipped = 0usize;
+    let mut error = None;
+    {
+        let mut events = reader.events(true);
+        loop {
+            let (dt, event) = match events.next_event() {
+                None => break,
+                Some(Ok(x)) => x,
+                Some(Err(e)) => {
+                    error = Some(e.to_string());
+                    break;
+                }
+            };
+            summary.add(&event);
+            duration = duration.max(dt.as_micros());
+            let d = domains.entry(event.domain().get()).or_insert(DomainInfo {
+                domain: event.domain().get(),
+                events: 0,
+                allocs: 0,
+            });
+            d.events += 1;
+            if let Event::Alloc(a) = &event {
+                d.allocs += 1;
+                sampled_words = sampled_words.saturating_add(a.length.saturating_add(1));
+                nsamples_words += a.nsamples as f64;
+            }
+            if summary.events % 65536 == 0 {
+                bar.set_position(events.position());
+            }
+            for w in events.take_warnings() {
+                warn(&w);
+                skipped += 1;
+            }
+        }
+        for w in events.take_warnings() {
+            warn(&w);
+            skipped += 1;
+        }
+    }
+    bar.finish_and_clear();
+    let i = reader.info();
+    let word_bytes = f64::from(i.word_size) / 8.0;
+    let t = TraceInfo {
+        file: path.display().to_string(),
+        file_size_bytes: reader.size_bytes(),
+        format_version: reader.format_version().number(),
+        executable_name: i.executable_name.to_string(),
+        host_name: i.host_name.to_string(),
+        pid: i.pid,
+        word_size: i.word_size,
+        sample_rate: i.sample_rate,
+        ocaml_runtime_params: i.ocaml_runtime_params.to_string(),
+        context: i.context.as_ref().map(|c| c.to_string()),
+        initial_domain: i.initial_domain.get(),
+        start_time_us: i.start_time.as_micros(),
+        duration_us: duration,
+        events: summary.events,
+        allocs: summary.allocs,
+        minor: summary.minor,
+        major: summary.major,
+        external: summary.external,
+        promotes: summary.promotes,
+        collects: summary.collects,
+        sampled_words,
+        // Each sample stands for 1/sample_rate words of allocation.
+        estimated_allocated_bytes: if i.sample_rate > 0.0 {
+            nsamples_words / i.sample_rate * word_bytes
+        } else {
+            0.0
+        },
+        domains: domains.into_values().collect(),
+        distinct_locations: reader.locations().len(),
+        deepest_backtrace: summary.max_bt,
+        mean_backtrace: if summary.allocs > 0 {
+            summary.bt_entries as f64 / summary.allocs as f64
+        } else {
+            0.0
+        },
+        skipped_packets: skipped,
+        error,
+    };
+    let mut out = stdout();
+    let result = if json {
+        serde_json::to_writer_pretty(&mut out, &t)
+            .map_err(std::io::Error::from)
+            .and_then(|()| std::io::Write::write_all(&mut out, b"\n"))
+    } else {
+        write_info_text(&mut out, &t)
+    };
+    match result {
+        Err(e) if is_broken_pipe(&e) => return Ok(ExitCode::SUCCESS),
+        r => r?,
+    }
+    finish_output(&mut out)?;
+    Ok(match &t.error {
+        None => ExitCode::SUCCESS,
+        Some(e) => {
+            eprintln!("error: {}: {e}", path.display());
+            ExitCode::from(2)
+        }
+    })
+}
+
+fn human_bytes(n: f64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = n;
+    let mut u = 0;
+    while v >= 1024.0 && u < units.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{v:.0} {}", units[u])
+    } else {
+        format!("{v:.1} {}", units[u])
+    }
+}
+
+fn write_info_text(out: &mut impl std::io::Write, t: &TraceInfo) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "file:            {} ({}, {} bytes)",
+        t.file,
+        human_bytes(t.file_size_bytes as f64),
+        t.file_size_bytes
+    )?;
+    writeln!(out, "format:          memtrace v{:03}", t.format_version)?;
+    writeln!(out, "executable:      {}", t.executable_name)?;
+    writeln!(out, "host, pid:       {}, {}", t.host_name, t.pid)?;
+    writeln!(
+        out,
+        "context:         {}",
+        t.context.as_deref().unwrap_or("-")
+    )?;
+    writeln!(out, "runtime params:  {}", t.ocaml_runtime_params)?;
+    writeln!(
+        out,
+        "sample rate:     {} (1 sample per {:.0} words), word size {}",
+        t.sample_rate,
+        1.0 / t.sample_rate,
+        t.word_size
+    )?;
+    writeln!(
+        out,
+        "start time:      {} µs since the epoch",
+        t.start_time_us
+    )?;
+    writeln!(out, "duration:        {:.6} s", t.duration_us as f64 / 1e6)?;
+    writeln!(
+        out,
+        "events:          {} ({} allocs, {} promotes, {} collects)",
+        t.events, t.allocs, t.promotes, t.collects
+    )?;
+    writeln!(
+        out,
+        "allocs by kind:  {} minor, {} major, {} external",
+        t.minor, t.major, t.external
+    )?;
+    writeln!(
+        out,
+        "est. allocated:  {}",
+        human_bytes(t.estimated_allocated_bytes)
+    )?;
+    let doms: Vec<String> = t
+        .domains
+        .iter()
+        .map(|d| format!("{} ({} events)", d.domain, d.events))
+        .collect();
+    writeln!(
+        out,
+        "domains:         {}",
+        if doms.is_empty() {
+            "-".into()
+        } else {
+            doms.join(", ")
+        }
+    )?;
+    writeln!(
+        out,
+        "locations:       {} distinct location codes",
+        t.distinct_locations
+    )?;
+    writeln!(
+        out,
+        "backtraces:      deepest {} frames, mean {:.1}",
+        t.deepest_backtrace, t.mean_backtrace
+    )?;
+    if t.skipped_packets > 0 {
+        writeln!(out, "skipped packets: {}", t.skipped_packets)?;
+    }
+    if let Some(e) = &t.error {
+        writeln!(out, "error:           {e}")?;
+    }
+    Ok(())
+}
+
+fn copy(input: &Path, output: &Path, format_version: u8) -> Result<ExitCode> {
+    let mut reader = open(input)?;
+    let version = if format_version == 2 {
+        FormatVersion::V2
+    } else {
+        FormatVersion::V3
+    };
+    let file =
+        File::create(output).with_context(|| format!("cannot create {}", output.display()))?;
+    let bar = progress_bar(reader.size_bytes(), "copying");
+    let result = copy_trace(
+        &mut reader,
+        file,
+        WriterOptions::new().format_version(version),
+    );
+    bar.finish_and_clear();
+    match result {
+        Ok((file, warnings)) => {
+            for w in &warnings {
+                warn(w);
+            }
+            file.sync_all().ok();
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            // A partial copy is not a trace anyone wants.
+            let _ = std::fs::remove_file(output);
+            bail!(
+                "cannot copy {} to {}: {e}",
+                input.display(),
+                output.display()
+            )
+        }
+    }
+}
+
+fn sample(output: &Path, allocs: u64, depth: usize, seed: u64) -> Result<ExitCode> {
+    let file =
+        File::create(output).with_context(|| format!("cannot create {}", output.display()))?;
+    let config = SynthConfig {
+        allocs,
+        depth,
+        seed,
+        ..SynthConfig::default()
+    };
+    write_synthetic(file, &config).with_context(|| format!("writing {}", output.display()))?;
+    eprintln!("wrote {} ({allocs} allocations)", output.display());
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,151 @@
+//! Decoding backtraces (format § Backtrace_codec).
+//!
+//! An alloc event's backtrace is `nencoded` codewords (u16 each):
+//!
+//! | `w & 3` | meaning | followed by |
+//! | --- | --- | --- |
+//! | 0 | hit in bucket `w >> 2`, then 0 predicted frames | – |
+//! | 1 | hit, then 1 predicted frame | – |
+//! | 2 | hit, then N predicted frames | u8 N |
+//! | 3 | miss: bucket `w >> 2` now holds the code | i64 code |
+//!
+//! Each domain has a cache of 2^14 buckets, each holding a location code and
+//! the bucket predicted to follow it. The decoded frames are appended, caller
+//! first, after the `common_prefix` frames kept from the previous backtrace.
+
+use super::buf::{Cursor, Eof};
+use super::packet::CacheVerifier;
+use crate::format::{CACHE_MASK, CACHE_SIZE, ocaml_int};
+use crate::types::LocationCode;
+
+/// Most frames one domain's backtrace may hold; beyond it decoding fails
+/// rather than allocate without bound (real stacks are far smaller).
+pub(crate) const MAX_BACKTRACE_FRAMES: usize = 1 << 24;
+
+/// Why a backtrace could not be decoded.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum BtError {
+    Eof,
+    TooLong,
+}
+
+impl From<Eof> for BtError {
+    fn from(_: Eof) -> BtError {
+        BtError::Eof
+    }
+}
+
+/// One domain's backtrace cache, decoder side.
+pub(crate) struct BacktraceCache {
+    loc: Box<[i64; CACHE_SIZE]>,
+    pred: Box<[u16; CACHE_SIZE]>,
+}
+
+fn boxed_array<T: Copy + Default, const N: usize>() -> Box<[T; N]> {
+    let v = vec![T::default(); N].into_boxed_slice();
+    match v.try_into() {
+        Ok(a) => a,
+        Err(_) => unreachable!("length is N"),
+    }
+}
+
+impl BacktraceCache {
+    pub(crate) fn new() -> BacktraceCache {
+        BacktraceCache {
+            loc: boxed_array(),
+            pred: boxed_array(),
+        }
+    }
+
+    /// Whether the packet's verifier agrees with this cache (a verifier with
+    /// index `0xffff` checks nothing).
+    pub(crate) fn verify(&self, v: &CacheVerifier) -> bool {
+        if v.ix == 0xffff {
+            return true;
+        }
+        let ix = usize::from(v.ix);
+        ix < CACHE_SIZE && self.pred[ix] == v.pred && self.loc[ix] == ocaml_int(v.value)
+    }
+
+    /// Decodes `nencoded` codewords, calling `emit` with each frame in order.
+    #[inline(always)]
+    fn decode<F: FnMut(i64) -> Result<(), BtError>>(
+        &mut self,
+        c: &mut Cursor<'_>,
+        nencoded: usize,
+        mut emit: F,
+    ) -> Result<(), BtError> {
+        let loc = &mut *self.loc;
+        let pred_of = &mut *self.pred;
+        let mut pred = 0usize;
+        for _ in 0..nencoded {
+            let w = c.u16()?;
+            let bucket = usize::from(w >> 2) & CACHE_MASK;
+            pred_of[pred] = bucket as u16;
+            pred = bucket;
+            match w & 3 {
+                3 => {
+                    let code = ocaml_int(c.i64()?);
+                    loc[bucket] = code;
+                    emit(code)?;
+                }
+                tag => {
+                    let n = match tag {
+                        0 => 0,
+                        1 => 1,
+                        _ => c.u8()?,
+                    };
+                    emit(loc[bucket])?;
+                    for _ in 0..n {
+                        pred = usize::from(pred_of[pred]) & CACHE_MASK;
+                        emit(loc[pred])?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Decodes a backtrace into `bt`, which holds the domain's previous
+    /// backtrace. If `common_prefix` is longer than that (the previous one was
+    /// truncated by the writer), the codewords still update the cache but
+    /// `bt` keeps the previous backtrace, as the reference reader does.
+    pub(crate) fn read_backtrace(
+        &mut self,
+        c: &mut Cursor<'_>,
+        nencoded: usize,
+        common_prefix: usize,
+        bt: &mut Vec<LocationCode>,
+    ) -> Result<(), BtError> {
+        if common_prefix <= bt.len() {
+            bt.truncate(common_prefix);
+            self.decode(c, nencoded, |code| {
+                if bt.len() >= MAX_BACKTRACE_FRAMES {
+                    return Err(BtError::TooLong);
+                }
+                bt.push(LocationCode::new(code));
+                Ok(())
+            })
+        } else {
+            self.decode(c, nencoded, |_| Ok(()))
+        }
+    }
+}
+
+/// Steps over a backtrace without decoding it (and without touching any
+/// cache), for iteration without backtraces.
+pub(crate) fn skip_backtrace(c: &mut Cursor<'_>, nencoded: usize) -> Result<(), Eof> {
+    for _ in 0..nencoded {
+        let w = c.u16()?;
+        match w & 3 {
+            2 => {
+                c.u8()?;
+            }
+            3 => {
+                c.i64()?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,183 @@
+//! Decoding location events (format § location event, Location_codec).
+//!
+//! | field | type |
+//! | --- | --- |
+//! | code | u64 (OCaml int: the low 63 bits count) |
+//! | nlocs | u8 |
+//! | per location | u32 low + u16 high of a 48-bit word, then the file name (if its MTF code is 31), then the definition name (if its MTF code is 31) |
+//!
+//! The 48-bit word holds line (bits 0–19), start_char (20–27), end_char
+//! (28–37), the file name's MTF code (38–42) and the definition name's MTF
+//! code (43–47). Names are move-to-front coded per domain: a table of the 31
+//! most recent file names, each with its own table of 31 definition names.
+
+use super::buf::{Cursor, Eof};
+use crate::error::ReadErrorKind;
+use crate::format::MTF_LENGTH;
+use crate::hash::IntMap;
+use crate::types::{Location, LocationCode, Name};
+
+/// Why decoding a location failed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum LocError {
+    Eof,
+    Kind(ReadErrorKind),
+}
+
+impl From<Eof> for LocError {
+    fn from(_: Eof) -> LocError {
+        LocError::Eof
+    }
+}
+
+/// One move-to-front table.
+#[derive(Clone, Debug)]
+struct Mtf<T> {
+    slots: [Option<(Name, T)>; MTF_LENGTH],
+}
+
+impl<T> Default for Mtf<T> {
+    fn default() -> Self {
+        Mtf {
+            slots: std::array::from_fn(|_| None),
+        }
+    }
+}
+
+impl<T> Mtf<T> {
+    /// Moves slot `i` to the front and returns it.
+    fn take(&mut self, i: usize) -> Result<&mut (Name, T), LocError> {
+        if self.slots[i].is_none() {
+            return Err(LocError::Kind(ReadErrorKind::EmptyMtfSlot));
+        }
+        self.slots[..=i].rotate_right(1);
+        self.slots[0]
+            .as_mut()
+            .ok_or(LocError::Kind(ReadErrorKind::EmptyMtfSlot))
+    }
+
+    /// Pushes a new entry at the front; the last one falls off.
+    fn push(&mut self, name: Name, value: T) -> &mut (Name, T) {
+        self.slots.rotate_right(1);
+        self.slots[0].insert((name, value))
+    }
+}
+
+/// Per-domain state of the location decoder.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LocationDecoder {
+    files: Mtf<Box<Mtf<()>>>,
+}
+
+impl LocationDecoder {
+    /// Decodes one location record.
+    fn location(&mut self, c: &mut Cursor<'_>) -> Result<Location, LocError> {
+        let low = u64::from(c.u32()?);
+        let high = u64::from(c.u16()?);
+        let word = (high << 32) | low;
+        let line = (word & 0xfffff) as u32;
+        let start_char = ((word >> 20) & 0xff) as u32;
+        let end_char = ((word >> 28) & 0x3ff) as u32;
+        let file_code = ((word >> 38) & 0x1f) as usize;
+        let def_code = ((word >> 43) & 0x1f) as usize;
+        let file = if file_code == MTF_LENGTH {
+            let name = Name::new(c.string()?);
+            // A new file takes over the definition table of the file about to
+            // fall off the end, instead of an empty one. Pre-release (v1)
+            // writers produced traces that rely on this.
+            let defs = match self.files.slots[MTF_LENGTH - 1].take() {
+                Some((_, defs)) => defs,
+                None => Box::default(),
+            };
+            self.files.push(name, defs)
+        } else {
+            self.files.take(file_code)?
+        };
+        let filename = file.0.clone();
+        let defs = &mut file.1;
+        let defname = if def_code == MTF_LENGTH {
+            let name = Name::new(c.string()?);
+            defs.push(name, ()).0.clone()
+        } else {
+            defs.take(def_code)?.0.clone()
+        };
+        Ok(Location {
+            filename,
+            line,
+            start_char,
+            end_char,
+            defname,
+        })
+    }
+
+    /// Decodes a location event body into `out` (cleared first) and returns
+    /// its code.
+    pub(crate) fn location_event(
+        &mut self,
+        c: &mut Cursor<'_>,
+        out: &mut Vec<Location>,
+    ) -> Result<LocationCode, LocError> {
+        out.clear();
+        let code = LocationCode::new(c.i64()?);
+        let nlocs = c.u8()?;
+        for _ in 0..nlocs {
+            out.push(self.location(c)?);
+        }
+        Ok(code)
+    }
+}
+
+/// The locations of every location code seen so far: one table for the whole
+/// trace, shared by all domains.
+#[derive(Clone, Debug, Default)]
+pub struct LocationTable {
+    map: IntMap<LocationCode, Box<[Location]>>,
+}
+
+impl LocationTable {
+    /// The locations of `code` (outermost inlined function first), or `None`
+    /// if no location event defined it. An empty list is a code the writer
+    /// knew no location for; OCaml prints it as `$code`.
+    pub fn get(&self, code: LocationCode) -> Option<&[Location]> {
+        self.map.get(&code).map(|b| &**b)
+    }
+
+    /// Number of distinct location codes.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether no location code is known.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Every code and its locations, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (LocationCode, &[Location])> {
+        self.map.iter().map(|(&c, l)| (c, &**l))
+    }
+
+    /// Records `locs` for `code`; a code seen before must come with the same
+    /// locations.
+    pub(crate) fn insert(
+        &mut self,
+        code: LocationCode,
+        locs: &mut Vec<Location>,
+    ) -> Result<(), ReadErrorKind> {
+        match self.map.get(&code) {
+            Some(old) if **old == **locs => Ok(()),
+            Some(_) => Err(ReadErrorKind::InconsistentLocation(code)),
+            None => {
+                self.map
+                    .insert(code, std::mem::take(locs).into_boxed_slice());
+                Ok(())
+            }
+        }
+    }
+}
+
+impl crate::event::LocationLookup for LocationTable {
+    fn locations(&self, code: LocationCode) -> Option<&[Location]> {
+        self.get(code)
+    }
+}

@@ -1,0 +1,635 @@
+//! Reading traces (OCaml `Trace.Reader`).
+//!
+//! A [`Reader`] holds the whole trace as bytes (borrowed, owned, or
+//! memory-mapped by [`Reader::open`]) and its [`Info`]. [`Reader::events`]
+//! starts a pass over the events; each pass decodes from the start, as OCaml's
+//! `Reader.iter` does, and fills the reader's [`LocationTable`].
+//!
+//! Packets written by another process and a truncated last packet are
+//! skipped with a [`Warning`]; every other inconsistency stops the pass with a
+//! [`ReadError`] that carries the byte offset.
+
+mod backtrace;
+pub(crate) mod buf;
+mod location;
+mod packet;
+
+use std::borrow::Cow;
+
+use crate::error::{ReadError, ReadErrorKind, Warning};
+use crate::event::{Alloc, Event};
+use crate::format::{
+    EV_ALLOC, EV_COLLECT, EV_LOCATION, EV_PROMOTE, EV_SHORT_ALLOC_BASE, EV_TRACE_INFO, ocaml_int,
+};
+use crate::hash::IntMap;
+use crate::types::{
+    AllocationSource, DomainId, FormatVersion, Info, Location, LocationCode, Name, ObjId,
+    Timedelta, Timestamp,
+};
+use backtrace::{BacktraceCache, BtError, MAX_BACKTRACE_FRAMES, skip_backtrace};
+use buf::{Cursor, Eof};
+pub use location::LocationTable;
+use location::{LocError, LocationDecoder};
+use packet::{PacketHeader, event_code, event_time, read_packet_header};
+
+/// Most distinct domains a pass keeps decoder state for (each costs about
+/// 160 KiB); OCaml runtimes allow at most 4096 domains.
+pub const MAX_DOMAINS: usize = 4096;
+
+/// Most backtrace frames all domains together may buffer.
+const MAX_TOTAL_BACKTRACE_FRAMES: usize = 1 << 25;
+
+pub(crate) enum Data<'d> {
+    Borrowed(&'d [u8]),
+    Owned(Vec<u8>),
+    Mapped(memmap2::Mmap),
+}
+
+impl Data<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Data::Borrowed(b) => b,
+            Data::Owned(v) => v,
+            Data::Mapped(m) => m,
+        }
+    }
+}
+
+/// A memtrace trace, ready to be read.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let bytes = tracekit_memtrace::doc_example_trace();
+/// use tracekit_memtrace::{Event, Reader};
+/// let mut reader = Reader::from_bytes(&bytes)?;
+/// println!("traced {}", reader.info().executable_name);
+/// let mut events = reader.events(true);
+/// while let Some(item) = events.next_event() {
+///     let (time, event) = item?;
+///     if let Event::Alloc(a) = event {
+///         println!("{} µs: {} words, {} frames", time.as_micros(), a.length, a.backtrace.len());
+///     }
+/// }
+/// # Ok(()) }
+/// ```
+pub struct Reader<'d> {
+    data: Data<'d>,
+    info: Info,
+    version: FormatVersion,
+    data_offset: usize,
+    locations: LocationTable,
+}
+
+impl std::fmt::Debug for Reader<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader")
+            .field("info", &self.info)
+            .field("version", &self.version)
+            .field("size_bytes", &self.size_bytes())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'d> Reader<'d> {
+    /// A reader over a trace held in memory.
+    pub fn from_bytes(data: &'d [u8]) -> Result<Reader<'d>, ReadError> {
+        Reader::new(Data::Borrowed(data))
+    }
+
+    pub(crate) fn new(data: Data<'d>) -> Result<Reader<'d>, ReadError> {
+        let (info, version, data_offset) = read_trace_info(data.bytes())?;
+        Ok(Reader {
+            data,
+            info,
+            version,
+            data_offset,
+            locations: LocationTable::default(),
+        })
+    }
+
+    /// The trace metadata.
+    pub fn info(&self) -> &Info {
+        &self.info
+    }
+
+    /// The format version of the trace-info packet.
+    pub fn format_version(&self) -> FormatVersion {
+        self.version
+    }
+
+    /// Size of the trace in bytes.
+    pub fn size_bytes(&self) -> u64 {
+        self.data.bytes().len() as u64
+    }
+
+    /// The trace's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        self.data.bytes()
+    }
+
+    /// The locations of `code`, once a pass over the events has reached the
+    /// location event that defines it (OCaml `lookup_location_code`, which
+    /// raises where this returns `None`).
+    pub fn lookup_location_code(&self, code: LocationCode) -> Option<&[Location]> {
+        self.locations.get(code)
+    }
+
+    /// Every location code seen so far.
+    pub fn locations(&self) -> &LocationTable {
+        &self.locations
+    }
+
+    /// Starts a pass over the events from the start of the trace. Without
+    /// `parse_backtraces`, allocations come with empty backtraces and decoding
+    /// is several times faster.
+    pub fn events(&mut self, parse_backtraces: bool) -> Events<'_> {
+        Events {
+            data: self.data.bytes(),
+            info: &self.info,
+            locations: &mut self.locations,
+            parse_backtraces,
+            pos: self.data_offset,
+            packet: None,
+            domains: Vec::new(),
+            domain_index: IntMap::default(),
+            scratch_locs: Vec::new(),
+            warnings: Vec::new(),
+            done: false,
+            backtrace_capacity: 0,
+        }
+    }
+
+    /// Calls `f` with every event, as OCaml's `Reader.iter`, and returns the
+    /// warnings about skipped packets.
+    pub fn iter<F>(&mut self, parse_backtraces: bool, mut f: F) -> Result<Vec<Warning>, ReadError>
+    where
+        F: FnMut(Timedelta, &Event<'_>, &LocationTable),
+    {
+        let mut events = self.events(parse_backtraces);
+        while let Some(item) = events.next_event_with_locations() {
+            let (time, event, locations) = item?;
+            f(time, &event, locations);
+        }
+        Ok(events.take_warnings())
+    }
+}
+
+/// Decodes the trace-info packet at the start of `data`.
+fn read_trace_info(data: &[u8]) -> Result<(Info, FormatVersion, usize), ReadError> {
+    let header = read_packet_header(data, 0)?;
+    let start = header.header_size;
+    let end = start + header.content_size;
+    let bad = |kind, at: usize| ReadError::new(kind, at as u64);
+    if data.len() < end {
+        return Err(bad(ReadErrorKind::UnexpectedEof, data.len()));
+    }
+    let mut c = Cursor {
+        data: &data[..end],
+        pos: start,
+    };
+    let eof = |c: &Cursor<'_>| bad(ReadErrorKind::UnexpectedEof, c.pos);
+    let word = c.u32().map_err(|_| eof(&c))?;
+    let time = event_time(word, header.time_begin);
+    if event_code(word) != EV_TRACE_INFO || time != header.time_begin {
+        return Err(bad(ReadErrorKind::BadTraceInfo, start));
+    }
+    let info = (|| -> Result<Info, Eof> {
+        let sample_rate = c.f64()?;
+        let word_size = c.u8()?;
+        let executable_name = Name::new(c.string()?);
+        let host_name = Name::new(c.string()?);
+        let ocaml_runtime_params = Name::new(c.string()?);
+        let pid = c.i64()?;
+        let context = if header.version >= 2 {
+            match c.string()? {
+                b"" => None,
+                s => Some(Name::new(s)),
+            }
+        } else {
+            None
+        };
+        Ok(Info {
+            sample_rate,
+            word_size,
+            executable_name,
+            host_name,
+            ocaml_runtime_params,
+            pid,
+            initial_domain: DomainId::new(header.domain),
+            start_time: Timestamp::from_micros(header.time_begin),
+            context,
+        })
+    })()
+    .map_err(|_| eof(&c))?;
+    if c.remaining() != 0 {
+        return Err(bad(ReadErrorKind::BadTraceInfo, c.pos));
+    }
+    let version = FormatVersion::from_number(header.version).unwrap_or(FormatVersion::V3);
+    Ok((info, version, end))
+}
+
+/// Decoder state of one domain, kept across its packets.
+struct DomainState {
+    id: DomainId,
+    locations: LocationDecoder,
+    cache: Option<Box<BacktraceCache>>,
+    backtrace: Vec<LocationCode>,
+    last_time: i64,
+}
+
+/// The packet being decoded.
+#[derive(Clone, Copy)]
+struct CurrentPacket {
+    /// Next byte to decode (absolute offset).
+    pos: usize,
+    end: usize,
+    time_begin: i64,
+    time_end: i64,
+    domain: usize,
+    /// Id of the next allocation (an OCaml int).
+    alloc_id: i64,
+    alloc_id_end: i64,
+}
+
+/// A decoded event before its backtrace is lent out.
+enum RawEvent {
+    Alloc {
+        obj_id: ObjId,
+        length: u64,
+        nsamples: u64,
+        source: AllocationSource,
+        common_prefix: usize,
+    },
+    Promote(ObjId),
+    Collect(ObjId),
+}
+
+/// One pass over the events of a trace; see [`Reader::events`].
+///
+/// [`Events::next_event`] lends each event's backtrace from the decoder's
+/// state, so the steady state allocates nothing. Call [`Events::owned`] for a
+/// standard [`Iterator`] of owned events.
+pub struct Events<'r> {
+    data: &'r [u8],
+    info: &'r Info,
+    locations: &'r mut LocationTable,
+    parse_backtraces: bool,
+    /// Offset of the next packet header.
+    pos: usize,
+    packet: Option<CurrentPacket>,
+    domains: Vec<DomainState>,
+    domain_index: IntMap<u16, usize>,
+    scratch_locs: Vec<Location>,
+    warnings: Vec<Warning>,
+    done: bool,
+    backtrace_capacity: usize,
+}
+
+impl<'r> Events<'r> {
+    /// The next event and its time since the start of the trace, or `None`
+    /// at the end of the trace or after an error.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next_event(&mut self) -> Option<Result<(Timedelta, Event<'_>), ReadError>> {
+        self.next_event_with_locations()
+            .map(|r| r.map(|(t, e, _)| (t, e)))
+    }
+
+    /// Like [`Events::next_event`], with the location table as it stands
+    /// after the event (every code in the event's backtrace is in it, unless
+    /// the trace is damaged).
+    pub fn next_event_with_locations(
+        &mut self,
+    ) -> Option<Result<(Timedelta, Event<'_>, &LocationTable), ReadError>> {
+        if self.done {
+            return None;
+        }
+        let (time, domain, raw) = match self.advance() {
+            Ok(Some(x)) => x,
+            Ok(None) => {
+                self.done = true;
+                return None;
+            }
+            Err(e) => {
+                self.done = true;
+                return Some(Err(e));
+            }
+        };
+        let state = &self.domains[domain];
+        let event = match raw {
+            RawEvent::Alloc {
+                obj_id,
+                length,
+                nsamples,
+                source,
+                common_prefix,
+            } => Event::Alloc(Alloc {
+                obj_id,
+                length,
+                domain: state.id,
+                nsamples,
+                source,
+                backtrace: if self.parse_backtraces {
+                    Cow::Borrowed(&state.backtrace[..])
+                } else {
+                    Cow::Borrowed(&[])
+                },
+                common_prefix,
+            }),
+            RawEvent::Promote(id) => Event::Promote(id, state.id),
+            RawEvent::Collect(id) => Event::Collect(id, state.id),
+        };
+        let dt = Timedelta::from_micros(time.wrapping_sub(self.info.start_time.as_micros()));
+        Some(Ok((dt, event, &*self.locations)))
+    }
+
+    /// The location table as it stands.
+    pub fn locations(&self) -> &LocationTable {
+        self.locations
+    }
+
+    /// The trace metadata.
+    pub fn info(&self) -> &Info {
+        self.info
+    }
+
+    /// Warnings about skipped packets so far.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// Takes the warnings recorded so far, leaving none.
+    pub fn take_warnings(&mut self) -> Vec<Warning> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// Byte offset up to which the trace has been decoded.
+    pub fn position(&self) -> u64 {
+        match &self.packet {
+            Some(p) => p.pos as u64,
+            None => self.pos as u64,
+        }
+    }
+
+    /// A standard iterator over owned copies of the events.
+    pub fn owned(self) -> OwnedEvents<'r> {
+        OwnedEvents { events: self }
+    }
+
+    fn domain_state(&mut self, domain: u16, at: usize) -> Result<usize, ReadError> {
+        if let Some(&i) = self.domain_index.get(&domain) {
+            return Ok(i);
+        }
+        if self.domains.len() >= MAX_DOMAINS {
+            return Err(ReadError::new(
+                ReadErrorKind::TooManyDomains(MAX_DOMAINS),
+                at as u64,
+            ));
+        }
+        self.domains.push(DomainState {
+            id: DomainId::new(domain),
+            locations: LocationDecoder::default(),
+            cache: None,
+            backtrace: Vec::new(),
+            last_time: self.info.start_time.as_micros(),
+        });
+        let i = self.domains.len() - 1;
+        self.domain_index.insert(domain, i);
+        Ok(i)
+    }
+
+    /// Moves to the next packet that is to be decoded. `Ok(false)` at the end.
+    fn next_packet(&mut self) -> Result<bool, ReadError> {
+        loop {
+            let at = self.pos;
+            if at >= self.data.len() {
+                return Ok(false);
+            }
+            let header: PacketHeader = read_packet_header(self.data, at)?;
+            let content_start = at + header.header_size;
+            let available = self.data.len() - content_start;
+            if header.pid != self.info.pid {
+                self.warnings.push(Warning::WrongPid {
+                    offset: at as u64,
+                    pid: header.pid,
+                    expected: self.info.pid,
+                });
+                self.pos = content_start + header.content_size.min(available);
+                continue;
+            }
+            if available < header.content_size {
+                self.warnings.push(Warning::TruncatedPacket {
+                    offset: at as u64,
+                    content_size: header.content_size as u64,
+                    available: available as u64,
+                });
+                self.pos = self.data.len();
+                continue;
+            }
+            let domain = self.domain_state(header.domain, at)?;
+            if self.parse_backtraces {
+                let cache = self.domains[domain]
+                    .cache
+                    .get_or_insert_with(|| Box::new(BacktraceCache::new()));
+                if !cache.verify(&header.verifier) {
+                    return Err(ReadError::new(
+                        ReadErrorKind::CacheVerificationFailed,
+                        at as u64,
+                    ));
+                }
+            }
+            let end = content_start + header.content_size;
+            self.pos = end;
+            self.packet = Some(CurrentPacket {
+                pos: content_start,
+                end,
+                time_begin: header.time_begin,
+                time_end: header.time_end,
+                domain,
+                alloc_id: ocaml_int(header.alloc_id_begin),
+                alloc_id_end: header.alloc_id_end,
+            });
+            return Ok(true);
+        }
+    }
+
+    /// Decodes up to the next alloc, promote or collect event.
+    fn advance(&mut self) -> Result<Option<(i64, usize, RawEvent)>, ReadError> {
+        loop {
+            let Some(mut p) = self.packet else {
+                if !self.next_packet()? {
+                    return Ok(None);
+                }
+                continue;
+            };
+            if p.pos >= p.end {
+                if p.alloc_id != p.alloc_id_end {
+                    return Err(ReadError::new(ReadErrorKind::AllocIdMismatch, p.end as u64));
+                }
+                self.packet = None;
+                continue;
+            }
+            let result = self.event(&mut p);
+            self.packet = Some(p);
+            match result {
+                Ok(Some(ev)) => return Ok(Some((ev.0, p.domain, ev.1))),
+                Ok(None) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Decodes the event at `p.pos`; `None` for a location event.
+    #[inline]
+    fn event(&mut self, p: &mut CurrentPacket) -> Result<Option<(i64, RawEvent)>, ReadError> {
+        let mut c = Cursor {
+            data: &self.data[..p.end],
+            pos: p.pos,
+        };
+        let start = p.pos;
+        let err = |kind, at: usize| ReadError::new(kind, at as u64);
+        let eof = |c: &Cursor<'_>| err(ReadErrorKind::UnexpectedEof, c.pos);
+        let word = c.u32().map_err(|_| eof(&c))?;
+        let time = event_time(word, p.time_begin);
+        if time < p.time_begin || time > p.time_end {
+            return Err(err(ReadErrorKind::TimeOutOfPacketBounds, start));
+        }
+        let code = event_code(word);
+        let known = matches!(code, EV_TRACE_INFO..=EV_COLLECT)
+            || (EV_SHORT_ALLOC_BASE + 1..=EV_SHORT_ALLOC_BASE + 16).contains(&code);
+        if !known {
+            return Err(err(ReadErrorKind::UnknownEventCode(code), start));
+        }
+        let state = &mut self.domains[p.domain];
+        if state.last_time > time {
+            return Err(err(ReadErrorKind::TimestampsNotMonotone, start));
+        }
+        state.last_time = time;
+        let raw = match code {
+            EV_TRACE_INFO => return Err(err(ReadErrorKind::MultipleTraceInfo, start)),
+            EV_LOCATION => {
+                let code = state
+                    .locations
+                    .location_event(&mut c, &mut self.scratch_locs)
+                    .map_err(|e| match e {
+                        LocError::Eof => eof(&c),
+                        LocError::Kind(k) => err(k, c.pos),
+                    })?;
+                self.locations
+                    .insert(code, &mut self.scratch_locs)
+                    .map_err(|k| err(k, start))?;
+                p.pos = c.pos;
+                return Ok(None);
+            }
+            EV_PROMOTE | EV_COLLECT => {
+                let delta = c.vint().map_err(|_| eof(&c))?;
+                if code == EV_PROMOTE && delta < 0 {
+                    return Err(err(ReadErrorKind::PromoteIdSync, start));
+                }
+                let id = p.alloc_id.wrapping_sub(1).wrapping_sub(delta);
+                let id =
+                    u64::try_from(id).map_err(|_| err(ReadErrorKind::ValueOutOfRange, start))?;
+                if code == EV_PROMOTE {
+                    RawEvent::Promote(ObjId::new(id))
+                } else {
+                    RawEvent::Collect(ObjId::new(id))
+                }
+            }
+            _ => {
+                let short = code != EV_ALLOC;
+                let (length, nsamples, source) = if short {
+                    (
+                        u64::from(code - EV_SHORT_ALLOC_BASE),
+                        1,
+                        AllocationSource::Minor,
+                    )
+                } else {
+                    let length = c.vint().map_err(|_| eof(&c))?;
+                    let nsamples = c.vint().map_err(|_| eof(&c))?;
+                    let source = match c.u8().map_err(|_| eof(&c))? {
+                        0 => AllocationSource::Minor,
+                        1 => AllocationSource::Major,
+                        2 => AllocationSource::External,
+                        b => return Err(err(ReadErrorKind::BadAllocationSource(b), c.pos - 1)),
+                    };
+                    let range = |v: i64| {
+                        u64::try_from(v).map_err(|_| err(ReadErrorKind::ValueOutOfRange, start))
+                    };
+                    (range(length)?, range(nsamples)?, source)
+                };
+                let common_prefix = c.vint().map_err(|_| eof(&c))?;
+                let common_prefix = usize::try_from(common_prefix)
+                    .map_err(|_| err(ReadErrorKind::ValueOutOfRange, start))?;
+                let nencoded = if short {
+                    c.u8().map(usize::from)
+                } else {
+                    c.u16().map(usize::from)
+                }
+                .map_err(|_| eof(&c))?;
+                if self.parse_backtraces {
+                    let cache = state
+                        .cache
+                        .get_or_insert_with(|| Box::new(BacktraceCache::new()));
+                    let before = state.backtrace.capacity();
+                    cache
+                        .read_backtrace(&mut c, nencoded, common_prefix, &mut state.backtrace)
+                        .map_err(|e| match e {
+                            BtError::Eof => eof(&c),
+                            BtError::TooLong => err(ReadErrorKind::BacktraceTooLong, start),
+                        })?;
+                    let after = state.backtrace.capacity();
+                    if after != before {
+                        self.backtrace_capacity = self.backtrace_capacity + after - before;
+                        if self.backtrace_capacity
+                            > MAX_TOTAL_BACKTRACE_FRAMES.max(MAX_BACKTRACE_FRAMES)
+                        {
+                            return Err(err(ReadErrorKind::BacktraceTooLong, start));
+                        }
+                    }
+                } else {
+                    skip_backtrace(&mut c, nencoded).map_err(|_| eof(&c))?;
+                }
+                if p.alloc_id < 0 {
+                    return Err(err(ReadErrorKind::ValueOutOfRange, start));
+                }
+                let obj_id = ObjId::new(p.alloc_id as u64);
+                p.alloc_id += 1;
+                RawEvent::Alloc {
+                    obj_id,
+                    length,
+                    nsamples,
+                    source,
+                    common_prefix,
+                }
+            }
+        };
+        p.pos = c.pos;
+        Ok(Some((time, raw)))
+    }
+}
+
+/// A standard [`Iterator`] over owned events; see [`Events::owned`].
+pub struct OwnedEvents<'r> {
+    events: Events<'r>,
+}
+
+impl OwnedEvents<'_> {
+    /// Warnings about skipped packets so far.
+    pub fn warnings(&self) -> &[Warning] {
+        self.events.warnings()
+    }
+
+    /// The location table as it stands.
+    pub fn locations(&self) -> &LocationTable {
+        self.events.locations()
+    }
+}
+
+impl Iterator for OwnedEvents<'_> {
+    type Item = Result<(Timedelta, Event<'static>), ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.events
+            .next_event()
+            .map(|r| r.map(|(t, e)| (t, e.into_owned())))
+    }
+}

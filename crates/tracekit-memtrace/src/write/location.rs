@@ -1,0 +1,96 @@
+//! Encoding location events (format § location event); mirrors
+//! [`crate::read`]'s location decoder. See there for the layout.
+
+use super::buf::{put_i64, put_string, put_u8, put_u16, put_u32};
+use crate::format::{LOCATION_MAX_LENGTH, MTF_LENGTH};
+use crate::types::{Location, LocationCode, Name};
+
+/// One move-to-front table, encoder side. Keys are the writer's full names:
+/// a name with a NUL is written truncated but keyed whole, as in the reference.
+#[derive(Clone, Debug)]
+struct Mtf<T> {
+    slots: [Option<(Name, T)>; MTF_LENGTH],
+}
+
+impl<T> Default for Mtf<T> {
+    fn default() -> Self {
+        Mtf {
+            slots: std::array::from_fn(|_| None),
+        }
+    }
+}
+
+impl<T: Default> Mtf<T> {
+    /// The MTF code of `name` (31 if new) and its value, now at the front.
+    fn encode(&mut self, name: &Name) -> (usize, &mut T) {
+        let mut found = MTF_LENGTH;
+        for (i, slot) in self.slots.iter().enumerate() {
+            match slot {
+                None => break,
+                Some((k, _)) if k.as_bytes() == name.as_bytes() => {
+                    found = i;
+                    break;
+                }
+                Some(_) => {}
+            }
+        }
+        if found == MTF_LENGTH {
+            self.slots.rotate_right(1);
+            self.slots[0] = Some((name.clone(), T::default()));
+        } else {
+            self.slots[..=found].rotate_right(1);
+        }
+        let value = match &mut self.slots[0] {
+            Some((_, v)) => v,
+            None => unreachable!("slot 0 was just filled"),
+        };
+        (found, value)
+    }
+}
+
+/// Per-domain state of the location encoder.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LocationEncoder {
+    files: Mtf<Box<Mtf<()>>>,
+}
+
+fn clamp(n: u32, max: u32) -> u64 {
+    u64::from(n.min(max))
+}
+
+impl LocationEncoder {
+    /// Appends a location event body for `code` to `b`. Lists of more than
+    /// 255 locations, or whose worst-case size exceeds 4 KiB, are replaced by
+    /// [`Location::unknown`].
+    pub(crate) fn put_location(&mut self, b: &mut Vec<u8>, code: LocationCode, locs: &[Location]) {
+        let worst_case = locs.iter().fold(8 + 1, |size, l| {
+            size + 6 + (l.filename.len() + 1) + (l.defname.len() + 1)
+        });
+        let unknown;
+        let locs = if locs.len() <= 255 && worst_case <= LOCATION_MAX_LENGTH {
+            locs
+        } else {
+            unknown = [Location::unknown()];
+            &unknown[..]
+        };
+        put_i64(b, code.get());
+        put_u8(b, locs.len() as u8);
+        for loc in locs {
+            let (file_code, defs) = self.files.encode(&loc.filename);
+            let (def_code, ()) = defs.encode(&loc.defname);
+            let word = clamp(loc.line, 0xfffff)
+                | clamp(loc.start_char, 0xff) << 20
+                | clamp(loc.end_char, 0x3ff) << 28
+                | (file_code as u64) << 38
+                | (def_code as u64) << 43;
+            put_u32(b, word as u32);
+            put_u16(b, (word >> 32) as u16);
+            if file_code == MTF_LENGTH {
+                put_string(b, &loc.filename);
+            }
+            if def_code == MTF_LENGTH {
+                put_string(b, &loc.defname);
+            }
+        }
+    }
+}
