@@ -1,1 +1,40 @@
-//! Call-stack timelines from `perf script` branch traces (magic-trace's trace writer).
+//! Call-stack timelines from `perf script` text: magic-trace's decoder and trace writer.
+//!
+//! The pipeline (spec `magic-trace.md` §1.2): [`script`] splits `perf script` output
+//! into records and parses each into an [`event::Event`] (branches from Intel PT,
+//! sampled call stacks, power events, decode errors); the [`writer::TraceWriter`] state
+//! machine turns those into begin/end slices per thread and hands them to a
+//! [`sink::Sink`]: the [`transcript`] printer used by the conformance tests, or an FXT
+//! writer.
+//!
+//! ```
+//! use tracekit_callstack::script::{Parsed, Records, parse_record};
+//! use tracekit_callstack::sink::RecordingSink;
+//! use tracekit_callstack::writer::{Config, TraceWriter};
+//! use tracekit_callstack::event::Time;
+//!
+//! let text = "1/1 0.000000001: 1 branches:u: call 10 main+0x0 (a) => 20 f+0x0 (a)\n\
+//!             1/1 0.000000005: 1 branches:u: return 24 f+0x4 (a) => 14 main+0x4 (a)\n";
+//! let mut writer = TraceWriter::new(RecordingSink::default(), Config::default(), Time(1));
+//! for rec in Records::new(text) {
+//!     if let Ok(Parsed::Event(event)) = parse_record(&rec, 0) {
+//!         writer.write_event(&event, true);
+//!     }
+//! }
+//! let sink = writer.finish();
+//! assert!(sink.outputs.len() > 2);
+//! ```
+
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod event;
+pub mod events_output;
+pub mod filter;
+pub mod ocaml;
+pub mod script;
+pub mod sexp;
+pub mod sink;
+pub mod span;
+pub mod symbol;
+pub mod transcript;
+pub mod writer;

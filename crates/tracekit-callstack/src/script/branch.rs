@@ -1,0 +1,265 @@
+//! Branch samples (`--itrace=b`): `FLAGS [(x)] SRC_IP SRC_LOCATION => DST_IP DST_LOCATION`.
+//!
+//! The flags column is perf's `sample_flags_to_name` text padded to a fixed width:
+//! a kind name (`call`, `return`, `jcc`, `jmp`, `int`, `iret`, `syscall`, `sysret`,
+//! `async`, `hw int`, `tx abrt`, ...) optionally prefixed by `tr strt ` or `tr end  `,
+//! then a transaction marker such as `(x)`. Rather than enumerating the combinations
+//! (newer perf versions keep adding some), the column is split into words up to the
+//! first purely hexadecimal word, which is the source address.
+
+use super::lex::{is_hex_token, parse_hex, skip_spaces, token_end};
+use super::location::parse_location;
+use crate::event::{Address, Branch, BranchKind, TraceStateChange};
+
+/// The flags of a branch sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Flags {
+    pub trace_state_change: Option<TraceStateChange>,
+    pub kind: Option<BranchKind>,
+    pub in_transaction: bool,
+    /// True when the words named no kind we know (magic-trace warns and ignores those).
+    pub unrecognised: bool,
+}
+
+/// At most this many flag words are looked at; perf prints two or three.
+const MAX_WORDS: usize = 8;
+
+/// Interprets the flag words.
+pub(crate) fn parse_flags(words: &[&str]) -> Flags {
+    let mut in_transaction = false;
+    let mut kind_words: [&str; MAX_WORDS] = [""; MAX_WORDS];
+    let mut n = 0;
+    for w in words {
+        if w.starts_with('(') {
+            // `(x)`, `(D)`, `(t)`, `(xDt)`: execution state; only `x` matters here.
+            in_transaction |= w.contains('x');
+        } else if n < MAX_WORDS {
+            // Newer perf appends `/miss/`-style qualifiers to the kind.
+            kind_words[n] = w.split('/').next().unwrap_or(w);
+            n += 1;
+        }
+    }
+    let mut k = &kind_words[..n];
+    let mut starts = false;
+    let mut ends = false;
+    if let ["tr", "strt", rest @ ..] = k {
+        starts = true;
+        // magic-trace reads `tr strt jmp` (perf >= 6.x) as a plain trace start.
+        k = rest.strip_prefix(&["jmp"][..]).unwrap_or(rest);
+    }
+    if let ["tr", "end", rest @ ..] = k {
+        ends = true;
+        k = rest;
+    }
+    let trace_state_change = match (starts, ends) {
+        (true, false) => Some(TraceStateChange::Start),
+        (false, true) => Some(TraceStateChange::End),
+        // `tr strt tr end` (seen with Go) means neither.
+        _ => None,
+    };
+    let (kind, unrecognised) = match k {
+        [] => (None, false),
+        ["call"] => (Some(BranchKind::Call), false),
+        ["return"] => (Some(BranchKind::Return), false),
+        ["int"] => (Some(BranchKind::Interrupt), false),
+        ["jmp"] | ["jcc"] => (Some(BranchKind::Jump), false),
+        ["syscall"] => (Some(BranchKind::Syscall), false),
+        ["hw", "int"] => (Some(BranchKind::HardwareInterrupt), false),
+        ["iret"] => (Some(BranchKind::Iret), false),
+        ["sysret"] => (Some(BranchKind::Sysret), false),
+        ["async"] => (Some(BranchKind::Async), false),
+        ["tx", "abrt"] => (Some(BranchKind::TxAbort), false),
+        _ => (None, true),
+    };
+    Flags {
+        trace_state_change,
+        kind,
+        in_transaction,
+        unrecognised,
+    }
+}
+
+/// Why a branch body did not parse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BranchError {
+    /// No hexadecimal source address after the flags.
+    NoSource,
+    /// No ` => DST_IP ` separator.
+    NoArrow,
+}
+
+/// Parses the text after the event column of a `branches` sample.
+pub(crate) fn parse_branch(rest: &str) -> Result<(Branch<'_>, Flags), BranchError> {
+    let b = rest.as_bytes();
+    let mut words: [&str; MAX_WORDS] = [""; MAX_WORDS];
+    let mut n = 0;
+    let mut i = skip_spaces(b, 0);
+    let (src_ip, src_text_start) = loop {
+        if i >= b.len() {
+            return Err(BranchError::NoSource);
+        }
+        let end = token_end(b, i);
+        if end == i {
+            // A tab: not perf's padding.
+            return Err(BranchError::NoSource);
+        }
+        let tok = &b[i..end];
+        if is_hex_token(tok) {
+            let (ip, _) = parse_hex(b, i).ok_or(BranchError::NoSource)?;
+            if b.get(end) != Some(&b' ') {
+                return Err(BranchError::NoSource);
+            }
+            break (ip, end + 1);
+        }
+        if n < MAX_WORDS {
+            words[n] = &rest[i..end];
+            n += 1;
+        }
+        i = skip_spaces(b, end);
+    };
+    let (src_text_end, dst_ip, dst_text_start) =
+        find_arrow(rest, src_text_start).ok_or(BranchError::NoArrow)?;
+    let flags = parse_flags(&words[..n]);
+    let src = parse_location(Address(src_ip), &rest[src_text_start..src_text_end]);
+    let dst = parse_location(Address(dst_ip), &rest[dst_text_start..]);
+    Ok((
+        Branch {
+            trace_state_change: flags.trace_state_change,
+            kind: flags.kind,
+            src,
+            dst,
+        },
+        flags,
+    ))
+}
+
+/// Finds the last ` => +HEX ` at or after `from` (the greedy source group of
+/// magic-trace's regex); returns where the source text ends, the destination address
+/// and where the destination text starts.
+#[inline]
+fn find_arrow(rest: &str, from: usize) -> Option<(usize, u64, usize)> {
+    let b = rest.as_bytes();
+    let mut end = b.len();
+    while end > from {
+        let p = memchr::memrchr(b'>', &b[from..end])? + from;
+        end = p;
+        if p < from + 2 || b[p - 1] != b'=' || b[p - 2] != b' ' {
+            continue;
+        }
+        let i = p + 1;
+        let j = skip_spaces(b, i);
+        if j == i {
+            continue;
+        }
+        let Some((ip, k)) = parse_lower_hex(b, j) else {
+            continue;
+        };
+        if b.get(k) != Some(&b' ') {
+            continue;
+        }
+        return Some((p - 2, ip, k + 1));
+    }
+    None
+}
+
+/// Lowercase hex only, as in magic-trace's regex.
+#[inline]
+fn parse_lower_hex(b: &[u8], mut i: usize) -> Option<(u64, usize)> {
+    let start = i;
+    let mut v: u64 = 0;
+    while let Some(&c) = b.get(i) {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => break,
+        };
+        v = (v << 4) | u64::from(d);
+        i += 1;
+    }
+    (i > start).then_some((v, i))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Symbol;
+
+    fn flags(s: &str) -> Flags {
+        let words: Vec<&str> = s.split_whitespace().collect();
+        parse_flags(&words)
+    }
+
+    #[test]
+    fn flag_words() {
+        use BranchKind::*;
+        use TraceStateChange::*;
+        let f = |s| {
+            let f = flags(s);
+            (f.trace_state_change, f.kind)
+        };
+        assert_eq!(f("call"), (None, Some(Call)));
+        assert_eq!(f("tr strt"), (Some(Start), None));
+        assert_eq!(f("tr strt jmp"), (Some(Start), None));
+        assert_eq!(f("tr end"), (Some(End), None));
+        assert_eq!(f("tr end  async"), (Some(End), Some(Async)));
+        assert_eq!(f("tr end  syscall"), (Some(End), Some(Syscall)));
+        assert_eq!(f("tr strt tr end"), (None, None));
+        assert_eq!(f("hw int"), (None, Some(HardwareInterrupt)));
+        assert_eq!(f("tx abrt"), (None, Some(TxAbort)));
+        assert_eq!(f("jcc/miss"), (None, Some(Jump)));
+        assert_eq!(f("tr strt call"), (Some(Start), Some(Call)));
+        assert!(flags("call (x)").in_transaction);
+        assert!(flags("jmp (xDt)").in_transaction);
+        assert!(!flags("jmp (D)").in_transaction);
+        assert!(flags("vmentry").unrecognised);
+    }
+
+    #[test]
+    fn branch_bodies() {
+        let (br, _) = parse_branch(
+            "   call                     7f6fce0b71f4 __clock_gettime+0x24 (foo.so) =>     7ffd193838e0 __vdso_clock_gettime+0x0 (foo.so)",
+        )
+        .unwrap();
+        assert_eq!(br.kind, Some(BranchKind::Call));
+        assert_eq!(br.src.ip, Address(0x7f6fce0b71f4));
+        assert_eq!(br.src.symbol, Symbol::Perf("__clock_gettime"));
+        assert_eq!(br.dst.symbol, Symbol::Perf("__vdso_clock_gettime"));
+
+        let (br, _) = parse_branch(
+            "   call                     56234f77576b x => +0xb (foo.so) =>     56234f4bc7a0 => +0x0 (foo.so)",
+        )
+        .unwrap();
+        assert_eq!(br.src.symbol, Symbol::Perf("x => "));
+        assert_eq!(br.dst.symbol, Symbol::Perf("=> "));
+        assert_eq!(br.dst.ip, Address(0x56234f4bc7a0));
+
+        let (br, f) = parse_branch(
+            "   tr end  async                     7f6fce0b71f4 [unknown] (foo.so) =>     0 [unknown] ([unknown])",
+        )
+        .unwrap();
+        assert_eq!(br.trace_state_change, Some(TraceStateChange::End));
+        assert_eq!(br.kind, Some(BranchKind::Async));
+        assert_eq!(br.dst.ip, Address(0));
+        assert!(!f.in_transaction);
+
+        let (br, f) = parse_branch("  jmp  (x)  10 a+0x0 (b) => 20 c+0x0 (d)").unwrap();
+        assert!(f.in_transaction);
+        assert_eq!(br.dst.symbol, Symbol::Perf("c"));
+    }
+
+    #[test]
+    fn bad_bodies() {
+        assert_eq!(parse_branch("   call   "), Err(BranchError::NoSource));
+        assert_eq!(parse_branch(""), Err(BranchError::NoSource));
+        assert_eq!(
+            parse_branch(" call 10 a+0x0 (b)"),
+            Err(BranchError::NoArrow)
+        );
+        assert_eq!(parse_branch(" call 10 a => b"), Err(BranchError::NoArrow));
+        assert_eq!(parse_branch(" call 10"), Err(BranchError::NoSource));
+        assert_eq!(
+            parse_branch(" call\t10 x => 1 y"),
+            Err(BranchError::NoSource)
+        );
+    }
+}

@@ -1,0 +1,231 @@
+//! The first line of a record: `[COMM] [PID/]TID [[CPU]] SECS.FRAC: [PERIOD] EVENT: REST`.
+//!
+//! magic-trace asks perf for `-F pid,tid,time,...,event,period`, which prints
+//! `  PID/TID SECS.NANOS:   PERIOD EVENT[/CONFIG/][:MODIFIERS]: REST`; perf's default
+//! layout starts with the command name (which may contain spaces) and prints only the
+//! tid. Both are accepted: the fast path reads the magic-trace layout directly, the
+//! general path finds the timestamp token first and reads the columns before it.
+
+use super::lex::{parse_dec, parse_time, skip_spaces, token_end};
+use crate::event::{Thread, Time};
+
+/// The parsed header columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Header<'a> {
+    pub comm: Option<&'a str>,
+    pub thread: Thread,
+    pub time: Time,
+    pub period: Option<u64>,
+    /// The event column without its final `:`, e.g. `branches:uH`, `branch-misses/period=50/u`.
+    pub event: &'a str,
+    /// Everything after the event column.
+    pub rest: &'a str,
+}
+
+impl<'a> Header<'a> {
+    /// The event's name: the event column up to its first `/` or `:`.
+    pub fn event_name(&self) -> &'a str {
+        let end = self.event.find(['/', ':']).unwrap_or(self.event.len());
+        &self.event[..end]
+    }
+}
+
+/// Why a header did not parse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HeaderError {
+    /// No `SECS.FRAC:` timestamp column.
+    NoTimestamp,
+    /// No `EVENT:` column after the timestamp.
+    NoEvent,
+}
+
+fn thread_of(pid: Option<u64>, tid: Option<u64>) -> Thread {
+    // 0 means "unknown" to perf; so does anything that is no valid pid.
+    let conv = |v: Option<u64>| v.and_then(|v| u32::try_from(v).ok()).filter(|&v| v != 0);
+    Thread {
+        pid: conv(pid),
+        tid: conv(tid),
+    }
+}
+
+/// Parses a header line.
+pub(crate) fn parse_header(line: &str) -> Result<Header<'_>, HeaderError> {
+    let b = line.as_bytes();
+    let (comm, thread, time, after_time) = match fast_columns(b) {
+        Some((thread, time, after)) => (None, thread, time, after),
+        None => general_columns(line)?,
+    };
+    let mut i = skip_spaces(b, after_time);
+    let mut period = None;
+    let tok_end = token_end(b, i);
+    if let Some((p, _)) = parse_dec(b, i).filter(|&(_, end)| end == tok_end && tok_end < b.len()) {
+        period = Some(p);
+        i = skip_spaces(b, tok_end);
+    }
+    let ev_end = token_end(b, i);
+    if ev_end == i || b[ev_end - 1] != b':' {
+        return Err(HeaderError::NoEvent);
+    }
+    Ok(Header {
+        comm,
+        thread,
+        time,
+        period,
+        event: &line[i..ev_end - 1],
+        rest: &line[ev_end..],
+    })
+}
+
+/// `  PID/TID [CPU] SECS.FRAC:` or `  TID SECS.FRAC:`; returns the index after the `:`.
+#[inline]
+fn fast_columns(b: &[u8]) -> Option<(Thread, Time, usize)> {
+    let i = skip_spaces(b, 0);
+    let (first, mut i) = parse_dec(b, i)?;
+    let (pid, tid) = if b.get(i) == Some(&b'/') {
+        let (tid, j) = parse_dec(b, i + 1)?;
+        i = j;
+        (Some(first), Some(tid))
+    } else {
+        (None, Some(first))
+    };
+    if b.get(i) != Some(&b' ') {
+        return None;
+    }
+    i = skip_cpu(b, skip_spaces(b, i));
+    let (ns, j) = parse_time(b, i)?;
+    if b.get(j) != Some(&b':') {
+        return None;
+    }
+    Some((thread_of(pid, tid), Time(ns), j + 1))
+}
+
+/// Skips a `[CPU]` column and the spaces after it.
+fn skip_cpu(b: &[u8], i: usize) -> usize {
+    if b.get(i) == Some(&b'[') {
+        if let Some((_, j)) = parse_dec(b, i + 1).filter(|&(_, j)| b.get(j) == Some(&b']')) {
+            return skip_spaces(b, j + 1);
+        }
+    }
+    i
+}
+
+/// The general layout: find the first `SECS.FRAC:` token; before it, an optional `[CPU]`,
+/// then `PID/TID` or `TID`, and before that the command name.
+fn general_columns(line: &str) -> Result<(Option<&str>, Thread, Time, usize), HeaderError> {
+    let b = line.as_bytes();
+    // (start, end) of the last two tokens seen before the timestamp.
+    let mut prev: [Option<(usize, usize)>; 2] = [None, None];
+    let mut i = 0;
+    loop {
+        i = skip_spaces(b, i);
+        while i < b.len() && b[i] == b'\t' {
+            i = skip_spaces(b, i + 1);
+        }
+        if i >= b.len() {
+            return Err(HeaderError::NoTimestamp);
+        }
+        let end = token_end(b, i);
+        if let Some((ns, _)) = parse_time(b, i).filter(|&(_, j)| j + 1 == end && b[j] == b':') {
+            let mut cols = prev;
+            // Drop a `[CPU]` column.
+            if cols[1].is_some_and(|(s, e)| b[s] == b'[' && b[e - 1] == b']') {
+                cols = [None, cols[0]];
+            }
+            let (thread, comm_end) = match cols[1] {
+                Some((s, e)) => match thread_token(&b[s..e]) {
+                    Some(thread) => (thread, s),
+                    None => (Thread::default(), e),
+                },
+                None => (Thread::default(), 0),
+            };
+            let comm = line[..comm_end].trim_matches([' ', '\t']);
+            let comm = (!comm.is_empty()).then_some(comm);
+            return Ok((comm, thread, Time(ns), end));
+        }
+        prev = [prev[1], Some((i, end))];
+        i = end;
+    }
+}
+
+/// `PID/TID` or `TID`.
+fn thread_token(t: &[u8]) -> Option<Thread> {
+    let (first, i) = parse_dec(t, 0)?;
+    if i == t.len() {
+        return Some(thread_of(None, Some(first)));
+    }
+    if t[i] != b'/' {
+        return None;
+    }
+    let (tid, j) = parse_dec(t, i + 1)?;
+    (j == t.len()).then(|| thread_of(Some(first), Some(tid)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn magic_trace_layout() {
+        let h = parse_header(
+            " 25375/25375 4509191.343298468:                            1   branches:uH:   call  x",
+        )
+        .unwrap();
+        assert_eq!(h.thread.pid, Some(25375));
+        assert_eq!(h.time, Time(4509191343298468));
+        assert_eq!(h.period, Some(1));
+        assert_eq!(h.event, "branches:uH");
+        assert_eq!(h.event_name(), "branches");
+        assert_eq!(h.rest, "   call  x");
+        assert_eq!(h.comm, None);
+
+        let h = parse_header("3871580/3871580 431228.526799230:         50                  branch-misses/period=50/u:   0").unwrap();
+        assert_eq!(h.event_name(), "branch-misses");
+        assert_eq!(h.period, Some(50));
+
+        let h = parse_header("825432/825432 339457.445933440:       1 cycles:u: ").unwrap();
+        assert_eq!(h.event_name(), "cycles");
+        assert_eq!(h.rest, " ");
+    }
+
+    #[test]
+    fn default_layout_with_comm() {
+        let h = parse_header("t  8948   362.251657:     100000 cpu-clock: ").unwrap();
+        assert_eq!(h.comm, Some("t"));
+        assert_eq!(
+            h.thread,
+            Thread {
+                pid: None,
+                tid: Some(8948)
+            }
+        );
+        assert_eq!(h.time, Time(362251657000));
+        assert_eq!(h.event_name(), "cpu-clock");
+
+        let h = parse_header("Web Content 12/34 [001] 1.000000001: 1 task-clock:u:").unwrap();
+        assert_eq!(h.comm, Some("Web Content"));
+        assert_eq!(
+            h.thread,
+            Thread {
+                pid: Some(12),
+                tid: Some(34)
+            }
+        );
+        assert_eq!(h.event, "task-clock:u");
+
+        let h = parse_header("5  8948   362.251657: cpu-clock: ").unwrap();
+        assert_eq!(h.comm, Some("5"));
+        assert_eq!(h.period, None);
+    }
+
+    #[test]
+    fn bad_headers() {
+        assert_eq!(parse_header("hello"), Err(HeaderError::NoTimestamp));
+        assert_eq!(parse_header("1/1 1.0: 5"), Err(HeaderError::NoEvent));
+        assert_eq!(parse_header("1/1 1.0:"), Err(HeaderError::NoEvent));
+        assert_eq!(parse_header(""), Err(HeaderError::NoTimestamp));
+        assert_eq!(
+            parse_header("0/0 1.0: 1 x:").unwrap().thread,
+            Thread::default()
+        );
+    }
+}

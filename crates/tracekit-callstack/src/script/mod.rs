@@ -1,0 +1,473 @@
+//! Reading `perf script` text (spec `magic-trace.md` §1.4; corpus README §5.1, §5.4).
+//!
+//! A record is a header line followed by zero or more continuation lines that start
+//! with a TAB (the sampled call chain, leaf first); an empty line also ends a record.
+//!
+//! | record | shape |
+//! | --- | --- |
+//! | branch (`--itrace=b`) | `PID/TID TIME: PERIOD branches[:MOD]: FLAGS SRC_IP SRC_LOC => DST_IP DST_LOC` |
+//! | power (`--itrace=p`) | `PID/TID TIME: PERIOD cbr: [FLAGS] cbr: N freq: MHZ MHz (P%) ...` |
+//! | other power events | `psb`, `pwre`, `pwrx`, `exstop`, `mwait`, `ptwrite`, ...: ignored |
+//! | decode error | ` instruction trace error type N [time T ]cpu C pid P tid T ip IP code N: MSG` |
+//! | sampled stack | `PID/TID TIME: PERIOD EVENT:` + `\tIP LOC` lines (any event: `cycles`, `cpu-clock`, ...) |
+//! | counted event | `branch-misses`/`cache-misses`: `0 IP LOC` inline, or the first call-chain line |
+//!
+//! where `LOC` is `SYMBOL+0xOFF (DSO)`, `[unknown] (DSO)` or `SYMBOL (inlined)`, and the
+//! header may instead be perf's default `COMM TID [CPU] TIME: PERIOD EVENT:` layout.
+//! Nothing here panics or allocates on bad input except a sampled stack's frame list;
+//! a record that does not parse yields a [`ParseError`] with its byte offset, which
+//! callers count and report.
+
+mod branch;
+mod header;
+mod lex;
+mod location;
+mod trace_error;
+
+use crate::event::{Address, CountedEvent, Event, EventSample, Location, Sample, SampleData};
+
+/// Parses a location text (`SYMBOL+0xOFF (DSO)`, `[unknown] (DSO)`, ...) found after
+/// the address `ip`.
+pub fn parse_location_text(ip: u64, text: &str) -> Location<'_> {
+    location::parse_location(Address(ip), text)
+}
+
+/// One record's text: its header line and its continuation lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawRecord<'a> {
+    /// Byte offset of the header line in the text being split.
+    pub offset: usize,
+    /// The header line (without its newline).
+    pub header: &'a str,
+    /// The TAB-prefixed continuation lines, separated by `\n`, without the final one;
+    /// empty when there are none.
+    pub continuation: &'a str,
+}
+
+impl<'a> RawRecord<'a> {
+    /// All lines of the record, header first.
+    pub fn lines(&self) -> impl Iterator<Item = &'a str> + 'a {
+        let cont = self.continuation;
+        std::iter::once(self.header).chain(cont.split('\n').filter(move |_| !cont.is_empty()))
+    }
+
+    /// Number of lines in the record.
+    pub fn line_count(&self) -> usize {
+        1 + if self.continuation.is_empty() {
+            0
+        } else {
+            memchr::memchr_iter(b'\n', self.continuation.as_bytes()).count() + 1
+        }
+    }
+}
+
+/// Splits `perf script` text into records.
+#[derive(Clone, Debug)]
+pub struct Records<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> Records<'a> {
+    /// Records of `text`.
+    pub fn new(text: &'a str) -> Self {
+        Records { text, pos: 0 }
+    }
+}
+
+impl<'a> Iterator for Records<'a> {
+    type Item = RawRecord<'a>;
+
+    #[inline]
+    fn next(&mut self) -> Option<RawRecord<'a>> {
+        let b = self.text.as_bytes();
+        loop {
+            if self.pos >= b.len() {
+                return None;
+            }
+            let start = self.pos;
+            let end = memchr::memchr(b'\n', &b[start..]).map_or(b.len(), |i| start + i);
+            self.pos = end + 1;
+            if end == start {
+                continue;
+            }
+            let cont_start = self.pos;
+            let mut cont_end = cont_start;
+            while self.pos < b.len() && b[self.pos] == b'\t' {
+                let s = self.pos;
+                let e = memchr::memchr(b'\n', &b[s..]).map_or(b.len(), |i| s + i);
+                cont_end = e;
+                self.pos = e + 1;
+            }
+            return Some(RawRecord {
+                offset: start,
+                header: &self.text[start..end],
+                continuation: if cont_end > cont_start {
+                    &self.text[cont_start..cont_end]
+                } else {
+                    ""
+                },
+            });
+        }
+    }
+}
+
+/// The length of the prefix of `buf` that holds only complete records, for reading a
+/// stream in chunks: everything before the last complete line that starts a record (a
+/// later continuation line could still belong to that record). At end of input the
+/// whole buffer is complete.
+pub fn complete_prefix(buf: &[u8], at_eof: bool) -> usize {
+    if at_eof {
+        return buf.len();
+    }
+    let Some(last_nl) = memchr::memrchr(b'\n', buf) else {
+        return 0;
+    };
+    // Walk complete lines backwards to the last one that does not continue a record.
+    let mut line_end = last_nl;
+    loop {
+        let line_start = memchr::memrchr(b'\n', &buf[..line_end]).map_or(0, |i| i + 1);
+        if buf.get(line_start) != Some(&b'\t') {
+            return line_start;
+        }
+        if line_start == 0 {
+            return 0;
+        }
+        line_end = line_start - 1;
+    }
+}
+
+/// What went wrong in a record that did not parse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ParseErrorKind {
+    /// The header has no `SECS.FRAC:` timestamp.
+    #[error("no timestamp column")]
+    NoTimestamp,
+    /// No `EVENT:` column after the timestamp.
+    #[error("no event column")]
+    NoEvent,
+    /// A branch sample without a source address after its flags.
+    #[error("branch sample without a source address")]
+    BranchSource,
+    /// A branch sample without `=> DST_IP`.
+    #[error("branch sample without `=> destination`")]
+    BranchArrow,
+    /// A `cbr` record without `cbr: N freq: MHZ MHz`.
+    #[error("cbr record without a frequency")]
+    Cbr,
+    /// An `instruction trace error` line in no known shape.
+    #[error("malformed instruction trace error")]
+    TraceError,
+    /// A call-chain line that is not `\tIP LOCATION`.
+    #[error("malformed call-chain line")]
+    CallchainLine,
+    /// A counted-event sample without a location.
+    #[error("counted event without a location")]
+    EventSample,
+    /// An event that is none of the known kinds and carries no call chain or address.
+    #[error("unknown event without a call chain")]
+    UnknownEvent,
+}
+
+/// A record that did not parse, and where it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} (record at byte {offset})")]
+pub struct ParseError {
+    /// Byte offset of the record's first line.
+    pub offset: u64,
+    /// What was wrong.
+    pub kind: ParseErrorKind,
+}
+
+/// What a well-formed record turned into.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Parsed<'a> {
+    /// An event for the trace writer.
+    Event(Event<'a>),
+    /// A record deliberately dropped (`psb` and other power events), by event name.
+    Ignored(&'a str),
+}
+
+/// Events that carry nothing for a call-stack timeline (PT power and packet events).
+const IGNORED_EVENTS: &[&str] = &[
+    "psb", "pwre", "pwrx", "exstop", "mwait", "ptwrite", "evt", "iflag", "cfe",
+];
+
+/// Parses one record. `base` is added to the record's offset in errors (the position
+/// of the split text in the whole input).
+pub fn parse_record<'a>(rec: &RawRecord<'a>, base: u64) -> Result<Parsed<'a>, ParseError> {
+    let err = |kind| ParseError {
+        offset: base + rec.offset as u64,
+        kind,
+    };
+    let line = rec.header;
+    let first = lex::skip_spaces(line.as_bytes(), 0);
+    if line[first..].starts_with(trace_error::PREFIX) {
+        return trace_error::parse_trace_error(line)
+            .map(|e| Parsed::Event(Event::DecodeError(e)))
+            .ok_or(err(ParseErrorKind::TraceError));
+    }
+    let h = header::parse_header(line).map_err(|e| {
+        err(match e {
+            header::HeaderError::NoTimestamp => ParseErrorKind::NoTimestamp,
+            header::HeaderError::NoEvent => ParseErrorKind::NoEvent,
+        })
+    })?;
+    let sample = |data, in_transaction| {
+        Parsed::Event(Event::Sample(Sample {
+            thread: h.thread,
+            comm: h.comm,
+            time: h.time,
+            in_transaction,
+            data,
+        }))
+    };
+    let name = h.event_name();
+    match name {
+        "branches" => {
+            let (br, flags) = branch::parse_branch(h.rest).map_err(|e| {
+                err(match e {
+                    branch::BranchError::NoSource => ParseErrorKind::BranchSource,
+                    branch::BranchError::NoArrow => ParseErrorKind::BranchArrow,
+                })
+            })?;
+            Ok(sample(SampleData::Branch(br), flags.in_transaction))
+        }
+        "cbr" => {
+            let freq = parse_cbr(h.rest).ok_or(err(ParseErrorKind::Cbr))?;
+            Ok(sample(SampleData::Power { freq_mhz: freq }, false))
+        }
+        "branch-misses" | "cache-misses" => {
+            let counted = if name == "branch-misses" {
+                CountedEvent::BranchMisses
+            } else {
+                CountedEvent::CacheMisses
+            };
+            let location = if rec.continuation.is_empty() {
+                parse_counted_inline(h.rest)
+            } else {
+                rec.continuation
+                    .split('\n')
+                    .next()
+                    .and_then(parse_callchain_line)
+            }
+            .ok_or(err(ParseErrorKind::EventSample))?;
+            Ok(sample(
+                SampleData::Counted(EventSample {
+                    location,
+                    count: h.period.unwrap_or(1),
+                    name: counted,
+                }),
+                false,
+            ))
+        }
+        _ if IGNORED_EVENTS.contains(&name) => Ok(Parsed::Ignored(name)),
+        _ => {
+            // Any other event is a stack sample: `cycles`, `cpu-clock`, `task-clock`, ...
+            let frames = if rec.continuation.is_empty() {
+                let b = h.rest.as_bytes();
+                let i = lex::skip_spaces(b, 0);
+                let loc = lex::parse_hex(b, i)
+                    .filter(|&(_, end)| b.get(end) == Some(&b' '))
+                    .map(|(ip, end)| location::parse_location(Address(ip), &h.rest[end + 1..]))
+                    .ok_or(err(ParseErrorKind::UnknownEvent))?;
+                vec![loc]
+            } else {
+                let mut frames = Vec::with_capacity(rec.line_count());
+                for l in rec.continuation.split('\n') {
+                    frames.push(parse_callchain_line(l).ok_or(err(ParseErrorKind::CallchainLine))?);
+                }
+                frames.reverse();
+                frames
+            };
+            Ok(sample(SampleData::Callstack(frames), false))
+        }
+    }
+}
+
+/// `\t   IP LOCATION`.
+fn parse_callchain_line(line: &str) -> Option<Location<'_>> {
+    let b = line.as_bytes();
+    if b.first() != Some(&b'\t') {
+        return None;
+    }
+    let i = lex::skip_spaces(b, 1);
+    let (ip, end) = lex::parse_hex(b, i)?;
+    if b.get(end) != Some(&b' ') {
+        return None;
+    }
+    Some(location::parse_location(Address(ip), &line[end + 1..]))
+}
+
+/// The inline form of a counted event: `ADDR IP LOCATION` (perf prints the `addr`
+/// column, then the sample's location).
+fn parse_counted_inline(rest: &str) -> Option<Location<'_>> {
+    let b = rest.as_bytes();
+    let i = lex::skip_spaces(b, 0);
+    let (_, end) = lex::parse_dec(b, i)?;
+    if b.get(end) != Some(&b' ') {
+        return None;
+    }
+    let j = lex::skip_spaces(b, end);
+    let (ip, end) = lex::parse_hex(b, j)?;
+    if b.get(end) != Some(&b' ') {
+        return None;
+    }
+    Some(location::parse_location(Address(ip), &rest[end + 1..]))
+}
+
+/// `... cbr: N freq: MHZ MHz ...`: the frequency.
+fn parse_cbr(rest: &str) -> Option<u32> {
+    let b = rest.as_bytes();
+    let p = rest.find("cbr:")?;
+    // The regex wants white space before `cbr:`.
+    if p == 0 || b[p - 1] != b' ' {
+        return None;
+    }
+    let i = lex::skip_spaces(b, p + 4);
+    if i == p + 4 {
+        return None;
+    }
+    let (_, end) = lex::parse_dec(b, i)?;
+    let j = lex::skip_spaces(b, end);
+    if j == end || !rest[j..].starts_with("freq:") {
+        return None;
+    }
+    let k = lex::skip_spaces(b, j + 5);
+    if k == j + 5 {
+        return None;
+    }
+    let (freq, end) = lex::parse_dec(b, k)?;
+    if !rest[end..].starts_with(" MHz") {
+        return None;
+    }
+    u32::try_from(freq).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Symbol, Thread, Time};
+
+    fn records(s: &str) -> Vec<(usize, &str, &str)> {
+        Records::new(s)
+            .map(|r| (r.offset, r.header, r.continuation))
+            .collect()
+    }
+
+    #[test]
+    fn splits_records() {
+        assert_eq!(
+            records("a\n\tb\n\tc\n\nd\ne\n\tf"),
+            vec![(0, "a", "\tb\n\tc"), (9, "d", ""), (11, "e", "\tf")]
+        );
+        assert_eq!(records("\n\n"), vec![]);
+        assert_eq!(records("\tx\ny"), vec![(0, "\tx", ""), (3, "y", "")]);
+        let r = Records::new("a\n\tb\n\tc\n").next().unwrap();
+        assert_eq!(r.lines().collect::<Vec<_>>(), vec!["a", "\tb", "\tc"]);
+        assert_eq!(r.line_count(), 3);
+    }
+
+    #[test]
+    fn complete_prefixes() {
+        assert_eq!(complete_prefix(b"a\n\tb\nc\n\td", false), 5);
+        assert_eq!(complete_prefix(b"a\n\tb\nc\n\td\n", false), 5);
+        assert_eq!(complete_prefix(b"a\nb\n", false), 2);
+        assert_eq!(complete_prefix(b"a\n\tb\n", false), 0);
+        assert_eq!(complete_prefix(b"abc", false), 0);
+        assert_eq!(complete_prefix(b"abc", true), 3);
+        assert_eq!(complete_prefix(b"\t\n\t\n", false), 0);
+    }
+
+    fn parse(s: &str) -> Result<Parsed<'_>, ParseError> {
+        let r = Records::new(s).next().unwrap();
+        parse_record(&r, 0)
+    }
+
+    #[test]
+    fn cbr_shapes() {
+        assert_eq!(
+            parse_cbr("   cbr: 46 freq: 4606 MHz (159%)  0 0 [unknown] ([unknown])"),
+            Some(4606)
+        );
+        assert_eq!(
+            parse_cbr("   syscall   cbr:  8 freq:  801 MHz ( 28%)"),
+            Some(801)
+        );
+        assert_eq!(
+            parse_cbr("  tr end               cbr: 45 freq: 4500 MHz (118%)"),
+            Some(4500)
+        );
+        assert_eq!(parse_cbr(" cbr: 36 freq: 3629 MHz (450%)"), Some(3629));
+        assert_eq!(parse_cbr(" cbr:"), None);
+        assert_eq!(parse_cbr("cbr: 1 freq: 2 MHz"), None);
+        assert_eq!(parse_cbr(" cbr: 1 freq: 99999999999 MHz"), None);
+    }
+
+    #[test]
+    fn samples_in_both_layouts() {
+        let p = parse("t  8948   362.251657:     100000 cpu-clock: \n\t    7f1 leaf+0x1 (/t)\n\t 7f0 main+0x2 (/t)\n").unwrap();
+        let Parsed::Event(Event::Sample(s)) = p else {
+            panic!()
+        };
+        assert_eq!(s.comm, Some("t"));
+        assert_eq!(
+            s.thread,
+            Thread {
+                pid: None,
+                tid: Some(8948)
+            }
+        );
+        assert_eq!(s.time, Time(362_251_657_000));
+        let SampleData::Callstack(frames) = s.data else {
+            panic!()
+        };
+        assert_eq!(frames[0].symbol, Symbol::Perf("main"));
+        assert_eq!(frames[1].symbol, Symbol::Perf("leaf"));
+
+        let p = parse("1/2 3.0: 1 task-clock:      ffffffff8158e80a filemap_map_pages+0x22a ([kernel.kallsyms])").unwrap();
+        let Parsed::Event(Event::Sample(s)) = p else {
+            panic!()
+        };
+        let SampleData::Callstack(frames) = s.data else {
+            panic!()
+        };
+        assert_eq!(frames.len(), 1);
+        assert!(frames[0].ip.is_kernel());
+    }
+
+    #[test]
+    fn errors_and_ignored() {
+        assert_eq!(
+            parse("1/1 1.0: 1 psb: psb offs: 0x4be8").unwrap(),
+            Parsed::Ignored("psb")
+        );
+        assert_eq!(parse("x\n").unwrap_err().kind, ParseErrorKind::NoTimestamp);
+        assert_eq!(
+            parse("1/1 1.0: 1 foo: bar").unwrap_err().kind,
+            ParseErrorKind::UnknownEvent
+        );
+        assert_eq!(
+            parse("1/1 1.0: 1 foo:\n\tzz").unwrap_err().kind,
+            ParseErrorKind::CallchainLine
+        );
+        assert_eq!(
+            parse("1/1 1.0: 1 branches: call").unwrap_err().kind,
+            ParseErrorKind::BranchSource
+        );
+        assert_eq!(
+            parse("1/1 1.0: 1 cbr: x").unwrap_err().kind,
+            ParseErrorKind::Cbr
+        );
+        assert_eq!(
+            parse("1/1 1.0: 1 branch-misses: x").unwrap_err().kind,
+            ParseErrorKind::EventSample
+        );
+        assert_eq!(
+            parse(" instruction trace error x").unwrap_err().kind,
+            ParseErrorKind::TraceError
+        );
+        let e = parse_record(&Records::new("x").next().unwrap(), 100).unwrap_err();
+        assert_eq!(e.offset, 100);
+    }
+}
