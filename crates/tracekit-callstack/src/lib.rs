@@ -27,6 +27,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod decode;
 pub mod event;
 pub mod events_output;
 pub mod filter;

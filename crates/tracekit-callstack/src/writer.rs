@@ -270,6 +270,7 @@ pub struct TraceWriter<S: Sink> {
     warnings: Vec<Warning>,
     warned_trap_depth: bool,
     warned_unexpected: bool,
+    final_flush: bool,
     name_buf: String,
     events_output: Option<EventsOutput>,
 }
@@ -291,6 +292,7 @@ impl<S: Sink> TraceWriter<S> {
             warnings: Vec::new(),
             warned_trap_depth: false,
             warned_unexpected: false,
+            final_flush: false,
             name_buf: String::new(),
             events_output: None,
         }
@@ -383,6 +385,11 @@ impl<S: Sink> TraceWriter<S> {
                 self.sink.complete(track, start, time, &name, &args);
             }
         }
+    }
+
+    /// Sets the time base (perf clock) before the first event.
+    pub fn set_base_time(&mut self, base_time: Time) {
+        self.base_time = base_time;
     }
 
     fn map_time(&self, t: Time) -> Time {
@@ -628,7 +635,7 @@ impl<S: Sink> TraceWriter<S> {
             Pending::RetUnknown { .. } | Pending::Call { inferred: true, .. } => {
                 self.threads[ti].start_events.push_front((time, ev));
             }
-            Pending::Call { .. } if time == Time::ZERO => {
+            Pending::Call { .. } if time == Time::ZERO && !self.final_flush => {
                 self.threads[ti].start_events.push_back((time, ev));
             }
             _ => self.write_now(ti, time, ev),
@@ -769,7 +776,12 @@ impl<S: Sink> TraceWriter<S> {
             self.write_now(ti, t, ev);
         }
         self.clear_all_callstacks(ti, time);
+        // Calls still pending at time zero (a thread that never got past its first
+        // timestamp) are written in order here; magic-trace defers them to a queue that
+        // is never written again, leaving ends without begins.
+        self.final_flush = true;
         self.flush(ti, to);
+        self.final_flush = false;
         self.threads[ti].last_decode_error_time = time;
         self.set_callstack(ti, is_kernel, time);
     }

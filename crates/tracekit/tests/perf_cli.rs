@@ -1,0 +1,139 @@
+//! `tracekit perf decode` from the command line: transcripts of corpus cases, bad input.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use tracekit_callstack::transcript::normalize;
+
+fn tracekit() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tracekit"))
+}
+
+fn corpus() -> Option<PathBuf> {
+    std::env::var_os("TRACEKIT_CORPUS").map(|c| Path::new(&c).join("magic-trace"))
+}
+
+/// The transcript printed by the CLI (stderr first, as the corpus expects).
+fn cli_transcript(args: &[&str], stdin: Option<&Path>) -> String {
+    let mut cmd = tracekit();
+    cmd.args(["perf", "decode", "--transcript"]).args(args);
+    if let Some(p) = stdin {
+        cmd.stdin(std::fs::File::open(p).unwrap());
+    } else {
+        cmd.stdin(Stdio::null());
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut s = String::from_utf8(out.stderr).unwrap();
+    s.push_str(&String::from_utf8(out.stdout).unwrap());
+    s
+}
+
+#[test]
+fn transcripts_of_corpus_cases() {
+    let Some(dir) = corpus() else {
+        eprintln!("TRACEKIT_CORPUS is not set: skipping");
+        return;
+    };
+    for (name, extra) in [
+        ("decode_errors__memmove", &[][..]),
+        ("page_fault", &["--scope", "user+kernel"][..]),
+        ("simple_gogo", &[][..]),
+        ("c_demo_sampling", &[][..]),
+        (
+            "ocaml_exceptions__raise_notrace",
+            &[
+                "--ocaml-pushtraps",
+                "0x41100b",
+                "--ocaml-poptraps",
+                "0x411026",
+                "--ocaml-entertraps",
+                "0x411030",
+            ][..],
+        ),
+    ] {
+        let input = dir.join(format!("{name}.perf"));
+        let expected = std::fs::read_to_string(dir.join(format!("{name}.expected"))).unwrap();
+        let mut args = vec![input.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        assert_eq!(
+            normalize(&cli_transcript(&args, None)),
+            expected,
+            "{name} (file)"
+        );
+        // The same from stdin.
+        assert_eq!(
+            normalize(&cli_transcript(extra, Some(&input))),
+            expected,
+            "{name} (stdin)"
+        );
+    }
+}
+
+#[test]
+fn filtered_transcript() {
+    let Some(dir) = corpus() else {
+        eprintln!("TRACEKIT_CORPUS is not set: skipping");
+        return;
+    };
+    let input = dir.join("test__filtered_trace.perf");
+    let expected = std::fs::read_to_string(dir.join("test__filtered_trace.expected")).unwrap();
+    let got = cli_transcript(
+        &[
+            input.to_str().unwrap(),
+            "--no-echo",
+            "--filter",
+            "start_trigger..stop_trigger",
+        ],
+        None,
+    );
+    // The CLI annotates inferred frames in transcripts; this case was made without.
+    let got = got.replace(" [inferred start time]", "");
+    assert_eq!(normalize(&got), expected);
+}
+
+#[test]
+fn garbage_is_reported_not_fatal() {
+    let dir = std::env::temp_dir().join(format!("tracekit-perf-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("garbage.txt");
+    std::fs::write(
+        &input,
+        &b"hello\n\tworld\n1/1 1.000000000: 1 branches:u: call 10 a+0x0 (x) => 20 b+0x0 (x)\n\xff\xfe\n"[..],
+    )
+    .unwrap();
+    let out = tracekit()
+        .args(["perf", "decode", "--transcript", "--no-echo"])
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("skipping unrecognized perf output"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("BEGIN b"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn missing_input_is_a_clear_error() {
+    let out = tracekit()
+        .args(["perf", "decode", "--transcript", "/nonexistent/perf.txt"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error: cannot open /nonexistent/perf.txt"),
+        "{stderr}"
+    );
+}
