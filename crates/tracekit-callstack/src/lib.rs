@@ -31,6 +31,7 @@ pub mod decode;
 pub mod event;
 pub mod events_output;
 pub mod filter;
+pub mod fxt_sink;
 pub mod ocaml;
 pub mod script;
 pub mod sexp;

@@ -9,17 +9,23 @@ use std::fs::File;
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command as Process, ExitCode, Stdio};
+use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
+use flate2::Compression;
+use flate2::write::GzEncoder;
 use indicatif::{ProgressBar, ProgressStyle};
 use tracekit_callstack::decode::{DecodeStats, Decoder, HitCollector};
 use tracekit_callstack::filter::RangeFilter;
+use tracekit_callstack::fxt_sink::FxtSink;
 use tracekit_callstack::ocaml::OcamlExceptionInfo;
 use tracekit_callstack::script::complete_prefix;
 use tracekit_callstack::sink::Sink;
 use tracekit_callstack::transcript::{self, TranscriptOptions};
 use tracekit_callstack::writer::{Config, TraceScope, Warning};
+use tracekit_fxt::io::IoDestination;
+use tracekit_fxt::write::Writer;
 
 /// `tracekit perf` subcommands.
 #[derive(Subcommand)]
@@ -518,7 +524,6 @@ fn decode_transcript(
     Ok(ExitCode::SUCCESS)
 }
 
-#[allow(dead_code)]
 fn default_output(source: &Source) -> PathBuf {
     match source {
         Source::Stdin => PathBuf::from("trace.fxt"),
@@ -527,16 +532,80 @@ fn default_output(source: &Source) -> PathBuf {
 }
 
 fn decode_fxt(
-    _args: &DecodeArgs,
-    _config: Config,
-    _filter: Option<RangeFilter>,
-    _source: &Source,
+    args: &DecodeArgs,
+    config: Config,
+    filter: Option<RangeFilter>,
+    source: &Source,
 ) -> anyhow::Result<ExitCode> {
-    bail!("FXT output needs the tracekit-fxt writer, which is not available yet; use --transcript")
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| default_output(source));
+    let file =
+        File::create(&output).with_context(|| format!("cannot create {}", output.display()))?;
+    let out = if output.extension().is_some_and(|e| e == "gz") {
+        FxtFile::Gz(GzEncoder::new(file, Compression::default()))
+    } else {
+        FxtFile::Plain(file)
+    };
+    let writer = Writer::new(IoDestination::with_buffer_size(out, 1 << 20))
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", output.display()))?;
+    let started = Instant::now();
+    let (sink, stats) = run_decoder(args, config, filter, source, FxtSink::new(writer))?;
+    let records = sink.records();
+    let mut dest = sink
+        .finish()
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", output.display()))?;
+    if let Some(e) = dest.take_error() {
+        return Err(anyhow::Error::new(e).context(format!("cannot write {}", output.display())));
+    }
+    dest.into_inner()
+        .finish()
+        .with_context(|| format!("cannot write {}", output.display()))?;
+    if !args.quiet {
+        eprintln!(
+            "decoded {} records ({} events, {} decode errors) in {:.2?}: wrote {} FXT records to {}",
+            stats.records,
+            stats.events,
+            stats.decode_errors,
+            started.elapsed(),
+            records,
+            output.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
-// Used by the FXT path once the writer lands.
-#[allow(dead_code)]
+/// The FXT output file, plain or gzip-compressed (`.gz`).
+enum FxtFile {
+    Plain(File),
+    Gz(GzEncoder<File>),
+}
+
+impl Write for FxtFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            FxtFile::Plain(f) => f.write(buf),
+            FxtFile::Gz(g) => g.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            FxtFile::Plain(f) => f.flush(),
+            FxtFile::Gz(g) => g.flush(),
+        }
+    }
+}
+
+impl FxtFile {
+    fn finish(self) -> io::Result<()> {
+        match self {
+            FxtFile::Plain(mut f) => f.flush(),
+            FxtFile::Gz(g) => g.finish()?.flush(),
+        }
+    }
+}
+
 fn run_decoder<S: Sink>(
     args: &DecodeArgs,
     config: Config,

@@ -137,3 +137,95 @@ fn missing_input_is_a_clear_error() {
         "{stderr}"
     );
 }
+
+/// Begin/end balance and process names of an FXT file, read strictly.
+fn fxt_summary(bytes: &[u8]) -> (u64, u64, Vec<String>) {
+    use tracekit_fxt::format::EventKind;
+    use tracekit_fxt::read::{ReadOptions, Reader, Record};
+    let mut r = Reader::with_options(bytes, ReadOptions::strict());
+    let (mut begins, mut ends) = (0, 0);
+    let mut names = Vec::new();
+    while let Some(rec) = r.next_record().unwrap() {
+        match rec {
+            Record::Event(e) => match e.kind {
+                EventKind::DurationBegin => begins += 1,
+                EventKind::DurationEnd => ends += 1,
+                _ => {}
+            },
+            Record::KernelObject(o) => names.push(o.name.to_string()),
+            _ => {}
+        }
+    }
+    (begins, ends, names)
+}
+
+#[test]
+fn decodes_to_fxt_plain_and_gzip() {
+    let Some(dir) = corpus() else {
+        eprintln!("TRACEKIT_CORPUS is not set: skipping");
+        return;
+    };
+    let tmp = std::env::temp_dir().join(format!("tracekit-perf-fxt-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let input = dir.join("hello_world_userspace.perf");
+    let plain = tmp.join("hw.fxt");
+    let gz = tmp.join("hw.fxt.gz");
+    for out in [&plain, &gz] {
+        let o = tracekit()
+            .args(["perf", "decode"])
+            .arg(&input)
+            .arg("-o")
+            .arg(out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("decoded 8841 records"));
+    }
+    let bytes = std::fs::read(&plain).unwrap();
+    let mut unzipped = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()),
+        &mut unzipped,
+    )
+    .unwrap();
+    assert_eq!(bytes, unzipped);
+    let (begins, ends, names) = fxt_summary(&bytes);
+    assert!(begins > 100);
+    assert_eq!(begins, ends, "every slice that begins ends");
+    assert!(names.contains(&"[pid=30549]".to_string()), "{names:?}");
+    assert!(names.contains(&"main".to_string()), "{names:?}");
+
+    // PyPI `fxt` reads it too, and sees the same slices.
+    match std::env::var_os("TRACEKIT_PYFXT") {
+        None => eprintln!("TRACEKIT_PYFXT is not set: skipping the PyPI fxt check"),
+        Some(python) => {
+            let script = "import sys\n\
+from fxt.reader import parse_records\n\
+from fxt.transform import transform_records_to_spans\n\
+res = parse_records(open(sys.argv[1], 'rb'))\n\
+assert not res.had_unexpected_eof, res.eof_error\n\
+recs = [r for p in res.records_by_provider.values() for r in p.records]\n\
+spans = transform_records_to_spans(recs)\n\
+def count(s): return 1 + sum(count(c) for c in s.children)\n\
+n = sum(count(s) for p in spans.values() for t in p.threads.values() for s in t.spans)\n\
+names = sorted(p.name for p in spans.values())\n\
+print(n, ','.join(names))\n";
+            let o = Command::new(python)
+                .arg("-c")
+                .arg(script)
+                .arg(&plain)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let out = String::from_utf8(o.stdout).unwrap();
+            let (n, names) = out.trim().split_once(' ').unwrap();
+            assert_eq!(
+                n.parse::<u64>().unwrap(),
+                begins,
+                "PyPI fxt sees every slice"
+            );
+            assert_eq!(names, "[pid=30549]");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+}

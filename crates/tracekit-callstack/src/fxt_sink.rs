@@ -1,0 +1,258 @@
+//! The FXT sink: writes the trace writer's output as a Fuchsia trace (spec
+//! `magic-trace.md` §1.8) through `tracekit-fxt`.
+//!
+//! As magic-trace does: one FXT process per perf thread (named `[pid=P] [tid=T]`,
+//! prefixed by the command name when known) holding a thread named `main`; process and
+//! thread koids come from one counter; the category is empty; slice names and the
+//! `symbol` argument are interned strings. Beyond the format's limits the sink degrades
+//! instead of failing: past 32k interned strings names are written inline, past 255
+//! thread slots threads are referenced inline.
+
+use tracekit_fxt::format::{
+    Arg as FxtArg, ArgValue as FxtValue, Koid, StringId, StringRef, ThreadRef,
+};
+use tracekit_fxt::write::{Destination, WriteError, Writer};
+
+use crate::event::Time;
+use crate::sink::{Arg, ArgValue, ProcessRef, Sink, TrackRef};
+use crate::symbol::FxHashMap;
+
+/// Thread-table slots the FXT format has.
+const THREAD_SLOTS: usize = 255;
+/// Arguments the format allows on one record.
+const MAX_ARGS: usize = 15;
+
+/// A [`Sink`] writing FXT.
+pub struct FxtSink<D: Destination> {
+    writer: Writer<D>,
+    strings: FxHashMap<Box<str>, StringId>,
+    strings_full: bool,
+    next_koid: u64,
+    processes: Vec<Koid>,
+    threads: Vec<ThreadRef>,
+    error: Option<WriteError>,
+    records: u64,
+}
+
+impl<D: Destination> FxtSink<D> {
+    /// A sink over a writer that has written its header.
+    pub fn new(writer: Writer<D>) -> Self {
+        FxtSink {
+            writer,
+            strings: FxHashMap::default(),
+            strings_full: false,
+            next_koid: 0,
+            processes: Vec::new(),
+            threads: Vec::new(),
+            error: None,
+            records: 0,
+        }
+    }
+
+    /// Event records written.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Closes the writer and returns the destination, or the first error.
+    pub fn finish(self) -> Result<D, WriteError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        self.writer.finish()
+    }
+
+    fn check(&mut self, r: Result<(), WriteError>) {
+        match r {
+            Ok(()) => self.records += 1,
+            Err(e) => {
+                if self.error.is_none() {
+                    self.error = Some(e);
+                }
+            }
+        }
+    }
+
+    /// The string's interned id, or the string inline once the table is full.
+    #[inline]
+    fn string<'s>(&mut self, s: &'s str) -> StringRef<'s> {
+        if s.is_empty() {
+            return StringRef::Empty;
+        }
+        if let Some(&id) = self.strings.get(s) {
+            return StringRef::Index(id);
+        }
+        if !self.strings_full {
+            match self.writer.intern(s) {
+                Ok(id) => {
+                    self.strings.insert(Box::from(s), id);
+                    return StringRef::Index(id);
+                }
+                Err(WriteError::OutOfStringIds) => self.strings_full = true,
+                Err(e) => {
+                    if self.error.is_none() {
+                        self.error = Some(e);
+                    }
+                }
+            }
+        }
+        StringRef::inline(s)
+    }
+
+    fn koid(&mut self) -> Koid {
+        self.next_koid += 1;
+        Koid(self.next_koid)
+    }
+
+    fn thread(&self, track: TrackRef) -> Option<ThreadRef> {
+        self.threads.get(track.0 as usize).copied()
+    }
+
+    /// Converts arguments; `out` must hold `MAX_ARGS`.
+    fn args<'s>(
+        &mut self,
+        args: &[Arg<'s>],
+        out: &mut [FxtArg<'s, StringRef<'s>>; MAX_ARGS],
+    ) -> usize {
+        let n = args.len().min(MAX_ARGS);
+        for (slot, a) in out.iter_mut().zip(&args[..n]) {
+            let value = match a.value {
+                ArgValue::Int(v) => match i32::try_from(v) {
+                    Ok(v) => FxtValue::Int32(v),
+                    Err(_) => FxtValue::Int64(v),
+                },
+                ArgValue::Pointer(p) => FxtValue::Pointer(p.0),
+                ArgValue::Str(s) => FxtValue::String(self.string(s)),
+            };
+            *slot = FxtArg {
+                name: self.string(a.name),
+                value,
+            };
+        }
+        n
+    }
+
+    fn event(&mut self, track: TrackRef, kind: Kind, time: Time, name: &str, args: &[Arg<'_>]) {
+        if self.error.is_some() {
+            return;
+        }
+        let Some(thread) = self.thread(track) else {
+            return;
+        };
+        let name_ref = self.string(name);
+        let mut buf = [FxtArg {
+            name: StringRef::Empty,
+            value: FxtValue::Null,
+        }; MAX_ARGS];
+        let n = self.args(args, &mut buf);
+        let ticks = ticks_of(time);
+        let r = match kind {
+            Kind::Begin => {
+                self.writer
+                    .duration_begin(thread, StringRef::Empty, name_ref, ticks, &buf[..n])
+            }
+            Kind::End => {
+                self.writer
+                    .duration_end(thread, StringRef::Empty, name_ref, ticks, &buf[..n])
+            }
+            Kind::Instant => {
+                self.writer
+                    .instant(thread, StringRef::Empty, name_ref, ticks, &buf[..n])
+            }
+            Kind::Counter => {
+                self.writer
+                    .counter(thread, StringRef::Empty, name_ref, ticks, 0, &buf[..n])
+            }
+            Kind::Complete(end) => {
+                let end = ticks_of(end).max(ticks);
+                self.writer.duration_complete(
+                    thread,
+                    StringRef::Empty,
+                    name_ref,
+                    ticks,
+                    end,
+                    &buf[..n],
+                )
+            }
+        };
+        self.check(r);
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Begin,
+    End,
+    Instant,
+    Counter,
+    Complete(Time),
+}
+
+/// FXT ticks are unsigned; times before the base (possible for inferred frames) clamp
+/// to the start of the trace.
+fn ticks_of(t: Time) -> u64 {
+    u64::try_from(t.0).unwrap_or(0)
+}
+
+impl<D: Destination> Sink for FxtSink<D> {
+    fn add_process(&mut self, name: &str) -> ProcessRef {
+        let koid = self.koid();
+        let name_ref = self.string(name);
+        let r = self.writer.set_process_name(koid, name_ref);
+        self.check(r);
+        self.processes.push(koid);
+        ProcessRef(u32::try_from(self.processes.len() - 1).unwrap_or(u32::MAX))
+    }
+
+    fn add_thread(&mut self, process: ProcessRef, name: &str) -> TrackRef {
+        let pid = self
+            .processes
+            .get(process.0 as usize)
+            .copied()
+            .unwrap_or(Koid(0));
+        let tid = self.koid();
+        let name_ref = self.string(name);
+        let r = self.writer.set_thread_name(pid, tid, name_ref);
+        self.check(r);
+        let slot = self.threads.len();
+        let thread = if slot < THREAD_SLOTS {
+            match self.writer.set_thread_slot(slot as u8, pid, tid) {
+                Ok(id) => ThreadRef::Index(id),
+                Err(e) => {
+                    self.check(Err(e));
+                    ThreadRef::Inline {
+                        process: pid,
+                        thread: tid,
+                    }
+                }
+            }
+        } else {
+            ThreadRef::Inline {
+                process: pid,
+                thread: tid,
+            }
+        };
+        self.threads.push(thread);
+        TrackRef(u32::try_from(slot).unwrap_or(u32::MAX))
+    }
+
+    fn begin(&mut self, track: TrackRef, time: Time, name: &str, args: &[Arg<'_>]) {
+        self.event(track, Kind::Begin, time, name, args);
+    }
+
+    fn end(&mut self, track: TrackRef, time: Time, name: &str) {
+        self.event(track, Kind::End, time, name, &[]);
+    }
+
+    fn complete(&mut self, track: TrackRef, start: Time, end: Time, name: &str, args: &[Arg<'_>]) {
+        self.event(track, Kind::Complete(end), start, name, args);
+    }
+
+    fn instant(&mut self, track: TrackRef, time: Time, name: &str, args: &[Arg<'_>]) {
+        self.event(track, Kind::Instant, time, name, args);
+    }
+
+    fn counter(&mut self, track: TrackRef, time: Time, name: &str, args: &[Arg<'_>]) {
+        self.event(track, Kind::Counter, time, name, args);
+    }
+}
