@@ -40,7 +40,9 @@
 //! For the hot path, [`write::fast`] precomputes an event header per call site; an
 //! event then costs one capacity check and a few stores.
 
+pub mod check;
 pub mod clock;
+pub mod copy;
 pub mod format;
 pub mod io;
 pub mod read;
