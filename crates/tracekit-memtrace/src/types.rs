@@ -215,6 +215,12 @@ impl Deref for Name {
     }
 }
 
+impl std::borrow::Borrow<[u8]> for Name {
+    fn borrow(&self) -> &[u8] {
+        &self.0
+    }
+}
+
 impl AsRef<[u8]> for Name {
     fn as_ref(&self) -> &[u8] {
         &self.0

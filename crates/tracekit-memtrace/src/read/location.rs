@@ -63,6 +63,26 @@ impl<T> Mtf<T> {
     }
 }
 
+/// The distinct names of a trace, so that a name sent again (after the MTF
+/// table forgot it) costs no allocation and no memory.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Names {
+    set: std::collections::HashSet<Name>,
+}
+
+impl Names {
+    fn intern(&mut self, bytes: &[u8]) -> Name {
+        match self.set.get(bytes) {
+            Some(n) => n.clone(),
+            None => {
+                let n = Name::new(bytes);
+                self.set.insert(n.clone());
+                n
+            }
+        }
+    }
+}
+
 /// Per-domain state of the location decoder.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct LocationDecoder {
@@ -71,7 +91,7 @@ pub(crate) struct LocationDecoder {
 
 impl LocationDecoder {
     /// Decodes one location record.
-    fn location(&mut self, c: &mut Cursor<'_>) -> Result<Location, LocError> {
+    fn location(&mut self, c: &mut Cursor<'_>, names: &mut Names) -> Result<Location, LocError> {
         let low = u64::from(c.u32()?);
         let high = u64::from(c.u16()?);
         let word = (high << 32) | low;
@@ -81,7 +101,7 @@ impl LocationDecoder {
         let file_code = ((word >> 38) & 0x1f) as usize;
         let def_code = ((word >> 43) & 0x1f) as usize;
         let file = if file_code == MTF_LENGTH {
-            let name = Name::new(c.string()?);
+            let name = names.intern(c.string()?);
             // A new file takes over the definition table of the file about to
             // fall off the end, instead of an empty one. Pre-release (v1)
             // writers produced traces that rely on this.
@@ -96,7 +116,7 @@ impl LocationDecoder {
         let filename = file.0.clone();
         let defs = &mut file.1;
         let defname = if def_code == MTF_LENGTH {
-            let name = Name::new(c.string()?);
+            let name = names.intern(c.string()?);
             defs.push(name, ()).0.clone()
         } else {
             defs.take(def_code)?.0.clone()
@@ -115,13 +135,14 @@ impl LocationDecoder {
     pub(crate) fn location_event(
         &mut self,
         c: &mut Cursor<'_>,
+        names: &mut Names,
         out: &mut Vec<Location>,
     ) -> Result<LocationCode, LocError> {
         out.clear();
         let code = LocationCode::new(c.i64()?);
         let nlocs = c.u8()?;
         for _ in 0..nlocs {
-            out.push(self.location(c)?);
+            out.push(self.location(c, names)?);
         }
         Ok(code)
     }
@@ -132,6 +153,7 @@ impl LocationDecoder {
 #[derive(Clone, Debug, Default)]
 pub struct LocationTable {
     map: IntMap<LocationCode, Box<[Location]>>,
+    pub(crate) names: Names,
 }
 
 impl LocationTable {

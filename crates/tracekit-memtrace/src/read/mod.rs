@@ -26,7 +26,7 @@ use crate::types::{
     AllocationSource, DomainId, FormatVersion, Info, Location, LocationCode, Name, ObjId,
     Timedelta, Timestamp,
 };
-use backtrace::{BacktraceCache, BtError, MAX_BACKTRACE_FRAMES, skip_backtrace};
+use backtrace::{BacktraceCache, BtError, skip_backtrace};
 use buf::{Cursor, Eof};
 pub use location::LocationTable;
 use location::{LocError, LocationDecoder};
@@ -509,7 +509,7 @@ impl<'r> Events<'r> {
             EV_LOCATION => {
                 let code = state
                     .locations
-                    .location_event(&mut c, &mut self.scratch_locs)
+                    .location_event(&mut c, &mut self.locations.names, &mut self.scratch_locs)
                     .map_err(|e| match e {
                         LocError::Eof => eof(&c),
                         LocError::Kind(k) => err(k, c.pos),
@@ -579,9 +579,7 @@ impl<'r> Events<'r> {
                     let after = state.backtrace.capacity();
                     if after != before {
                         self.backtrace_capacity = self.backtrace_capacity + after - before;
-                        if self.backtrace_capacity
-                            > MAX_TOTAL_BACKTRACE_FRAMES.max(MAX_BACKTRACE_FRAMES)
-                        {
+                        if self.backtrace_capacity > MAX_TOTAL_BACKTRACE_FRAMES {
                             return Err(err(ReadErrorKind::BacktraceTooLong, start));
                         }
                     }
