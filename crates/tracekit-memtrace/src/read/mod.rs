@@ -289,17 +289,23 @@ impl<'r> Events<'r> {
     /// The next event and its time since the start of the trace, or `None`
     /// at the end of the trace or after an error.
     #[allow(clippy::should_implement_trait)]
+    #[inline]
     pub fn next_event(&mut self) -> Option<Result<(Timedelta, Event<'_>), ReadError>> {
-        self.next_event_with_locations()
-            .map(|r| r.map(|(t, e, _)| (t, e)))
+        self.next_inner().map(|r| r.map(|(t, e, _)| (t, e)))
     }
 
     /// Like [`Events::next_event`], with the location table as it stands
     /// after the event (every code in the event's backtrace is in it, unless
     /// the trace is damaged).
+    #[inline]
     pub fn next_event_with_locations(
         &mut self,
     ) -> Option<Result<(Timedelta, Event<'_>, &LocationTable), ReadError>> {
+        self.next_inner()
+    }
+
+    #[inline(always)]
+    fn next_inner(&mut self) -> Option<Result<(Timedelta, Event<'_>, &LocationTable), ReadError>> {
         if self.done {
             return None;
         }
@@ -453,33 +459,40 @@ impl<'r> Events<'r> {
     }
 
     /// Decodes up to the next alloc, promote or collect event.
+    #[inline(always)]
     fn advance(&mut self) -> Result<Option<(i64, usize, RawEvent)>, ReadError> {
         loop {
-            let Some(mut p) = self.packet else {
-                if !self.next_packet()? {
-                    return Ok(None);
+            if let Some(p) = &mut self.packet {
+                if p.pos < p.end {
+                    let mut q = *p;
+                    let result = self.event(&mut q);
+                    self.packet = Some(q);
+                    match result? {
+                        Some((time, raw)) => return Ok(Some((time, q.domain, raw))),
+                        None => continue,
+                    }
                 }
-                continue;
-            };
-            if p.pos >= p.end {
-                if p.alloc_id != p.alloc_id_end {
-                    return Err(ReadError::new(ReadErrorKind::AllocIdMismatch, p.end as u64));
-                }
-                self.packet = None;
-                continue;
             }
-            let result = self.event(&mut p);
-            self.packet = Some(p);
-            match result {
-                Ok(Some(ev)) => return Ok(Some((ev.0, p.domain, ev.1))),
-                Ok(None) => continue,
-                Err(e) => return Err(e),
+            if !self.end_packet()? {
+                return Ok(None);
             }
         }
     }
 
+    /// Checks the packet just decoded and moves to the next one; `Ok(false)`
+    /// at the end of the trace.
+    #[inline(never)]
+    fn end_packet(&mut self) -> Result<bool, ReadError> {
+        if let Some(p) = self.packet.take() {
+            if p.alloc_id != p.alloc_id_end {
+                return Err(ReadError::new(ReadErrorKind::AllocIdMismatch, p.end as u64));
+            }
+        }
+        self.next_packet()
+    }
+
     /// Decodes the event at `p.pos`; `None` for a location event.
-    #[inline]
+    #[inline(always)]
     fn event(&mut self, p: &mut CurrentPacket) -> Result<Option<(i64, RawEvent)>, ReadError> {
         let mut c = Cursor {
             data: &self.data[..p.end],
@@ -507,17 +520,7 @@ impl<'r> Events<'r> {
         let raw = match code {
             EV_TRACE_INFO => return Err(err(ReadErrorKind::MultipleTraceInfo, start)),
             EV_LOCATION => {
-                let code = state
-                    .locations
-                    .location_event(&mut c, &mut self.locations.names, &mut self.scratch_locs)
-                    .map_err(|e| match e {
-                        LocError::Eof => eof(&c),
-                        LocError::Kind(k) => err(k, c.pos),
-                    })?;
-                self.locations
-                    .insert(code, &mut self.scratch_locs)
-                    .map_err(|k| err(k, start))?;
-                p.pos = c.pos;
+                p.pos = self.location_event(p.domain, c.pos, p.end, start)?;
                 return Ok(None);
             }
             EV_PROMOTE | EV_COLLECT => {
@@ -602,6 +605,36 @@ impl<'r> Events<'r> {
         };
         p.pos = c.pos;
         Ok(Some((time, raw)))
+    }
+}
+
+impl Events<'_> {
+    /// Decodes the body of a location event at `pos` into the location
+    /// table; returns the offset after it.
+    #[inline(never)]
+    fn location_event(
+        &mut self,
+        domain: usize,
+        pos: usize,
+        end: usize,
+        start: usize,
+    ) -> Result<usize, ReadError> {
+        let mut c = Cursor {
+            data: &self.data[..end],
+            pos,
+        };
+        let err = |kind, at: usize| ReadError::new(kind, at as u64);
+        let code = self.domains[domain]
+            .locations
+            .location_event(&mut c, &mut self.locations.names, &mut self.scratch_locs)
+            .map_err(|e| match e {
+                LocError::Eof => err(ReadErrorKind::UnexpectedEof, c.pos),
+                LocError::Kind(k) => err(k, c.pos),
+            })?;
+        self.locations
+            .insert(code, &mut self.scratch_locs)
+            .map_err(|k| err(k, start))?;
+        Ok(c.pos)
     }
 }
 

@@ -1,0 +1,45 @@
+//! Times full passes over a synthetic trace:
+//! `read_speed [depth] [allocs] [passes] [mode: both|bt|nobt]`.
+#![allow(clippy::unwrap_used, missing_docs)]
+use std::time::Instant;
+use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+use tracekit_memtrace::{Event, Reader};
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let num = |i: usize, d: u64| args.get(i).map_or(d, |a| a.parse().unwrap());
+    let config = SynthConfig {
+        depth: num(0, 20) as usize,
+        allocs: num(1, 400_000),
+        ..SynthConfig::default()
+    };
+    let passes = num(2, 4);
+    let modes: &[bool] = match args.get(3).map(String::as_str) {
+        Some("bt") => &[true],
+        Some("nobt") => &[false],
+        _ => &[true, false],
+    };
+    let data = write_synthetic(Vec::new(), &config).unwrap();
+    let mut reader = Reader::from_bytes(&data).unwrap();
+    for _ in 0..passes {
+        for &bt in modes {
+            let t = Instant::now();
+            let mut n = 0u64;
+            let mut f = 0u64;
+            let mut ev = reader.events(bt);
+            while let Some(item) = ev.next_event() {
+                let (_, e) = item.unwrap();
+                n += 1;
+                if let Event::Alloc(a) = &e {
+                    f += a.backtrace.len() as u64;
+                }
+            }
+            let s = t.elapsed().as_secs_f64();
+            println!(
+                "bt={bt} {n} events {f} frames {:.1} ms {:.1} Mev/s {:.0} MB/s",
+                s * 1e3,
+                n as f64 / s / 1e6,
+                data.len() as f64 / s / 1e6
+            );
+        }
+    }
+}
