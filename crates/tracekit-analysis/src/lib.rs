@@ -1,1 +1,31 @@
-//! Memtrace analysis: top allocation sites, live heap over time, folded stacks.
+//! Memtrace analysis: what memtrace_viewer shows, as data. Top allocation sites, the
+//! live heap at a time or at its peak, the live heap and allocation rate over time,
+//! folded stacks and flame graphs.
+//!
+//! The core is one pass over a trace's events ([`Analyzer`], fed [`Event`]s from any
+//! source) that keeps each live sampled object's allocation until it is collected and
+//! aggregates per interned backtrace ([`Backtraces`]). It does no I/O: the reports and
+//! the SVG writers render into strings.
+//!
+//! Sizes are estimates in bytes. Memtrace samples allocated words at a rate of
+//! `sample_rate`, so each sample stands for `1 / sample_rate` words, times the trace's
+//! word size ([`Sampling::bytes_per_sample`]).
+
+pub mod analyzer;
+pub mod backtrace;
+pub mod curve;
+pub mod event;
+mod hash;
+pub mod report;
+pub mod svg;
+pub mod symbols;
+pub mod time;
+
+pub use analyzer::{
+    Analyzer, BigAlloc, EventCounts, Filter, Options, Profile, SiteCounts, analyze,
+};
+pub use backtrace::{BacktraceId, Backtraces};
+pub use curve::{Peak, PeakTracker, Timeline, TimelinePoint};
+pub use event::{Alloc, DomainId, Event, Frame, LocationCode, ObjId, Sampling, Source};
+pub use symbols::{Location, LocationTable, NoSymbols, Symbols};
+pub use time::{Micros, TimeParseError, parse_time};

@@ -1,0 +1,706 @@
+//! The one pass over a trace's events: per live sampled object its allocation (source,
+//! samples, domain, time, backtrace) until it is collected, aggregated per interned
+//! backtrace. Everything the subcommands print is derived from the resulting
+//! [`Profile`].
+//!
+//! Memory is bounded by the number of live sampled objects (one [`LiveObject`] each),
+//! plus the backtrace trie and one [`SiteCounts`] per distinct allocating backtrace,
+//! plus fixed-size buffers (timeline buckets, the peak reorder buffer, the `--big`
+//! heap). Nothing is kept per event.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::backtrace::{BacktraceId, Backtraces};
+use crate::curve::{Peak, PeakTracker, Timeline};
+use crate::event::{Alloc, DomainId, Event, Frame, LocationCode, ObjId, Sampling, Source};
+use crate::hash::FxHashMap;
+use crate::time::Micros;
+
+/// Which allocations count. An allocation that fails the filter is ignored, and so are
+/// its promotion and collection.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Filter {
+    /// Keep only these sources (`None`: all).
+    pub sources: Option<Vec<Source>>,
+    /// Keep only objects whose own size (`length` words times the word size) is at
+    /// least this many bytes.
+    pub min_size_bytes: u64,
+    /// Keep only allocations of these domains (`None`: all).
+    pub domains: Option<Vec<DomainId>>,
+    /// Keep only allocations made in this time range (inclusive).
+    pub allocated_between: Option<(Micros, Micros)>,
+    /// Keep only allocations whose backtrace has a frame the caller's location
+    /// predicate accepts (see [`Analyzer::push_matching`]).
+    pub by_location: bool,
+}
+
+impl Filter {
+    /// True when the filter keeps everything.
+    pub fn is_empty(&self) -> bool {
+        *self == Filter::default()
+    }
+}
+
+/// What to compute.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Which allocations count.
+    pub filter: Filter,
+    /// Also count what is live at this time (`alloc time <= T < collect time`).
+    pub live_at: Option<Micros>,
+    /// Intern backtraces. Off, every allocation is charged to the empty backtrace,
+    /// which is enough for the timeline and the peak and lets a reader skip decoding
+    /// backtraces.
+    pub backtraces: bool,
+    /// Keep the `big` largest allocations (by object size).
+    pub big: usize,
+    /// Bucket budget of the timeline (per domain).
+    pub timeline_buckets: usize,
+    /// Domains the peak tracker should wait for from the start. Needed for an exact
+    /// peak only when a domain's first events arrive after later-stamped events of
+    /// another; [`Peak::late_events`] says when a rerun with [`Peak::domains`] helps.
+    pub domains: Vec<DomainId>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            filter: Filter::default(),
+            live_at: None,
+            backtraces: true,
+            big: 0,
+            timeline_buckets: 1 << 14,
+            domains: Vec::new(),
+        }
+    }
+}
+
+/// Counts for one backtrace (or, summed, for a site or the whole trace). All sizes are
+/// in samples; [`Sampling`] turns them into estimated bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SiteCounts {
+    /// Allocation events (sampled objects).
+    pub allocs: u64,
+    /// Samples allocated.
+    pub samples: u64,
+    /// Samples allocated, by [`Source`] (minor, major, external).
+    pub samples_by_source: [u64; 3],
+    /// Words of the sampled objects themselves (`length`).
+    pub words: u64,
+    /// Sampled objects that were promoted to the major heap.
+    pub promoted: u64,
+    /// Sampled objects collected.
+    pub collected_allocs: u64,
+    /// Samples collected.
+    pub collected: u64,
+    /// Sampled objects live at [`Options::live_at`].
+    pub live_at_allocs: u64,
+    /// Samples live at [`Options::live_at`].
+    pub live_at: u64,
+}
+
+impl SiteCounts {
+    /// Samples still live at the end of the trace.
+    pub fn live_end(&self) -> u64 {
+        self.samples.saturating_sub(self.collected)
+    }
+
+    /// Objects still live at the end of the trace.
+    pub fn live_end_allocs(&self) -> u64 {
+        self.allocs.saturating_sub(self.collected_allocs)
+    }
+
+    /// Adds `other` into `self`.
+    pub fn add(&mut self, other: &SiteCounts) {
+        self.allocs += other.allocs;
+        self.samples += other.samples;
+        for (a, b) in self
+            .samples_by_source
+            .iter_mut()
+            .zip(other.samples_by_source)
+        {
+            *a += b;
+        }
+        self.words += other.words;
+        self.promoted += other.promoted;
+        self.collected_allocs += other.collected_allocs;
+        self.collected += other.collected;
+        self.live_at_allocs += other.live_at_allocs;
+        self.live_at += other.live_at;
+    }
+}
+
+/// A sampled object between its allocation and its collection.
+#[derive(Clone, Copy, Debug)]
+struct LiveObject {
+    samples: u64,
+    time: Micros,
+    site: u32,
+    domain: DomainId,
+    promoted: bool,
+}
+
+/// One of the largest allocations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct BigAlloc {
+    /// Object size in words.
+    pub length: u64,
+    /// Samples.
+    pub nsamples: u64,
+    /// Allocation time.
+    pub time: Micros,
+    /// Object id.
+    pub obj_id: ObjId,
+    /// Allocating domain.
+    pub domain: DomainId,
+    /// Source.
+    pub source: Source,
+    /// Backtrace.
+    pub backtrace: BacktraceId,
+}
+
+/// Event counts, including the events the analysis ignored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct EventCounts {
+    /// Alloc events seen.
+    pub allocs: u64,
+    /// Promote events seen.
+    pub promotes: u64,
+    /// Collect events seen.
+    pub collects: u64,
+    /// Allocs the filter dropped.
+    pub filtered_allocs: u64,
+    /// Promotes and collects of objects not being tracked (filtered out, or unknown to
+    /// the trace).
+    pub untracked: u64,
+    /// Allocs reusing the id of an object still live (the older one is dropped as if
+    /// collected; a valid trace has none).
+    pub duplicate_ids: u64,
+}
+
+/// The one-pass analysis state. Feed it every event with [`Analyzer::push`] (or
+/// [`Analyzer::push_matching`] for a location filter), then call
+/// [`Analyzer::finish`].
+#[derive(Debug)]
+pub struct Analyzer {
+    options: Options,
+    sampling: Sampling,
+    source_mask: [bool; 3],
+    min_words: u64,
+    backtraces: Backtraces,
+    /// Per trie node, the index in `sites` (or `NO_SITE`).
+    site_of_node: Vec<u32>,
+    sites: Vec<(BacktraceId, SiteCounts)>,
+    /// Per trie node, whether the location predicate holds on the path: 0 unknown,
+    /// 1 no, 2 yes.
+    node_match: Vec<u8>,
+    live: FxHashMap<u64, LiveObject>,
+    timeline: Timeline,
+    peak: PeakTracker,
+    big: BinaryHeap<Reverse<BigAlloc>>,
+    counts: EventCounts,
+    end: Micros,
+}
+
+const NO_SITE: u32 = u32::MAX;
+
+impl Analyzer {
+    /// A fresh analysis of a trace with the given sampling parameters.
+    pub fn new(sampling: Sampling, options: Options) -> Self {
+        let mut source_mask = [true; 3];
+        if let Some(sources) = &options.filter.sources {
+            source_mask = [false; 3];
+            for s in sources {
+                source_mask[*s as usize] = true;
+            }
+        }
+        let word_bytes = sampling.word_bytes().max(1);
+        let min_words = options.filter.min_size_bytes.div_ceil(word_bytes);
+        Analyzer {
+            timeline: Timeline::new(options.timeline_buckets),
+            peak: PeakTracker::with_domains(1 << 20, &options.domains),
+            options,
+            sampling,
+            source_mask,
+            min_words,
+            backtraces: Backtraces::new(),
+            site_of_node: Vec::new(),
+            sites: Vec::new(),
+            node_match: Vec::new(),
+            live: FxHashMap::default(),
+            big: BinaryHeap::new(),
+            counts: EventCounts::default(),
+            end: Micros(0),
+        }
+    }
+
+    /// Feeds one event.
+    #[inline]
+    pub fn push<F: Frame>(&mut self, event: &Event<'_, F>) {
+        self.push_matching(event, &mut |_| true);
+    }
+
+    /// Feeds one event. When the filter has [`Filter::by_location`], an allocation is
+    /// kept only if `matches` accepts one of its backtrace's location codes. The
+    /// predicate is asked once per new trie node, not per event.
+    #[inline]
+    pub fn push_matching<F: Frame>(
+        &mut self,
+        event: &Event<'_, F>,
+        matches: &mut dyn FnMut(LocationCode) -> bool,
+    ) {
+        match event {
+            Event::Alloc(a) => self.alloc(a, matches),
+            Event::Promote { time, obj_id, .. } => {
+                self.counts.promotes += 1;
+                self.see(*time);
+                match self.live.get_mut(&obj_id.0) {
+                    Some(obj) if !obj.promoted => {
+                        obj.promoted = true;
+                        if let Some((_, c)) = self.sites.get_mut(obj.site as usize) {
+                            c.promoted += 1;
+                        }
+                    }
+                    Some(_) => {}
+                    None => self.counts.untracked += 1,
+                }
+            }
+            Event::Collect { time, obj_id, .. } => {
+                self.counts.collects += 1;
+                self.see(*time);
+                match self.live.remove(&obj_id.0) {
+                    Some(obj) => self.release(obj, *time),
+                    None => self.counts.untracked += 1,
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn see(&mut self, time: Micros) {
+        if time > self.end {
+            self.end = time;
+        }
+        self.timeline.touch(time);
+    }
+
+    #[inline]
+    fn alloc<F: Frame>(&mut self, a: &Alloc<'_, F>, matches: &mut dyn FnMut(LocationCode) -> bool) {
+        self.counts.allocs += 1;
+        self.see(a.time);
+        // The trie must follow every alloc of a domain, kept or not, because the next
+        // alloc's common prefix refers to this one.
+        let bt = if self.options.backtraces {
+            self.backtraces
+                .intern(a.domain, a.common_prefix, a.backtrace)
+        } else {
+            BacktraceId::EMPTY
+        };
+        if !self.keep(a, bt, matches) {
+            self.counts.filtered_allocs += 1;
+            return;
+        }
+        let site = self.site(bt);
+        if let Some((_, c)) = self.sites.get_mut(site as usize) {
+            c.allocs += 1;
+            c.samples = c.samples.saturating_add(a.nsamples);
+            let s = &mut c.samples_by_source[a.source as usize];
+            *s = s.saturating_add(a.nsamples);
+            c.words = c.words.saturating_add(a.length);
+        }
+        self.timeline.allocated(a.time, a.domain, a.nsamples);
+        self.peak.change(
+            a.time,
+            a.domain,
+            i64::try_from(a.nsamples).unwrap_or(i64::MAX),
+        );
+        if self.options.big > 0 {
+            self.note_big(a, bt);
+        }
+        let obj = LiveObject {
+            samples: a.nsamples,
+            time: a.time,
+            site,
+            domain: a.domain,
+            promoted: false,
+        };
+        if let Some(old) = self.live.insert(a.obj_id.0, obj) {
+            self.counts.duplicate_ids += 1;
+            self.release(old, a.time);
+        }
+    }
+
+    #[inline]
+    fn keep<F: Frame>(
+        &mut self,
+        a: &Alloc<'_, F>,
+        bt: BacktraceId,
+        matches: &mut dyn FnMut(LocationCode) -> bool,
+    ) -> bool {
+        let f = &self.options.filter;
+        if !self.source_mask[a.source as usize] || a.length < self.min_words {
+            return false;
+        }
+        if let Some(domains) = &f.domains
+            && !domains.contains(&a.domain)
+        {
+            return false;
+        }
+        if let Some((lo, hi)) = f.allocated_between
+            && !(lo <= a.time && a.time <= hi)
+        {
+            return false;
+        }
+        if f.by_location {
+            return self.node_matches(bt, matches);
+        }
+        true
+    }
+
+    /// Whether the backtrace `bt` has a frame `matches` accepts, memoised per node.
+    fn node_matches(
+        &mut self,
+        bt: BacktraceId,
+        matches: &mut dyn FnMut(LocationCode) -> bool,
+    ) -> bool {
+        let len = self.backtraces.len();
+        if self.node_match.len() < len {
+            self.node_match.resize(len, 0);
+        }
+        // Walk up to the nearest node whose answer is known, then fill in downwards.
+        let mut pending = Vec::new();
+        let mut node = bt;
+        let mut known = loop {
+            if node == BacktraceId::EMPTY {
+                break false;
+            }
+            match self.node_match[node.0 as usize] {
+                1 => break false,
+                2 => break true,
+                _ => {
+                    pending.push(node);
+                    node = self.backtraces.parent(node);
+                }
+            }
+        };
+        for node in pending.into_iter().rev() {
+            if !known {
+                if let Some(code) = self.backtraces.leaf(node) {
+                    known = matches(code);
+                }
+            }
+            self.node_match[node.0 as usize] = if known { 2 } else { 1 };
+        }
+        known
+    }
+
+    fn site(&mut self, bt: BacktraceId) -> u32 {
+        let ix = bt.0 as usize;
+        if self.site_of_node.len() <= ix {
+            self.site_of_node
+                .resize(self.backtraces.len().max(ix + 1), NO_SITE);
+        }
+        let s = self.site_of_node[ix];
+        if s != NO_SITE {
+            return s;
+        }
+        let s = u32::try_from(self.sites.len()).unwrap_or(NO_SITE);
+        if s != NO_SITE {
+            self.sites.push((bt, SiteCounts::default()));
+            self.site_of_node[ix] = s;
+        }
+        s
+    }
+
+    fn note_big<F: Frame>(&mut self, a: &Alloc<'_, F>, bt: BacktraceId) {
+        let entry = BigAlloc {
+            length: a.length,
+            nsamples: a.nsamples,
+            time: a.time,
+            obj_id: a.obj_id,
+            domain: a.domain,
+            source: a.source,
+            backtrace: bt,
+        };
+        if self.big.len() < self.options.big {
+            self.big.push(Reverse(entry));
+        } else if let Some(Reverse(smallest)) = self.big.peek()
+            && (entry.length, entry.nsamples) > (smallest.length, smallest.nsamples)
+        {
+            self.big.pop();
+            self.big.push(Reverse(entry));
+        }
+    }
+
+    #[inline]
+    fn release(&mut self, obj: LiveObject, time: Micros) {
+        let live_at = match self.options.live_at {
+            Some(t) => obj.time <= t && t < time,
+            None => false,
+        };
+        if let Some((_, c)) = self.sites.get_mut(obj.site as usize) {
+            c.collected_allocs += 1;
+            c.collected = c.collected.saturating_add(obj.samples);
+            if live_at {
+                c.live_at_allocs += 1;
+                c.live_at = c.live_at.saturating_add(obj.samples);
+            }
+        }
+        self.timeline.freed(time, obj.domain, obj.samples);
+        self.peak.change(
+            time,
+            obj.domain,
+            -i64::try_from(obj.samples).unwrap_or(i64::MAX),
+        );
+    }
+
+    /// Number of sampled objects live now.
+    pub fn live_objects(&self) -> usize {
+        self.live.len()
+    }
+
+    /// Ends the pass.
+    pub fn finish(mut self) -> Profile {
+        let live_objects_at_end = self.live.len() as u64;
+        if let Some(t) = self.options.live_at {
+            for obj in self.live.values() {
+                if obj.time <= t
+                    && let Some((_, c)) = self.sites.get_mut(obj.site as usize)
+                {
+                    c.live_at_allocs += 1;
+                    c.live_at = c.live_at.saturating_add(obj.samples);
+                }
+            }
+        }
+        let mut totals = SiteCounts::default();
+        for (_, c) in &self.sites {
+            totals.add(c);
+        }
+        let mut big: Vec<BigAlloc> = self.big.into_iter().map(|Reverse(b)| b).collect();
+        big.sort_by(|a, b| {
+            (b.length, b.nsamples)
+                .cmp(&(a.length, a.nsamples))
+                .then(a.time.cmp(&b.time))
+                .then(a.obj_id.cmp(&b.obj_id))
+        });
+        Profile {
+            sampling: self.sampling,
+            live_at: self.options.live_at,
+            backtraces: self.backtraces,
+            sites: self.sites,
+            totals,
+            timeline: self.timeline,
+            peak: self.peak.finish(),
+            events: self.counts,
+            big,
+            live_objects_at_end,
+            end: self.end,
+        }
+    }
+}
+
+/// The result of one pass.
+#[derive(Debug)]
+pub struct Profile {
+    /// Sample rate and word size, to turn samples into bytes.
+    pub sampling: Sampling,
+    /// The time [`SiteCounts::live_at`] refers to.
+    pub live_at: Option<Micros>,
+    /// The interned backtraces.
+    pub backtraces: Backtraces,
+    /// Counts per allocating backtrace, in order of first allocation.
+    pub sites: Vec<(BacktraceId, SiteCounts)>,
+    /// Sum over all sites.
+    pub totals: SiteCounts,
+    /// Live heap and allocations over time.
+    pub timeline: Timeline,
+    /// Peak of the live heap (of the allocations that passed the filter).
+    pub peak: Peak,
+    /// Event counts.
+    pub events: EventCounts,
+    /// The largest allocations, largest first.
+    pub big: Vec<BigAlloc>,
+    /// Sampled objects never collected.
+    pub live_objects_at_end: u64,
+    /// Time of the last event.
+    pub end: Micros,
+}
+
+/// Runs the analysis over `events`.
+pub fn analyze<'a, F: Frame + 'a, I>(sampling: Sampling, options: Options, events: I) -> Profile
+where
+    I: IntoIterator<Item = Event<'a, F>>,
+{
+    let mut a = Analyzer::new(sampling, options);
+    for ev in events {
+        a.push(&ev);
+    }
+    a.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLING: Sampling = Sampling {
+        sample_rate: 0.5,
+        word_size_bits: 64,
+    };
+
+    fn alloc<'a>(
+        t: u64,
+        id: u64,
+        samples: u64,
+        source: Source,
+        bt: &'a [u64],
+        cp: usize,
+    ) -> Event<'a, u64> {
+        Event::Alloc(Alloc {
+            time: Micros(t),
+            obj_id: ObjId(id),
+            domain: DomainId(0),
+            length: samples * 2,
+            nsamples: samples,
+            source,
+            backtrace: bt,
+            common_prefix: cp,
+        })
+    }
+
+    fn collect(t: u64, id: u64) -> Event<'static, u64> {
+        Event::Collect {
+            time: Micros(t),
+            obj_id: ObjId(id),
+            domain: DomainId(0),
+        }
+    }
+
+    fn promote(t: u64, id: u64) -> Event<'static, u64> {
+        Event::Promote {
+            time: Micros(t),
+            obj_id: ObjId(id),
+            domain: DomainId(0),
+        }
+    }
+
+    fn sample_events() -> Vec<Event<'static, u64>> {
+        vec![
+            alloc(10, 0, 1, Source::Minor, &[1, 2], 0),
+            alloc(20, 1, 3, Source::Major, &[1, 3], 1),
+            alloc(30, 2, 2, Source::Minor, &[1, 2], 1),
+            promote(35, 0),
+            collect(40, 1),
+            alloc(50, 3, 5, Source::External, &[1, 2], 2),
+            collect(60, 3),
+            collect(70, 99),
+        ]
+    }
+
+    #[test]
+    fn totals_live_and_peak() {
+        let p = analyze(SAMPLING, Options::default(), sample_events());
+        assert_eq!(p.totals.allocs, 4);
+        assert_eq!(p.totals.samples, 11);
+        assert_eq!(p.totals.samples_by_source, [3, 3, 5]);
+        assert_eq!(p.totals.collected, 8);
+        assert_eq!(p.totals.live_end(), 3);
+        assert_eq!(p.totals.promoted, 1);
+        assert_eq!(p.live_objects_at_end, 2);
+        assert_eq!(p.events.untracked, 1);
+        assert_eq!(p.sites.len(), 2);
+        // Live: 1, 4, 6, 3 (t=40), 8 (t=50), 3.
+        assert_eq!((p.peak.live, p.peak.time), (8, Micros(50)));
+        assert_eq!(SAMPLING.bytes(p.totals.samples), 11 * 16);
+        assert_eq!(p.end, Micros(70));
+    }
+
+    #[test]
+    fn live_at_counts_alloc_le_t_lt_collect() {
+        for (t, expect) in [
+            (9, 0),
+            (10, 1),
+            (39, 6),
+            (40, 3),
+            (50, 8),
+            (60, 3),
+            (1000, 3),
+        ] {
+            let opts = Options {
+                live_at: Some(Micros(t)),
+                ..Options::default()
+            };
+            let p = analyze(SAMPLING, opts, sample_events());
+            assert_eq!(p.totals.live_at, expect, "at {t}");
+        }
+    }
+
+    #[test]
+    fn filters() {
+        let run = |filter: Filter| {
+            let opts = Options {
+                filter,
+                ..Options::default()
+            };
+            analyze(SAMPLING, opts, sample_events())
+        };
+        let p = run(Filter {
+            sources: Some(vec![Source::Minor]),
+            ..Filter::default()
+        });
+        assert_eq!((p.totals.allocs, p.totals.samples), (2, 3));
+        // The collect of the filtered-out objects is ignored.
+        assert_eq!(p.events.untracked, 3);
+        let p = run(Filter {
+            min_size_bytes: 4 * 8 + 1,
+            ..Filter::default()
+        });
+        assert_eq!((p.totals.allocs, p.totals.samples), (2, 8));
+        let p = run(Filter {
+            allocated_between: Some((Micros(20), Micros(30))),
+            ..Filter::default()
+        });
+        assert_eq!((p.totals.allocs, p.totals.samples), (2, 5));
+        let p = run(Filter {
+            domains: Some(vec![DomainId(1)]),
+            ..Filter::default()
+        });
+        assert_eq!(p.totals.allocs, 0);
+    }
+
+    #[test]
+    fn location_filter_matches_any_frame() {
+        let opts = Options {
+            filter: Filter {
+                by_location: true,
+                ..Filter::default()
+            },
+            ..Options::default()
+        };
+        let mut a = Analyzer::new(SAMPLING, opts);
+        let mut asked = Vec::new();
+        for ev in sample_events() {
+            a.push_matching(&ev, &mut |c| {
+                asked.push(c.0);
+                c.0 == 3
+            });
+        }
+        let p = a.finish();
+        assert_eq!((p.totals.allocs, p.totals.samples), (1, 3));
+        // Each new node is asked about once.
+        asked.sort_unstable();
+        assert_eq!(asked, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn big_keeps_the_largest() {
+        let opts = Options {
+            big: 2,
+            ..Options::default()
+        };
+        let p = analyze(SAMPLING, opts, sample_events());
+        let lengths: Vec<u64> = p.big.iter().map(|b| b.length).collect();
+        assert_eq!(lengths, vec![10, 6]);
+        assert_eq!(p.backtraces.codes(p.big[0].backtrace).len(), 2);
+    }
+}

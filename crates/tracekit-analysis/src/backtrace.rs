@@ -1,0 +1,295 @@
+//! Backtrace interning: every distinct backtrace of the trace becomes one
+//! [`BacktraceId`], a node of a prefix tree keyed by location code.
+//!
+//! Memtrace alloc events carry `common_prefix`, the number of leading (outermost)
+//! entries shared with the previous alloc of the same domain (format notes section 5).
+//! The trie keeps, per domain, the node path of the previous backtrace, so an alloc
+//! costs one step per *new* entry, exactly like the decoder, and never a copy or a
+//! hash of the whole backtrace. Deep OCaml stacks (a thousand frames) that differ only
+//! in their last frames therefore cost a few steps each.
+//!
+//! Memory is one node per distinct prefix, so it is bounded by the total length of the
+//! distinct backtraces, independent of the number of events.
+
+use crate::event::{DomainId, Frame, LocationCode};
+use crate::hash::FxHashMap;
+
+/// An interned backtrace: a node of the trie. The root ([`BacktraceId::EMPTY`]) is the
+/// empty backtrace; every other node is its parent's backtrace plus one entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BacktraceId(pub u32);
+
+impl BacktraceId {
+    /// The empty backtrace.
+    pub const EMPTY: BacktraceId = BacktraceId(0);
+
+    fn ix(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// No cached child yet.
+const NO_CHILD: u32 = u32::MAX;
+
+/// The trie of backtraces.
+#[derive(Debug)]
+pub struct Backtraces {
+    parent: Vec<u32>,
+    code: Vec<LocationCode>,
+    depth: Vec<u32>,
+    /// The child most recently reached from each node, checked before the hash table:
+    /// consecutive allocations mostly repeat the same call paths.
+    last_child: Vec<u32>,
+    children: FxHashMap<(u32, u64), u32>,
+    /// Per domain, the node path of its previous alloc's backtrace (`path[i]` is the
+    /// node of its first `i + 1` entries).
+    paths: Vec<(DomainId, Vec<u32>)>,
+    last_domain: usize,
+}
+
+impl Default for Backtraces {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Backtraces {
+    /// A trie holding only the empty backtrace.
+    pub fn new() -> Self {
+        Backtraces {
+            parent: vec![0],
+            code: vec![LocationCode(0)],
+            depth: vec![0],
+            last_child: vec![NO_CHILD],
+            children: FxHashMap::default(),
+            paths: Vec::new(),
+            last_domain: 0,
+        }
+    }
+
+    /// Number of distinct prefixes (nodes), the root included.
+    pub fn len(&self) -> usize {
+        self.parent.len()
+    }
+
+    /// True when only the empty backtrace exists.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 1
+    }
+
+    /// Interns `backtrace` (caller first) for an alloc of `domain` whose first
+    /// `common_prefix` entries equal the previous alloc's of that domain.
+    ///
+    /// `common_prefix` may be larger than either backtrace; only the entries both have
+    /// are reused.
+    #[inline]
+    pub fn intern<F: Frame>(
+        &mut self,
+        domain: DomainId,
+        common_prefix: usize,
+        backtrace: &[F],
+    ) -> BacktraceId {
+        let slot = self.path_slot(domain);
+        let mut path = std::mem::take(&mut self.paths[slot].1);
+        let keep = common_prefix.min(backtrace.len()).min(path.len());
+        path.truncate(keep);
+        let mut node = match path.last() {
+            Some(&n) => n,
+            None => 0,
+        };
+        for frame in &backtrace[keep..] {
+            node = self.child(node, frame.code());
+            path.push(node);
+        }
+        self.paths[slot].1 = path;
+        BacktraceId(node)
+    }
+
+    /// Interns `backtrace` without any prefix hint.
+    pub fn intern_full<F: Frame>(&mut self, backtrace: &[F]) -> BacktraceId {
+        let mut node = 0;
+        for frame in backtrace {
+            node = self.child(node, frame.code());
+        }
+        BacktraceId(node)
+    }
+
+    #[inline]
+    fn path_slot(&mut self, domain: DomainId) -> usize {
+        if let Some((d, _)) = self.paths.get(self.last_domain)
+            && *d == domain
+        {
+            return self.last_domain;
+        }
+        let slot = match self.paths.iter().position(|(d, _)| *d == domain) {
+            Some(i) => i,
+            None => {
+                self.paths.push((domain, Vec::new()));
+                self.paths.len() - 1
+            }
+        };
+        self.last_domain = slot;
+        slot
+    }
+
+    #[inline]
+    fn child(&mut self, parent: u32, code: LocationCode) -> u32 {
+        let cached = self.last_child[parent as usize];
+        if cached != NO_CHILD && self.code[cached as usize] == code {
+            return cached;
+        }
+        self.child_slow(parent, code)
+    }
+
+    #[cold]
+    fn child_slow(&mut self, parent: u32, code: LocationCode) -> u32 {
+        let Ok(next) = u32::try_from(self.parent.len()) else {
+            return parent;
+        };
+        if next == NO_CHILD {
+            // 2^32 distinct prefixes: attribute deeper entries to the parent rather
+            // than overflow ids. Memory runs out long before this in practice.
+            return parent;
+        }
+        let node = *self.children.entry((parent, code.0)).or_insert(next);
+        if node == next {
+            self.parent.push(parent);
+            self.code.push(code);
+            self.depth.push(self.depth[parent as usize] + 1);
+            self.last_child.push(NO_CHILD);
+        }
+        self.last_child[parent as usize] = node;
+        node
+    }
+
+    /// The backtrace without its last entry ([`BacktraceId::EMPTY`] stays empty).
+    pub fn parent(&self, id: BacktraceId) -> BacktraceId {
+        BacktraceId(self.parent.get(id.ix()).copied().unwrap_or(0))
+    }
+
+    /// The last entry (the allocation site), or `None` for the empty backtrace.
+    pub fn leaf(&self, id: BacktraceId) -> Option<LocationCode> {
+        if id == BacktraceId::EMPTY {
+            None
+        } else {
+            self.code.get(id.ix()).copied()
+        }
+    }
+
+    /// Number of entries.
+    pub fn depth(&self, id: BacktraceId) -> usize {
+        self.depth.get(id.ix()).copied().unwrap_or(0) as usize
+    }
+
+    /// The entries of `id`, caller first, written into `out` (which is cleared).
+    pub fn codes_into(&self, id: BacktraceId, out: &mut Vec<LocationCode>) {
+        out.clear();
+        let mut node = id.ix().min(self.parent.len() - 1);
+        while node != 0 {
+            out.push(self.code[node]);
+            node = self.parent[node] as usize;
+        }
+        out.reverse();
+    }
+
+    /// The entries of `id`, caller first.
+    pub fn codes(&self, id: BacktraceId) -> Vec<LocationCode> {
+        let mut out = Vec::new();
+        self.codes_into(id, &mut out);
+        out
+    }
+
+    /// Approximate heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.parent.capacity() * (4 + 8 + 4 + 4)
+            + self.children.capacity() * (16 + 4 + 1)
+            + self
+                .paths
+                .iter()
+                .map(|(_, p)| p.capacity() * 4)
+                .sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn codes(v: &[u64]) -> Vec<LocationCode> {
+        v.iter().map(|&c| LocationCode(c)).collect()
+    }
+
+    #[test]
+    fn prefix_reuse_matches_full_interning() {
+        let mut t = Backtraces::new();
+        let d = DomainId(0);
+        let a = t.intern(d, 0, &[1u64, 2, 3]);
+        let b = t.intern(d, 2, &[1u64, 2, 4]);
+        let c = t.intern(d, 3, &[1u64, 2, 4]);
+        assert_eq!(b, c);
+        assert_ne!(a, b);
+        assert_eq!(t.codes(a), codes(&[1, 2, 3]));
+        assert_eq!(t.codes(b), codes(&[1, 2, 4]));
+        assert_eq!(t.intern_full(&[1u64, 2, 3]), a);
+        assert_eq!(t.parent(a), t.parent(b));
+        assert_eq!(t.leaf(a), Some(LocationCode(3)));
+        assert_eq!(t.depth(a), 3);
+        assert_eq!(t.len(), 5);
+    }
+
+    #[test]
+    fn oversized_common_prefix_reuses_the_previous_backtrace() {
+        // After a truncated backtrace the reference reader reports a common prefix
+        // larger than the backtrace it returns.
+        let mut t = Backtraces::new();
+        let d = DomainId(0);
+        let a = t.intern(d, 0, &[5u64, 6]);
+        assert_eq!(t.intern(d, 3005, &[5u64, 6]), a);
+        assert_eq!(t.intern(d, 10, &[5u64]), t.parent(a));
+    }
+
+    #[test]
+    fn domains_have_separate_paths() {
+        let mut t = Backtraces::new();
+        let a = t.intern(DomainId(0), 0, &[1u64, 2]);
+        let b = t.intern(DomainId(1), 0, &[7u64, 8]);
+        // Domain 0's prefix is still its own, not domain 1's.
+        let c = t.intern(DomainId(0), 2, &[1u64, 2, 3]);
+        assert_eq!(t.codes(c), codes(&[1, 2, 3]));
+        assert_eq!(t.parent(c), a);
+        assert_eq!(t.codes(b), codes(&[7, 8]));
+    }
+
+    #[test]
+    fn empty_backtrace_is_the_root() {
+        let mut t = Backtraces::new();
+        let e = t.intern::<u64>(DomainId(0), 0, &[]);
+        assert_eq!(e, BacktraceId::EMPTY);
+        assert_eq!(t.leaf(e), None);
+        assert!(t.codes(e).is_empty());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn agrees_with_hashing_whole_backtraces(
+            traces in proptest::collection::vec(
+                (0u16..3, proptest::collection::vec(0u64..6, 0..12)), 1..60)
+        ) {
+            let mut t = Backtraces::new();
+            let mut prev: Vec<(u16, Vec<u64>)> = Vec::new();
+            let mut seen = std::collections::HashMap::new();
+            for (dom, bt) in &traces {
+                let before = prev.iter().find(|(d, _)| d == dom).map(|(_, b)| b.clone());
+                let cp = before
+                    .map(|b| b.iter().zip(bt).take_while(|(x, y)| x == y).count())
+                    .unwrap_or(0);
+                let id = t.intern(DomainId(*dom), cp, bt);
+                proptest::prop_assert_eq!(t.codes(id), codes(bt));
+                let first = *seen.entry(bt.clone()).or_insert(id);
+                proptest::prop_assert_eq!(first, id);
+                prev.retain(|(d, _)| d != dom);
+                prev.push((*dom, bt.clone()));
+            }
+        }
+    }
+}

@@ -1,0 +1,533 @@
+//! The live heap over time: a bucketed timeline (for `timeline`, plots and FXT counters)
+//! and the exact peak of the live heap (for `top --peak`).
+//!
+//! Both count samples (integers), not bytes, so sums are exact; the caller converts with
+//! [`Sampling`](crate::Sampling).
+//!
+//! Events of one domain arrive in time order, but in a multi-domain (v3) trace the
+//! packets of different domains interleave, so the event stream as a whole is not
+//! sorted (the reference `Event.t` documentation says readers needing a global order
+//! must merge the domains' streams). The timeline does not care: it adds each event to
+//! the bucket its time falls in. The peak tracker merges the domains with a small
+//! reorder buffer (below).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::event::DomainId;
+use crate::time::Micros;
+
+/// Allocated and freed samples of one domain, per bucket.
+#[derive(Clone, Debug, Default)]
+struct Series {
+    allocated: Vec<u64>,
+    freed: Vec<u64>,
+}
+
+/// Live heap and allocation volume per time bucket, per domain.
+///
+/// Bucket `b` holds the events with time in `(b * w, (b + 1) * w]` (bucket 0 also holds
+/// time 0), where the width `w` is a power of two microseconds that doubles whenever the
+/// trace outgrows the bucket budget. The live heap at the end of a bucket is therefore
+/// exactly the live heap at time `(b + 1) * w`, events at that instant included, which is
+/// the "alloc time <= T < collect time" definition used by `--at`.
+#[derive(Clone, Debug)]
+pub struct Timeline {
+    shift: u32,
+    max_buckets: usize,
+    domains: Vec<DomainId>,
+    series: Vec<Series>,
+    last: usize,
+    end: Micros,
+}
+
+/// One point of a timeline: totals over an interval ending at `time`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimelinePoint {
+    /// End of the interval (inclusive): the live values hold at this instant.
+    pub time: Micros,
+    /// Length of the interval.
+    pub interval: Micros,
+    /// Live samples at `time`, all domains.
+    pub live: u64,
+    /// Live samples at `time`, per domain, in the order of [`Timeline::domains`].
+    pub live_by_domain: Vec<u64>,
+    /// Samples allocated during the interval.
+    pub allocated: u64,
+    /// Samples freed (collected) during the interval.
+    pub freed: u64,
+}
+
+impl Default for Timeline {
+    fn default() -> Self {
+        Self::new(1 << 14)
+    }
+}
+
+impl Timeline {
+    /// A timeline keeping at most `max_buckets` buckets (at least 2) per domain.
+    pub fn new(max_buckets: usize) -> Self {
+        Timeline {
+            shift: 0,
+            max_buckets: max_buckets.max(2),
+            domains: Vec::new(),
+            series: Vec::new(),
+            last: 0,
+            end: Micros(0),
+        }
+    }
+
+    /// The domains seen, in order of first appearance.
+    pub fn domains(&self) -> &[DomainId] {
+        &self.domains
+    }
+
+    /// Latest event time seen.
+    pub fn end(&self) -> Micros {
+        self.end
+    }
+
+    /// Current bucket width.
+    pub fn resolution(&self) -> Micros {
+        Micros(1u64 << self.shift)
+    }
+
+    /// Marks `time` as seen (an event that changes nothing, e.g. a promote), so the
+    /// timeline covers the whole trace.
+    #[inline]
+    pub fn touch(&mut self, time: Micros) {
+        self.end = self.end.max(time);
+    }
+
+    /// Records `samples` allocated at `time` on `domain`.
+    #[inline]
+    pub fn allocated(&mut self, time: Micros, domain: DomainId, samples: u64) {
+        let (s, b) = self.slot(time, domain);
+        let v = &mut self.series[s].allocated[b];
+        *v = v.saturating_add(samples);
+    }
+
+    /// Records `samples` freed at `time`, charged to the allocating `domain`.
+    #[inline]
+    pub fn freed(&mut self, time: Micros, domain: DomainId, samples: u64) {
+        let (s, b) = self.slot(time, domain);
+        let v = &mut self.series[s].freed[b];
+        *v = v.saturating_add(samples);
+    }
+
+    #[inline]
+    fn bucket(&self, time: Micros) -> usize {
+        if time.0 == 0 {
+            0
+        } else {
+            ((time.0 - 1) >> self.shift) as usize
+        }
+    }
+
+    #[inline]
+    fn slot(&mut self, time: Micros, domain: DomainId) -> (usize, usize) {
+        self.touch(time);
+        let mut b = self.bucket(time);
+        while b >= self.max_buckets {
+            self.coarsen();
+            b = self.bucket(time);
+        }
+        let s = self.domain_slot(domain);
+        let series = &mut self.series[s];
+        if series.allocated.len() <= b {
+            series.allocated.resize(b + 1, 0);
+            series.freed.resize(b + 1, 0);
+        }
+        (s, b)
+    }
+
+    #[inline]
+    fn domain_slot(&mut self, domain: DomainId) -> usize {
+        if self.domains.get(self.last) == Some(&domain) {
+            return self.last;
+        }
+        let s = match self.domains.iter().position(|d| *d == domain) {
+            Some(s) => s,
+            None => {
+                self.domains.push(domain);
+                self.series.push(Series::default());
+                self.domains.len() - 1
+            }
+        };
+        self.last = s;
+        s
+    }
+
+    #[cold]
+    fn coarsen(&mut self) {
+        self.shift += 1;
+        for series in &mut self.series {
+            for v in [&mut series.allocated, &mut series.freed] {
+                let merged: Vec<u64> = v
+                    .chunks(2)
+                    .map(|c| c.iter().fold(0u64, |a, b| a.saturating_add(*b)))
+                    .collect();
+                *v = merged;
+            }
+        }
+    }
+
+    /// The timeline as at most about `max_points` points of equal length covering
+    /// `[0, end]` (every point's interval is a whole number of buckets, so the live
+    /// values are exact at each point's time). Empty for a trace without events.
+    pub fn points(&self, max_points: usize) -> Vec<TimelinePoint> {
+        let max_points = max_points.max(1);
+        let nbuckets = self
+            .series
+            .iter()
+            .map(|s| s.allocated.len())
+            .max()
+            .unwrap_or(0)
+            .max(self.bucket(self.end) + 1);
+        if self.series.is_empty() && self.end == Micros(0) {
+            return Vec::new();
+        }
+        let per_point = nbuckets.div_ceil(max_points).max(1);
+        let width = 1u64 << self.shift;
+        let npoints = nbuckets.div_ceil(per_point);
+        let ndom = self.domains.len();
+        let mut live_by_domain = vec![0i128; ndom];
+        let mut out = Vec::with_capacity(npoints);
+        for p in 0..npoints {
+            let lo = p * per_point;
+            let hi = ((p + 1) * per_point).min(nbuckets);
+            let mut allocated = 0u64;
+            let mut freed = 0u64;
+            for (d, series) in self.series.iter().enumerate() {
+                for b in lo..hi {
+                    let a = series.allocated.get(b).copied().unwrap_or(0);
+                    let f = series.freed.get(b).copied().unwrap_or(0);
+                    allocated = allocated.saturating_add(a);
+                    freed = freed.saturating_add(f);
+                    live_by_domain[d] += i128::from(a) - i128::from(f);
+                }
+            }
+            let live_by_domain: Vec<u64> = live_by_domain
+                .iter()
+                .map(|&v| u64::try_from(v.max(0)).unwrap_or(u64::MAX))
+                .collect();
+            let live = live_by_domain
+                .iter()
+                .fold(0u64, |a, b| a.saturating_add(*b));
+            out.push(TimelinePoint {
+                time: Micros((hi as u64).saturating_mul(width)),
+                interval: Micros(((hi - lo) as u64).saturating_mul(width)),
+                live,
+                live_by_domain,
+                allocated,
+                freed,
+            });
+        }
+        out
+    }
+}
+
+/// The moment of the largest live heap.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Peak {
+    /// Live samples at the peak.
+    pub live: u64,
+    /// The earliest time at which the live heap reached that size (events at that
+    /// instant included).
+    pub time: Micros,
+    /// Events that arrived later than the merge could wait for (see
+    /// [`PeakTracker`]); when non-zero the peak is approximate.
+    pub late_events: u64,
+    /// Every domain that reported a change.
+    pub domains: Vec<DomainId>,
+}
+
+/// Exact peak of the live heap over a stream of `(time, domain, delta)` changes.
+///
+/// With one domain the events are in time order and each is applied at once. With
+/// several, a change is held in a min-heap until every domain has moved past its time
+/// (each domain's own stream is sorted), then applied in time order. A domain that
+/// stops reporting would hold everything back, so once the buffer exceeds its budget
+/// the slowest domain is treated as finished; its later events, if any, are applied on
+/// arrival and counted in [`Peak::late_events`]. Memory is therefore bounded.
+///
+/// A domain's first event can only be waited for if the domain is known in advance
+/// ([`PeakTracker::with_domains`]); otherwise the changes before it may already have
+/// been applied, and its earlier-stamped changes count as late. A caller that sees
+/// late events can run again with the domains the first run found
+/// ([`Peak::domains`]).
+#[derive(Debug)]
+pub struct PeakTracker {
+    live: i128,
+    group_time: u64,
+    peak: i128,
+    peak_time: u64,
+    late: u64,
+    domains: Vec<(DomainId, u64)>,
+    seen: Vec<DomainId>,
+    pending: BinaryHeap<Reverse<(u64, i64)>>,
+    budget: usize,
+}
+
+impl Default for PeakTracker {
+    fn default() -> Self {
+        Self::new(1 << 20)
+    }
+}
+
+impl PeakTracker {
+    /// A tracker whose reorder buffer holds at most `budget` changes.
+    pub fn new(budget: usize) -> Self {
+        PeakTracker {
+            live: 0,
+            group_time: 0,
+            peak: 0,
+            peak_time: 0,
+            late: 0,
+            domains: Vec::new(),
+            seen: Vec::new(),
+            pending: BinaryHeap::new(),
+            budget: budget.max(1),
+        }
+    }
+
+    /// A tracker that waits for each of `domains` from the start (see the type docs).
+    pub fn with_domains(budget: usize, domains: &[DomainId]) -> Self {
+        let mut p = Self::new(budget);
+        for d in domains {
+            if !p.domains.iter().any(|(x, _)| x == d) {
+                p.domains.push((*d, 0));
+                p.seen.push(*d);
+            }
+        }
+        p
+    }
+
+    /// Records a change of `delta` samples at `time` on `domain`.
+    #[inline]
+    pub fn change(&mut self, time: Micros, domain: DomainId, delta: i64) {
+        let t = time.0;
+        match self.domains.as_mut_slice() {
+            [(d, last)] if *d == domain && self.pending.is_empty() => {
+                *last = (*last).max(t);
+                self.apply(t, delta);
+            }
+            _ => self.change_merged(t, domain, delta),
+        }
+    }
+
+    fn change_merged(&mut self, t: u64, domain: DomainId, delta: i64) {
+        match self.domains.iter_mut().find(|(d, _)| *d == domain) {
+            Some((_, last)) => *last = (*last).max(t),
+            None => self.domains.push((domain, t)),
+        }
+        if !self.seen.contains(&domain) {
+            self.seen.push(domain);
+        }
+        if self.domains.len() == 1 && self.pending.is_empty() {
+            self.apply(t, delta);
+            return;
+        }
+        self.pending.push(Reverse((t, delta)));
+        self.release();
+        while self.pending.len() > self.budget && self.domains.len() > 1 {
+            // Give up waiting for the slowest domain.
+            if let Some(slowest) = self
+                .domains
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, (_, last))| *last)
+                .map(|(i, _)| i)
+            {
+                self.domains.swap_remove(slowest);
+            }
+            self.release();
+        }
+    }
+
+    fn release(&mut self) {
+        let watermark = self.domains.iter().map(|(_, t)| *t).min().unwrap_or(0);
+        while let Some(&Reverse((t, delta))) = self.pending.peek() {
+            if t > watermark {
+                break;
+            }
+            self.pending.pop();
+            self.apply(t, delta);
+        }
+    }
+
+    #[inline]
+    fn apply(&mut self, t: u64, delta: i64) {
+        if t > self.group_time {
+            // Every change up to `group_time` is in: that instant is a candidate.
+            if self.live > self.peak {
+                self.peak = self.live;
+                self.peak_time = self.group_time;
+            }
+            self.group_time = t;
+        } else if t < self.group_time {
+            self.late += 1;
+        }
+        self.live += i128::from(delta);
+    }
+
+    /// The peak, after all changes.
+    pub fn finish(mut self) -> Peak {
+        while let Some(Reverse((t, delta))) = self.pending.pop() {
+            self.apply(t, delta);
+        }
+        if self.live > self.peak {
+            self.peak = self.live;
+            self.peak_time = self.group_time;
+        }
+        Peak {
+            live: u64::try_from(self.peak.max(0)).unwrap_or(u64::MAX),
+            time: Micros(self.peak_time),
+            late_events: self.late,
+            domains: self.seen,
+        }
+    }
+
+    /// Changes held in the reorder buffer now.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn brute_peak(changes: &[(u64, i64)]) -> (u64, u64) {
+        let mut times: Vec<u64> = changes.iter().map(|c| c.0).collect();
+        times.sort_unstable();
+        times.dedup();
+        let mut best = (0i64, 0u64);
+        for &t in &times {
+            let live: i64 = changes.iter().filter(|c| c.0 <= t).map(|c| c.1).sum();
+            if live > best.0 {
+                best = (live, t);
+            }
+        }
+        (best.0.max(0) as u64, best.1)
+    }
+
+    #[test]
+    fn single_domain_peak() {
+        let mut p = PeakTracker::default();
+        let d = DomainId(0);
+        p.change(Micros(1), d, 5);
+        p.change(Micros(2), d, 5);
+        p.change(Micros(2), d, -5);
+        p.change(Micros(3), d, 3);
+        p.change(Micros(4), d, -8);
+        let peak = p.finish();
+        assert_eq!((peak.live, peak.time, peak.late_events), (8, Micros(3), 0));
+    }
+
+    #[test]
+    fn interleaved_domains_are_merged() {
+        // Domain 1's packet covering times 1..=9 arrives after domain 0's 5..=6.
+        let run = |mut p: PeakTracker| {
+            p.change(Micros(5), DomainId(0), 10);
+            p.change(Micros(6), DomainId(0), -10);
+            p.change(Micros(1), DomainId(1), 4);
+            p.change(Micros(9), DomainId(1), -4);
+            p.finish()
+        };
+        // Not told about domain 1, the tracker has applied domain 0 already.
+        let peak = run(PeakTracker::default());
+        assert_eq!(peak.late_events, 1);
+        assert_eq!(peak.domains, vec![DomainId(0), DomainId(1)]);
+        let peak = run(PeakTracker::with_domains(16, &peak.domains));
+        assert_eq!((peak.live, peak.time, peak.late_events), (14, Micros(5), 0));
+    }
+
+    #[test]
+    fn budget_bounds_the_buffer() {
+        // Domain 1 reports once and falls silent; domain 0 goes on.
+        let mut p = PeakTracker::with_domains(8, &[DomainId(0), DomainId(1)]);
+        p.change(Micros(0), DomainId(1), 1);
+        for t in 1..100 {
+            p.change(Micros(t), DomainId(0), 1);
+            assert!(p.pending() <= 8);
+        }
+        let peak = p.finish();
+        assert_eq!(
+            (peak.live, peak.time, peak.late_events),
+            (100, Micros(99), 0)
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn merged_peak_is_exact(
+            streams in proptest::collection::vec(
+                proptest::collection::vec((0u64..5, -3i64..6), 0..20), 1..4),
+            order in proptest::collection::vec(0usize..4, 0..80),
+        ) {
+            // Build per-domain sorted streams, then interleave them arbitrarily.
+            let mut per_domain: Vec<Vec<(u64, i64)>> = streams
+                .iter()
+                .map(|s| {
+                    let mut t = 0;
+                    s.iter().map(|&(dt, d)| { t += dt; (t, d) }).collect()
+                })
+                .collect();
+            let mut all = Vec::new();
+            let doms: Vec<DomainId> = (0..per_domain.len() as u16).map(DomainId).collect();
+            let mut p = PeakTracker::with_domains(1 << 10, &doms);
+            let mut pick = order.into_iter();
+            loop {
+                let live: Vec<usize> = (0..per_domain.len()).filter(|&i| !per_domain[i].is_empty()).collect();
+                if live.is_empty() { break; }
+                let i = live[pick.next().unwrap_or(0) % live.len()];
+                let (t, d) = per_domain[i].remove(0);
+                all.push((t, d));
+                p.change(Micros(t), DomainId(i as u16), d);
+            }
+            let peak = p.finish();
+            let (live, time) = brute_peak(&all);
+            proptest::prop_assert_eq!(peak.late_events, 0);
+            proptest::prop_assert_eq!(peak.live, live);
+            if live > 0 {
+                proptest::prop_assert_eq!(peak.time, Micros(time));
+            }
+        }
+
+        #[test]
+        fn timeline_live_is_exact_at_point_times(
+            events in proptest::collection::vec((0u64..5000, 0u16..3, 1u64..10, proptest::bool::ANY), 1..200),
+            buckets in 2usize..40,
+            points in 1usize..30,
+        ) {
+            let mut tl = Timeline::new(buckets);
+            for &(t, d, s, is_alloc) in &events {
+                if is_alloc {
+                    tl.allocated(Micros(t), DomainId(d), s);
+                } else {
+                    tl.freed(Micros(t), DomainId(d), s);
+                }
+            }
+            let pts = tl.points(points);
+            proptest::prop_assert!(pts.len() <= points.max(1) * 2);
+            proptest::prop_assert!(pts.last().map(|p| p.time) >= Some(tl.end()));
+            let mut prev_time = 0;
+            for p in &pts {
+                for (i, d) in tl.domains().iter().enumerate() {
+                    let expect: i64 = events.iter()
+                        .filter(|e| e.1 == d.0 && e.0 <= p.time.0)
+                        .map(|e| if e.3 { e.2 as i64 } else { -(e.2 as i64) })
+                        .sum();
+                    proptest::prop_assert_eq!(p.live_by_domain[i] as i64, expect.max(0));
+                }
+                let alloc: u64 = events.iter()
+                    .filter(|e| e.3 && e.0 <= p.time.0 && (e.0 > prev_time || (prev_time == 0 && e.0 == 0)))
+                    .map(|e| e.2).sum();
+                proptest::prop_assert_eq!(p.allocated, alloc);
+                proptest::prop_assert_eq!(p.interval.0, p.time.0 - prev_time);
+                prev_time = p.time.0;
+            }
+        }
+    }
+}

@@ -1,0 +1,511 @@
+//! Reports derived from a [`Profile`]: allocation sites grouped by leaf location,
+//! function, file or whole backtrace (`top`), two traces compared site by site (`diff`)
+//! and folded stacks (`flamegraph`).
+//!
+//! Counts stay in samples until the very end; bytes are the estimate
+//! `samples / sample_rate * word_size / 8`.
+
+use std::collections::HashMap;
+
+use crate::analyzer::{Profile, SiteCounts};
+use crate::backtrace::BacktraceId;
+use crate::event::{LocationCode, Sampling};
+use crate::symbols::{FrameLabel, Symbols, entry_labels, leaf_label};
+
+/// How allocations are grouped into sites.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupBy {
+    /// The allocation site: the last location of the backtrace.
+    Leaf,
+    /// The function (defname) of the allocation site.
+    Function,
+    /// The source file of the allocation site.
+    File,
+    /// The whole backtrace.
+    Backtrace,
+}
+
+/// What sites are ranked by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rank {
+    /// Bytes allocated.
+    Allocated,
+    /// Bytes live at the chosen time.
+    LiveAt,
+    /// Bytes live at the end of the trace.
+    LiveEnd,
+}
+
+impl Rank {
+    /// The ranked quantity of `c`, in samples.
+    pub fn of(self, c: &SiteCounts) -> u64 {
+        match self {
+            Rank::Allocated => c.samples,
+            Rank::LiveAt => c.live_at,
+            Rank::LiveEnd => c.live_end(),
+        }
+    }
+}
+
+/// One group of allocations.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Site {
+    /// The group's name: a location, a function, a file, or for backtraces the leaf
+    /// location.
+    pub name: String,
+    /// For [`GroupBy::Backtrace`], the backtrace's locations, caller first.
+    pub backtrace: Option<Vec<String>>,
+    /// The counts.
+    pub counts: SiteCounts,
+}
+
+/// The sites of `profile`, grouped, unordered.
+pub fn sites(profile: &Profile, symbols: &dyn Symbols, by: GroupBy) -> Vec<Site> {
+    let mut out: Vec<Site> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut leaf_names: HashMap<u64, String> = HashMap::new();
+    let label = match by {
+        GroupBy::Leaf | GroupBy::Backtrace => FrameLabel::Location,
+        GroupBy::Function => FrameLabel::Function,
+        GroupBy::File => FrameLabel::File,
+    };
+    let mut codes = Vec::new();
+    for (bt, counts) in &profile.sites {
+        let name = match profile.backtraces.leaf(*bt) {
+            None => EMPTY_BACKTRACE.to_string(),
+            Some(code) => leaf_names
+                .entry(code.0)
+                .or_insert_with(|| leaf_label(symbols, code, label))
+                .clone(),
+        };
+        if by == GroupBy::Backtrace {
+            profile.backtraces.codes_into(*bt, &mut codes);
+            let mut frames = Vec::with_capacity(codes.len());
+            for code in &codes {
+                entry_labels(symbols, *code, FrameLabel::Location, &mut frames);
+            }
+            out.push(Site {
+                name,
+                backtrace: Some(frames),
+                counts: *counts,
+            });
+            continue;
+        }
+        match index.get(&name) {
+            Some(&i) => out[i].counts.add(counts),
+            None => {
+                index.insert(name.clone(), out.len());
+                out.push(Site {
+                    name,
+                    backtrace: None,
+                    counts: *counts,
+                });
+            }
+        }
+    }
+    if by == GroupBy::Backtrace {
+        // Distinct backtraces can print the same (codes with equal locations).
+        let mut merged: Vec<Site> = Vec::with_capacity(out.len());
+        let mut seen: HashMap<Vec<String>, usize> = HashMap::new();
+        for site in out {
+            let key = site.backtrace.clone().unwrap_or_default();
+            match seen.get(&key) {
+                Some(&i) => merged[i].counts.add(&site.counts),
+                None => {
+                    seen.insert(key, merged.len());
+                    merged.push(site);
+                }
+            }
+        }
+        return merged;
+    }
+    out
+}
+
+/// Label of allocations with an empty backtrace.
+pub const EMPTY_BACKTRACE: &str = "[empty backtrace]";
+
+/// Sorts sites by `rank` (largest first), then by allocated samples, then by name.
+pub fn rank_sites(sites: &mut [Site], rank: Rank) {
+    sites.sort_by(|a, b| {
+        rank.of(&b.counts)
+            .cmp(&rank.of(&a.counts))
+            .then(b.counts.samples.cmp(&a.counts.samples))
+            .then_with(|| a.name.cmp(&b.name))
+            .then_with(|| a.backtrace.cmp(&b.backtrace))
+    });
+}
+
+/// The `top` report.
+#[derive(Clone, Debug)]
+pub struct Top {
+    /// Grouping.
+    pub by: GroupBy,
+    /// Ranking.
+    pub rank: Rank,
+    /// Sum over all sites.
+    pub totals: SiteCounts,
+    /// The first `limit` sites.
+    pub sites: Vec<Site>,
+    /// Sum over the sites beyond the limit.
+    pub others: SiteCounts,
+    /// Number of sites beyond the limit.
+    pub other_sites: usize,
+}
+
+/// Builds the `top` report: sites grouped by `by`, ranked by `rank`, the first `limit`
+/// kept (sites whose ranked quantity is zero are dropped when ranking by a live
+/// quantity, since "live at T" lists only what is live).
+pub fn top(profile: &Profile, symbols: &dyn Symbols, by: GroupBy, rank: Rank, limit: usize) -> Top {
+    let mut all = sites(profile, symbols, by);
+    if rank != Rank::Allocated {
+        all.retain(|s| rank.of(&s.counts) > 0);
+    }
+    rank_sites(&mut all, rank);
+    let mut others = SiteCounts::default();
+    let rest = if all.len() > limit {
+        all.split_off(limit)
+    } else {
+        Vec::new()
+    };
+    for s in &rest {
+        others.add(&s.counts);
+    }
+    Top {
+        by,
+        rank,
+        totals: profile.totals,
+        sites: all,
+        others,
+        other_sites: rest.len(),
+    }
+}
+
+/// One row of a `diff`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiffRow {
+    /// Site name.
+    pub name: String,
+    /// Counts in the first trace (zero if absent).
+    pub a: SiteCounts,
+    /// Counts in the second trace.
+    pub b: SiteCounts,
+    /// Estimated bytes allocated in A and in B.
+    pub allocated_bytes: (u64, u64),
+    /// Estimated bytes live at the end in A and in B.
+    pub live_end_bytes: (u64, u64),
+}
+
+impl DiffRow {
+    /// Change in allocated bytes, B minus A.
+    pub fn allocated_delta(&self) -> i128 {
+        i128::from(self.allocated_bytes.1) - i128::from(self.allocated_bytes.0)
+    }
+
+    /// Change in bytes live at the end, B minus A.
+    pub fn live_end_delta(&self) -> i128 {
+        i128::from(self.live_end_bytes.1) - i128::from(self.live_end_bytes.0)
+    }
+}
+
+/// Compares two profiles site by site (bytes, since the traces may have different
+/// sample rates), ranked by the largest absolute change of allocated bytes (or of live
+/// bytes at the end with `by_live`).
+pub fn diff(
+    a: (&Profile, &dyn Symbols),
+    b: (&Profile, &dyn Symbols),
+    by: GroupBy,
+    by_live: bool,
+) -> Vec<DiffRow> {
+    let key = |s: &Site| match &s.backtrace {
+        Some(frames) => frames.join(" "),
+        None => s.name.clone(),
+    };
+    let mut rows: Vec<DiffRow> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for (side, (profile, symbols)) in [a, b].into_iter().enumerate() {
+        for site in sites(profile, symbols, by) {
+            let k = key(&site);
+            let i = *index.entry(k).or_insert_with(|| {
+                rows.push(DiffRow {
+                    name: site.name.clone(),
+                    a: SiteCounts::default(),
+                    b: SiteCounts::default(),
+                    allocated_bytes: (0, 0),
+                    live_end_bytes: (0, 0),
+                });
+                rows.len() - 1
+            });
+            let row = &mut rows[i];
+            if side == 0 {
+                row.a.add(&site.counts);
+            } else {
+                row.b.add(&site.counts);
+            }
+        }
+    }
+    let (sa, sb) = (a.0.sampling, b.0.sampling);
+    for row in &mut rows {
+        row.allocated_bytes = (sa.bytes(row.a.samples), sb.bytes(row.b.samples));
+        row.live_end_bytes = (sa.bytes(row.a.live_end()), sb.bytes(row.b.live_end()));
+    }
+    rows.sort_by(|x, y| {
+        let (kx, ky) = if by_live {
+            (x.live_end_delta().abs(), y.live_end_delta().abs())
+        } else {
+            (x.allocated_delta().abs(), y.allocated_delta().abs())
+        };
+        ky.cmp(&kx).then_with(|| x.name.cmp(&y.name))
+    });
+    rows
+}
+
+/// Which quantity a flame graph weighs stacks by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Weight {
+    /// Bytes allocated.
+    Allocated,
+    /// Bytes live at the profile's `live_at` time.
+    LiveAt,
+    /// Bytes live at the end.
+    LiveEnd,
+}
+
+/// Unit of folded-stack weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Estimated bytes (rounded so that the lines add up to the rounded total).
+    Bytes,
+    /// Samples.
+    Samples,
+}
+
+/// Folded stacks: one `(stack, weight)` per distinct stack, frames caller first and
+/// joined with `;`, sorted by stack. Stacks of zero weight are left out.
+///
+/// With [`Unit::Bytes`] each line gets the rounded cumulative byte count minus the
+/// previous one, so the lines sum exactly to the rounded total of the profile.
+pub fn folded(
+    profile: &Profile,
+    symbols: &dyn Symbols,
+    weight: Weight,
+    label: FrameLabel,
+    unit: Unit,
+) -> Vec<(String, u64)> {
+    let mut stacks: HashMap<String, u64> = HashMap::new();
+    let mut names: HashMap<u64, Vec<String>> = HashMap::new();
+    let mut codes: Vec<LocationCode> = Vec::new();
+    for (bt, counts) in &profile.sites {
+        let w = match weight {
+            Weight::Allocated => counts.samples,
+            Weight::LiveAt => counts.live_at,
+            Weight::LiveEnd => counts.live_end(),
+        };
+        if w == 0 {
+            continue;
+        }
+        let stack = stack_string(profile, symbols, *bt, label, &mut codes, &mut names);
+        let e = stacks.entry(stack).or_insert(0);
+        *e = e.saturating_add(w);
+    }
+    let mut lines: Vec<(String, u64)> = stacks.into_iter().collect();
+    lines.sort();
+    if unit == Unit::Bytes {
+        let sampling: Sampling = profile.sampling;
+        let mut cumulative: u64 = 0;
+        let mut emitted: u64 = 0;
+        for (_, w) in &mut lines {
+            cumulative = cumulative.saturating_add(*w);
+            let upto = sampling.bytes(cumulative);
+            *w = upto.saturating_sub(emitted);
+            emitted = upto;
+        }
+        lines.retain(|(_, w)| *w > 0);
+    }
+    lines
+}
+
+fn stack_string(
+    profile: &Profile,
+    symbols: &dyn Symbols,
+    bt: BacktraceId,
+    label: FrameLabel,
+    codes: &mut Vec<LocationCode>,
+    names: &mut HashMap<u64, Vec<String>>,
+) -> String {
+    profile.backtraces.codes_into(bt, codes);
+    if codes.is_empty() {
+        return EMPTY_BACKTRACE.to_string();
+    }
+    let mut s = String::new();
+    for code in codes.iter() {
+        let labels = names.entry(code.0).or_insert_with(|| {
+            let mut v = Vec::new();
+            entry_labels(symbols, *code, label, &mut v);
+            v.iter().map(|l| folded_frame(l)).collect()
+        });
+        for l in labels.iter() {
+            if !s.is_empty() {
+                s.push(';');
+            }
+            s.push_str(l);
+        }
+    }
+    s
+}
+
+/// A frame name made safe for the folded format, whose lines are `a;b;c weight`: `;`
+/// separates frames and line breaks end records. An empty name becomes `?`.
+fn folded_frame(name: &str) -> String {
+    if name.is_empty() {
+        return "?".to_string();
+    }
+    name.chars()
+        .map(|c| match c {
+            ';' => ',',
+            '\n' | '\r' => ' ',
+            c => c,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyzer::{Options, analyze};
+    use crate::event::{Alloc, DomainId, Event, ObjId, Source};
+    use crate::symbols::{Location, LocationTable};
+    use crate::time::Micros;
+
+    fn loc(def: &str, file: &str, line: u32) -> Location {
+        Location {
+            filename: file.to_string(),
+            line,
+            start_char: 1,
+            end_char: 9,
+            defname: def.to_string(),
+        }
+    }
+
+    fn fixture() -> (Profile, LocationTable) {
+        let mut table = LocationTable::new();
+        table.insert(LocationCode(1), vec![loc("main", "main.ml", 1)]);
+        table.insert(
+            LocationCode(2),
+            vec![loc("f", "a.ml", 10), loc("g;h", "a.ml", 20)],
+        );
+        table.insert(LocationCode(3), vec![loc("f", "a.ml", 30)]);
+        table.insert(LocationCode(4), vec![loc("k", "b.ml", 5)]);
+        let bts: [&[u64]; 5] = [&[1, 2], &[1, 3], &[1, 4], &[1, 2], &[]];
+        let mut events = Vec::new();
+        for (i, bt) in bts.iter().enumerate() {
+            events.push(Event::Alloc(Alloc {
+                time: Micros(i as u64),
+                obj_id: ObjId(i as u64),
+                domain: DomainId(0),
+                length: 1,
+                nsamples: i as u64 + 1,
+                source: Source::Minor,
+                backtrace: bt,
+                common_prefix: 0,
+            }));
+        }
+        events.push(Event::Collect {
+            time: Micros(9),
+            obj_id: ObjId(2),
+            domain: DomainId(0),
+        });
+        let sampling = Sampling {
+            sample_rate: 0.3,
+            word_size_bits: 64,
+        };
+        (analyze(sampling, Options::default(), events), table)
+    }
+
+    #[test]
+    fn grouping() {
+        let (p, t) = fixture();
+        let names = |by| {
+            let mut s = sites(&p, &t, by);
+            rank_sites(&mut s, Rank::Allocated);
+            s.iter()
+                .map(|s| (s.name.clone(), s.counts.samples))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(GroupBy::Leaf),
+            vec![
+                (EMPTY_BACKTRACE.to_string(), 5),
+                ("g;h@a.ml:20:1-9".to_string(), 5),
+                ("k@b.ml:5:1-9".to_string(), 3),
+                ("f@a.ml:30:1-9".to_string(), 2),
+            ]
+        );
+        assert_eq!(
+            names(GroupBy::File),
+            vec![
+                ("a.ml".to_string(), 7),
+                (EMPTY_BACKTRACE.to_string(), 5),
+                ("b.ml".to_string(), 3),
+            ]
+        );
+        let bt = sites(&p, &t, GroupBy::Backtrace);
+        assert_eq!(bt.len(), 4);
+        let top = top(&p, &t, GroupBy::Function, Rank::LiveEnd, 1);
+        assert_eq!(top.sites[0].name, EMPTY_BACKTRACE);
+        assert_eq!(top.other_sites, 2);
+        assert_eq!(
+            top.sites[0].counts.live_end() + top.others.live_end(),
+            p.totals.live_end()
+        );
+    }
+
+    #[test]
+    fn folded_sums_to_total() {
+        let (p, t) = fixture();
+        let lines = folded(
+            &p,
+            &t,
+            Weight::Allocated,
+            FrameLabel::Function,
+            Unit::Samples,
+        );
+        assert_eq!(
+            lines,
+            vec![
+                ("[empty backtrace]".to_string(), 5),
+                ("main;f;g,h".to_string(), 5),
+                ("main;f".to_string(), 2),
+                ("main;k".to_string(), 3),
+            ]
+            .into_iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+        );
+        let bytes = folded(&p, &t, Weight::Allocated, FrameLabel::Function, Unit::Bytes);
+        let sum: u64 = bytes.iter().map(|l| l.1).sum();
+        assert_eq!(sum, p.sampling.bytes(p.totals.samples));
+        let live = folded(&p, &t, Weight::LiveEnd, FrameLabel::Function, Unit::Samples);
+        let sum: u64 = live.iter().map(|l| l.1).sum();
+        assert_eq!(sum, p.totals.live_end());
+    }
+
+    #[test]
+    fn diff_ranks_by_change() {
+        let (a, t) = fixture();
+        let (b, _) = fixture();
+        let rows = diff((&a, &t), (&b, &t), GroupBy::Leaf, false);
+        assert!(rows.iter().all(|r| r.allocated_delta() == 0));
+        let empty = analyze(a.sampling, Options::default(), Vec::<Event<'_, u64>>::new());
+        let rows = diff((&a, &t), (&empty, &t), GroupBy::Leaf, false);
+        assert_eq!(rows[0].allocated_bytes.1, 0);
+        assert!(rows[0].allocated_delta() < 0);
+        assert!(
+            rows.windows(2)
+                .all(|w| w[0].allocated_delta().abs() >= w[1].allocated_delta().abs())
+        );
+    }
+}

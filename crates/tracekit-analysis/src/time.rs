@@ -1,0 +1,168 @@
+//! Times on the command line: durations from the trace start such as `12.5s`,
+//! `300ms`, `1500us` or `2m`, and their display.
+//!
+//! Memtrace timestamps are whole microseconds (section 2.2 of the format notes), so
+//! every time here is a [`Micros`] offset from `info.start_time`.
+
+use std::fmt;
+
+/// A time offset from the start of a trace, in microseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Micros(pub u64);
+
+impl Micros {
+    /// The offset in seconds.
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e6
+    }
+}
+
+impl fmt::Display for Micros {
+    /// Seconds with microsecond precision and trailing zeros trimmed: `12.5s`, `0s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let secs = self.0 / 1_000_000;
+        let frac = self.0 % 1_000_000;
+        if frac == 0 {
+            write!(f, "{secs}s")
+        } else {
+            let digits = format!("{frac:06}");
+            write!(f, "{secs}.{}s", digits.trim_end_matches('0'))
+        }
+    }
+}
+
+/// Why a time argument was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TimeParseError {
+    /// The text was empty.
+    #[error("empty time")]
+    Empty,
+    /// The number part is not a non-negative decimal number.
+    #[error("not a number (expected e.g. 12.5s, 300ms, 1500us)")]
+    BadNumber,
+    /// The unit is not one of `us`, `ms`, `s`, `m`, `h`.
+    #[error("unknown unit (use us, ms, s, m or h)")]
+    BadUnit,
+    /// The value does not fit in 64-bit microseconds or is negative.
+    #[error("time out of range")]
+    OutOfRange,
+}
+
+/// Parses a time offset from the trace start.
+///
+/// Accepts a non-negative decimal number followed by an optional unit: `us` (or `µs`),
+/// `ms`, `s`, `m` (or `min`), `h`. A bare number means seconds. The result is rounded to
+/// the nearest microsecond. Decimal arithmetic is exact: `0.1s` is 100000 µs.
+pub fn parse_time(text: &str) -> Result<Micros, TimeParseError> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(TimeParseError::Empty);
+    }
+    if text.starts_with('-') {
+        return Err(TimeParseError::OutOfRange);
+    }
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let scale_us: u128 = match unit.trim() {
+        "" | "s" | "sec" => 1_000_000,
+        "ms" => 1_000,
+        "us" | "µs" => 1,
+        "m" | "min" => 60_000_000,
+        "h" => 3_600_000_000,
+        _ => return Err(TimeParseError::BadUnit),
+    };
+    let (int_part, frac_part) = match number.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (number, ""),
+    };
+    if (int_part.is_empty() && frac_part.is_empty())
+        || !int_part.bytes().all(|b| b.is_ascii_digit())
+        || !frac_part.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(TimeParseError::BadNumber);
+    }
+    // Fixed point with 12 fractional digits keeps every supported unit exact.
+    const FRAC_DIGITS: usize = 12;
+    let int_value: u128 = if int_part.is_empty() {
+        0
+    } else {
+        int_part.parse().map_err(|_| TimeParseError::OutOfRange)?
+    };
+    let mut frac_value: u128 = 0;
+    for (i, b) in frac_part.bytes().enumerate() {
+        if i >= FRAC_DIGITS {
+            break;
+        }
+        frac_value = frac_value * 10 + u128::from(b - b'0');
+    }
+    for _ in frac_part.len()..FRAC_DIGITS {
+        frac_value *= 10;
+    }
+    let one = 10u128.pow(FRAC_DIGITS as u32);
+    let fixed = int_value
+        .checked_mul(one)
+        .and_then(|v| v.checked_add(frac_value))
+        .and_then(|v| v.checked_mul(scale_us))
+        .ok_or(TimeParseError::OutOfRange)?;
+    let us = (fixed + one / 2) / one;
+    u64::try_from(us)
+        .map(Micros)
+        .map_err(|_| TimeParseError::OutOfRange)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(parse_time("12.5s"), Ok(Micros(12_500_000)));
+        assert_eq!(parse_time("300ms"), Ok(Micros(300_000)));
+        assert_eq!(parse_time("1500us"), Ok(Micros(1500)));
+        assert_eq!(parse_time("1500µs"), Ok(Micros(1500)));
+        assert_eq!(parse_time("2m"), Ok(Micros(120_000_000)));
+        assert_eq!(parse_time("1h"), Ok(Micros(3_600_000_000)));
+        assert_eq!(parse_time("3"), Ok(Micros(3_000_000)));
+        assert_eq!(parse_time(" 0.1s "), Ok(Micros(100_000)));
+        assert_eq!(parse_time(".5s"), Ok(Micros(500_000)));
+        assert_eq!(parse_time("7."), Ok(Micros(7_000_000)));
+        assert_eq!(parse_time("0.0000004s"), Ok(Micros(0)));
+        assert_eq!(parse_time("0.0000005s"), Ok(Micros(1)));
+        assert_eq!(parse_time("1.23456789ms"), Ok(Micros(1235)));
+    }
+
+    #[test]
+    fn rejects() {
+        assert_eq!(parse_time(""), Err(TimeParseError::Empty));
+        assert_eq!(parse_time("s"), Err(TimeParseError::BadNumber));
+        assert_eq!(parse_time("-1s"), Err(TimeParseError::OutOfRange));
+        assert_eq!(parse_time("1.2.3s"), Err(TimeParseError::BadNumber));
+        assert_eq!(parse_time("12 parsecs"), Err(TimeParseError::BadUnit));
+        assert_eq!(parse_time("1e3s"), Err(TimeParseError::BadUnit));
+        assert_eq!(
+            parse_time("99999999999999999999999h"),
+            Err(TimeParseError::OutOfRange)
+        );
+        assert_eq!(
+            parse_time("99999999999999s"),
+            Err(TimeParseError::OutOfRange)
+        );
+    }
+
+    #[test]
+    fn display() {
+        assert_eq!(Micros(0).to_string(), "0s");
+        assert_eq!(Micros(12_500_000).to_string(), "12.5s");
+        assert_eq!(Micros(1).to_string(), "0.000001s");
+        assert_eq!(Micros(300_000).to_string(), "0.3s");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn display_round_trips(us in 0u64..u64::MAX / 2) {
+            proptest::prop_assert_eq!(parse_time(&Micros(us).to_string()), Ok(Micros(us)));
+        }
+    }
+}
