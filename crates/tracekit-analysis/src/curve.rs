@@ -27,13 +27,13 @@ struct Series {
 /// Live heap and allocation volume per time bucket, per domain.
 ///
 /// Bucket `b` holds the events with time in `(b * w, (b + 1) * w]` (bucket 0 also holds
-/// time 0), where the width `w` is a power of two microseconds that doubles whenever the
-/// trace outgrows the bucket budget. The live heap at the end of a bucket is therefore
+/// time 0). The width `w` starts at 1 µs and grows 1, 2, 10, 20, 100, 200 ... µs (so
+/// points fall on round times) whenever the trace outgrows the bucket budget. The live heap at the end of a bucket is therefore
 /// exactly the live heap at time `(b + 1) * w`, events at that instant included, which is
 /// the "alloc time <= T < collect time" definition used by `--at`.
 #[derive(Clone, Debug)]
 pub struct Timeline {
-    shift: u32,
+    width: u64,
     max_buckets: usize,
     domains: Vec<DomainId>,
     series: Vec<Series>,
@@ -68,7 +68,7 @@ impl Timeline {
     /// A timeline keeping at most `max_buckets` buckets (at least 2) per domain.
     pub fn new(max_buckets: usize) -> Self {
         Timeline {
-            shift: 0,
+            width: 1,
             max_buckets: max_buckets.max(2),
             domains: Vec::new(),
             series: Vec::new(),
@@ -89,7 +89,7 @@ impl Timeline {
 
     /// Current bucket width.
     pub fn resolution(&self) -> Micros {
-        Micros(1u64 << self.shift)
+        Micros(self.width)
     }
 
     /// Marks `time` as seen (an event that changes nothing, e.g. a promote), so the
@@ -120,7 +120,7 @@ impl Timeline {
         if time.0 == 0 {
             0
         } else {
-            ((time.0 - 1) >> self.shift) as usize
+            ((time.0 - 1) / self.width) as usize
         }
     }
 
@@ -160,11 +160,12 @@ impl Timeline {
 
     #[cold]
     fn coarsen(&mut self) {
-        self.shift += 1;
+        let factor = next_factor(self.width);
+        self.width = self.width.saturating_mul(factor as u64);
         for series in &mut self.series {
             for v in [&mut series.allocated, &mut series.freed] {
                 let merged: Vec<u64> = v
-                    .chunks(2)
+                    .chunks(factor)
                     .map(|c| c.iter().fold(0u64, |a, b| a.saturating_add(*b)))
                     .collect();
                 *v = merged;
@@ -187,8 +188,21 @@ impl Timeline {
         if self.series.is_empty() && self.end == Micros(0) {
             return Vec::new();
         }
-        let per_point = nbuckets.div_ceil(max_points).max(1);
-        let width = 1u64 << self.shift;
+        let needed = nbuckets.div_ceil(max_points).max(1);
+        // Buckets per point: the smallest of 1, 2, 5, 10, 20, 50 ... that is enough.
+        let mut per_point = 1usize;
+        let mut steps = [2usize, 5, 10].into_iter().cycle();
+        let mut decade = 1usize;
+        while per_point < needed {
+            match steps.next() {
+                Some(10) | None => {
+                    decade = decade.saturating_mul(10);
+                    per_point = decade;
+                }
+                Some(m) => per_point = decade.saturating_mul(m),
+            }
+        }
+        let width = self.width;
         let npoints = nbuckets.div_ceil(per_point);
         let ndom = self.domains.len();
         let mut live_by_domain = vec![0i128; ndom];
@@ -225,6 +239,15 @@ impl Timeline {
         }
         out
     }
+}
+
+/// The factor from one round width to the next: 1 -> 2 -> 10 -> 20 -> 100 ...
+fn next_factor(width: u64) -> usize {
+    let mut w = width;
+    while w >= 10 && w % 10 == 0 {
+        w /= 10;
+    }
+    if w == 1 { 2 } else { 5 }
 }
 
 /// The moment of the largest live heap.
@@ -510,7 +533,7 @@ mod tests {
                 }
             }
             let pts = tl.points(points);
-            proptest::prop_assert!(pts.len() <= points.max(1) * 2);
+            proptest::prop_assert!(pts.len() <= points.max(1));
             proptest::prop_assert!(pts.last().map(|p| p.time) >= Some(tl.end()));
             let mut prev_time = 0;
             for p in &pts {

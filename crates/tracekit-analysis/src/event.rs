@@ -156,6 +156,16 @@ pub struct Sampling {
     pub word_size_bits: u32,
 }
 
+impl Default for Sampling {
+    /// Every word sampled, 64-bit words.
+    fn default() -> Self {
+        Sampling {
+            sample_rate: 1.0,
+            word_size_bits: 64,
+        }
+    }
+}
+
 impl Sampling {
     /// Estimated bytes one sample stands for: `1 / sample_rate` words of
     /// `word_size / 8` bytes each. Returns 0 for a non-positive or non-finite rate,

@@ -16,10 +16,12 @@ pub mod backtrace;
 pub mod curve;
 pub mod event;
 mod hash;
+pub mod render;
 pub mod report;
 pub mod svg;
 pub mod symbols;
 pub mod time;
+pub mod units;
 
 pub use analyzer::{
     Analyzer, BigAlloc, EventCounts, Filter, Options, Profile, SiteCounts, analyze,
@@ -29,3 +31,4 @@ pub use curve::{Peak, PeakTracker, Timeline, TimelinePoint};
 pub use event::{Alloc, DomainId, Event, Frame, LocationCode, ObjId, Sampling, Source};
 pub use symbols::{Location, LocationTable, NoSymbols, Symbols};
 pub use time::{Micros, TimeParseError, parse_time};
+pub use units::{SizeParseError, parse_bytes};

@@ -6,6 +6,7 @@
 //! entry is the allocation site. A code with no locations prints as `$<code>`, as the
 //! reference `Event.to_string` does.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use crate::event::LocationCode;
@@ -40,8 +41,9 @@ impl fmt::Display for Location {
 /// Resolves location codes to source locations.
 pub trait Symbols {
     /// The locations of `code`, caller first; empty when the code has none or is
-    /// unknown.
-    fn locations(&self, code: LocationCode) -> &[Location];
+    /// unknown. Callers look each code up once per report, so converting on the fly
+    /// is fine.
+    fn locations(&self, code: LocationCode) -> Cow<'_, [Location]>;
 }
 
 /// A location table built from a trace's location events.
@@ -73,8 +75,8 @@ impl LocationTable {
 }
 
 impl Symbols for LocationTable {
-    fn locations(&self, code: LocationCode) -> &[Location] {
-        self.table.get(&code.0).map(Vec::as_slice).unwrap_or(&[])
+    fn locations(&self, code: LocationCode) -> Cow<'_, [Location]> {
+        Cow::Borrowed(self.table.get(&code.0).map(Vec::as_slice).unwrap_or(&[]))
     }
 }
 
@@ -83,8 +85,8 @@ impl Symbols for LocationTable {
 pub struct NoSymbols;
 
 impl Symbols for NoSymbols {
-    fn locations(&self, _code: LocationCode) -> &[Location] {
-        &[]
+    fn locations(&self, _code: LocationCode) -> Cow<'_, [Location]> {
+        Cow::Borrowed(&[])
     }
 }
 
@@ -112,7 +114,7 @@ pub fn entry_labels(
         out.push(format!("${}", code.as_signed()));
         return;
     }
-    for loc in locs {
+    for loc in locs.iter() {
         out.push(match label {
             FrameLabel::Location => loc.to_string(),
             FrameLabel::Function => loc.defname.clone(),

@@ -1,0 +1,581 @@
+//! Text tables, CSV and JSON for the reports: what `tracekit memtrace top`,
+//! `timeline` and `diff` print. Everything renders into strings or `serde_json`
+//! values.
+
+use std::fmt::Write;
+
+use serde_json::{Value, json};
+
+use crate::analyzer::{Profile, SiteCounts};
+use crate::curve::TimelinePoint;
+use crate::event::{Sampling, Source};
+use crate::report::{DiffRow, GroupBy, Rank, Top};
+use crate::svg::human_bytes;
+use crate::time::Micros;
+
+/// The trace-info fields the reports show.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TraceInfo {
+    /// File the trace was read from.
+    pub path: String,
+    /// `info.executable_name`.
+    pub executable_name: String,
+    /// `info.host_name`.
+    pub host_name: String,
+    /// `info.pid`.
+    pub pid: i64,
+    /// `info.start_time`, microseconds since the Unix epoch.
+    pub start_time_us: i64,
+    /// `info.context`.
+    pub context: Option<String>,
+    /// Sample rate and word size.
+    pub sampling: Sampling,
+}
+
+/// Describes what one sample stands for, for headers and help.
+pub fn sampling_note(s: Sampling) -> String {
+    format!(
+        "sample rate {}: each sample stands for 1/{} words of {} bytes = {} (sizes are estimates)",
+        s.sample_rate,
+        fmt_float(1.0 / s.sample_rate),
+        s.word_bytes(),
+        human_bytes(s.bytes_per_sample()),
+    )
+}
+
+fn fmt_float(v: f64) -> String {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v:.6}")
+    }
+}
+
+fn info_json(info: &TraceInfo, profile: &Profile) -> Value {
+    json!({
+        "path": info.path,
+        "executable_name": info.executable_name,
+        "host_name": info.host_name,
+        "pid": info.pid,
+        "start_time_us": info.start_time_us,
+        "context": info.context,
+        "sample_rate": info.sampling.sample_rate,
+        "word_size": info.sampling.word_size_bits,
+        "bytes_per_sample": info.sampling.bytes_per_sample(),
+        "duration_s": profile.end.as_secs_f64(),
+    })
+}
+
+/// JSON of one set of counts. `share` is the ranked quantity's fraction of `total`.
+fn counts_json(s: Sampling, c: &SiteCounts, live_at: bool) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("allocs".into(), c.allocs.into());
+    m.insert("samples".into(), c.samples.into());
+    m.insert("bytes".into(), s.bytes(c.samples).into());
+    for src in Source::ALL {
+        let v = c.samples_by_source[src as usize];
+        m.insert(format!("{}_samples", src.name()), v.into());
+        m.insert(format!("{}_bytes", src.name()), s.bytes(v).into());
+    }
+    m.insert("words".into(), c.words.into());
+    m.insert("promoted".into(), c.promoted.into());
+    m.insert("collected_allocs".into(), c.collected_allocs.into());
+    m.insert("collected_samples".into(), c.collected.into());
+    m.insert("live_end_allocs".into(), c.live_end_allocs().into());
+    m.insert("live_end_samples".into(), c.live_end().into());
+    m.insert("live_end_bytes".into(), s.bytes(c.live_end()).into());
+    if live_at {
+        m.insert("live_at_allocs".into(), c.live_at_allocs.into());
+        m.insert("live_at_samples".into(), c.live_at.into());
+        m.insert("live_at_bytes".into(), s.bytes(c.live_at).into());
+    }
+    m
+}
+
+fn share(part: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        part as f64 / total as f64
+    }
+}
+
+/// How `top` was asked for, for its headers.
+#[derive(Clone, Debug, Default)]
+pub struct TopContext {
+    /// `--at` or the peak's time.
+    pub at: Option<Micros>,
+    /// Whether `at` is the peak.
+    pub at_peak: bool,
+    /// Filter description (empty when none).
+    pub filters: Vec<String>,
+}
+
+/// `top --json`.
+pub fn top_json(info: &TraceInfo, profile: &Profile, top: &Top, ctx: &TopContext) -> Value {
+    let s = profile.sampling;
+    let live_at = profile.live_at.is_some();
+    let total_ranked = top.rank.of(&top.totals);
+    let sites: Vec<Value> = top
+        .sites
+        .iter()
+        .enumerate()
+        .map(|(i, site)| {
+            let mut m = counts_json(s, &site.counts, live_at);
+            m.insert("rank".into(), (i + 1).into());
+            m.insert("site".into(), site.name.clone().into());
+            m.insert(
+                "share".into(),
+                share(top.rank.of(&site.counts), total_ranked).into(),
+            );
+            if let Some(bt) = &site.backtrace {
+                m.insert("backtrace".into(), bt.clone().into());
+            }
+            Value::Object(m)
+        })
+        .collect();
+    let mut others = counts_json(s, &top.others, live_at);
+    others.insert("sites".into(), top.other_sites.into());
+    others.insert(
+        "share".into(),
+        share(top.rank.of(&top.others), total_ranked).into(),
+    );
+    json!({
+        "trace": info_json(info, profile),
+        "by": top.by,
+        "rank": top.rank,
+        "at_s": ctx.at.map(|t| t.as_secs_f64()),
+        "at_peak": ctx.at_peak,
+        "filters": ctx.filters,
+        "peak": peak_json(profile),
+        "totals": Value::Object(counts_json(s, &top.totals, live_at)),
+        "events": serde_json::to_value(profile.events).unwrap_or(Value::Null),
+        "sites": sites,
+        "others": Value::Object(others),
+    })
+}
+
+fn peak_json(profile: &Profile) -> Value {
+    json!({
+        "time_s": profile.peak.time.as_secs_f64(),
+        "samples": profile.peak.live,
+        "bytes": profile.sampling.bytes(profile.peak.live),
+        "exact": profile.peak.late_events == 0,
+    })
+}
+
+/// A plain text table with right-aligned numeric columns and a free last column.
+struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+    /// Lines printed under a row (e.g. a backtrace), by row index.
+    notes: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(header: &[&str]) -> Self {
+        Table {
+            header: header.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    fn row(&mut self, cells: Vec<String>, notes: Vec<String>) {
+        self.rows.push(cells);
+        self.notes.push(notes);
+    }
+
+    fn render(&self, out: &mut String) {
+        let n = self.header.len();
+        let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        for r in &self.rows {
+            for (i, c) in r.iter().enumerate().take(n - 1) {
+                widths[i] = widths[i].max(c.chars().count());
+            }
+        }
+        let line = |cells: &[String], out: &mut String| {
+            let mut s = String::new();
+            for (i, c) in cells.iter().enumerate() {
+                if i + 1 == n {
+                    s.push_str(c);
+                } else {
+                    let pad = widths[i].saturating_sub(c.chars().count());
+                    s.extend(std::iter::repeat_n(' ', pad));
+                    s.push_str(c);
+                    s.push_str("  ");
+                }
+            }
+            out.push_str(s.trim_end());
+            out.push('\n');
+        };
+        line(&self.header, out);
+        for (r, notes) in self.rows.iter().zip(&self.notes) {
+            line(r, out);
+            let indent: usize = widths.iter().take(n - 1).map(|w| w + 2).sum();
+            for note in notes {
+                out.extend(std::iter::repeat_n(' ', indent));
+                out.push_str(note);
+                out.push('\n');
+            }
+        }
+    }
+}
+
+fn hb(s: Sampling, samples: u64) -> String {
+    human_bytes(s.bytes(samples) as f64)
+}
+
+fn pct(part: u64, total: u64) -> String {
+    format!("{:.2}%", 100.0 * share(part, total))
+}
+
+/// Frames of a backtrace shown under a `--by backtrace` row.
+const BACKTRACE_LINES: usize = 12;
+
+/// `top` as a table.
+pub fn top_table(info: &TraceInfo, profile: &Profile, top: &Top, ctx: &TopContext) -> String {
+    let s = profile.sampling;
+    let t = &top.totals;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} (pid {}, host {})",
+        info.executable_name, info.pid, info.host_name
+    );
+    let _ = writeln!(out, "{}", sampling_note(s));
+    if !ctx.filters.is_empty() {
+        let _ = writeln!(out, "filter: {}", ctx.filters.join(", "));
+    }
+    let _ = writeln!(
+        out,
+        "allocated {} in {} sampled objects (minor {}, major {}, external {}); live at end {} in {} objects",
+        hb(s, t.samples),
+        t.allocs,
+        hb(s, t.samples_by_source[0]),
+        hb(s, t.samples_by_source[1]),
+        hb(s, t.samples_by_source[2]),
+        hb(s, t.live_end()),
+        t.live_end_allocs(),
+    );
+    let peak_note = if profile.peak.late_events == 0 {
+        ""
+    } else {
+        " (approximate: domains interleave)"
+    };
+    let _ = writeln!(
+        out,
+        "peak live heap {} at {}{}; trace length {}",
+        hb(s, profile.peak.live),
+        profile.peak.time,
+        peak_note,
+        profile.end,
+    );
+    if let Some(at) = ctx.at {
+        let _ = writeln!(
+            out,
+            "live at {}{}: {} in {} objects",
+            at,
+            if ctx.at_peak { " (the peak)" } else { "" },
+            hb(s, t.live_at),
+            t.live_at_allocs,
+        );
+    }
+    let by = match top.by {
+        GroupBy::Leaf => "allocation site",
+        GroupBy::Function => "function",
+        GroupBy::File => "file",
+        GroupBy::Backtrace => "backtrace (allocation site, then callers)",
+    };
+    out.push('\n');
+    let total_ranked = top.rank.of(t);
+    let mut table = match top.rank {
+        Rank::Allocated => Table::new(&[
+            "#",
+            "allocated",
+            "share",
+            "allocs",
+            "minor",
+            "major",
+            "external",
+            "live end",
+            by,
+        ]),
+        Rank::LiveAt => Table::new(&[
+            "#",
+            "live",
+            "share",
+            "objects",
+            "allocated",
+            "allocs",
+            "live end",
+            by,
+        ]),
+        Rank::LiveEnd => Table::new(&[
+            "#",
+            "live end",
+            "share",
+            "objects",
+            "allocated",
+            "allocs",
+            by,
+        ]),
+    };
+    let cells = |rank: String, c: &SiteCounts, name: String| -> Vec<String> {
+        let share = pct(top.rank.of(c), total_ranked);
+        match top.rank {
+            Rank::Allocated => vec![
+                rank,
+                hb(s, c.samples),
+                share,
+                c.allocs.to_string(),
+                hb(s, c.samples_by_source[0]),
+                hb(s, c.samples_by_source[1]),
+                hb(s, c.samples_by_source[2]),
+                hb(s, c.live_end()),
+                name,
+            ],
+            Rank::LiveAt => vec![
+                rank,
+                hb(s, c.live_at),
+                share,
+                c.live_at_allocs.to_string(),
+                hb(s, c.samples),
+                c.allocs.to_string(),
+                hb(s, c.live_end()),
+                name,
+            ],
+            Rank::LiveEnd => vec![
+                rank,
+                hb(s, c.live_end()),
+                share,
+                c.live_end_allocs().to_string(),
+                hb(s, c.samples),
+                c.allocs.to_string(),
+                name,
+            ],
+        }
+    };
+    for (i, site) in top.sites.iter().enumerate() {
+        let mut notes = Vec::new();
+        if let Some(bt) = &site.backtrace {
+            // Innermost first, below the leaf that names the row.
+            let callers: Vec<&String> = bt.iter().rev().skip(1).collect();
+            for f in callers.iter().take(BACKTRACE_LINES) {
+                notes.push(format!("<- {f}"));
+            }
+            if callers.len() > BACKTRACE_LINES {
+                notes.push(format!("<- ... {} more", callers.len() - BACKTRACE_LINES));
+            }
+        }
+        table.row(
+            cells((i + 1).to_string(), &site.counts, site.name.clone()),
+            notes,
+        );
+    }
+    if top.other_sites > 0 {
+        table.row(
+            cells(
+                String::new(),
+                &top.others,
+                format!("({} other sites)", top.other_sites),
+            ),
+            Vec::new(),
+        );
+    }
+    table.render(&mut out);
+    if top.sites.is_empty() {
+        out.push_str("(no allocations)\n");
+    }
+    out
+}
+
+/// Timeline as CSV: one row per point, bytes estimated.
+pub fn timeline_csv(profile: &Profile, points: &[TimelinePoint]) -> String {
+    let s = profile.sampling;
+    let mut out = String::from(
+        "time_s,live_bytes,allocated_bytes,freed_bytes,alloc_rate_bytes_per_s,live_samples,allocated_samples,freed_samples",
+    );
+    let domains = profile.timeline.domains();
+    if domains.len() > 1 {
+        for d in domains {
+            let _ = write!(out, ",live_bytes_domain_{}", d.0);
+        }
+    }
+    out.push('\n');
+    for p in points {
+        let secs = p.interval.as_secs_f64();
+        let rate = if secs > 0.0 {
+            s.bytes(p.allocated) as f64 / secs
+        } else {
+            0.0
+        };
+        let _ = write!(
+            out,
+            "{:.6},{},{},{},{:.0},{},{},{}",
+            p.time.as_secs_f64(),
+            s.bytes(p.live),
+            s.bytes(p.allocated),
+            s.bytes(p.freed),
+            rate,
+            p.live,
+            p.allocated,
+            p.freed
+        );
+        if domains.len() > 1 {
+            for v in &p.live_by_domain {
+                let _ = write!(out, ",{}", s.bytes(*v));
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Timeline as JSON.
+pub fn timeline_json(info: &TraceInfo, profile: &Profile, points: &[TimelinePoint]) -> Value {
+    let s = profile.sampling;
+    let domains: Vec<u16> = profile.timeline.domains().iter().map(|d| d.0).collect();
+    let pts: Vec<Value> = points
+        .iter()
+        .map(|p| {
+            let secs = p.interval.as_secs_f64();
+            json!({
+                "time_s": p.time.as_secs_f64(),
+                "interval_s": secs,
+                "live_bytes": s.bytes(p.live),
+                "allocated_bytes": s.bytes(p.allocated),
+                "freed_bytes": s.bytes(p.freed),
+                "alloc_rate_bytes_per_s": if secs > 0.0 { s.bytes(p.allocated) as f64 / secs } else { 0.0 },
+                "live_samples": p.live,
+                "live_bytes_by_domain": p.live_by_domain.iter().map(|v| s.bytes(*v)).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({
+        "trace": info_json(info, profile),
+        "peak": peak_json(profile),
+        "domains": domains,
+        "totals": Value::Object(counts_json(s, &profile.totals, false)),
+        "points": pts,
+    })
+}
+
+/// Names of the two traces of a diff.
+#[derive(Clone, Debug, Default)]
+pub struct DiffContext {
+    /// First trace.
+    pub a: TraceInfo,
+    /// Second trace.
+    pub b: TraceInfo,
+    /// Grouping.
+    pub by: Option<GroupBy>,
+    /// Ranked by live bytes at the end.
+    pub by_live: bool,
+}
+
+fn signed_bytes(v: i128) -> String {
+    let sign = if v > 0 {
+        "+"
+    } else if v < 0 {
+        "-"
+    } else {
+        ""
+    };
+    format!("{sign}{}", human_bytes(v.unsigned_abs() as f64))
+}
+
+/// `diff` as a table of the first `limit` rows.
+pub fn diff_table(
+    ctx: &DiffContext,
+    a: &Profile,
+    b: &Profile,
+    rows: &[DiffRow],
+    limit: usize,
+) -> String {
+    let mut out = String::new();
+    let (sa, sb) = (a.sampling, b.sampling);
+    let _ = writeln!(out, "A: {} ({})", ctx.a.path, ctx.a.executable_name);
+    let _ = writeln!(out, "B: {} ({})", ctx.b.path, ctx.b.executable_name);
+    let ta = sa.bytes(a.totals.samples);
+    let tb = sb.bytes(b.totals.samples);
+    let la = sa.bytes(a.totals.live_end());
+    let lb = sb.bytes(b.totals.live_end());
+    let _ = writeln!(
+        out,
+        "allocated: A {}, B {} ({}); live at end: A {}, B {} ({})",
+        human_bytes(ta as f64),
+        human_bytes(tb as f64),
+        signed_bytes(i128::from(tb) - i128::from(ta)),
+        human_bytes(la as f64),
+        human_bytes(lb as f64),
+        signed_bytes(i128::from(lb) - i128::from(la)),
+    );
+    let _ = writeln!(out, "sizes are estimates from sampling (see --help)\n");
+    let mut table = Table::new(&[
+        "#",
+        "alloc A",
+        "alloc B",
+        "change",
+        "live end A",
+        "live end B",
+        "change",
+        "site",
+    ]);
+    for (i, r) in rows.iter().take(limit).enumerate() {
+        table.row(
+            vec![
+                (i + 1).to_string(),
+                human_bytes(r.allocated_bytes.0 as f64),
+                human_bytes(r.allocated_bytes.1 as f64),
+                signed_bytes(r.allocated_delta()),
+                human_bytes(r.live_end_bytes.0 as f64),
+                human_bytes(r.live_end_bytes.1 as f64),
+                signed_bytes(r.live_end_delta()),
+                r.name.clone(),
+            ],
+            Vec::new(),
+        );
+    }
+    table.render(&mut out);
+    if rows.len() > limit {
+        let _ = writeln!(out, "({} more sites)", rows.len() - limit);
+    }
+    out
+}
+
+/// `diff --json`.
+pub fn diff_json(
+    ctx: &DiffContext,
+    a: &Profile,
+    b: &Profile,
+    rows: &[DiffRow],
+    limit: usize,
+) -> Value {
+    let rows: Vec<Value> = rows
+        .iter()
+        .take(limit)
+        .map(|r| {
+            json!({
+                "site": r.name,
+                "allocated_bytes_a": r.allocated_bytes.0,
+                "allocated_bytes_b": r.allocated_bytes.1,
+                "allocated_bytes_change": r.allocated_delta() as f64,
+                "live_end_bytes_a": r.live_end_bytes.0,
+                "live_end_bytes_b": r.live_end_bytes.1,
+                "live_end_bytes_change": r.live_end_delta() as f64,
+                "allocs_a": r.a.allocs,
+                "allocs_b": r.b.allocs,
+            })
+        })
+        .collect();
+    json!({
+        "a": info_json(&ctx.a, a),
+        "b": info_json(&ctx.b, b),
+        "by": ctx.by,
+        "ranked_by": if ctx.by_live { "live_end" } else { "allocated" },
+        "totals_a": Value::Object(counts_json(a.sampling, &a.totals, false)),
+        "totals_b": Value::Object(counts_json(b.sampling, &b.totals, false)),
+        "sites": rows,
+    })
+}

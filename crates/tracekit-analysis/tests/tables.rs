@@ -1,0 +1,175 @@
+//! Snapshot tests of the human-readable tables on a small hand-made trace.
+#![allow(clippy::unwrap_used)]
+
+use tracekit_analysis::render::{self, DiffContext, TopContext, TraceInfo};
+use tracekit_analysis::report::{self, GroupBy, Rank};
+use tracekit_analysis::{
+    Alloc, DomainId, Event, Location, LocationCode, LocationTable, Micros, ObjId, Options, Profile,
+    Sampling, Source, analyze,
+};
+
+const SAMPLING: Sampling = Sampling {
+    sample_rate: 1e-3,
+    word_size_bits: 64,
+};
+
+fn table() -> LocationTable {
+    let mut t = LocationTable::new();
+    let loc = |def: &str, file: &str, line| Location {
+        filename: file.into(),
+        line,
+        start_char: 4,
+        end_char: 20,
+        defname: def.into(),
+    };
+    t.insert(LocationCode(1), vec![loc("Main", "main.ml", 10)]);
+    t.insert(LocationCode(2), vec![loc("Main.build", "main.ml", 3)]);
+    t.insert(
+        LocationCode(3),
+        vec![
+            loc("Stdlib__List.map", "list.ml", 92),
+            loc("Stdlib__List.rev", "list.ml", 60),
+        ],
+    );
+    t.insert(
+        LocationCode(4),
+        vec![loc("Stdlib__Hashtbl.resize", "hashtbl.ml", 130)],
+    );
+    t.insert(LocationCode(5), vec![loc("Main.cache", "main.ml", 40)]);
+    t
+}
+
+fn events(scale: u64) -> Vec<Event<'static, u64>> {
+    const BTS: [&[u64]; 4] = [&[1, 2, 3], &[1, 2, 4], &[1, 5, 4], &[1, 5]];
+    let mut ev = Vec::new();
+    let mut id = 0;
+    for round in 0..40u64 {
+        for (i, bt) in BTS.iter().enumerate() {
+            let i = i as u64;
+            let t = round * 100_000 + i * 10_000;
+            ev.push(Event::Alloc(Alloc {
+                time: Micros(t),
+                obj_id: ObjId(id),
+                domain: DomainId(0),
+                length: 3 + i * 500 * scale,
+                nsamples: 1 + i * scale,
+                source: [
+                    Source::Minor,
+                    Source::Major,
+                    Source::Major,
+                    Source::External,
+                ][i as usize],
+                backtrace: bt,
+                common_prefix: 0,
+            }));
+            // Everything but the cache entries dies 50 ms later.
+            if i != 3 {
+                ev.push(Event::Collect {
+                    time: Micros(t + 50_000),
+                    obj_id: ObjId(id),
+                    domain: DomainId(0),
+                });
+            }
+            id += 1;
+        }
+    }
+    ev.sort_by_key(|e| e.time());
+    ev
+}
+
+fn profile(scale: u64, live_at: Option<Micros>) -> Profile {
+    let opts = Options {
+        live_at,
+        ..Options::default()
+    };
+    analyze(SAMPLING, opts, events(scale))
+}
+
+fn info(path: &str) -> TraceInfo {
+    TraceInfo {
+        path: path.to_string(),
+        executable_name: "/bin/example.exe".to_string(),
+        host_name: "host".to_string(),
+        pid: 42,
+        start_time_us: 1_700_000_000_000_000,
+        context: None,
+        sampling: SAMPLING,
+    }
+}
+
+#[test]
+fn top_by_leaf() {
+    let p = profile(1, None);
+    let t = report::top(&p, &table(), GroupBy::Leaf, Rank::Allocated, 3);
+    insta::assert_snapshot!(render::top_table(
+        &info("a.ctf"),
+        &p,
+        &t,
+        &TopContext::default()
+    ));
+}
+
+#[test]
+fn top_by_function_at_time() {
+    let at = Micros(2_020_000);
+    let p = profile(1, Some(at));
+    let t = report::top(&p, &table(), GroupBy::Function, Rank::LiveAt, 10);
+    let ctx = TopContext {
+        at: Some(at),
+        at_peak: false,
+        filters: vec!["source major".to_string()],
+    };
+    insta::assert_snapshot!(render::top_table(&info("a.ctf"), &p, &t, &ctx));
+}
+
+#[test]
+fn top_by_backtrace() {
+    let p = profile(1, None);
+    let t = report::top(&p, &table(), GroupBy::Backtrace, Rank::LiveEnd, 10);
+    insta::assert_snapshot!(render::top_table(
+        &info("a.ctf"),
+        &p,
+        &t,
+        &TopContext::default()
+    ));
+}
+
+#[test]
+fn diff_table() {
+    let (a, b) = (profile(1, None), profile(3, None));
+    let t = table();
+    let rows = report::diff((&a, &t), (&b, &t), GroupBy::Leaf, false);
+    let ctx = DiffContext {
+        a: info("a.ctf"),
+        b: info("b.ctf"),
+        by: Some(GroupBy::Leaf),
+        by_live: false,
+    };
+    insta::assert_snapshot!(render::diff_table(&ctx, &a, &b, &rows, 10));
+}
+
+#[test]
+fn timeline_csv() {
+    let p = profile(1, None);
+    let points = p.timeline.points(8);
+    insta::assert_snapshot!(render::timeline_csv(&p, &points));
+}
+
+#[test]
+fn top_json_totals_match_counts() {
+    let p = profile(1, None);
+    let t = report::top(&p, &table(), GroupBy::File, Rank::Allocated, 2);
+    let j = render::top_json(&info("a.ctf"), &p, &t, &TopContext::default());
+    assert_eq!(j["totals"]["allocs"], 160);
+    assert_eq!(j["totals"]["samples"], 40 * (1 + 2 + 3 + 4));
+    assert_eq!(j["totals"]["bytes"], 40 * 10 * 8000);
+    assert_eq!(j["totals"]["live_end_samples"], 40 * 4);
+    let site_sum: u64 = j["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["samples"].as_u64().unwrap())
+        .sum::<u64>()
+        + j["others"]["samples"].as_u64().unwrap();
+    assert_eq!(site_sum, 400);
+}
