@@ -33,7 +33,7 @@ pub fn parse_bytes(text: &str) -> Result<u64, SizeParseError> {
     }
     let value: f64 = number.parse().map_err(|_| SizeParseError::Bad)?;
     let bytes = (value * (1u64 << shift) as f64).round();
-    if !(bytes.is_finite() && bytes >= 0.0 && bytes < 18_446_744_073_709_551_616.0) {
+    if !(0.0..18_446_744_073_709_551_616.0).contains(&bytes) {
         return Err(SizeParseError::OutOfRange);
     }
     Ok(bytes as u64)
