@@ -15,6 +15,7 @@ pub mod analyzer;
 pub mod backtrace;
 pub mod curve;
 pub mod event;
+pub mod fxt;
 mod hash;
 pub mod render;
 pub mod report;

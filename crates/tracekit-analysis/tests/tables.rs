@@ -173,3 +173,85 @@ fn top_json_totals_match_counts() {
         + j["others"]["samples"].as_u64().unwrap();
     assert_eq!(site_sum, 400);
 }
+
+/// Counter samples `(ticks, value)` of the event named `name`, read back with the FXT
+/// reader.
+fn counters(bytes: &[u8], name: &str, arg: &str) -> Vec<(u64, f64)> {
+    use tracekit_fxt::format::{ArgValue, EventKind};
+    use tracekit_fxt::read::{Reader, Record};
+    let mut r = Reader::new(bytes);
+    let mut out = Vec::new();
+    while let Some(rec) = r.next_record().unwrap() {
+        if let Record::Event(e) = rec
+            && matches!(e.kind, EventKind::Counter { .. })
+            && e.name == name
+        {
+            let v = match e.args.get(arg) {
+                Some(ArgValue::UInt64(v)) => v as f64,
+                Some(ArgValue::Double(v)) => v,
+                other => panic!("unexpected {other:?}"),
+            };
+            out.push((e.ticks, v));
+        }
+    }
+    out
+}
+
+#[test]
+fn fxt_counters_read_back() {
+    use tracekit_analysis::fxt::{FxtOptions, TICKS_PER_SECOND, write_profile};
+    use tracekit_fxt::write::{Initialization, VecDestination, Writer, WriterOptions};
+    let opts = Options {
+        big: 3,
+        ..Options::default()
+    };
+    let p = analyze(SAMPLING, opts, events(1));
+    let mut w = Writer::with_options(
+        VecDestination::new(),
+        &WriterOptions {
+            initialization: Some(Initialization::new(TICKS_PER_SECOND)),
+            ..WriterOptions::default()
+        },
+    )
+    .unwrap();
+    let summary = write_profile(
+        &mut w,
+        &p,
+        &table(),
+        &info("a.ctf"),
+        &FxtOptions {
+            points: 8,
+            ..FxtOptions::default()
+        },
+    )
+    .unwrap();
+    let bytes = w.finish().unwrap().into_vec();
+    assert_eq!(summary.instants, 4);
+    let live = counters(&bytes, "live heap (domain 0)", "bytes");
+    assert_eq!(live.len() as u64, summary.points);
+    // The live heap from the events themselves at each sample time.
+    for (t, v) in &live {
+        let mut alive = std::collections::HashMap::new();
+        for e in events(1) {
+            if e.time().0 > *t {
+                continue;
+            }
+            match e {
+                Event::Alloc(a) => {
+                    alive.insert(a.obj_id, a.nsamples);
+                }
+                Event::Collect { obj_id, .. } => {
+                    alive.remove(&obj_id);
+                }
+                Event::Promote { .. } => {}
+            }
+        }
+        let samples: u64 = alive.values().sum();
+        assert_eq!(*v, SAMPLING.bytes(samples) as f64, "at {t}");
+    }
+    assert_eq!(live[0].0, 500_000);
+    assert_eq!(live.last().map(|l| l.1), Some(SAMPLING.bytes(160) as f64));
+    let rate = counters(&bytes, "allocation rate", "bytes_per_s");
+    assert_eq!(rate.first(), Some(&(0, 816_000.0)));
+    assert_eq!(rate.last().map(|r| r.1), Some(0.0));
+}

@@ -1,0 +1,297 @@
+//! A memtrace profile as an FXT trace for Perfetto: the analysis side of
+//! `tracekit memtrace to-fxt`.
+//!
+//! What it writes (ticks are microseconds since the trace start):
+//!
+//! | record | on | content |
+//! |--------|----|---------|
+//! | kernel objects | | the process (the traced pid, named after the executable) and one thread per domain, `domain N` |
+//! | counter `live heap (domain N)` | domain N | arg `bytes`: estimated live bytes of the objects domain N allocated, at every timeline point |
+//! | counter `live heap` | first domain | arg `bytes`: the total, only when there are several domains |
+//! | counter `allocation rate` | first domain | arg `bytes_per_s`: estimated bytes allocated per second over each interval, sampled at its start |
+//! | instant `allocation` | allocating domain | one per `--big` allocation: `bytes` (object size), `words`, `nsamples`, `source`, `obj_id`, `site` and `backtrace` (innermost first) |
+//! | instant `peak live heap` | first domain | `bytes` at the peak |
+//!
+//! Perfetto names a counter track `<event name>:<arg name>`, so each domain gets its
+//! own live-heap track. Counter values are exact at their timestamps: a timeline point
+//! holds the live heap including every event at that instant.
+
+use tracekit_fxt::format::{Arg, ArgValue, Koid, StringRef, ThreadRef};
+use tracekit_fxt::write::{Destination, WriteError, Writer};
+
+use crate::analyzer::Profile;
+use crate::event::DomainId;
+use crate::render::TraceInfo;
+use crate::report::EMPTY_BACKTRACE;
+use crate::symbols::{FrameLabel, Symbols, entry_labels};
+use crate::time::Micros;
+
+/// FXT ticks per second used by [`write_profile`]: ticks are microseconds, like
+/// memtrace's own timestamps. Pass it to the writer's initialization record.
+pub const TICKS_PER_SECOND: u64 = 1_000_000;
+
+/// What goes into the FXT trace.
+#[derive(Clone, Debug)]
+pub struct FxtOptions {
+    /// At most this many counter samples per track.
+    pub points: usize,
+    /// Frames of a backtrace argument, innermost first (the rest is summarised).
+    pub max_frames: usize,
+}
+
+impl Default for FxtOptions {
+    fn default() -> Self {
+        FxtOptions {
+            points: 2000,
+            max_frames: 200,
+        }
+    }
+}
+
+/// What was written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FxtSummary {
+    /// Counter events.
+    pub counters: u64,
+    /// Instant events.
+    pub instants: u64,
+    /// Counter samples per live-heap track (timeline points).
+    pub points: u64,
+    /// Domain threads.
+    pub domains: u64,
+}
+
+/// Process koid: the traced pid (koids are unsigned).
+fn process_koid(info: &TraceInfo) -> Koid {
+    Koid(info.pid.unsigned_abs())
+}
+
+/// Thread koid of a domain: distinct from any pid-sized koid.
+pub fn domain_koid(domain: DomainId) -> Koid {
+    Koid((1 << 32) | u64::from(domain.0))
+}
+
+/// The allocation site and the backtrace text, innermost frame first, at most `max`
+/// frames.
+fn backtrace_text(
+    profile: &Profile,
+    symbols: &dyn Symbols,
+    bt: crate::BacktraceId,
+    max: usize,
+) -> (String, String) {
+    let codes = profile.backtraces.codes(bt);
+    let mut frames = Vec::new();
+    for code in &codes {
+        entry_labels(symbols, *code, FrameLabel::Location, &mut frames);
+    }
+    let site = frames
+        .last()
+        .cloned()
+        .unwrap_or_else(|| EMPTY_BACKTRACE.to_string());
+    let mut text = String::new();
+    for (i, f) in frames.iter().rev().enumerate() {
+        if i == max {
+            text.push_str(&format!("\n... {} more frames", frames.len() - max));
+            break;
+        }
+        if i > 0 {
+            text.push('\n');
+        }
+        text.push_str(f);
+    }
+    // Both strings go into one record of at most 4095 words.
+    (truncate(site, 2000), truncate(text, 24_000))
+}
+
+fn truncate(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut cut = max;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+    }
+    s
+}
+
+/// One record to write, sorted by time before writing.
+enum Item {
+    Live { domain: DomainId, bytes: u64 },
+    Total { bytes: u64 },
+    Rate { bytes_per_s: f64 },
+    Big(usize),
+    Peak { bytes: u64 },
+}
+
+/// Writes `profile` into `w` (whose initialization record must say
+/// [`TICKS_PER_SECOND`]).
+pub fn write_profile<D: Destination>(
+    w: &mut Writer<D>,
+    profile: &Profile,
+    symbols: &dyn Symbols,
+    info: &TraceInfo,
+    options: &FxtOptions,
+) -> Result<FxtSummary, WriteError> {
+    let s = profile.sampling;
+    let pid = process_koid(info);
+    let exe = std::path::Path::new(&info.executable_name)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| info.executable_name.clone());
+    let pname = truncate(format!("{exe} (memtrace)"), 1000);
+    w.set_process_name(pid, pname.as_str())?;
+    let mut domains: Vec<DomainId> = profile.timeline.domains().to_vec();
+    for b in &profile.big {
+        if !domains.contains(&b.domain) {
+            domains.push(b.domain);
+        }
+    }
+    if domains.is_empty() {
+        domains.push(DomainId(0));
+    }
+    for d in &domains {
+        let name = format!("domain {}", d.0);
+        w.set_thread_name(pid, domain_koid(*d), name.as_str())?;
+    }
+    let thread = |d: DomainId| ThreadRef::Inline {
+        process: pid,
+        thread: domain_koid(d),
+    };
+    let main = domains[0];
+    let cat = w.intern("memtrace")?;
+    let bytes_name = w.intern("bytes")?;
+    let rate_name = w.intern("bytes_per_s")?;
+    let live_names: Vec<_> = profile
+        .timeline
+        .domains()
+        .iter()
+        .map(|d| w.intern(&format!("live heap (domain {})", d.0)))
+        .collect::<Result<_, _>>()?;
+    let total_name = w.intern("live heap")?;
+    let alloc_rate = w.intern("allocation rate")?;
+
+    let points = profile.timeline.points(options.points.max(1));
+    let tl_domains = profile.timeline.domains();
+    let multi = tl_domains.len() > 1;
+    let mut items: Vec<(Micros, Item)> = Vec::new();
+    let mut start = Micros(0);
+    for p in &points {
+        for (d, live) in tl_domains.iter().zip(&p.live_by_domain) {
+            items.push((
+                p.time,
+                Item::Live {
+                    domain: *d,
+                    bytes: s.bytes(*live),
+                },
+            ));
+        }
+        if multi {
+            items.push((
+                p.time,
+                Item::Total {
+                    bytes: s.bytes(p.live),
+                },
+            ));
+        }
+        let secs = p.interval.as_secs_f64();
+        let rate = if secs > 0.0 {
+            s.bytes(p.allocated) as f64 / secs
+        } else {
+            0.0
+        };
+        items.push((start, Item::Rate { bytes_per_s: rate }));
+        start = p.time;
+    }
+    if !points.is_empty() {
+        items.push((start, Item::Rate { bytes_per_s: 0.0 }));
+    }
+    for (i, b) in profile.big.iter().enumerate() {
+        items.push((b.time, Item::Big(i)));
+    }
+    if profile.peak.live > 0 {
+        items.push((
+            profile.peak.time,
+            Item::Peak {
+                bytes: s.bytes(profile.peak.live),
+            },
+        ));
+    }
+    items.sort_by_key(|(t, _)| *t);
+
+    let mut summary = FxtSummary {
+        points: points.len() as u64,
+        domains: domains.len() as u64,
+        ..FxtSummary::default()
+    };
+    for (t, item) in &items {
+        let ticks = t.0;
+        match item {
+            Item::Live { domain, bytes } => {
+                let ix = tl_domains.iter().position(|d| d == domain).unwrap_or(0);
+                w.counter(
+                    thread(*domain),
+                    cat,
+                    live_names[ix],
+                    ticks,
+                    u64::from(domain.0),
+                    &[Arg::new(bytes_name, ArgValue::UInt64(*bytes))],
+                )?;
+                summary.counters += 1;
+            }
+            Item::Total { bytes } => {
+                w.counter(
+                    thread(main),
+                    cat,
+                    total_name,
+                    ticks,
+                    1 << 16,
+                    &[Arg::new(bytes_name, ArgValue::UInt64(*bytes))],
+                )?;
+                summary.counters += 1;
+            }
+            Item::Rate { bytes_per_s } => {
+                w.counter(
+                    thread(main),
+                    cat,
+                    alloc_rate,
+                    ticks,
+                    (1 << 16) + 1,
+                    &[Arg::new(rate_name, ArgValue::Double(*bytes_per_s))],
+                )?;
+                summary.counters += 1;
+            }
+            Item::Big(i) => {
+                let b = &profile.big[*i];
+                let (site, backtrace) =
+                    backtrace_text(profile, symbols, b.backtrace, options.max_frames);
+                let size = b.length.saturating_mul(s.word_bytes());
+                let args = [
+                    Arg::new(bytes_name, ArgValue::UInt64(size)),
+                    Arg::new("words", ArgValue::UInt64(b.length)),
+                    Arg::new("nsamples", ArgValue::UInt64(b.nsamples)),
+                    Arg::new("source", ArgValue::String(StringRef::from(b.source.name()))),
+                    Arg::new("obj_id", ArgValue::UInt64(b.obj_id.0)),
+                    Arg::new("site", ArgValue::String(StringRef::from(site.as_str()))),
+                    Arg::new(
+                        "backtrace",
+                        ArgValue::String(StringRef::from(backtrace.as_str())),
+                    ),
+                ];
+                w.instant(thread(b.domain), cat, "allocation", ticks, &args)?;
+                summary.instants += 1;
+            }
+            Item::Peak { bytes } => {
+                w.instant(
+                    thread(main),
+                    cat,
+                    "peak live heap",
+                    ticks,
+                    &[Arg::new(bytes_name, ArgValue::UInt64(*bytes))],
+                )?;
+                summary.instants += 1;
+            }
+        }
+    }
+    w.flush()?;
+    Ok(summary)
+}

@@ -1,0 +1,181 @@
+//! Feeding the analysis from `tracekit-memtrace`'s reader: event conversion (borrowing
+//! the reader's backtrace buffer), symbols from its location table, and a driver that
+//! runs one pass over a [`Reader`](tracekit_memtrace::Reader).
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use tracekit_memtrace as mt;
+
+use crate::analyzer::{Analyzer, Options, Profile};
+use crate::event::{Alloc, DomainId, Event, Frame, LocationCode, ObjId, Sampling, Source};
+use crate::render::TraceInfo;
+use crate::symbols::{Location, Symbols};
+use crate::time::Micros;
+
+impl Frame for mt::LocationCode {
+    #[inline]
+    fn code(self) -> LocationCode {
+        LocationCode(self.get() as u64)
+    }
+}
+
+/// The reader's code for one of ours (the inverse of [`Frame::code`]).
+fn reader_code(code: LocationCode) -> mt::LocationCode {
+    mt::LocationCode::new(code.0 as i64)
+}
+
+/// Sample rate and word size of a trace.
+pub fn sampling(info: &mt::Info) -> Sampling {
+    Sampling {
+        sample_rate: info.sample_rate,
+        word_size_bits: u32::from(info.word_size),
+    }
+}
+
+/// The report header fields of a trace read from `path`.
+pub fn trace_info(path: &str, info: &mt::Info) -> TraceInfo {
+    TraceInfo {
+        path: path.to_string(),
+        executable_name: info.executable_name.to_string(),
+        host_name: info.host_name.to_string(),
+        pid: info.pid,
+        start_time_us: info.start_time.as_micros(),
+        context: info.context.as_ref().map(|c| c.to_string()),
+        sampling: sampling(info),
+    }
+}
+
+/// Converts a reader event; the backtrace is borrowed, not copied.
+#[inline]
+pub fn convert<'a>(dt: mt::Timedelta, event: &'a mt::Event<'_>) -> Event<'a, mt::LocationCode> {
+    // The reader keeps every domain's times at or after the trace start.
+    let time = Micros(u64::try_from(dt.as_micros()).unwrap_or(0));
+    match event {
+        mt::Event::Alloc(a) => Event::Alloc(Alloc {
+            time,
+            obj_id: ObjId(a.obj_id.get()),
+            domain: DomainId(a.domain.get()),
+            length: a.length,
+            nsamples: a.nsamples,
+            source: match a.source {
+                mt::AllocationSource::Minor => Source::Minor,
+                mt::AllocationSource::Major => Source::Major,
+                mt::AllocationSource::External => Source::External,
+            },
+            backtrace: &a.backtrace,
+            common_prefix: a.common_prefix,
+        }),
+        mt::Event::Promote(id, d) => Event::Promote {
+            time,
+            obj_id: ObjId(id.get()),
+            domain: DomainId(d.get()),
+        },
+        mt::Event::Collect(id, d) => Event::Collect {
+            time,
+            obj_id: ObjId(id.get()),
+            domain: DomainId(d.get()),
+        },
+    }
+}
+
+/// Converts a reader location (names are shown lossily if they are not UTF-8).
+pub fn location(loc: &mt::Location) -> Location {
+    Location {
+        filename: loc.filename.to_str_lossy().into_owned(),
+        line: loc.line,
+        start_char: loc.start_char,
+        end_char: loc.end_char,
+        defname: loc.defname.to_str_lossy().into_owned(),
+    }
+}
+
+/// [`Symbols`] over the reader's location table.
+#[derive(Clone, Copy)]
+pub struct ReaderSymbols<'a>(pub &'a mt::LocationTable);
+
+impl Symbols for ReaderSymbols<'_> {
+    fn locations(&self, code: LocationCode) -> Cow<'_, [Location]> {
+        match self.0.get(reader_code(code)) {
+            Some(locs) => Cow::Owned(locs.iter().map(location).collect()),
+            None => Cow::Borrowed(&[]),
+        }
+    }
+}
+
+/// Does a location code match `needle`: does one of its locations, printed as
+/// `defname@file:line:start-end` (or `$code` when it has none), contain it?
+fn code_matches(table: &mt::LocationTable, code: mt::LocationCode, needle: &str) -> bool {
+    match table.get(code) {
+        Some(locs) if !locs.is_empty() => locs.iter().any(|l| l.to_string().contains(needle)),
+        _ => format!("${}", code.get()).contains(needle),
+    }
+}
+
+/// How a pass over a trace went.
+#[derive(Debug)]
+pub struct Pass {
+    /// What the analysis found (over the events before `error`, if any).
+    pub profile: Profile,
+    /// Packets the reader skipped.
+    pub warnings: Vec<mt::Warning>,
+    /// Why the pass stopped early, if it did.
+    pub error: Option<mt::ReadError>,
+    /// Events read.
+    pub events: u64,
+}
+
+/// Runs one analysis pass over `reader`. Backtraces are decoded only when the options
+/// need them. `location` keeps only allocations with a backtrace location containing
+/// the text (it needs backtraces). `progress` is called now and then with the byte
+/// position reached.
+pub fn analyze_reader(
+    reader: &mut mt::Reader<'_>,
+    mut options: Options,
+    location: Option<&str>,
+    progress: &mut dyn FnMut(u64),
+) -> Pass {
+    let sampling = sampling(reader.info());
+    options.filter.by_location = location.is_some();
+    let parse_backtraces = options.backtraces || location.is_some();
+    options.backtraces = parse_backtraces;
+    let mut analyzer = Analyzer::new(sampling, options);
+    let mut events = reader.events(parse_backtraces);
+    let mut error = None;
+    let mut count: u64 = 0;
+    let mut memo: HashMap<u64, bool> = HashMap::new();
+    loop {
+        let item = match events.next_event_with_locations() {
+            None => break,
+            Some(item) => item,
+        };
+        let (dt, event, table) = match item {
+            Ok(x) => x,
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        };
+        count += 1;
+        let ev = convert(dt, &event);
+        match location {
+            None => analyzer.push(&ev),
+            Some(needle) => analyzer.push_matching(&ev, &mut |code| {
+                *memo
+                    .entry(code.0)
+                    .or_insert_with(|| code_matches(table, reader_code(code), needle))
+            }),
+        }
+        if count & 0xFFFF == 0 {
+            progress(events.position());
+        }
+    }
+    progress(events.position());
+    let warnings = events.take_warnings();
+    Pass {
+        profile: analyzer.finish(),
+        warnings,
+        error,
+        events: count,
+    }
+}
