@@ -266,11 +266,15 @@ impl Analyzer {
                     None => self.counts.untracked += 1,
                 }
             }
-            Event::Collect { time, obj_id, .. } => {
+            Event::Collect {
+                time,
+                obj_id,
+                domain,
+            } => {
                 self.counts.collects += 1;
                 self.see(*time);
                 match self.live.remove(&obj_id.0) {
-                    Some(obj) => self.release(obj, *time),
+                    Some(obj) => self.release(obj, *time, *domain),
                     None => self.counts.untracked += 1,
                 }
             }
@@ -327,7 +331,7 @@ impl Analyzer {
         };
         if let Some(old) = self.live.insert(a.obj_id.0, obj) {
             self.counts.duplicate_ids += 1;
-            self.release(old, a.time);
+            self.release(old, a.time, a.domain);
         }
     }
 
@@ -433,10 +437,17 @@ impl Analyzer {
         }
     }
 
+    /// Accounts for the end of `obj` at `time`, reported by domain `by`.
+    ///
+    /// The timeline charges the allocating domain; the peak tracker needs the
+    /// reporting one, whose events are in time order. A collect stamped before the
+    /// allocation (another domain's clock; synthetic traces have them) ends the object
+    /// at its allocation time: it was never live.
     #[inline]
-    fn release(&mut self, obj: LiveObject, time: Micros) {
+    fn release(&mut self, obj: LiveObject, time: Micros, by: DomainId) {
+        let end = time.max(obj.time);
         let live_at = match self.options.live_at {
-            Some(t) => obj.time <= t && t < time,
+            Some(t) => obj.time <= t && t < end,
             None => false,
         };
         if let Some((_, c)) = self.sites.get_mut(obj.site as usize) {
@@ -447,12 +458,13 @@ impl Analyzer {
                 c.live_at = c.live_at.saturating_add(obj.samples);
             }
         }
-        self.timeline.freed(time, obj.domain, obj.samples);
-        self.peak.change(
-            time,
-            obj.domain,
-            -i64::try_from(obj.samples).unwrap_or(i64::MAX),
-        );
+        self.timeline.freed(end, obj.domain, obj.samples);
+        let delta = -i64::try_from(obj.samples).unwrap_or(i64::MAX);
+        if time >= obj.time {
+            self.peak.change(time, by, delta);
+        } else {
+            self.peak.change_unclocked(end, delta);
+        }
     }
 
     /// Number of sampled objects live now.
@@ -690,6 +702,51 @@ mod tests {
         // Each new node is asked about once.
         asked.sort_unstable();
         assert_eq!(asked, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn collect_stamped_before_alloc_was_never_live() {
+        // Domain 1 reports the collect of domain 0's object at an earlier time.
+        let a = Event::Alloc(Alloc {
+            time: Micros(50),
+            obj_id: ObjId(7),
+            domain: DomainId(0),
+            length: 1,
+            nsamples: 4,
+            source: Source::Minor,
+            backtrace: &[] as &[u64],
+            common_prefix: 0,
+        });
+        let c = Event::Collect {
+            time: Micros(40),
+            obj_id: ObjId(7),
+            domain: DomainId(1),
+        };
+        let other = Event::Alloc(Alloc {
+            time: Micros(45),
+            obj_id: ObjId(8),
+            domain: DomainId(1),
+            length: 1,
+            nsamples: 1,
+            source: Source::Minor,
+            backtrace: &[] as &[u64],
+            common_prefix: 0,
+        });
+        for at in [40, 45, 50, 60] {
+            let opts = Options {
+                live_at: Some(Micros(at)),
+                domains: vec![DomainId(0), DomainId(1)],
+                ..Options::default()
+            };
+            let p = analyze(SAMPLING, opts, vec![a, c, other]);
+            assert_eq!(p.totals.live_at, u64::from(at >= 45), "at {at}");
+            assert_eq!(
+                (p.peak.live, p.peak.time, p.peak.late_events),
+                (1, Micros(45), 0)
+            );
+            let pts = p.timeline.points(1000);
+            assert!(pts.iter().all(|pt| pt.live <= 1));
+        }
     }
 
     #[test]

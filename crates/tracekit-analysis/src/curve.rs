@@ -339,6 +339,22 @@ impl PeakTracker {
         }
     }
 
+    /// Records a change at `time` that no domain's clock vouches for (the end of an
+    /// object that another domain reported collected before its allocation time): it
+    /// is merged in time order but does not advance any domain.
+    pub fn change_unclocked(&mut self, time: Micros, delta: i64) {
+        let t = time.0;
+        if self.domains.len() <= 1 && self.pending.is_empty() {
+            if let Some((_, last)) = self.domains.first_mut() {
+                *last = (*last).max(t);
+            }
+            self.apply(t, delta);
+        } else {
+            self.pending.push(Reverse((t, delta)));
+            self.release();
+        }
+    }
+
     fn change_merged(&mut self, t: u64, domain: DomainId, delta: i64) {
         match self.domains.iter_mut().find(|(d, _)| *d == domain) {
             Some((_, last)) => *last = (*last).max(t),

@@ -19,6 +19,7 @@ pub mod fxt;
 mod hash;
 pub mod render;
 pub mod report;
+pub mod source;
 pub mod svg;
 pub mod symbols;
 pub mod time;

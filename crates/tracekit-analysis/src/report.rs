@@ -282,6 +282,30 @@ pub enum Unit {
     Samples,
 }
 
+/// How to fold stacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FoldOptions {
+    /// The quantity.
+    pub weight: Weight,
+    /// What a frame shows.
+    pub label: FrameLabel,
+    /// Bytes or samples.
+    pub unit: Unit,
+    /// Merge runs of the same frame (direct recursion) into one.
+    pub collapse_recursion: bool,
+}
+
+impl Default for FoldOptions {
+    fn default() -> Self {
+        FoldOptions {
+            weight: Weight::Allocated,
+            label: FrameLabel::Function,
+            unit: Unit::Bytes,
+            collapse_recursion: false,
+        }
+    }
+}
+
 /// Folded stacks: one `(stack, weight)` per distinct stack, frames caller first and
 /// joined with `;`, sorted by stack. Stacks of zero weight are left out.
 ///
@@ -290,10 +314,14 @@ pub enum Unit {
 pub fn folded(
     profile: &Profile,
     symbols: &dyn Symbols,
-    weight: Weight,
-    label: FrameLabel,
-    unit: Unit,
+    options: FoldOptions,
 ) -> Vec<(String, u64)> {
+    let FoldOptions {
+        weight,
+        label,
+        unit,
+        collapse_recursion,
+    } = options;
     let mut stacks: HashMap<String, u64> = HashMap::new();
     let mut names: HashMap<u64, Vec<String>> = HashMap::new();
     let mut codes: Vec<LocationCode> = Vec::new();
@@ -306,7 +334,15 @@ pub fn folded(
         if w == 0 {
             continue;
         }
-        let stack = stack_string(profile, symbols, *bt, label, &mut codes, &mut names);
+        let stack = stack_string(
+            profile,
+            symbols,
+            *bt,
+            label,
+            collapse_recursion,
+            &mut codes,
+            &mut names,
+        );
         let e = stacks.entry(stack).or_insert(0);
         *e = e.saturating_add(w);
     }
@@ -332,6 +368,7 @@ fn stack_string(
     symbols: &dyn Symbols,
     bt: BacktraceId,
     label: FrameLabel,
+    collapse_recursion: bool,
     codes: &mut Vec<LocationCode>,
     names: &mut HashMap<u64, Vec<String>>,
 ) -> String {
@@ -340,6 +377,7 @@ fn stack_string(
         return EMPTY_BACKTRACE.to_string();
     }
     let mut s = String::new();
+    let mut last_len = 0;
     for code in codes.iter() {
         let labels = names.entry(code.0).or_insert_with(|| {
             let mut v = Vec::new();
@@ -347,10 +385,14 @@ fn stack_string(
             v.iter().map(|l| folded_frame(l)).collect()
         });
         for l in labels.iter() {
+            if collapse_recursion && last_len > 0 && s[s.len() - last_len..] == *l {
+                continue;
+            }
             if !s.is_empty() {
                 s.push(';');
             }
             s.push_str(l);
+            last_len = l.len();
         }
     }
     s
@@ -465,13 +507,12 @@ mod tests {
     #[test]
     fn folded_sums_to_total() {
         let (p, t) = fixture();
-        let lines = folded(
-            &p,
-            &t,
-            Weight::Allocated,
-            FrameLabel::Function,
-            Unit::Samples,
-        );
+        let opts = |weight, unit| FoldOptions {
+            weight,
+            unit,
+            ..FoldOptions::default()
+        };
+        let lines = folded(&p, &t, opts(Weight::Allocated, Unit::Samples));
         assert_eq!(
             lines,
             vec![
@@ -485,12 +526,49 @@ mod tests {
             .into_iter()
             .collect::<Vec<_>>()
         );
-        let bytes = folded(&p, &t, Weight::Allocated, FrameLabel::Function, Unit::Bytes);
+        let bytes = folded(&p, &t, opts(Weight::Allocated, Unit::Bytes));
         let sum: u64 = bytes.iter().map(|l| l.1).sum();
         assert_eq!(sum, p.sampling.bytes(p.totals.samples));
-        let live = folded(&p, &t, Weight::LiveEnd, FrameLabel::Function, Unit::Samples);
+        let live = folded(&p, &t, opts(Weight::LiveEnd, Unit::Samples));
         let sum: u64 = live.iter().map(|l| l.1).sum();
         assert_eq!(sum, p.totals.live_end());
+    }
+
+    #[test]
+    fn collapse_recursion() {
+        let mut table = LocationTable::new();
+        table.insert(LocationCode(1), vec![loc("main", "m.ml", 1)]);
+        table.insert(LocationCode(2), vec![loc("f", "a.ml", 1)]);
+        table.insert(LocationCode(3), vec![loc("f", "a.ml", 2)]);
+        let bt: &[u64] = &[1, 2, 3, 2, 3, 1];
+        let ev = vec![Event::Alloc(Alloc {
+            time: Micros(0),
+            obj_id: ObjId(0),
+            domain: DomainId(0),
+            length: 1,
+            nsamples: 2,
+            source: Source::Minor,
+            backtrace: bt,
+            common_prefix: 0,
+        })];
+        let p = analyze(Sampling::default(), Options::default(), ev);
+        let opts = FoldOptions {
+            unit: Unit::Samples,
+            collapse_recursion: true,
+            ..FoldOptions::default()
+        };
+        assert_eq!(
+            folded(&p, &table, opts),
+            vec![("main;f;main".to_string(), 2)]
+        );
+        let opts = FoldOptions {
+            collapse_recursion: false,
+            ..opts
+        };
+        assert_eq!(
+            folded(&p, &table, opts),
+            vec![("main;f;f;f;f;main".to_string(), 2)]
+        );
     }
 
     #[test]

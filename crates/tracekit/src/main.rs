@@ -5,6 +5,7 @@
 mod common;
 mod fxt;
 mod memtrace;
+mod memtrace_analysis;
 mod perf;
 
 use std::process::ExitCode;

@@ -58,6 +58,8 @@ pub enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    #[command(flatten)]
+    Analysis(crate::memtrace_analysis::Command),
 }
 
 /// Runs one `tracekit memtrace` subcommand.
@@ -76,6 +78,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             depth,
             seed,
         } => sample(&output, allocs, depth, seed),
+        Command::Analysis(cmd) => crate::memtrace_analysis::run(cmd),
     }
 }
 

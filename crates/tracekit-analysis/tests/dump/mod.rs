@@ -22,8 +22,14 @@ pub enum DumpEvent {
         /// The backtrace text after `: ` (locations separated by spaces).
         backtrace: String,
     },
-    Promote { dt: u64, id: u64 },
-    Collect { dt: u64, id: u64 },
+    Promote {
+        dt: u64,
+        id: u64,
+    },
+    Collect {
+        dt: u64,
+        id: u64,
+    },
 }
 
 impl DumpEvent {
@@ -122,8 +128,20 @@ pub fn parse(text: &str) -> Dump {
             "collect" => DumpEvent::Collect { dt, id },
             "alloc" | "alloc_major" | "alloc_ext" => {
                 let nsamples = tok.next().unwrap().parse().unwrap();
-                let len = tok.next().unwrap().strip_prefix("len=").unwrap().parse().unwrap();
-                let dom = tok.next().unwrap().strip_prefix("dom=").unwrap().parse().unwrap();
+                let len = tok
+                    .next()
+                    .unwrap()
+                    .strip_prefix("len=")
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                let dom = tok
+                    .next()
+                    .unwrap()
+                    .strip_prefix("dom=")
+                    .unwrap()
+                    .parse()
+                    .unwrap();
                 let at = line.find(": ").expect("backtrace separator");
                 DumpEvent::Alloc {
                     dt,
@@ -207,11 +225,15 @@ impl Dump {
         let mut collected: HashMap<u64, u64> = HashMap::new();
         for ev in &self.events {
             match ev {
-                DumpEvent::Alloc { dt, id, nsamples, .. } => {
+                DumpEvent::Alloc {
+                    dt, id, nsamples, ..
+                } => {
                     alloc.insert(*id, (*dt, *nsamples));
                 }
                 DumpEvent::Collect { dt, id } => {
-                    collected.insert(*id, *dt);
+                    // An object collected twice (synth_domains_v3 has some) is gone
+                    // from the first collect on.
+                    collected.entry(*id).or_insert(*dt);
                 }
                 DumpEvent::Promote { .. } => {}
             }
@@ -229,11 +251,19 @@ impl Dump {
         let mut collected: HashMap<u64, u64> = HashMap::new();
         for ev in &self.events {
             match ev {
-                DumpEvent::Alloc { dt, id, nsamples, dom, .. } => {
+                DumpEvent::Alloc {
+                    dt,
+                    id,
+                    nsamples,
+                    dom,
+                    ..
+                } => {
                     alloc.insert(*id, (*dt, *nsamples, *dom));
                 }
                 DumpEvent::Collect { dt, id } => {
-                    collected.insert(*id, *dt);
+                    // An object collected twice (synth_domains_v3 has some) is gone
+                    // from the first collect on.
+                    collected.entry(*id).or_insert(*dt);
                 }
                 DumpEvent::Promote { .. } => {}
             }
@@ -248,19 +278,24 @@ impl Dump {
     }
 
     /// The largest live-sample total over all event times, and the earliest time it
-    /// is reached, with events sorted by time (all events at one instant applied).
+    /// is reached, with events sorted by time (all events at one instant applied) and
+    /// objects live from their alloc to their first collect.
     pub fn peak(&self) -> (u64, u64) {
-        let mut sizes: HashMap<u64, u64> = HashMap::new();
+        let mut sizes: HashMap<u64, (u64, u64)> = HashMap::new();
         let mut deltas: Vec<(u64, i64)> = Vec::new();
         for ev in &self.events {
             match ev {
-                DumpEvent::Alloc { dt, id, nsamples, .. } => {
-                    sizes.insert(*id, *nsamples);
+                DumpEvent::Alloc {
+                    dt, id, nsamples, ..
+                } => {
+                    sizes.insert(*id, (*dt, *nsamples));
                     deltas.push((*dt, *nsamples as i64));
                 }
                 DumpEvent::Collect { dt, id } => {
-                    if let Some(n) = sizes.remove(id) {
-                        deltas.push((*dt, -(n as i64)));
+                    // A collect stamped before the alloc (another domain's clock)
+                    // ends the object at its allocation: it was never live.
+                    if let Some((at, n)) = sizes.remove(id) {
+                        deltas.push((at.max(*dt), -(n as i64)));
                     }
                 }
                 DumpEvent::Promote { .. } => {}

@@ -1,0 +1,799 @@
+//! `tracekit memtrace top|timeline|flamegraph|to-fxt|diff`: what memtrace_viewer shows,
+//! on the command line. Argument parsing, files and progress; the analysis itself is
+//! `tracekit-analysis`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use tracekit_analysis::fxt::{self, FxtOptions};
+use tracekit_analysis::render::{self, DiffContext, TopContext};
+use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank, Unit, Weight};
+use tracekit_analysis::source::{self, Pass, ReaderSymbols};
+use tracekit_analysis::svg::{self, FlameGraphOptions, PlotOptions, human_bytes};
+use tracekit_analysis::symbols::FrameLabel;
+use tracekit_analysis::{DomainId, Filter, Micros, Options, Peak, Source, parse_bytes, parse_time};
+use tracekit_fxt::io::IoDestination;
+use tracekit_fxt::write::{Initialization, Writer as FxtWriter, WriterOptions};
+use tracekit_memtrace::{OpenError, Reader};
+
+use crate::common::{is_broken_pipe, progress_bar};
+
+/// How sizes are estimated; shown in every analysis command's help.
+const SIZES: &str = "Sizes are estimates in bytes: memtrace samples allocated words at the trace's \
+sample rate, so each sample stands for 1/sample_rate words, times the trace's word size \
+(8 bytes on 64-bit). Times are seconds from the trace start: 12.5s, 300ms, 1500us, 2m \
+(a bare number is seconds).";
+
+/// Memtrace analysis subcommands (flattened into `tracekit memtrace`).
+#[derive(Subcommand)]
+pub enum Command {
+    /// Allocation sites ranked by allocated bytes (or by live bytes with --at/--peak).
+    ///
+    /// For each site: allocated bytes, share, sampled allocations, the minor/major/external
+    /// split and the bytes still live at the end of the trace.
+    #[command(after_help = SIZES)]
+    Top(TopArgs),
+    /// Live heap and allocation rate over time, as CSV (or an SVG plot with --plot).
+    #[command(after_help = SIZES)]
+    Timeline(TimelineArgs),
+    /// Folded stacks (`frame;frame;frame weight`, as read by flamegraph.pl, inferno and
+    /// speedscope) of allocated bytes or of bytes live at a time; --svg draws an
+    /// interactive flame graph.
+    #[command(after_help = SIZES)]
+    Flamegraph(FlameArgs),
+    /// Converts a trace to FXT for Perfetto: live-heap counters per domain, an
+    /// allocation-rate counter, and instant events with backtraces for the largest
+    /// allocations.
+    #[command(name = "to-fxt", after_help = SIZES)]
+    ToFxt(ToFxtArgs),
+    /// Sites whose allocated (or live) bytes changed most between two traces.
+    #[command(after_help = SIZES)]
+    Diff(DiffArgs),
+}
+
+/// Which allocations count (shared by the analysis commands).
+#[derive(Args, Clone, Debug, Default)]
+pub struct FilterArgs {
+    /// Keep only allocations from this source (repeatable).
+    #[arg(long, value_enum)]
+    source: Vec<SourceArg>,
+    /// Keep only objects at least this large (the object's own size, length x word size;
+    /// e.g. 4096, 64k, 1MiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size_arg)]
+    min_size: Option<u64>,
+    /// Keep only allocations whose backtrace has a location containing this text
+    /// (locations print as defname@file:line:start-end).
+    #[arg(long, value_name = "SUBSTRING")]
+    location: Option<String>,
+    /// Keep only allocations made by this domain (repeatable).
+    #[arg(long, value_name = "ID")]
+    domain: Vec<u16>,
+    /// Keep only allocations made between two times (inclusive).
+    #[arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = parse_time_arg)]
+    between: Option<Vec<Micros>>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum SourceArg {
+    Minor,
+    Major,
+    External,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum ByArg {
+    /// The allocation site (last location of the backtrace).
+    Leaf,
+    /// The function (defname) of the allocation site.
+    Function,
+    /// The source file of the allocation site.
+    File,
+    /// The whole backtrace.
+    Backtrace,
+}
+
+impl From<ByArg> for GroupBy {
+    fn from(b: ByArg) -> GroupBy {
+        match b {
+            ByArg::Leaf => GroupBy::Leaf,
+            ByArg::Function => GroupBy::Function,
+            ByArg::File => GroupBy::File,
+            ByArg::Backtrace => GroupBy::Backtrace,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum FramesArg {
+    /// Function names (defname).
+    Function,
+    /// Full locations, defname@file:line:start-end.
+    Location,
+    /// Source files.
+    File,
+}
+
+/// `top` arguments.
+#[derive(Args, Debug)]
+pub struct TopArgs {
+    /// The trace (.ctf).
+    file: PathBuf,
+    /// Group allocations by.
+    #[arg(long, value_enum, default_value = "leaf")]
+    by: ByArg,
+    /// Show this many sites (0: all).
+    #[arg(long, default_value_t = 20)]
+    limit: usize,
+    /// Rank by bytes live at this time instead of allocated bytes.
+    #[arg(long, value_parser = parse_time_arg, conflicts_with = "peak")]
+    at: Option<Micros>,
+    /// Rank by bytes live at the peak of the live heap (reports when that is).
+    #[arg(long)]
+    peak: bool,
+    #[command(flatten)]
+    filter: FilterArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `timeline` arguments.
+#[derive(Args, Debug)]
+pub struct TimelineArgs {
+    /// The trace (.ctf).
+    file: PathBuf,
+    /// At most this many points (intervals end on round times).
+    #[arg(long, default_value_t = 500)]
+    points: usize,
+    /// Draw the curves to this SVG file instead of printing CSV (only SVG is supported).
+    #[arg(long, value_name = "OUT.svg")]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    filter: FilterArgs,
+    /// Print JSON instead of CSV.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `flamegraph` arguments.
+#[derive(Args, Debug)]
+pub struct FlameArgs {
+    /// The trace (.ctf).
+    file: PathBuf,
+    /// Weigh stacks by bytes live at this time instead of allocated bytes.
+    #[arg(long, value_parser = parse_time_arg, conflicts_with_all = ["peak", "live_end"])]
+    at: Option<Micros>,
+    /// Weigh stacks by bytes live at the peak of the live heap.
+    #[arg(long, conflicts_with = "live_end")]
+    peak: bool,
+    /// Weigh stacks by bytes still live at the end of the trace.
+    #[arg(long)]
+    live_end: bool,
+    /// What a frame shows.
+    #[arg(long, value_enum, default_value = "function")]
+    frames: FramesArg,
+    /// Weights in samples instead of estimated bytes.
+    #[arg(long)]
+    samples: bool,
+    /// Merge runs of the same frame (direct recursion) into one frame.
+    #[arg(long)]
+    collapse_recursion: bool,
+    /// Write an interactive SVG flame graph to this file instead of folded stacks.
+    #[arg(long, value_name = "OUT.svg")]
+    svg: Option<PathBuf>,
+    /// Icicle graph (callers at the top) in the SVG.
+    #[arg(long)]
+    inverted: bool,
+    #[command(flatten)]
+    filter: FilterArgs,
+    /// Print the stacks as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `to-fxt` arguments.
+#[derive(Args, Debug)]
+pub struct ToFxtArgs {
+    /// The trace (.ctf).
+    file: PathBuf,
+    /// The FXT file to write.
+    #[arg(short, long, value_name = "OUT.fxt")]
+    output: PathBuf,
+    /// Instant events (with backtraces) for this many of the largest allocations.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    big: usize,
+    /// At most this many counter samples per track.
+    #[arg(long, default_value_t = 2000)]
+    points: usize,
+    #[command(flatten)]
+    filter: FilterArgs,
+    /// Print a JSON summary.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `diff` arguments.
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// The first (baseline) trace.
+    a: PathBuf,
+    /// The second trace.
+    b: PathBuf,
+    /// Group allocations by.
+    #[arg(long, value_enum, default_value = "leaf")]
+    by: ByArg,
+    /// Show this many sites (0: all).
+    #[arg(long, default_value_t = 20)]
+    limit: usize,
+    /// Rank by the change of bytes live at the end instead of allocated bytes.
+    #[arg(long)]
+    live: bool,
+    #[command(flatten)]
+    filter: FilterArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_time_arg(s: &str) -> Result<Micros, String> {
+    parse_time(s).map_err(|e| e.to_string())
+}
+
+fn parse_size_arg(s: &str) -> Result<u64, String> {
+    parse_bytes(s).map_err(|e| e.to_string())
+}
+
+impl FilterArgs {
+    fn filter(&self) -> Filter {
+        Filter {
+            sources: (!self.source.is_empty()).then(|| {
+                self.source
+                    .iter()
+                    .map(|s| match s {
+                        SourceArg::Minor => Source::Minor,
+                        SourceArg::Major => Source::Major,
+                        SourceArg::External => Source::External,
+                    })
+                    .collect()
+            }),
+            min_size_bytes: self.min_size.unwrap_or(0),
+            domains: (!self.domain.is_empty())
+                .then(|| self.domain.iter().map(|d| DomainId(*d)).collect()),
+            allocated_between: self
+                .between
+                .as_ref()
+                .and_then(|v| Some((*v.first()?, *v.get(1)?))),
+            by_location: self.location.is_some(),
+        }
+    }
+
+    fn describe(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for s in &self.source {
+            out.push(format!("source {}", format!("{s:?}").to_lowercase()));
+        }
+        if let Some(m) = self.min_size {
+            out.push(format!("objects of at least {}", human_bytes(m as f64)));
+        }
+        if let Some(l) = &self.location {
+            out.push(format!("backtrace location contains {l:?}"));
+        }
+        for d in &self.domain {
+            out.push(format!("domain {d}"));
+        }
+        if let Some(v) = &self.between
+            && let [a, b] = v.as_slice()
+        {
+            out.push(format!("allocated between {a} and {b}"));
+        }
+        out
+    }
+
+    fn check(&self) -> Result<()> {
+        if let Some(v) = &self.between
+            && let [a, b] = v.as_slice()
+            && a > b
+        {
+            bail!("--between: {a} is after {b}");
+        }
+        Ok(())
+    }
+}
+
+/// Runs one analysis subcommand.
+pub fn run(cmd: Command) -> Result<ExitCode> {
+    match cmd {
+        Command::Top(a) => top(a),
+        Command::Timeline(a) => timeline(a),
+        Command::Flamegraph(a) => flamegraph(a),
+        Command::ToFxt(a) => to_fxt(a),
+        Command::Diff(a) => diff(a),
+    }
+}
+
+fn open(path: &Path) -> Result<Reader<'static>> {
+    Reader::open(path).map_err(|e| match e {
+        OpenError::Io(e) => anyhow::anyhow!("cannot open {}: {e}", path.display()),
+        OpenError::Malformed(e) => {
+            anyhow::anyhow!("{} is not a readable memtrace trace: {e}", path.display())
+        }
+    })
+}
+
+/// One pass, with progress and warnings on stderr.
+fn pass(
+    reader: &mut Reader<'_>,
+    path: &Path,
+    options: Options,
+    location: Option<&str>,
+    what: &str,
+) -> Pass {
+    let bar = progress_bar(reader.size_bytes(), what);
+    let p = source::analyze_reader(reader, options, location, &mut |pos| bar.set_position(pos));
+    bar.finish_and_clear();
+    for w in &p.warnings {
+        eprintln!("warning: {}: {w}", path.display());
+    }
+    p
+}
+
+/// Reports a read error that cut the analysis short; the exit code says so.
+fn finish(path: &Path, p: &Pass) -> ExitCode {
+    match &p.error {
+        None => ExitCode::SUCCESS,
+        Some(e) => {
+            eprintln!(
+                "error: {}: {e}; the results cover the {} events before it",
+                path.display(),
+                p.events
+            );
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The peak of the whole live heap: a quick pass without backtraces, repeated with
+/// the domains known if the first pass saw domains interleave.
+fn find_peak(reader: &mut Reader<'_>, path: &Path) -> Result<Peak> {
+    let mut options = Options {
+        backtraces: false,
+        timeline_buckets: 2,
+        ..Options::default()
+    };
+    let first = pass(reader, path, options.clone(), None, "finding the peak");
+    if let Some(e) = first.error {
+        bail!("{}: {e}", path.display());
+    }
+    let peak = first.profile.peak;
+    if peak.late_events == 0 {
+        return Ok(peak);
+    }
+    options.domains = peak.domains.clone();
+    let second = pass(reader, path, options, None, "finding the peak");
+    Ok(second.profile.peak)
+}
+
+/// Makes `p`'s peak exact when its domains interleaved: one more pass (without
+/// backtraces unless the location filter needs them) with the domains known upfront.
+fn settle_peak(
+    reader: &mut Reader<'_>,
+    path: &Path,
+    p: &mut Pass,
+    options: &Options,
+    location: Option<&str>,
+) {
+    if p.profile.peak.late_events == 0 || p.error.is_some() {
+        return;
+    }
+    let again = Options {
+        backtraces: false,
+        timeline_buckets: 2,
+        live_at: None,
+        big: 0,
+        domains: p.profile.peak.domains.clone(),
+        ..options.clone()
+    };
+    let second = pass(reader, path, again, location, "settling the peak");
+    if second.error.is_none() {
+        p.profile.peak = second.profile.peak;
+    }
+}
+
+fn limit(n: usize) -> usize {
+    if n == 0 { usize::MAX } else { n }
+}
+
+fn print_json(v: &serde_json::Value) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn print(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        // A closed pipe (`| head`) is not an error worth reporting.
+        Err(e) if is_broken_pipe(&e) => Ok(()),
+        r => r.context("writing to stdout"),
+    }
+}
+
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn require_svg(path: &Path, flag: &str) -> Result<()> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("svg") => Ok(()),
+        Some(e) if e.eq_ignore_ascii_case("png") => {
+            bail!("{flag}: only SVG output is supported; name the file .svg")
+        }
+        _ => bail!("{flag}: the output file must end in .svg"),
+    }
+}
+
+fn path_str(p: &Path) -> String {
+    p.display().to_string()
+}
+
+fn top(args: TopArgs) -> Result<ExitCode> {
+    args.filter.check()?;
+    let mut reader = open(&args.file)?;
+    let info = source::trace_info(&path_str(&args.file), reader.info());
+    let mut ctx = TopContext {
+        at: args.at,
+        at_peak: false,
+        filters: args.filter.describe(),
+    };
+    let mut whole_peak = None;
+    if args.peak {
+        let peak = find_peak(&mut reader, &args.file)?;
+        ctx.at = Some(peak.time);
+        ctx.at_peak = true;
+        whole_peak = Some(peak);
+    }
+    let options = Options {
+        filter: args.filter.filter(),
+        live_at: ctx.at,
+        ..Options::default()
+    };
+    let location = args.filter.location.as_deref();
+    let mut p = pass(
+        &mut reader,
+        &args.file,
+        options.clone(),
+        location,
+        "analysing",
+    );
+    match whole_peak {
+        Some(peak) => p.profile.peak = peak,
+        None => settle_peak(&mut reader, &args.file, &mut p, &options, location),
+    }
+    let rank = if ctx.at.is_some() {
+        Rank::LiveAt
+    } else {
+        Rank::Allocated
+    };
+    let symbols = ReaderSymbols(reader.locations());
+    let t = report::top(
+        &p.profile,
+        &symbols,
+        args.by.into(),
+        rank,
+        limit(args.limit),
+    );
+    if args.json {
+        print_json(&render::top_json(&info, &p.profile, &t, &ctx))?;
+    } else {
+        print(&render::top_table(&info, &p.profile, &t, &ctx))?;
+    }
+    Ok(finish(&args.file, &p))
+}
+
+fn timeline(args: TimelineArgs) -> Result<ExitCode> {
+    args.filter.check()?;
+    if let Some(plot) = &args.plot {
+        require_svg(plot, "--plot")?;
+    }
+    let mut reader = open(&args.file)?;
+    let info = source::trace_info(&path_str(&args.file), reader.info());
+    let options = Options {
+        filter: args.filter.filter(),
+        backtraces: false,
+        ..Options::default()
+    };
+    let location = args.filter.location.as_deref();
+    let mut p = pass(
+        &mut reader,
+        &args.file,
+        options.clone(),
+        location,
+        "analysing",
+    );
+    settle_peak(&mut reader, &args.file, &mut p, &options, location);
+    let points = p.profile.timeline.points(args.points.max(1));
+    let s = p.profile.sampling;
+    if let Some(plot) = &args.plot {
+        let name = Path::new(&info.executable_name)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut subtitle = format!("{} — {}", path_str(&args.file), render::sampling_note(s));
+        if !args.filter.describe().is_empty() {
+            subtitle = format!("{subtitle}; {}", args.filter.describe().join(", "));
+        }
+        let svg = svg::timeline_plot(
+            &points,
+            s,
+            &PlotOptions {
+                title: format!("Live heap of {name} (pid {})", info.pid),
+                subtitle,
+                peak: Some((p.profile.peak.time, s.bytes(p.profile.peak.live))),
+                ..PlotOptions::default()
+            },
+        );
+        write_file(plot, &svg)?;
+        if args.json {
+            print_json(&render::timeline_json(&info, &p.profile, &points))?;
+        } else {
+            print(&format!(
+                "wrote {}: {} points over {}, peak {} at {}\n",
+                plot.display(),
+                points.len(),
+                p.profile.end,
+                human_bytes(s.bytes(p.profile.peak.live) as f64),
+                p.profile.peak.time,
+            ))?;
+        }
+    } else if args.json {
+        print_json(&render::timeline_json(&info, &p.profile, &points))?;
+    } else {
+        print(&render::timeline_csv(&p.profile, &points))?;
+    }
+    Ok(finish(&args.file, &p))
+}
+
+fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
+    args.filter.check()?;
+    if let Some(out) = &args.svg {
+        require_svg(out, "--svg")?;
+    }
+    let mut reader = open(&args.file)?;
+    let mut at = args.at;
+    if args.peak {
+        at = Some(find_peak(&mut reader, &args.file)?.time);
+    }
+    let options = Options {
+        filter: args.filter.filter(),
+        live_at: at,
+        ..Options::default()
+    };
+    let p = pass(
+        &mut reader,
+        &args.file,
+        options,
+        args.filter.location.as_deref(),
+        "analysing",
+    );
+    let weight = if at.is_some() {
+        Weight::LiveAt
+    } else if args.live_end {
+        Weight::LiveEnd
+    } else {
+        Weight::Allocated
+    };
+    let label = match args.frames {
+        FramesArg::Function => FrameLabel::Function,
+        FramesArg::Location => FrameLabel::Location,
+        FramesArg::File => FrameLabel::File,
+    };
+    let unit = if args.samples {
+        Unit::Samples
+    } else {
+        Unit::Bytes
+    };
+    let symbols = ReaderSymbols(reader.locations());
+    let lines = report::folded(
+        &p.profile,
+        &symbols,
+        FoldOptions {
+            weight,
+            label,
+            unit,
+            collapse_recursion: args.collapse_recursion,
+        },
+    );
+    let total: u64 = lines.iter().map(|l| l.1).sum();
+    let what = match (weight, at) {
+        (Weight::LiveAt, Some(t)) if args.peak => format!("live at the peak ({t})"),
+        (Weight::LiveAt, Some(t)) => format!("live at {t}"),
+        (Weight::LiveEnd, _) => "live at the end".to_string(),
+        _ => "allocated".to_string(),
+    };
+    if let Some(out) = &args.svg {
+        let info = reader.info();
+        let svg = svg::flame_graph(
+            &lines,
+            &FlameGraphOptions {
+                title: format!("Memory {what}: {}", info.executable_name),
+                subtitle: format!(
+                    "{} — total {}; {}",
+                    path_str(&args.file),
+                    if args.samples {
+                        format!("{total} samples")
+                    } else {
+                        human_bytes(total as f64)
+                    },
+                    render::sampling_note(p.profile.sampling)
+                ),
+                bytes: !args.samples,
+                inverted: args.inverted,
+                ..FlameGraphOptions::default()
+            },
+        );
+        write_file(out, &svg)?;
+        print(&format!(
+            "wrote {}: {} stacks, {} {}\n",
+            out.display(),
+            lines.len(),
+            if args.samples {
+                format!("{total} samples")
+            } else {
+                human_bytes(total as f64)
+            },
+            what
+        ))?;
+    } else if args.json {
+        let stacks: Vec<serde_json::Value> = lines
+            .iter()
+            .map(|(s, w)| serde_json::json!({"frames": s.split(';').collect::<Vec<_>>(), "weight": w}))
+            .collect();
+        print_json(&serde_json::json!({
+            "unit": if args.samples { "samples" } else { "bytes" },
+            "weight": what,
+            "total": total,
+            "stacks": stacks,
+        }))?;
+    } else {
+        let mut text = String::with_capacity(lines.len() * 80);
+        for (s, w) in &lines {
+            text.push_str(s);
+            text.push(' ');
+            text.push_str(&w.to_string());
+            text.push('\n');
+        }
+        print(&text)?;
+    }
+    Ok(finish(&args.file, &p))
+}
+
+fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
+    args.filter.check()?;
+    let mut reader = open(&args.file)?;
+    let info = source::trace_info(&path_str(&args.file), reader.info());
+    let options = Options {
+        filter: args.filter.filter(),
+        big: args.big,
+        ..Options::default()
+    };
+    let location = args.filter.location.as_deref();
+    let mut p = pass(
+        &mut reader,
+        &args.file,
+        options.clone(),
+        location,
+        "analysing",
+    );
+    settle_peak(&mut reader, &args.file, &mut p, &options, location);
+    let file = std::fs::File::create(&args.output)
+        .with_context(|| format!("cannot create {}", args.output.display()))?;
+    let dest = IoDestination::new(file);
+    let write_err = |e: tracekit_fxt::write::WriteError| {
+        anyhow::anyhow!("writing {}: {e}", args.output.display())
+    };
+    let mut w = FxtWriter::with_options(
+        dest,
+        &WriterOptions {
+            initialization: Some(Initialization::new(fxt::TICKS_PER_SECOND)),
+            ..WriterOptions::default()
+        },
+    )
+    .map_err(write_err)?;
+    let symbols = ReaderSymbols(reader.locations());
+    let summary = fxt::write_profile(
+        &mut w,
+        &p.profile,
+        &symbols,
+        &info,
+        &FxtOptions {
+            points: args.points.max(1),
+            ..FxtOptions::default()
+        },
+    );
+    let s = summary.map_err(write_err)?;
+    w.close().map_err(write_err)?;
+    if let Some(e) = w.destination_mut().take_error() {
+        bail!("writing {}: {e}", args.output.display());
+    }
+    if args.json {
+        print_json(&serde_json::json!({
+            "output": path_str(&args.output),
+            "counters": s.counters,
+            "instants": s.instants,
+            "points": s.points,
+            "domains": s.domains,
+        }))?;
+    } else {
+        print(&format!(
+            "wrote {}: {} counter samples ({} per live-heap track, {} domain{}), {} instant events\n",
+            args.output.display(),
+            s.counters,
+            s.points,
+            s.domains,
+            if s.domains == 1 { "" } else { "s" },
+            s.instants,
+        ))?;
+    }
+    Ok(finish(&args.file, &p))
+}
+
+fn diff(args: DiffArgs) -> Result<ExitCode> {
+    args.filter.check()?;
+    let options = Options {
+        filter: args.filter.filter(),
+        ..Options::default()
+    };
+    let mut ra = open(&args.a)?;
+    let mut rb = open(&args.b)?;
+    let pa = pass(
+        &mut ra,
+        &args.a,
+        options.clone(),
+        args.filter.location.as_deref(),
+        "analysing A",
+    );
+    let pb = pass(
+        &mut rb,
+        &args.b,
+        options,
+        args.filter.location.as_deref(),
+        "analysing B",
+    );
+    let (sa, sb) = (ReaderSymbols(ra.locations()), ReaderSymbols(rb.locations()));
+    let rows = report::diff(
+        (&pa.profile, &sa),
+        (&pb.profile, &sb),
+        args.by.into(),
+        args.live,
+    );
+    let ctx = DiffContext {
+        a: source::trace_info(&path_str(&args.a), ra.info()),
+        b: source::trace_info(&path_str(&args.b), rb.info()),
+        by: Some(args.by.into()),
+        by_live: args.live,
+    };
+    if args.json {
+        print_json(&render::diff_json(
+            &ctx,
+            &pa.profile,
+            &pb.profile,
+            &rows,
+            limit(args.limit),
+        ))?;
+    } else {
+        print(&render::diff_table(
+            &ctx,
+            &pa.profile,
+            &pb.profile,
+            &rows,
+            limit(args.limit),
+        ))?;
+    }
+    let ca = finish(&args.a, &pa);
+    let cb = finish(&args.b, &pb);
+    Ok(if pa.error.is_some() { ca } else { cb })
+}
