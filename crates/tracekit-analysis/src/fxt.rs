@@ -61,14 +61,19 @@ pub struct FxtSummary {
     pub domains: u64,
 }
 
-/// Process koid: the traced pid (koids are unsigned).
+/// Process koid: the traced pid when it is a plausible one. Perfetto keeps only the
+/// low 32 bits of koids, so they must stay small.
 fn process_koid(info: &TraceInfo) -> Koid {
-    Koid(info.pid.unsigned_abs())
+    match u64::try_from(info.pid) {
+        Ok(p) if (1..1 << 31).contains(&p) => Koid(p),
+        _ => Koid(1),
+    }
 }
 
-/// Thread koid of a domain: distinct from any pid-sized koid.
-pub fn domain_koid(domain: DomainId) -> Koid {
-    Koid((1 << 32) | u64::from(domain.0))
+/// Thread koid of a domain: the process koid for the main domain (as for a
+/// process's main thread), the process koid plus the domain id for the others.
+pub fn domain_koid(process: Koid, domain: DomainId) -> Koid {
+    Koid(process.0 + u64::from(domain.0))
 }
 
 /// The allocation site and the backtrace text, innermost frame first, at most `max`
@@ -101,6 +106,11 @@ fn backtrace_text(
     }
     // Both strings go into one record of at most 4095 words.
     (truncate(site, 2000), truncate(text, 24_000))
+}
+
+/// FXT int64 (the widely supported integer argument) of a count.
+fn i64s(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
 }
 
 fn truncate(mut s: String, max: usize) -> String {
@@ -139,7 +149,8 @@ pub fn write_profile<D: Destination>(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| info.executable_name.clone());
     let pname = truncate(format!("{exe} (memtrace)"), 1000);
-    w.set_process_name(pid, pname.as_str())?;
+    let pname = w.intern(&pname)?;
+    w.set_process_name(pid, pname)?;
     let mut domains: Vec<DomainId> = profile.timeline.domains().to_vec();
     for b in &profile.big {
         if !domains.contains(&b.domain) {
@@ -149,13 +160,30 @@ pub fn write_profile<D: Destination>(
     if domains.is_empty() {
         domains.push(DomainId(0));
     }
-    for d in &domains {
-        let name = format!("domain {}", d.0);
-        w.set_thread_name(pid, domain_koid(*d), name.as_str())?;
+    // Thread-table slots for the first 255 domains, inline refs beyond.
+    let mut slots: Vec<(DomainId, ThreadRef)> = Vec::new();
+    for (i, d) in domains.iter().enumerate() {
+        let name = w.intern(&format!("domain {}", d.0))?;
+        let tid = domain_koid(pid, *d);
+        w.set_thread_name(pid, tid, name)?;
+        let r = match u8::try_from(i) {
+            Ok(slot) if slot < u8::MAX => ThreadRef::Index(w.set_thread_slot(slot, pid, tid)?),
+            _ => ThreadRef::Inline {
+                process: pid,
+                thread: tid,
+            },
+        };
+        slots.push((*d, r));
     }
-    let thread = |d: DomainId| ThreadRef::Inline {
-        process: pid,
-        thread: domain_koid(d),
+    let thread = |d: DomainId| {
+        slots
+            .iter()
+            .find(|(x, _)| *x == d)
+            .map(|(_, r)| *r)
+            .unwrap_or(ThreadRef::Inline {
+                process: pid,
+                thread: domain_koid(pid, d),
+            })
     };
     let main = domains[0];
     let cat = w.intern("memtrace")?;
@@ -169,6 +197,30 @@ pub fn write_profile<D: Destination>(
         .collect::<Result<_, _>>()?;
     let total_name = w.intern("live heap")?;
     let alloc_rate = w.intern("allocation rate")?;
+    let names = [
+        "words",
+        "nsamples",
+        "source",
+        "obj_id",
+        "site",
+        "backtrace",
+        "allocation",
+        "peak live heap",
+    ]
+    .map(|n| w.intern(n));
+    let [
+        words,
+        nsamples,
+        source,
+        obj_id,
+        site_name,
+        backtrace_name,
+        allocation,
+        peak_name,
+    ] = names;
+    let (words, nsamples, source, obj_id) = (words?, nsamples?, source?, obj_id?);
+    let (site_name, backtrace_name, allocation, peak_name) =
+        (site_name?, backtrace_name?, allocation?, peak_name?);
 
     let points = profile.timeline.points(options.points.max(1));
     let tl_domains = profile.timeline.domains();
@@ -234,7 +286,7 @@ pub fn write_profile<D: Destination>(
                     live_names[ix],
                     ticks,
                     u64::from(domain.0),
-                    &[Arg::new(bytes_name, ArgValue::UInt64(*bytes))],
+                    &[Arg::new(bytes_name, ArgValue::Int64(i64s(*bytes)))],
                 )?;
                 summary.counters += 1;
             }
@@ -245,7 +297,7 @@ pub fn write_profile<D: Destination>(
                     total_name,
                     ticks,
                     1 << 16,
-                    &[Arg::new(bytes_name, ArgValue::UInt64(*bytes))],
+                    &[Arg::new(bytes_name, ArgValue::Int64(i64s(*bytes)))],
                 )?;
                 summary.counters += 1;
             }
@@ -266,27 +318,27 @@ pub fn write_profile<D: Destination>(
                     backtrace_text(profile, symbols, b.backtrace, options.max_frames);
                 let size = b.length.saturating_mul(s.word_bytes());
                 let args = [
-                    Arg::new(bytes_name, ArgValue::UInt64(size)),
-                    Arg::new("words", ArgValue::UInt64(b.length)),
-                    Arg::new("nsamples", ArgValue::UInt64(b.nsamples)),
-                    Arg::new("source", ArgValue::String(StringRef::from(b.source.name()))),
-                    Arg::new("obj_id", ArgValue::UInt64(b.obj_id.0)),
-                    Arg::new("site", ArgValue::String(StringRef::from(site.as_str()))),
+                    Arg::new(bytes_name, ArgValue::Int64(i64s(size))),
+                    Arg::new(words, ArgValue::Int64(i64s(b.length))),
+                    Arg::new(nsamples, ArgValue::Int64(i64s(b.nsamples))),
+                    Arg::new(source, ArgValue::String(StringRef::from(b.source.name()))),
+                    Arg::new(obj_id, ArgValue::Int64(i64s(b.obj_id.0))),
+                    Arg::new(site_name, ArgValue::String(StringRef::from(site.as_str()))),
                     Arg::new(
-                        "backtrace",
+                        backtrace_name,
                         ArgValue::String(StringRef::from(backtrace.as_str())),
                     ),
                 ];
-                w.instant(thread(b.domain), cat, "allocation", ticks, &args)?;
+                w.instant(thread(b.domain), cat, allocation, ticks, &args)?;
                 summary.instants += 1;
             }
             Item::Peak { bytes } => {
                 w.instant(
                     thread(main),
                     cat,
-                    "peak live heap",
+                    peak_name,
                     ticks,
-                    &[Arg::new(bytes_name, ArgValue::UInt64(*bytes))],
+                    &[Arg::new(bytes_name, ArgValue::Int64(i64s(*bytes)))],
                 )?;
                 summary.instants += 1;
             }

@@ -258,9 +258,9 @@ fn fxt_counters(bytes: &[u8]) -> Vec<(u64, String, u64)> {
     while let Some(rec) = r.next_record().unwrap() {
         if let Record::Event(e) = rec
             && matches!(e.kind, EventKind::Counter { .. })
-            && let Some(ArgValue::UInt64(v)) = e.args.get("bytes")
+            && let Some(ArgValue::Int64(v)) = e.args.get("bytes")
         {
-            out.push((e.ticks, e.name.to_str().unwrap().to_string(), v));
+            out.push((e.ticks, e.name.to_str().unwrap().to_string(), v as u64));
         }
     }
     assert!(r.warnings().is_empty(), "{:?}", r.warnings());

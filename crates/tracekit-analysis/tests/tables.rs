@@ -187,7 +187,7 @@ fn counters(bytes: &[u8], name: &str, arg: &str) -> Vec<(u64, f64)> {
             && e.name == name
         {
             let v = match e.args.get(arg) {
-                Some(ArgValue::UInt64(v)) => v as f64,
+                Some(ArgValue::Int64(v)) => v as f64,
                 Some(ArgValue::Double(v)) => v,
                 other => panic!("unexpected {other:?}"),
             };
