@@ -7,7 +7,7 @@
 //! (newer perf versions keep adding some), the column is split into words up to the
 //! first purely hexadecimal word, which is the source address.
 
-use super::lex::{is_hex_token, parse_hex, skip_spaces, token_end};
+use super::lex::{parse_hex, skip_spaces, token_end};
 use super::location::parse_location;
 use crate::event::{Address, Branch, BranchKind, TraceStateChange};
 
@@ -24,30 +24,68 @@ pub(crate) struct Flags {
 /// At most this many flag words are looked at; perf prints two or three.
 const MAX_WORDS: usize = 8;
 
-/// Interprets the flag words.
-pub(crate) fn parse_flags(words: &[&str]) -> Flags {
-    let mut in_transaction = false;
-    let mut kind_words: [&str; MAX_WORDS] = [""; MAX_WORDS];
-    let mut n = 0;
-    for w in words {
-        if w.starts_with('(') {
-            // `(x)`, `(D)`, `(t)`, `(xDt)`: execution state; only `x` matters here.
-            in_transaction |= w.contains('x');
-        } else if n < MAX_WORDS {
-            // Newer perf appends `/miss/`-style qualifiers to the kind.
-            kind_words[n] = w.split('/').next().unwrap_or(w);
-            n += 1;
+/// One word of the flags column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Word {
+    Tr,
+    Strt,
+    End,
+    Call,
+    Return,
+    Int,
+    Jmp,
+    Jcc,
+    Syscall,
+    Hw,
+    Iret,
+    Sysret,
+    Async,
+    Tx,
+    Abrt,
+    /// A word this parser does not know (`vmentry`, raw flag letters, ...).
+    Other,
+}
+
+impl Word {
+    /// Classifies a word; newer perf appends `/miss/`-style qualifiers, which are dropped.
+    #[inline]
+    pub(crate) fn of(w: &[u8]) -> Word {
+        let w = match w.iter().position(|&c| c == b'/') {
+            Some(i) => &w[..i],
+            None => w,
+        };
+        match w {
+            b"tr" => Word::Tr,
+            b"strt" => Word::Strt,
+            b"end" => Word::End,
+            b"call" => Word::Call,
+            b"return" => Word::Return,
+            b"int" => Word::Int,
+            b"jmp" => Word::Jmp,
+            b"jcc" => Word::Jcc,
+            b"syscall" => Word::Syscall,
+            b"hw" => Word::Hw,
+            b"iret" => Word::Iret,
+            b"sysret" => Word::Sysret,
+            b"async" => Word::Async,
+            b"tx" => Word::Tx,
+            b"abrt" => Word::Abrt,
+            _ => Word::Other,
         }
     }
-    let mut k = &kind_words[..n];
+}
+
+/// Interprets the flag words (execution-state markers such as `(x)` already removed).
+pub(crate) fn parse_flags(words: &[Word], in_transaction: bool) -> Flags {
+    let mut k = words;
     let mut starts = false;
     let mut ends = false;
-    if let ["tr", "strt", rest @ ..] = k {
+    if let [Word::Tr, Word::Strt, rest @ ..] = k {
         starts = true;
         // magic-trace reads `tr strt jmp` (perf >= 6.x) as a plain trace start.
-        k = rest.strip_prefix(&["jmp"][..]).unwrap_or(rest);
+        k = rest.strip_prefix(&[Word::Jmp][..]).unwrap_or(rest);
     }
-    if let ["tr", "end", rest @ ..] = k {
+    if let [Word::Tr, Word::End, rest @ ..] = k {
         ends = true;
         k = rest;
     }
@@ -59,16 +97,16 @@ pub(crate) fn parse_flags(words: &[&str]) -> Flags {
     };
     let (kind, unrecognised) = match k {
         [] => (None, false),
-        ["call"] => (Some(BranchKind::Call), false),
-        ["return"] => (Some(BranchKind::Return), false),
-        ["int"] => (Some(BranchKind::Interrupt), false),
-        ["jmp"] | ["jcc"] => (Some(BranchKind::Jump), false),
-        ["syscall"] => (Some(BranchKind::Syscall), false),
-        ["hw", "int"] => (Some(BranchKind::HardwareInterrupt), false),
-        ["iret"] => (Some(BranchKind::Iret), false),
-        ["sysret"] => (Some(BranchKind::Sysret), false),
-        ["async"] => (Some(BranchKind::Async), false),
-        ["tx", "abrt"] => (Some(BranchKind::TxAbort), false),
+        [Word::Call] => (Some(BranchKind::Call), false),
+        [Word::Return] => (Some(BranchKind::Return), false),
+        [Word::Int] => (Some(BranchKind::Interrupt), false),
+        [Word::Jmp] | [Word::Jcc] => (Some(BranchKind::Jump), false),
+        [Word::Syscall] => (Some(BranchKind::Syscall), false),
+        [Word::Hw, Word::Int] => (Some(BranchKind::HardwareInterrupt), false),
+        [Word::Iret] => (Some(BranchKind::Iret), false),
+        [Word::Sysret] => (Some(BranchKind::Sysret), false),
+        [Word::Async] => (Some(BranchKind::Async), false),
+        [Word::Tx, Word::Abrt] => (Some(BranchKind::TxAbort), false),
         _ => (None, true),
     };
     Flags {
@@ -91,12 +129,21 @@ pub(crate) enum BranchError {
 /// Parses the text after the event column of a `branches` sample.
 pub(crate) fn parse_branch(rest: &str) -> Result<(Branch<'_>, Flags), BranchError> {
     let b = rest.as_bytes();
-    let mut words: [&str; MAX_WORDS] = [""; MAX_WORDS];
+    let mut words = [Word::Other; MAX_WORDS];
     let mut n = 0;
+    let mut in_transaction = false;
     let mut i = skip_spaces(b, 0);
     let (src_ip, src_text_start) = loop {
         if i >= b.len() {
             return Err(BranchError::NoSource);
+        }
+        // The first purely hexadecimal word is the source address.
+        if let Some((ip, hex_end)) = parse_hex(b, i) {
+            match b.get(hex_end) {
+                Some(b' ') => break (ip, hex_end + 1),
+                None | Some(b'\t') => return Err(BranchError::NoSource),
+                Some(_) => {}
+            }
         }
         let end = token_end(b, i);
         if end == i {
@@ -104,22 +151,18 @@ pub(crate) fn parse_branch(rest: &str) -> Result<(Branch<'_>, Flags), BranchErro
             return Err(BranchError::NoSource);
         }
         let tok = &b[i..end];
-        if is_hex_token(tok) {
-            let (ip, _) = parse_hex(b, i).ok_or(BranchError::NoSource)?;
-            if b.get(end) != Some(&b' ') {
-                return Err(BranchError::NoSource);
-            }
-            break (ip, end + 1);
-        }
-        if n < MAX_WORDS {
-            words[n] = &rest[i..end];
+        if tok[0] == b'(' {
+            // `(x)`, `(D)`, `(t)`, `(xDt)`: execution state; only `x` matters here.
+            in_transaction |= tok.contains(&b'x');
+        } else if n < MAX_WORDS {
+            words[n] = Word::of(tok);
             n += 1;
         }
         i = skip_spaces(b, end);
     };
     let (src_text_end, dst_ip, dst_text_start) =
         find_arrow(rest, src_text_start).ok_or(BranchError::NoArrow)?;
-    let flags = parse_flags(&words[..n]);
+    let flags = parse_flags(&words[..n], in_transaction);
     let src = parse_location(Address(src_ip), &rest[src_text_start..src_text_end]);
     let dst = parse_location(Address(dst_ip), &rest[dst_text_start..]);
     Ok((
@@ -185,8 +228,16 @@ mod tests {
     use crate::event::Symbol;
 
     fn flags(s: &str) -> Flags {
-        let words: Vec<&str> = s.split_whitespace().collect();
-        parse_flags(&words)
+        let mut tx = false;
+        let mut words = Vec::new();
+        for w in s.split_whitespace() {
+            if w.starts_with('(') {
+                tx |= w.contains('x');
+            } else {
+                words.push(Word::of(w.as_bytes()));
+            }
+        }
+        parse_flags(&words, tx)
     }
 
     #[test]

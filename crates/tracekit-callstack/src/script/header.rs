@@ -25,7 +25,11 @@ pub(crate) struct Header<'a> {
 impl<'a> Header<'a> {
     /// The event's name: the event column up to its first `/` or `:`.
     pub fn event_name(&self) -> &'a str {
-        let end = self.event.find(['/', ':']).unwrap_or(self.event.len());
+        let b = self.event.as_bytes();
+        let end = b
+            .iter()
+            .position(|&c| c == b'/' || c == b':')
+            .unwrap_or(b.len());
         &self.event[..end]
     }
 }

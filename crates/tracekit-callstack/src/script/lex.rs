@@ -32,45 +32,70 @@ pub(crate) fn token_end(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// Digit values of hexadecimal characters; 0xff for anything else.
+static HEX: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        t[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
 /// Value of one hexadecimal digit.
 #[inline]
 pub(crate) fn hex_digit(c: u8) -> Option<u64> {
-    match c {
-        b'0'..=b'9' => Some(u64::from(c - b'0')),
-        b'a'..=b'f' => Some(u64::from(c - b'a' + 10)),
-        b'A'..=b'F' => Some(u64::from(c - b'A' + 10)),
-        _ => None,
-    }
+    let d = HEX[c as usize];
+    (d != 0xff).then_some(u64::from(d))
 }
 
 /// Parses hexadecimal digits starting at `i`; returns the value (the low 64 bits if
 /// there are more than 16 digits, as perf sometimes prints garbage offsets) and the
 /// index after the last digit. `None` if there is no digit.
 #[inline]
-pub(crate) fn parse_hex(b: &[u8], mut i: usize) -> Option<(u64, usize)> {
-    let start = i;
+pub(crate) fn parse_hex(b: &[u8], i: usize) -> Option<(u64, usize)> {
+    let rest = b.get(i..)?;
     let mut v: u64 = 0;
-    while let Some(d) = b.get(i).copied().and_then(hex_digit) {
-        v = (v << 4) | d;
-        i += 1;
+    let mut n = 0;
+    for &c in rest {
+        let d = HEX[c as usize];
+        if d == 0xff {
+            break;
+        }
+        v = (v << 4) | u64::from(d);
+        n += 1;
     }
-    (i > start).then_some((v, i))
+    (n > 0).then_some((v, i + n))
 }
 
 /// Parses decimal digits starting at `i`; `None` if there is no digit or the value
 /// overflows `u64`.
 #[inline]
-pub(crate) fn parse_dec(b: &[u8], mut i: usize) -> Option<(u64, usize)> {
-    let start = i;
-    let mut v: u64 = 0;
-    while let Some(&c) = b.get(i) {
-        if !c.is_ascii_digit() {
-            break;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-        i += 1;
+pub(crate) fn parse_dec(b: &[u8], i: usize) -> Option<(u64, usize)> {
+    let rest = b.get(i..)?;
+    let n = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+    if n == 0 {
+        return None;
     }
-    (i > start).then_some((v, i))
+    let digits = &rest[..n];
+    // Nineteen digits always fit; only longer runs need checking.
+    let v = if n <= 19 {
+        digits
+            .iter()
+            .fold(0u64, |v, &c| v * 10 + u64::from(c - b'0'))
+    } else {
+        digits.iter().try_fold(0u64, |v, &c| {
+            v.checked_mul(10)?.checked_add(u64::from(c - b'0'))
+        })?
+    };
+    Some((v, i + n))
 }
 
 /// Parses a possibly negative decimal number (perf prints `-1` for unknown pids and cpus
@@ -92,36 +117,22 @@ pub(crate) fn parse_time(b: &[u8], i: usize) -> Option<(i64, usize)> {
     if b.get(dot) != Some(&b'.') {
         return None;
     }
-    let mut j = dot + 1;
-    let mut frac: i64 = 0;
-    let mut digits = 0;
-    while let Some(&c) = b.get(j) {
-        if !c.is_ascii_digit() {
-            break;
-        }
-        if digits < 9 {
-            frac = frac * 10 + i64::from(c - b'0');
-            digits += 1;
-        }
-        j += 1;
-    }
-    if j == dot + 1 {
+    let rest = b.get(dot + 1..)?;
+    let n = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+    if n == 0 {
         return None;
     }
-    for _ in digits..9 {
+    let mut frac = rest[..n.min(9)]
+        .iter()
+        .fold(0i64, |v, &c| v * 10 + i64::from(c - b'0'));
+    for _ in n..9 {
         frac *= 10;
     }
     let ns = i64::try_from(secs)
         .ok()?
         .checked_mul(1_000_000_000)?
         .checked_add(frac)?;
-    Some((ns, j))
-}
-
-/// True when `s` is a non-empty run of hexadecimal digits.
-#[inline]
-pub(crate) fn is_hex_token(s: &[u8]) -> bool {
-    !s.is_empty() && s.iter().all(|&c| hex_digit(c).is_some())
+    Some((ns, dot + 1 + n))
 }
 
 #[cfg(test)]

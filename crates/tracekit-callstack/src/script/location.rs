@@ -12,7 +12,11 @@ use crate::event::{Address, Location, Symbol};
 
 /// Parses the text after an address into a location.
 pub(crate) fn parse_location(ip: Address, text: &str) -> Location<'_> {
-    let text = text.trim_end_matches([' ', '\t', '\r']);
+    let mut end = text.len();
+    while end > 0 && matches!(text.as_bytes()[end - 1], b' ' | b'\t' | b'\r') {
+        end -= 1;
+    }
+    let text = &text[..end];
     let b = text.as_bytes();
     let mut loc = Location {
         ip,
@@ -23,12 +27,14 @@ pub(crate) fn parse_location(ip: Address, text: &str) -> Location<'_> {
     if b.last() == Some(&b')') {
         // Candidates from the right, as the greedy name group would find them.
         let mut end = b.len();
-        while let Some(p) = text[..end].rfind("+0x") {
-            if let Some((offset, dso_open)) = offset_then_dso(b, p + 3) {
-                loc.symbol = Symbol::Perf(&text[..p]);
-                loc.offset = offset;
-                loc.inlined = &text[dso_open + 1..b.len() - 1] == "inlined";
-                return loc;
+        while let Some(p) = memchr::memrchr(b'+', &b[..end]) {
+            if b.get(p + 1) == Some(&b'0') && b.get(p + 2) == Some(&b'x') {
+                if let Some((offset, dso_open)) = offset_then_dso(b, p + 3) {
+                    loc.symbol = Symbol::Perf(&text[..p]);
+                    loc.offset = offset;
+                    loc.inlined = &b[dso_open + 1..b.len() - 1] == b"inlined";
+                    return loc;
+                }
             }
             end = p;
         }
