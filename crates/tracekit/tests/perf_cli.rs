@@ -189,6 +189,18 @@ fn decodes_to_fxt_plain_and_gzip() {
     )
     .unwrap();
     assert_eq!(bytes, unzipped);
+    // tracekit's own strict checker finds nothing any known reader would reject.
+    let check = tracekit()
+        .args(["fxt", "check"])
+        .arg(&plain)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
     let (begins, ends, names) = fxt_summary(&bytes);
     assert!(begins > 100);
     assert_eq!(begins, ends, "every slice that begins ends");
