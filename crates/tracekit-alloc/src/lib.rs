@@ -1,1 +1,469 @@
-//! A sampling global allocator that writes memtrace traces.
+//! A sampling global allocator that writes [memtrace] traces: OCaml's
+//! `Memtrace.trace_if_requested ()` experience for Rust programs.
+//!
+//! ```no_run
+//! #[global_allocator]
+//! static A: tracekit_alloc::Tracer<std::alloc::System> =
+//!     tracekit_alloc::Tracer::new(std::alloc::System);
+//!
+//! fn main() {
+//!     tracekit_alloc::trace_if_requested();
+//!     // ... the program ...
+//! }
+//! ```
+//!
+//! Then `MEMTRACE=trace.ctf ./prog` writes `trace.ctf`, which memtrace's
+//! tools and `tracekit memtrace ...` read. `MEMTRACE_RATE` sets the sampling
+//! rate (default [`DEFAULT_SAMPLING_RATE`]). For explicit control use
+//! [`start_tracing`], which returns a guard that stops and flushes on drop.
+//!
+//! # What is recorded
+//!
+//! * **Sampling as in OCaml's memprof.** Every word allocated is sampled with
+//!   probability `rate`: each thread counts down the bytes to its next
+//!   sampled word, with geometric gaps. An allocation in which the countdown
+//!   expires is written as an `External` alloc event with its length in
+//!   words (rounded up) and `nsamples`, the number of sampled words in it.
+//!   So `sum(nsamples) * 8 / rate` estimates the bytes requested, without
+//!   bias. `realloc` counts as a free of the old block and an allocation of
+//!   the new size.
+//! * **Backtraces** of sampled allocations only, as return addresses
+//!   (memtrace location codes), innermost first. See [the unwinding
+//!   notes](#unwinding). Each new code is symbolized once, on the background
+//!   thread: function (demangled), file, line and column, with one location
+//!   per inlined frame. The tracer's own frames and the `__rust_alloc`
+//!   shims are left out, so a backtrace ends in the code that allocated
+//!   (often `alloc::raw_vec::...` called from the program's function).
+//! * **Frees** of sampled blocks (and reallocs of them) are written as
+//!   `Collect` events, so the trace knows what is live.
+//! * **Threads are domains**: each thread that samples gets its own memtrace
+//!   domain (format v3), reused after the thread exits. With more than 64
+//!   threads sampling at once, threads share domains. A block freed on
+//!   another thread is collected in the domain that allocated it.
+//!
+//! # Cost
+//!
+//! An unsampled allocation costs a thread-local decrement and a branch; an
+//! unsampled free costs one load from a 64 KiB filter and a branch (see
+//! `table`). Only sampled allocations unwind the stack and queue an event.
+//! A background thread symbolizes and writes the queued events about once
+//! a second, so a crash or `SIGKILL` loses about one second of events.
+//!
+//! # Unwinding
+//!
+//! With frame pointers (`RUSTFLAGS="-C force-frame-pointers=yes"`) the
+//! tracer walks the frame-pointer chain, checked against the thread's stack
+//! bounds so it never faults. Rust omits frame pointers by default on x86-64,
+//! and then the tracer falls back to libgcc's DWARF unwinder, which is about
+//! a hundred times slower per frame but still paid only per sample. A probe
+//! at the start of tracing decides; `TRACEKIT_ALLOC_UNWIND=fp|dwarf`
+//! overrides it.
+//!
+//! # Safety notes
+//!
+//! * The tracer's own allocations (queues, writer, symbolizer, background
+//!   thread) are never sampled: a per-thread guard sets the countdown out of
+//!   reach while tracer code runs. [`in_tracer`] lets allocators stacked
+//!   under the tracer tell them apart.
+//! * No lock is taken on an unsampled allocation or free. A sampled one
+//!   locks only its own domain's queue.
+//! * After `fork`, the child stops tracing at once (an `atfork` handler; the
+//!   writer's pid check backs it up) and never writes to the parent's file.
+//! * An `atexit` hook stops tracing and flushes when the process exits.
+//!   A thread started before tracing began notices the session within
+//!   256 KiB of its own allocation.
+//!
+//! [memtrace]: https://github.com/janestreet/memtrace
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::path::{Path, PathBuf};
+
+mod clock;
+mod elf;
+mod sampler;
+mod session;
+mod slots;
+mod symbolize;
+mod table;
+mod thread;
+mod unwind;
+
+pub use session::Stats;
+pub use unwind::Unwinder;
+
+/// memtrace's default sampling rate (per word).
+pub const DEFAULT_SAMPLING_RATE: f64 = 1e-5;
+
+/// A [`GlobalAlloc`] that samples the allocations it passes to `A`.
+///
+/// It records nothing until tracing starts ([`trace_if_requested`],
+/// [`start_tracing`]).
+#[derive(Debug, Default)]
+pub struct Tracer<A> {
+    inner: A,
+}
+
+impl<A> Tracer<A> {
+    /// Wraps `inner`.
+    pub const fn new(inner: A) -> Tracer<A> {
+        Tracer { inner }
+    }
+
+    /// The wrapped allocator.
+    pub fn inner(&self) -> &A {
+        &self.inner
+    }
+}
+
+// SAFETY: every method forwards to `inner` with the caller's arguments
+// unchanged and returns its result unchanged, so `inner`'s guarantees carry
+// over. The bookkeeping around the calls never touches the blocks.
+unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracer<A> {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded with the caller's guarantees.
+        let p = unsafe { self.inner.alloc(layout) };
+        if thread::charge(layout.size()) {
+            on_countdown_expired(p, layout.size());
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded with the caller's guarantees.
+        let p = unsafe { self.inner.alloc_zeroed(layout) };
+        if thread::charge(layout.size()) {
+            on_countdown_expired(p, layout.size());
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if table::may_contain(ptr) {
+            on_possibly_sampled_free(ptr);
+        }
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.inner.dealloc(ptr, layout) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if table::may_contain(ptr) {
+            // SAFETY: forwarded with the caller's guarantees.
+            return unsafe { self.realloc_possibly_sampled(ptr, layout, new_size) };
+        }
+        // SAFETY: forwarded with the caller's guarantees.
+        let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        if thread::charge(new_size) {
+            on_countdown_expired(p, new_size);
+        }
+        p
+    }
+}
+
+impl<A: GlobalAlloc> Tracer<A> {
+    /// `realloc` of a block the filter could not rule out.
+    ///
+    /// # Safety
+    ///
+    /// The caller upholds [`GlobalAlloc::realloc`]'s contract.
+    #[cold]
+    #[inline(never)]
+    unsafe fn realloc_possibly_sampled(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // Take the entry out first: once the inner realloc returns, another
+        // thread may be handed the old address and sample it.
+        let entry = table::remove(ptr);
+        // SAFETY: forwarded with the caller's guarantees.
+        let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        if p.is_null() {
+            // The old block is still live and still sampled.
+            if let Some(e) = entry {
+                table::insert(ptr, e);
+            }
+            return p;
+        }
+        if let Some(e) = entry {
+            collect(e);
+        }
+        if thread::charge(new_size) {
+            on_countdown_expired(p, new_size);
+        }
+        p
+    }
+}
+
+/// The slow path of an allocation: the thread's countdown expired.
+#[cold]
+#[inline(never)]
+fn on_countdown_expired(ptr: *mut u8, size: usize) {
+    let mut l = thread::local();
+    if l.internal {
+        thread::set_countdown(thread::COUNTDOWN_INTERNAL);
+        return;
+    }
+    let Some(active) = session::active() else {
+        l.seen_generation = 0;
+        thread::set_local(l);
+        thread::set_countdown(thread::COUNTDOWN_IDLE);
+        return;
+    };
+    thread::seed_rng(&mut l);
+    let mut countdown = thread::countdown();
+    if l.seen_generation != active.generation {
+        // First allocation of this thread in this session: start from a
+        // fresh gap, as if the countdown had been drawn just before it.
+        l.seen_generation = active.generation;
+        countdown = active.rate.draw_gap_bytes(&mut l.rng) - size as i64;
+        if countdown > 0 {
+            thread::set_local(l);
+            thread::set_countdown(countdown);
+            return;
+        }
+    }
+    let (nsamples, next) = sampler::charge_expired(countdown, active.rate, &mut l.rng);
+    thread::set_local(l);
+    thread::set_countdown(next);
+    if !ptr.is_null() {
+        record_alloc(ptr, size, nsamples, active.generation);
+    }
+}
+
+#[inline(never)]
+fn record_alloc(ptr: *mut u8, size: usize, nsamples: u64, generation: u32) {
+    let _internal = thread::Internal::enter();
+    let mut frames = [0usize; unwind::MAX_FRAMES];
+    let n = unwind::capture(&mut frames);
+    let key = session::next_key();
+    let slot = thread::slot();
+    let entry = table::Entry {
+        key,
+        slot,
+        generation: generation as u16,
+    };
+    if !table::insert(ptr, entry) {
+        // The table is full (over a billion live sampled blocks): without an
+        // entry the free could not be written, so the sample is dropped.
+        return;
+    }
+    let backlog = slots::push_alloc(
+        slot,
+        generation,
+        key,
+        sampler::words_for(size),
+        nsamples,
+        &frames[..n],
+    );
+    act_on(backlog);
+}
+
+fn act_on(backlog: slots::Backlog) {
+    match backlog {
+        slots::Backlog::Fine => {}
+        slots::Backlog::Wake => session::wake(),
+        slots::Backlog::Drain => session::drain_now(),
+    }
+}
+
+/// The slow path of a free: the filter could not rule the block out.
+#[cold]
+#[inline(never)]
+fn on_possibly_sampled_free(ptr: *mut u8) {
+    if let Some(e) = table::remove(ptr) {
+        collect(e);
+    }
+}
+
+/// Queues the collect of a sampled block, if its session is still on.
+fn collect(e: table::Entry) {
+    let Some(active) = session::active() else {
+        return;
+    };
+    if active.generation as u16 != e.generation {
+        return;
+    }
+    let _internal = thread::Internal::enter();
+    let backlog = slots::push_collect(e.slot, active.generation, e.key);
+    act_on(backlog);
+}
+
+/// Why tracing could not start or stop cleanly.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The sampling rate is not in (0, 1].
+    #[error("sampling rate {0} is not in (0, 1]")]
+    InvalidRate(f64),
+    /// `MEMTRACE_RATE` is not a number.
+    #[error("MEMTRACE_RATE={0:?} is not a number in (0, 1]")]
+    InvalidRateVariable(String),
+    /// A session is already active.
+    #[error("already tracing")]
+    AlreadyTracing,
+    /// No session is active.
+    #[error("not tracing")]
+    NotTracing,
+    /// This process is a forked child of a traced process.
+    #[error("cannot trace in a forked child of a traced process")]
+    ForkedChild,
+    /// The trace file could not be opened.
+    #[error("cannot open trace file {path}: {source}")]
+    Open {
+        /// The trace file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Another process holds the trace file's lock.
+    #[error("trace file {0} is locked: is another process tracing to it?")]
+    Locked(PathBuf),
+    /// Writing the trace failed; tracing stopped at that point.
+    #[error("error writing trace file {path}: {source}")]
+    Write {
+        /// The trace file.
+        path: PathBuf,
+        /// The cause.
+        source: tracekit_memtrace::WriteError,
+    },
+    /// The background thread could not be started.
+    #[error("cannot start the tracer's thread: {0}")]
+    Thread(std::io::Error),
+}
+
+fn check_rate(rate: f64) -> Result<f64, Error> {
+    if rate > 0.0 && rate <= 1.0 {
+        Ok(rate)
+    } else {
+        Err(Error::InvalidRate(rate))
+    }
+}
+
+/// Starts tracing to `path`, sampling each allocated word with probability
+/// `rate` (in (0, 1]; memtrace's default is [`DEFAULT_SAMPLING_RATE`]).
+///
+/// The file is created with mode 0600, locked (a second tracer on the same
+/// file fails with [`Error::Locked`]) and truncated. Tracing stops, and the
+/// file is flushed and closed, when the returned guard is dropped or
+/// [`TraceGuard::stop`]ped, or when the process exits.
+///
+/// The program's global allocator must be a [`Tracer`], or nothing is
+/// sampled.
+pub fn start_tracing(path: impl AsRef<Path>, rate: f64) -> Result<TraceGuard, Error> {
+    session::start(path.as_ref(), check_rate(rate)?, None)?;
+    Ok(TraceGuard { _private: () })
+}
+
+/// Like [`start_tracing`], with the trace's `context` string set.
+pub fn start_tracing_with_context(
+    path: impl AsRef<Path>,
+    rate: f64,
+    context: &str,
+) -> Result<TraceGuard, Error> {
+    session::start(path.as_ref(), check_rate(rate)?, Some(context))?;
+    Ok(TraceGuard { _private: () })
+}
+
+/// Stops the active session and flushes its trace; see [`start_tracing`].
+#[derive(Debug)]
+#[must_use = "dropping the guard stops tracing at once"]
+pub struct TraceGuard {
+    _private: (),
+}
+
+impl TraceGuard {
+    /// Stops tracing, writes out everything sampled and closes the file.
+    pub fn stop(self) -> Result<Stats, Error> {
+        std::mem::forget(self);
+        session::stop(true)
+    }
+}
+
+impl Drop for TraceGuard {
+    fn drop(&mut self) {
+        let _ = session::stop(true);
+    }
+}
+
+/// Starts tracing if the `MEMTRACE` environment variable names a file, as
+/// OCaml's `Memtrace.trace_if_requested` does. `MEMTRACE_RATE` gives the
+/// rate (default [`DEFAULT_SAMPLING_RATE`]). Tracing runs until the process
+/// exits.
+///
+/// # Panics
+///
+/// Like memtrace, which raises `Invalid_argument`, this panics when
+/// `MEMTRACE_RATE` is not a number in (0, 1] or tracing cannot start. Use
+/// [`try_trace_if_requested`] to handle those cases.
+pub fn trace_if_requested() {
+    if let Err(e) = try_trace_if_requested() {
+        panic!("tracekit-alloc: {e}");
+    }
+}
+
+/// Like [`trace_if_requested`], returning errors. `Ok(true)` means tracing
+/// started, `Ok(false)` that `MEMTRACE` is unset or empty.
+///
+/// When the process has a single thread, `MEMTRACE` is then removed from the
+/// environment, so that child processes are not traced to the same file (as
+/// memtrace does). With other threads running, changing the environment is
+/// not safe and the variable is left alone; a child would then find the
+/// file locked and fail with [`Error::Locked`].
+pub fn try_trace_if_requested() -> Result<bool, Error> {
+    let path = match std::env::var_os("MEMTRACE") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => return Ok(false),
+    };
+    let rate = match std::env::var("MEMTRACE_RATE") {
+        Ok(s) if !s.is_empty() => match s.trim().parse::<f64>() {
+            Ok(r) if r > 0.0 && r <= 1.0 => r,
+            _ => return Err(Error::InvalidRateVariable(s)),
+        },
+        _ => DEFAULT_SAMPLING_RATE,
+    };
+    session::start(&path, rate, None)?;
+    if single_threaded() {
+        // SAFETY: the process has exactly one thread (checked just above, and
+        // only this thread can create another), so nothing can read or
+        // write the environment concurrently. The tracer's background thread
+        // never touches the environment.
+        unsafe { std::env::remove_var("MEMTRACE") };
+    }
+    Ok(true)
+}
+
+/// True when the process has one thread besides the tracer's own.
+fn single_threaded() -> bool {
+    match std::fs::read_dir("/proc/self/task") {
+        Ok(d) => {
+            let n = d.count();
+            // The tracer's background thread never touches the environment.
+            n <= 2 && session::tracing() || n <= 1
+        }
+        Err(_) => false,
+    }
+}
+
+/// Stops the active session, however it was started, and flushes its trace.
+pub fn stop_tracing() -> Result<Stats, Error> {
+    session::stop(true)
+}
+
+/// True while a session is active.
+pub fn currently_tracing() -> bool {
+    session::tracing()
+}
+
+/// True while the current thread runs the tracer's own code: the tracer's
+/// background thread, or the bookkeeping of a sampled allocation or free.
+///
+/// An allocator wrapped by [`Tracer`] (for instance one that counts bytes)
+/// can use this to leave the tracer's own allocations out.
+pub fn in_tracer() -> bool {
+    thread::in_tracer()
+}
+
+/// The unwinder this process uses for sampled backtraces.
+pub fn unwinder() -> Unwinder {
+    unwind::unwinder()
+}

@@ -1,0 +1,122 @@
+//! Just enough ELF to map file offsets to virtual addresses: the `PT_LOAD`
+//! program headers of a 64-bit little-endian object.
+//!
+//! ELF64 header fields read (offsets in bytes):
+//!
+//! | offset | size | field |
+//! | ------ | ---- | ----- |
+//! | 0 | 4 | magic `7f 45 4c 46` |
+//! | 4 | 1 | class (2 = 64-bit) |
+//! | 5 | 1 | data (1 = little-endian) |
+//! | 32 | 8 | `e_phoff`: program header table offset |
+//! | 54 | 2 | `e_phentsize`: size of one program header (56) |
+//! | 56 | 2 | `e_phnum`: number of program headers |
+//!
+//! Program header fields: `p_type` u32 at 0 (1 = `PT_LOAD`), `p_offset` u64
+//! at 8, `p_vaddr` u64 at 16, `p_filesz` u64 at 32.
+
+/// Why an object's program headers could not be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ElfError {
+    /// Not a 64-bit little-endian ELF file.
+    #[error("not a 64-bit little-endian ELF file")]
+    NotElf64,
+    /// The header table runs past the given bytes (at this offset).
+    #[error("truncated ELF program headers at offset {0}")]
+    Truncated(usize),
+}
+
+/// One loadable segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LoadSegment {
+    /// Offset of the segment in the file.
+    pub(crate) offset: u64,
+    /// Address the object expects it at (before relocation).
+    pub(crate) vaddr: u64,
+    /// Bytes of the segment present in the file.
+    pub(crate) filesz: u64,
+}
+
+fn u16_at(b: &[u8], at: usize) -> Result<u16, ElfError> {
+    b.get(at..at + 2)
+        .and_then(|s| s.try_into().ok())
+        .map(u16::from_le_bytes)
+        .ok_or(ElfError::Truncated(at))
+}
+
+fn u32_at(b: &[u8], at: usize) -> Result<u32, ElfError> {
+    b.get(at..at + 4)
+        .and_then(|s| s.try_into().ok())
+        .map(u32::from_le_bytes)
+        .ok_or(ElfError::Truncated(at))
+}
+
+fn u64_at(b: &[u8], at: usize) -> Result<u64, ElfError> {
+    b.get(at..at + 8)
+        .and_then(|s| s.try_into().ok())
+        .map(u64::from_le_bytes)
+        .ok_or(ElfError::Truncated(at))
+}
+
+fn table(head: &[u8]) -> Result<(usize, usize, usize), ElfError> {
+    if head.get(..4) != Some(b"\x7fELF") || head.get(4) != Some(&2) || head.get(5) != Some(&1) {
+        return Err(ElfError::NotElf64);
+    }
+    let phoff = usize::try_from(u64_at(head, 32)?).map_err(|_| ElfError::Truncated(32))?;
+    let entsize = usize::from(u16_at(head, 54)?);
+    let count = usize::from(u16_at(head, 56)?);
+    if entsize < 40 {
+        return Err(ElfError::NotElf64);
+    }
+    Ok((phoff, entsize, count))
+}
+
+/// The number of leading bytes of the file that hold the program headers.
+pub(crate) fn program_headers_end(head: &[u8]) -> Result<usize, ElfError> {
+    let (phoff, entsize, count) = table(head)?;
+    phoff
+        .checked_add(entsize * count)
+        .ok_or(ElfError::Truncated(32))
+}
+
+/// The `PT_LOAD` segments of the object whose first bytes are `bytes`.
+pub(crate) fn load_segments(bytes: &[u8]) -> Result<Vec<LoadSegment>, ElfError> {
+    let (phoff, entsize, count) = table(bytes)?;
+    let mut out = Vec::new();
+    for i in 0..count {
+        let at = phoff + i * entsize;
+        if u32_at(bytes, at)? == 1 {
+            out.push(LoadSegment {
+                offset: u64_at(bytes, at + 8)?,
+                vaddr: u64_at(bytes, at + 16)?,
+                filesz: u64_at(bytes, at + 32)?,
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_this_test_binary() {
+        let bytes = std::fs::read("/proc/self/exe").unwrap();
+        let segs = load_segments(&bytes).unwrap();
+        assert!(!segs.is_empty());
+        assert!(program_headers_end(&bytes).unwrap() < bytes.len());
+    }
+
+    #[test]
+    fn rejects_bad_input_without_panicking() {
+        assert_eq!(load_segments(b"hello"), Err(ElfError::NotElf64));
+        let mut b = std::fs::read("/proc/self/exe").unwrap();
+        b.truncate(70);
+        assert!(matches!(load_segments(&b), Err(ElfError::Truncated(_))));
+        for n in 0..70 {
+            let _ = load_segments(&b[..n]);
+            let _ = program_headers_end(&b[..n]);
+        }
+    }
+}

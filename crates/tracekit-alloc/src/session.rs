@@ -1,0 +1,493 @@
+//! Tracing sessions: start, the background flusher, stop, process exit and
+//! fork.
+//!
+//! A session owns the memtrace [`Writer`]s (one per domain slot in use), the
+//! [`Symbolizer`] and the map from sample keys to object ids. All of that sits
+//! behind one mutex, [`SESSION`], which only the background thread, a
+//! sampling thread draining an overfull queue, `stop_tracing` and the exit
+//! hook take; allocating threads only ever lock their own slot's queue.
+//!
+//! Lock order: `SESSION`, then a slot queue. Nobody waits for `SESSION`
+//! while holding a slot queue.
+//!
+//! The background thread drains the queues and flushes every writer that got
+//! events about once a second, so a killed process loses about one second of
+//! events; queues past a soft limit wake it early.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, Once};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tracekit_memtrace::{
+    AllocationSource, DomainId, Info, Location as MtLocation, LocationCode, ObjId, Timestamp,
+    WriteError, Writer, WriterOptions,
+};
+
+use crate::Error;
+use crate::slots::{self, Record, SlotId};
+use crate::symbolize::Symbolizer;
+use crate::thread::Internal;
+use crate::{clock, sampler, table};
+
+/// `generation << 1 | active`. The generation counts sessions (0: none yet).
+static STATE: AtomicU64 = AtomicU64::new(0);
+/// Set in a forked child: tracing is over for good in this process.
+static FORKED: AtomicBool = AtomicBool::new(false);
+/// The session's rate, as [`sampler::Rate::to_bits`].
+static RATE: AtomicU64 = AtomicU64::new(0);
+/// Next sample key.
+static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
+
+static SESSION: Mutex<Option<Session>> = Mutex::new(None);
+
+/// The background thread's alarm clock: `true` = work to do now.
+static WAKE: Mutex<bool> = Mutex::new(false);
+static WAKE_CV: Condvar = Condvar::new();
+
+static HOOKS: Once = Once::new();
+
+/// How often the background thread writes out what was sampled.
+const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The state a sampling thread needs, read with one atomic load.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Active {
+    pub(crate) generation: u32,
+    pub(crate) rate: sampler::Rate,
+}
+
+/// The active session, if any (and not in a forked child).
+#[inline]
+pub(crate) fn active() -> Option<Active> {
+    let s = STATE.load(Ordering::Acquire);
+    if s & 1 == 0 || FORKED.load(Ordering::Relaxed) {
+        return None;
+    }
+    Some(Active {
+        generation: (s >> 1) as u32,
+        rate: sampler::Rate::from_bits(RATE.load(Ordering::Relaxed)),
+    })
+}
+
+/// A fresh sample key.
+pub(crate) fn next_key() -> u64 {
+    NEXT_KEY.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Statistics of a finished session.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Alloc events written.
+    pub allocs: u64,
+    /// Collect events written.
+    pub collects: u64,
+    /// Distinct location codes symbolized.
+    pub codes: u64,
+}
+
+struct Session {
+    generation: u32,
+    path: PathBuf,
+    pid: i32,
+    writers: Vec<Option<Writer<File>>>,
+    dirty: Vec<bool>,
+    symbolizer: Symbolizer,
+    objects: HashMap<u64, ObjId>,
+    spare: Vec<u64>,
+    callstack: Vec<LocationCode>,
+    stats: Stats,
+    /// First write error; the session stops writing after it.
+    failed: Option<WriteError>,
+    thread: Option<JoinHandle<()>>,
+}
+
+fn lock_session() -> MutexGuard<'static, Option<Session>> {
+    SESSION.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Writes one line to stderr with a raw `write(2)`: no lock, no allocation
+/// beyond the message, so it cannot deadlock with a thread that holds the
+/// stderr lock and waits for the tracer.
+fn report(msg: &str) {
+    let line = format!("tracekit-alloc: {msg}\n");
+    // SAFETY: writes `line.len()` initialised bytes from a live buffer to fd 2.
+    unsafe {
+        libc::write(2, line.as_ptr().cast(), line.len());
+    }
+}
+
+fn getpid() -> i32 {
+    // SAFETY: getpid has no preconditions.
+    unsafe { libc::getpid() }
+}
+
+/// Starts a session writing to `path`. The caller checked `rate`.
+pub(crate) fn start(path: &Path, rate: f64, context: Option<&str>) -> Result<(), Error> {
+    start_inner(path, rate, context)?;
+    // The calling thread starts counting now, not after its idle countdown.
+    crate::thread::restart_countdown();
+    Ok(())
+}
+
+fn start_inner(path: &Path, rate: f64, context: Option<&str>) -> Result<(), Error> {
+    let _internal = Internal::enter();
+    if FORKED.load(Ordering::Relaxed) {
+        return Err(Error::ForkedChild);
+    }
+    install_hooks();
+    let mut guard = lock_session();
+    if guard.is_some() {
+        return Err(Error::AlreadyTracing);
+    }
+    let file = open_trace_file(path)?;
+    let pid = getpid();
+    let start_us = clock::start_session();
+    let info = Info {
+        sample_rate: rate,
+        word_size: 64,
+        executable_name: executable_name().into(),
+        host_name: host_name().into(),
+        ocaml_runtime_params: "".into(),
+        pid: i64::from(pid),
+        initial_domain: DomainId::MAIN,
+        start_time: Timestamp::from_micros(start_us),
+        context: context.map(Into::into),
+    };
+    let options = WriterOptions::new().getpid(|| i64::from(getpid()));
+    let main = Writer::with_options(file, &info, options).map_err(|e| Error::Write {
+        path: path.to_path_buf(),
+        source: e,
+    })?;
+    let mut writers: Vec<Option<Writer<File>>> = (0..slots::MAX_SLOTS).map(|_| None).collect();
+    writers[0] = Some(main);
+
+    // Forget what earlier sessions left behind, then go live.
+    slots::reset_all();
+    table::clear();
+    let generation = ((STATE.load(Ordering::Relaxed) >> 1) as u32).wrapping_add(1).max(1);
+    RATE.store(sampler::Rate::new(rate).to_bits(), Ordering::Relaxed);
+    // Decide the unwinder now rather than on the first sample.
+    crate::unwind::unwinder();
+    let thread = std::thread::Builder::new()
+        .name("tracekit-alloc".into())
+        .spawn(move || background(generation))
+        .map_err(Error::Thread)?;
+    *guard = Some(Session {
+        generation,
+        path: path.to_path_buf(),
+        pid,
+        writers,
+        dirty: vec![false; slots::MAX_SLOTS],
+        symbolizer: Symbolizer::new(),
+        objects: HashMap::new(),
+        spare: Vec::new(),
+        callstack: Vec::new(),
+        stats: Stats::default(),
+        failed: None,
+        thread: Some(thread),
+    });
+    STATE.store(u64::from(generation) << 1 | 1, Ordering::Release);
+    Ok(())
+}
+
+/// Stops the active session: writes out everything queued, flushes and closes
+/// the file. `join` waits for the background thread to end.
+pub(crate) fn stop(join: bool) -> Result<Stats, Error> {
+    let _internal = Internal::enter();
+    let mut guard = lock_session();
+    let Some(mut session) = guard.take() else {
+        return Err(Error::NotTracing);
+    };
+    // New samples are no longer recorded.
+    STATE.store(u64::from(session.generation) << 1, Ordering::Release);
+    let forked = FORKED.load(Ordering::Relaxed) || session.pid != getpid();
+    let mut result = Ok(session.stats);
+    if !forked {
+        session.process();
+        let mut first_error = session.failed.take();
+        // Close through domain 0 last: closing flushes and shuts the shared
+        // file for every domain writer.
+        for w in session.writers.iter_mut().skip(1) {
+            if let Some(mut w) = w.take() {
+                if let Err(e) = w.flush() {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(w) = session.writers[0].take() {
+            if let Err(e) = w.close() {
+                first_error.get_or_insert(e);
+            }
+        }
+        if let Some(e) = first_error {
+            result = Err(Error::Write {
+                path: session.path.clone(),
+                source: e,
+            });
+        } else {
+            result = Ok(session.stats);
+        }
+    } else {
+        // A forked child must not write the parent's buffered packets.
+        for w in session.writers.iter_mut() {
+            if let Some(w) = w.take() {
+                std::mem::forget(w);
+            }
+        }
+    }
+    let thread = session.thread.take();
+    drop(session);
+    drop(guard);
+    wake();
+    if join {
+        if let Some(t) = thread {
+            let _ = t.join();
+        }
+    }
+    result
+}
+
+/// True while a session is active in this process.
+pub(crate) fn tracing() -> bool {
+    active().is_some()
+}
+
+/// Wakes the background thread now.
+pub(crate) fn wake() {
+    let mut w = WAKE.lock().unwrap_or_else(|e| e.into_inner());
+    *w = true;
+    WAKE_CV.notify_one();
+}
+
+/// Drains the queues on the calling thread (a queue grew past its hard
+/// limit faster than the background thread empties them).
+pub(crate) fn drain_now() {
+    let _internal = Internal::enter();
+    let mut guard = lock_session();
+    if let Some(s) = guard.as_mut() {
+        s.process();
+    }
+}
+
+fn background(generation: u32) {
+    Internal::enter_forever();
+    loop {
+        {
+            let w = WAKE.lock().unwrap_or_else(|e| e.into_inner());
+            let (mut w, _) = WAKE_CV
+                .wait_timeout_while(w, FLUSH_INTERVAL, |pending| !*pending)
+                .unwrap_or_else(|e| e.into_inner());
+            *w = false;
+        }
+        let mut guard = lock_session();
+        match guard.as_mut() {
+            Some(s) if s.generation == generation => s.process(),
+            _ => return,
+        }
+    }
+}
+
+impl Session {
+    /// Writes every queued record, then flushes the domains that got events.
+    fn process(&mut self) {
+        if self.failed.is_some() {
+            // Keep the queues from growing; the events cannot be written.
+            slots::drain(&mut self.spare, |_, _| {});
+            return;
+        }
+        let mut spare = std::mem::take(&mut self.spare);
+        slots::drain(&mut spare, |slot, words| {
+            for record in slots::records(words) {
+                if let Err(e) = self.write_record(slot, record) {
+                    self.fail(e);
+                    return;
+                }
+            }
+        });
+        self.spare = spare;
+        for i in 0..self.writers.len() {
+            if std::mem::take(&mut self.dirty[i]) {
+                if let Some(w) = self.writers[i].as_mut() {
+                    if let Err(e) = w.flush() {
+                        self.fail(e);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, e: WriteError) {
+        if self.failed.is_none() {
+            if !matches!(e, WriteError::PidChanged) {
+                report(&format!(
+                    "error writing {}: {e}; tracing stopped",
+                    self.path.display()
+                ));
+            }
+            STATE.store(u64::from(self.generation) << 1, Ordering::Release);
+            self.failed = Some(e);
+        }
+    }
+
+    fn writer(&mut self, slot: SlotId) -> Result<&mut Writer<File>, WriteError> {
+        let i = slot.index();
+        if self.writers[i].is_none() {
+            let main = self.writers[0].as_ref().ok_or(WriteError::Closed)?;
+            let w = main.for_domain(DomainId::new(i as u16))?;
+            self.writers[i] = Some(w);
+        }
+        self.dirty[i] = true;
+        self.writers[i].as_mut().ok_or(WriteError::Closed)
+    }
+
+    fn write_record(&mut self, slot: SlotId, record: Record<'_>) -> Result<(), WriteError> {
+        match record {
+            Record::Alloc {
+                generation,
+                key,
+                time,
+                words,
+                nsamples,
+                frames,
+            } => {
+                if generation != self.generation {
+                    return Ok(());
+                }
+                // Trim the tracer's own frames off the innermost end.
+                let mut skip = 0;
+                while skip < frames.len() && self.symbolizer.code(frames[skip]).internal {
+                    skip += 1;
+                }
+                let mut callstack = std::mem::take(&mut self.callstack);
+                callstack.clear();
+                callstack.extend(frames[skip..].iter().map(|&f| LocationCode::new(f as i64)));
+                let symbolizer = &mut self.symbolizer;
+                let writer = {
+                    let i = slot.index();
+                    if self.writers[i].is_none() {
+                        let main = self.writers[0].as_ref().ok_or(WriteError::Closed)?;
+                        self.writers[i] = Some(main.for_domain(DomainId::new(i as u16))?);
+                    }
+                    self.dirty[i] = true;
+                    self.writers[i].as_mut().ok_or(WriteError::Closed)?
+                };
+                let result = writer.put_alloc(
+                    Timestamp::from_micros(time),
+                    words,
+                    nsamples,
+                    AllocationSource::External,
+                    &callstack,
+                    |code: LocationCode| to_memtrace(&symbolizer.code(code.get() as u64).locations),
+                );
+                self.callstack = callstack;
+                let id = result?;
+                self.objects.insert(key, id);
+                self.stats.allocs += 1;
+                self.stats.codes = self.symbolizer.len() as u64;
+            }
+            Record::Collect {
+                generation,
+                key,
+                time,
+            } => {
+                if generation != self.generation {
+                    return Ok(());
+                }
+                if let Some(id) = self.objects.remove(&key) {
+                    self.writer(slot)?
+                        .put_collect(Timestamp::from_micros(time), id)?;
+                    self.stats.collects += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn to_memtrace(locations: &[crate::symbolize::Location]) -> Vec<MtLocation> {
+    locations
+        .iter()
+        .map(|l| MtLocation {
+            filename: l.filename.as_str().into(),
+            line: l.line,
+            // Rust knows a column, not a range: the range is that column.
+            start_char: l.column,
+            end_char: l.column,
+            defname: l.defname.as_str().into(),
+        })
+        .collect()
+}
+
+/// Opens the trace file as memtrace does: created with mode 0600, locked
+/// against a second tracer, then truncated.
+fn open_trace_file(path: &Path) -> Result<File, Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let io_err = |e| Error::Open {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .map_err(io_err)?;
+    // SAFETY: `file` owns a valid descriptor for the duration of the call.
+    if unsafe { libc::lockf(file.as_raw_fd(), libc::F_TLOCK, 0) } != 0 {
+        return Err(Error::Locked(path.to_path_buf()));
+    }
+    // Errors ignored, as memtrace does, so that /dev/null works.
+    let _ = file.set_len(0);
+    Ok(file)
+}
+
+fn executable_name() -> String {
+    match std::env::current_exe() {
+        Ok(p) => p.to_string_lossy().into_owned(),
+        Err(_) => std::env::args().next().unwrap_or_default(),
+    }
+}
+
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for `buf.len()` bytes; gethostname writes a
+    // NUL-terminated name into it (truncated if needed).
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+extern "C" fn at_fork_child() {
+    // Only an atomic store: this runs in the child right after fork, where
+    // locks held by other parent threads are stuck for ever.
+    FORKED.store(true, Ordering::Relaxed);
+}
+
+extern "C" fn at_exit() {
+    if FORKED.load(Ordering::Relaxed) {
+        return;
+    }
+    let _ = stop(false);
+}
+
+fn install_hooks() {
+    HOOKS.call_once(|| {
+        // SAFETY: both callbacks are `extern "C"` functions with no arguments
+        // that live for the whole program; registering them has no other
+        // precondition. Failure (out of memory) only loses the hook.
+        unsafe {
+            libc::pthread_atfork(None, None, Some(at_fork_child));
+            libc::atexit(at_exit);
+        }
+    });
+}

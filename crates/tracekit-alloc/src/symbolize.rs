@@ -1,0 +1,385 @@
+//! Turning location codes (return addresses) into source locations.
+//!
+//! Runs on the background thread, never on an allocating thread's fast path,
+//! and each code is symbolized once (the result is cached for the session).
+//!
+//! An address is mapped to its object file through `/proc/self/maps` rather
+//! than `dl_iterate_phdr`, so that symbolizing never takes the dynamic
+//! loader's lock (a thread inside `dlopen` may be blocked in the allocator).
+//! The file offset is turned into the object's own virtual address with its
+//! `PT_LOAD` program headers, then `addr2line` gives the frames, inlined ones
+//! included. Names are demangled (Rust, then C++).
+//!
+//! A return address points after the call instruction, so `code - 1` is
+//! looked up, which lands on the call itself.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// One source location of a code, in memtrace's terms.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Location {
+    /// Source file path as recorded in the debug information.
+    pub(crate) filename: String,
+    /// Line number (1-based; 0 when unknown).
+    pub(crate) line: u32,
+    /// Column (1-based; 0 when unknown).
+    pub(crate) column: u32,
+    /// Demangled function name, without the hash suffix.
+    pub(crate) defname: String,
+}
+
+/// What a code stands for.
+#[derive(Debug)]
+pub(crate) struct CodeInfo {
+    /// Locations, outermost (caller) first, innermost (inlined callee) last,
+    /// as memtrace lists them.
+    pub(crate) locations: Vec<Location>,
+    /// True for the tracer's own frames and the allocator shims, which are
+    /// trimmed off the innermost end of backtraces.
+    pub(crate) internal: bool,
+}
+
+struct Mapping {
+    start: u64,
+    end: u64,
+    offset: u64,
+    object: usize,
+}
+
+struct Segment {
+    offset: u64,
+    vaddr: u64,
+    filesz: u64,
+}
+
+struct Object {
+    path: PathBuf,
+    /// Loaded on first use; `None` once loading failed.
+    state: Option<Option<Loaded>>,
+}
+
+struct Loaded {
+    segments: Vec<Segment>,
+    loader: Option<addr2line::Loader>,
+}
+
+/// The per-session symbolizer.
+pub(crate) struct Symbolizer {
+    mappings: Vec<Mapping>,
+    objects: Vec<Object>,
+    object_index: HashMap<PathBuf, usize>,
+    cache: HashMap<u64, Arc<CodeInfo>>,
+    /// True once the maps were re-read for an address they did not cover.
+    maps_fresh: bool,
+}
+
+impl Symbolizer {
+    pub(crate) fn new() -> Symbolizer {
+        let mut s = Symbolizer {
+            mappings: Vec::new(),
+            objects: Vec::new(),
+            object_index: HashMap::new(),
+            cache: HashMap::new(),
+            maps_fresh: false,
+        };
+        s.read_maps();
+        s
+    }
+
+    /// The code's locations and whether it is internal; symbolizes on first
+    /// sight.
+    pub(crate) fn code(&mut self, code: u64) -> Arc<CodeInfo> {
+        if let Some(info) = self.cache.get(&code) {
+            return info.clone();
+        }
+        let locations = self.symbolize(code);
+        let internal = !locations.is_empty() && locations.iter().all(|l| is_internal(&l.defname));
+        let info = Arc::new(CodeInfo {
+            locations,
+            internal,
+        });
+        self.cache.insert(code, info.clone());
+        info
+    }
+
+    fn read_maps(&mut self) {
+        self.maps_fresh = true;
+        let Ok(text) = std::fs::read_to_string("/proc/self/maps") else {
+            return;
+        };
+        self.mappings.clear();
+        for line in text.lines() {
+            if let Some((start, end, offset, path)) = parse_maps_line(line) {
+                let object = match self.object_index.get(path) {
+                    Some(&i) => i,
+                    None => {
+                        self.objects.push(Object {
+                            path: path.to_path_buf(),
+                            state: None,
+                        });
+                        self.object_index.insert(path.to_path_buf(), self.objects.len() - 1);
+                        self.objects.len() - 1
+                    }
+                };
+                self.mappings.push(Mapping {
+                    start,
+                    end,
+                    offset,
+                    object,
+                });
+            }
+        }
+        self.mappings.sort_by_key(|m| m.start);
+    }
+
+    fn mapping(&self, addr: u64) -> Option<&Mapping> {
+        let i = self.mappings.partition_point(|m| m.start <= addr);
+        let m = self.mappings.get(i.checked_sub(1)?)?;
+        (addr < m.end).then_some(m)
+    }
+
+    fn symbolize(&mut self, code: u64) -> Vec<Location> {
+        let addr = code.wrapping_sub(1);
+        if self.mapping(addr).is_none() && !self.maps_fresh {
+            // A library loaded since the maps were read.
+            self.read_maps();
+        }
+        let Some(m) = self.mapping(addr) else {
+            return Vec::new();
+        };
+        let file_offset = addr - m.start + m.offset;
+        let object_index = m.object;
+        let object = &mut self.objects[object_index];
+        let loaded = object.state.get_or_insert_with(|| load(&object.path));
+        let Some(loaded) = loaded else {
+            return Vec::new();
+        };
+        let Some(svma) = loaded
+            .segments
+            .iter()
+            .find(|s| file_offset >= s.offset && file_offset - s.offset < s.filesz)
+            .map(|s| file_offset - s.offset + s.vaddr)
+        else {
+            return Vec::new();
+        };
+        let Some(loader) = &loaded.loader else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        if let Ok(mut frames) = loader.find_frames(svma) {
+            while let Ok(Some(frame)) = frames.next() {
+                let defname = match &frame.function {
+                    Some(f) => f.demangle().map(|n| n.into_owned()).unwrap_or_default(),
+                    None => String::new(),
+                };
+                let (filename, line, column) = match &frame.location {
+                    Some(l) => (
+                        l.file.unwrap_or_default().to_owned(),
+                        l.line.unwrap_or(0),
+                        l.column.unwrap_or(0),
+                    ),
+                    None => (String::new(), 0, 0),
+                };
+                if defname.is_empty() && filename.is_empty() {
+                    continue;
+                }
+                out.push(Location {
+                    filename,
+                    line,
+                    column,
+                    defname,
+                });
+            }
+        }
+        if out.iter().all(|l| l.defname.is_empty()) {
+            // No debug information: fall back to the symbol table.
+            if let Some(name) = loader.find_symbol(svma) {
+                let defname = demangle(name);
+                match out.last_mut() {
+                    Some(l) => l.defname = defname,
+                    None => out.push(Location {
+                        filename: object_name(&object.path),
+                        line: 0,
+                        column: 0,
+                        defname,
+                    }),
+                }
+            }
+        }
+        for l in &mut out {
+            if l.defname.is_empty() {
+                l.defname = "??".to_owned();
+            }
+        }
+        // addr2line lists the innermost (inlined) frame first; memtrace lists
+        // a code's locations caller first.
+        out.reverse();
+        out
+    }
+
+    /// Number of codes symbolized so far.
+    pub(crate) fn len(&self) -> usize {
+        self.cache.len()
+    }
+}
+
+/// Parses one `/proc/self/maps` line into (start, end, file offset, path),
+/// keeping only executable mappings of files.
+fn parse_maps_line(line: &str) -> Option<(u64, u64, u64, &Path)> {
+    let mut fields = line.splitn(6, ' ');
+    let range = fields.next()?;
+    let perms = fields.next()?;
+    let offset = fields.next()?;
+    let _dev = fields.next()?;
+    let _inode = fields.next()?;
+    let path = fields.next()?.trim_start();
+    if !perms.contains('x') || !path.starts_with('/') {
+        return None;
+    }
+    let (start, end) = range.split_once('-')?;
+    let start = u64::from_str_radix(start, 16).ok()?;
+    let end = u64::from_str_radix(end, 16).ok()?;
+    let offset = u64::from_str_radix(offset, 16).ok()?;
+    let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+    Some((start, end, offset, Path::new(path)))
+}
+
+fn object_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn load(path: &Path) -> Option<Loaded> {
+    let bytes = read_program_headers(path)?;
+    let segments = crate::elf::load_segments(&bytes)
+        .ok()?
+        .into_iter()
+        .map(|s| Segment {
+            offset: s.offset,
+            vaddr: s.vaddr,
+            filesz: s.filesz,
+        })
+        .collect();
+    Some(Loaded {
+        segments,
+        loader: addr2line::Loader::new(path).ok(),
+    })
+}
+
+/// Reads the start of an ELF file: enough for its program headers.
+fn read_program_headers(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut head = vec![0u8; 64];
+    f.read_exact(&mut head).ok()?;
+    let need = crate::elf::program_headers_end(&head).ok()?;
+    if need > 1 << 20 {
+        return None;
+    }
+    let mut rest = vec![0u8; need.saturating_sub(64)];
+    f.read_exact(&mut rest).ok()?;
+    head.extend_from_slice(&rest);
+    Some(head)
+}
+
+/// Demangles a symbol-table name (Rust, else C++, else as is).
+pub(crate) fn demangle(name: &str) -> String {
+    if let Ok(d) = rustc_demangle::try_demangle(name) {
+        return format!("{d:#}");
+    }
+    addr2line::demangle(name, addr2line::gimli::DW_LANG_C_plus_plus).unwrap_or_else(|| name.to_owned())
+}
+
+/// The tracer's own functions and the global-allocator shims: frames that
+/// say where the allocator is, not who allocated.
+pub(crate) fn is_internal(defname: &str) -> bool {
+    if defname.starts_with("tracekit_alloc::") || defname.starts_with("<tracekit_alloc::") {
+        return true;
+    }
+    let last = defname.rsplit("::").next().unwrap_or(defname);
+    matches!(
+        last,
+        "__rust_alloc"
+            | "__rust_dealloc"
+            | "__rust_realloc"
+            | "__rust_alloc_zeroed"
+            | "__rg_alloc"
+            | "__rg_dealloc"
+            | "__rg_realloc"
+            | "__rg_alloc_zeroed"
+            | "_Unwind_Backtrace"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[inline(never)]
+    fn marker() -> usize {
+        // A return address inside this test module: the address right after
+        // a call made from `marker`'s caller is what the walk would record.
+        std::hint::black_box(line!() as usize)
+    }
+
+    #[test]
+    fn symbolizes_a_function_of_this_crate() {
+        let mut s = Symbolizer::new();
+        // Any address inside `marker` (plus one, as a return address would be).
+        let code = marker as *const () as usize as u64 + 1 + 1;
+        let info = s.code(code);
+        assert!(!info.locations.is_empty(), "no location for {code:#x}");
+        let inner = info.locations.last().unwrap();
+        assert!(inner.defname.ends_with("tests::marker"), "{info:?}");
+        assert!(inner.filename.ends_with("symbolize.rs"), "{info:?}");
+        assert!(inner.line > 0);
+        assert!(info.internal, "this crate's frames are internal");
+        // Cached: a second lookup does not symbolize again.
+        let before = s.len();
+        s.code(code);
+        assert_eq!(s.len(), before);
+    }
+
+    #[test]
+    fn symbolizes_libc_from_its_symbol_table() {
+        let mut s = Symbolizer::new();
+        let code = libc::getpid as *const () as usize as u64 + 1 + 1;
+        let info = s.code(code);
+        assert!(
+            info.locations.iter().any(|l| l.defname.contains("getpid")),
+            "{info:?}"
+        );
+        assert!(!info.internal);
+    }
+
+    #[test]
+    fn unknown_addresses_have_no_location() {
+        let mut s = Symbolizer::new();
+        assert!(s.code(0x10).locations.is_empty());
+    }
+
+    #[test]
+    fn parses_maps_lines() {
+        let l = "7f0e1c000000-7f0e1c021000 r-xp 00002000 08:01 1234     /usr/lib/libc.so.6";
+        assert_eq!(
+            parse_maps_line(l),
+            Some((0x7f0e1c000000, 0x7f0e1c021000, 0x2000, Path::new("/usr/lib/libc.so.6")))
+        );
+        assert_eq!(parse_maps_line("7f-80 rw-p 0 00:00 0 [heap]"), None);
+        assert_eq!(parse_maps_line("7f-80 r-xp 0 00:00 0 [vdso]"), None);
+        assert_eq!(parse_maps_line("garbage"), None);
+    }
+
+    #[test]
+    fn internal_names() {
+        assert!(is_internal("tracekit_alloc::slow::sampled"));
+        assert!(is_internal("<tracekit_alloc::Tracer<std::alloc::System> as core::alloc::global::GlobalAlloc>::alloc"));
+        assert!(is_internal("__rustc::__rust_alloc"));
+        assert!(is_internal("__rg_alloc"));
+        assert!(!is_internal("alloc::raw_vec::finish_grow"));
+        assert!(!is_internal("workload::build_strings"));
+    }
+}
