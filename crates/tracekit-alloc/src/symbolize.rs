@@ -95,7 +95,7 @@ impl Symbolizer {
             return info.clone();
         }
         let locations = self.symbolize(code);
-        let internal = !locations.is_empty() && locations.iter().all(|l| is_internal(&l.defname));
+        let internal = !locations.is_empty() && locations.iter().all(is_internal);
         let info = Arc::new(CodeInfo {
             locations,
             internal,
@@ -171,7 +171,7 @@ impl Symbolizer {
         if let Ok(mut frames) = loader.find_frames(svma) {
             while let Ok(Some(frame)) = frames.next() {
                 let defname = match &frame.function {
-                    Some(f) => f.demangle().map(|n| n.into_owned()).unwrap_or_default(),
+                    Some(f) => f.raw_name().map(|n| demangle(&n)).unwrap_or_default(),
                     None => String::new(),
                 };
                 let (filename, line, column) = match &frame.location {
@@ -193,25 +193,33 @@ impl Symbolizer {
                 });
             }
         }
-        if out.iter().all(|l| l.defname.is_empty()) {
-            // No debug information: fall back to the symbol table.
-            if let Some(name) = loader.find_symbol(svma) {
-                let defname = demangle(name);
-                match out.last_mut() {
-                    Some(l) => l.defname = defname,
-                    None => out.push(Location {
-                        filename: object_name(&object.path),
-                        line: 0,
-                        column: 0,
-                        defname,
-                    }),
-                }
+        // The symbol table names the function that contains the address with
+        // its full path, which line-tables-only debug information lacks; the
+        // outermost frame (last, before the reversal below) is that function.
+        if let Some(name) = loader.find_symbol(svma) {
+            let defname = demangle(name);
+            match out.last_mut() {
+                Some(l) if l.defname.is_empty() || !l.defname.contains("::") => l.defname = defname,
+                Some(_) => {}
+                None => out.push(Location {
+                    filename: object_name(&object.path),
+                    line: 0,
+                    column: 0,
+                    defname,
+                }),
             }
         }
         for l in &mut out {
             if l.defname.is_empty() {
                 l.defname = "??".to_owned();
             }
+        }
+        // A call made from inside std's allocator functions is the call into
+        // the global allocator: those inlined frames say "the allocator", not
+        // who allocated, so they go, as memtrace drops its `ext_alloc` frame.
+        let plumbing = out.iter().take_while(|l| is_allocator_plumbing(l)).count();
+        if plumbing < out.len() {
+            out.drain(..plumbing);
         }
         // addr2line lists the innermost (inlined) frame first; memtrace lists
         // a code's locations caller first.
@@ -293,13 +301,20 @@ pub(crate) fn demangle(name: &str) -> String {
     addr2line::demangle(name, addr2line::gimli::DW_LANG_C_plus_plus).unwrap_or_else(|| name.to_owned())
 }
 
+/// This crate's source directory, as compiled into its debug information.
+const OWN_SOURCES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/");
+
 /// The tracer's own functions and the global-allocator shims: frames that
 /// say where the allocator is, not who allocated.
-pub(crate) fn is_internal(defname: &str) -> bool {
-    if defname.starts_with("tracekit_alloc::") || defname.starts_with("<tracekit_alloc::") {
+pub(crate) fn is_internal(l: &Location) -> bool {
+    if l.filename.starts_with(OWN_SOURCES) {
         return true;
     }
-    let last = defname.rsplit("::").next().unwrap_or(defname);
+    let name = l.defname.as_str();
+    if name.starts_with("tracekit_alloc::") || name.starts_with("<tracekit_alloc::") {
+        return true;
+    }
+    let last = name.rsplit("::").next().unwrap_or(name);
     matches!(
         last,
         "__rust_alloc"
@@ -312,6 +327,13 @@ pub(crate) fn is_internal(defname: &str) -> bool {
             | "__rg_alloc_zeroed"
             | "_Unwind_Backtrace"
     )
+}
+
+/// Frames of std's `alloc::alloc` module (`alloc`, `Global::allocate`, ...),
+/// which only forward to the global allocator.
+fn is_allocator_plumbing(l: &Location) -> bool {
+    l.filename.ends_with("/library/alloc/src/alloc.rs") || l.defname.starts_with("alloc::alloc::")
+        || l.defname.starts_with("<alloc::alloc::Global as ")
 }
 
 #[cfg(test)]
@@ -375,11 +397,21 @@ mod tests {
 
     #[test]
     fn internal_names() {
-        assert!(is_internal("tracekit_alloc::slow::sampled"));
-        assert!(is_internal("<tracekit_alloc::Tracer<std::alloc::System> as core::alloc::global::GlobalAlloc>::alloc"));
-        assert!(is_internal("__rustc::__rust_alloc"));
-        assert!(is_internal("__rg_alloc"));
-        assert!(!is_internal("alloc::raw_vec::finish_grow"));
-        assert!(!is_internal("workload::build_strings"));
+        let at = |defname: &str, filename: &str| Location {
+            filename: filename.to_owned(),
+            line: 1,
+            column: 1,
+            defname: defname.to_owned(),
+        };
+        let internal = |d: &str| is_internal(&at(d, "/src/x.rs"));
+        assert!(internal("tracekit_alloc::slow::sampled"));
+        assert!(internal("<tracekit_alloc::Tracer<std::alloc::System> as core::alloc::global::GlobalAlloc>::alloc"));
+        assert!(internal("__rustc::__rust_alloc"));
+        assert!(internal("__rg_alloc"));
+        assert!(!internal("alloc::raw_vec::finish_grow"));
+        assert!(!internal("workload::build_strings"));
+        assert!(is_internal(&at("record_alloc", concat!(env!("CARGO_MANIFEST_DIR"), "/src/lib.rs"))));
+        assert!(is_allocator_plumbing(&at("alloc_impl", "/rustc/abc/library/alloc/src/alloc.rs")));
+        assert!(!is_allocator_plumbing(&at("grow_one", "/rustc/abc/library/alloc/src/raw_vec/mod.rs")));
     }
 }

@@ -105,7 +105,7 @@ pub(crate) fn may_contain(addr: *mut u8) -> bool {
 fn filter_increment(addr: usize) {
     let c = &FILTER[filter_index(addr)];
     let _ = c.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-        (v < u8::MAX).then_some(v + 1)
+        (v < u8::MAX).then(|| v + 1)
     });
 }
 
@@ -113,7 +113,7 @@ fn filter_decrement(addr: usize) {
     let c = &FILTER[filter_index(addr)];
     // A saturated counter no longer knows its count: it stays saturated.
     let _ = c.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-        (v > 0 && v < u8::MAX).then_some(v - 1)
+        (v > 0 && v < u8::MAX).then(|| v - 1)
     });
 }
 
