@@ -193,7 +193,7 @@ fn worker(seed: u64) -> (Vec<String>, BTreeMap<u64, Vec<u8>>) {
     let mut rng = Lcg(seed);
     let mut kept_lines = Vec::new();
     let mut kept_index = BTreeMap::new();
-    for _ in 0..6 {
+    for round in 0..6 {
         let lines = build_log_lines(&mut rng, 20_000);
         let counts = count_words(&lines);
         black_box(counts.len());
