@@ -95,7 +95,11 @@ impl Symbolizer {
             return info.clone();
         }
         let locations = self.symbolize(code);
-        let internal = !locations.is_empty() && locations.iter().all(is_internal);
+        // Whatever is left of an allocator frame above is all allocator.
+        let internal = !locations.is_empty()
+            && locations
+                .iter()
+                .all(|l| is_internal(l) || is_allocator_plumbing(l));
         let info = Arc::new(CodeInfo {
             locations,
             internal,
@@ -214,12 +218,18 @@ impl Symbolizer {
                 l.defname = "??".to_owned();
             }
         }
-        // A call made from inside std's allocator functions is the call into
-        // the global allocator: those inlined frames say "the allocator", not
-        // who allocated, so they go, as memtrace drops its `ext_alloc` frame.
-        let plumbing = out.iter().take_while(|l| is_allocator_plumbing(l)).count();
-        if plumbing < out.len() {
-            out.drain(..plumbing);
+        // A call made from inside the tracer, the allocator shims or std's
+        // allocator functions is a call into the allocator: those inlined
+        // frames say "the allocator", not who allocated, so they go (memtrace
+        // drops its `ext_alloc` frames the same way). The allocator is often
+        // inlined into the program's function, so this is per location, not
+        // per code.
+        let strip = out
+            .iter()
+            .take_while(|l| is_internal(l) || is_allocator_plumbing(l))
+            .count();
+        if strip < out.len() {
+            out.drain(..strip);
         }
         // addr2line lists the innermost (inlined) frame first; memtrace lists
         // a code's locations caller first.
