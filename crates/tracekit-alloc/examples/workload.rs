@@ -103,7 +103,12 @@ impl Lcg {
 fn build_log_lines(rng: &mut Lcg, n: usize) -> Vec<String> {
     let mut lines = Vec::new();
     for i in 0..n {
-        let line = format!("request {i} from 10.0.{}.{} took {} us", rng.next() % 256, rng.next() % 256, rng.next() % 10_000);
+        let line = format!(
+            "request {i} from 10.0.{}.{} took {} us",
+            rng.next() % 256,
+            rng.next() % 256,
+            rng.next() % 10_000
+        );
         lines.push(line);
     }
     lines

@@ -102,16 +102,16 @@ mod tests {
 
     #[test]
     fn reads_this_test_binary() {
-        let bytes = std::fs::read("/proc/self/exe").unwrap();
-        let segs = load_segments(&bytes).unwrap();
+        let bytes = std::fs::read("/proc/self/exe").expect("read own executable");
+        let segs = load_segments(&bytes).expect("segments");
         assert!(!segs.is_empty());
-        assert!(program_headers_end(&bytes).unwrap() < bytes.len());
+        assert!(program_headers_end(&bytes).expect("headers") < bytes.len());
     }
 
     #[test]
     fn rejects_bad_input_without_panicking() {
         assert_eq!(load_segments(b"hello"), Err(ElfError::NotElf64));
-        let mut b = std::fs::read("/proc/self/exe").unwrap();
+        let mut b = std::fs::read("/proc/self/exe").expect("read own executable");
         b.truncate(70);
         assert!(matches!(load_segments(&b), Err(ElfError::Truncated(_))));
         for n in 0..70 {

@@ -171,7 +171,12 @@ impl<A: GlobalAlloc> Tracer<A> {
     /// The caller upholds [`GlobalAlloc::realloc`]'s contract.
     #[cold]
     #[inline(never)]
-    unsafe fn realloc_possibly_sampled(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+    unsafe fn realloc_possibly_sampled(
+        &self,
+        ptr: *mut u8,
+        layout: Layout,
+        new_size: usize,
+    ) -> *mut u8 {
         // Take the entry out first: once the inner realloc returns, another
         // thread may be handed the old address and sample it.
         let entry = table::remove(ptr);

@@ -161,7 +161,8 @@ mod tests {
         for _ in 0..1000 {
             assert_eq!(r.draw_gap_words(&mut rng), 1);
         }
-        let (bytes, samples, allocs) = simulate(1.0, [8usize, 16, 24, 80].into_iter().cycle().take(400), 3);
+        let (bytes, samples, allocs) =
+            simulate(1.0, [8usize, 16, 24, 80].into_iter().cycle().take(400), 3);
         assert_eq!(samples * WORD_BYTES, bytes);
         assert_eq!(allocs, 400);
     }
@@ -169,7 +170,8 @@ mod tests {
     #[test]
     fn estimates_are_unbiased_for_mixed_sizes() {
         // Sizes that are not multiples of the word size, small and large.
-        let sizes = (0..2_000_000u64).map(|i| [3usize, 17, 40, 100, 1000, 4099, 65_536][(i * 2_654_435_761 % 7) as usize]);
+        let sizes = (0..2_000_000u64)
+            .map(|i| [3usize, 17, 40, 100, 1000, 4099, 65_536][(i * 2_654_435_761 % 7) as usize]);
         let rate = 1e-3;
         let (bytes, samples, _) = simulate(rate, sizes, 11);
         let estimate = samples as f64 * WORD_BYTES as f64 / rate;

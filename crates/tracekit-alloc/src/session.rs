@@ -168,7 +168,9 @@ fn start_inner(path: &Path, rate: f64, context: Option<&str>) -> Result<(), Erro
     // Forget what earlier sessions left behind, then go live.
     slots::reset_all();
     table::clear();
-    let generation = ((STATE.load(Ordering::Relaxed) >> 1) as u32).wrapping_add(1).max(1);
+    let generation = ((STATE.load(Ordering::Relaxed) >> 1) as u32)
+        .wrapping_add(1)
+        .max(1);
     RATE.store(sampler::Rate::new(rate).to_bits(), Ordering::Relaxed);
     // Decide the unwinder now rather than on the first sample.
     crate::unwind::unwinder();
@@ -197,6 +199,11 @@ fn start_inner(path: &Path, rate: f64, context: Option<&str>) -> Result<(), Erro
 /// Stops the active session: writes out everything queued, flushes and closes
 /// the file. `join` waits for the background thread to end.
 pub(crate) fn stop(join: bool) -> Result<Stats, Error> {
+    if FORKED.load(Ordering::Relaxed) {
+        // In a forked child the session lock may be held for ever by a
+        // parent thread that does not exist here, and so may the writers'.
+        return Err(Error::ForkedChild);
+    }
     let _internal = Internal::enter();
     let mut guard = lock_session();
     let Some(mut session) = guard.take() else {

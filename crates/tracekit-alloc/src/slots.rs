@@ -276,10 +276,19 @@ mod tests {
         drain(&mut spare, |s, words| {
             if s == slot {
                 seen.extend(records(words).map(|r| match r {
-                    Record::Alloc { generation, key, words, nsamples, frames, .. } => {
+                    Record::Alloc {
+                        generation,
+                        key,
+                        words,
+                        nsamples,
+                        frames,
+                        ..
+                    } => {
                         format!("alloc g{generation} k{key} w{words} n{nsamples} {frames:x?}")
                     }
-                    Record::Collect { generation, key, .. } => format!("collect g{generation} k{key}"),
+                    Record::Collect {
+                        generation, key, ..
+                    } => format!("collect g{generation} k{key}"),
                 }));
             }
         });

@@ -123,7 +123,8 @@ impl Symbolizer {
                             path: path.to_path_buf(),
                             state: None,
                         });
-                        self.object_index.insert(path.to_path_buf(), self.objects.len() - 1);
+                        self.object_index
+                            .insert(path.to_path_buf(), self.objects.len() - 1);
                         self.objects.len() - 1
                     }
                 };
@@ -308,7 +309,8 @@ pub(crate) fn demangle(name: &str) -> String {
     if let Ok(d) = rustc_demangle::try_demangle(name) {
         return format!("{d:#}");
     }
-    addr2line::demangle(name, addr2line::gimli::DW_LANG_C_plus_plus).unwrap_or_else(|| name.to_owned())
+    addr2line::demangle(name, addr2line::gimli::DW_LANG_C_plus_plus)
+        .unwrap_or_else(|| name.to_owned())
 }
 
 /// This crate's source directory, as compiled into its debug information.
@@ -342,7 +344,8 @@ pub(crate) fn is_internal(l: &Location) -> bool {
 /// Frames of std's `alloc::alloc` module (`alloc`, `Global::allocate`, ...),
 /// which only forward to the global allocator.
 fn is_allocator_plumbing(l: &Location) -> bool {
-    l.filename.ends_with("/library/alloc/src/alloc.rs") || l.defname.starts_with("alloc::alloc::")
+    l.filename.ends_with("/library/alloc/src/alloc.rs")
+        || l.defname.starts_with("alloc::alloc::")
         || l.defname.starts_with("<alloc::alloc::Global as ")
 }
 
@@ -364,7 +367,7 @@ mod tests {
         let code = marker as *const () as usize as u64 + 1 + 1;
         let info = s.code(code);
         assert!(!info.locations.is_empty(), "no location for {code:#x}");
-        let inner = info.locations.last().unwrap();
+        let inner = info.locations.last().expect("a location");
         assert!(inner.defname.ends_with("tests::marker"), "{info:?}");
         assert!(inner.filename.ends_with("symbolize.rs"), "{info:?}");
         assert!(inner.line > 0);
@@ -398,7 +401,12 @@ mod tests {
         let l = "7f0e1c000000-7f0e1c021000 r-xp 00002000 08:01 1234     /usr/lib/libc.so.6";
         assert_eq!(
             parse_maps_line(l),
-            Some((0x7f0e1c000000, 0x7f0e1c021000, 0x2000, Path::new("/usr/lib/libc.so.6")))
+            Some((
+                0x7f0e1c000000,
+                0x7f0e1c021000,
+                0x2000,
+                Path::new("/usr/lib/libc.so.6")
+            ))
         );
         assert_eq!(parse_maps_line("7f-80 rw-p 0 00:00 0 [heap]"), None);
         assert_eq!(parse_maps_line("7f-80 r-xp 0 00:00 0 [vdso]"), None);
@@ -415,13 +423,24 @@ mod tests {
         };
         let internal = |d: &str| is_internal(&at(d, "/src/x.rs"));
         assert!(internal("tracekit_alloc::slow::sampled"));
-        assert!(internal("<tracekit_alloc::Tracer<std::alloc::System> as core::alloc::global::GlobalAlloc>::alloc"));
+        assert!(internal(
+            "<tracekit_alloc::Tracer<std::alloc::System> as core::alloc::global::GlobalAlloc>::alloc"
+        ));
         assert!(internal("__rustc::__rust_alloc"));
         assert!(internal("__rg_alloc"));
         assert!(!internal("alloc::raw_vec::finish_grow"));
         assert!(!internal("workload::build_strings"));
-        assert!(is_internal(&at("record_alloc", concat!(env!("CARGO_MANIFEST_DIR"), "/src/lib.rs"))));
-        assert!(is_allocator_plumbing(&at("alloc_impl", "/rustc/abc/library/alloc/src/alloc.rs")));
-        assert!(!is_allocator_plumbing(&at("grow_one", "/rustc/abc/library/alloc/src/raw_vec/mod.rs")));
+        assert!(is_internal(&at(
+            "record_alloc",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/src/lib.rs")
+        )));
+        assert!(is_allocator_plumbing(&at(
+            "alloc_impl",
+            "/rustc/abc/library/alloc/src/alloc.rs"
+        )));
+        assert!(!is_allocator_plumbing(&at(
+            "grow_one",
+            "/rustc/abc/library/alloc/src/raw_vec/mod.rs"
+        )));
     }
 }

@@ -73,7 +73,9 @@ pub(crate) struct Entry {
 
 impl Entry {
     fn pack(self) -> u64 {
-        (self.key & 0xFF_FFFF_FFFF) | (self.slot.index() as u64) << 40 | u64::from(self.generation) << 48
+        (self.key & 0xFF_FFFF_FFFF)
+            | (self.slot.index() as u64) << 40
+            | u64::from(self.generation) << 48
     }
 
     fn unpack(v: u64) -> Entry {

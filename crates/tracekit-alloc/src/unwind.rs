@@ -237,7 +237,9 @@ pub(crate) fn probe() -> bool {
     let mut out = [0usize; 4];
     let n = probe_outer(&mut out);
     let within = |ret: usize, f: usize| ret > f && ret - f < 4096;
-    n >= 2 && within(out[0], probe_middle as *const () as usize) && within(out[1], probe_outer as *const () as usize)
+    n >= 2
+        && within(out[0], probe_middle as *const () as usize)
+        && within(out[1], probe_outer as *const () as usize)
 }
 
 #[cfg(test)]
@@ -250,7 +252,11 @@ mod tests {
         let base = stack.as_ptr() as usize;
         for i in 0..frames {
             let here = 2 + i * 2;
-            let next = if i + 1 < frames { base + (here + 2) * 8 } else { 0 };
+            let next = if i + 1 < frames {
+                base + (here + 2) * 8
+            } else {
+                0
+            };
             stack[here] = next;
             stack[here + 1] = 0x1000 + i;
         }
@@ -302,7 +308,11 @@ mod tests {
         let n = dwarf_backtrace(&mut out);
         assert!(n > 3, "only {n} frames");
         let me = dwarf_unwinder_finds_this_test as *const () as usize;
-        assert!(out[..n].iter().any(|&r| r > me && r - me < 4096), "{:x?}", &out[..n]);
+        assert!(
+            out[..n].iter().any(|&r| r > me && r - me < 4096),
+            "{:x?}",
+            &out[..n]
+        );
     }
 
     #[test]

@@ -14,10 +14,16 @@ const RATE: &str = "2e-3";
 
 fn field(json: &str, name: &str) -> f64 {
     let key = format!("\"{name}\": ");
-    let start = json.find(&key).unwrap_or_else(|| panic!("no {name} in {json}")) + key.len();
+    let start = json
+        .find(&key)
+        .unwrap_or_else(|| panic!("no {name} in {json}"))
+        + key.len();
     let rest = &json[start..];
     let end = rest.find([',', '}']).unwrap_or(rest.len());
-    rest[..end].trim().parse().unwrap_or_else(|_| panic!("bad {name} in {json}"))
+    rest[..end]
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("bad {name} in {json}"))
 }
 
 #[test]
@@ -28,7 +34,11 @@ fn estimates_match_ground_truth_and_sites_are_the_workloads() {
         .env("MEMTRACE_RATE", RATE)
         .output()
         .expect("run workload");
-    assert!(out.status.success(), "workload failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "workload failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let json = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     let allocated = field(&json, "allocated_bytes");
     let live = field(&json, "live_bytes_at_exit");
@@ -49,9 +59,21 @@ fn estimates_match_ground_truth_and_sites_are_the_workloads() {
         100.0 * err_allocated,
         100.0 * err_live
     );
-    assert!(trace.allocs.len() > 10_000, "too few samples: {}", trace.allocs.len());
-    assert!(err_allocated.abs() < 0.05, "allocated estimate off by {:.2}%", 100.0 * err_allocated);
-    assert!(err_live.abs() < 0.05, "live-at-exit estimate off by {:.2}%", 100.0 * err_live);
+    assert!(
+        trace.allocs.len() > 10_000,
+        "too few samples: {}",
+        trace.allocs.len()
+    );
+    assert!(
+        err_allocated.abs() < 0.05,
+        "allocated estimate off by {:.2}%",
+        100.0 * err_allocated
+    );
+    assert!(
+        err_live.abs() < 0.05,
+        "live-at-exit estimate off by {:.2}%",
+        100.0 * err_live
+    );
 
     // Several threads: the workers' allocations are in their own domains.
     let domains: std::collections::BTreeSet<u16> = trace.allocs.iter().map(|a| a.domain).collect();
@@ -60,8 +82,9 @@ fn estimates_match_ground_truth_and_sites_are_the_workloads() {
     // Top sites: the innermost frame in the workload's source, by estimated
     // bytes. Every sample must have one, and the top ones must be the
     // workload's allocating functions, at lines inside those functions.
-    let source = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/workload.rs"))
-        .expect("workload source");
+    let source =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/workload.rs"))
+            .expect("workload source");
     let mut sites: HashMap<(String, u32), u64> = HashMap::new();
     let mut without_site = 0;
     for a in &trace.allocs {
@@ -76,7 +99,7 @@ fn estimates_match_ground_truth_and_sites_are_the_workloads() {
         "{without_site} of {total} samples have no workload frame"
     );
     let mut top: Vec<_> = sites.into_iter().collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1));
+    top.sort_by_key(|s| std::cmp::Reverse(s.1));
     println!("top sites (innermost workload frame, estimated MB):");
     for ((f, line), n) in top.iter().take(8) {
         let mb = *n as f64 * 8.0 / 2e-3 / 1e6;
@@ -109,7 +132,10 @@ fn estimates_match_ground_truth_and_sites_are_the_workloads() {
             .find(|(_, l)| *l == "}")
             .map(|(i, _)| i as u32 + 1)
             .unwrap_or(u32::MAX);
-        assert!((start..=end).contains(line), "{f} at line {line}, outside {start}..={end}");
+        assert!(
+            (start..=end).contains(line),
+            "{f} at line {line}, outside {start}..={end}"
+        );
     }
     let _ = std::fs::remove_file(&trace_path);
 }

@@ -113,7 +113,12 @@ pub fn read_trace(path: &Path) -> Trace {
 impl Trace {
     /// Estimated bytes: nsamples x word bytes / rate.
     pub fn estimate(&self, filter: impl Fn(&Sampled) -> bool) -> f64 {
-        let samples: u64 = self.allocs.iter().filter(|a| filter(a)).map(|a| a.nsamples).sum();
+        let samples: u64 = self
+            .allocs
+            .iter()
+            .filter(|a| filter(a))
+            .map(|a| a.nsamples)
+            .sum();
         samples as f64 * (self.info.word_size as f64 / 8.0) / self.info.sample_rate
     }
 
