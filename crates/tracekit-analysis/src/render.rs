@@ -44,8 +44,9 @@ pub fn sampling_note(s: Sampling) -> String {
 }
 
 fn fmt_float(v: f64) -> String {
-    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
+    let r = v.round();
+    if v.is_finite() && (v - r).abs() <= 1e-6 * r.abs().max(1.0) && v.abs() < 1e15 {
+        format!("{}", r as i64)
     } else {
         format!("{v:.6}")
     }
