@@ -12,10 +12,19 @@ impl Reader<'static> {
     ///
     /// The file must not be modified while the reader exists (a trace still
     /// being written by a live process should be copied first).
+    /// Pipes and other files that cannot be mapped are read into memory.
     pub fn open(path: impl AsRef<Path>) -> Result<Reader<'static>, OpenError> {
         let file = File::open(path)?;
-        let len = file.metadata()?.len();
-        if len == 0 {
+        let meta = file.metadata()?;
+        if meta.is_dir() {
+            return Err(
+                std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory").into(),
+            );
+        }
+        if !meta.is_file() {
+            return Reader::from_read(file);
+        }
+        if meta.len() == 0 {
             return Ok(Reader::new(Data::Owned(Vec::new()))?);
         }
         // SAFETY: the map is only read. Its contents can change if another

@@ -21,13 +21,13 @@ use crate::common::{finish_output, is_broken_pipe, progress_bar, stdout};
 pub enum Command {
     /// Print every event, in the `# memtrace-dump 1` text format.
     Dump {
-        /// A memtrace trace (`.ctf`).
+        /// A memtrace trace (`.ctf`), or `-` for standard input.
         file: PathBuf,
     },
     /// Summarise a trace: metadata, duration, events by kind, domains,
     /// locations, backtrace depth.
     Info {
-        /// A memtrace trace (`.ctf`).
+        /// A memtrace trace (`.ctf`), or `-` for standard input.
         file: PathBuf,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -82,8 +82,14 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     }
 }
 
+/// Opens a trace; `-` is standard input.
 fn open(path: &Path) -> Result<Reader<'static>> {
-    Reader::open(path).map_err(|e| match e {
+    let reader = if path == Path::new("-") {
+        Reader::from_read(std::io::stdin().lock())
+    } else {
+        Reader::open(path)
+    };
+    reader.map_err(|e| match e {
         OpenError::Io(e) => anyhow::anyhow!("cannot open {}: {e}", path.display()),
         OpenError::Malformed(e) => {
             anyhow::anyhow!("{} is not a readable memtrace trace: {e}", path.display())

@@ -67,13 +67,14 @@ impl BacktraceCache {
         ix < CACHE_SIZE && self.pred[ix] == v.pred && self.loc[ix] == ocaml_int(v.value)
     }
 
-    /// Decodes `nencoded` codewords, calling `emit` with each frame in order.
+    /// Decodes `nencoded` codewords, appending the frames to `bt` (or, with
+    /// `KEEP` false, only updating the cache).
     #[inline(always)]
-    fn decode<F: FnMut(i64) -> Result<(), BtError>>(
+    fn decode<const KEEP: bool>(
         &mut self,
         c: &mut Cursor<'_>,
         nencoded: usize,
-        mut emit: F,
+        bt: &mut Vec<LocationCode>,
     ) -> Result<(), BtError> {
         let loc = &mut *self.loc;
         let pred_of = &mut *self.pred;
@@ -83,22 +84,31 @@ impl BacktraceCache {
             let bucket = usize::from(w >> 2) & CACHE_MASK;
             pred_of[pred] = bucket as u16;
             pred = bucket;
-            match w & 3 {
-                3 => {
-                    let code = ocaml_int(c.i64()?);
-                    loc[bucket] = code;
-                    emit(code)?;
+            let tag = w & 3;
+            if tag == 3 {
+                let code = ocaml_int(c.i64()?);
+                loc[bucket] = code;
+                if KEEP {
+                    bt.push(LocationCode::new(code));
                 }
-                tag => {
-                    let n = match tag {
-                        0 => 0,
-                        1 => 1,
-                        _ => c.u8()?,
-                    };
-                    emit(loc[bucket])?;
-                    for _ in 0..n {
-                        pred = usize::from(pred_of[pred]) & CACHE_MASK;
-                        emit(loc[pred])?;
+            } else {
+                let n = match tag {
+                    0 => 0,
+                    1 => 1,
+                    _ => c.u8()?,
+                };
+                if KEEP {
+                    // One bound check per codeword rather than per frame.
+                    if bt.len() >= MAX_BACKTRACE_FRAMES {
+                        return Err(BtError::TooLong);
+                    }
+                    bt.reserve(usize::from(n) + 1);
+                    bt.push(LocationCode::new(loc[bucket]));
+                }
+                for _ in 0..n {
+                    pred = usize::from(pred_of[pred]) & CACHE_MASK;
+                    if KEEP {
+                        bt.push(LocationCode::new(loc[pred]));
                     }
                 }
             }
@@ -110,6 +120,7 @@ impl BacktraceCache {
     /// backtrace. If `common_prefix` is longer than that (the previous one was
     /// truncated by the writer), the codewords still update the cache but
     /// `bt` keeps the previous backtrace, as the reference reader does.
+    #[inline(always)]
     pub(crate) fn read_backtrace(
         &mut self,
         c: &mut Cursor<'_>,
@@ -119,21 +130,16 @@ impl BacktraceCache {
     ) -> Result<(), BtError> {
         if common_prefix <= bt.len() {
             bt.truncate(common_prefix);
-            self.decode(c, nencoded, |code| {
-                if bt.len() >= MAX_BACKTRACE_FRAMES {
-                    return Err(BtError::TooLong);
-                }
-                bt.push(LocationCode::new(code));
-                Ok(())
-            })
+            self.decode::<true>(c, nencoded, bt)
         } else {
-            self.decode(c, nencoded, |_| Ok(()))
+            self.decode::<false>(c, nencoded, bt)
         }
     }
 }
 
 /// Steps over a backtrace without decoding it (and without touching any
 /// cache), for iteration without backtraces.
+#[inline(always)]
 pub(crate) fn skip_backtrace(c: &mut Cursor<'_>, nencoded: usize) -> Result<(), Eof> {
     for _ in 0..nencoded {
         let w = c.u16()?;

@@ -143,20 +143,13 @@ impl<'d> Reader<'d> {
     /// `parse_backtraces`, allocations come with empty backtraces and decoding
     /// is several times faster.
     pub fn events(&mut self, parse_backtraces: bool) -> Events<'_> {
-        Events {
-            data: self.data.bytes(),
-            info: &self.info,
-            locations: &mut self.locations,
+        Events::new(
+            self.data.bytes(),
+            &self.info,
+            &mut self.locations,
             parse_backtraces,
-            pos: self.data_offset,
-            packet: None,
-            domains: Vec::new(),
-            domain_index: IntMap::default(),
-            scratch_locs: Vec::new(),
-            warnings: Vec::new(),
-            done: false,
-            backtrace_capacity: 0,
-        }
+            self.data_offset,
+        )
     }
 
     /// Calls `f` with every event, as OCaml's `Reader.iter`, and returns the
@@ -237,31 +230,40 @@ struct DomainState {
     last_time: i64,
 }
 
-/// The packet being decoded.
-#[derive(Clone, Copy)]
-struct CurrentPacket {
-    /// Next byte to decode (absolute offset).
-    pos: usize,
-    end: usize,
-    time_begin: i64,
-    time_end: i64,
-    domain: usize,
-    /// Id of the next allocation (an OCaml int).
-    alloc_id: i64,
-    alloc_id_end: i64,
-}
+/// What an event code is, looked up in [`EVENT_CLASS`].
+const CLASS_UNKNOWN: u8 = 0;
+const CLASS_TRACE_INFO: u8 = 1;
+const CLASS_LOCATION: u8 = 2;
+const CLASS_ALLOC: u8 = 3;
+const CLASS_SHORT_ALLOC: u8 = 4;
+const CLASS_PROMOTE: u8 = 5;
+const CLASS_COLLECT: u8 = 6;
 
-/// A decoded event before its backtrace is lent out.
-enum RawEvent {
-    Alloc {
-        obj_id: ObjId,
-        length: u64,
-        nsamples: u64,
-        source: AllocationSource,
-        common_prefix: usize,
-    },
-    Promote(ObjId),
-    Collect(ObjId),
+const EVENT_CLASS: [u8; 256] = {
+    let mut t = [CLASS_UNKNOWN; 256];
+    t[EV_TRACE_INFO as usize] = CLASS_TRACE_INFO;
+    t[EV_LOCATION as usize] = CLASS_LOCATION;
+    t[EV_ALLOC as usize] = CLASS_ALLOC;
+    t[EV_PROMOTE as usize] = CLASS_PROMOTE;
+    t[EV_COLLECT as usize] = CLASS_COLLECT;
+    let mut n = 1;
+    while n <= 16 {
+        t[(EV_SHORT_ALLOC_BASE + n) as usize] = CLASS_SHORT_ALLOC;
+        n += 1;
+    }
+    t
+};
+
+/// The last decoded event, before its backtrace is lent out.
+#[derive(Clone, Copy, Default)]
+struct RawEvent {
+    class: u8,
+    source: u8,
+    time: i64,
+    obj_id: u64,
+    length: u64,
+    nsamples: u64,
+    common_prefix: usize,
 }
 
 /// One pass over the events of a trace; see [`Reader::events`].
@@ -275,8 +277,19 @@ pub struct Events<'r> {
     locations: &'r mut LocationTable,
     parse_backtraces: bool,
     /// Offset of the next packet header.
+    next_packet: usize,
+    /// The current packet: `data[..end]`, decoded up to `pos`. Empty between
+    /// packets.
+    content: &'r [u8],
     pos: usize,
-    packet: Option<CurrentPacket>,
+    in_packet: bool,
+    time_begin: i64,
+    time_end: i64,
+    domain: usize,
+    /// Id of the next allocation (an OCaml int).
+    alloc_id: i64,
+    alloc_id_end: i64,
+    event: RawEvent,
     domains: Vec<DomainState>,
     domain_index: IntMap<u16, usize>,
     scratch_locs: Vec<Location>,
@@ -285,7 +298,42 @@ pub struct Events<'r> {
     backtrace_capacity: usize,
 }
 
+fn at(kind: ReadErrorKind, offset: usize) -> ReadError {
+    ReadError::new(kind, offset as u64)
+}
+
 impl<'r> Events<'r> {
+    fn new(
+        data: &'r [u8],
+        info: &'r Info,
+        locations: &'r mut LocationTable,
+        parse_backtraces: bool,
+        start: usize,
+    ) -> Events<'r> {
+        Events {
+            data,
+            info,
+            locations,
+            parse_backtraces,
+            next_packet: start,
+            content: &[],
+            pos: 0,
+            in_packet: false,
+            time_begin: 0,
+            time_end: 0,
+            domain: 0,
+            alloc_id: 0,
+            alloc_id_end: 0,
+            event: RawEvent::default(),
+            domains: Vec::new(),
+            domain_index: IntMap::default(),
+            scratch_locs: Vec::new(),
+            warnings: Vec::new(),
+            done: false,
+            backtrace_capacity: 0,
+        }
+    }
+
     /// The next event and its time since the start of the trace, or `None`
     /// at the end of the trace or after an error.
     #[allow(clippy::should_implement_trait)]
@@ -309,9 +357,9 @@ impl<'r> Events<'r> {
         if self.done {
             return None;
         }
-        let (time, domain, raw) = match self.advance() {
-            Ok(Some(x)) => x,
-            Ok(None) => {
+        match self.advance() {
+            Ok(true) => {}
+            Ok(false) => {
                 self.done = true;
                 return None;
             }
@@ -319,32 +367,31 @@ impl<'r> Events<'r> {
                 self.done = true;
                 return Some(Err(e));
             }
-        };
-        let state = &self.domains[domain];
-        let event = match raw {
-            RawEvent::Alloc {
-                obj_id,
-                length,
-                nsamples,
-                source,
-                common_prefix,
-            } => Event::Alloc(Alloc {
-                obj_id,
-                length,
+        }
+        let e = self.event;
+        let state = &self.domains[self.domain];
+        let event = match e.class {
+            CLASS_PROMOTE => Event::Promote(ObjId::new(e.obj_id), state.id),
+            CLASS_COLLECT => Event::Collect(ObjId::new(e.obj_id), state.id),
+            _ => Event::Alloc(Alloc {
+                obj_id: ObjId::new(e.obj_id),
+                length: e.length,
                 domain: state.id,
-                nsamples,
-                source,
+                nsamples: e.nsamples,
+                source: match e.source {
+                    0 => AllocationSource::Minor,
+                    1 => AllocationSource::Major,
+                    _ => AllocationSource::External,
+                },
                 backtrace: if self.parse_backtraces {
                     Cow::Borrowed(&state.backtrace[..])
                 } else {
                     Cow::Borrowed(&[])
                 },
-                common_prefix,
+                common_prefix: e.common_prefix,
             }),
-            RawEvent::Promote(id) => Event::Promote(id, state.id),
-            RawEvent::Collect(id) => Event::Collect(id, state.id),
         };
-        let dt = Timedelta::from_micros(time.wrapping_sub(self.info.start_time.as_micros()));
+        let dt = Timedelta::from_micros(e.time.wrapping_sub(self.info.start_time.as_micros()));
         Some(Ok((dt, event, &*self.locations)))
     }
 
@@ -370,9 +417,10 @@ impl<'r> Events<'r> {
 
     /// Byte offset up to which the trace has been decoded.
     pub fn position(&self) -> u64 {
-        match &self.packet {
-            Some(p) => p.pos as u64,
-            None => self.pos as u64,
+        if self.in_packet {
+            self.pos as u64
+        } else {
+            self.next_packet as u64
         }
     }
 
@@ -381,15 +429,12 @@ impl<'r> Events<'r> {
         OwnedEvents { events: self }
     }
 
-    fn domain_state(&mut self, domain: u16, at: usize) -> Result<usize, ReadError> {
+    fn domain_state(&mut self, domain: u16, at_offset: usize) -> Result<usize, ReadError> {
         if let Some(&i) = self.domain_index.get(&domain) {
             return Ok(i);
         }
         if self.domains.len() >= MAX_DOMAINS {
-            return Err(ReadError::new(
-                ReadErrorKind::TooManyDomains(MAX_DOMAINS),
-                at as u64,
-            ));
+            return Err(at(ReadErrorKind::TooManyDomains(MAX_DOMAINS), at_offset));
         }
         self.domains.push(DomainState {
             id: DomainId::new(domain),
@@ -403,237 +448,205 @@ impl<'r> Events<'r> {
         Ok(i)
     }
 
-    /// Moves to the next packet that is to be decoded. `Ok(false)` at the end.
-    fn next_packet(&mut self) -> Result<bool, ReadError> {
+    /// Decodes up to the next alloc, promote or collect event, into
+    /// `self.event`. `Ok(false)` at the end of the trace.
+    #[inline(always)]
+    fn advance(&mut self) -> Result<bool, ReadError> {
         loop {
-            let at = self.pos;
-            if at >= self.data.len() {
+            if self.pos < self.content.len() {
+                if self.decode_event()? {
+                    return Ok(true);
+                }
+            } else if !self.end_packet()? {
                 return Ok(false);
             }
-            let header: PacketHeader = read_packet_header(self.data, at)?;
-            let content_start = at + header.header_size;
+        }
+    }
+
+    /// Checks the packet just decoded and moves to the next packet to decode;
+    /// `Ok(false)` at the end of the trace.
+    #[inline(never)]
+    fn end_packet(&mut self) -> Result<bool, ReadError> {
+        if self.in_packet {
+            self.in_packet = false;
+            if self.alloc_id != self.alloc_id_end {
+                return Err(at(ReadErrorKind::AllocIdMismatch, self.content.len()));
+            }
+        }
+        loop {
+            let start = self.next_packet;
+            if start >= self.data.len() {
+                self.content = &[];
+                self.pos = 0;
+                return Ok(false);
+            }
+            let header: PacketHeader = read_packet_header(self.data, start)?;
+            let content_start = start + header.header_size;
             let available = self.data.len() - content_start;
             if header.pid != self.info.pid {
                 self.warnings.push(Warning::WrongPid {
-                    offset: at as u64,
+                    offset: start as u64,
                     pid: header.pid,
                     expected: self.info.pid,
                 });
-                self.pos = content_start + header.content_size.min(available);
+                self.next_packet = content_start + header.content_size.min(available);
                 continue;
             }
             if available < header.content_size {
                 self.warnings.push(Warning::TruncatedPacket {
-                    offset: at as u64,
+                    offset: start as u64,
                     content_size: header.content_size as u64,
                     available: available as u64,
                 });
-                self.pos = self.data.len();
+                self.next_packet = self.data.len();
                 continue;
             }
-            let domain = self.domain_state(header.domain, at)?;
+            let domain = self.domain_state(header.domain, start)?;
             if self.parse_backtraces {
                 let cache = self.domains[domain]
                     .cache
                     .get_or_insert_with(|| Box::new(BacktraceCache::new()));
                 if !cache.verify(&header.verifier) {
-                    return Err(ReadError::new(
-                        ReadErrorKind::CacheVerificationFailed,
-                        at as u64,
-                    ));
+                    return Err(at(ReadErrorKind::CacheVerificationFailed, start));
                 }
             }
             let end = content_start + header.content_size;
-            self.pos = end;
-            self.packet = Some(CurrentPacket {
-                pos: content_start,
-                end,
-                time_begin: header.time_begin,
-                time_end: header.time_end,
-                domain,
-                alloc_id: ocaml_int(header.alloc_id_begin),
-                alloc_id_end: header.alloc_id_end,
-            });
+            self.next_packet = end;
+            self.content = &self.data[..end];
+            self.pos = content_start;
+            self.in_packet = true;
+            self.time_begin = header.time_begin;
+            self.time_end = header.time_end;
+            self.domain = domain;
+            self.alloc_id = ocaml_int(header.alloc_id_begin);
+            self.alloc_id_end = header.alloc_id_end;
             return Ok(true);
         }
     }
 
-    /// Decodes up to the next alloc, promote or collect event.
+    /// Decodes the event at `self.pos` into `self.event`; `Ok(false)` for a
+    /// location event.
     #[inline(always)]
-    fn advance(&mut self) -> Result<Option<(i64, usize, RawEvent)>, ReadError> {
-        loop {
-            if let Some(p) = &mut self.packet {
-                if p.pos < p.end {
-                    let mut q = *p;
-                    let result = self.event(&mut q);
-                    self.packet = Some(q);
-                    match result? {
-                        Some((time, raw)) => return Ok(Some((time, q.domain, raw))),
-                        None => continue,
-                    }
-                }
-            }
-            if !self.end_packet()? {
-                return Ok(None);
-            }
-        }
-    }
-
-    /// Checks the packet just decoded and moves to the next one; `Ok(false)`
-    /// at the end of the trace.
-    #[inline(never)]
-    fn end_packet(&mut self) -> Result<bool, ReadError> {
-        if let Some(p) = self.packet.take() {
-            if p.alloc_id != p.alloc_id_end {
-                return Err(ReadError::new(ReadErrorKind::AllocIdMismatch, p.end as u64));
-            }
-        }
-        self.next_packet()
-    }
-
-    /// Decodes the event at `p.pos`; `None` for a location event.
-    #[inline(always)]
-    fn event(&mut self, p: &mut CurrentPacket) -> Result<Option<(i64, RawEvent)>, ReadError> {
+    fn decode_event(&mut self) -> Result<bool, ReadError> {
+        let start = self.pos;
         let mut c = Cursor {
-            data: &self.data[..p.end],
-            pos: p.pos,
+            data: self.content,
+            pos: start,
         };
-        let start = p.pos;
-        let err = |kind, at: usize| ReadError::new(kind, at as u64);
-        let eof = |c: &Cursor<'_>| err(ReadErrorKind::UnexpectedEof, c.pos);
+        let eof = |c: &Cursor<'_>| at(ReadErrorKind::UnexpectedEof, c.pos);
         let word = c.u32().map_err(|_| eof(&c))?;
-        let time = event_time(word, p.time_begin);
-        if time < p.time_begin || time > p.time_end {
-            return Err(err(ReadErrorKind::TimeOutOfPacketBounds, start));
+        let time = event_time(word, self.time_begin);
+        if time < self.time_begin || time > self.time_end {
+            return Err(at(ReadErrorKind::TimeOutOfPacketBounds, start));
         }
         let code = event_code(word);
-        let known = matches!(code, EV_TRACE_INFO..=EV_COLLECT)
-            || (EV_SHORT_ALLOC_BASE + 1..=EV_SHORT_ALLOC_BASE + 16).contains(&code);
-        if !known {
-            return Err(err(ReadErrorKind::UnknownEventCode(code), start));
+        let class = EVENT_CLASS[usize::from(code)];
+        if class == CLASS_UNKNOWN {
+            return Err(at(ReadErrorKind::UnknownEventCode(code), start));
         }
-        let state = &mut self.domains[p.domain];
+        let Some(state) = self.domains.get_mut(self.domain) else {
+            return Err(at(ReadErrorKind::TooManyDomains(MAX_DOMAINS), start));
+        };
         if state.last_time > time {
-            return Err(err(ReadErrorKind::TimestampsNotMonotone, start));
+            return Err(at(ReadErrorKind::TimestampsNotMonotone, start));
         }
         state.last_time = time;
-        let raw = match code {
-            EV_TRACE_INFO => return Err(err(ReadErrorKind::MultipleTraceInfo, start)),
-            EV_LOCATION => {
-                p.pos = self.location_event(p.domain, c.pos, p.end, start)?;
-                return Ok(None);
-            }
-            EV_PROMOTE | EV_COLLECT => {
-                let delta = c.vint().map_err(|_| eof(&c))?;
-                if code == EV_PROMOTE && delta < 0 {
-                    return Err(err(ReadErrorKind::PromoteIdSync, start));
-                }
-                let id = p.alloc_id.wrapping_sub(1).wrapping_sub(delta);
-                let id =
-                    u64::try_from(id).map_err(|_| err(ReadErrorKind::ValueOutOfRange, start))?;
-                if code == EV_PROMOTE {
-                    RawEvent::Promote(ObjId::new(id))
-                } else {
-                    RawEvent::Collect(ObjId::new(id))
-                }
-            }
-            _ => {
-                let short = code != EV_ALLOC;
-                let (length, nsamples, source) = if short {
-                    (
-                        u64::from(code - EV_SHORT_ALLOC_BASE),
-                        1,
-                        AllocationSource::Minor,
-                    )
+        let ev = &mut self.event;
+        ev.class = class;
+        ev.time = time;
+        match class {
+            CLASS_SHORT_ALLOC | CLASS_ALLOC => {
+                if class == CLASS_SHORT_ALLOC {
+                    ev.length = u64::from(code - EV_SHORT_ALLOC_BASE);
+                    ev.nsamples = 1;
+                    ev.source = 0;
                 } else {
                     let length = c.vint().map_err(|_| eof(&c))?;
                     let nsamples = c.vint().map_err(|_| eof(&c))?;
-                    let source = match c.u8().map_err(|_| eof(&c))? {
-                        0 => AllocationSource::Minor,
-                        1 => AllocationSource::Major,
-                        2 => AllocationSource::External,
-                        b => return Err(err(ReadErrorKind::BadAllocationSource(b), c.pos - 1)),
-                    };
+                    let source = c.u8().map_err(|_| eof(&c))?;
+                    if source > 2 {
+                        return Err(at(ReadErrorKind::BadAllocationSource(source), c.pos - 1));
+                    }
                     let range = |v: i64| {
-                        u64::try_from(v).map_err(|_| err(ReadErrorKind::ValueOutOfRange, start))
+                        u64::try_from(v).map_err(|_| at(ReadErrorKind::ValueOutOfRange, start))
                     };
-                    (range(length)?, range(nsamples)?, source)
-                };
+                    ev.length = range(length)?;
+                    ev.nsamples = range(nsamples)?;
+                    ev.source = source;
+                }
                 let common_prefix = c.vint().map_err(|_| eof(&c))?;
-                let common_prefix = usize::try_from(common_prefix)
-                    .map_err(|_| err(ReadErrorKind::ValueOutOfRange, start))?;
-                let nencoded = if short {
+                ev.common_prefix = usize::try_from(common_prefix)
+                    .map_err(|_| at(ReadErrorKind::ValueOutOfRange, start))?;
+                let nencoded = if class == CLASS_SHORT_ALLOC {
                     c.u8().map(usize::from)
                 } else {
                     c.u16().map(usize::from)
                 }
                 .map_err(|_| eof(&c))?;
                 if self.parse_backtraces {
-                    let cache = state
-                        .cache
-                        .get_or_insert_with(|| Box::new(BacktraceCache::new()));
+                    let Some(cache) = state.cache.as_deref_mut() else {
+                        return Err(at(ReadErrorKind::CacheVerificationFailed, start));
+                    };
                     let before = state.backtrace.capacity();
                     cache
-                        .read_backtrace(&mut c, nencoded, common_prefix, &mut state.backtrace)
+                        .read_backtrace(&mut c, nencoded, ev.common_prefix, &mut state.backtrace)
                         .map_err(|e| match e {
                             BtError::Eof => eof(&c),
-                            BtError::TooLong => err(ReadErrorKind::BacktraceTooLong, start),
+                            BtError::TooLong => at(ReadErrorKind::BacktraceTooLong, start),
                         })?;
                     let after = state.backtrace.capacity();
                     if after != before {
                         self.backtrace_capacity = self.backtrace_capacity + after - before;
                         if self.backtrace_capacity > MAX_TOTAL_BACKTRACE_FRAMES {
-                            return Err(err(ReadErrorKind::BacktraceTooLong, start));
+                            return Err(at(ReadErrorKind::BacktraceTooLong, start));
                         }
                     }
                 } else {
                     skip_backtrace(&mut c, nencoded).map_err(|_| eof(&c))?;
                 }
-                if p.alloc_id < 0 {
-                    return Err(err(ReadErrorKind::ValueOutOfRange, start));
+                if self.alloc_id < 0 {
+                    return Err(at(ReadErrorKind::ValueOutOfRange, start));
                 }
-                let obj_id = ObjId::new(p.alloc_id as u64);
-                p.alloc_id += 1;
-                RawEvent::Alloc {
-                    obj_id,
-                    length,
-                    nsamples,
-                    source,
-                    common_prefix,
-                }
+                ev.obj_id = self.alloc_id as u64;
+                self.alloc_id += 1;
             }
-        };
-        p.pos = c.pos;
-        Ok(Some((time, raw)))
+            CLASS_PROMOTE | CLASS_COLLECT => {
+                let delta = c.vint().map_err(|_| eof(&c))?;
+                if class == CLASS_PROMOTE && delta < 0 {
+                    return Err(at(ReadErrorKind::PromoteIdSync, start));
+                }
+                let id = self.alloc_id.wrapping_sub(1).wrapping_sub(delta);
+                ev.obj_id =
+                    u64::try_from(id).map_err(|_| at(ReadErrorKind::ValueOutOfRange, start))?;
+            }
+            CLASS_LOCATION => {
+                self.pos = self.location_event(c.pos, start)?;
+                return Ok(false);
+            }
+            _ => return Err(at(ReadErrorKind::MultipleTraceInfo, start)),
+        }
+        self.pos = c.pos;
+        Ok(true)
     }
-}
 
-impl Events<'_> {
     /// Decodes the body of a location event at `pos` into the location
     /// table; returns the offset after it.
     #[inline(never)]
-    fn location_event(
-        &mut self,
-        domain: usize,
-        pos: usize,
-        end: usize,
-        start: usize,
-    ) -> Result<usize, ReadError> {
+    fn location_event(&mut self, pos: usize, start: usize) -> Result<usize, ReadError> {
         let mut c = Cursor {
-            data: &self.data[..end],
+            data: self.content,
             pos,
         };
-        let err = |kind, at: usize| ReadError::new(kind, at as u64);
-        let code = self.domains[domain]
+        let code = self.domains[self.domain]
             .locations
             .location_event(&mut c, &mut self.locations.names, &mut self.scratch_locs)
             .map_err(|e| match e {
-                LocError::Eof => err(ReadErrorKind::UnexpectedEof, c.pos),
-                LocError::Kind(k) => err(k, c.pos),
+                LocError::Eof => at(ReadErrorKind::UnexpectedEof, c.pos),
+                LocError::Kind(k) => at(k, c.pos),
             })?;
         self.locations
             .insert(code, &mut self.scratch_locs)
-            .map_err(|k| err(k, start))?;
+            .map_err(|k| at(k, start))?;
         Ok(c.pos)
     }
 }

@@ -218,12 +218,19 @@ fn common_suffix_len(
     curr: &[LocationCode],
     curr_start: usize,
 ) -> usize {
-    let (mut i, mut j) = (curr.len(), prev.len());
-    while i > curr_start && j > prev_start && curr[i - 1] == prev[j - 1] {
-        i -= 1;
-        j -= 1;
+    let a = curr.get(curr_start..).unwrap_or(&[]);
+    let b = prev.get(prev_start..).unwrap_or(&[]);
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
+    // Whole blocks first: stacks share long suffixes (their outer frames).
+    let mut k = n;
+    while k >= 8 && a[k - 8..k] == b[k - 8..k] {
+        k -= 8;
     }
-    curr.len() - i
+    while k > 0 && a[k - 1] == b[k - 1] {
+        k -= 1;
+    }
+    n - k
 }
 
 fn check_int(v: u64) -> Result<i64, WriteError> {
