@@ -23,16 +23,7 @@ fn main() {
     for _ in 0..passes {
         for &bt in modes {
             let t = Instant::now();
-            let mut n = 0u64;
-            let mut f = 0u64;
-            let mut ev = reader.events(bt);
-            while let Some(item) = ev.next_event() {
-                let (_, e) = item.unwrap();
-                n += 1;
-                if let Event::Alloc(a) = &e {
-                    f += a.backtrace.len() as u64;
-                }
-            }
+            let (n, f) = pass(&mut reader, bt);
             let s = t.elapsed().as_secs_f64();
             println!(
                 "bt={bt} {n} events {f} frames {:.1} ms {:.1} Mev/s {:.0} MB/s",
@@ -42,4 +33,19 @@ fn main() {
             );
         }
     }
+}
+
+#[inline(never)]
+fn pass(reader: &mut Reader<'_>, bt: bool) -> (u64, u64) {
+    let mut n = 0u64;
+    let mut f = 0u64;
+    let mut ev = reader.events(bt);
+    while let Some(item) = ev.next_event() {
+        let (_, e) = item.unwrap();
+        n += 1;
+        if let Event::Alloc(a) = &e {
+            f += a.backtrace.len() as u64;
+        }
+    }
+    (n, f)
 }

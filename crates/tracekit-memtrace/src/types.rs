@@ -133,6 +133,12 @@ impl LocationCode {
         LocationCode((code << 1) >> 1)
     }
 
+    /// A code already in 63-bit form (its top two bits equal).
+    #[inline(always)]
+    pub(crate) const fn from_canonical(code: i64) -> LocationCode {
+        LocationCode(code)
+    }
+
     /// The code as a (sign-extended 63-bit) integer.
     pub const fn get(self) -> i64 {
         self.0

@@ -20,7 +20,7 @@ use crate::types::LocationCode;
 
 /// Most frames one domain's backtrace may hold; beyond it decoding fails
 /// rather than allocate without bound (real stacks are far smaller).
-pub(crate) const MAX_BACKTRACE_FRAMES: usize = 1 << 24;
+pub(crate) const MAX_BACKTRACE_FRAMES: usize = 1 << 22;
 
 /// Why a backtrace could not be decoded.
 #[derive(Clone, Copy, Debug)]
@@ -67,6 +67,11 @@ impl BacktraceCache {
         ix < CACHE_SIZE && self.pred[ix] == v.pred && self.loc[ix] == ocaml_int(v.value)
     }
 
+    /// Whether a verifier agrees with a cache that is still all zeros.
+    pub(crate) fn verify_empty(v: &CacheVerifier) -> bool {
+        v.ix == 0xffff || (usize::from(v.ix) < CACHE_SIZE && v.pred == 0 && v.value == 0)
+    }
+
     /// Decodes `nencoded` codewords, appending the frames to `bt` (or, with
     /// `KEEP` false, only updating the cache).
     #[inline(always)]
@@ -75,6 +80,7 @@ impl BacktraceCache {
         c: &mut Cursor<'_>,
         nencoded: usize,
         bt: &mut Vec<LocationCode>,
+        budget: &mut usize,
     ) -> Result<(), BtError> {
         let loc = &mut *self.loc;
         let pred_of = &mut *self.pred;
@@ -89,7 +95,10 @@ impl BacktraceCache {
                 let code = ocaml_int(c.i64()?);
                 loc[bucket] = code;
                 if KEEP {
-                    bt.push(LocationCode::new(code));
+                    if bt.len() == bt.capacity() {
+                        grow(bt, 1, budget)?;
+                    }
+                    bt.push(LocationCode::from_canonical(code));
                 }
             } else {
                 let n = match tag {
@@ -98,17 +107,18 @@ impl BacktraceCache {
                     _ => c.u8()?,
                 };
                 if KEEP {
-                    // One bound check per codeword rather than per frame.
-                    if bt.len() >= MAX_BACKTRACE_FRAMES {
-                        return Err(BtError::TooLong);
+                    let n = usize::from(n);
+                    if bt.capacity() - bt.len() <= n {
+                        grow(bt, n + 1, budget)?;
                     }
-                    bt.reserve(usize::from(n) + 1);
-                    bt.push(LocationCode::new(loc[bucket]));
-                }
-                for _ in 0..n {
-                    pred = usize::from(pred_of[pred]) & CACHE_MASK;
-                    if KEEP {
-                        bt.push(LocationCode::new(loc[pred]));
+                    bt.push(LocationCode::from_canonical(loc[bucket]));
+                    for _ in 0..n {
+                        pred = usize::from(pred_of[pred]) & CACHE_MASK;
+                        bt.push(LocationCode::from_canonical(loc[pred]));
+                    }
+                } else {
+                    for _ in 0..n {
+                        pred = usize::from(pred_of[pred]) & CACHE_MASK;
                     }
                 }
             }
@@ -120,6 +130,7 @@ impl BacktraceCache {
     /// backtrace. If `common_prefix` is longer than that (the previous one was
     /// truncated by the writer), the codewords still update the cache but
     /// `bt` keeps the previous backtrace, as the reference reader does.
+    /// `budget` is how many more frames of buffer all domains may allocate.
     #[inline(always)]
     pub(crate) fn read_backtrace(
         &mut self,
@@ -127,14 +138,29 @@ impl BacktraceCache {
         nencoded: usize,
         common_prefix: usize,
         bt: &mut Vec<LocationCode>,
+        budget: &mut usize,
     ) -> Result<(), BtError> {
         if common_prefix <= bt.len() {
             bt.truncate(common_prefix);
-            self.decode::<true>(c, nencoded, bt)
+            self.decode::<true>(c, nencoded, bt, budget)
         } else {
-            self.decode::<false>(c, nencoded, bt)
+            self.decode::<false>(c, nencoded, bt, budget)
         }
     }
+}
+
+/// Makes room for `more` frames, within the reader's memory bound.
+#[cold]
+#[inline(never)]
+fn grow(bt: &mut Vec<LocationCode>, more: usize, budget: &mut usize) -> Result<(), BtError> {
+    if bt.len() + more > MAX_BACKTRACE_FRAMES {
+        return Err(BtError::TooLong);
+    }
+    let before = bt.capacity();
+    bt.reserve(more.max(64));
+    let grown = bt.capacity() - before;
+    *budget = budget.checked_sub(grown).ok_or(BtError::TooLong)?;
+    Ok(())
 }
 
 /// Steps over a backtrace without decoding it (and without touching any

@@ -32,12 +32,13 @@ pub use location::LocationTable;
 use location::{LocError, LocationDecoder};
 use packet::{PacketHeader, event_code, event_time, read_packet_header};
 
-/// Most distinct domains a pass keeps decoder state for (each costs about
-/// 160 KiB); OCaml runtimes allow at most 4096 domains.
+/// Most distinct domains a pass keeps decoder state for; OCaml runtimes
+/// allow at most 4096 domains. A domain's backtrace cache (160 KiB) is
+/// allocated at its first allocation event.
 pub const MAX_DOMAINS: usize = 4096;
 
 /// Most backtrace frames all domains together may buffer.
-const MAX_TOTAL_BACKTRACE_FRAMES: usize = 1 << 25;
+const MAX_TOTAL_BACKTRACE_FRAMES: usize = 1 << 24;
 
 pub(crate) enum Data<'d> {
     Borrowed(&'d [u8]),
@@ -295,7 +296,8 @@ pub struct Events<'r> {
     scratch_locs: Vec<Location>,
     warnings: Vec<Warning>,
     done: bool,
-    backtrace_capacity: usize,
+    /// Frames of backtrace buffer all domains may still allocate.
+    backtrace_budget: usize,
 }
 
 fn at(kind: ReadErrorKind, offset: usize) -> ReadError {
@@ -330,7 +332,7 @@ impl<'r> Events<'r> {
             scratch_locs: Vec::new(),
             warnings: Vec::new(),
             done: false,
-            backtrace_capacity: 0,
+            backtrace_budget: MAX_TOTAL_BACKTRACE_FRAMES,
         }
     }
 
@@ -503,10 +505,13 @@ impl<'r> Events<'r> {
             }
             let domain = self.domain_state(header.domain, start)?;
             if self.parse_backtraces {
-                let cache = self.domains[domain]
-                    .cache
-                    .get_or_insert_with(|| Box::new(BacktraceCache::new()));
-                if !cache.verify(&header.verifier) {
+                // A domain's cache is allocated at its first allocation; until
+                // then it is all zeros.
+                let ok = match &self.domains[domain].cache {
+                    Some(cache) => cache.verify(&header.verifier),
+                    None => BacktraceCache::verify_empty(&header.verifier),
+                };
+                if !ok {
                     return Err(at(ReadErrorKind::CacheVerificationFailed, start));
                 }
             }
@@ -584,23 +589,21 @@ impl<'r> Events<'r> {
                 }
                 .map_err(|_| eof(&c))?;
                 if self.parse_backtraces {
-                    let Some(cache) = state.cache.as_deref_mut() else {
-                        return Err(at(ReadErrorKind::CacheVerificationFailed, start));
-                    };
-                    let before = state.backtrace.capacity();
+                    let cache = state
+                        .cache
+                        .get_or_insert_with(|| Box::new(BacktraceCache::new()));
                     cache
-                        .read_backtrace(&mut c, nencoded, ev.common_prefix, &mut state.backtrace)
+                        .read_backtrace(
+                            &mut c,
+                            nencoded,
+                            ev.common_prefix,
+                            &mut state.backtrace,
+                            &mut self.backtrace_budget,
+                        )
                         .map_err(|e| match e {
                             BtError::Eof => eof(&c),
                             BtError::TooLong => at(ReadErrorKind::BacktraceTooLong, start),
                         })?;
-                    let after = state.backtrace.capacity();
-                    if after != before {
-                        self.backtrace_capacity = self.backtrace_capacity + after - before;
-                        if self.backtrace_capacity > MAX_TOTAL_BACKTRACE_FRAMES {
-                            return Err(at(ReadErrorKind::BacktraceTooLong, start));
-                        }
-                    }
                 } else {
                     skip_backtrace(&mut c, nencoded).map_err(|_| eof(&c))?;
                 }
@@ -675,5 +678,148 @@ impl Iterator for OwnedEvents<'_> {
         self.events
             .next_event()
             .map(|r| r.map(|(t, e)| (t, e.into_owned())))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::format::EV_ALLOC;
+    use crate::write::buf::{put_i64, put_u8, put_u16, put_vint};
+    use crate::{Writer, synth::synth_info};
+
+    /// A trace-info packet followed by one event packet with `content`.
+    fn trace_with_packet(content: &[u8], alloc_ids: (i64, i64)) -> Vec<u8> {
+        let info = synth_info();
+        let mut out = Writer::new(Vec::new(), &info)
+            .unwrap()
+            .into_inner()
+            .unwrap();
+        let mut p = Vec::new();
+        crate::write::packet::put_header(&mut p, 3, info.pid, 0, None);
+        p.extend_from_slice(content);
+        let t = info.start_time.as_micros();
+        crate::write::packet::finish_header(&mut p, t, t, alloc_ids.0 as u64, alloc_ids.1 as u64);
+        out.extend_from_slice(&p);
+        out
+    }
+
+    #[test]
+    fn prediction_runs_beyond_the_memory_bound_are_an_error() {
+        // One alloc of 65535 codewords, each a hit followed by 255
+        // predictions: 16.7M frames from 196 KB.
+        let t = synth_info().start_time.as_micros();
+        let mut c = Vec::new();
+        crate::write::packet::put_event_header(&mut c, EV_ALLOC, t);
+        put_vint(&mut c, 1);
+        put_vint(&mut c, 1);
+        put_u8(&mut c, 0);
+        put_vint(&mut c, 0);
+        put_u16(&mut c, 0xffff);
+        for _ in 0..0xffff {
+            put_u16(&mut c, 2);
+            put_u8(&mut c, 255);
+        }
+        let trace = trace_with_packet(&c, (0, 1));
+        let mut reader = Reader::from_bytes(&trace).unwrap();
+        let err = reader.events(true).next_event().unwrap().unwrap_err();
+        assert_eq!(err.kind, ReadErrorKind::BacktraceTooLong);
+        // Without backtraces nothing is buffered, so the event decodes.
+        let mut events = reader.events(false);
+        assert!(events.next_event().unwrap().is_ok());
+    }
+
+    #[test]
+    fn common_prefix_beyond_the_backtrace_repeats_it() {
+        let t = synth_info().start_time.as_micros();
+        let mut c = Vec::new();
+        // Short alloc: common prefix 0, one miss.
+        crate::write::packet::put_event_header(&mut c, EV_SHORT_ALLOC_BASE + 1, t);
+        put_vint(&mut c, 0);
+        put_u8(&mut c, 1);
+        put_u16(&mut c, (5 << 2) | 3);
+        put_i64(&mut c, 77);
+        // Then common prefix 9 > 1: the previous backtrace comes back.
+        crate::write::packet::put_event_header(&mut c, EV_SHORT_ALLOC_BASE + 1, t);
+        put_vint(&mut c, 9);
+        put_u8(&mut c, 1);
+        put_u16(&mut c, (6 << 2) | 3);
+        put_i64(&mut c, 78);
+        let trace = trace_with_packet(&c, (0, 2));
+        let mut reader = Reader::from_bytes(&trace).unwrap();
+        let events: Vec<_> = reader
+            .events(true)
+            .owned()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let Event::Alloc(b) = &events[1].1 else {
+            panic!()
+        };
+        assert_eq!(b.common_prefix, 9);
+        assert_eq!(&*b.backtrace, &[LocationCode::new(77)]);
+    }
+
+    #[test]
+    fn negative_and_unknown_values_are_typed_errors() {
+        let t = synth_info().start_time.as_micros();
+        let cases: Vec<(Vec<u8>, ReadErrorKind)> = vec![
+            (
+                {
+                    let mut c = Vec::new();
+                    crate::write::packet::put_event_header(&mut c, 50, t);
+                    c
+                },
+                ReadErrorKind::UnknownEventCode(50),
+            ),
+            (
+                {
+                    let mut c = Vec::new();
+                    crate::write::packet::put_event_header(&mut c, EV_PROMOTE, t);
+                    put_vint(&mut c, -1);
+                    c
+                },
+                ReadErrorKind::PromoteIdSync,
+            ),
+            (
+                {
+                    let mut c = Vec::new();
+                    crate::write::packet::put_event_header(&mut c, EV_ALLOC, t);
+                    put_vint(&mut c, -5);
+                    put_vint(&mut c, 1);
+                    put_u8(&mut c, 0);
+                    put_vint(&mut c, 0);
+                    put_u16(&mut c, 0);
+                    c
+                },
+                ReadErrorKind::ValueOutOfRange,
+            ),
+            (
+                {
+                    let mut c = Vec::new();
+                    crate::write::packet::put_event_header(&mut c, EV_ALLOC, t);
+                    put_vint(&mut c, 5);
+                    put_vint(&mut c, 1);
+                    put_u8(&mut c, 7);
+                    c
+                },
+                ReadErrorKind::BadAllocationSource(7),
+            ),
+            (
+                {
+                    let mut c = Vec::new();
+                    crate::write::packet::put_event_header(&mut c, EV_TRACE_INFO, t);
+                    c
+                },
+                ReadErrorKind::MultipleTraceInfo,
+            ),
+        ];
+        for (content, kind) in cases {
+            let trace = trace_with_packet(&content, (0, 0));
+            let mut reader = Reader::from_bytes(&trace).unwrap();
+            let err = reader.events(true).next_event().unwrap().unwrap_err();
+            assert_eq!(err.kind, kind);
+            assert!(err.offset as usize >= trace.len() - content.len(), "{err}");
+        }
     }
 }

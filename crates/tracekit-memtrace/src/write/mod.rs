@@ -16,7 +16,7 @@
 mod backtrace;
 pub(crate) mod buf;
 mod location;
-mod packet;
+pub(crate) mod packet;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
