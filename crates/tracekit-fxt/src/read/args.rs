@@ -20,21 +20,30 @@ pub(crate) struct Decoded<'a> {
 }
 
 /// Decodes the argument at the start of `bytes`.
+#[inline]
 pub(crate) fn decode_arg(bytes: &[u8]) -> Result<Decoded<'_>, Problem> {
-    let mut head = Cursor::new(bytes);
-    let word = head.word().map_err(|_| Problem::ArgOutOfRecord)?;
+    let word = match bytes.first_chunk::<8>() {
+        Some(h) => u64::from_le_bytes(*h),
+        None => return Err(Problem::ArgOutOfRecord),
+    };
     let words = bits(word, 4, 15) as usize;
     if words == 0 {
         return Err(Problem::ArgSizeZero);
     }
-    let arg_bytes = bytes.get(..words * 8).ok_or(Problem::ArgOutOfRecord)?;
+    let Some(arg_bytes) = bytes.get(..words * 8) else {
+        return Err(Problem::ArgOutOfRecord);
+    };
+    decode_body(word, words, arg_bytes).ok_or(Problem::ArgOutOfRecord)
+}
+
+#[inline(always)]
+fn decode_body(word: u64, words: usize, arg_bytes: &[u8]) -> Option<Decoded<'_>> {
     let mut c = Cursor::new(arg_bytes);
-    c.word().map_err(|_| Problem::ArgOutOfRecord)?;
-    let out = |_| Problem::ArgOutOfRecord;
-    let name = c.string_ref(bits(word, 16, 31) as u16).map_err(out)?;
+    c.skip(8)?;
+    let name = c.string_ref(bits(word, 16, 31) as u16)?;
     let code = bits(word, 0, 3) as u8;
     let Some(arg_type) = ArgType::from_code(code) else {
-        return Ok(Decoded {
+        return Some(Decoded {
             arg: None,
             words,
             used: words,
@@ -45,16 +54,16 @@ pub(crate) fn decode_arg(bytes: &[u8]) -> Result<Decoded<'_>, Problem> {
         ArgType::Null => ArgValue::Null,
         ArgType::Int32 => ArgValue::Int32(high as u32 as i32),
         ArgType::UInt32 => ArgValue::UInt32(high as u32),
-        ArgType::Int64 => ArgValue::Int64(c.word().map_err(out)? as i64),
-        ArgType::UInt64 => ArgValue::UInt64(c.word().map_err(out)?),
-        ArgType::Double => ArgValue::Double(f64::from_bits(c.word().map_err(out)?)),
-        ArgType::String => ArgValue::String(c.string_ref(bits(word, 32, 47) as u16).map_err(out)?),
-        ArgType::Pointer => ArgValue::Pointer(c.word().map_err(out)?),
-        ArgType::Koid => ArgValue::Koid(Koid(c.word().map_err(out)?)),
+        ArgType::Int64 => ArgValue::Int64(c.word()? as i64),
+        ArgType::UInt64 => ArgValue::UInt64(c.word()?),
+        ArgType::Double => ArgValue::Double(f64::from_bits(c.word()?)),
+        ArgType::String => ArgValue::String(c.string_ref(bits(word, 32, 47) as u16)?),
+        ArgType::Pointer => ArgValue::Pointer(c.word()?),
+        ArgType::Koid => ArgValue::Koid(Koid(c.word()?)),
         ArgType::Bool => ArgValue::Bool(bits(word, 32, 32) != 0),
-        ArgType::Blob => ArgValue::Blob(c.stream(high as usize).map_err(out)?),
+        ArgType::Blob => ArgValue::Blob(c.stream(usize::try_from(high).ok()?)?),
     };
-    Ok(Decoded {
+    Some(Decoded {
         arg: Some(Arg { name, value }),
         words,
         used: words - c.remaining() / 8,
@@ -224,36 +233,60 @@ impl<'a> Iterator for ArgsIter<'a> {
     }
 }
 
-/// Validates `count` arguments at the start of `c`, reporting non-fatal problems, and
-/// returns them with the cursor moved past them.
+/// Validates `count` arguments at the start of `c` and returns them with the cursor
+/// moved past them. Problems go to `note`; `None` means the record is unusable (after
+/// a note).
+#[inline]
 pub(crate) fn read_args<'a>(
     c: &mut Cursor<'a>,
     count: u8,
-    note: &mut dyn FnMut(Problem) -> Result<(), Problem>,
-) -> Result<RawArgs<'a>, Problem> {
+    note: &mut impl FnMut(Problem),
+) -> Option<RawArgs<'a>> {
     let start = c.rest();
     let mut offset = 0usize;
     for _ in 0..count {
         let bytes = start.get(offset..).unwrap_or_default();
-        let d = decode_arg(bytes)?;
-        match d.arg {
-            None => note(Problem::UnknownArgType(bits(
-                u64::from_le_bytes(bytes.first_chunk::<8>().copied().unwrap_or_default()),
-                0,
-                3,
-            ) as u8))?,
-            Some(_) => {
-                if d.used < d.words {
-                    note(Problem::ArgPadding {
-                        declared: d.words as u16,
-                        used: d.used as u16,
-                    })?;
-                }
+        let d = match decode_arg(bytes) {
+            Ok(d) => d,
+            Err(p) => {
+                note(p);
+                return None;
             }
+        };
+        match d.arg {
+            None => note(Problem::UnknownArgType(
+                bytes.first().map_or(0, |b| b & 0xF),
+            )),
+            Some(_) if d.used < d.words => note(Problem::ArgPadding {
+                declared: d.words as u16,
+                used: d.used as u16,
+            }),
+            Some(_) => {}
         }
         offset += d.words * 8;
     }
-    let bytes = start.get(..offset).unwrap_or_default();
-    c.skip(offset).map_err(|_| Problem::ArgOutOfRecord)?;
-    Ok(RawArgs::new(bytes, count))
+    let (Some(bytes), Some(())) = (start.get(..offset), c.skip(offset)) else {
+        note(Problem::ArgOutOfRecord);
+        return None;
+    };
+    Some(RawArgs::new(bytes, count))
+}
+
+/// Calls `f` with every string ref (names and string values) of validated arguments,
+/// reading only their header words.
+#[inline]
+pub(crate) fn walk_refs(args: RawArgs<'_>, f: &mut impl FnMut(u16)) {
+    let mut bytes = args.bytes;
+    for _ in 0..args.count {
+        let Some(head) = bytes.first_chunk::<8>() else {
+            return;
+        };
+        let word = u64::from_le_bytes(*head);
+        f(bits(word, 16, 31) as u16);
+        if bits(word, 0, 3) == ArgType::String as u64 {
+            f(bits(word, 32, 47) as u16);
+        }
+        let words = (bits(word, 4, 15) as usize).max(1);
+        bytes = bytes.get(words * 8..).unwrap_or_default();
+    }
 }

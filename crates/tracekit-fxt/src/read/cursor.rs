@@ -1,11 +1,7 @@
 //! A bounds-checked cursor over one record's bytes. Every read past the record's
-//! declared end is an [`OutOfRecord`] error, never a panic.
+//! declared end is `None`, never a panic.
 
 use crate::format::{Koid, StringId, StringRef, ThreadId, ThreadRef, words_for};
-
-/// A field reached past the end of its record.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct OutOfRecord;
 
 #[derive(Clone, Copy)]
 pub(crate) struct Cursor<'a> {
@@ -19,25 +15,25 @@ impl<'a> Cursor<'a> {
     }
 
     #[inline]
-    pub(crate) fn word(&mut self) -> Result<u64, OutOfRecord> {
-        let (head, tail) = self.bytes.split_first_chunk::<8>().ok_or(OutOfRecord)?;
+    pub(crate) fn word(&mut self) -> Option<u64> {
+        let (head, tail) = self.bytes.split_first_chunk::<8>()?;
         self.bytes = tail;
-        Ok(u64::from_le_bytes(*head))
+        Some(u64::from_le_bytes(*head))
     }
 
     /// `len` bytes followed by padding to a word boundary.
     #[inline]
-    pub(crate) fn stream(&mut self, len: usize) -> Result<&'a [u8], OutOfRecord> {
-        let padded = words_for(len).checked_mul(8).ok_or(OutOfRecord)?;
-        let taken = self.bytes.get(..padded).ok_or(OutOfRecord)?;
+    pub(crate) fn stream(&mut self, len: usize) -> Option<&'a [u8]> {
+        let padded = words_for(len).checked_mul(8)?;
+        let taken = self.bytes.get(..padded)?;
         self.bytes = self.bytes.get(padded..).unwrap_or_default();
-        taken.get(..len).ok_or(OutOfRecord)
+        taken.get(..len)
     }
 
     /// Decodes a 16-bit string ref, reading its inline stream if it has one.
     #[inline]
-    pub(crate) fn string_ref(&mut self, encoded: u16) -> Result<StringRef<'a>, OutOfRecord> {
-        Ok(if encoded == 0 {
+    pub(crate) fn string_ref(&mut self, encoded: u16) -> Option<StringRef<'a>> {
+        Some(if encoded == 0 {
             StringRef::Empty
         } else if encoded & 0x8000 != 0 {
             StringRef::Inline(self.stream(usize::from(encoded & 0x7FFF))?)
@@ -51,8 +47,8 @@ impl<'a> Cursor<'a> {
 
     /// Decodes an 8-bit thread ref, reading the inline koids if it has them.
     #[inline]
-    pub(crate) fn thread_ref(&mut self, encoded: u8) -> Result<ThreadRef, OutOfRecord> {
-        Ok(match ThreadId::new(encoded) {
+    pub(crate) fn thread_ref(&mut self, encoded: u8) -> Option<ThreadRef> {
+        Some(match ThreadId::new(encoded) {
             Some(id) => ThreadRef::Index(id),
             None => ThreadRef::Inline {
                 process: Koid(self.word()?),
@@ -62,9 +58,9 @@ impl<'a> Cursor<'a> {
     }
 
     #[inline]
-    pub(crate) fn skip(&mut self, bytes: usize) -> Result<(), OutOfRecord> {
-        self.bytes = self.bytes.get(bytes..).ok_or(OutOfRecord)?;
-        Ok(())
+    pub(crate) fn skip(&mut self, bytes: usize) -> Option<()> {
+        self.bytes = self.bytes.get(bytes..)?;
+        Some(())
     }
 
     #[inline]

@@ -33,11 +33,11 @@ pub use records::{
     RawRecord, Record, Str, Thread, ThreadWakeup, UserspaceObject,
 };
 pub use stream::StreamReader;
-pub use tables::{MAX_PROVIDERS, Provider, StringTable, ThreadTable, ticks_to_ns};
+pub use tables::{MAX_PROVIDERS, Provider, StringTable, ThreadTable, Timebase, ticks_to_ns};
 
 use thiserror::Error;
 
-use crate::format::{RawArg, StringRef, ThreadRef};
+use crate::format::ThreadRef;
 
 /// Something wrong with the input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Error)]
@@ -225,6 +225,7 @@ impl Decoder {
         }
     }
 
+    #[cold]
     fn warn(&mut self, offset: u64, problem: Problem) {
         self.warning_count += 1;
         if self.warnings.len() < self.options.max_warnings {
@@ -233,6 +234,7 @@ impl Decoder {
     }
 
     /// Reports `problem`: an error in strict mode, a warning otherwise.
+    #[cold]
     fn report(&mut self, offset: u64, problem: Problem) -> Result<(), ReadError> {
         if self.options.strict {
             Err(ReadError { offset, problem })
@@ -249,6 +251,7 @@ impl Decoder {
 
     /// Decodes one record's bytes, applies it to the tables, and checks its refs.
     /// `Ok(None)`: skipped (lenient).
+    #[inline(always)]
     fn process<'a>(
         &mut self,
         rec: &'a [u8],
@@ -258,25 +261,21 @@ impl Decoder {
         self.records += 1;
         let strict = self.options.strict;
         let max = self.options.max_warnings;
+        let mut first_problem: Option<Problem> = None;
         let (warnings, count) = (&mut self.warnings, &mut self.warning_count);
-        let mut note = |problem: Problem| {
+        let raw = parse::parse_record(rec, |problem| {
             if strict {
-                return Err(problem);
+                first_problem.get_or_insert(problem);
+            } else {
+                *count += 1;
+                if warnings.len() < max {
+                    warnings.push(Warning { offset, problem });
+                }
             }
-            *count += 1;
-            if warnings.len() < max {
-                warnings.push(Warning { offset, problem });
-            }
-            Ok(())
-        };
-        let result = parse::parse_record(rec, &mut note);
-        let raw = match result {
-            Ok(raw) => raw,
-            Err(problem) => {
-                self.report(offset, problem)?;
-                None
-            }
-        };
+        });
+        if let Some(problem) = first_problem {
+            return Err(ReadError { offset, problem });
+        }
         if first && !matches!(raw, Some(Record::Magic)) {
             self.report(offset, Problem::MissingMagic)?;
         }
@@ -311,6 +310,7 @@ impl Decoder {
         Ok(Some(raw))
     }
 
+    #[cold]
     fn switch_provider(&mut self, id: u32) -> Option<&mut Provider> {
         let index = match self.providers.iter().position(|p| p.id == id) {
             Some(i) => i,
@@ -324,66 +324,60 @@ impl Decoder {
         self.providers.get_mut(index)
     }
 
+    #[inline(always)]
     fn check_refs(&mut self, raw: &RawRecord<'_>, offset: u64) -> Result<(), ReadError> {
+        let p = &self.providers[self.current];
         let mut first_bad: Option<Problem> = None;
         let mut bad = 0u32;
-        {
-            let p = self.provider();
-            let mut s = |r: StringRef<'_>| {
-                if let StringRef::Index(id) = r
-                    && !p.strings.knows(r)
-                {
-                    bad += 1;
-                    first_bad.get_or_insert(Problem::UnknownStringRef(id.get()));
-                }
-            };
-            let args = |a: RawArgs<'_>, s: &mut dyn FnMut(StringRef<'_>)| {
-                for RawArg { name, value } in a {
-                    s(name);
-                    if let crate::format::ArgValue::String(v) = value {
-                        s(v);
-                    }
-                }
-            };
-            let mut threads: [Option<ThreadRef>; 2] = [None; 2];
-            match raw {
-                Record::Event(e) => {
-                    s(e.category);
-                    s(e.name);
-                    args(e.args, &mut s);
-                    threads[0] = Some(e.thread);
-                }
-                Record::Blob(b) => s(b.name),
-                Record::UserspaceObject(o) => {
-                    s(o.name);
-                    args(o.args, &mut s);
-                    threads[0] = Some(o.process);
-                }
-                Record::KernelObject(o) => {
-                    s(o.name);
-                    args(o.args, &mut s);
-                }
-                Record::ContextSwitch(c) => args(c.args, &mut s),
-                Record::ThreadWakeup(c) => args(c.args, &mut s),
-                Record::LegacyContextSwitch(c) => threads = [Some(c.outgoing), Some(c.incoming)],
-                Record::Log(l) => threads[0] = Some(l.thread),
-                Record::LargeBlob(b) => {
-                    s(b.category);
-                    s(b.name);
-                    if let Some(m) = &b.meta {
-                        args(m.args, &mut s);
-                        threads[0] = Some(m.thread);
-                    }
-                }
-                _ => {}
+        let mut string = |encoded: u16| {
+            // Only indexed refs can be unbound; inline and empty ones resolve.
+            if encoded != 0
+                && encoded & 0x8000 == 0
+                && let Some(id) = crate::format::StringId::new(encoded)
+                && p.strings.get(id).is_none()
+            {
+                bad += 1;
+                first_bad.get_or_insert(Problem::UnknownStringRef(encoded));
             }
-            for t in threads.into_iter().flatten() {
-                if let ThreadRef::Index(id) = t
-                    && !p.threads.knows(t)
-                {
-                    bad += 1;
-                    first_bad.get_or_insert(Problem::UnknownThreadRef(id.get()));
+        };
+        let mut threads: [Option<ThreadRef>; 2] = [None; 2];
+        match raw {
+            Record::Event(e) => {
+                string(e.category.encode());
+                string(e.name.encode());
+                args::walk_refs(e.args, &mut string);
+                threads[0] = Some(e.thread);
+            }
+            Record::Blob(b) => string(b.name.encode()),
+            Record::UserspaceObject(o) => {
+                string(o.name.encode());
+                args::walk_refs(o.args, &mut string);
+                threads[0] = Some(o.process);
+            }
+            Record::KernelObject(o) => {
+                string(o.name.encode());
+                args::walk_refs(o.args, &mut string);
+            }
+            Record::ContextSwitch(c) => args::walk_refs(c.args, &mut string),
+            Record::ThreadWakeup(c) => args::walk_refs(c.args, &mut string),
+            Record::LegacyContextSwitch(c) => threads = [Some(c.outgoing), Some(c.incoming)],
+            Record::Log(l) => threads[0] = Some(l.thread),
+            Record::LargeBlob(b) => {
+                string(b.category.encode());
+                string(b.name.encode());
+                if let Some(m) = &b.meta {
+                    args::walk_refs(m.args, &mut string);
+                    threads[0] = Some(m.thread);
                 }
+            }
+            _ => {}
+        }
+        for t in threads.into_iter().flatten() {
+            if let ThreadRef::Index(id) = t
+                && p.threads.get(id).is_none()
+            {
+                bad += 1;
+                first_bad.get_or_insert(Problem::UnknownThreadRef(id.get()));
             }
         }
         if let Some(problem) = first_bad {
@@ -394,6 +388,7 @@ impl Decoder {
         Ok(())
     }
 
+    #[inline]
     fn resolve<'r>(&'r self, raw: RawRecord<'r>) -> Record<'r> {
         let p = self.provider();
         let s = |r| p.strings.resolve(r);
@@ -512,6 +507,7 @@ impl<'a> Reader<'a> {
 
     /// The next record with its refs as written; tables are updated by it.
     /// `Ok(None)` at the end of the input, and after a fatal error.
+    #[inline]
     pub fn next_raw(&mut self) -> Result<Option<RawRecord<'a>>, ReadError> {
         loop {
             if self.done {
@@ -559,10 +555,31 @@ impl<'a> Reader<'a> {
     }
 
     /// The next record, resolved.
+    #[inline]
     pub fn next_record(&mut self) -> Result<Option<Record<'_>>, ReadError> {
         match self.next_raw()? {
             Some(raw) => Ok(Some(self.dec.resolve(raw))),
             None => Ok(None),
+        }
+    }
+
+    /// The next record, resolved, with the tick rate its timestamps are in (the
+    /// record borrows the reader, so [`ticks_to_ns`](Self::ticks_to_ns) cannot be
+    /// called while it is alive).
+    pub fn next_timed(&mut self) -> Result<Option<(Record<'_>, Timebase)>, ReadError> {
+        match self.next_raw()? {
+            Some(raw) => {
+                let tb = self.timebase();
+                Ok(Some((self.dec.resolve(raw), tb)))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The current provider's tick rate.
+    pub fn timebase(&self) -> Timebase {
+        Timebase {
+            ticks_per_second: self.dec.provider().ticks_per_second,
         }
     }
 

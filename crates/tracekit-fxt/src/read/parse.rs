@@ -2,8 +2,8 @@
 //! mirroring the writer's modules. Pure: no reader state is touched here.
 
 use super::Problem;
-use super::args::read_args;
-use super::cursor::{Cursor, OutOfRecord};
+use super::args::{RawArgs, read_args};
+use super::cursor::Cursor;
 use super::records::{
     Blob, ContextSwitch, Event, KernelObject, LargeBlob, LargeBlobMeta, LegacyContextSwitch, Log,
     RawRecord, Record, ThreadWakeup, UserspaceObject,
@@ -15,13 +15,33 @@ use crate::format::{
 use crate::write::metadata::ProviderEvent;
 use crate::write::{Initialization, TimeBase};
 
-/// Reports a problem that does not stop the record from being read; returns an error
-/// to stop anyway (strict mode).
-pub(crate) type Note<'n> = &'n mut dyn FnMut(Problem) -> Result<(), Problem>;
+/// Collects the problems of one record. Parsing returns `None` for an unusable
+/// record; `failed` says whether a problem was already noted for it.
+pub(crate) struct Notes<N> {
+    note: N,
+    failed: bool,
+}
 
-impl From<OutOfRecord> for Problem {
-    fn from(_: OutOfRecord) -> Self {
-        Problem::FieldOutOfRecord
+impl<N: FnMut(Problem)> Notes<N> {
+    #[inline(always)]
+    fn note(&mut self, p: Problem) {
+        (self.note)(p);
+    }
+
+    /// Validated arguments; a problem with them makes the record unusable.
+    #[inline(always)]
+    fn args<'a>(&mut self, c: &mut Cursor<'a>, count: u8) -> Option<RawArgs<'a>> {
+        let args = read_args(c, count, &mut self.note);
+        self.failed |= args.is_none();
+        args
+    }
+
+    /// Notes a problem that makes the record unusable.
+    #[inline(always)]
+    fn fail<T>(&mut self, p: Problem) -> Option<T> {
+        self.failed = true;
+        (self.note)(p);
+        None
     }
 }
 
@@ -39,42 +59,48 @@ pub(crate) fn record_bytes(header: u64) -> Result<u64, Problem> {
     Ok(words * 8)
 }
 
-/// Decodes one record (exactly its bytes). `Ok(None)`: a record of an unknown kind,
-/// skipped after a note.
-pub(crate) fn parse_record<'a>(
-    rec: &'a [u8],
-    note: Note<'_>,
-) -> Result<Option<RawRecord<'a>>, Problem> {
+/// Decodes one record (exactly its bytes). Problems go to `note`; `None` when the
+/// record is skipped: an unknown kind, or malformed content (after a note).
+#[inline(always)]
+pub(crate) fn parse_record<'a>(rec: &'a [u8], note: impl FnMut(Problem)) -> Option<RawRecord<'a>> {
+    let mut n = Notes {
+        note,
+        failed: false,
+    };
     let mut c = Cursor::new(rec);
     let h = c.word()?;
     let code = (h & 0xF) as u8;
     let Some(ty) = RecordType::from_code(code) else {
-        note(Problem::UnknownRecordType(code))?;
-        return Ok(None);
+        n.note(Problem::UnknownRecordType(code));
+        return None;
     };
-    match ty {
-        RecordType::Metadata => metadata(h, &mut c, note),
-        RecordType::Initialization => initialization(h, &mut c).map(Some),
-        RecordType::String => string(h, &mut c, note),
-        RecordType::Thread => thread(h, &mut c, note),
-        RecordType::Event => event(h, &mut c, note),
-        RecordType::Blob => blob(h, &mut c).map(Some),
-        RecordType::UserspaceObject => userspace_object(h, &mut c, note).map(Some),
-        RecordType::KernelObject => kernel_object(h, &mut c, note).map(Some),
-        RecordType::Scheduling => scheduling(h, &mut c, note),
-        RecordType::Log => log(h, &mut c).map(Some),
-        RecordType::Large => large(h, &mut c, note),
+    let parsed = match ty {
+        RecordType::Metadata => metadata(h, &mut c, &mut n),
+        RecordType::Initialization => initialization(h, &mut c, &mut n),
+        RecordType::String => string(h, &mut c, &mut n),
+        RecordType::Thread => thread(h, &mut c, &mut n),
+        RecordType::Event => event(h, &mut c, &mut n),
+        RecordType::Blob => blob(h, &mut c),
+        RecordType::UserspaceObject => userspace_object(h, &mut c, &mut n),
+        RecordType::KernelObject => kernel_object(h, &mut c, &mut n),
+        RecordType::Scheduling => scheduling(h, &mut c, &mut n),
+        RecordType::Log => log(h, &mut c),
+        RecordType::Large => large(h, &mut c, &mut n),
+    };
+    if parsed.is_none() && !n.failed {
+        // A cursor read ran past the record's end.
+        n.note(Problem::FieldOutOfRecord);
     }
+    parsed
 }
-
 fn metadata<'a>(
     h: u64,
     c: &mut Cursor<'a>,
-    note: Note<'_>,
-) -> Result<Option<RawRecord<'a>>, Problem> {
+    n: &mut Notes<impl FnMut(Problem)>,
+) -> Option<RawRecord<'a>> {
     let subtype = bits(h, 16, 19);
     let id = bits(h, 20, 51) as u32;
-    Ok(Some(match subtype {
+    Some(match subtype {
         metadata_type::PROVIDER_INFO => Record::ProviderInfo {
             id,
             name: c.stream(bits(h, 52, 59) as usize)?,
@@ -88,7 +114,7 @@ fn metadata<'a>(
             let info_type = bits(h, 20, 23) as u8;
             if info_type == 0 {
                 if h != MAGIC {
-                    return Err(Problem::BadMagic { word: h });
+                    return n.fail(Problem::BadMagic { word: h });
                 }
                 Record::Magic
             } else {
@@ -96,16 +122,20 @@ fn metadata<'a>(
             }
         }
         other => {
-            note(Problem::UnknownMetadataType(other as u8))?;
-            return Ok(None);
+            n.note(Problem::UnknownMetadataType(other as u8));
+            return None;
         }
-    }))
+    })
 }
 
-fn initialization<'a>(_h: u64, c: &mut Cursor<'a>) -> Result<RawRecord<'a>, Problem> {
+fn initialization<'a>(
+    _h: u64,
+    c: &mut Cursor<'a>,
+    n: &mut Notes<impl FnMut(Problem)>,
+) -> Option<RawRecord<'a>> {
     let ticks_per_second = c.word()?;
     if ticks_per_second == 0 {
-        return Err(Problem::ZeroTicksPerSecond);
+        return n.fail(Problem::ZeroTicksPerSecond);
     }
     // Jane Street's extension: base ticks and base time follow when the record is
     // long enough; shorter extra content is ignored as trailing words.
@@ -117,7 +147,7 @@ fn initialization<'a>(_h: u64, c: &mut Cursor<'a>) -> Result<RawRecord<'a>, Prob
     } else {
         None
     };
-    Ok(Record::Initialization(Initialization {
+    Some(Record::Initialization(Initialization {
         ticks_per_second,
         base,
     }))
@@ -126,14 +156,14 @@ fn initialization<'a>(_h: u64, c: &mut Cursor<'a>) -> Result<RawRecord<'a>, Prob
 fn string<'a>(
     h: u64,
     c: &mut Cursor<'a>,
-    note: Note<'_>,
-) -> Result<Option<RawRecord<'a>>, Problem> {
+    n: &mut Notes<impl FnMut(Problem)>,
+) -> Option<RawRecord<'a>> {
     let value = c.stream(bits(h, 32, 46) as usize)?;
     match StringId::new(bits(h, 16, 30) as u16) {
-        Some(id) => Ok(Some(Record::String { id, value })),
+        Some(id) => Some(Record::String { id, value }),
         None => {
-            note(Problem::StringIndexZero)?;
-            Ok(None)
+            n.note(Problem::StringIndexZero);
+            None
         }
     }
 }
@@ -141,49 +171,54 @@ fn string<'a>(
 fn thread<'a>(
     h: u64,
     c: &mut Cursor<'a>,
-    note: Note<'_>,
-) -> Result<Option<RawRecord<'a>>, Problem> {
+    n: &mut Notes<impl FnMut(Problem)>,
+) -> Option<RawRecord<'a>> {
     let process = Koid(c.word()?);
     let thread = Koid(c.word()?);
     match ThreadId::new(bits(h, 16, 23) as u8) {
-        Some(id) => Ok(Some(Record::Thread {
+        Some(id) => Some(Record::Thread {
             id,
             process,
             thread,
-        })),
+        }),
         None => {
-            note(Problem::ThreadIndexZero)?;
-            Ok(None)
+            n.note(Problem::ThreadIndexZero);
+            None
         }
     }
 }
 
-fn event<'a>(h: u64, c: &mut Cursor<'a>, note: Note<'_>) -> Result<Option<RawRecord<'a>>, Problem> {
+#[inline(always)]
+fn event<'a>(
+    h: u64,
+    c: &mut Cursor<'a>,
+    n: &mut Notes<impl FnMut(Problem)>,
+) -> Option<RawRecord<'a>> {
     let code = bits(h, 16, 19) as u8;
     let Some(ty) = EventType::from_code(code) else {
-        note(Problem::UnknownEventType(code))?;
-        return Ok(None);
+        n.note(Problem::UnknownEventType(code));
+        return None;
     };
     let ticks = c.word()?;
     let thread = c.thread_ref(bits(h, 24, 31) as u8)?;
     let category = c.string_ref(bits(h, 32, 47) as u16)?;
     let name = c.string_ref(bits(h, 48, 63) as u16)?;
-    let args = read_args(c, bits(h, 20, 23) as u8, note)?;
+    let args = n.args(c, bits(h, 20, 23) as u8)?;
     let trailer = if ty.has_trailer() { c.word()? } else { 0 };
-    Ok(Some(Record::Event(Event {
+    Some(Record::Event(Event {
         kind: EventKind::from_parts(ty, trailer),
         ticks,
         thread,
         category,
         name,
         args,
-    })))
+    }))
 }
 
-fn blob<'a>(h: u64, c: &mut Cursor<'a>) -> Result<RawRecord<'a>, Problem> {
+fn blob<'a>(h: u64, c: &mut Cursor<'a>) -> Option<RawRecord<'a>> {
     let name = c.string_ref(bits(h, 16, 31) as u16)?;
     let payload = c.stream(bits(h, 32, 46) as usize)?;
-    Ok(Record::Blob(Blob {
+    Some(Record::Blob(Blob {
         name,
         blob_type: BlobType(bits(h, 48, 55) as u8),
         payload,
@@ -193,8 +228,8 @@ fn blob<'a>(h: u64, c: &mut Cursor<'a>) -> Result<RawRecord<'a>, Problem> {
 fn userspace_object<'a>(
     h: u64,
     c: &mut Cursor<'a>,
-    note: Note<'_>,
-) -> Result<RawRecord<'a>, Problem> {
+    n: &mut Notes<impl FnMut(Problem)>,
+) -> Option<RawRecord<'a>> {
     let pointer = c.word()?;
     let process = match ThreadId::new(bits(h, 16, 23) as u8) {
         Some(id) => ThreadRef::Index(id),
@@ -204,8 +239,8 @@ fn userspace_object<'a>(
         },
     };
     let name = c.string_ref(bits(h, 24, 39) as u16)?;
-    let args = read_args(c, bits(h, 40, 43) as u8, note)?;
-    Ok(Record::UserspaceObject(UserspaceObject {
+    let args = n.args(c, bits(h, 40, 43) as u8)?;
+    Some(Record::UserspaceObject(UserspaceObject {
         process,
         pointer,
         name,
@@ -213,11 +248,15 @@ fn userspace_object<'a>(
     }))
 }
 
-fn kernel_object<'a>(h: u64, c: &mut Cursor<'a>, note: Note<'_>) -> Result<RawRecord<'a>, Problem> {
+fn kernel_object<'a>(
+    h: u64,
+    c: &mut Cursor<'a>,
+    n: &mut Notes<impl FnMut(Problem)>,
+) -> Option<RawRecord<'a>> {
     let koid = Koid(c.word()?);
     let name = c.string_ref(bits(h, 24, 39) as u16)?;
-    let args = read_args(c, bits(h, 40, 43) as u8, note)?;
-    Ok(Record::KernelObject(KernelObject {
+    let args = n.args(c, bits(h, 40, 43) as u8)?;
+    Some(Record::KernelObject(KernelObject {
         object_type: ObjectType(bits(h, 16, 23) as u8),
         koid,
         name,
@@ -228,14 +267,14 @@ fn kernel_object<'a>(h: u64, c: &mut Cursor<'a>, note: Note<'_>) -> Result<RawRe
 fn scheduling<'a>(
     h: u64,
     c: &mut Cursor<'a>,
-    note: Note<'_>,
-) -> Result<Option<RawRecord<'a>>, Problem> {
-    Ok(Some(match bits(h, 60, 63) {
+    n: &mut Notes<impl FnMut(Problem)>,
+) -> Option<RawRecord<'a>> {
+    Some(match bits(h, 60, 63) {
         1 => {
             let ticks = c.word()?;
             let outgoing_tid = Koid(c.word()?);
             let incoming_tid = Koid(c.word()?);
-            let args = read_args(c, bits(h, 16, 19) as u8, note)?;
+            let args = n.args(c, bits(h, 16, 19) as u8)?;
             Record::ContextSwitch(ContextSwitch {
                 ticks,
                 cpu: bits(h, 20, 35) as u16,
@@ -248,7 +287,7 @@ fn scheduling<'a>(
         2 => {
             let ticks = c.word()?;
             let waking_tid = Koid(c.word()?);
-            let args = read_args(c, bits(h, 16, 19) as u8, note)?;
+            let args = n.args(c, bits(h, 16, 19) as u8)?;
             Record::ThreadWakeup(ThreadWakeup {
                 ticks,
                 cpu: bits(h, 20, 35) as u16,
@@ -271,33 +310,37 @@ fn scheduling<'a>(
             })
         }
         other => {
-            note(Problem::UnknownSchedulingType(other as u8))?;
-            return Ok(None);
+            n.note(Problem::UnknownSchedulingType(other as u8));
+            return None;
         }
-    }))
+    })
 }
 
-fn log<'a>(h: u64, c: &mut Cursor<'a>) -> Result<RawRecord<'a>, Problem> {
+fn log<'a>(h: u64, c: &mut Cursor<'a>) -> Option<RawRecord<'a>> {
     let ticks = c.word()?;
     let thread = c.thread_ref(bits(h, 32, 39) as u8)?;
     let message = c.stream(bits(h, 16, 30) as usize)?;
-    Ok(Record::Log(Log {
+    Some(Record::Log(Log {
         ticks,
         thread,
         message,
     }))
 }
 
-fn large<'a>(h: u64, c: &mut Cursor<'a>, note: Note<'_>) -> Result<Option<RawRecord<'a>>, Problem> {
+fn large<'a>(
+    h: u64,
+    c: &mut Cursor<'a>,
+    n: &mut Notes<impl FnMut(Problem)>,
+) -> Option<RawRecord<'a>> {
     let large_type = bits(h, 36, 39) as u8;
     if large_type != 0 {
-        note(Problem::UnknownLargeRecordType(large_type))?;
-        return Ok(None);
+        n.note(Problem::UnknownLargeRecordType(large_type));
+        return None;
     }
     let format = bits(h, 40, 43) as u8;
     if format > 1 {
-        note(Problem::UnknownLargeBlobFormat(format))?;
-        return Ok(None);
+        n.note(Problem::UnknownLargeBlobFormat(format));
+        return None;
     }
     let f = c.word()?;
     let category = c.string_ref(bits(f, 0, 15) as u16)?;
@@ -305,7 +348,7 @@ fn large<'a>(h: u64, c: &mut Cursor<'a>, note: Note<'_>) -> Result<Option<RawRec
     let meta = if format == 0 {
         let ticks = c.word()?;
         let thread = c.thread_ref(bits(f, 36, 43) as u8)?;
-        let args = read_args(c, bits(f, 32, 35) as u8, note)?;
+        let args = n.args(c, bits(f, 32, 35) as u8)?;
         Some(LargeBlobMeta {
             ticks,
             thread,
@@ -314,12 +357,12 @@ fn large<'a>(h: u64, c: &mut Cursor<'a>, note: Note<'_>) -> Result<Option<RawRec
     } else {
         None
     };
-    let len = usize::try_from(c.word()?).map_err(|_| Problem::FieldOutOfRecord)?;
+    let len = usize::try_from(c.word()?).ok()?;
     let payload = c.stream(len)?;
-    Ok(Some(Record::LargeBlob(LargeBlob {
+    Some(Record::LargeBlob(LargeBlob {
         category,
         name,
         meta,
         payload,
-    })))
+    }))
 }

@@ -4,7 +4,9 @@
 use std::io::Read;
 
 use super::parse;
-use super::{Decoder, Problem, Provider, RawRecord, ReadError, ReadOptions, Record, Warning};
+use super::{
+    Decoder, Problem, Provider, RawRecord, ReadError, ReadOptions, Record, Timebase, Warning,
+};
 
 const CHUNK: usize = 64 * 1024;
 
@@ -139,7 +141,7 @@ impl<R: Read> StreamReader<R> {
     fn current_raw(&self) -> Option<RawRecord<'_>> {
         let rec = self.buf.get(self.record.0..self.record.1)?;
         // Already decoded once without error; decoding is deterministic.
-        parse::parse_record(rec, &mut |_| Ok(())).ok().flatten()
+        parse::parse_record(rec, |_| {})
     }
 
     /// The next record with its refs as written. `Ok(None)` at the end of the input
@@ -157,6 +159,17 @@ impl<R: Read> StreamReader<R> {
             return Ok(None);
         }
         Ok(self.current_raw().map(|raw| self.dec.resolve(raw)))
+    }
+
+    /// The next record, resolved, with the tick rate of its timestamps.
+    pub fn next_timed(&mut self) -> Result<Option<(Record<'_>, Timebase)>, ReadError> {
+        if !self.advance()? {
+            return Ok(None);
+        }
+        let tb = Timebase {
+            ticks_per_second: self.dec.provider().ticks_per_second,
+        };
+        Ok(self.current_raw().map(|raw| (self.dec.resolve(raw), tb)))
     }
 
     /// Byte offset of the last record returned.

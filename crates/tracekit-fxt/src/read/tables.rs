@@ -127,6 +127,21 @@ impl Provider {
     }
 }
 
+/// A provider's tick rate, to convert the timestamps of its records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Timebase {
+    /// Ticks per second from the provider's last initialization record.
+    pub ticks_per_second: Option<u64>,
+}
+
+impl Timebase {
+    /// Nanoseconds for `ticks` (see [`ticks_to_ns`]).
+    #[inline]
+    pub fn ns(self, ticks: u64) -> u64 {
+        ticks_to_ns(ticks, self.ticks_per_second)
+    }
+}
+
 /// Converts ticks to nanoseconds: `ticks * 1e9 / tps` without overflow (u128), clamped
 /// to `u64::MAX`. A missing rate counts as 1e9 (the spec's default).
 pub fn ticks_to_ns(ticks: u64, ticks_per_second: Option<u64>) -> u64 {

@@ -1,0 +1,163 @@
+//! `tracekit fxt ...` end to end: dump snapshots, check verdicts and exit codes, copy,
+//! to-json and stats on the corpus.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn corpus(name: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("TRACEKIT_CORPUS")?;
+    let path = PathBuf::from(dir).join("fxt").join(name);
+    assert!(path.exists(), "{} missing", path.display());
+    Some(path)
+}
+
+fn tracekit(args: &[&str], file: &std::path::Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .arg("fxt")
+        .args(args)
+        .arg(file)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8(b.to_vec()).unwrap()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tracekit-fxt-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn dump_snapshots() {
+    for name in [
+        "jst_tracing_demo.fxt",
+        "synthetic_all_records.fxt",
+        "ocaml_trace_fuchsia_t2_second.fxt",
+    ] {
+        let Some(path) = corpus(name) else { return };
+        let out = tracekit(&["dump"], &path);
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        let snapshot = format!("{}--- stderr ---\n{}", text(&out.stdout), text(&out.stderr));
+        insta::assert_snapshot!(format!("dump_{name}"), snapshot);
+    }
+}
+
+#[test]
+fn dump_limit_and_bad_input() {
+    let Some(path) = corpus("magic_trace_sample.fxt") else {
+        return;
+    };
+    let out = tracekit(&["dump", "-n", "3"], &path);
+    assert!(out.status.success());
+    assert_eq!(text(&out.stdout).lines().count(), 3);
+
+    let bad = tmp("bad.fxt");
+    let mut data = std::fs::read(&path).unwrap();
+    data.truncate(1001);
+    std::fs::write(&bad, &data).unwrap();
+    let out = tracekit(&["dump"], &bad);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.starts_with("error: at byte "), "{err}");
+    assert!(err.contains("cut short"), "{err}");
+    assert_eq!(err.lines().count(), 1);
+}
+
+#[test]
+fn check_verdicts() {
+    let Some(golden) = corpus("jst_tracing_demo.fxt") else {
+        return;
+    };
+    let out = tracekit(&["check"], &golden);
+    assert_eq!(out.status.code(), Some(1));
+    insta::assert_snapshot!("check_jst_tracing_demo", text(&out.stdout));
+
+    // The writer's default output passes.
+    let clean = tmp("clean.fxt");
+    let mut w =
+        tracekit_fxt::write::Writer::new(tracekit_fxt::write::VecDestination::new()).unwrap();
+    let t = w
+        .set_thread_slot(
+            0,
+            tracekit_fxt::format::Koid(1),
+            tracekit_fxt::format::Koid(2),
+        )
+        .unwrap();
+    let proc_name = w.intern("proc").unwrap();
+    w.set_process_name(tracekit_fxt::format::Koid(1), proc_name)
+        .unwrap();
+    let name = w.intern("work").unwrap();
+    w.set_thread_name(
+        tracekit_fxt::format::Koid(1),
+        tracekit_fxt::format::Koid(2),
+        name,
+    )
+    .unwrap();
+    w.duration_begin(t, name, name, 1, &[]).unwrap();
+    w.duration_end(t, name, name, 2, &[]).unwrap();
+    std::fs::write(&clean, w.finish().unwrap().into_vec()).unwrap();
+    let out = tracekit(&["check"], &clean);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).starts_with("clean:"));
+}
+
+#[test]
+fn copy_and_to_json() {
+    let Some(golden) = corpus("jst_tracing_demo.fxt") else {
+        return;
+    };
+    let copied = tmp("golden-copy.fxt");
+    let out = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args(["fxt", "copy"])
+        .arg(&golden)
+        .arg(&copied)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read(&copied).unwrap(),
+        std::fs::read(&golden).unwrap()
+    );
+
+    let json_path = tmp("golden.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args(["fxt", "to-json"])
+        .arg(&golden)
+        .arg(&json_path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    // 18 events plus the process and thread names.
+    assert_eq!(events.len(), 20);
+    let phases: String = events.iter().map(|e| e["ph"].as_str().unwrap()).collect();
+    assert_eq!(phases, "MMXXbsibBtEnnfCeeCCC");
+    assert_eq!(events[0]["args"]["name"], "myproc");
+    assert_eq!(events[1]["args"]["name"], "mythread");
+    assert_eq!(events[1]["pid"], 1);
+    let complete = &events[2];
+    assert_eq!(complete["ts"], 10.0);
+    assert_eq!(complete["dur"], 4990.0);
+    assert_eq!(complete["args"]["my_funct"], "stuff");
+    assert_eq!(events[10]["args"]["myproc"], -1.0);
+}
+
+#[test]
+fn stats_snapshot() {
+    let Some(path) = corpus("magic_trace_sample.fxt") else {
+        return;
+    };
+    let out = tracekit(&["stats"], &path);
+    assert!(out.status.success());
+    insta::assert_snapshot!("stats_magic_trace_sample", text(&out.stdout));
+    let out = tracekit(&["stats", "--json"], &path);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["event_types"]["duration_begin"], 17296);
+    assert_eq!(v["last_ns"], 329913);
+}
