@@ -14,8 +14,6 @@ pub const MAX_PROVIDERS: usize = 64;
 /// A provider's string table (indexes 1..=0x7FFF).
 #[derive(Clone, Debug, Default)]
 pub struct StringTable {
-    // Allocated on the first string record, so that a provider without strings costs
-    // nothing.
     slots: Vec<Option<Box<[u8]>>>,
 }
 
@@ -27,10 +25,13 @@ impl StringTable {
     }
 
     pub(crate) fn set(&mut self, id: StringId, value: &[u8]) {
-        if self.slots.is_empty() {
-            self.slots = vec![None; usize::from(StringId::MAX) + 1];
+        let index = usize::from(id.get());
+        // Grown to the largest index used, not to the whole id space: most traces
+        // use a few hundred ids.
+        if self.slots.len() <= index {
+            self.slots.resize(index + 1, None);
         }
-        if let Some(slot) = self.slots.get_mut(usize::from(id.get())) {
+        if let Some(slot) = self.slots.get_mut(index) {
             match slot {
                 Some(old) if old.len() == value.len() => old.copy_from_slice(value),
                 _ => *slot = Some(value.into()),
