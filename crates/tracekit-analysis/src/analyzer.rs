@@ -14,7 +14,7 @@ use std::collections::BinaryHeap;
 use crate::backtrace::{BacktraceId, Backtraces};
 use crate::curve::{Peak, PeakTracker, Timeline};
 use crate::event::{Alloc, DomainId, Event, Frame, LocationCode, ObjId, Sampling, Source};
-use crate::hash::FxHashMap;
+use crate::live::LiveTable;
 use crate::time::Micros;
 
 /// Which allocations count. An allocation that fails the filter is ignored, and so are
@@ -189,13 +189,11 @@ pub struct Analyzer {
     source_mask: [bool; 3],
     min_words: u64,
     backtraces: Backtraces,
-    /// Per trie node, the index in `sites` (or `NO_SITE`).
-    site_of_node: Vec<u32>,
     sites: Vec<(BacktraceId, SiteCounts)>,
     /// Per trie node, whether the location predicate holds on the path: 0 unknown,
     /// 1 no, 2 yes.
     node_match: Vec<u8>,
-    live: FxHashMap<u64, LiveObject>,
+    live: LiveTable<LiveObject>,
     timeline: Timeline,
     peak: PeakTracker,
     big: BinaryHeap<Reverse<BigAlloc>>,
@@ -225,10 +223,9 @@ impl Analyzer {
             source_mask,
             min_words,
             backtraces: Backtraces::new(),
-            site_of_node: Vec::new(),
             sites: Vec::new(),
             node_match: Vec::new(),
-            live: FxHashMap::default(),
+            live: LiveTable::new(),
             big: BinaryHeap::new(),
             counts: EventCounts::default(),
             end: Micros(0),
@@ -255,7 +252,7 @@ impl Analyzer {
             Event::Promote { time, obj_id, .. } => {
                 self.counts.promotes += 1;
                 self.see(*time);
-                match self.live.get_mut(&obj_id.0) {
+                match self.live.get_mut(obj_id.0) {
                     Some(obj) if !obj.promoted => {
                         obj.promoted = true;
                         if let Some((_, c)) = self.sites.get_mut(obj.site as usize) {
@@ -273,7 +270,7 @@ impl Analyzer {
             } => {
                 self.counts.collects += 1;
                 self.see(*time);
-                match self.live.remove(&obj_id.0) {
+                match self.live.remove(obj_id.0) {
                     Some(obj) => self.release(obj, *time, *domain),
                     None => self.counts.untracked += 1,
                 }
@@ -289,6 +286,28 @@ impl Analyzer {
         self.timeline.touch(time);
     }
 
+    /// Feeds an allocation whose `backtrace` holds only the entries after the first
+    /// `keep` of the previous backtrace of its domain (`common_prefix` is ignored).
+    /// For sources that ship events elsewhere and want to send only new entries; see
+    /// [`Backtraces::intern_suffix`] for what `keep` may be.
+    #[inline]
+    pub fn push_alloc_suffix<F: Frame>(&mut self, a: &Alloc<'_, F>, keep: usize) {
+        self.counts.allocs += 1;
+        self.see(a.time);
+        let bt = if self.options.backtraces {
+            self.backtraces.intern_suffix(a.domain, keep, a.backtrace)
+        } else {
+            BacktraceId::EMPTY
+        };
+        self.alloc_interned(a, bt, &mut |_| true);
+    }
+
+    /// Length of `domain`'s previous backtrace as the analysis has it (what
+    /// [`Analyzer::push_alloc_suffix`] can keep).
+    pub fn previous_backtrace_len(&self, domain: DomainId) -> usize {
+        self.backtraces.previous_len(domain)
+    }
+
     #[inline]
     fn alloc<F: Frame>(&mut self, a: &Alloc<'_, F>, matches: &mut dyn FnMut(LocationCode) -> bool) {
         self.counts.allocs += 1;
@@ -301,6 +320,16 @@ impl Analyzer {
         } else {
             BacktraceId::EMPTY
         };
+        self.alloc_interned(a, bt, matches);
+    }
+
+    #[inline]
+    fn alloc_interned<F: Frame>(
+        &mut self,
+        a: &Alloc<'_, F>,
+        bt: BacktraceId,
+        matches: &mut dyn FnMut(LocationCode) -> bool,
+    ) {
         if !self.keep(a, bt, matches) {
             self.counts.filtered_allocs += 1;
             return;
@@ -399,20 +428,15 @@ impl Analyzer {
         known
     }
 
+    #[inline]
     fn site(&mut self, bt: BacktraceId) -> u32 {
-        let ix = bt.0 as usize;
-        if self.site_of_node.len() <= ix {
-            self.site_of_node
-                .resize(self.backtraces.len().max(ix + 1), NO_SITE);
-        }
-        let s = self.site_of_node[ix];
-        if s != NO_SITE {
+        if let Some(s) = self.backtraces.site(bt) {
             return s;
         }
         let s = u32::try_from(self.sites.len()).unwrap_or(NO_SITE);
         if s != NO_SITE {
             self.sites.push((bt, SiteCounts::default()));
-            self.site_of_node[ix] = s;
+            self.backtraces.set_site(bt, s);
         }
         s
     }

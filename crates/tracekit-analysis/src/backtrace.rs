@@ -28,18 +28,27 @@ impl BacktraceId {
     }
 }
 
-/// No cached child yet.
-const NO_CHILD: u32 = u32::MAX;
+/// No cached child yet / no site.
+const NONE: u32 = u32::MAX;
+
+/// One trie node. The last child reached from it and that child's code live in the
+/// node itself, so following a cached edge touches only the parent, which the walk has
+/// just visited: the common case costs no cache miss.
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    code: LocationCode,
+    last_child_code: LocationCode,
+    parent: u32,
+    last_child: u32,
+    depth: u32,
+    /// The caller's index for this backtrace (see [`Backtraces::site`]).
+    site: u32,
+}
 
 /// The trie of backtraces.
 #[derive(Debug)]
 pub struct Backtraces {
-    parent: Vec<u32>,
-    code: Vec<LocationCode>,
-    depth: Vec<u32>,
-    /// The child most recently reached from each node, checked before the hash table:
-    /// consecutive allocations mostly repeat the same call paths.
-    last_child: Vec<u32>,
+    nodes: Vec<Node>,
     children: FxHashMap<(u32, u64), u32>,
     /// Per domain, the node path of its previous alloc's backtrace (`path[i]` is the
     /// node of its first `i + 1` entries).
@@ -57,10 +66,14 @@ impl Backtraces {
     /// A trie holding only the empty backtrace.
     pub fn new() -> Self {
         Backtraces {
-            parent: vec![0],
-            code: vec![LocationCode(0)],
-            depth: vec![0],
-            last_child: vec![NO_CHILD],
+            nodes: vec![Node {
+                code: LocationCode(0),
+                last_child_code: LocationCode(0),
+                parent: 0,
+                last_child: NONE,
+                depth: 0,
+                site: NONE,
+            }],
             children: FxHashMap::default(),
             paths: Vec::new(),
             last_domain: 0,
@@ -69,7 +82,7 @@ impl Backtraces {
 
     /// Number of distinct prefixes (nodes), the root included.
     pub fn len(&self) -> usize {
-        self.parent.len()
+        self.nodes.len()
     }
 
     /// True when only the empty backtrace exists.
@@ -90,14 +103,50 @@ impl Backtraces {
         backtrace: &[F],
     ) -> BacktraceId {
         let slot = self.path_slot(domain);
+        let path_len = self.paths[slot].1.len();
+        let keep = common_prefix.min(backtrace.len()).min(path_len);
+        self.intern_at(slot, keep, &backtrace[keep..])
+    }
+
+    /// Interns the backtrace made of the first `keep` entries of `domain`'s previous
+    /// backtrace followed by `suffix`. `keep` must not exceed the previous backtrace's
+    /// length ([`Backtraces::previous_len`]); larger values are clamped.
+    ///
+    /// This is [`Backtraces::intern`] for a source that sends only the new entries.
+    #[inline]
+    pub fn intern_suffix<F: Frame>(
+        &mut self,
+        domain: DomainId,
+        keep: usize,
+        suffix: &[F],
+    ) -> BacktraceId {
+        let slot = self.path_slot(domain);
+        let keep = keep.min(self.paths[slot].1.len());
+        self.intern_at(slot, keep, suffix)
+    }
+
+    /// Length of `domain`'s previous backtrace (0 before its first).
+    pub fn previous_len(&self, domain: DomainId) -> usize {
+        self.paths
+            .iter()
+            .find(|(d, _)| *d == domain)
+            .map_or(0, |(_, p)| p.len())
+    }
+
+    #[inline]
+    fn intern_at<F: Frame>(&mut self, slot: usize, keep: usize, suffix: &[F]) -> BacktraceId {
+        let path = &self.paths[slot].1;
+        if suffix.is_empty() && keep == path.len() {
+            // Same backtrace as last time: nothing to walk.
+            return BacktraceId(path.last().copied().unwrap_or(0));
+        }
         let mut path = std::mem::take(&mut self.paths[slot].1);
-        let keep = common_prefix.min(backtrace.len()).min(path.len());
         path.truncate(keep);
         let mut node = match path.last() {
             Some(&n) => n,
             None => 0,
         };
-        for frame in &backtrace[keep..] {
+        for frame in suffix {
             node = self.child(node, frame.code());
             path.push(node);
         }
@@ -134,37 +183,63 @@ impl Backtraces {
 
     #[inline]
     fn child(&mut self, parent: u32, code: LocationCode) -> u32 {
-        let cached = self.last_child[parent as usize];
-        if cached != NO_CHILD && self.code[cached as usize] == code {
-            return cached;
+        let p = &self.nodes[parent as usize];
+        if p.last_child != NONE && p.last_child_code == code {
+            return p.last_child;
         }
         self.child_slow(parent, code)
     }
 
     #[cold]
     fn child_slow(&mut self, parent: u32, code: LocationCode) -> u32 {
-        let Ok(next) = u32::try_from(self.parent.len()) else {
+        let Ok(next) = u32::try_from(self.nodes.len()) else {
             return parent;
         };
-        if next == NO_CHILD {
+        if next == NONE {
             // 2^32 distinct prefixes: attribute deeper entries to the parent rather
             // than overflow ids. Memory runs out long before this in practice.
             return parent;
         }
         let node = *self.children.entry((parent, code.0)).or_insert(next);
         if node == next {
-            self.parent.push(parent);
-            self.code.push(code);
-            self.depth.push(self.depth[parent as usize] + 1);
-            self.last_child.push(NO_CHILD);
+            let depth = self.nodes[parent as usize].depth + 1;
+            self.nodes.push(Node {
+                code,
+                last_child_code: LocationCode(0),
+                parent,
+                last_child: NONE,
+                depth,
+                site: NONE,
+            });
         }
-        self.last_child[parent as usize] = node;
+        let p = &mut self.nodes[parent as usize];
+        p.last_child = node;
+        p.last_child_code = code;
         node
+    }
+
+    /// The caller's index attached to `id` by [`Backtraces::set_site`], if any. The
+    /// analysis keeps its per-backtrace counts this way, next to the node it has just
+    /// walked to.
+    #[inline]
+    pub fn site(&self, id: BacktraceId) -> Option<u32> {
+        match self.nodes.get(id.ix()) {
+            Some(n) if n.site != NONE => Some(n.site),
+            _ => None,
+        }
+    }
+
+    /// Attaches `site` (not `u32::MAX`) to `id`.
+    #[inline]
+    pub fn set_site(&mut self, id: BacktraceId, site: u32) {
+        if let Some(n) = self.nodes.get_mut(id.ix()) {
+            n.site = site;
+        }
     }
 
     /// The backtrace without its last entry ([`BacktraceId::EMPTY`] stays empty).
     pub fn parent(&self, id: BacktraceId) -> BacktraceId {
-        BacktraceId(self.parent.get(id.ix()).copied().unwrap_or(0))
+        BacktraceId(self.nodes.get(id.ix()).map_or(0, |n| n.parent))
     }
 
     /// The last entry (the allocation site), or `None` for the empty backtrace.
@@ -172,22 +247,22 @@ impl Backtraces {
         if id == BacktraceId::EMPTY {
             None
         } else {
-            self.code.get(id.ix()).copied()
+            self.nodes.get(id.ix()).map(|n| n.code)
         }
     }
 
     /// Number of entries.
     pub fn depth(&self, id: BacktraceId) -> usize {
-        self.depth.get(id.ix()).copied().unwrap_or(0) as usize
+        self.nodes.get(id.ix()).map_or(0, |n| n.depth as usize)
     }
 
     /// The entries of `id`, caller first, written into `out` (which is cleared).
     pub fn codes_into(&self, id: BacktraceId, out: &mut Vec<LocationCode>) {
         out.clear();
-        let mut node = id.ix().min(self.parent.len() - 1);
+        let mut node = id.ix().min(self.nodes.len() - 1);
         while node != 0 {
-            out.push(self.code[node]);
-            node = self.parent[node] as usize;
+            out.push(self.nodes[node].code);
+            node = self.nodes[node].parent as usize;
         }
         out.reverse();
     }
@@ -201,7 +276,7 @@ impl Backtraces {
 
     /// Approximate heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.parent.capacity() * (4 + 8 + 4 + 4)
+        self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.children.capacity() * (16 + 4 + 1)
             + self
                 .paths

@@ -34,6 +34,9 @@ struct Series {
 #[derive(Clone, Debug)]
 pub struct Timeline {
     width: u64,
+    /// The last bucket used and its time range `(lo, hi]`: events mostly arrive in
+    /// time order, so this saves a division per event.
+    cached: (u64, u64, usize),
     max_buckets: usize,
     domains: Vec<DomainId>,
     series: Vec<Series>,
@@ -69,6 +72,7 @@ impl Timeline {
     pub fn new(max_buckets: usize) -> Self {
         Timeline {
             width: 1,
+            cached: (u64::MAX, 0, 0),
             max_buckets: max_buckets.max(2),
             domains: Vec::new(),
             series: Vec::new(),
@@ -127,11 +131,12 @@ impl Timeline {
     #[inline]
     fn slot(&mut self, time: Micros, domain: DomainId) -> (usize, usize) {
         self.touch(time);
-        let mut b = self.bucket(time);
-        while b >= self.max_buckets {
-            self.coarsen();
-            b = self.bucket(time);
-        }
+        let (lo, hi, cached) = self.cached;
+        let b = if time.0 > lo && time.0 <= hi {
+            cached
+        } else {
+            self.slot_slow(time)
+        };
         let s = self.domain_slot(domain);
         let series = &mut self.series[s];
         if series.allocated.len() <= b {
@@ -139,6 +144,19 @@ impl Timeline {
             series.freed.resize(b + 1, 0);
         }
         (s, b)
+    }
+
+    #[cold]
+    fn slot_slow(&mut self, time: Micros) -> usize {
+        let mut b = self.bucket(time);
+        while b >= self.max_buckets {
+            self.coarsen();
+            b = self.bucket(time);
+        }
+        // Bucket 0 also holds time 0; the cache covers `(b * w, (b + 1) * w]` only.
+        let lo = (b as u64).saturating_mul(self.width);
+        self.cached = (lo, lo.saturating_add(self.width), b);
+        b
     }
 
     #[inline]
@@ -160,6 +178,7 @@ impl Timeline {
 
     #[cold]
     fn coarsen(&mut self) {
+        self.cached = (u64::MAX, 0, 0);
         let factor = next_factor(self.width);
         self.width = self.width.saturating_mul(factor as u64);
         for series in &mut self.series {

@@ -1,22 +1,25 @@
 //! A small, fast, non-cryptographic hasher for the per-event hash tables (object ids,
-//! backtrace trie edges). Keys come from the trace and are already well spread, and
-//! the tables never face an adversary that gains from collisions beyond slowing one
-//! analysis, so the multiply-rotate scheme used by rustc's own tables is enough.
+//! backtrace trie edges), built on a folded 64x64->128-bit multiply. Keys come from
+//! the trace (sequential object ids, location codes with zero low bits), so the hash
+//! must spread them over both ends of the word that hashbrown uses.
 
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// Multiply-rotate hasher (the "Fx" scheme).
+/// Folded-multiply hasher.
 #[derive(Default, Clone, Copy)]
 pub(crate) struct FxHasher {
     hash: u64,
 }
 
-const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+const SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 
 impl FxHasher {
     #[inline]
     fn add(&mut self, word: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(SEED);
+        // Folded multiply: the 128-bit product's halves xored, so every input bit
+        // reaches both the low bits (bucket index) and the high bits (control byte).
+        let p = u128::from(self.hash ^ word) * u128::from(SEED);
+        self.hash = (p as u64) ^ ((p >> 64) as u64);
     }
 }
 
@@ -51,9 +54,7 @@ impl Hasher for FxHasher {
     }
     #[inline]
     fn finish(&self) -> u64 {
-        // hashbrown takes the top 7 bits as the control byte; fold the well-mixed high
-        // half down so that sequential keys also spread in the low bits.
-        self.hash ^ (self.hash >> 29)
+        self.hash
     }
 }
 

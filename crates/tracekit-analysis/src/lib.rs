@@ -17,6 +17,7 @@ pub mod curve;
 pub mod event;
 pub mod fxt;
 mod hash;
+mod live;
 pub mod render;
 pub mod report;
 pub mod source;

@@ -1,6 +1,7 @@
 //! Feeding the analysis from `tracekit-memtrace`'s reader: event conversion (borrowing
-//! the reader's backtrace buffer), symbols from its location table, and a driver that
-//! runs one pass over a [`Reader`](tracekit_memtrace::Reader).
+//! the reader's backtrace buffer), symbols from its location table, and drivers that
+//! run one pass over a [`Reader`](tracekit_memtrace::Reader): [`analyze_reader`] on
+//! one thread, [`analyze_reader_pipelined`] with decoding and analysis on two.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -178,4 +179,192 @@ pub fn analyze_reader(
         error,
         events: count,
     }
+}
+
+/// An event as the decoding thread ships it: fixed size, with the backtrace's new
+/// entries in the batch's frame buffer.
+#[derive(Clone, Copy, Debug)]
+struct Packed {
+    kind: u8,
+    source: Source,
+    domain: DomainId,
+    keep: u32,
+    frames: u32,
+    time: Micros,
+    obj_id: ObjId,
+    length: u64,
+    nsamples: u64,
+}
+
+const KIND_ALLOC: u8 = 0;
+const KIND_PROMOTE: u8 = 1;
+const KIND_COLLECT: u8 = 2;
+
+#[derive(Default)]
+struct Batch {
+    events: Vec<Packed>,
+    frames: Vec<mt::LocationCode>,
+}
+
+const BATCH_EVENTS: usize = 8192;
+
+/// Like [`analyze_reader`] without a location filter, but with the analysis on a
+/// second thread fed in batches, so that a pass takes about as long as the slower of
+/// decoding and analysing rather than their sum. Only the backtrace entries past each
+/// alloc's common prefix cross threads. The result is the same as
+/// [`analyze_reader`]'s.
+pub fn analyze_reader_pipelined(
+    reader: &mut mt::Reader<'_>,
+    options: Options,
+    progress: &mut dyn FnMut(u64),
+) -> Pass {
+    use std::sync::mpsc;
+    let sampling = sampling(reader.info());
+    let parse_backtraces = options.backtraces;
+    let mut analyzer = Analyzer::new(sampling, options);
+    let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(4);
+    let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(move || {
+            for batch in full_rx {
+                let mut at = 0usize;
+                for p in &batch.events {
+                    match p.kind {
+                        KIND_ALLOC => {
+                            let end = at + p.frames as usize;
+                            let a = Alloc {
+                                time: p.time,
+                                obj_id: p.obj_id,
+                                domain: p.domain,
+                                length: p.length,
+                                nsamples: p.nsamples,
+                                source: p.source,
+                                backtrace: batch.frames.get(at..end).unwrap_or(&[]),
+                                common_prefix: 0,
+                            };
+                            analyzer.push_alloc_suffix(&a, p.keep as usize);
+                            at = end;
+                        }
+                        KIND_PROMOTE => analyzer.push::<mt::LocationCode>(&Event::Promote {
+                            time: p.time,
+                            obj_id: p.obj_id,
+                            domain: p.domain,
+                        }),
+                        _ => analyzer.push::<mt::LocationCode>(&Event::Collect {
+                            time: p.time,
+                            obj_id: p.obj_id,
+                            domain: p.domain,
+                        }),
+                    }
+                }
+                let mut batch = batch;
+                batch.events.clear();
+                batch.frames.clear();
+                // The decoder may be gone already; then the batch is simply dropped.
+                let _ = empty_tx.send(batch);
+            }
+            analyzer.finish()
+        });
+
+        let mut events = reader.events(parse_backtraces);
+        let mut error = None;
+        let mut count: u64 = 0;
+        // Per domain, the length of its previous backtrace: the analysis can keep at
+        // most that many entries.
+        let mut prev_len: Vec<(DomainId, usize)> = Vec::new();
+        let mut batch = Batch::default();
+        let mut worker_gone = false;
+        loop {
+            let (dt, event) = match events.next_event() {
+                None => break,
+                Some(Ok(x)) => x,
+                Some(Err(e)) => {
+                    error = Some(e);
+                    break;
+                }
+            };
+            count += 1;
+            let packed = match convert(dt, &event) {
+                Event::Alloc(a) => {
+                    let len = a.backtrace.len();
+                    let slot = match prev_len.iter().position(|(d, _)| *d == a.domain) {
+                        Some(i) => i,
+                        None => {
+                            prev_len.push((a.domain, 0));
+                            prev_len.len() - 1
+                        }
+                    };
+                    let keep = a.common_prefix.min(len).min(prev_len[slot].1);
+                    prev_len[slot].1 = len;
+                    batch.frames.extend_from_slice(&a.backtrace[keep..]);
+                    Packed {
+                        kind: KIND_ALLOC,
+                        source: a.source,
+                        domain: a.domain,
+                        keep: u32::try_from(keep).unwrap_or(u32::MAX),
+                        frames: u32::try_from(len - keep).unwrap_or(u32::MAX),
+                        time: a.time,
+                        obj_id: a.obj_id,
+                        length: a.length,
+                        nsamples: a.nsamples,
+                    }
+                }
+                Event::Promote {
+                    time,
+                    obj_id,
+                    domain,
+                } => Packed {
+                    kind: KIND_PROMOTE,
+                    source: Source::Minor,
+                    domain,
+                    keep: 0,
+                    frames: 0,
+                    time,
+                    obj_id,
+                    length: 0,
+                    nsamples: 0,
+                },
+                Event::Collect {
+                    time,
+                    obj_id,
+                    domain,
+                } => Packed {
+                    kind: KIND_COLLECT,
+                    source: Source::Minor,
+                    domain,
+                    keep: 0,
+                    frames: 0,
+                    time,
+                    obj_id,
+                    length: 0,
+                    nsamples: 0,
+                },
+            };
+            batch.events.push(packed);
+            if batch.events.len() == BATCH_EVENTS {
+                let next = empty_rx.try_recv().unwrap_or_default();
+                if full_tx.send(std::mem::replace(&mut batch, next)).is_err() {
+                    worker_gone = true;
+                    break;
+                }
+                progress(events.position());
+            }
+        }
+        if !worker_gone && !batch.events.is_empty() {
+            let _ = full_tx.send(batch);
+        }
+        progress(events.position());
+        let warnings = events.take_warnings();
+        drop(full_tx);
+        let profile = match worker.join() {
+            Ok(p) => p,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        Pass {
+            profile,
+            warnings,
+            error,
+            events: count,
+        }
+    })
 }

@@ -377,3 +377,31 @@ fn top_tables() {
     let t = snapshot_top("synth_v2.ctf", GroupBy::File, false).unwrap();
     insta::assert_snapshot!("synth_v2_top_file", t);
 }
+
+#[test]
+fn pipelined_pass_equals_the_single_thread_pass() {
+    let Some(rows) = corpus_rows() else { return };
+    for (trace, _) in &rows {
+        let mut reader = Reader::open(trace).unwrap();
+        let options = Options {
+            live_at: Some(Micros(20_000)),
+            big: 7,
+            ..Options::default()
+        };
+        let a = run(&mut reader, options.clone());
+        let b = source::analyze_reader_pipelined(&mut reader, options, &mut |_| {});
+        assert!(b.error.is_none());
+        assert_eq!(a.events, b.events);
+        let (a, b) = (a.profile, b.profile);
+        let name = trace.display();
+        assert_eq!(a.totals, b.totals, "{name}");
+        assert_eq!(a.peak, b.peak, "{name}");
+        assert_eq!(a.events, b.events, "{name}");
+        assert_eq!(a.big, b.big, "{name}");
+        assert_eq!(a.timeline.points(100), b.timeline.points(100), "{name}");
+        let symbols = ReaderSymbols(reader.locations());
+        let sa = report::sites(&a, &symbols, GroupBy::Backtrace);
+        let sb = report::sites(&b, &symbols, GroupBy::Backtrace);
+        assert_eq!(sa, sb, "{name}");
+    }
+}

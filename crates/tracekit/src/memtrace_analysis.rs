@@ -332,7 +332,13 @@ fn pass(
     what: &str,
 ) -> Pass {
     let bar = progress_bar(reader.size_bytes(), what);
-    let p = source::analyze_reader(reader, options, location, &mut |pos| bar.set_position(pos));
+    let mut progress = |pos| bar.set_position(pos);
+    // Decoding and analysis on two threads, unless the location filter needs the
+    // location table while decoding.
+    let p = match location {
+        None => source::analyze_reader_pipelined(reader, options, &mut progress),
+        Some(_) => source::analyze_reader(reader, options, location, &mut progress),
+    };
     bar.finish_and_clear();
     for w in &p.warnings {
         eprintln!("warning: {}: {w}", path.display());
