@@ -223,8 +223,16 @@ fn common_suffix_len(
     let n = a.len().min(b.len());
     let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
     // Whole blocks first: stacks share long suffixes (their outer frames).
+    // The block test does not short-circuit, so it compiles to vector code.
     let mut k = n;
-    while k >= 8 && a[k - 8..k] == b[k - 8..k] {
+    while k >= 8 {
+        let diff = a[k - 8..k]
+            .iter()
+            .zip(&b[k - 8..k])
+            .fold(0, |d, (x, y)| d | (x.get() ^ y.get()));
+        if diff != 0 {
+            break;
+        }
         k -= 8;
     }
     while k > 0 && a[k - 1] == b[k - 1] {
