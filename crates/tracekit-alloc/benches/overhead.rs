@@ -11,10 +11,12 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 mod common;
 
 #[global_allocator]
-static A: tracekit_alloc::Tracer<std::alloc::System> = tracekit_alloc::Tracer::new(std::alloc::System);
+static A: tracekit_alloc::Tracer<std::alloc::System> =
+    tracekit_alloc::Tracer::new(std::alloc::System);
 
 fn bench(c: &mut Criterion) {
-    let path = std::env::temp_dir().join(format!("tracekit-alloc-bench-{}.ctf", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("tracekit-alloc-bench-{}.ctf", std::process::id()));
     let settings: [(&str, Option<f64>); 4] = [
         ("tracer_off", None),
         ("tracer_on_1e-5_default", Some(1e-5)),
@@ -32,7 +34,10 @@ fn bench(c: &mut Criterion) {
         g.finish();
         if let Some(g) = guard {
             let stats = g.stop().expect("stop tracing");
-            eprintln!("{name}: {stats:?}, unwinder {:?}", tracekit_alloc::unwinder());
+            eprintln!(
+                "{name}: {stats:?}, unwinder {:?}",
+                tracekit_alloc::unwinder()
+            );
         }
     }
     let _ = std::fs::remove_file(&path);

@@ -151,7 +151,8 @@ fn start_inner(path: &Path, rate: f64, context: Option<&str>) -> Result<(), Erro
         word_size: 64,
         executable_name: executable_name().into(),
         host_name: host_name().into(),
-        ocaml_runtime_params: "".into(),
+        // The tracer's own parameters, where OCaml puts OCAMLRUNPARAM.
+        ocaml_runtime_params: runtime_params().into(),
         pid: i64::from(pid),
         initial_domain: DomainId::MAIN,
         start_time: Timestamp::from_micros(start_us),
@@ -172,8 +173,6 @@ fn start_inner(path: &Path, rate: f64, context: Option<&str>) -> Result<(), Erro
         .wrapping_add(1)
         .max(1);
     RATE.store(sampler::Rate::new(rate).to_bits(), Ordering::Relaxed);
-    // Decide the unwinder now rather than on the first sample.
-    crate::unwind::unwinder();
     let thread = std::thread::Builder::new()
         .name("tracekit-alloc".into())
         .spawn(move || background(generation))
@@ -453,6 +452,17 @@ fn open_trace_file(path: &Path) -> Result<File, Error> {
     // Errors ignored, as memtrace does, so that /dev/null works.
     let _ = file.set_len(0);
     Ok(file)
+}
+
+fn runtime_params() -> String {
+    let unwinder = match crate::unwind::unwinder() {
+        crate::Unwinder::FramePointers => "fp",
+        crate::Unwinder::Dwarf => "dwarf",
+    };
+    format!(
+        "tracekit-alloc={} unwinder={unwinder}",
+        env!("CARGO_PKG_VERSION")
+    )
 }
 
 fn executable_name() -> String {

@@ -17,7 +17,8 @@ use std::path::Path;
 use std::time::Duration;
 
 #[global_allocator]
-static A: tracekit_alloc::Tracer<std::alloc::System> = tracekit_alloc::Tracer::new(std::alloc::System);
+static A: tracekit_alloc::Tracer<std::alloc::System> =
+    tracekit_alloc::Tracer::new(std::alloc::System);
 
 #[inline(never)]
 fn words(n: usize) -> Vec<u64> {
@@ -59,7 +60,11 @@ fn sigkill_loses_at_most_the_last_second() {
         unsafe { libc::raise(libc::SIGKILL) };
     });
     assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
-    assert_eq!(count_len(&path, 4321), (50, 0), "allocations 1.6 s before the kill");
+    assert_eq!(
+        count_len(&path, 4321),
+        (50, 0),
+        "allocations 1.6 s before the kill"
+    );
 }
 
 fn exit_with_threads_still_allocating() {
@@ -81,12 +86,18 @@ fn exit_with_threads_still_allocating() {
         let _marker = words(2345);
         std::process::exit(0);
     });
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status}");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "status {status}"
+    );
     let t = common::read_trace(&path);
     assert_eq!(t.warnings, 0);
     let domains: std::collections::BTreeSet<_> = t.allocs.iter().map(|a| a.domain).collect();
     assert!(domains.len() >= 4, "domains {domains:?}");
-    assert!(t.allocs.iter().any(|a| a.length == 2345), "the last allocation before exit");
+    assert!(
+        t.allocs.iter().any(|a| a.length == 2345),
+        "the last allocation before exit"
+    );
 }
 
 fn panic_in_main_flushes() {
@@ -138,9 +149,20 @@ fn thread_exit_destructors_allocate() {
         }
         guard.stop().expect("stop");
     });
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status}");
-    assert_eq!(count_len(&path, 555), (8, 8), "blocks freed by destructors are collected");
-    assert_eq!(count_len(&path, 777).0, 8, "destructors' own allocations are sampled");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "status {status}"
+    );
+    assert_eq!(
+        count_len(&path, 555),
+        (8, 8),
+        "blocks freed by destructors are collected"
+    );
+    assert_eq!(
+        count_len(&path, 777).0,
+        8,
+        "destructors' own allocations are sampled"
+    );
 }
 
 fn environment_and_locking() {
@@ -158,26 +180,47 @@ fn environment_and_locking() {
         // SAFETY: as above.
         unsafe { std::env::set_var("MEMTRACE_RATE", "0.5") };
         assert!(matches!(tracekit_alloc::try_trace_if_requested(), Ok(true)));
-        assert!(std::env::var_os("MEMTRACE").is_none(), "children are not traced");
-        assert!(matches!(tracekit_alloc::try_trace_if_requested(), Ok(false)));
+        assert!(
+            std::env::var_os("MEMTRACE").is_none(),
+            "children are not traced"
+        );
+        assert!(matches!(
+            tracekit_alloc::try_trace_if_requested(),
+            Ok(false)
+        ));
         assert!(matches!(
             tracekit_alloc::start_tracing(common::temp_path("other.ctf"), 0.5),
             Err(tracekit_alloc::Error::AlreadyTracing)
         ));
-        assert!(matches!(tracekit_alloc::start_tracing("x.ctf", 0.0), Err(tracekit_alloc::Error::InvalidRate(_))));
-        assert!(matches!(tracekit_alloc::start_tracing("x.ctf", 1.5), Err(tracekit_alloc::Error::InvalidRate(_))));
+        assert!(matches!(
+            tracekit_alloc::start_tracing("x.ctf", 0.0),
+            Err(tracekit_alloc::Error::InvalidRate(_))
+        ));
+        assert!(matches!(
+            tracekit_alloc::start_tracing("x.ctf", 1.5),
+            Err(tracekit_alloc::Error::InvalidRate(_))
+        ));
         tracekit_alloc::stop_tracing().expect("stop");
-        assert!(matches!(tracekit_alloc::stop_tracing(), Err(tracekit_alloc::Error::NotTracing)));
+        assert!(matches!(
+            tracekit_alloc::stop_tracing(),
+            Err(tracekit_alloc::Error::NotTracing)
+        ));
         std::process::exit(0);
     });
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status}");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "status {status}"
+    );
     assert_eq!(common::read_trace(&path).info.sample_rate, 0.5);
 
     // A file another process has locked is refused, and left intact.
     use std::os::unix::io::AsRawFd;
     let locked = common::temp_path("locked.ctf");
     std::fs::write(&locked, b"precious").expect("write");
-    let f = std::fs::OpenOptions::new().write(true).open(&locked).expect("open");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&locked)
+        .expect("open");
     // SAFETY: `f` owns a valid descriptor.
     assert_eq!(unsafe { libc::lockf(f.as_raw_fd(), libc::F_TLOCK, 0) }, 0);
     let status = in_child(|| {
@@ -185,16 +228,28 @@ fn environment_and_locking() {
         assert!(matches!(r, Err(tracekit_alloc::Error::Locked(_))), "{r:?}");
         std::process::exit(0);
     });
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status}");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "status {status}"
+    );
     assert_eq!(std::fs::read(&locked).expect("read"), b"precious");
 }
 
 fn main() {
     let scenarios: [(&str, fn()); 5] = [
-        ("sigkill_loses_at_most_the_last_second", sigkill_loses_at_most_the_last_second),
-        ("exit_with_threads_still_allocating", exit_with_threads_still_allocating),
+        (
+            "sigkill_loses_at_most_the_last_second",
+            sigkill_loses_at_most_the_last_second,
+        ),
+        (
+            "exit_with_threads_still_allocating",
+            exit_with_threads_still_allocating,
+        ),
         ("panic_in_main_flushes", panic_in_main_flushes),
-        ("thread_exit_destructors_allocate", thread_exit_destructors_allocate),
+        (
+            "thread_exit_destructors_allocate",
+            thread_exit_destructors_allocate,
+        ),
         ("environment_and_locking", environment_and_locking),
     ];
     for (name, f) in scenarios {

@@ -27,9 +27,24 @@ fn field(json: &str, name: &str) -> f64 {
 }
 
 #[test]
-fn estimates_match_ground_truth_and_sites_are_the_workloads() {
-    let trace_path = common::temp_path("workload.ctf");
-    let out = Command::new(common::example("workload"))
+fn default_build() {
+    // Rust omits frame pointers by default: the DWARF unwinder is used.
+    check(&common::example("workload"), "dwarf", "workload.ctf");
+}
+
+#[test]
+fn frame_pointer_build() {
+    // Built with -C force-frame-pointers=yes: the frame-pointer walk is used.
+    check(
+        &common::example_with_frame_pointers("workload"),
+        "fp",
+        "workload-fp.ctf",
+    );
+}
+
+fn check(binary: &std::path::Path, unwinder: &str, trace_name: &str) {
+    let trace_path = common::temp_path(trace_name);
+    let out = Command::new(binary)
         .env("MEMTRACE", &trace_path)
         .env("MEMTRACE_RATE", RATE)
         .output()
@@ -47,11 +62,16 @@ fn estimates_match_ground_truth_and_sites_are_the_workloads() {
     assert_eq!(trace.warnings, 0);
     assert_eq!(trace.info.sample_rate, 2e-3);
     assert_eq!(trace.info.word_size, 64);
+    let params = trace.info.ocaml_runtime_params.to_str_lossy().into_owned();
+    assert!(
+        params.ends_with(&format!("unwinder={unwinder}")),
+        "runtime params {params:?}"
+    );
     let est_allocated = trace.estimate(|_| true);
     let est_live = trace.estimate(|a| !a.collected);
     let err_allocated = (est_allocated - allocated) / allocated;
     let err_live = (est_live - live) / live;
-    println!("ground truth: {json}");
+    println!("{unwinder}: ground truth: {json}");
     println!(
         "samples: {} allocs, {} collects; allocated {est_allocated:.0} ({:+.2}%), live at exit {est_live:.0} ({:+.2}%)",
         trace.allocs.len(),

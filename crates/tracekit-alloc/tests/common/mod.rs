@@ -25,6 +25,10 @@ pub fn example(name: &str) -> PathBuf {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.args(["build", "-p", "tracekit-alloc", "--example", name]);
+        // The same target directory as this test (it may not be the default).
+        if let Some(target_dir) = profile_dir.parent() {
+            cmd.arg("--target-dir").arg(target_dir);
+        }
         if !cfg!(debug_assertions) {
             cmd.arg("--release");
         }
@@ -32,6 +36,33 @@ pub fn example(name: &str) -> PathBuf {
         assert!(status.success(), "cargo build --example {name} failed");
     }
     path
+}
+
+/// Path of example `name` built with frame pointers, in the `fp` directory
+/// of this test's target directory.
+pub fn example_with_frame_pointers(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile> directory");
+    let profile = profile_dir.file_name().expect("profile name");
+    let target_dir = profile_dir.parent().expect("target directory").join("fp");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "-p", "tracekit-alloc", "--example", name])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .env("RUSTFLAGS", "-C force-frame-pointers=yes");
+    if !cfg!(debug_assertions) {
+        cmd.arg("--release");
+    }
+    let status = cmd.status().expect("run cargo build");
+    assert!(
+        status.success(),
+        "cargo build --example {name} with frame pointers failed"
+    );
+    target_dir.join(profile).join("examples").join(name)
 }
 
 /// A temporary file path unique to this test process.
