@@ -6,6 +6,7 @@
 //! cargo bench -p tracekit-alloc
 //! ```
 
+use common::ProcessCpuTime;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 mod common;
@@ -14,7 +15,7 @@ mod common;
 static A: tracekit_alloc::Tracer<std::alloc::System> =
     tracekit_alloc::Tracer::new(std::alloc::System);
 
-fn bench(c: &mut Criterion) {
+fn bench(c: &mut Criterion<ProcessCpuTime>) {
     let path =
         std::env::temp_dir().join(format!("tracekit-alloc-bench-{}.ctf", std::process::id()));
     let settings: [(&str, Option<f64>); 4] = [
@@ -45,7 +46,7 @@ fn bench(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default().sample_size(30).measurement_time(std::time::Duration::from_secs(4));
+    config = Criterion::default().with_measurement(ProcessCpuTime).sample_size(30).measurement_time(std::time::Duration::from_secs(4));
     targets = bench
 }
 criterion_main!(benches);
