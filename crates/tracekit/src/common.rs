@@ -16,11 +16,10 @@ pub fn progress_bar(total_bytes: u64, what: &str) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(total_bytes);
-    let style = ProgressStyle::with_template(
-        "{msg} [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta} left)",
-    )
-    .unwrap_or_else(|_| ProgressStyle::default_bar())
-    .progress_chars("=> ");
+    let style =
+        ProgressStyle::with_template("{msg} [{wide_bar}] {bytes}/{total_bytes} ({eta} left)")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
     bar.set_style(style);
     bar.set_message(what.to_string());
     bar

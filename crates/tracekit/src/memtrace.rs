@@ -165,6 +165,7 @@ fn info(path: &Path, json: bool) -> Result<ExitCode> {
     let bar = progress_bar(reader.size_bytes(), "reading");
     let mut summary = Summary::default();
     let mut domains: BTreeMap<u16, DomainInfo> = BTreeMap::new();
+    let mut domains_run: Vec<DomainInfo> = Vec::with_capacity(1);
     let mut duration = 0i64;
     let mut sampled_words = 0u64;
     let mut nsamples_words = 0f64;
@@ -183,11 +184,17 @@ fn info(path: &Path, json: bool) -> Result<ExitCode> {
             };
             summary.add(&event);
             duration = duration.max(dt.as_micros());
-            let d = domains.entry(event.domain().get()).or_insert(DomainInfo {
-                domain: event.domain().get(),
-                events: 0,
-                allocs: 0,
-            });
+            let dom = event.domain().get();
+            // Events come in runs of one domain: look the map up only on a change.
+            if domains_run.first().is_none_or(|d| d.domain != dom) {
+                flush_run(&mut domains, &mut domains_run);
+                domains_run.push(DomainInfo {
+                    domain: dom,
+                    events: 0,
+                    allocs: 0,
+                });
+            }
+            let d = &mut domains_run[0];
             d.events += 1;
             if let Event::Alloc(a) = &event {
                 d.allocs += 1;
@@ -207,6 +214,7 @@ fn info(path: &Path, json: bool) -> Result<ExitCode> {
             skipped += 1;
         }
     }
+    flush_run(&mut domains, &mut domains_run);
     bar.finish_and_clear();
     let i = reader.info();
     let word_bytes = f64::from(i.word_size) / 8.0;
@@ -269,6 +277,19 @@ fn info(path: &Path, json: bool) -> Result<ExitCode> {
             ExitCode::from(2)
         }
     })
+}
+
+/// Adds the counts of the current run of one domain's events to `domains`.
+fn flush_run(domains: &mut BTreeMap<u16, DomainInfo>, run: &mut Vec<DomainInfo>) {
+    if let Some(r) = run.pop() {
+        let d = domains.entry(r.domain).or_insert(DomainInfo {
+            domain: r.domain,
+            events: 0,
+            allocs: 0,
+        });
+        d.events += r.events;
+        d.allocs += r.allocs;
+    }
 }
 
 fn human_bytes(n: f64) -> String {
