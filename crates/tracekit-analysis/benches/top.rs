@@ -6,6 +6,8 @@
 //!   analysis on a second one (`analyze_reader_pipelined`, what the CLI runs).
 //! * `top_one_thread`: the same on one thread (`analyze_reader`, what the CLI runs
 //!   with `--location`).
+//! * `top_by_backtrace`: pipelined, interning whole backtraces (`top --by backtrace`,
+//!   and what `flamegraph` and `to-fxt` need); the others charge allocation sites.
 //!
 //! Both are reported as events/s, so `top / read` is the share of the reader's speed
 //! that `top` keeps. Traces, each over 5 M events:
@@ -123,11 +125,16 @@ fn count(reader: &mut Reader<'_>) -> u64 {
     n
 }
 
-fn top(reader: &mut Reader<'_>, pipelined: bool) -> usize {
+fn top(reader: &mut Reader<'_>, pipelined: bool, leaf_only: bool) -> usize {
+    // `tracekit memtrace top` (sites by leaf) sets `leaf_only`; `--by backtrace` not.
+    let options = Options {
+        leaf_only,
+        ..Options::default()
+    };
     let p = if pipelined {
-        source::analyze_reader_pipelined(reader, Options::default(), &mut |_| {})
+        source::analyze_reader_pipelined(reader, options, &mut |_| {})
     } else {
-        source::analyze_reader(reader, Options::default(), None, &mut |_| {})
+        source::analyze_reader(reader, options, None, &mut |_| {})
     };
     let t = report::top(
         &p.profile,
@@ -169,9 +176,14 @@ fn bench(c: &mut Criterion) {
         g.throughput(Throughput::Elements(events));
         g.sample_size(10);
         g.bench_function("read", |b| b.iter(|| black_box(count(&mut reader))));
-        g.bench_function("top", |b| b.iter(|| black_box(top(&mut reader, true))));
+        g.bench_function("top", |b| {
+            b.iter(|| black_box(top(&mut reader, true, true)))
+        });
         g.bench_function("top_one_thread", |b| {
-            b.iter(|| black_box(top(&mut reader, false)))
+            b.iter(|| black_box(top(&mut reader, false, true)))
+        });
+        g.bench_function("top_by_backtrace", |b| {
+            b.iter(|| black_box(top(&mut reader, true, false)))
         });
         g.finish();
     }

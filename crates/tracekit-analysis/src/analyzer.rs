@@ -53,6 +53,11 @@ pub struct Options {
     /// which is enough for the timeline and the peak and lets a reader skip decoding
     /// backtraces.
     pub backtraces: bool,
+    /// Charge each allocation to its allocation site alone (a one-entry backtrace)
+    /// rather than its whole backtrace: enough for sites grouped by leaf, function or
+    /// file, and it keeps the analysis state as small as the set of allocation sites.
+    /// Ignored with a location filter, which needs whole backtraces.
+    pub leaf_only: bool,
     /// Keep the `big` largest allocations (by object size).
     pub big: usize,
     /// Bucket budget of the timeline (per domain).
@@ -69,6 +74,7 @@ impl Default for Options {
             filter: Filter::default(),
             live_at: None,
             backtraces: true,
+            leaf_only: false,
             big: 0,
             timeline_buckets: 1 << 14,
             domains: Vec::new(),
@@ -294,10 +300,13 @@ impl Analyzer {
     pub fn push_alloc_suffix<F: Frame>(&mut self, a: &Alloc<'_, F>, keep: usize) {
         self.counts.allocs += 1;
         self.see(a.time);
-        let bt = if self.options.backtraces {
-            self.backtraces.intern_suffix(a.domain, keep, a.backtrace)
-        } else {
+        let bt = if !self.options.backtraces {
             BacktraceId::EMPTY
+        } else if self.options.leaf_only {
+            // The source sends the leaf alone.
+            self.backtraces.intern_full(a.backtrace)
+        } else {
+            self.backtraces.intern_suffix(a.domain, keep, a.backtrace)
         };
         self.alloc_interned(a, bt, &mut |_| true);
     }
@@ -314,11 +323,15 @@ impl Analyzer {
         self.see(a.time);
         // The trie must follow every alloc of a domain, kept or not, because the next
         // alloc's common prefix refers to this one.
-        let bt = if self.options.backtraces {
+        let bt = if !self.options.backtraces {
+            BacktraceId::EMPTY
+        } else if self.options.leaf_only && !self.options.filter.by_location {
+            let n = a.backtrace.len();
+            self.backtraces
+                .intern_full(&a.backtrace[n.saturating_sub(1)..])
+        } else {
             self.backtraces
                 .intern(a.domain, a.common_prefix, a.backtrace)
-        } else {
-            BacktraceId::EMPTY
         };
         self.alloc_interned(a, bt, matches);
     }

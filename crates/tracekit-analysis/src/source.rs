@@ -221,6 +221,7 @@ pub fn analyze_reader_pipelined(
     use std::sync::mpsc;
     let sampling = sampling(reader.info());
     let parse_backtraces = options.backtraces;
+    let leaf_only = options.leaf_only;
     let mut analyzer = Analyzer::new(sampling, options);
     let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(4);
     let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
@@ -294,7 +295,12 @@ pub fn analyze_reader_pipelined(
                             prev_len.len() - 1
                         }
                     };
-                    let keep = a.common_prefix.min(len).min(prev_len[slot].1);
+                    let keep = if leaf_only {
+                        // The analysis wants the allocation site alone.
+                        len.saturating_sub(1)
+                    } else {
+                        a.common_prefix.min(len).min(prev_len[slot].1)
+                    };
                     prev_len[slot].1 = len;
                     batch.frames.extend_from_slice(&a.backtrace[keep..]);
                     Packed {

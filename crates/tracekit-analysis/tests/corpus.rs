@@ -405,3 +405,30 @@ fn pipelined_pass_equals_the_single_thread_pass() {
         assert_eq!(sa, sb, "{name}");
     }
 }
+
+#[test]
+fn leaf_only_gives_the_same_sites() {
+    let Some(rows) = corpus_rows() else { return };
+    for (trace, _) in &rows {
+        let mut reader = Reader::open(trace).unwrap();
+        let full = run(&mut reader, Options::default());
+        let leaf_options = Options {
+            leaf_only: true,
+            ..Options::default()
+        };
+        let one = run(&mut reader, leaf_options.clone());
+        let two = source::analyze_reader_pipelined(&mut reader, leaf_options, &mut |_| {});
+        let symbols = ReaderSymbols(reader.locations());
+        for by in [GroupBy::Leaf, GroupBy::Function, GroupBy::File] {
+            let mut a = report::sites(&full.profile, &symbols, by);
+            let mut b = report::sites(&one.profile, &symbols, by);
+            let mut c = report::sites(&two.profile, &symbols, by);
+            for s in [&mut a, &mut b, &mut c] {
+                report::rank_sites(s, Rank::Allocated);
+            }
+            assert_eq!(a, b, "{} {by:?}", trace.display());
+            assert_eq!(a, c, "{} {by:?}", trace.display());
+        }
+        assert_eq!(full.profile.totals, two.profile.totals);
+    }
+}

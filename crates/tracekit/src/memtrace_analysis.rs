@@ -465,6 +465,7 @@ fn top(args: TopArgs) -> Result<ExitCode> {
     let options = Options {
         filter: args.filter.filter(),
         live_at: ctx.at,
+        leaf_only: args.by != ByArg::Backtrace,
         ..Options::default()
     };
     let location = args.filter.location.as_deref();
@@ -751,6 +752,7 @@ fn diff(args: DiffArgs) -> Result<ExitCode> {
     args.filter.check()?;
     let options = Options {
         filter: args.filter.filter(),
+        leaf_only: args.by != ByArg::Backtrace,
         ..Options::default()
     };
     let mut ra = open(&args.a)?;
