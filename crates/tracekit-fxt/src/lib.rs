@@ -1,8 +1,8 @@
 //! Fuchsia trace format (FXT) reader and writer.
 //!
-//! The format core does no I/O: [`write`] encodes records into buffers lent by a
-//! [`Destination`](write::Destination), [`read`] decodes records from byte slices.
-//! Files live at the edge, in [`io`]. [`format`] holds the vocabulary both sides share
+//! The format core does no I/O: [`write`](mod@write) encodes records into buffers lent by a
+//! [`Destination`](write::Destination), [`read`](mod@read) decodes records from byte slices.
+//! Files live at the edge, in [`io`]. [`format`](mod@format) holds the vocabulary both sides share
 //! (record and event types, string and thread refs, arguments).
 //!
 //! # Writing

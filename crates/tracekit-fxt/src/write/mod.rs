@@ -149,6 +149,10 @@ impl Default for WriterOptions<'_> {
 
 /// The FXT writer. See the [crate docs](crate) for an example.
 ///
+/// Records reach the destination a buffer at a time; call [`flush`](Self::flush) to
+/// hand over a partly filled buffer and [`close`](Self::close) or
+/// [`finish`](Self::finish) at the end (dropping a writer does not flush).
+///
 /// String ids follow the seed's layout: 0 is the empty string, 1 is `"process"`, 2..=18
 /// are 17 "dyn" slots, then `num_temp_strings` temp slots, then permanent ids handed
 /// out by [`intern`](Self::intern) up to 32767.
