@@ -6,6 +6,10 @@
 //! (`&[Arg]`) path, and two plain 8-byte stores per event into a slice.
 //!
 //! Reader: the corpus magic-trace file (needs `TRACEKIT_CORPUS`).
+//!
+//! On a shared, loaded machine wall-clock medians mostly measure the scheduler; the
+//! examples `write_loop` and `read_loop` run the same loops for CPU-time measurement:
+//! `perf stat -e task-clock target/release/examples/write_loop pair32 200000000`.
 
 use std::hint::black_box;
 
