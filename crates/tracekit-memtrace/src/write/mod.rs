@@ -138,7 +138,14 @@ impl IdAllocator {
     }
 }
 
-/// A trace writer for one domain; see the [module docs](self).
+/// A trace writer for one domain.
+///
+/// Events are encoded into a 32 KiB packet, written when it is nearly full,
+/// when more than 128 new locations are pending, when it would span more than
+/// 30 s, when its chunk of object ids is used up, and on [`Writer::flush`];
+/// the location packets its backtraces need go out just before it. A process
+/// that dies loses at most the packet being filled. For the same events the
+/// bytes are those of OCaml memtrace's writer.
 ///
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
