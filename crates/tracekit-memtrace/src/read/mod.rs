@@ -541,7 +541,8 @@ impl<'r> Events<'r> {
         let eof = |c: &Cursor<'_>| at(ReadErrorKind::UnexpectedEof, c.pos);
         let word = c.u32().map_err(|_| eof(&c))?;
         let time = event_time(word, self.time_begin);
-        if time < self.time_begin || time > self.time_end {
+        // `event_time` never yields a time before `time_begin`.
+        if time > self.time_end {
             return Err(at(ReadErrorKind::TimeOutOfPacketBounds, start));
         }
         let code = event_code(word);
@@ -579,15 +580,26 @@ impl<'r> Events<'r> {
                     ev.nsamples = range(nsamples)?;
                     ev.source = source;
                 }
-                let common_prefix = c.vint().map_err(|_| eof(&c))?;
-                ev.common_prefix = usize::try_from(common_prefix)
-                    .map_err(|_| at(ReadErrorKind::ValueOutOfRange, start))?;
-                let nencoded = if class == CLASS_SHORT_ALLOC {
-                    c.u8().map(usize::from)
-                } else {
-                    c.u16().map(usize::from)
+                let nencoded;
+                match c.data.get(c.pos..c.pos + 2) {
+                    // The usual short alloc: a one-byte common prefix and count.
+                    Some(&[prefix @ 0..=252, count]) if class == CLASS_SHORT_ALLOC => {
+                        c.pos += 2;
+                        ev.common_prefix = usize::from(prefix);
+                        nencoded = usize::from(count);
+                    }
+                    _ => {
+                        let common_prefix = c.vint().map_err(|_| eof(&c))?;
+                        ev.common_prefix = usize::try_from(common_prefix)
+                            .map_err(|_| at(ReadErrorKind::ValueOutOfRange, start))?;
+                        nencoded = if class == CLASS_SHORT_ALLOC {
+                            c.u8().map(usize::from)
+                        } else {
+                            c.u16().map(usize::from)
+                        }
+                        .map_err(|_| eof(&c))?;
+                    }
                 }
-                .map_err(|_| eof(&c))?;
                 if self.parse_backtraces {
                     let cache = state
                         .cache
