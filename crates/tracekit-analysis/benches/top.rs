@@ -1,11 +1,10 @@
 //! `top` against the reader it runs on, on generated traces of over 5 M events.
 //!
 //! * `read`: the reader alone, a full pass decoding backtraces (the baseline).
-//! * `top`: the same pass feeding the analysis, then the site report (`report::top`),
-//!   i.e. what `tracekit memtrace top` does minus printing: decoding on this thread,
-//!   analysis on a second one (`analyze_reader_pipelined`, what the CLI runs).
-//! * `top_one_thread`: the same on one thread (`analyze_reader`, what the CLI runs
-//!   with `--location`).
+//! * `top_one_thread`: the same pass feeding the analysis, then the site report
+//!   (`report::top`), i.e. what `tracekit memtrace top` does minus printing.
+//! * `top`: the same with decoding on this thread and the analysis on a second one
+//!   (`analyze_reader_pipelined`).
 //! * `top_by_backtrace`: pipelined, interning whole backtraces (`top --by backtrace`,
 //!   and what `flamegraph` and `to-fxt` need); the others charge allocation sites.
 //!

@@ -209,10 +209,11 @@ struct Batch {
 const BATCH_EVENTS: usize = 8192;
 
 /// Like [`analyze_reader`] without a location filter, but with the analysis on a
-/// second thread fed in batches, so that a pass takes about as long as the slower of
-/// decoding and analysing rather than their sum. Only the backtrace entries past each
-/// alloc's common prefix cross threads. The result is the same as
-/// [`analyze_reader`]'s.
+/// second thread fed in batches, so that on a host with an idle core a pass can take
+/// about as long as the slower of decoding and analysing rather than their sum. Only
+/// the backtrace entries past each alloc's common prefix cross threads. The result is
+/// the same as [`analyze_reader`]'s. On the shared 2-core machines of this project it
+/// measured slower than one thread (the `top` bench), so the CLI does not use it.
 pub fn analyze_reader_pipelined(
     reader: &mut mt::Reader<'_>,
     options: Options,

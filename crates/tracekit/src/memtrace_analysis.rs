@@ -332,13 +332,9 @@ fn pass(
     what: &str,
 ) -> Pass {
     let bar = progress_bar(reader.size_bytes(), what);
-    let mut progress = |pos| bar.set_position(pos);
-    // Decoding and analysis on two threads, unless the location filter needs the
-    // location table while decoding.
-    let p = match location {
-        None => source::analyze_reader_pipelined(reader, options, &mut progress),
-        Some(_) => source::analyze_reader(reader, options, location, &mut progress),
-    };
+    // One thread: on the 2-core machines this runs on, the pipelined driver
+    // (`analyze_reader_pipelined`) measured slower (see the `top` bench).
+    let p = source::analyze_reader(reader, options, location, &mut |pos| bar.set_position(pos));
     bar.finish_and_clear();
     for w in &p.warnings {
         eprintln!("warning: {}: {w}", path.display());
@@ -442,6 +438,13 @@ fn require_svg(path: &Path, flag: &str) -> Result<()> {
     }
 }
 
+/// The last component of a path, for titles.
+fn file_name(p: &str) -> String {
+    Path::new(p)
+        .file_name()
+        .map_or_else(|| p.to_string(), |n| n.to_string_lossy().into_owned())
+}
+
 fn path_str(p: &Path) -> String {
     p.display().to_string()
 }
@@ -529,7 +532,12 @@ fn timeline(args: TimelineArgs) -> Result<ExitCode> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let mut subtitle = format!("{} — {}", path_str(&args.file), render::sampling_note(s));
+        let mut subtitle = format!(
+            "{} — sample rate {}: 1 sample ≈ {} (estimated sizes)",
+            file_name(&path_str(&args.file)),
+            s.sample_rate,
+            human_bytes(s.bytes_per_sample())
+        );
         if !args.filter.describe().is_empty() {
             subtitle = format!("{subtitle}; {}", args.filter.describe().join(", "));
         }
@@ -626,16 +634,19 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
         let svg = svg::flame_graph(
             &lines,
             &FlameGraphOptions {
-                title: format!("Memory {what}: {}", info.executable_name),
+                title: format!(
+                    "Memory {what}: {}",
+                    file_name(&info.executable_name.to_string())
+                ),
                 subtitle: format!(
-                    "{} — total {}; {}",
-                    path_str(&args.file),
+                    "{} — total {}; 1 sample ≈ {} (estimated sizes)",
+                    file_name(&path_str(&args.file)),
                     if args.samples {
                         format!("{total} samples")
                     } else {
                         human_bytes(total as f64)
                     },
-                    render::sampling_note(p.profile.sampling)
+                    human_bytes(p.profile.sampling.bytes_per_sample()),
                 ),
                 bytes: !args.samples,
                 inverted: args.inverted,
