@@ -19,9 +19,9 @@ pub fn example(name: &str) -> PathBuf {
         .and_then(Path::parent)
         .expect("target/<profile> directory");
     let path = profile_dir.join("examples").join(name);
-    // Always ask cargo: a stale example from an earlier build would test old
-    // code (this is a no-op when it is up to date).
-    {
+    // `cargo test` builds the examples too; a run filtered to one test does
+    // not, and would test an example built from older sources.
+    if !path.exists() || newest_source() > modified(&path) {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.args(["build", "-p", "tracekit-alloc", "--example", name]);
@@ -36,6 +36,25 @@ pub fn example(name: &str) -> PathBuf {
         assert!(status.success(), "cargo build --example {name} failed");
     }
     path
+}
+
+fn modified(path: &Path) -> std::time::SystemTime {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .unwrap_or(std::time::UNIX_EPOCH)
+}
+
+/// The latest modification time of this crate's library and example sources.
+fn newest_source() -> std::time::SystemTime {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    ["src", "examples"]
+        .iter()
+        .filter_map(|d| std::fs::read_dir(root.join(d)).ok())
+        .flatten()
+        .filter_map(|e| e.ok())
+        .map(|e| modified(&e.path()))
+        .max()
+        .unwrap_or(std::time::UNIX_EPOCH)
 }
 
 /// Path of example `name` built with frame pointers, in the `fp` directory
