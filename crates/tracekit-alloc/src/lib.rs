@@ -472,3 +472,26 @@ pub fn in_tracer() -> bool {
 pub fn unwinder() -> Unwinder {
     unwind::unwinder()
 }
+
+/// Entry points for robustness tests of the internal parsers; not part of
+/// the API.
+#[doc(hidden)]
+pub mod __fuzz {
+    /// Parses ELF program headers from `bytes`.
+    pub fn elf(bytes: &[u8]) {
+        let _ = crate::elf::program_headers_end(bytes);
+        let _ = crate::elf::load_segments(bytes);
+    }
+
+    /// Parses one `/proc/self/maps` line.
+    pub fn maps_line(line: &str) {
+        let _ = crate::symbolize::parse_maps_line(line);
+    }
+
+    /// Decodes raw queue records.
+    pub fn records(words: &[u64]) {
+        for r in crate::slots::records(words) {
+            std::hint::black_box(r);
+        }
+    }
+}

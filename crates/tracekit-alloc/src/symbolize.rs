@@ -246,7 +246,7 @@ impl Symbolizer {
 
 /// Parses one `/proc/self/maps` line into (start, end, file offset, path),
 /// keeping only executable mappings of files.
-fn parse_maps_line(line: &str) -> Option<(u64, u64, u64, &Path)> {
+pub(crate) fn parse_maps_line(line: &str) -> Option<(u64, u64, u64, &Path)> {
     let mut fields = line.splitn(6, ' ');
     let range = fields.next()?;
     let perms = fields.next()?;
