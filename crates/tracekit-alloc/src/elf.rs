@@ -38,21 +38,24 @@ pub(crate) struct LoadSegment {
 }
 
 fn u16_at(b: &[u8], at: usize) -> Result<u16, ElfError> {
-    b.get(at..at + 2)
+    at.checked_add(2)
+        .and_then(|end| b.get(at..end))
         .and_then(|s| s.try_into().ok())
         .map(u16::from_le_bytes)
         .ok_or(ElfError::Truncated(at))
 }
 
 fn u32_at(b: &[u8], at: usize) -> Result<u32, ElfError> {
-    b.get(at..at + 4)
+    at.checked_add(4)
+        .and_then(|end| b.get(at..end))
         .and_then(|s| s.try_into().ok())
         .map(u32::from_le_bytes)
         .ok_or(ElfError::Truncated(at))
 }
 
 fn u64_at(b: &[u8], at: usize) -> Result<u64, ElfError> {
-    b.get(at..at + 8)
+    at.checked_add(8)
+        .and_then(|end| b.get(at..end))
         .and_then(|s| s.try_into().ok())
         .map(u64::from_le_bytes)
         .ok_or(ElfError::Truncated(at))
@@ -84,7 +87,11 @@ pub(crate) fn load_segments(bytes: &[u8]) -> Result<Vec<LoadSegment>, ElfError> 
     let (phoff, entsize, count) = table(bytes)?;
     let mut out = Vec::new();
     for i in 0..count {
-        let at = phoff + i * entsize;
+        // A header table placed at the end of the address space must not wrap.
+        let at = phoff
+            .checked_add(i * entsize)
+            .filter(|at| at.checked_add(entsize).is_some())
+            .ok_or(ElfError::Truncated(32))?;
         if u32_at(bytes, at)? == 1 {
             out.push(LoadSegment {
                 offset: u64_at(bytes, at + 8)?,
@@ -118,5 +125,17 @@ mod tests {
             let _ = load_segments(&b[..n]);
             let _ = program_headers_end(&b[..n]);
         }
+    }
+
+    #[test]
+    fn header_table_at_the_end_of_the_address_space() {
+        // Found by fuzzing: e_phoff near 2^64 overflowed the offset arithmetic.
+        let mut b = vec![0u8; 64];
+        b[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        b[32..40].copy_from_slice(&(u64::MAX - 20).to_le_bytes());
+        b[54..56].copy_from_slice(&56u16.to_le_bytes());
+        b[56..58].copy_from_slice(&3u16.to_le_bytes());
+        assert!(matches!(load_segments(&b), Err(ElfError::Truncated(_))));
+        assert!(program_headers_end(&b).is_err());
     }
 }

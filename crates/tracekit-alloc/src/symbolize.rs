@@ -8,7 +8,8 @@
 //! loader's lock (a thread inside `dlopen` may be blocked in the allocator).
 //! The file offset is turned into the object's own virtual address with its
 //! `PT_LOAD` program headers, then `addr2line` gives the frames, inlined ones
-//! included. Names are demangled (Rust, then C++).
+//! included. Rust names are demangled (without the hash suffix); other
+//! names are kept as they are.
 //!
 //! A return address points after the call instruction, so `code - 1` is
 //! looked up, which lands on the call itself.
@@ -304,13 +305,13 @@ fn read_program_headers(path: &Path) -> Option<Vec<u8>> {
     Some(head)
 }
 
-/// Demangles a symbol-table name (Rust, else C++, else as is).
+/// Demangles a Rust symbol name (legacy or v0), without its hash suffix;
+/// any other name is returned as it is.
 pub(crate) fn demangle(name: &str) -> String {
-    if let Ok(d) = rustc_demangle::try_demangle(name) {
-        return format!("{d:#}");
+    match rustc_demangle::try_demangle(name) {
+        Ok(d) => format!("{d:#}"),
+        Err(_) => name.to_owned(),
     }
-    addr2line::demangle(name, addr2line::gimli::DW_LANG_C_plus_plus)
-        .unwrap_or_else(|| name.to_owned())
 }
 
 /// This crate's source directory, as compiled into its debug information.

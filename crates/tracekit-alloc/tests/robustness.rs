@@ -15,7 +15,7 @@ proptest! {
 
     #[test]
     fn elf_with_a_valid_prefix_never_panics(
-        phoff in 0u64..600, entsize in 0u16..80, count in 0u16..20,
+        phoff in prop_oneof![0u64..600, (u64::MAX - 600)..=u64::MAX], entsize in 0u16..80, count in 0u16..20,
         tail in proptest::collection::vec(any::<u8>(), 0..700),
     ) {
         let mut b = vec![0u8; 64];
