@@ -15,7 +15,22 @@ use tracekit_fxt::write::{Destination, WriteError, Writer};
 
 use crate::event::Time;
 use crate::sink::{Arg, ArgValue, ProcessRef, Sink, TrackRef};
-use crate::symbol::FxHashMap;
+use crate::symbol::{FxHashMap, SymbolId};
+
+/// Argument names and values the trace writer uses, interned once.
+const KNOWN: [&str; 11] = [
+    "address",
+    "symbol",
+    "inferred_start_time",
+    "true",
+    "inlined",
+    "timestamp",
+    "addr",
+    "count",
+    "pid",
+    "tid",
+    "freq (MHz)",
+];
 
 /// Thread-table slots the FXT format has.
 const THREAD_SLOTS: usize = 255;
@@ -27,6 +42,8 @@ pub struct FxtSink<D: Destination> {
     writer: Writer<D>,
     strings: FxHashMap<Box<str>, StringId>,
     strings_full: bool,
+    known: [Option<StringId>; KNOWN.len()],
+    symbols: Vec<Option<StringId>>,
     next_koid: u64,
     processes: Vec<Koid>,
     threads: Vec<ThreadRef>,
@@ -41,6 +58,8 @@ impl<D: Destination> FxtSink<D> {
             writer,
             strings: FxHashMap::default(),
             strings_full: false,
+            known: [None; KNOWN.len()],
+            symbols: Vec::new(),
             next_koid: 0,
             processes: Vec::new(),
             threads: Vec::new(),
@@ -71,6 +90,41 @@ impl<D: Destination> FxtSink<D> {
                 }
             }
         }
+    }
+
+    /// An argument name or value: the writer's few fixed strings skip the hash table.
+    #[inline]
+    fn arg_string<'s>(&mut self, s: &'s str) -> StringRef<'s> {
+        match KNOWN.iter().position(|k| k.len() == s.len() && *k == s) {
+            Some(i) => match self.known[i] {
+                Some(id) => StringRef::Index(id),
+                None => {
+                    let r = self.string(s);
+                    if let StringRef::Index(id) = r {
+                        self.known[i] = Some(id);
+                    }
+                    r
+                }
+            },
+            None => self.string(s),
+        }
+    }
+
+    /// The string of an interned symbol, cached by symbol id.
+    #[inline]
+    fn symbol_string<'s>(&mut self, symbol: SymbolId, name: &'s str) -> StringRef<'s> {
+        let i = symbol.0 as usize;
+        if let Some(Some(id)) = self.symbols.get(i) {
+            return StringRef::Index(*id);
+        }
+        let r = self.string(name);
+        if let StringRef::Index(id) = r {
+            if self.symbols.len() <= i {
+                self.symbols.resize(i + 1, None);
+            }
+            self.symbols[i] = Some(id);
+        }
+        r
     }
 
     /// The string's interned id, or the string inline once the table is full.
@@ -112,6 +166,7 @@ impl<D: Destination> FxtSink<D> {
     fn args<'s>(
         &mut self,
         args: &[Arg<'s>],
+        name: (&'s str, StringRef<'s>),
         out: &mut [FxtArg<'s, StringRef<'s>>; MAX_ARGS],
     ) -> usize {
         let n = args.len().min(MAX_ARGS);
@@ -122,29 +177,42 @@ impl<D: Destination> FxtSink<D> {
                     Err(_) => FxtValue::Int64(v),
                 },
                 ArgValue::Pointer(p) => FxtValue::Pointer(p.0),
-                ArgValue::Str(s) => FxtValue::String(self.string(s)),
+                // The `symbol` argument repeats the slice's name.
+                ArgValue::Str(s) if s == name.0 => FxtValue::String(name.1),
+                ArgValue::Str(s) => FxtValue::String(self.arg_string(s)),
             };
             *slot = FxtArg {
-                name: self.string(a.name),
+                name: self.arg_string(a.name),
                 value,
             };
         }
         n
     }
 
-    fn event(&mut self, track: TrackRef, kind: Kind, time: Time, name: &str, args: &[Arg<'_>]) {
+    fn event(
+        &mut self,
+        track: TrackRef,
+        kind: Kind,
+        time: Time,
+        name: (&str, Option<SymbolId>),
+        args: &[Arg<'_>],
+    ) {
         if self.error.is_some() {
             return;
         }
         let Some(thread) = self.thread(track) else {
             return;
         };
-        let name_ref = self.string(name);
+        let name_ref = match name.1 {
+            Some(symbol) => self.symbol_string(symbol, name.0),
+            None => self.string(name.0),
+        };
+        let name = (name.0, name_ref);
         let mut buf = [FxtArg {
             name: StringRef::Empty,
             value: FxtValue::Null,
         }; MAX_ARGS];
-        let n = self.args(args, &mut buf);
+        let n = self.args(args, name, &mut buf);
         let ticks = ticks_of(time);
         let r = match kind {
             Kind::Begin => {
@@ -237,22 +305,37 @@ impl<D: Destination> Sink for FxtSink<D> {
     }
 
     fn begin(&mut self, track: TrackRef, time: Time, name: &str, args: &[Arg<'_>]) {
-        self.event(track, Kind::Begin, time, name, args);
+        self.event(track, Kind::Begin, time, (name, None), args);
     }
 
     fn end(&mut self, track: TrackRef, time: Time, name: &str) {
-        self.event(track, Kind::End, time, name, &[]);
+        self.event(track, Kind::End, time, (name, None), &[]);
+    }
+
+    fn begin_symbol(
+        &mut self,
+        track: TrackRef,
+        time: Time,
+        symbol: SymbolId,
+        name: &str,
+        args: &[Arg<'_>],
+    ) {
+        self.event(track, Kind::Begin, time, (name, Some(symbol)), args);
+    }
+
+    fn end_symbol(&mut self, track: TrackRef, time: Time, symbol: SymbolId, name: &str) {
+        self.event(track, Kind::End, time, (name, Some(symbol)), &[]);
     }
 
     fn complete(&mut self, track: TrackRef, start: Time, end: Time, name: &str, args: &[Arg<'_>]) {
-        self.event(track, Kind::Complete(end), start, name, args);
+        self.event(track, Kind::Complete(end), start, (name, None), args);
     }
 
     fn instant(&mut self, track: TrackRef, time: Time, name: &str, args: &[Arg<'_>]) {
-        self.event(track, Kind::Instant, time, name, args);
+        self.event(track, Kind::Instant, time, (name, None), args);
     }
 
     fn counter(&mut self, track: TrackRef, time: Time, name: &str, args: &[Arg<'_>]) {
-        self.event(track, Kind::Counter, time, name, args);
+        self.event(track, Kind::Counter, time, (name, None), args);
     }
 }

@@ -5,6 +5,7 @@
 //! Times are mapped times: nanoseconds since the trace's base time.
 
 use crate::event::{Address, Time};
+use crate::symbol::SymbolId;
 
 /// A process (track group) allocated by a sink.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -71,6 +72,24 @@ pub trait Sink {
     fn begin(&mut self, track: TrackRef, time: Time, name: &str, args: &[Arg<'_>]);
     /// The innermost open slice named `name` ends.
     fn end(&mut self, track: TrackRef, time: Time, name: &str);
+    /// [`Sink::begin`] of a slice named after the interned `symbol` (`name` is its
+    /// display name): sinks may cache per symbol instead of looking the name up.
+    fn begin_symbol(
+        &mut self,
+        track: TrackRef,
+        time: Time,
+        symbol: SymbolId,
+        name: &str,
+        args: &[Arg<'_>],
+    ) {
+        let _ = symbol;
+        self.begin(track, time, name, args);
+    }
+    /// [`Sink::end`] of a slice named after the interned `symbol`.
+    fn end_symbol(&mut self, track: TrackRef, time: Time, symbol: SymbolId, name: &str) {
+        let _ = symbol;
+        self.end(track, time, name);
+    }
     /// A slice with both ends known.
     fn complete(&mut self, track: TrackRef, start: Time, end: Time, name: &str, args: &[Arg<'_>]);
     /// A zero-length marker (decode errors).
@@ -91,6 +110,19 @@ impl<S: Sink + ?Sized> Sink for &mut S {
     }
     fn end(&mut self, track: TrackRef, time: Time, name: &str) {
         (**self).end(track, time, name)
+    }
+    fn begin_symbol(
+        &mut self,
+        track: TrackRef,
+        time: Time,
+        symbol: SymbolId,
+        name: &str,
+        args: &[Arg<'_>],
+    ) {
+        (**self).begin_symbol(track, time, symbol, name, args)
+    }
+    fn end_symbol(&mut self, track: TrackRef, time: Time, symbol: SymbolId, name: &str) {
+        (**self).end_symbol(track, time, symbol, name)
     }
     fn complete(&mut self, track: TrackRef, start: Time, end: Time, name: &str, args: &[Arg<'_>]) {
         (**self).complete(track, start, end, name, args)

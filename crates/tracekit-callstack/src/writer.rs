@@ -471,7 +471,9 @@ impl<S: Sink> TraceWriter<S> {
     pub fn write_event(&mut self, event: &Event<'_>, should_write: bool) {
         match event {
             Event::Sample(s) => {
-                if !self.index.contains_key(&s.thread) {
+                let known = self.last_thread.is_some_and(|(t, _)| t == s.thread)
+                    || self.index.contains_key(&s.thread);
+                if !known {
                     self.create_thread(s.thread, Some(s.time), s.comm);
                 }
                 let r = self.resolve_sample(s);
@@ -580,7 +582,7 @@ impl<S: Sink> TraceWriter<S> {
         };
         let last_err = self.threads[ti].last_decode_error_time;
         if t == last_err && last_err != Time::ZERO {
-            Time(t.0 + 1)
+            Time(t.0.saturating_add(1))
         } else {
             t
         }
@@ -596,7 +598,8 @@ impl<S: Sink> TraceWriter<S> {
         match ev {
             Pending::Call { frame, inferred } => {
                 let display = self.symbols.name(frame.symbol);
-                let name = if inferred && self.config.annotate_inferred_start_times {
+                let annotated = inferred && self.config.annotate_inferred_start_times;
+                let name = if annotated {
                     self.name_buf.clear();
                     self.name_buf.push_str(display);
                     self.name_buf.push_str(INFERRED_SUFFIX);
@@ -619,10 +622,16 @@ impl<S: Sink> TraceWriter<S> {
                     }
                     (true, true) => 4,
                 };
-                self.sink.begin(track, time, name, &args[..n]);
+                if annotated {
+                    self.sink.begin(track, time, name, &args[..n]);
+                } else {
+                    self.sink
+                        .begin_symbol(track, time, frame.symbol, name, &args[..n]);
+                }
             }
             Pending::Ret { symbol } => {
-                self.sink.end(track, time, self.symbols.name(symbol));
+                self.sink
+                    .end_symbol(track, time, symbol, self.symbols.name(symbol));
             }
             Pending::RetUnknown { reset } => {
                 self.sink.complete(track, reset, time, "[unknown]", &[]);
@@ -657,13 +666,14 @@ impl<S: Sink> TraceWriter<S> {
         for &ev in &pending {
             let share = if matches!(ev, Pending::Call { .. }) {
                 consumed += 1;
-                // OCaml's integer division truncates toward zero, as Rust's does.
-                (total - offset) / (count - consumed + 1)
+                // OCaml's integer division truncates toward zero, as Rust's does; its
+                // arithmetic wraps, as here.
+                total.wrapping_sub(offset) / (count - consumed + 1)
             } else {
                 0
             };
             let time = Time(from.0.wrapping_add(offset));
-            offset += share;
+            offset = offset.wrapping_add(share);
             self.schedule(ti, time, ev);
         }
         let t = &mut self.threads[ti];
@@ -947,7 +957,7 @@ impl<S: Sink> TraceWriter<S> {
                         },
                     );
                 }
-                cs.create_time = Time(time.0 - 1);
+                cs.create_time = Time(time.0.wrapping_sub(1));
             }
             self.threads[ti].inactive = stacks;
             self.threads[ti].callstack = current;

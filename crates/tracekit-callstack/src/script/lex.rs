@@ -61,6 +61,71 @@ pub(crate) fn hex_digit(c: u8) -> Option<u64> {
 /// index after the last digit. `None` if there is no digit.
 #[inline]
 pub(crate) fn parse_hex(b: &[u8], i: usize) -> Option<(u64, usize)> {
+    // Addresses are up to 16 digits; with 16 bytes at hand, two words do it without a
+    // loop (whose exit the branch predictor cannot guess).
+    if let Some(chunk) = b.get(i..i + 16) {
+        let lo = word(&chunk[..8]);
+        let n = hex_run(lo);
+        if n < 8 {
+            return (n > 0).then(|| (hex_value(lo, n), i + n));
+        }
+        let hi = word(&chunk[8..]);
+        let m = hex_run(hi);
+        if m < 8 {
+            let v = if m == 0 {
+                hex_value(lo, 8)
+            } else {
+                (hex_value(lo, 8) << (4 * m)) | hex_value(hi, m)
+            };
+            return Some((v, i + 8 + m));
+        }
+    }
+    parse_hex_scalar(b, i)
+}
+
+#[inline]
+fn word(b: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(b);
+    u64::from_le_bytes(w)
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// Per byte of `x` (each below 0x80): the high bit set where the byte is `>= n`.
+#[inline]
+fn ge(x: u64, n: u8) -> u64 {
+    ((x | HIGH) - ONES * u64::from(n)) & HIGH
+}
+
+/// How many leading bytes (from the lowest address) of a little-endian word are hex digits.
+#[inline]
+fn hex_run(w: u64) -> usize {
+    let ascii = !w & HIGH;
+    let x = w & !HIGH;
+    let digit = ge(x, b'0') & !ge(x, b'9' + 1);
+    let lower = ge(x, b'a') & !ge(x, b'f' + 1);
+    let upper = ge(x, b'A') & !ge(x, b'F' + 1);
+    let not_hex = !((digit | lower | upper) & ascii) & HIGH;
+    (not_hex.trailing_zeros() / 8) as usize
+}
+
+/// The value of the first `n` (1..=8) hex digits of a little-endian word.
+#[inline]
+fn hex_value(w: u64, n: usize) -> u64 {
+    // Nibble values, then drop the bytes after the run by shifting the run to the top:
+    // the zero bytes below it act as leading zeros.
+    let v = (w & 0x0f0f_0f0f_0f0f_0f0f) + ((w >> 6) & ONES) * 9;
+    let v = v << (8 * (8 - n));
+    let v = ((v << 4) & 0x00f0_00f0_00f0_00f0) | ((v >> 8) & 0x000f_000f_000f_000f);
+    let v = ((v << 8) & 0x0000_ff00_0000_ff00) | ((v >> 16) & 0x0000_00ff_0000_00ff);
+    ((v << 16) & 0x0000_0000_ffff_0000) | ((v >> 32) & 0x0000_0000_0000_ffff)
+}
+
+/// [`parse_hex`] a byte at a time.
+#[inline]
+fn parse_hex_scalar(b: &[u8], i: usize) -> Option<(u64, usize)> {
     let rest = b.get(i..)?;
     let mut v: u64 = 0;
     let mut n = 0;
@@ -118,13 +183,25 @@ pub(crate) fn parse_time(b: &[u8], i: usize) -> Option<(i64, usize)> {
         return None;
     }
     let rest = b.get(dot + 1..)?;
-    let n = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+    // `--ns` prints exactly nine digits: take eight at once.
+    let (mut frac, mut n) = match rest.get(..9) {
+        Some(nine) if nine.iter().all(u8::is_ascii_digit) => {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&nine[..8]);
+            let v = eight_digits(u64::from_le_bytes(w)) * 10 + u64::from(nine[8] - b'0');
+            (v as i64, 9)
+        }
+        _ => (0, 0),
+    };
+    while let Some(&c) = rest.get(n).filter(|c| c.is_ascii_digit()) {
+        if n < 9 {
+            frac = frac * 10 + i64::from(c - b'0');
+        }
+        n += 1;
+    }
     if n == 0 {
         return None;
     }
-    let mut frac = rest[..n.min(9)]
-        .iter()
-        .fold(0i64, |v, &c| v * 10 + i64::from(c - b'0'));
     for _ in n..9 {
         frac *= 10;
     }
@@ -133,6 +210,16 @@ pub(crate) fn parse_time(b: &[u8], i: usize) -> Option<(i64, usize)> {
         .checked_mul(1_000_000_000)?
         .checked_add(frac)?;
     Some((ns, dot + 1 + n))
+}
+
+/// The value of eight ASCII digits loaded little-endian (first digit in the low byte):
+/// pairs, then quads, then the whole, combined in parallel lanes.
+#[inline]
+fn eight_digits(chunk: u64) -> u64 {
+    let d = chunk.wrapping_sub(0x3030_3030_3030_3030);
+    let d = ((d & 0x0f00_0f00_0f00_0f00) >> 8) + (d & 0x000f_000f_000f_000f) * 10;
+    let d = ((d & 0x00ff_0000_00ff_0000) >> 16) + (d & 0x0000_00ff_0000_00ff) * 100;
+    ((d & 0x0000_ffff_0000_0000) >> 32) + (d & 0x0000_0000_0000_ffff) * 10000
 }
 
 #[cfg(test)]
@@ -147,6 +234,41 @@ mod tests {
         assert_eq!(skip_spaces(b"   ", 0), 3);
         assert_eq!(skip_spaces(b"", 0), 0);
         assert_eq!(skip_spaces(b"ab", 5), 5);
+    }
+
+    #[test]
+    fn word_at_a_time_hex_agrees() {
+        let samples: &[&[u8]] = &[
+            b"7ffff7327730 __memmove_avx",
+            b"40ac3f itch_bbo::book::Book",
+            b"0 [unknown] (foo.so) => x",
+            b"ffffffffb0999ed5 code 10: x",
+            b"1ffffffffff22f000 (foo.so)  ",
+            b"ABCdef0123456789abcdef012 x",
+            b"g0123456789abcdefgh0123",
+            b"0123456789abcdef\xff0123456",
+            b"12\x8034567890123456789",
+            b"fffffffffffffffff",
+            b"deadbeef:cafebabe12345",
+        ];
+        for s in samples {
+            for i in 0..s.len() {
+                assert_eq!(
+                    parse_hex(s, i),
+                    parse_hex_scalar(s, i),
+                    "{:?} at {i}",
+                    String::from_utf8_lossy(s)
+                );
+            }
+        }
+        // Every byte value at every position of a 16-byte window.
+        for pos in 0..16 {
+            for c in 0..=255u8 {
+                let mut s = *b"0123456789abcdef0123";
+                s[pos] = c;
+                assert_eq!(parse_hex(&s, 0), parse_hex_scalar(&s, 0), "{c} at {pos}");
+            }
+        }
     }
 
     #[test]
@@ -167,5 +289,10 @@ mod tests {
         assert_eq!(parse_time(b"1.1234567891234", 0), Some((1123456789, 15)));
         assert_eq!(parse_time(b"1.", 0), None);
         assert_eq!(parse_time(b"99999999999999999.1", 0), None);
+        assert_eq!(parse_time(b"0.123456789", 0), Some((123456789, 11)));
+        assert_eq!(parse_time(b"7.000000001x", 0), Some((7000000001, 11)));
+        assert_eq!(parse_time(b"7.9876543210", 0), Some((7987654321, 12)));
+        assert_eq!(eight_digits(u64::from_le_bytes(*b"12345678")), 12345678);
+        assert_eq!(eight_digits(u64::from_le_bytes(*b"99999999")), 99999999);
     }
 }

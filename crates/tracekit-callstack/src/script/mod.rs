@@ -202,7 +202,8 @@ pub fn parse_record<'a>(rec: &RawRecord<'a>, base: u64) -> Result<Parsed<'a>, Pa
     };
     let line = rec.header;
     let first = lex::skip_spaces(line.as_bytes(), 0);
-    if line[first..].starts_with(trace_error::PREFIX) {
+    // Headers start with a digit (or a command name); only errors start with `i...`.
+    if line.as_bytes().get(first) == Some(&b'i') && line[first..].starts_with(trace_error::PREFIX) {
         return trace_error::parse_trace_error(line)
             .map(|e| Parsed::Event(Event::DecodeError(e)))
             .ok_or(err(ParseErrorKind::TraceError));

@@ -1,0 +1,481 @@
+//! State-machine rules the corpus does not exercise (its README §9 lists them): system
+//! calls and interrupts without a trace-state change, kernel-only scope, TSX
+//! transactions, several threads, decode errors without a timestamp, scope warnings,
+//! branches the reference thought impossible, snapshot hits, inlined frames in samples,
+//! OCaml exception unwinding without trap tables, and perf's default layout.
+
+#![allow(clippy::unwrap_used)]
+
+use tracekit_callstack::event::{Address, Time};
+use tracekit_callstack::script::{Parsed, Records, parse_record};
+use tracekit_callstack::sink::{Output, RecordingSink};
+use tracekit_callstack::transcript::{self, TranscriptOptions};
+use tracekit_callstack::writer::{Config, Hit, TraceScope, TraceWriter, Warning};
+
+/// A branch line: `T` in ns, flags, source and destination as `SYM@HEXADDR`.
+fn br(tid: u32, t: u64, flags: &str, src: &str, dst: &str) -> String {
+    let loc = |s: &str| {
+        let (sym, addr) = s.split_once('@').unwrap();
+        if sym.is_empty() {
+            format!("{addr} [unknown] (x.so)")
+        } else {
+            format!("{addr} {sym}+0x0 (x.so)")
+        }
+    };
+    format!(
+        "{tid}/{tid} 1.{t:09}:   1 branches:uk:   {flags:<16} {} => {}\n",
+        loc(src),
+        loc(dst)
+    )
+}
+
+fn run(text: &str, scope: TraceScope) -> (Vec<String>, Vec<String>) {
+    let t = transcript::run(
+        text,
+        &TranscriptOptions {
+            scope,
+            echo: false,
+            ..TranscriptOptions::default()
+        },
+    );
+    assert!(t.unparsed.is_empty(), "{:?}", t.unparsed);
+    (t.stdout.lines().map(String::from).collect(), t.stderr)
+}
+
+fn lines(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn syscall_and_sysret_switch_stacks() {
+    let text = [
+        br(1, 0, "call", "main@400000", "work@401000"),
+        br(
+            1,
+            10,
+            "syscall",
+            "work@401010",
+            "entry_SYSCALL_64@ffffffff81000000",
+        ),
+        br(
+            1,
+            20,
+            "call",
+            "entry_SYSCALL_64@ffffffff81000010",
+            "do_syscall_64@ffffffff81001000",
+        ),
+        br(
+            1,
+            30,
+            "return",
+            "do_syscall_64@ffffffff81001010",
+            "entry_SYSCALL_64@ffffffff81000020",
+        ),
+        br(
+            1,
+            40,
+            "sysret",
+            "entry_SYSCALL_64@ffffffff81000030",
+            "work@401012",
+        ),
+        br(1, 50, "return", "work@401020", "main@400010"),
+    ]
+    .concat();
+    let (out, warnings) = run(&text, TraceScope::UserAndKernel);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        out,
+        lines(&[
+            "->     10ns BEGIN entry_SYSCALL_64",
+            "->     20ns BEGIN do_syscall_64",
+            "->     30ns END   do_syscall_64",
+            "->     40ns END   entry_SYSCALL_64",
+            // Written at the end: the deferred start events (main, found when work
+            // returned into it, and the call at time zero), then the last timestamp.
+            "->      0ns BEGIN main [inferred start time]",
+            "->      0ns BEGIN work",
+            "->     50ns END   work",
+            "->     50ns END   main",
+        ])
+    );
+    // The same system call in a user-space-only trace is a scope violation.
+    let (_, warnings) = run(&text, TraceScope::User);
+    assert!(warnings.iter().any(|w| w.starts_with(
+        "(\"BUG: assumptions violated, saw an unexpected event for this trace mode\" (trace_scope Userspace)"
+    )), "{warnings:?}");
+}
+
+#[test]
+fn hardware_interrupt_and_iret_nest() {
+    let text = [
+        br(1, 0, "call", "main@400000", "work@401000"),
+        br(1, 10, "hw int", "work@401010", "asm_irq@ffffffff81000000"),
+        br(1, 20, "iret", "asm_irq@ffffffff81000010", "work@401010"),
+        br(1, 30, "jmp", "work@401020", "tail@402000"),
+    ]
+    .concat();
+    let (out, warnings) = run(&text, TraceScope::UserAndKernel);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        out,
+        lines(&[
+            "->     10ns BEGIN asm_irq",
+            "->     20ns END   asm_irq",
+            "->      0ns BEGIN work",
+            "->     30ns END   work",
+            "->     30ns BEGIN tail",
+            "->     30ns END   tail",
+        ])
+    );
+}
+
+#[test]
+fn kernel_only_scope_restarts_on_trace_start() {
+    let text = [
+        br(1, 0, "tr strt", "@0", "irq_handler@ffffffff81000000"),
+        br(
+            1,
+            10,
+            "call",
+            "irq_handler@ffffffff81000010",
+            "helper@ffffffff81001000",
+        ),
+        br(1, 20, "tr end  iret", "helper@ffffffff81001010", "@0"),
+        br(1, 30, "tr strt", "@0", "other@ffffffff81002000"),
+        br(
+            1,
+            40,
+            "call",
+            "other@ffffffff81002010",
+            "helper@ffffffff81001000",
+        ),
+    ]
+    .concat();
+    let (out, warnings) = run(&text, TraceScope::Kernel);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(
+        out.contains(&"->     20ns BEGIN [untraced]".to_string()),
+        "{out:?}"
+    );
+    assert!(
+        out.contains(&"->     30ns END   [untraced]".to_string()),
+        "{out:?}"
+    );
+    assert!(
+        out.contains(&"->     40ns BEGIN helper".to_string()),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn transactions_commit_or_abort() {
+    let committed = [
+        br(1, 0, "call", "main@400000", "f@401000"),
+        br(1, 10, "call (x)", "f@401010", "g@402000"),
+        br(1, 20, "return (x)", "g@402010", "f@401012"),
+        br(1, 30, "return", "f@401020", "main@400010"),
+    ]
+    .concat();
+    let (out, _) = run(&committed, TraceScope::User);
+    assert!(out.contains(&"->     10ns BEGIN g".to_string()), "{out:?}");
+
+    let aborted = [
+        br(1, 0, "call", "main@400000", "f@401000"),
+        br(1, 10, "call (x)", "f@401010", "g@402000"),
+        br(1, 20, "tx abrt", "g@402010", "f@401030"),
+        br(1, 30, "return", "f@401040", "main@400010"),
+    ]
+    .concat();
+    let (out, _) = run(&aborted, TraceScope::User);
+    assert!(!out.iter().any(|l| l.ends_with(" g")), "{out:?}");
+
+    let errored = [
+        br(1, 0, "call", "main@400000", "f@401000"),
+        br(1, 10, "call (x)", "f@401010", "g@402000"),
+        " instruction trace error type 1 cpu 0 pid 1 tid 1 ip 0 code 8: Lost trace data\n"
+            .to_string(),
+    ]
+    .concat();
+    let (out, warnings) = run(&errored, TraceScope::User);
+    assert_eq!(
+        warnings,
+        lines(&[
+            "Warning: error received during transaction, dropping all transaction events",
+            "Warning: perf reported an error decoding the trace: 'Lost trace data'",
+        ])
+    );
+    // The error has no timestamp: it happens at the last processed event's time (the
+    // queued event at 10 ns was dropped, so 0 ns).
+    assert!(
+        out.contains(&"->      0ns BEGIN [decode error: Lost trace data]".to_string()),
+        "{out:?}"
+    );
+    assert!(!out.iter().any(|l| l.ends_with(" g")), "{out:?}");
+}
+
+#[test]
+fn impossible_branches_warn_once_and_go_on() {
+    let text = [
+        br(1, 0, "call", "main@400000", "f@401000"),
+        br(1, 10, "tr end", "f@401010", "@0"),
+        br(1, 20, "tr strt call", "@0", "f@401020"),
+        br(1, 30, "tr strt return", "@0", "f@401030"),
+        br(1, 40, "return", "f@401040", "main@400010"),
+    ]
+    .concat();
+    let (out, warnings) = run(&text, TraceScope::User);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].starts_with("Warning: unexpected branch, handled as a trace start"));
+    assert!(
+        out.contains(&"->     20ns END   [untraced]".to_string()),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn threads_get_their_own_tracks() {
+    let text = [
+        br(7, 0, "call", "main@400000", "a@401000"),
+        br(8, 5, "call", "main@400000", "b@402000"),
+        br(7, 10, "return", "a@401010", "main@400010"),
+        br(8, 15, "return", "b@402010", "main@400010"),
+    ]
+    .concat();
+    let mut w = TraceWriter::new(
+        RecordingSink::default(),
+        Config::default(),
+        Time(1_000_000_000),
+    );
+    for r in Records::new(&text) {
+        if let Ok(Parsed::Event(e)) = parse_record(&r, 0) {
+            w.write_event(&e, true);
+        }
+    }
+    let sink = w.finish();
+    let processes: Vec<&str> = sink
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Process { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(processes, ["[pid=7]", "[pid=8]"]);
+    let track_of = |want: &str| {
+        sink.outputs.iter().find_map(|o| match o {
+            Output::Begin { track, name, .. } if name == want => Some(*track),
+            _ => None,
+        })
+    };
+    assert_ne!(track_of("a"), track_of("b"));
+}
+
+#[test]
+fn snapshot_hits_get_a_track() {
+    let mut w = TraceWriter::new(RecordingSink::default(), Config::default(), Time(100));
+    w.write_hits(
+        &[
+            Hit {
+                symbol: "magic_trace_stop_indicator".into(),
+                time: Time(500),
+                tid: 3,
+                ip: Address(0x4000),
+                passed_time: Some(Time(200)),
+                passed_value: Some(42),
+            },
+            Hit {
+                symbol: "other".into(),
+                time: Time(600),
+                tid: 3,
+                ip: Address(0x5000),
+                passed_time: Some(Time(200)),
+                passed_value: None,
+            },
+        ],
+        "magic_trace_stop_indicator",
+    );
+    let sink = w.finish();
+    assert!(
+        matches!(&sink.outputs[0], Output::Process { name, .. } if name == "Snapshot symbol hits")
+    );
+    let completes: Vec<_> = sink
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Complete {
+                start,
+                end,
+                name,
+                args,
+                ..
+            } => Some((start.0, end.0, name.clone(), args.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        completes[0].0, 100,
+        "the passed start time begins the stop indicator's slice"
+    );
+    assert_eq!(completes[0].1, 400);
+    assert_eq!(completes[0].2, "hit magic_trace_stop_indicator");
+    assert!(completes[0].3.contains(&"arg=42".to_string()));
+    assert_eq!(
+        (completes[1].0, completes[1].1),
+        (500, 500),
+        "other symbols are instants"
+    );
+}
+
+#[test]
+fn samples_replace_changed_inlined_frames() {
+    let text = "\
+1/1 1.000000000: 1 cycles:u:
+\t  401005 inner_a+0x5 (inlined)
+\t  401005 outer+0x5 (/x)
+\t  400100 main+0x10 (/x)
+
+1/1 1.000000100: 1 cycles:u:
+\t  401005 inner_b+0x5 (inlined)
+\t  401005 outer+0x5 (/x)
+\t  400100 main+0x10 (/x)
+";
+    let (out, _) = run(text, TraceScope::User);
+    assert!(
+        out.contains(&"->    100ns END   inner_a".to_string()),
+        "{out:?}"
+    );
+    assert!(
+        out.contains(&"->    100ns BEGIN inner_b".to_string()),
+        "{out:?}"
+    );
+    // The frames below, at the same addresses and not inlined, carry on.
+    assert_eq!(
+        out.iter().filter(|l| l.ends_with("BEGIN outer")).count(),
+        1,
+        "{out:?}"
+    );
+}
+
+#[test]
+fn ocaml_exceptions_unwind_without_trap_tables() {
+    // main -> f -> g -> caml_raise_exn; two frames are found while unwinding.
+    let text = [
+        br(1, 0, "call", "main@400000", "f@401000"),
+        br(1, 10, "call", "f@401010", "g@402000"),
+        br(1, 20, "call", "g@402010", "caml_raise_exn@403000"),
+        br(
+            1,
+            30,
+            "call",
+            "caml_raise_exn@403010",
+            "caml_next_frame_descriptor@404000",
+        ),
+        br(
+            1,
+            40,
+            "return",
+            "caml_next_frame_descriptor@404010",
+            "caml_raise_exn@403020",
+        ),
+        br(
+            1,
+            50,
+            "call",
+            "caml_raise_exn@403030",
+            "caml_next_frame_descriptor@404000",
+        ),
+        br(
+            1,
+            60,
+            "return",
+            "caml_next_frame_descriptor@404010",
+            "caml_raise_exn@403040",
+        ),
+        br(
+            1,
+            70,
+            "call",
+            "caml_raise_exn@403050",
+            "caml_next_frame_descriptor@404000",
+        ),
+        br(
+            1,
+            80,
+            "return",
+            "caml_next_frame_descriptor@404010",
+            "caml_raise_exn@403060",
+        ),
+        br(1, 90, "return", "caml_raise_exn@403070", "main@400020"),
+        br(1, 100, "call", "main@400030", "h@405000"),
+    ]
+    .concat();
+    let (out, _) = run(&text, TraceScope::User);
+    // Three frame descriptors were read while unwinding: returning from caml_raise_exn
+    // pops 3 - 1 = 2 frames (caml_raise_exn and g), and the return itself pops f,
+    // landing in main, where the exception was caught.
+    let at_90: Vec<&String> = out
+        .iter()
+        .filter(|l| l.starts_with("->     90ns"))
+        .collect();
+    assert_eq!(
+        at_90,
+        [
+            "->     90ns END   caml_raise_exn",
+            "->     90ns END   g",
+            "->     90ns END   f",
+        ],
+        "{out:?}"
+    );
+}
+
+#[test]
+fn default_layout_names_processes_by_command() {
+    let text = "\
+my prog  4242 1.000000000:     100000 cpu-clock:u:
+\t  401005 leaf+0x5 (/x)
+\t  400100 main+0x10 (/x)
+
+my prog  4242 1.000100000:     100000 task-clock:u:
+\t  401009 leaf+0x9 (/x)
+\t  400100 main+0x10 (/x)
+";
+    let mut w = TraceWriter::new(
+        RecordingSink::default(),
+        Config::default(),
+        Time(1_000_000_000),
+    );
+    for r in Records::new(text) {
+        match parse_record(&r, 0) {
+            Ok(Parsed::Event(e)) => w.write_event(&e, true),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(!w.has_warnings());
+    let sink = w.finish();
+    assert!(
+        matches!(&sink.outputs[0], Output::Process { name, .. } if name == "my prog [pid=?] [tid=4242]"),
+        "{:?}",
+        sink.outputs[0]
+    );
+    let begins = sink
+        .outputs
+        .iter()
+        .filter(|o| matches!(o, Output::Begin { name, .. } if name == "leaf"))
+        .count();
+    assert_eq!(
+        begins, 2,
+        "the leaf's address changed, so its slice restarts"
+    );
+}
+
+#[test]
+fn decode_error_messages() {
+    let w = Warning::DecodeError {
+        message: "Overflow packet".into(),
+        ip: Some(Address(0x7fff_f732_7730)),
+    };
+    assert_eq!(
+        w.to_string(),
+        "Warning: perf reported an error decoding the trace: 'Overflow packet' @ IP 0x7ffff7327730."
+    );
+}
