@@ -73,7 +73,8 @@ pub trait Sink {
     /// The innermost open slice named `name` ends.
     fn end(&mut self, track: TrackRef, time: Time, name: &str);
     /// [`Sink::begin`] of a slice named after the interned `symbol` (`name` is its
-    /// display name): sinks may cache per symbol instead of looking the name up.
+    /// display name): sinks may cache per symbol instead of looking the name up. Ids come
+    /// from the one trace writer feeding the sink, so they are stable for its lifetime.
     fn begin_symbol(
         &mut self,
         track: TrackRef,
