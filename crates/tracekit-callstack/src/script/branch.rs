@@ -194,7 +194,8 @@ fn find_arrow(rest: &str, from: usize) -> Option<(usize, u64, usize)> {
         if j == i {
             continue;
         }
-        let Some((ip, k)) = parse_lower_hex(b, j) else {
+        // (magic-trace's regex takes lowercase digits only; perf prints no others.)
+        let Some((ip, k)) = parse_hex(b, j) else {
             continue;
         };
         if b.get(k) != Some(&b' ') {
@@ -203,23 +204,6 @@ fn find_arrow(rest: &str, from: usize) -> Option<(usize, u64, usize)> {
         return Some((p - 2, ip, k + 1));
     }
     None
-}
-
-/// Lowercase hex only, as in magic-trace's regex.
-#[inline]
-fn parse_lower_hex(b: &[u8], mut i: usize) -> Option<(u64, usize)> {
-    let start = i;
-    let mut v: u64 = 0;
-    while let Some(&c) = b.get(i) {
-        let d = match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'f' => c - b'a' + 10,
-            _ => break,
-        };
-        v = (v << 4) | u64::from(d);
-        i += 1;
-    }
-    (i > start).then_some((v, i))
 }
 
 #[cfg(test)]
