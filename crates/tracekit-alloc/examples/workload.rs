@@ -2,7 +2,7 @@
 //!
 //! ```sh
 //! MEMTRACE=workload.ctf cargo run --release -p tracekit-alloc --example workload
-//! tracekit memtrace info workload.ctf
+//! cargo run --release -- memtrace top workload.ctf
 //! ```
 //!
 //! It builds strings, vectors, hash maps and trees on the main thread and on
