@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use crate::analyzer::{Profile, SiteCounts};
 use crate::backtrace::BacktraceId;
 use crate::event::{LocationCode, Sampling};
-use crate::symbols::{FrameLabel, Symbols, entry_labels, leaf_label};
+use crate::symbols::{FrameLabel, FrameSkip, Symbols, entry_labels, leaf_label, site_label};
 
 /// How allocations are grouped into sites.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -61,8 +61,20 @@ pub struct Site {
     pub counts: SiteCounts,
 }
 
-/// The sites of `profile`, grouped, unordered.
+/// The sites of `profile`, grouped, unordered; each named by its innermost frame.
 pub fn sites(profile: &Profile, symbols: &dyn Symbols, by: GroupBy) -> Vec<Site> {
+    sites_skipping(profile, symbols, by, &FrameSkip::none())
+}
+
+/// The sites of `profile`, grouped, unordered; each named by its innermost frame that
+/// `skip` does not skip. Skipping needs whole backtraces: analyse with
+/// [`Options::leaf_only`](crate::analyzer::Options::leaf_only) off.
+pub fn sites_skipping(
+    profile: &Profile,
+    symbols: &dyn Symbols,
+    by: GroupBy,
+    skip: &FrameSkip,
+) -> Vec<Site> {
     let mut out: Vec<Site> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut leaf_names: HashMap<u64, String> = HashMap::new();
@@ -75,6 +87,11 @@ pub fn sites(profile: &Profile, symbols: &dyn Symbols, by: GroupBy) -> Vec<Site>
     for (bt, counts) in &profile.sites {
         let name = match profile.backtraces.leaf(*bt) {
             None => EMPTY_BACKTRACE.to_string(),
+            Some(_) if !skip.is_empty() => {
+                profile.backtraces.codes_into(*bt, &mut codes);
+                site_label(symbols, &codes, label, skip)
+                    .unwrap_or_else(|| EMPTY_BACKTRACE.to_string())
+            }
             Some(code) => leaf_names
                 .entry(code.0)
                 .or_insert_with(|| leaf_label(symbols, code, label))
@@ -159,7 +176,19 @@ pub struct Top {
 /// kept (sites whose ranked quantity is zero are dropped when ranking by a live
 /// quantity, since "live at T" lists only what is live).
 pub fn top(profile: &Profile, symbols: &dyn Symbols, by: GroupBy, rank: Rank, limit: usize) -> Top {
-    let mut all = sites(profile, symbols, by);
+    top_skipping(profile, symbols, by, rank, limit, &FrameSkip::none())
+}
+
+/// [`top`] with sites named past the frames `skip` skips.
+pub fn top_skipping(
+    profile: &Profile,
+    symbols: &dyn Symbols,
+    by: GroupBy,
+    rank: Rank,
+    limit: usize,
+    skip: &FrameSkip,
+) -> Top {
+    let mut all = sites_skipping(profile, symbols, by, skip);
     if rank != Rank::Allocated {
         all.retain(|s| rank.of(&s.counts) > 0);
     }
@@ -219,6 +248,17 @@ pub fn diff(
     by: GroupBy,
     by_live: bool,
 ) -> Vec<DiffRow> {
+    diff_skipping(a, b, by, by_live, &FrameSkip::none())
+}
+
+/// [`diff`] with sites named past the frames `skip` skips.
+pub fn diff_skipping(
+    a: (&Profile, &dyn Symbols),
+    b: (&Profile, &dyn Symbols),
+    by: GroupBy,
+    by_live: bool,
+    skip: &FrameSkip,
+) -> Vec<DiffRow> {
     let key = |s: &Site| match &s.backtrace {
         Some(frames) => frames.join(" "),
         None => s.name.clone(),
@@ -226,7 +266,7 @@ pub fn diff(
     let mut rows: Vec<DiffRow> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     for (side, (profile, symbols)) in [a, b].into_iter().enumerate() {
-        for site in sites(profile, symbols, by) {
+        for site in sites_skipping(profile, symbols, by, skip) {
             let k = key(&site);
             let i = *index.entry(k).or_insert_with(|| {
                 rows.push(DiffRow {

@@ -115,11 +115,105 @@ pub fn entry_labels(
         return;
     }
     for loc in locs.iter() {
-        out.push(match label {
-            FrameLabel::Location => loc.to_string(),
-            FrameLabel::Function => loc.defname.clone(),
-            FrameLabel::File => loc.filename.clone(),
-        });
+        out.push(location_label(loc, label));
+    }
+}
+
+/// Frames that a report looks past when it names an allocation site, so that a site
+/// is the first frame of the program's own code rather than allocator plumbing.
+///
+/// A location is skipped when its function name starts with one of the name
+/// prefixes or its file path contains one of the path fragments. The default,
+/// [`FrameSkip::rust_std`], looks past Rust's standard library (sources under
+/// `/rustc/`, std's vendored crates such as hashbrown, and `alloc::`/`core::`/`std::`
+/// paths): in a trace of a Rust program the innermost frame is nearly always
+/// `RawVec` or hashbrown growth, which says nothing about who allocated. OCaml
+/// traces have no such frames, so the default changes nothing there.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FrameSkip {
+    name_prefixes: Vec<String>,
+    path_fragments: Vec<String>,
+}
+
+impl FrameSkip {
+    /// Skips nothing: the site is the innermost frame.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Skips the Rust standard library's frames.
+    pub fn rust_std() -> Self {
+        let names = [
+            "alloc::",
+            "core::",
+            "std::",
+            "hashbrown::",
+            "<alloc::",
+            "<core::",
+            "<std::",
+            "<hashbrown::",
+            "__rust_",
+            "__rdl_",
+        ];
+        Self {
+            name_prefixes: names.iter().map(|s| s.to_string()).collect(),
+            path_fragments: vec!["/rustc/".to_string(), "/rust/deps/".to_string()],
+        }
+    }
+
+    /// Also skips locations whose function name starts with `pattern` or whose file
+    /// path contains it.
+    pub fn with_pattern(mut self, pattern: &str) -> Self {
+        self.name_prefixes.push(pattern.to_string());
+        self.path_fragments.push(pattern.to_string());
+        self
+    }
+
+    /// True when nothing is skipped.
+    pub fn is_empty(&self) -> bool {
+        self.name_prefixes.is_empty() && self.path_fragments.is_empty()
+    }
+
+    /// True when `loc` is to be looked past.
+    pub fn skips(&self, loc: &Location) -> bool {
+        self.name_prefixes
+            .iter()
+            .any(|p| loc.defname.starts_with(p.as_str()))
+            || self
+                .path_fragments
+                .iter()
+                .any(|p| loc.filename.contains(p.as_str()))
+    }
+}
+
+/// The label of the allocation site of a backtrace (`codes`, caller first): the
+/// innermost location that `skip` does not skip. A code without locations stops the
+/// search (nothing is known about it, so it is not plumbing); when every location is
+/// skipped the innermost one names the site.
+pub fn site_label(
+    symbols: &dyn Symbols,
+    codes: &[LocationCode],
+    label: FrameLabel,
+    skip: &FrameSkip,
+) -> Option<String> {
+    let leaf = *codes.last()?;
+    for &code in codes.iter().rev() {
+        let locs = symbols.locations(code);
+        if locs.is_empty() {
+            return Some(format!("${}", code.as_signed()));
+        }
+        if let Some(loc) = locs.iter().rev().find(|l| !skip.skips(l)) {
+            return Some(location_label(loc, label));
+        }
+    }
+    Some(leaf_label(symbols, leaf, label))
+}
+
+fn location_label(loc: &Location, label: FrameLabel) -> String {
+    match label {
+        FrameLabel::Location => loc.to_string(),
+        FrameLabel::Function => loc.defname.clone(),
+        FrameLabel::File => loc.filename.clone(),
     }
 }
 
@@ -127,10 +221,96 @@ pub fn entry_labels(
 pub fn leaf_label(symbols: &dyn Symbols, code: LocationCode, label: FrameLabel) -> String {
     match symbols.locations(code).last() {
         None => format!("${}", code.as_signed()),
-        Some(loc) => match label {
-            FrameLabel::Location => loc.to_string(),
-            FrameLabel::Function => loc.defname.clone(),
-            FrameLabel::File => loc.filename.clone(),
-        },
+        Some(loc) => location_label(loc, label),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loc(defname: &str, filename: &str, line: u32) -> Location {
+        Location {
+            filename: filename.to_string(),
+            line,
+            start_char: 1,
+            end_char: 2,
+            defname: defname.to_string(),
+        }
+    }
+
+    /// Code 1: the program's frame; code 2: a std frame with an inlined std frame
+    /// inside it (short name, std path); code 3: hashbrown; code 4: unknown.
+    fn table() -> LocationTable {
+        let mut t = LocationTable::new();
+        t.insert(LocationCode(1), vec![loc("app::work", "src/main.rs", 10)]);
+        t.insert(
+            LocationCode(2),
+            vec![
+                loc(
+                    "alloc::vec::Vec<T>::push",
+                    "/rustc/abc/library/alloc/src/vec/mod.rs",
+                    1,
+                ),
+                loc(
+                    "grow_one<u8>",
+                    "/rustc/abc/library/alloc/src/raw_vec/mod.rs",
+                    2,
+                ),
+            ],
+        );
+        t.insert(
+            LocationCode(3),
+            vec![loc(
+                "do_alloc<Global>",
+                "/rust/deps/hashbrown-0.16.1/src/raw/alloc.rs",
+                19,
+            )],
+        );
+        t
+    }
+
+    fn codes(c: &[u64]) -> Vec<LocationCode> {
+        c.iter().map(|&c| LocationCode(c)).collect()
+    }
+
+    #[test]
+    fn rust_std_frames_are_looked_past_inlined_ones_included() {
+        let t = table();
+        let skip = FrameSkip::rust_std();
+        let label = |c: &[u64]| site_label(&t, &codes(c), FrameLabel::Function, &skip);
+        assert_eq!(label(&[1, 2, 3]).as_deref(), Some("app::work"));
+        assert_eq!(label(&[1, 2]).as_deref(), Some("app::work"));
+        assert_eq!(label(&[1]).as_deref(), Some("app::work"));
+        // Nothing known about code 4: it names the site rather than being skipped.
+        assert_eq!(label(&[1, 4, 3]).as_deref(), Some("$4"));
+        // All plumbing: the innermost location names the site.
+        assert_eq!(label(&[2, 3]).as_deref(), Some("do_alloc<Global>"));
+        assert_eq!(label(&[]), None);
+    }
+
+    #[test]
+    fn no_skip_names_the_innermost_location() {
+        let t = table();
+        let label = |c: &[u64]| site_label(&t, &codes(c), FrameLabel::Location, &FrameSkip::none());
+        assert_eq!(
+            label(&[1, 2]).as_deref(),
+            Some("grow_one<u8>@/rustc/abc/library/alloc/src/raw_vec/mod.rs:2:1-2")
+        );
+    }
+
+    #[test]
+    fn patterns_match_names_by_prefix_and_paths_by_fragment() {
+        let t = table();
+        let skip = FrameSkip::none().with_pattern("app::");
+        assert!(skip.skips(&loc("app::work", "x.rs", 1)));
+        assert!(!skip.skips(&loc("my_app::work", "x.rs", 1)));
+        assert!(skip.skips(&loc("f", "/src/app::/x.rs", 1)));
+        let skip = FrameSkip::none().with_pattern("main.rs");
+        let label = site_label(&t, &codes(&[3, 1]), FrameLabel::File, &skip);
+        assert_eq!(
+            label.as_deref(),
+            Some("/rust/deps/hashbrown-0.16.1/src/raw/alloc.rs")
+        );
     }
 }

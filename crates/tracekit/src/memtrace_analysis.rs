@@ -13,7 +13,7 @@ use tracekit_analysis::render::{self, DiffContext, TopContext};
 use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank, Unit, Weight};
 use tracekit_analysis::source::{self, Pass, ReaderSymbols};
 use tracekit_analysis::svg::{self, FlameGraphOptions, PlotOptions, human_bytes};
-use tracekit_analysis::symbols::FrameLabel;
+use tracekit_analysis::symbols::{FrameLabel, FrameSkip};
 use tracekit_analysis::{DomainId, Filter, Micros, Options, Peak, Source, parse_bytes, parse_time};
 use tracekit_fxt::io::IoDestination;
 use tracekit_fxt::write::{Initialization, Writer as FxtWriter, WriterOptions};
@@ -76,6 +76,39 @@ pub struct FilterArgs {
     between: Option<Vec<Micros>>,
 }
 
+/// How allocation sites are named (shared by `top` and `diff`).
+#[derive(Args, Clone, Debug, Default)]
+pub struct SiteArgs {
+    /// Name sites by their innermost frame even when it is Rust standard-library code
+    /// (by default frames from std, alloc, core and hashbrown are looked past, so that a
+    /// Rust program's site is its own code rather than RawVec growth; OCaml traces have
+    /// no such frames).
+    #[arg(long)]
+    std_frames: bool,
+    /// Also look past frames whose function name starts with, or whose file path
+    /// contains, this text (repeatable; e.g. a wrapper crate's name).
+    #[arg(long, value_name = "PATTERN")]
+    skip_frames: Vec<String>,
+}
+
+impl SiteArgs {
+    fn skip(&self) -> FrameSkip {
+        let base = if self.std_frames {
+            FrameSkip::none()
+        } else {
+            FrameSkip::rust_std()
+        };
+        self.skip_frames
+            .iter()
+            .fold(base, |skip, p| skip.with_pattern(p))
+    }
+
+    /// Naming sites past some frames needs whole backtraces.
+    fn leaf_only(&self, by: ByArg) -> bool {
+        by != ByArg::Backtrace && self.std_frames && self.skip_frames.is_empty()
+    }
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum SourceArg {
     Minor,
@@ -133,6 +166,8 @@ pub struct TopArgs {
     /// Rank by bytes live at the peak of the live heap (reports when that is).
     #[arg(long)]
     peak: bool,
+    #[command(flatten)]
+    sites: SiteArgs,
     #[command(flatten)]
     filter: FilterArgs,
     /// Print JSON instead of a table.
@@ -231,6 +266,8 @@ pub struct DiffArgs {
     /// Rank by the change of bytes live at the end instead of allocated bytes.
     #[arg(long)]
     live: bool,
+    #[command(flatten)]
+    sites: SiteArgs,
     #[command(flatten)]
     filter: FilterArgs,
     /// Print JSON instead of a table.
@@ -468,7 +505,7 @@ fn top(args: TopArgs) -> Result<ExitCode> {
     let options = Options {
         filter: args.filter.filter(),
         live_at: ctx.at,
-        leaf_only: args.by != ByArg::Backtrace,
+        leaf_only: args.sites.leaf_only(args.by),
         ..Options::default()
     };
     let location = args.filter.location.as_deref();
@@ -489,12 +526,13 @@ fn top(args: TopArgs) -> Result<ExitCode> {
         Rank::Allocated
     };
     let symbols = ReaderSymbols(reader.locations());
-    let t = report::top(
+    let t = report::top_skipping(
         &p.profile,
         &symbols,
         args.by.into(),
         rank,
         limit(args.limit),
+        &args.sites.skip(),
     );
     if args.json {
         print_json(&render::top_json(&info, &p.profile, &t, &ctx))?;
@@ -763,7 +801,7 @@ fn diff(args: DiffArgs) -> Result<ExitCode> {
     args.filter.check()?;
     let options = Options {
         filter: args.filter.filter(),
-        leaf_only: args.by != ByArg::Backtrace,
+        leaf_only: args.sites.leaf_only(args.by),
         ..Options::default()
     };
     let mut ra = open(&args.a)?;
@@ -783,11 +821,12 @@ fn diff(args: DiffArgs) -> Result<ExitCode> {
         "analysing B",
     );
     let (sa, sb) = (ReaderSymbols(ra.locations()), ReaderSymbols(rb.locations()));
-    let rows = report::diff(
+    let rows = report::diff_skipping(
         (&pa.profile, &sa),
         (&pb.profile, &sb),
         args.by.into(),
         args.live,
+        &args.sites.skip(),
     );
     let ctx = DiffContext {
         a: source::trace_info(&path_str(&args.a), ra.info()),

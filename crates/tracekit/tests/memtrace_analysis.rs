@@ -386,3 +386,45 @@ fn damaged_trace_reports_what_it_read() {
     let j: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(j["totals"]["allocs"], 8103);
 }
+
+#[test]
+fn site_naming_past_rust_std_frames_leaves_ocaml_traces_alone() {
+    let Some(rows) = rows() else { return };
+    for (path, _) in &rows {
+        let p = path.to_str().unwrap();
+        for by in ["leaf", "function", "backtrace"] {
+            let default = ok(&["memtrace", "top", p, "--json", "--limit", "0", "--by", by]);
+            let innermost = ok(&[
+                "memtrace",
+                "top",
+                p,
+                "--json",
+                "--limit",
+                "0",
+                "--by",
+                by,
+                "--std-frames",
+            ]);
+            assert_eq!(default, innermost, "{} --by {by}", path.display());
+        }
+    }
+    // A pattern that names a real OCaml function moves its allocations to the caller.
+    let Some(t) = trace("lists_hashtbl_v2.ctf") else {
+        return;
+    };
+    let p = t.to_str().unwrap();
+    let before = ok(&["memtrace", "top", p, "--limit", "0", "--by", "function"]);
+    assert!(before.contains("Stdlib__Buffer.create"));
+    let after = ok(&[
+        "memtrace",
+        "top",
+        p,
+        "--limit",
+        "0",
+        "--by",
+        "function",
+        "--skip-frames",
+        "Stdlib__Buffer.",
+    ]);
+    assert!(!after.contains("Stdlib__Buffer.create"), "{after}");
+}
