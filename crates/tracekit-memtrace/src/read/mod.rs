@@ -30,7 +30,7 @@ use backtrace::{BacktraceCache, BtError, skip_backtrace};
 use buf::{Cursor, Eof};
 pub use location::LocationTable;
 use location::{LocError, LocationDecoder};
-use packet::{PacketHeader, event_code, event_time, read_packet_header};
+use packet::{PacketClock, PacketHeader, event_code, event_time, read_packet_header};
 
 /// Most distinct domains a pass keeps decoder state for; OCaml runtimes
 /// allow at most 4096 domains. A domain's backtrace cache (160 KiB) is
@@ -284,7 +284,7 @@ pub struct Events<'r> {
     content: &'r [u8],
     pos: usize,
     in_packet: bool,
-    time_begin: i64,
+    clock: PacketClock,
     time_end: i64,
     domain: usize,
     /// Id of the next allocation (an OCaml int).
@@ -321,7 +321,7 @@ impl<'r> Events<'r> {
             content: &[],
             pos: 0,
             in_packet: false,
-            time_begin: 0,
+            clock: PacketClock::default(),
             time_end: 0,
             domain: 0,
             alloc_id: 0,
@@ -520,7 +520,7 @@ impl<'r> Events<'r> {
             self.content = &self.data[..end];
             self.pos = content_start;
             self.in_packet = true;
-            self.time_begin = header.time_begin;
+            self.clock = PacketClock::new(header.time_begin);
             self.time_end = header.time_end;
             self.domain = domain;
             self.alloc_id = ocaml_int(header.alloc_id_begin);
@@ -540,7 +540,7 @@ impl<'r> Events<'r> {
         };
         let eof = |c: &Cursor<'_>| at(ReadErrorKind::UnexpectedEof, c.pos);
         let word = c.u32().map_err(|_| eof(&c))?;
-        let time = event_time(word, self.time_begin);
+        let time = self.clock.event_time(word);
         // `event_time` never yields a time before `time_begin`.
         if time > self.time_end {
             return Err(at(ReadErrorKind::TimeOutOfPacketBounds, start));
@@ -581,7 +581,7 @@ impl<'r> Events<'r> {
                     ev.source = source;
                 }
                 let nencoded;
-                match c.data.get(c.pos..c.pos + 2) {
+                match c.data.get(c.pos..).and_then(<[u8]>::first_chunk::<2>) {
                     // The usual short alloc: a one-byte common prefix and count.
                     Some(&[prefix @ 0..=252, count]) if class == CLASS_SHORT_ALLOC => {
                         c.pos += 2;
