@@ -415,6 +415,19 @@ fn find_peak(reader: &mut Reader<'_>, path: &Path) -> Result<Peak> {
     Ok(second.profile.peak)
 }
 
+/// One pass over the whole trace with `options`, its peak made exact.
+fn settled_pass(
+    reader: &mut Reader<'_>,
+    path: &Path,
+    options: Options,
+    filter: &FilterArgs,
+) -> Pass {
+    let location = filter.location.as_deref();
+    let mut p = pass(reader, path, options.clone(), location, "analysing");
+    settle_peak(reader, path, &mut p, &options, location);
+    p
+}
+
 /// Makes `p`'s peak exact when its domains interleaved: one more pass (without
 /// backtraces unless the location filter needs them) with the domains known upfront.
 fn settle_peak(
@@ -554,15 +567,7 @@ fn timeline(args: TimelineArgs) -> Result<ExitCode> {
         backtraces: false,
         ..Options::default()
     };
-    let location = args.filter.location.as_deref();
-    let mut p = pass(
-        &mut reader,
-        &args.file,
-        options.clone(),
-        location,
-        "analysing",
-    );
-    settle_peak(&mut reader, &args.file, &mut p, &options, location);
+    let p = settled_pass(&mut reader, &args.file, options, &args.filter);
     let points = p.profile.timeline.points(args.points.max(1));
     let s = p.profile.sampling;
     if let Some(plot) = &args.plot {
@@ -736,15 +741,7 @@ fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
         big: args.big,
         ..Options::default()
     };
-    let location = args.filter.location.as_deref();
-    let mut p = pass(
-        &mut reader,
-        &args.file,
-        options.clone(),
-        location,
-        "analysing",
-    );
-    settle_peak(&mut reader, &args.file, &mut p, &options, location);
+    let p = settled_pass(&mut reader, &args.file, options, &args.filter);
     let file = std::fs::File::create(&args.output)
         .with_context(|| format!("cannot create {}", args.output.display()))?;
     let dest = IoDestination::new(file);
