@@ -72,10 +72,15 @@ impl BacktraceCache {
         v.ix == 0xffff || (usize::from(v.ix) < CACHE_SIZE && v.pred == 0 && v.value == 0)
     }
 
-    /// Decodes `nencoded` codewords, appending the frames to `bt` (or, with
-    /// `KEEP` false, only updating the cache).
+    /// Decodes `nencoded` codewords, appending the frames to `bt`.
+    ///
+    /// The cursor and the frame buffer's length stay in locals for the whole
+    /// backtrace and are written back once: through `&mut` they were
+    /// reloaded and stored at every frame (callgrind on
+    /// `examples/read_speed 20 400000 1 bt`: 139 instructions per event
+    /// before, 129 after).
     #[inline(always)]
-    fn decode<const KEEP: bool>(
+    fn decode(
         &mut self,
         c: &mut Cursor<'_>,
         nencoded: usize,
@@ -84,39 +89,80 @@ impl BacktraceCache {
     ) -> Result<(), BtError> {
         let loc = &mut *self.loc;
         let pred_of = &mut *self.pred;
+        let mut cur = *c;
+        // Invariant: the first `len` slots of `out` are initialised, and
+        // `len <= cap`, the capacity of the allocation `out` points to.
+        let mut len = bt.len();
+        let mut cap = bt.capacity();
+        let mut out = bt.as_mut_ptr();
+        let mut pred = 0usize;
+        let result = (|| {
+            for _ in 0..nencoded {
+                let w = cur.u16()?;
+                let bucket = usize::from(w >> 2) & CACHE_MASK;
+                pred_of[pred] = bucket as u16;
+                pred = bucket;
+                let tag = w & 3;
+                let code;
+                let n = if tag == 3 {
+                    code = ocaml_int(cur.i64()?);
+                    loc[bucket] = code;
+                    0
+                } else {
+                    code = loc[bucket];
+                    match tag {
+                        0 => 0,
+                        1 => 1,
+                        _ => usize::from(cur.u8()?),
+                    }
+                };
+                if cap - len <= n {
+                    // SAFETY: the invariant above.
+                    unsafe { bt.set_len(len) };
+                    grow(bt, n + 1, budget)?;
+                    cap = bt.capacity();
+                    out = bt.as_mut_ptr();
+                }
+                // SAFETY: `len + n < cap` (checked just above), so the
+                // `n + 1` writes stay within the allocation, which nothing
+                // else touches meanwhile; they keep the invariant.
+                unsafe {
+                    out.add(len).write(LocationCode::from_canonical(code));
+                    len += 1;
+                    for _ in 0..n {
+                        pred = usize::from(pred_of[pred]) & CACHE_MASK;
+                        out.add(len).write(LocationCode::from_canonical(loc[pred]));
+                        len += 1;
+                    }
+                }
+            }
+            Ok(())
+        })();
+        c.pos = cur.pos;
+        // SAFETY: the invariant above.
+        unsafe { bt.set_len(len) };
+        result
+    }
+
+    /// Steps over `nencoded` codewords, only updating the cache.
+    #[inline(always)]
+    fn update_cache(&mut self, c: &mut Cursor<'_>, nencoded: usize) -> Result<(), BtError> {
+        let loc = &mut *self.loc;
+        let pred_of = &mut *self.pred;
         let mut pred = 0usize;
         for _ in 0..nencoded {
             let w = c.u16()?;
             let bucket = usize::from(w >> 2) & CACHE_MASK;
             pred_of[pred] = bucket as u16;
             pred = bucket;
-            let tag = w & 3;
-            if tag == 3 {
-                let code = ocaml_int(c.i64()?);
-                loc[bucket] = code;
-                if KEEP {
-                    if bt.len() == bt.capacity() {
-                        grow(bt, 1, budget)?;
-                    }
-                    bt.push(LocationCode::from_canonical(code));
-                }
-            } else {
-                let n = match tag {
-                    0 => 0,
-                    1 => 1,
-                    _ => c.u8()?,
-                };
-                if KEEP {
-                    let n = usize::from(n);
-                    if bt.capacity() - bt.len() <= n {
-                        grow(bt, n + 1, budget)?;
-                    }
-                    bt.push(LocationCode::from_canonical(loc[bucket]));
-                    for _ in 0..n {
-                        pred = usize::from(pred_of[pred]) & CACHE_MASK;
-                        bt.push(LocationCode::from_canonical(loc[pred]));
-                    }
-                } else {
+            match w & 3 {
+                3 => loc[bucket] = ocaml_int(c.i64()?),
+                tag => {
+                    let n = match tag {
+                        0 => 0,
+                        1 => 1,
+                        _ => c.u8()?,
+                    };
                     for _ in 0..n {
                         pred = usize::from(pred_of[pred]) & CACHE_MASK;
                     }
@@ -142,9 +188,9 @@ impl BacktraceCache {
     ) -> Result<(), BtError> {
         if common_prefix <= bt.len() {
             bt.truncate(common_prefix);
-            self.decode::<true>(c, nencoded, bt, budget)
+            self.decode(c, nencoded, bt, budget)
         } else {
-            self.decode::<false>(c, nencoded, bt, budget)
+            self.update_cache(c, nencoded)
         }
     }
 }

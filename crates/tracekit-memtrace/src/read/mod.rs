@@ -287,6 +287,8 @@ pub struct Events<'r> {
     clock: PacketClock,
     time_end: i64,
     domain: usize,
+    /// The id of the current packet's domain, `domains[domain].id`.
+    domain_id: DomainId,
     /// Id of the next allocation (an OCaml int).
     alloc_id: i64,
     alloc_id_end: i64,
@@ -324,6 +326,7 @@ impl<'r> Events<'r> {
             clock: PacketClock::default(),
             time_end: 0,
             domain: 0,
+            domain_id: DomainId::new(0),
             alloc_id: 0,
             alloc_id_end: 0,
             event: RawEvent::default(),
@@ -371,24 +374,23 @@ impl<'r> Events<'r> {
             }
         }
         let e = self.event;
-        let state = &self.domains[self.domain];
+        let domain = self.domain_id;
         let event = match e.class {
-            CLASS_PROMOTE => Event::Promote(ObjId::new(e.obj_id), state.id),
-            CLASS_COLLECT => Event::Collect(ObjId::new(e.obj_id), state.id),
+            CLASS_PROMOTE => Event::Promote(ObjId::new(e.obj_id), domain),
+            CLASS_COLLECT => Event::Collect(ObjId::new(e.obj_id), domain),
             _ => Event::Alloc(Alloc {
                 obj_id: ObjId::new(e.obj_id),
                 length: e.length,
-                domain: state.id,
+                domain,
                 nsamples: e.nsamples,
                 source: match e.source {
                     0 => AllocationSource::Minor,
                     1 => AllocationSource::Major,
                     _ => AllocationSource::External,
                 },
-                backtrace: if self.parse_backtraces {
-                    Cow::Borrowed(&state.backtrace[..])
-                } else {
-                    Cow::Borrowed(&[])
+                backtrace: match self.domains.get(self.domain) {
+                    Some(state) if self.parse_backtraces => Cow::Borrowed(&state.backtrace[..]),
+                    _ => Cow::Borrowed(&[]),
                 },
                 common_prefix: e.common_prefix,
             }),
@@ -523,6 +525,7 @@ impl<'r> Events<'r> {
             self.clock = PacketClock::new(header.time_begin);
             self.time_end = header.time_end;
             self.domain = domain;
+            self.domain_id = self.domains[domain].id;
             self.alloc_id = ocaml_int(header.alloc_id_begin);
             self.alloc_id_end = header.alloc_id_end;
             return Ok(true);
