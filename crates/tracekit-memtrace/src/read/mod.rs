@@ -388,9 +388,10 @@ impl<'r> Events<'r> {
                     1 => AllocationSource::Major,
                     _ => AllocationSource::External,
                 },
-                backtrace: match self.domains.get(self.domain) {
-                    Some(state) if self.parse_backtraces => Cow::Borrowed(&state.backtrace[..]),
-                    _ => Cow::Borrowed(&[]),
+                backtrace: if self.parse_backtraces {
+                    Cow::Borrowed(&self.current_domain().backtrace[..])
+                } else {
+                    Cow::Borrowed(&[])
                 },
                 common_prefix: e.common_prefix,
             }),
@@ -431,6 +432,20 @@ impl<'r> Events<'r> {
     /// A standard iterator over owned copies of the events.
     pub fn owned(self) -> OwnedEvents<'r> {
         OwnedEvents { events: self }
+    }
+
+    /// The state of the current packet's domain.
+    ///
+    /// Invariant: once a packet has been entered, `self.domain <
+    /// self.domains.len()`: `end_packet` sets it from `domain_state`, which
+    /// returns an index into `domains`, and `domains` never shrinks. Events
+    /// are decoded and lent out only after a packet was entered (before,
+    /// `content` is empty). Unchecked because this runs for every event.
+    #[inline(always)]
+    fn current_domain(&self) -> &DomainState {
+        debug_assert!(self.domain < self.domains.len());
+        // SAFETY: the invariant above.
+        unsafe { self.domains.get_unchecked(self.domain) }
     }
 
     fn domain_state(&mut self, domain: u16, at_offset: usize) -> Result<usize, ReadError> {
@@ -553,9 +568,10 @@ impl<'r> Events<'r> {
         if class == CLASS_UNKNOWN {
             return Err(at(ReadErrorKind::UnknownEventCode(code), start));
         }
-        let Some(state) = self.domains.get_mut(self.domain) else {
-            return Err(at(ReadErrorKind::TooManyDomains(MAX_DOMAINS), start));
-        };
+        debug_assert!(self.domain < self.domains.len());
+        // SAFETY: an event is decoded only inside a packet (see
+        // `current_domain`).
+        let state = unsafe { self.domains.get_unchecked_mut(self.domain) };
         if state.last_time > time {
             return Err(at(ReadErrorKind::TimestampsNotMonotone, start));
         }
