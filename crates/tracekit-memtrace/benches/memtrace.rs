@@ -6,6 +6,13 @@
 //!   the same pass copying every backtrace (a baseline for lending them).
 //! * `write/alloc_20_frames`: ns per allocation with 20-frame backtraces
 //!   that share prefixes, as a tracer writes them.
+//!
+//! Reading speed against the target (issue #2, >= 80 M events/s with
+//! backtraces on both traces):
+//! `cargo bench -p tracekit-memtrace --bench memtrace -- read_events --warm-up-time 1 --measurement-time 4`
+//! (`read_bytes` gives the same passes as MB/s). For instruction counts
+//! of one pass: `valgrind --tool=callgrind --toggle-collect='read_speed::pass'
+//! target/release/examples/read_speed 1000 100000 1 bt`.
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
