@@ -27,6 +27,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tracekit_analysis::Options;
 use tracekit_analysis::report::{self, GroupBy, Rank};
 use tracekit_analysis::source::{self, ReaderSymbols};
+use tracekit_analysis::symbols::FrameSkip;
 use tracekit_memtrace::synth::{
     Rng, SynthConfig, synth_code, synth_info, synth_locations, write_synthetic,
 };
@@ -64,9 +65,11 @@ fn program_trace(allocs: u64) -> Vec<u8> {
     let mut site = 0usize;
     for n in 0..allocs {
         if rng.below(4) == 0 {
-            // Skewed: squaring a uniform draw favours low site numbers.
+            // Skewed: squaring a uniform draw favours low site numbers. (u * u is
+            // below 2^32; shifting it by 32, as this once did, made every
+            // allocation come from site 0.)
             let u = rng.below(1 << 16);
-            site = ((((u * u) >> 32) as usize) * sites) >> 16;
+            site = ((((u * u) >> 16) as usize) * sites) >> 16;
         }
         time = time.offset(Timedelta::from_micros(rng.below(4) as i64));
         let (source, length, nsamples) = match rng.below(100) {
@@ -126,8 +129,13 @@ fn count(reader: &mut Reader<'_>) -> u64 {
 
 fn top(reader: &mut Reader<'_>, pipelined: bool, leaf_only: bool) -> usize {
     // `tracekit memtrace top` (sites by leaf) sets `leaf_only`; `--by backtrace` not.
+    // As the CLI's `top` does: sites named past Rust std frames, and no timeline,
+    // which the table does not show.
+    let skip = FrameSkip::rust_std();
     let options = Options {
         leaf_only,
+        site_skip: skip.clone(),
+        timeline_buckets: 0,
         ..Options::default()
     };
     let p = if pipelined {
@@ -135,12 +143,13 @@ fn top(reader: &mut Reader<'_>, pipelined: bool, leaf_only: bool) -> usize {
     } else {
         source::analyze_reader(reader, options, None, &mut |_| {})
     };
-    let t = report::top(
+    let t = report::top_skipping(
         &p.profile,
         &ReaderSymbols(reader.locations()),
         GroupBy::Leaf,
         Rank::Allocated,
         20,
+        &skip,
     );
     t.sites.len()
 }

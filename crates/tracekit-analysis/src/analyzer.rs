@@ -15,6 +15,7 @@ use crate::backtrace::{BacktraceId, Backtraces};
 use crate::curve::{Peak, PeakTracker, Timeline};
 use crate::event::{Alloc, DomainId, Event, Frame, LocationCode, ObjId, Sampling, Source};
 use crate::live::LiveTable;
+use crate::symbols::FrameSkip;
 use crate::time::Micros;
 
 /// Which allocations count. An allocation that fails the filter is ignored, and so are
@@ -58,9 +59,17 @@ pub struct Options {
     /// file, and it keeps the analysis state as small as the set of allocation sites.
     /// Ignored with a location filter, which needs whole backtraces.
     pub leaf_only: bool,
+    /// With [`Options::leaf_only`], the frames that naming a site looks past
+    /// ([`FrameSkip`]): the drivers of [`crate::source`], which have the trace's
+    /// locations, then keep the backtrace from its innermost entry that names the site
+    /// (nearly always the leaf alone), so that the site is named exactly as from the
+    /// whole backtrace. [`Analyzer::push`] has no locations and keeps the leaf.
+    pub site_skip: FrameSkip,
     /// Keep the `big` largest allocations (by object size).
     pub big: usize,
-    /// Bucket budget of the timeline (per domain).
+    /// Bucket budget of the timeline (per domain). 0 turns the timeline off (the
+    /// [`Profile::timeline`] stays empty), for reports that do not show it: it saves
+    /// a bucket update per event.
     pub timeline_buckets: usize,
     /// Domains the peak tracker should wait for from the start. Needed for an exact
     /// peak only when a domain's first events arrive after later-stamped events of
@@ -75,6 +84,7 @@ impl Default for Options {
             live_at: None,
             backtraces: true,
             leaf_only: false,
+            site_skip: FrameSkip::none(),
             big: 0,
             timeline_buckets: 1 << 14,
             domains: Vec::new(),
@@ -201,6 +211,9 @@ pub struct Analyzer {
     node_match: Vec<u8>,
     live: LiveTable<LiveObject>,
     timeline: Timeline,
+    timeline_on: bool,
+    /// The filter keeps every allocation.
+    keep_all: bool,
     peak: PeakTracker,
     big: BinaryHeap<Reverse<BigAlloc>>,
     counts: EventCounts,
@@ -223,6 +236,8 @@ impl Analyzer {
         let min_words = options.filter.min_size_bytes.div_ceil(word_bytes);
         Analyzer {
             timeline: Timeline::new(options.timeline_buckets),
+            timeline_on: options.timeline_buckets > 0,
+            keep_all: options.filter.is_empty(),
             peak: PeakTracker::with_domains(1 << 20, &options.domains),
             options,
             sampling,
@@ -255,32 +270,41 @@ impl Analyzer {
     ) {
         match event {
             Event::Alloc(a) => self.alloc(a, matches),
-            Event::Promote { time, obj_id, .. } => {
-                self.counts.promotes += 1;
-                self.see(*time);
-                match self.live.get_mut(obj_id.0) {
-                    Some(obj) if !obj.promoted => {
-                        obj.promoted = true;
-                        if let Some((_, c)) = self.sites.get_mut(obj.site as usize) {
-                            c.promoted += 1;
-                        }
-                    }
-                    Some(_) => {}
-                    None => self.counts.untracked += 1,
-                }
-            }
+            Event::Promote { time, obj_id, .. } => self.promote(*time, *obj_id),
             Event::Collect {
                 time,
                 obj_id,
                 domain,
-            } => {
-                self.counts.collects += 1;
-                self.see(*time);
-                match self.live.remove(obj_id.0) {
-                    Some(obj) => self.release(obj, *time, *domain),
-                    None => self.counts.untracked += 1,
+            } => self.collect(*time, *obj_id, *domain),
+        }
+    }
+
+    /// Feeds a promote event (what [`Analyzer::push`] does with one).
+    #[inline]
+    pub fn promote(&mut self, time: Micros, obj_id: ObjId) {
+        self.counts.promotes += 1;
+        self.see(time);
+        match self.live.get_mut(obj_id.0) {
+            Some(obj) if !obj.promoted => {
+                obj.promoted = true;
+                if let Some((_, c)) = self.sites.get_mut(obj.site as usize) {
+                    c.promoted += 1;
                 }
             }
+            Some(_) => {}
+            None => self.counts.untracked += 1,
+        }
+    }
+
+    /// Feeds a collect event of `obj_id` reported by `domain` (what
+    /// [`Analyzer::push`] does with one).
+    #[inline]
+    pub fn collect(&mut self, time: Micros, obj_id: ObjId, domain: DomainId) {
+        self.counts.collects += 1;
+        self.see(time);
+        match self.live.remove(obj_id.0) {
+            Some(obj) => self.release(obj, time, domain),
+            None => self.counts.untracked += 1,
         }
     }
 
@@ -289,7 +313,9 @@ impl Analyzer {
         if time > self.end {
             self.end = time;
         }
-        self.timeline.touch(time);
+        if self.timeline_on {
+            self.timeline.touch(time);
+        }
     }
 
     /// Feeds an allocation whose `backtrace` holds only the entries after the first
@@ -336,7 +362,7 @@ impl Analyzer {
         self.alloc_interned(a, bt, matches);
     }
 
-    #[inline]
+    #[inline(always)]
     fn alloc_interned<F: Frame>(
         &mut self,
         a: &Alloc<'_, F>,
@@ -355,7 +381,9 @@ impl Analyzer {
             *s = s.saturating_add(a.nsamples);
             c.words = c.words.saturating_add(a.length);
         }
-        self.timeline.allocated(a.time, a.domain, a.nsamples);
+        if self.timeline_on {
+            self.timeline.allocated(a.time, a.domain, a.nsamples);
+        }
         self.peak.change(
             a.time,
             a.domain,
@@ -384,6 +412,9 @@ impl Analyzer {
         bt: BacktraceId,
         matches: &mut dyn FnMut(LocationCode) -> bool,
     ) -> bool {
+        if self.keep_all {
+            return true;
+        }
         let f = &self.options.filter;
         if !self.source_mask[a.source as usize] || a.length < self.min_words {
             return false;
@@ -480,7 +511,7 @@ impl Analyzer {
     /// reporting one, whose events are in time order. A collect stamped before the
     /// allocation (another domain's clock; synthetic traces have them) ends the object
     /// at its allocation time: it was never live.
-    #[inline]
+    #[inline(always)]
     fn release(&mut self, obj: LiveObject, time: Micros, by: DomainId) {
         let end = time.max(obj.time);
         let live_at = match self.options.live_at {
@@ -495,7 +526,9 @@ impl Analyzer {
                 c.live_at = c.live_at.saturating_add(obj.samples);
             }
         }
-        self.timeline.freed(end, obj.domain, obj.samples);
+        if self.timeline_on {
+            self.timeline.freed(end, obj.domain, obj.samples);
+        }
         let delta = -i64::try_from(obj.samples).unwrap_or(i64::MAX);
         if time >= obj.time {
             self.peak.change(time, by, delta);

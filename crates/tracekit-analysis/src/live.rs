@@ -58,6 +58,19 @@ impl<T: Copy> LiveTable<T> {
     /// Inserts `value` for `id`, returning the previous value.
     #[inline]
     pub(crate) fn insert(&mut self, id: u64, value: T) -> Option<T> {
+        // The common case, checked first because it is most of a trace's events: the
+        // id just past the window's end, which no far-ahead id has claimed.
+        if self.in_window != 0
+            && id.wrapping_sub(self.base) == self.window.len() as u64
+            && self.far_max.is_none_or(|m| m < id)
+        {
+            self.window.push(Some(value));
+            self.in_window += 1;
+            if self.window.len() - self.head > 2 * self.in_window + MIN_WINDOW {
+                self.compact();
+            }
+            return None;
+        }
         if self.in_window == 0 && self.window.len() == self.head {
             // Empty window: restart it here.
             self.window.clear();

@@ -10,8 +10,9 @@ use tracekit_memtrace as mt;
 
 use crate::analyzer::{Analyzer, Options, Profile};
 use crate::event::{Alloc, DomainId, Event, Frame, LocationCode, ObjId, Sampling, Source};
+use crate::hash::FxHashMap;
 use crate::render::TraceInfo;
-use crate::symbols::{Location, Symbols};
+use crate::symbols::{FrameSkip, Location, Symbols};
 use crate::time::Micros;
 
 impl Frame for mt::LocationCode {
@@ -113,6 +114,74 @@ fn code_matches(table: &mt::LocationTable, code: mt::LocationCode, needle: &str)
     }
 }
 
+/// Where an allocation site's frames start in a backtrace, for
+/// [`Options::leaf_only`]: the innermost entry that names the site under a
+/// [`FrameSkip`] (the rule of [`crate::symbols::site_label`]), so that a site is named
+/// from its few innermost entries exactly as from the whole backtrace.
+///
+/// Whether an entry names a site depends on its location code alone, so the answer is
+/// memoised per code; a small direct-mapped cache in front of the map answers the
+/// common case (the leaf of a recent allocation) in a few instructions.
+struct SiteStart<'s> {
+    skip: &'s FrameSkip,
+    /// `(code, names a site)`, indexed by a hash of the code.
+    cache: Vec<(i64, bool)>,
+    memo: FxHashMap<i64, bool>,
+}
+
+const SITE_CACHE_BITS: u32 = 12;
+
+impl<'s> SiteStart<'s> {
+    fn new(skip: &'s FrameSkip) -> Self {
+        SiteStart {
+            skip,
+            // No location code is i64::MIN with a `false` answer cached, so an empty
+            // slot never matches (see `names_site`).
+            cache: vec![(i64::MIN, false); 1 << SITE_CACHE_BITS],
+            memo: FxHashMap::default(),
+        }
+    }
+
+    /// The index of the first entry of `backtrace` (caller first) to keep.
+    #[inline]
+    fn start(&mut self, table: &mt::LocationTable, backtrace: &[mt::LocationCode]) -> usize {
+        let leaf = backtrace.len().saturating_sub(1);
+        if self.skip.is_empty() {
+            return leaf;
+        }
+        for (i, &code) in backtrace.iter().enumerate().rev() {
+            if self.names_site(table, code) {
+                return i;
+            }
+        }
+        // Every location is looked past: the leaf names the site.
+        leaf
+    }
+
+    #[inline]
+    fn names_site(&mut self, table: &mt::LocationTable, code: mt::LocationCode) -> bool {
+        let c = code.get();
+        let slot =
+            ((c as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SITE_CACHE_BITS)) as usize;
+        if let Some(&(k, v)) = self.cache.get(slot)
+            && k == c
+            && (v || c != i64::MIN)
+        {
+            return v;
+        }
+        let skip = self.skip;
+        let v = *self.memo.entry(c).or_insert_with(|| match table.get(code) {
+            // Nothing is known about a code without locations: it is not plumbing.
+            None => true,
+            Some(locs) => locs.is_empty() || locs.iter().any(|l| !skip.skips(&location(l))),
+        });
+        if let Some(e) = self.cache.get_mut(slot) {
+            *e = (c, v);
+        }
+        v
+    }
+}
+
 /// How a pass over a trace went.
 #[derive(Debug)]
 pub struct Pass {
@@ -140,6 +209,9 @@ pub fn analyze_reader(
     options.filter.by_location = location.is_some();
     let parse_backtraces = options.backtraces || location.is_some();
     options.backtraces = parse_backtraces;
+    let leaf_sites = options.leaf_only && parse_backtraces && location.is_none();
+    let skip = options.site_skip.clone();
+    let mut site_start = SiteStart::new(&skip);
     let mut analyzer = Analyzer::new(sampling, options);
     let mut events = reader.events(parse_backtraces);
     let mut error = None;
@@ -160,7 +232,18 @@ pub fn analyze_reader(
         count += 1;
         let ev = convert(dt, &event);
         match location {
-            None => analyzer.push(&ev),
+            None => match &ev {
+                Event::Alloc(a) if leaf_sites => {
+                    let k = site_start.start(table, a.backtrace);
+                    let site = Alloc {
+                        backtrace: a.backtrace.get(k..).unwrap_or(&[]),
+                        common_prefix: 0,
+                        ..*a
+                    };
+                    analyzer.push_alloc_suffix(&site, 0);
+                }
+                _ => analyzer.push(&ev),
+            },
             Some(needle) => analyzer.push_matching(&ev, &mut |code| {
                 *memo
                     .entry(code.0)
@@ -206,14 +289,22 @@ struct Batch {
     frames: Vec<mt::LocationCode>,
 }
 
+impl Batch {
+    fn with_capacity() -> Self {
+        Batch {
+            events: Vec::with_capacity(BATCH_EVENTS),
+            frames: Vec::with_capacity(BATCH_EVENTS),
+        }
+    }
+}
+
 const BATCH_EVENTS: usize = 8192;
 
 /// Like [`analyze_reader`] without a location filter, but with the analysis on a
 /// second thread fed in batches, so that on a host with an idle core a pass can take
 /// about as long as the slower of decoding and analysing rather than their sum. Only
 /// the backtrace entries past each alloc's common prefix cross threads. The result is
-/// the same as [`analyze_reader`]'s. On the shared 2-core machines of this project it
-/// measured slower than one thread (the `top` bench), so the CLI does not use it.
+/// the same as [`analyze_reader`]'s.
 pub fn analyze_reader_pipelined(
     reader: &mut mt::Reader<'_>,
     options: Options,
@@ -223,6 +314,8 @@ pub fn analyze_reader_pipelined(
     let sampling = sampling(reader.info());
     let parse_backtraces = options.backtraces;
     let leaf_only = options.leaf_only;
+    let skip = options.site_skip.clone();
+    let mut site_start = SiteStart::new(&skip);
     let mut analyzer = Analyzer::new(sampling, options);
     let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(4);
     let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
@@ -247,16 +340,8 @@ pub fn analyze_reader_pipelined(
                             analyzer.push_alloc_suffix(&a, p.keep as usize);
                             at = end;
                         }
-                        KIND_PROMOTE => analyzer.push::<mt::LocationCode>(&Event::Promote {
-                            time: p.time,
-                            obj_id: p.obj_id,
-                            domain: p.domain,
-                        }),
-                        _ => analyzer.push::<mt::LocationCode>(&Event::Collect {
-                            time: p.time,
-                            obj_id: p.obj_id,
-                            domain: p.domain,
-                        }),
+                        KIND_PROMOTE => analyzer.promote(p.time, p.obj_id),
+                        _ => analyzer.collect(p.time, p.obj_id, p.domain),
                     }
                 }
                 let mut batch = batch;
@@ -274,10 +359,11 @@ pub fn analyze_reader_pipelined(
         // Per domain, the length of its previous backtrace: the analysis can keep at
         // most that many entries.
         let mut prev_len: Vec<(DomainId, usize)> = Vec::new();
-        let mut batch = Batch::default();
+        let mut last_slot = 0usize;
+        let mut batch = Batch::with_capacity();
         let mut worker_gone = false;
         loop {
-            let (dt, event) = match events.next_event() {
+            let (dt, event, table) = match events.next_event_with_locations() {
                 None => break,
                 Some(Ok(x)) => x,
                 Some(Err(e)) => {
@@ -286,70 +372,77 @@ pub fn analyze_reader_pipelined(
                 }
             };
             count += 1;
-            let packed = match convert(dt, &event) {
-                Event::Alloc(a) => {
-                    let len = a.backtrace.len();
-                    let slot = match prev_len.iter().position(|(d, _)| *d == a.domain) {
-                        Some(i) => i,
-                        None => {
-                            prev_len.push((a.domain, 0));
-                            prev_len.len() - 1
-                        }
-                    };
+            // Packed straight from the reader's event: this loop is the pipeline's
+            // critical path, so it does as little as the analysis allows.
+            let time = Micros(u64::try_from(dt.as_micros()).unwrap_or(0));
+            let packed = match &event {
+                mt::Event::Alloc(a) => {
+                    let backtrace: &[mt::LocationCode] = &a.backtrace;
+                    let len = backtrace.len();
+                    let domain = DomainId(a.domain.get());
                     let keep = if leaf_only {
                         // The analysis wants the allocation site alone.
-                        len.saturating_sub(1)
+                        site_start.start(table, backtrace)
                     } else {
-                        a.common_prefix.min(len).min(prev_len[slot].1)
+                        if prev_len.get(last_slot).is_none_or(|(d, _)| *d != domain) {
+                            last_slot = match prev_len.iter().position(|(d, _)| *d == domain) {
+                                Some(i) => i,
+                                None => {
+                                    prev_len.push((domain, 0));
+                                    prev_len.len() - 1
+                                }
+                            };
+                        }
+                        let prev = prev_len.get_mut(last_slot).map_or(0, |(_, l)| {
+                            let p = *l;
+                            *l = len;
+                            p
+                        });
+                        a.common_prefix.min(len).min(prev)
                     };
-                    prev_len[slot].1 = len;
-                    batch.frames.extend_from_slice(&a.backtrace[keep..]);
+                    let new = backtrace.get(keep..).unwrap_or(&[]);
+                    if let [one] = new {
+                        batch.frames.push(*one);
+                    } else {
+                        batch.frames.extend_from_slice(new);
+                    }
                     Packed {
                         kind: KIND_ALLOC,
-                        source: a.source,
-                        domain: a.domain,
+                        source: match a.source {
+                            mt::AllocationSource::Minor => Source::Minor,
+                            mt::AllocationSource::Major => Source::Major,
+                            mt::AllocationSource::External => Source::External,
+                        },
+                        domain,
                         keep: u32::try_from(keep).unwrap_or(u32::MAX),
-                        frames: u32::try_from(len - keep).unwrap_or(u32::MAX),
-                        time: a.time,
-                        obj_id: a.obj_id,
+                        frames: u32::try_from(new.len()).unwrap_or(u32::MAX),
+                        time,
+                        obj_id: ObjId(a.obj_id.get()),
                         length: a.length,
                         nsamples: a.nsamples,
                     }
                 }
-                Event::Promote {
-                    time,
-                    obj_id,
-                    domain,
-                } => Packed {
-                    kind: KIND_PROMOTE,
+                mt::Event::Promote(id, d) | mt::Event::Collect(id, d) => Packed {
+                    kind: if matches!(event, mt::Event::Promote(..)) {
+                        KIND_PROMOTE
+                    } else {
+                        KIND_COLLECT
+                    },
                     source: Source::Minor,
-                    domain,
+                    domain: DomainId(d.get()),
                     keep: 0,
                     frames: 0,
                     time,
-                    obj_id,
-                    length: 0,
-                    nsamples: 0,
-                },
-                Event::Collect {
-                    time,
-                    obj_id,
-                    domain,
-                } => Packed {
-                    kind: KIND_COLLECT,
-                    source: Source::Minor,
-                    domain,
-                    keep: 0,
-                    frames: 0,
-                    time,
-                    obj_id,
+                    obj_id: ObjId(id.get()),
                     length: 0,
                     nsamples: 0,
                 },
             };
             batch.events.push(packed);
             if batch.events.len() == BATCH_EVENTS {
-                let next = empty_rx.try_recv().unwrap_or_default();
+                let next = empty_rx
+                    .try_recv()
+                    .unwrap_or_else(|_| Batch::with_capacity());
                 if full_tx.send(std::mem::replace(&mut batch, next)).is_err() {
                     worker_gone = true;
                     break;

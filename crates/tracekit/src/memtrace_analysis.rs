@@ -103,9 +103,10 @@ impl SiteArgs {
             .fold(base, |skip, p| skip.with_pattern(p))
     }
 
-    /// Naming sites past some frames needs whole backtraces.
-    fn leaf_only(&self, by: ByArg) -> bool {
-        by != ByArg::Backtrace && self.std_frames && self.skip_frames.is_empty()
+    /// Sites grouped by leaf, function or file need only each backtrace's innermost
+    /// entries (the analysis keeps them up to the one that names the site).
+    fn leaf_only(by: ByArg) -> bool {
+        by != ByArg::Backtrace
     }
 }
 
@@ -369,9 +370,16 @@ fn pass(
     what: &str,
 ) -> Pass {
     let bar = progress_bar(reader.size_bytes(), what);
-    // One thread: on the 2-core machines this runs on, the pipelined driver
-    // (`analyze_reader_pipelined`) measured slower (see the `top` bench).
-    let p = source::analyze_reader(reader, options, location, &mut |pos| bar.set_position(pos));
+    // Decoding and analysis on two threads when there are two cores (the `top`
+    // bench measures both drivers); the location filter needs the one-thread driver,
+    // which matches locations as it decodes.
+    let two_cores = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    let mut progress = |pos| bar.set_position(pos);
+    let p = if location.is_none() && two_cores {
+        source::analyze_reader_pipelined(reader, options, &mut progress)
+    } else {
+        source::analyze_reader(reader, options, location, &mut progress)
+    };
     bar.finish_and_clear();
     for w in &p.warnings {
         eprintln!("warning: {}: {w}", path.display());
@@ -399,7 +407,7 @@ fn finish(path: &Path, p: &Pass) -> ExitCode {
 fn find_peak(reader: &mut Reader<'_>, path: &Path) -> Result<Peak> {
     let mut options = Options {
         backtraces: false,
-        timeline_buckets: 2,
+        timeline_buckets: 0,
         ..Options::default()
     };
     let first = pass(reader, path, options.clone(), None, "finding the peak");
@@ -442,7 +450,7 @@ fn settle_peak(
     }
     let again = Options {
         backtraces: false,
-        timeline_buckets: 2,
+        timeline_buckets: 0,
         live_at: None,
         big: 0,
         domains: p.profile.peak.domains.clone(),
@@ -518,7 +526,10 @@ fn top(args: TopArgs) -> Result<ExitCode> {
     let options = Options {
         filter: args.filter.filter(),
         live_at: ctx.at,
-        leaf_only: args.sites.leaf_only(args.by),
+        leaf_only: SiteArgs::leaf_only(args.by),
+        site_skip: args.sites.skip(),
+        // The table does not show the timeline.
+        timeline_buckets: 0,
         ..Options::default()
     };
     let location = args.filter.location.as_deref();
@@ -628,6 +639,7 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
     let options = Options {
         filter: args.filter.filter(),
         live_at: at,
+        timeline_buckets: 0,
         ..Options::default()
     };
     let p = pass(
@@ -798,7 +810,9 @@ fn diff(args: DiffArgs) -> Result<ExitCode> {
     args.filter.check()?;
     let options = Options {
         filter: args.filter.filter(),
-        leaf_only: args.sites.leaf_only(args.by),
+        leaf_only: SiteArgs::leaf_only(args.by),
+        site_skip: args.sites.skip(),
+        timeline_buckets: 0,
         ..Options::default()
     };
     let mut ra = open(&args.a)?;
