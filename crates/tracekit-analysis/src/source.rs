@@ -279,6 +279,24 @@ struct Packed {
     nsamples: u64,
 }
 
+impl Packed {
+    /// A promote or collect.
+    #[inline(always)]
+    fn other(kind: u8, time: Micros, id: mt::ObjId, domain: mt::DomainId) -> Packed {
+        Packed {
+            kind,
+            source: Source::Minor,
+            domain: DomainId(domain.get()),
+            keep: 0,
+            frames: 0,
+            time,
+            obj_id: ObjId(id.get()),
+            length: 0,
+            nsamples: 0,
+        }
+    }
+}
+
 const KIND_ALLOC: u8 = 0;
 const KIND_PROMOTE: u8 = 1;
 const KIND_COLLECT: u8 = 2;
@@ -374,8 +392,9 @@ pub fn analyze_reader_pipelined(
             count += 1;
             // Packed straight from the reader's event: this loop is the pipeline's
             // critical path, so it does as little as the analysis allows.
-            let time = Micros(u64::try_from(dt.as_micros()).unwrap_or(0));
-            let packed = match &event {
+            // The reader keeps times at or after the trace start; `max` only guards.
+            let time = Micros(dt.as_micros().max(0) as u64);
+            match &event {
                 mt::Event::Alloc(a) => {
                     let backtrace: &[mt::LocationCode] = &a.backtrace;
                     let len = backtrace.len();
@@ -406,7 +425,7 @@ pub fn analyze_reader_pipelined(
                     } else {
                         batch.frames.extend_from_slice(new);
                     }
-                    Packed {
+                    batch.events.push(Packed {
                         kind: KIND_ALLOC,
                         source: match a.source {
                             mt::AllocationSource::Minor => Source::Minor,
@@ -414,31 +433,27 @@ pub fn analyze_reader_pipelined(
                             mt::AllocationSource::External => Source::External,
                         },
                         domain,
-                        keep: u32::try_from(keep).unwrap_or(u32::MAX),
-                        frames: u32::try_from(new.len()).unwrap_or(u32::MAX),
+                        // The reader caps a domain's backtrace far below 2^32 entries
+                        // (ReadErrorKind::BacktraceTooLong), so these cannot truncate.
+                        keep: keep as u32,
+                        frames: new.len() as u32,
                         time,
                         obj_id: ObjId(a.obj_id.get()),
                         length: a.length,
                         nsamples: a.nsamples,
-                    }
+                    });
                 }
-                mt::Event::Promote(id, d) | mt::Event::Collect(id, d) => Packed {
-                    kind: if matches!(event, mt::Event::Promote(..)) {
-                        KIND_PROMOTE
-                    } else {
-                        KIND_COLLECT
-                    },
-                    source: Source::Minor,
-                    domain: DomainId(d.get()),
-                    keep: 0,
-                    frames: 0,
-                    time,
-                    obj_id: ObjId(id.get()),
-                    length: 0,
-                    nsamples: 0,
-                },
-            };
-            batch.events.push(packed);
+                mt::Event::Collect(id, d) => {
+                    batch
+                        .events
+                        .push(Packed::other(KIND_COLLECT, time, *id, *d))
+                }
+                mt::Event::Promote(id, d) => {
+                    batch
+                        .events
+                        .push(Packed::other(KIND_PROMOTE, time, *id, *d))
+                }
+            }
             if batch.events.len() == BATCH_EVENTS {
                 let next = empty_rx
                     .try_recv()
