@@ -12,7 +12,7 @@
 //! distinct backtraces, independent of the number of events.
 
 use crate::event::{DomainId, Frame, LocationCode};
-use crate::hash::FxHashMap;
+use rustc_hash::FxHashMap;
 
 /// An interned backtrace: a node of the trie. The root ([`BacktraceId::EMPTY`]) is the
 /// empty backtrace; every other node is its parent's backtrace plus one entry.

@@ -16,7 +16,6 @@ pub mod backtrace;
 pub mod curve;
 pub mod event;
 pub mod fxt;
-mod hash;
 mod live;
 pub mod render;
 pub mod report;

@@ -7,7 +7,7 @@
 //! the "old generation". The window is compacted whenever it is mostly holes, so memory
 //! stays proportional to the number of live objects.
 
-use crate::hash::FxHashMap;
+use rustc_hash::FxHashMap;
 
 /// Ids further than this past the window's end go to the hash map rather than
 /// stretching the window over a gap.

@@ -10,10 +10,10 @@ use tracekit_memtrace as mt;
 
 use crate::analyzer::{Analyzer, Options, Profile};
 use crate::event::{Alloc, DomainId, Event, Frame, LocationCode, ObjId, Sampling, Source};
-use crate::hash::FxHashMap;
 use crate::render::TraceInfo;
 use crate::symbols::{FrameSkip, Location, Symbols};
 use crate::time::Micros;
+use rustc_hash::FxHashMap;
 
 impl Frame for mt::LocationCode {
     #[inline]

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use crate::event::LocationCode;
-use crate::hash::FxHashMap;
+use rustc_hash::FxHashMap;
 
 /// One source location (`Location.t`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -82,7 +82,6 @@ mod copy;
 mod error;
 mod event;
 mod format;
-mod hash;
 mod io;
 mod read;
 mod types;

@@ -14,8 +14,8 @@
 use super::buf::{Cursor, Eof};
 use crate::error::ReadErrorKind;
 use crate::format::MTF_LENGTH;
-use crate::hash::IntMap;
 use crate::types::{Location, LocationCode, Name};
+use rustc_hash::FxHashMap;
 
 /// Why decoding a location failed.
 #[derive(Clone, Copy, Debug)]
@@ -152,7 +152,7 @@ impl LocationDecoder {
 /// trace, shared by all domains.
 #[derive(Clone, Debug, Default)]
 pub struct LocationTable {
-    map: IntMap<LocationCode, Box<[Location]>>,
+    map: FxHashMap<LocationCode, Box<[Location]>>,
     pub(crate) names: Names,
 }
 

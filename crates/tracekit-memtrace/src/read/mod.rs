@@ -21,7 +21,6 @@ use crate::event::{Alloc, Event};
 use crate::format::{
     EV_ALLOC, EV_COLLECT, EV_LOCATION, EV_PROMOTE, EV_SHORT_ALLOC_BASE, EV_TRACE_INFO, ocaml_int,
 };
-use crate::hash::IntMap;
 use crate::types::{
     AllocationSource, DomainId, FormatVersion, Info, Location, LocationCode, Name, ObjId,
     Timedelta, Timestamp,
@@ -31,6 +30,7 @@ use buf::{Cursor, Eof};
 pub use location::LocationTable;
 use location::{LocError, LocationDecoder};
 use packet::{PacketClock, PacketHeader, event_code, event_time, read_packet_header};
+use rustc_hash::FxHashMap;
 
 /// Most distinct domains a pass keeps decoder state for; OCaml runtimes
 /// allow at most 4096 domains. A domain's backtrace cache (160 KiB) is
@@ -294,7 +294,7 @@ pub struct Events<'r> {
     alloc_id_end: i64,
     event: RawEvent,
     domains: Vec<DomainState>,
-    domain_index: IntMap<u16, usize>,
+    domain_index: FxHashMap<u16, usize>,
     scratch_locs: Vec<Location>,
     warnings: Vec<Warning>,
     done: bool,
@@ -331,7 +331,7 @@ impl<'r> Events<'r> {
             alloc_id_end: 0,
             event: RawEvent::default(),
             domains: Vec::new(),
-            domain_index: IntMap::default(),
+            domain_index: FxHashMap::default(),
             scratch_locs: Vec::new(),
             warnings: Vec::new(),
             done: false,

@@ -28,7 +28,6 @@ use crate::format::{
     EV_ALLOC, EV_COLLECT, EV_LOCATION, EV_PROMOTE, EV_SHORT_ALLOC_BASE, EV_TRACE_INFO,
     LOCATION_MAX_LENGTH, MAX_EVENT_SIZE, MAX_PACKET_SIZE, OCAML_MAX_INT, PACKET_MAX_TIME,
 };
-use crate::hash::IntMap;
 use crate::types::{
     AllocationSource, DomainId, FormatVersion, Info, Location, LocationCode, ObjId, Timestamp,
 };
@@ -36,6 +35,7 @@ use backtrace::BacktraceEncoder;
 use buf::{put_f64, put_i64, put_string, put_u8, put_vint};
 use location::LocationEncoder;
 use packet::{finish_header, put_event_header, put_header};
+use rustc_hash::FxHashMap;
 
 /// A function returning the current process id; see [`WriterOptions::getpid`].
 pub type GetPid = Arc<dyn Fn() -> i64 + Send + Sync>;
@@ -694,7 +694,7 @@ impl<W: Write> Drop for Writer<W> {
 /// changes, so that every domain's packets stay in order in the file.
 pub struct MultiplexedDomains<W: Write> {
     last_domain: DomainId,
-    writers: IntMap<u16, Writer<W>>,
+    writers: FxHashMap<u16, Writer<W>>,
     start_time: i64,
 }
 
@@ -722,7 +722,7 @@ impl<W: Write> MultiplexedDomains<W> {
     ) -> Result<MultiplexedDomains<W>, WriteError> {
         let w = Writer::with_options(out, info, options)?;
         let domain = w.domain();
-        let mut writers = IntMap::default();
+        let mut writers = FxHashMap::default();
         writers.insert(domain.get(), w);
         Ok(MultiplexedDomains {
             last_domain: domain,
