@@ -45,11 +45,28 @@ struct Node {
     site: u32,
 }
 
+/// An entry of the edge cache ([`Backtraces::child`]).
+#[derive(Clone, Copy, Debug)]
+struct Edge {
+    code: LocationCode,
+    parent: u32,
+    child: u32,
+}
+
+const EDGE_CACHE_BITS: u32 = 12;
+
+#[inline]
+fn edge_slot(parent: u32, code: LocationCode) -> usize {
+    let h = (code.0 ^ u64::from(parent).rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> (64 - EDGE_CACHE_BITS)) as usize
+}
+
 /// The trie of backtraces.
 #[derive(Debug)]
 pub struct Backtraces {
     nodes: Vec<Node>,
     children: FxHashMap<(u32, u64), u32>,
+    edges: Vec<Edge>,
     /// Per domain, the node path of its previous alloc's backtrace (`path[i]` is the
     /// node of its first `i + 1` entries).
     paths: Vec<(DomainId, Vec<u32>)>,
@@ -75,6 +92,14 @@ impl Backtraces {
                 site: NONE,
             }],
             children: FxHashMap::default(),
+            edges: vec![
+                Edge {
+                    code: LocationCode(0),
+                    parent: 0,
+                    child: NONE,
+                };
+                1 << EDGE_CACHE_BITS
+            ],
             paths: Vec::new(),
             last_domain: 0,
         }
@@ -187,7 +212,26 @@ impl Backtraces {
         if p.last_child != NONE && p.last_child_code == code {
             return p.last_child;
         }
-        self.child_slow(parent, code)
+        // A small direct-mapped cache of edges in front of the hash map: a node with
+        // many children that alternate (the root, when only allocation sites are
+        // interned) misses the one-entry cache above nearly every time.
+        let slot = edge_slot(parent, code);
+        if let Some(e) = self.edges.get(slot)
+            && e.parent == parent
+            && e.code == code
+            && e.child != NONE
+        {
+            return e.child;
+        }
+        let child = self.child_slow(parent, code);
+        if let Some(e) = self.edges.get_mut(slot) {
+            *e = Edge {
+                code,
+                parent,
+                child,
+            };
+        }
+        child
     }
 
     #[cold]

@@ -4,8 +4,10 @@
 //! objects die young, so the live set is mostly a dense window of recent ids. The
 //! table keeps that window as a vector indexed by `id - base` (an allocation appends, a
 //! collection clears a slot) and moves objects that outlive the window into a hash map,
-//! the "old generation". The window is compacted whenever it is mostly holes, so memory
-//! stays proportional to the number of live objects.
+//! the "old generation". The window is compacted when under a quarter of it is live
+//! (beyond a fixed slack), so memory stays proportional to the number of live objects:
+//! at most four 24-byte slots per live object, about what a hash map entry costs, and
+//! objects that die in random order mostly stay out of the slower hash map.
 
 use rustc_hash::FxHashMap;
 
@@ -66,7 +68,7 @@ impl<T: Copy> LiveTable<T> {
         {
             self.window.push(Some(value));
             self.in_window += 1;
-            if self.window.len() - self.head > 2 * self.in_window + MIN_WINDOW {
+            if self.window.len() - self.head > 4 * self.in_window + MIN_WINDOW {
                 self.compact();
             }
             return None;
@@ -106,7 +108,7 @@ impl<T: Copy> LiveTable<T> {
             }
             self.window.push(Some(value));
             self.in_window += 1;
-            if self.window.len() - self.head > 2 * self.in_window + MIN_WINDOW {
+            if self.window.len() - self.head > 4 * self.in_window + MIN_WINDOW {
                 self.compact();
             }
             previous
