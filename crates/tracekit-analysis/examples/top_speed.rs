@@ -3,7 +3,8 @@
 //!
 //! `valgrind --tool=callgrind --toggle-collect='top_speed::pass' target/release/examples/top_speed FILE MODE`
 //!
-//! MODE is `read` (the reader alone, backtraces decoded), `top` (one thread) or
+//! MODE is `read` (the reader alone, backtraces decoded, as the bench's baseline),
+//! `read_all` (the same using every field of every event), `top` (one thread) or
 //! `pipelined` (decoding and analysis on two threads). The `top` bench writes its
 //! traces to `$TRACEKIT_BENCH_SAVE` for this.
 
@@ -16,32 +17,78 @@ use tracekit_analysis::source;
 use tracekit_analysis::symbols::FrameSkip;
 use tracekit_memtrace::{Event, Reader};
 
-#[inline(never)]
-fn pass(reader: &mut Reader<'_>, mode: &str) -> u64 {
-    let options = Options {
+fn options() -> Options {
+    Options {
         leaf_only: true,
         site_skip: FrameSkip::rust_std(),
         timeline_buckets: 0,
         ..Options::default()
-    };
-    match mode {
-        "read" => {
-            let mut events = reader.events(true);
-            let (mut n, mut leaf) = (0u64, 0i64);
-            while let Some(item) = events.next_event() {
-                let (_, ev) = item.unwrap();
-                n += 1;
-                if let Event::Alloc(a) = &ev
-                    && let Some(l) = a.backtrace.last()
-                {
-                    leaf = leaf.wrapping_add(l.get());
-                }
-            }
-            black_box(leaf);
-            n
+    }
+}
+
+/// The reader alone, as the `top` bench's `read` baseline: each backtrace's leaf.
+#[inline(never)]
+fn read(reader: &mut Reader<'_>) -> u64 {
+    let mut events = reader.events(true);
+    let (mut n, mut leaf) = (0u64, 0i64);
+    while let Some(item) = events.next_event() {
+        let (_, ev) = item.unwrap();
+        n += 1;
+        if let Event::Alloc(a) = &ev
+            && let Some(l) = a.backtrace.last()
+        {
+            leaf = leaf.wrapping_add(l.get());
         }
-        "top" => source::analyze_reader(reader, options, None, &mut |_| {}).events,
-        "pipelined" => source::analyze_reader_pipelined(reader, options, &mut |_| {}).events,
+    }
+    black_box(leaf);
+    n
+}
+
+/// The reader with every field of every event used.
+#[inline(never)]
+fn read_all(reader: &mut Reader<'_>) -> u64 {
+    let mut events = reader.events(true);
+    let (mut n, mut sum) = (0u64, 0u64);
+    while let Some(item) = events.next_event() {
+        let (dt, ev) = item.unwrap();
+        n += 1;
+        sum = sum.wrapping_add(dt.as_micros() as u64);
+        match &ev {
+            Event::Alloc(a) => {
+                sum = sum
+                    .wrapping_add(a.obj_id.get())
+                    .wrapping_add(a.length)
+                    .wrapping_add(a.nsamples)
+                    .wrapping_add(a.source as u64)
+                    .wrapping_add(u64::from(a.domain.get()))
+                    .wrapping_add(a.backtrace.last().map_or(0, |l| l.get() as u64));
+            }
+            Event::Promote(id, d) | Event::Collect(id, d) => {
+                sum = sum.wrapping_add(id.get()).wrapping_add(u64::from(d.get()));
+            }
+        }
+    }
+    black_box(sum);
+    n
+}
+
+#[inline(never)]
+fn top(reader: &mut Reader<'_>) -> u64 {
+    source::analyze_reader(reader, options(), None, &mut |_| {}).events
+}
+
+#[inline(never)]
+fn pipelined(reader: &mut Reader<'_>) -> u64 {
+    source::analyze_reader_pipelined(reader, options(), &mut |_| {}).events
+}
+
+#[inline(never)]
+fn pass(reader: &mut Reader<'_>, mode: &str) -> u64 {
+    match mode {
+        "read" => read(reader),
+        "read_all" => read_all(reader),
+        "top" => top(reader),
+        "pipelined" => pipelined(reader),
         other => panic!("unknown mode {other}"),
     }
 }
