@@ -1,8 +1,22 @@
 //! Decode throughput on the largest corpus input (`perf script` lines per second):
-//! parsing alone, the state machine alone (into a null sink and into FXT), and the
-//! whole decode. MB/s = lines/s x the input's bytes per line (printed at start).
 //!
-//! `cargo bench -p tracekit-callstack --bench decode` (reads `$TRACEKIT_CORPUS`, default
+//! - `perf_script/parse`: splitting into records and parsing them into events, alone;
+//! - `perf_script/write_null_sink`, `perf_script/write_fxt`: the trace-writer state
+//!   machine alone over pre-parsed events, into a sink that drops everything and into
+//!   the FXT writer (bytes discarded);
+//! - `perf_script/decode_to_fxt`: the whole single-thread decode (parse + state machine
+//!   + FXT), [`Decoder::feed`];
+//! - `perf_script_wall/decode_to_fxt` and `perf_script_wall/decode_pipelined_to_fxt`:
+//!   the single-thread decode and the two-thread one ([`Decoder::feed_pipelined`]) in
+//!   wall-clock time, the only fair measure for work spread over threads.
+//!
+//! The `perf_script` group measures the calling thread's CPU time (set
+//! `TRACEKIT_BENCH_WALL=1` for wall-clock time), which other jobs on a shared machine
+//! disturb less; `perf_script_wall` always measures wall-clock time, so run it on a
+//! quiet machine. MB/s = lines/s x the input's bytes per line (printed at start).
+//!
+//! `TRACEKIT_CORPUS=/path/to/corpus cargo bench -p tracekit-callstack --bench decode --
+//! --warm-up-time 1 --measurement-time 3` (`$TRACEKIT_CORPUS` defaults to
 //! `../shared/corpus` beside the workspace).
 
 use std::hint::black_box;
@@ -134,6 +148,29 @@ fn bench<M: Measurement>(c: &mut Criterion<M>) {
     g.finish();
 }
 
+/// The single-thread and the pipelined decode in wall-clock time.
+fn bench_wall(c: &mut Criterion<WallTime>) {
+    let text = input();
+    let lines = text.lines().count() as u64;
+    let mut g = c.benchmark_group("perf_script_wall");
+    g.throughput(Throughput::Elements(lines));
+    let run = |pipelined: bool| {
+        let writer =
+            Writer::new(DiscardDestination::new(1 << 16)).unwrap_or_else(|e| panic!("{e}"));
+        let mut d = Decoder::new(FxtSink::new(writer), Config::default(), None);
+        if pipelined {
+            d.feed_pipelined(black_box(&text), 0);
+        } else {
+            d.feed(black_box(&text), 0);
+        }
+        let (sink, stats, _) = d.finish();
+        (sink.records(), stats.events)
+    };
+    g.bench_function("decode_to_fxt", |b| b.iter(|| run(false)));
+    g.bench_function("decode_pipelined_to_fxt", |b| b.iter(|| run(true)));
+    g.finish();
+}
+
 fn cpu_time() -> Criterion<ThreadCpuTime> {
     Criterion::default().with_measurement(ThreadCpuTime)
 }
@@ -144,6 +181,7 @@ criterion_group! {
     targets = bench
 }
 criterion_group!(wall, bench);
+criterion_group!(wall_only, bench_wall);
 
 fn main() {
     // Thread CPU time by default; `TRACEKIT_BENCH_WALL=1` for wall-clock time.
@@ -152,5 +190,6 @@ fn main() {
     } else {
         cpu();
     }
+    wall_only();
     Criterion::default().configure_from_args().final_summary();
 }

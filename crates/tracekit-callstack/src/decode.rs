@@ -1,6 +1,17 @@
 //! Driving the trace writer from `perf script` text fed in chunks: time base, filter
 //! regions, counts of what was read and skipped. Used by `tracekit perf decode` and the
 //! benchmarks; the caller does the reading (file, pipe, `perf script` child).
+//!
+//! [`Decoder::feed`] parses and writes on the calling thread. [`Decoder::feed_pipelined`]
+//! gives the same output using a second thread: the text is cut at record boundaries
+//! into pieces of [`PIECE`] bytes, a helper thread parses pieces into batches of events,
+//! and the calling thread runs the state machine over the batches in input order,
+//! parsing a piece itself whenever the batch it needs is not ready (so the work balances
+//! itself between the two cores whichever side is slower). Batch vectors go back to the
+//! helper for reuse, so the steady state does not allocate.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{OnceLock, mpsc};
 
 use crate::event::{Event, Time};
 use crate::filter::{RangeFilter, RegionTracker, SymbolHit, pair_hits};
@@ -82,6 +93,100 @@ impl<S: Sink> Decoder<S> {
         }
     }
 
+    /// Like [`feed`](Self::feed), with the parsing spread over a helper thread (see the
+    /// module docs); the trace written is byte for byte the same. Text of less than a
+    /// few pieces, or any text when the process has a single core, is fed on the calling
+    /// thread.
+    pub fn feed_pipelined(&mut self, text: &str, offset: u64) {
+        if text.len() < 4 * PIECE || !several_cores() {
+            return self.feed(text, offset);
+        }
+        self.feed_in_pieces(text, offset, PIECE);
+    }
+
+    /// [`feed_pipelined`](Self::feed_pipelined) with pieces of about `piece_size` bytes
+    /// whatever the length of the text (for tests and tuning).
+    pub fn feed_in_pieces(&mut self, text: &str, offset: u64, piece_size: usize) {
+        self.stats.bytes += text.len() as u64;
+        let bounds = piece_bounds(text.as_bytes(), piece_size.max(1));
+        let pieces = bounds.len() - 1;
+        let piece = |i: usize| (&text[bounds[i]..bounds[i + 1]], offset + bounds[i] as u64);
+        // The next piece nobody has claimed; each piece is parsed by whoever claims it.
+        let next = AtomicUsize::new(0);
+        let (full_tx, full_rx) = mpsc::sync_channel::<Batch<'_>>(IN_FLIGHT);
+        let (empty_tx, empty_rx) = mpsc::channel::<Vec<Item<'_>>>();
+        std::thread::scope(|scope| {
+            let next = &next;
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= pieces {
+                        break;
+                    }
+                    let (t, off) = piece(i);
+                    let items = empty_rx.try_recv().unwrap_or_default();
+                    if full_tx.send(parse_piece(i, t, off, items)).is_err() {
+                        break;
+                    }
+                }
+            });
+            // Batches received or parsed here that are not yet written (few: at most
+            // IN_FLIGHT of our own plus what the channel held).
+            let mut pending: Vec<Batch<'_>> = Vec::new();
+            let mut spare: Vec<Item<'_>> = Vec::new();
+            let mut want = 0;
+            while want < pieces {
+                if let Some(p) = pending.iter().position(|b| b.index == want) {
+                    let batch = pending.swap_remove(p);
+                    let items = self.write_batch(batch);
+                    // Recycle to the helper; once it has stopped, keep one for ourselves.
+                    if let Err(mpsc::SendError(items)) = empty_tx.send(items) {
+                        spare = items;
+                    }
+                    want += 1;
+                    continue;
+                }
+                if let Ok(b) = full_rx.try_recv() {
+                    pending.push(b);
+                    continue;
+                }
+                if pending.len() < IN_FLIGHT {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i < pieces {
+                        let (t, off) = piece(i);
+                        pending.push(parse_piece(i, t, off, std::mem::take(&mut spare)));
+                        continue;
+                    }
+                }
+                // The helper claimed the piece we need: wait for it. (A closed channel
+                // means the helper panicked; the scope re-raises that panic.)
+                match full_rx.recv() {
+                    Ok(b) => pending.push(b),
+                    Err(_) => break,
+                }
+            }
+        });
+    }
+
+    /// Writes a parsed batch; returns its emptied vector for reuse.
+    fn write_batch<'a>(&mut self, mut batch: Batch<'a>) -> Vec<Item<'a>> {
+        self.stats.records += batch.records;
+        self.stats.lines += batch.lines;
+        for item in batch.items.drain(..) {
+            match item {
+                Item::Event(event) => self.event(&event),
+                Item::Ignored => self.stats.ignored += 1,
+                Item::Unparsed(e) => {
+                    self.stats.unparsed += 1;
+                    if self.stats.first_unparsed.len() < KEEP_UNPARSED {
+                        self.stats.first_unparsed.push(e);
+                    }
+                }
+            }
+        }
+        batch.items
+    }
+
     /// Hands one event to the writer.
     pub fn event(&mut self, event: &Event<'_>) {
         if !self.base_known {
@@ -110,6 +215,90 @@ impl<S: Sink> Decoder<S> {
         let stats = self.stats;
         (self.writer.finish(), stats, warnings)
     }
+}
+
+/// The size of the pieces [`Decoder::feed_pipelined`] cuts its text into: large enough
+/// that the hand-over between threads costs little per line, small enough that a batch
+/// of events stays in the cache until it is written.
+pub const PIECE: usize = 64 << 10;
+
+/// Whether this process may run on more than one core (asked once: the answer takes
+/// system calls).
+fn several_cores() -> bool {
+    static SEVERAL: OnceLock<bool> = OnceLock::new();
+    *SEVERAL.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
+}
+
+/// How many parsed batches may wait to be written (bounds the memory of the pipeline).
+const IN_FLIGHT: usize = 4;
+
+/// One record as the pipelined decode hands it from parsing to writing.
+enum Item<'a> {
+    Event(Event<'a>),
+    Ignored,
+    Unparsed(ParseError),
+}
+
+/// The parsed records of one piece of text.
+struct Batch<'a> {
+    index: usize,
+    records: u64,
+    lines: u64,
+    items: Vec<Item<'a>>,
+}
+
+fn parse_piece<'a>(
+    index: usize,
+    text: &'a str,
+    offset: u64,
+    mut items: Vec<Item<'a>>,
+) -> Batch<'a> {
+    let mut records = 0;
+    let mut lines = 0;
+    items.clear();
+    for rec in Records::new(text) {
+        records += 1;
+        lines += rec.line_count() as u64;
+        items.push(match parse_record(&rec, offset) {
+            Ok(Parsed::Event(event)) => Item::Event(event),
+            Ok(Parsed::Ignored(_)) => Item::Ignored,
+            Err(e) => Item::Unparsed(e),
+        });
+    }
+    Batch {
+        index,
+        records,
+        lines,
+        items,
+    }
+}
+
+/// Cuts `b` into pieces of about `size` bytes that hold whole records: each cut is at
+/// the start of a line that does not continue a record (not a TAB), so [`Records`]
+/// splits every piece as it would split the whole. Returns the cut positions, `0` and
+/// `b.len()` included.
+pub fn piece_bounds(b: &[u8], size: usize) -> Vec<usize> {
+    let mut bounds = vec![0];
+    let mut pos = 0;
+    while b.len() - pos > size {
+        let mut cut = match memchr::memchr(b'\n', &b[pos + size..]) {
+            Some(i) => pos + size + i + 1,
+            None => b.len(),
+        };
+        while cut < b.len() && b[cut] == b'\t' {
+            cut = match memchr::memchr(b'\n', &b[cut..]) {
+                Some(i) => cut + i + 1,
+                None => b.len(),
+            };
+        }
+        if cut >= b.len() {
+            break;
+        }
+        bounds.push(cut);
+        pos = cut;
+    }
+    bounds.push(b.len());
+    bounds
 }
 
 /// The first pass of a `-filter`: collects the hits of chunks of text.

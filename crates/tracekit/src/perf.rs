@@ -632,7 +632,8 @@ fn run_decoder<S: Sink>(
         hidden: 0,
     };
     with_text(source, &args.perf, args.mode, args.quiet, |t, off| {
-        decoder.feed(t, off);
+        // Same output as `feed`; parses on a second core when there is one.
+        decoder.feed_pipelined(t, off);
         for w in decoder.drain_warnings() {
             printer.print(&w);
         }

@@ -1,0 +1,67 @@
+//! The pipelined decode writes the same FXT bytes and counts as the single-thread one on
+//! every corpus input, cut into many small pieces so that both threads take part.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+
+use tracekit_callstack::decode::{DecodeStats, Decoder, piece_bounds};
+use tracekit_callstack::fxt_sink::FxtSink;
+use tracekit_callstack::writer::Config;
+use tracekit_fxt::write::{VecDestination, Writer};
+
+fn decode(text: &str, piece: Option<usize>) -> (Vec<u8>, DecodeStats) {
+    let writer = Writer::new(VecDestination::new()).unwrap();
+    let mut d = Decoder::new(FxtSink::new(writer), Config::default(), None);
+    match piece {
+        None => d.feed(text, 7),
+        Some(p) => d.feed_in_pieces(text, 7, p),
+    }
+    let (sink, stats, _) = d.finish();
+    (sink.finish().unwrap().into_vec(), stats)
+}
+
+#[test]
+fn pipelined_matches_single_thread_on_corpus() {
+    let Some(root) = std::env::var_os("TRACEKIT_CORPUS") else {
+        eprintln!("TRACEKIT_CORPUS unset: skipping");
+        return;
+    };
+    let dir = Path::new(&root).join("magic-trace");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "perf") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let single = decode(&text, None);
+        for piece in [1, 300, 4096] {
+            assert_eq!(
+                decode(&text, Some(piece)),
+                single,
+                "{} in pieces of {piece}",
+                path.display()
+            );
+        }
+        n += 1;
+    }
+    assert_eq!(n, 42, "corpus inputs found");
+}
+
+#[test]
+fn pieces_hold_whole_records() {
+    let text = b"a\n\tb\n\tc\n\nd\ne\n\tf\n\tg\nh";
+    for size in 1..text.len() + 2 {
+        let bounds = piece_bounds(text, size);
+        assert_eq!(bounds.first(), Some(&0));
+        assert_eq!(bounds.last(), Some(&text.len()));
+        for w in bounds.windows(2) {
+            assert!(w[0] < w[1]);
+        }
+        for &c in &bounds[1..bounds.len() - 1] {
+            assert_eq!(text[c - 1], b'\n');
+            assert_ne!(text[c], b'\t');
+        }
+    }
+}
