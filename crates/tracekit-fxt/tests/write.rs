@@ -305,3 +305,42 @@ fn every_record_type_reads_back() {
     // Header 5, setup 5 (two strings, two names, one thread), 11 events, 10 others.
     assert_eq!(n, 5 + 5 + 11 + 10);
 }
+
+#[test]
+fn fast_path_fills_a_fixed_buffer_exactly_then_fails_cleanly() {
+    use tracekit_fxt::write::fast::EventHeader;
+    let mut buf = vec![0u8; 1024];
+    let written;
+    let events;
+    {
+        let mut w = Writer::new(SliceDestination::new(&mut buf)).unwrap();
+        let t = w.set_thread_slot(0, Koid(1), Koid(2)).unwrap();
+        let (c, n) = (w.intern("c").unwrap(), w.intern("n").unwrap());
+        let h = EventHeader::<()>::instant(t, c, n);
+        let before = w.pending_bytes();
+        let mut ok = 0u64;
+        let err = loop {
+            match w.emit(&h, ok, ()) {
+                Ok(()) => ok += 1,
+                Err(e) => break e,
+            }
+        };
+        assert!(
+            matches!(err, WriteError::Destination(DestinationError::Full { .. })),
+            "{err:?}"
+        );
+        // Every 16-byte event that fit was written, and the failed one wrote nothing.
+        assert_eq!(before + 16 * ok as usize, w.pending_bytes());
+        assert!(w.pending_bytes() + 16 > 1024);
+        written = w.pending_bytes();
+        events = ok;
+        w.close().unwrap();
+        assert_eq!(w.emit(&h, 0, ()), Err(WriteError::Closed));
+        assert_eq!(w.pending_bytes(), 0);
+    }
+    let instants = records(&buf[..written])
+        .iter()
+        .filter(|r| r.contains("Instant"))
+        .count();
+    assert_eq!(instants as u64, events);
+}
