@@ -131,6 +131,7 @@ pub struct RawArgsIter<'a> {
 impl<'a> Iterator for RawArgsIter<'a> {
     type Item = RawArg<'a>;
 
+    #[inline]
     fn next(&mut self) -> Option<RawArg<'a>> {
         while self.left > 0 {
             self.left -= 1;
@@ -213,6 +214,7 @@ pub struct ArgsIter<'a> {
 impl<'a> Iterator for ArgsIter<'a> {
     type Item = Arg<'a, Str<'a>>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         let arg = self.raw.next()?;
         let name = self.strings.resolve(arg.name);
