@@ -180,6 +180,7 @@ impl Backtraces {
     }
 
     /// Interns `backtrace` without any prefix hint.
+    #[inline]
     pub fn intern_full<F: Frame>(&mut self, backtrace: &[F]) -> BacktraceId {
         let mut node = 0;
         for frame in backtrace {
