@@ -1,6 +1,8 @@
 //! `perf script` text parser and call-stack state machine: no input may panic, hang or
 //! allocate without bound. The first byte picks the settings (scope, OCaml trap tables,
-//! filter); the rest is the text, decoded once to FXT and once as a transcript.
+//! filter); the rest is the text, decoded once to FXT and once as a transcript. The
+//! caching record parser must agree with `parse_record`, and the pipelined decode must
+//! write the same bytes as the single-thread one.
 
 #![no_main]
 
@@ -9,7 +11,7 @@ use tracekit_callstack::decode::{Decoder, HitCollector};
 use tracekit_callstack::filter::RangeFilter;
 use tracekit_callstack::fxt_sink::FxtSink;
 use tracekit_callstack::ocaml::OcamlExceptionInfo;
-use tracekit_callstack::script::complete_prefix;
+use tracekit_callstack::script::{RecordParser, Records, complete_prefix, parse_record};
 use tracekit_callstack::transcript::{self, TranscriptOptions};
 use tracekit_callstack::writer::{Config, TraceScope};
 use tracekit_fxt::write::{VecDestination, Writer};
@@ -42,16 +44,26 @@ fuzz_target!(|data: &[u8]| {
         c.feed(&text);
         c.finish()
     });
-    let Ok(writer) = Writer::new(VecDestination::new()) else {
-        return;
+    let mut parser = RecordParser::new();
+    for rec in Records::new(&text) {
+        assert_eq!(parser.parse(&rec, 0), parse_record(&rec, 0));
+    }
+    let decode = |pipelined: bool| {
+        let writer = Writer::new(VecDestination::new()).ok()?;
+        let mut d = Decoder::new(FxtSink::new(writer), config.clone(), hits.clone());
+        // Two pieces, as a stream reader would feed them.
+        let split = complete_prefix(text.as_bytes(), false);
+        if pipelined {
+            d.feed_in_pieces(&text[..split], 0, 64);
+            d.feed_in_pieces(&text[split..], split as u64, 64);
+        } else {
+            d.feed(&text[..split], 0);
+            d.feed(&text[split..], split as u64);
+        }
+        let (sink, stats, _) = d.finish();
+        Some((sink.finish().ok().map(VecDestination::into_vec), stats))
     };
-    let mut d = Decoder::new(FxtSink::new(writer), config, hits);
-    // Two pieces, as a stream reader would feed them.
-    let split = complete_prefix(text.as_bytes(), false);
-    d.feed(&text[..split], 0);
-    d.feed(&text[split..], split as u64);
-    let (sink, _, _) = d.finish();
-    let _ = sink.finish();
+    assert_eq!(decode(false), decode(true));
     let t = transcript::run(
         &text,
         &TranscriptOptions {

@@ -29,7 +29,7 @@ use criterion::{Criterion, Throughput, criterion_group};
 use tracekit_callstack::decode::Decoder;
 use tracekit_callstack::event::{Event, Time};
 use tracekit_callstack::fxt_sink::FxtSink;
-use tracekit_callstack::script::{Parsed, Records, parse_record};
+use tracekit_callstack::script::{Parsed, RecordParser, Records, parse_record};
 use tracekit_callstack::sink::NullSink;
 use tracekit_callstack::writer::{Config, TraceWriter};
 use tracekit_fxt::write::{DiscardDestination, Writer};
@@ -107,8 +107,9 @@ fn bench<M: Measurement>(c: &mut Criterion<M>) {
     g.bench_function("parse", |b| {
         b.iter(|| {
             let mut n = 0u64;
+            let mut parser = RecordParser::new();
             for r in Records::new(black_box(&text)) {
-                if let Ok(Parsed::Event(e)) = parse_record(&r, 0) {
+                if let Ok(Parsed::Event(e)) = parser.parse(&r, 0) {
                     n += u64::from(e.time().is_some());
                 }
             }

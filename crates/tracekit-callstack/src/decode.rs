@@ -15,7 +15,7 @@ use std::sync::{OnceLock, mpsc};
 
 use crate::event::{Event, Time};
 use crate::filter::{RangeFilter, RegionTracker, SymbolHit, pair_hits};
-use crate::script::{ParseError, Parsed, Records, parse_record};
+use crate::script::{ParseError, Parsed, RecordParser, Records};
 use crate::sink::Sink;
 use crate::writer::{Config, TraceWriter, Warning};
 
@@ -77,10 +77,11 @@ impl<S: Sink> Decoder<S> {
     /// `offset` is the text's position in the whole input, for error reports.
     pub fn feed(&mut self, text: &str, offset: u64) {
         self.stats.bytes += text.len() as u64;
+        let mut parser = RecordParser::new();
         for rec in Records::new(text) {
             self.stats.records += 1;
             self.stats.lines += rec.line_count() as u64;
-            match parse_record(&rec, offset) {
+            match parser.parse(&rec, offset) {
                 Ok(Parsed::Event(event)) => self.event(&event),
                 Ok(Parsed::Ignored(_)) => self.stats.ignored += 1,
                 Err(e) => {
@@ -118,6 +119,7 @@ impl<S: Sink> Decoder<S> {
         std::thread::scope(|scope| {
             let next = &next;
             scope.spawn(move || {
+                let mut parser = RecordParser::new();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= pieces {
@@ -125,7 +127,10 @@ impl<S: Sink> Decoder<S> {
                     }
                     let (t, off) = piece(i);
                     let items = empty_rx.try_recv().unwrap_or_default();
-                    if full_tx.send(parse_piece(i, t, off, items)).is_err() {
+                    if full_tx
+                        .send(parse_piece(&mut parser, i, t, off, items))
+                        .is_err()
+                    {
                         break;
                     }
                 }
@@ -134,6 +139,7 @@ impl<S: Sink> Decoder<S> {
             // IN_FLIGHT of our own plus what the channel held).
             let mut pending: Vec<Batch<'_>> = Vec::new();
             let mut spare: Vec<Item<'_>> = Vec::new();
+            let mut parser = RecordParser::new();
             let mut want = 0;
             while want < pieces {
                 if let Some(p) = pending.iter().position(|b| b.index == want) {
@@ -154,13 +160,33 @@ impl<S: Sink> Decoder<S> {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i < pieces {
                         let (t, off) = piece(i);
-                        pending.push(parse_piece(i, t, off, std::mem::take(&mut spare)));
+                        pending.push(parse_piece(
+                            &mut parser,
+                            i,
+                            t,
+                            off,
+                            std::mem::take(&mut spare),
+                        ));
                         continue;
                     }
                 }
-                // The helper claimed the piece we need: wait for it. (A closed channel
-                // means the helper panicked; the scope re-raises that panic.)
-                match full_rx.recv() {
+                // The helper claimed the piece we need: wait for it, spinning first, as
+                // it is usually nearly done and putting a thread to sleep and waking it
+                // costs more (system calls, inter-processor interrupts) than a short
+                // spin. (A closed channel means the helper panicked; the scope re-raises
+                // that panic.)
+                let mut got = None;
+                for _ in 0..SPINS {
+                    match full_rx.try_recv() {
+                        Ok(b) => {
+                            got = Some(b);
+                            break;
+                        }
+                        Err(mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+                        Err(mpsc::TryRecvError::Disconnected) => break,
+                    }
+                }
+                match got.map_or_else(|| full_rx.recv(), Ok) {
                     Ok(b) => pending.push(b),
                     Err(_) => break,
                 }
@@ -229,6 +255,10 @@ fn several_cores() -> bool {
     *SEVERAL.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
 }
 
+/// How many times the writing thread polls for a batch before it sleeps (some tens of
+/// microseconds: about the time to parse a piece).
+const SPINS: usize = 20_000;
+
 /// How many parsed batches may wait to be written (bounds the memory of the pipeline).
 const IN_FLIGHT: usize = 4;
 
@@ -248,6 +278,7 @@ struct Batch<'a> {
 }
 
 fn parse_piece<'a>(
+    parser: &mut RecordParser<'a>,
     index: usize,
     text: &'a str,
     offset: u64,
@@ -259,7 +290,7 @@ fn parse_piece<'a>(
     for rec in Records::new(text) {
         records += 1;
         lines += rec.line_count() as u64;
-        items.push(match parse_record(&rec, offset) {
+        items.push(match parser.parse(&rec, offset) {
             Ok(Parsed::Event(event)) => Item::Event(event),
             Ok(Parsed::Ignored(_)) => Item::Ignored,
             Err(e) => Item::Unparsed(e),
@@ -319,8 +350,9 @@ impl HitCollector {
 
     /// Feeds text holding only complete records.
     pub fn feed(&mut self, text: &str) {
+        let mut parser = RecordParser::new();
         for rec in Records::new(text) {
-            if let Ok(Parsed::Event(e)) = parse_record(&rec, 0) {
+            if let Ok(Parsed::Event(e)) = parser.parse(&rec, 0) {
                 if let Some(h) = self.filter.hit(&e) {
                     self.hits.push(h);
                 }

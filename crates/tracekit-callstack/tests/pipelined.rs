@@ -7,6 +7,7 @@ use std::path::Path;
 
 use tracekit_callstack::decode::{DecodeStats, Decoder, piece_bounds};
 use tracekit_callstack::fxt_sink::FxtSink;
+use tracekit_callstack::script::{RecordParser, Records, parse_record};
 use tracekit_callstack::writer::Config;
 use tracekit_fxt::write::{VecDestination, Writer};
 
@@ -47,6 +48,35 @@ fn pipelined_matches_single_thread_on_corpus() {
         n += 1;
     }
     assert_eq!(n, 42, "corpus inputs found");
+}
+
+#[test]
+fn caching_parser_matches_parse_record_on_corpus() {
+    let Some(root) = std::env::var_os("TRACEKIT_CORPUS") else {
+        eprintln!("TRACEKIT_CORPUS unset: skipping");
+        return;
+    };
+    let dir = Path::new(&root).join("magic-trace");
+    let mut records = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "perf") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut parser = RecordParser::new();
+        for rec in Records::new(&text) {
+            assert_eq!(
+                parser.parse(&rec, 3),
+                parse_record(&rec, 3),
+                "{} at {}",
+                path.display(),
+                rec.offset
+            );
+            records += 1;
+        }
+    }
+    assert!(records > 30_000, "{records} records");
 }
 
 #[test]

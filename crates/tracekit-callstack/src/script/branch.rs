@@ -8,7 +8,7 @@
 //! first purely hexadecimal word, which is the source address.
 
 use super::lex::{parse_hex, skip_spaces, token_end};
-use super::location::parse_location;
+use super::location::Locations;
 use crate::event::{Address, Branch, BranchKind, TraceStateChange};
 
 /// The flags of a branch sample.
@@ -127,7 +127,17 @@ pub(crate) enum BranchError {
 }
 
 /// Parses the text after the event column of a `branches` sample.
+#[cfg(test)]
 pub(crate) fn parse_branch(rest: &str) -> Result<(Branch<'_>, Flags), BranchError> {
+    parse_branch_with(rest, &mut super::location::Uncached)
+}
+
+/// [`parse_branch`] taking its locations from `locs`.
+#[inline]
+pub(crate) fn parse_branch_with<'a>(
+    rest: &'a str,
+    locs: &mut impl Locations<'a>,
+) -> Result<(Branch<'a>, Flags), BranchError> {
     let b = rest.as_bytes();
     let mut words = [Word::Other; MAX_WORDS];
     let mut n = 0;
@@ -163,8 +173,8 @@ pub(crate) fn parse_branch(rest: &str) -> Result<(Branch<'_>, Flags), BranchErro
     let (src_text_end, dst_ip, dst_text_start) =
         find_arrow(rest, src_text_start).ok_or(BranchError::NoArrow)?;
     let flags = parse_flags(&words[..n], in_transaction);
-    let src = parse_location(Address(src_ip), &rest[src_text_start..src_text_end]);
-    let dst = parse_location(Address(dst_ip), &rest[dst_text_start..]);
+    let src = locs.location(Address(src_ip), &rest[src_text_start..src_text_end]);
+    let dst = locs.location(Address(dst_ip), &rest[dst_text_start..]);
     Ok((
         Branch {
             trace_state_change: flags.trace_state_change,

@@ -6,7 +6,7 @@
 //! tid. Both are accepted: the fast path reads the magic-trace layout directly, the
 //! general path finds the timestamp token first and reads the columns before it.
 
-use super::lex::{parse_dec, parse_time, skip_spaces, token_end};
+use super::lex::{find_either, parse_dec, parse_time, skip_spaces, token_end};
 use crate::event::{Thread, Time};
 
 /// The parsed header columns.
@@ -25,11 +25,7 @@ pub(crate) struct Header<'a> {
 impl<'a> Header<'a> {
     /// The event's name: the event column up to its first `/` or `:`.
     pub fn event_name(&self) -> &'a str {
-        let b = self.event.as_bytes();
-        let end = b
-            .iter()
-            .position(|&c| c == b'/' || c == b':')
-            .unwrap_or(b.len());
+        let end = find_either(self.event.as_bytes(), 0, b'/', b':');
         &self.event[..end]
     }
 }
@@ -56,9 +52,94 @@ fn thread_of(pid: Option<u64>, tid: Option<u64>) -> Thread {
 pub(crate) fn parse_header(line: &str) -> Result<Header<'_>, HeaderError> {
     let b = line.as_bytes();
     let (comm, thread, time, after_time) = match fast_columns(b) {
-        Some((thread, time, after)) => (None, thread, time, after),
+        Some((thread, time, _, after)) => (None, thread, time, after),
         None => general_columns(line)?,
     };
+    let (period, ev_start, ev_end) = middle_columns(b, after_time)?;
+    Ok(Header {
+        comm,
+        thread,
+        time,
+        period,
+        event: &line[ev_start..ev_end - 1],
+        rest: &line[ev_end..],
+    })
+}
+
+/// What the last headers of a text had, for [`parse_header_cached`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct HeaderCache<'a> {
+    /// A magic-trace layout line up to its timestamp (`  PID/TID [CPU] `), and its thread.
+    lead: Option<(&'a [u8], Thread)>,
+    /// The text from after the timestamp's `:` to the end of the event column (its
+    /// `:`), the period in it and where the event name starts in it.
+    middle: Option<(&'a [u8], Option<u64>, usize)>,
+}
+
+/// [`parse_header`], skipping the columns that repeat the last header's: perf prints
+/// the same thread, padding, period and event on line after line, and comparing bytes
+/// is cheaper than reading numbers and looking for ends of columns. Each shortcut is
+/// taken only where the full parse would read exactly the compared bytes the same way
+/// (see the comments), so the result is always `parse_header`'s.
+#[inline]
+pub(crate) fn parse_header_cached<'a>(
+    line: &'a str,
+    cache: &mut HeaderCache<'a>,
+) -> Result<Header<'a>, HeaderError> {
+    let b = line.as_bytes();
+    // Same lead bytes: `fast_columns` would read the same thread from them and stop at
+    // the same index (a digit there ends the space and `[CPU]` skipping), where the
+    // timestamp must parse as it must in `fast_columns`.
+    let cached = cache.lead.and_then(|(lead, thread)| {
+        if !b.starts_with(lead) {
+            return None;
+        }
+        let (ns, j) = parse_time(b, lead.len())?;
+        (b.get(j) == Some(&b':')).then_some((thread, Time(ns), j + 1))
+    });
+    let (comm, thread, time, after_time) = match cached {
+        Some((thread, time, after)) => (None, thread, time, after),
+        None => match fast_columns(b) {
+            Some((thread, time, time_start, after)) => {
+                cache.lead = Some((&b[..time_start], thread));
+                (None, thread, time, after)
+            }
+            None => general_columns(line)?,
+        },
+    };
+    // Same middle bytes followed by white space (or the end): `middle_columns` would
+    // find the same period and the same event column, whose end is that white space.
+    if let Some((middle, period, ev_off)) = cache.middle {
+        let ev_end = after_time + middle.len();
+        if b[after_time..].starts_with(middle)
+            && b.get(ev_end).is_none_or(|&c| c == b' ' || c == b'\t')
+        {
+            return Ok(Header {
+                comm,
+                thread,
+                time,
+                period,
+                event: &line[after_time + ev_off..ev_end - 1],
+                rest: &line[ev_end..],
+            });
+        }
+    }
+    let (period, ev_start, ev_end) = middle_columns(b, after_time)?;
+    cache.middle = Some((&b[after_time..ev_end], period, ev_start - after_time));
+    Ok(Header {
+        comm,
+        thread,
+        time,
+        period,
+        event: &line[ev_start..ev_end - 1],
+        rest: &line[ev_end..],
+    })
+}
+
+/// `[PERIOD] EVENT:` after the timestamp at `after_time`: the period, and the start and
+/// end (after the `:`) of the event column.
+#[inline]
+fn middle_columns(b: &[u8], after_time: usize) -> Result<(Option<u64>, usize, usize), HeaderError> {
     let mut i = skip_spaces(b, after_time);
     let mut period = None;
     let tok_end = token_end(b, i);
@@ -70,19 +151,13 @@ pub(crate) fn parse_header(line: &str) -> Result<Header<'_>, HeaderError> {
     if ev_end == i || b[ev_end - 1] != b':' {
         return Err(HeaderError::NoEvent);
     }
-    Ok(Header {
-        comm,
-        thread,
-        time,
-        period,
-        event: &line[i..ev_end - 1],
-        rest: &line[ev_end..],
-    })
+    Ok((period, i, ev_end))
 }
 
-/// `  PID/TID [CPU] SECS.FRAC:` or `  TID SECS.FRAC:`; returns the index after the `:`.
+/// `  PID/TID [CPU] SECS.FRAC:` or `  TID SECS.FRAC:`; returns where the timestamp
+/// starts and the index after its `:`.
 #[inline]
-fn fast_columns(b: &[u8]) -> Option<(Thread, Time, usize)> {
+fn fast_columns(b: &[u8]) -> Option<(Thread, Time, usize, usize)> {
     let i = skip_spaces(b, 0);
     let (first, mut i) = parse_dec(b, i)?;
     let (pid, tid) = if b.get(i) == Some(&b'/') {
@@ -100,7 +175,7 @@ fn fast_columns(b: &[u8]) -> Option<(Thread, Time, usize)> {
     if b.get(j) != Some(&b':') {
         return None;
     }
-    Some((thread_of(pid, tid), Time(ns), j + 1))
+    Some((thread_of(pid, tid), Time(ns), i, j + 1))
 }
 
 /// Skips a `[CPU]` column and the spaces after it.

@@ -23,13 +23,36 @@ pub(crate) fn skip_spaces(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// Index of the first whitespace byte (space or tab) at or after `i`, or `b.len()`.
+/// Per byte of `x`: the high bit set where the byte is zero. Exact for the lowest zero
+/// byte (a borrow can only mark bytes above a true zero), which is all callers use.
 #[inline]
-pub(crate) fn token_end(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && b[i] != b' ' && b[i] != b'\t' {
+fn zero_bytes(x: u64) -> u64 {
+    x.wrapping_sub(ONES) & !x & HIGH
+}
+
+/// Index of the first byte at or after `i` equal to `c1` or `c2`, or `b.len()`; a word
+/// at a time, as perf's columns (e.g. `branch-misses/period=50/u:`) can be long.
+#[inline]
+pub(crate) fn find_either(b: &[u8], mut i: usize, c1: u8, c2: u8) -> usize {
+    let (p1, p2) = (ONES * u64::from(c1), ONES * u64::from(c2));
+    while let Some(chunk) = b.get(i..i + 8) {
+        let w = word(chunk);
+        let m = zero_bytes(w ^ p1) | zero_bytes(w ^ p2);
+        if m != 0 {
+            return i + (m.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < b.len() && b[i] != c1 && b[i] != c2 {
         i += 1;
     }
     i
+}
+
+/// Index of the first whitespace byte (space or tab) at or after `i`, or `b.len()`.
+#[inline]
+pub(crate) fn token_end(b: &[u8], i: usize) -> usize {
+    find_either(b, i, b' ', b'\t')
 }
 
 /// Digit values of hexadecimal characters; 0xff for anything else.
@@ -145,22 +168,22 @@ fn parse_hex_scalar(b: &[u8], i: usize) -> Option<(u64, usize)> {
 #[inline]
 pub(crate) fn parse_dec(b: &[u8], i: usize) -> Option<(u64, usize)> {
     let rest = b.get(i..)?;
-    let n = rest.iter().take_while(|c| c.is_ascii_digit()).count();
-    if n == 0 {
-        return None;
+    let mut v: u64 = 0;
+    let mut n = 0;
+    // One pass; nineteen digits always fit, so only longer runs pay for checking.
+    while let Some(&c) = rest.get(n) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = if n < 19 {
+            v * 10 + u64::from(d)
+        } else {
+            v.checked_mul(10)?.checked_add(u64::from(d))?
+        };
+        n += 1;
     }
-    let digits = &rest[..n];
-    // Nineteen digits always fit; only longer runs need checking.
-    let v = if n <= 19 {
-        digits
-            .iter()
-            .fold(0u64, |v, &c| v * 10 + u64::from(c - b'0'))
-    } else {
-        digits.iter().try_fold(0u64, |v, &c| {
-            v.checked_mul(10)?.checked_add(u64::from(c - b'0'))
-        })?
-    };
-    Some((v, i + n))
+    (n > 0).then_some((v, i + n))
 }
 
 /// Parses a possibly negative decimal number (perf prints `-1` for unknown pids and cpus
@@ -185,10 +208,8 @@ pub(crate) fn parse_time(b: &[u8], i: usize) -> Option<(i64, usize)> {
     let rest = b.get(dot + 1..)?;
     // `--ns` prints exactly nine digits: take eight at once.
     let (mut frac, mut n) = match rest.get(..9) {
-        Some(nine) if nine.iter().all(u8::is_ascii_digit) => {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&nine[..8]);
-            let v = eight_digits(u64::from_le_bytes(w)) * 10 + u64::from(nine[8] - b'0');
+        Some(nine) if all_digits(word(&nine[..8])) && nine[8].is_ascii_digit() => {
+            let v = eight_digits(word(&nine[..8])) * 10 + u64::from(nine[8] - b'0');
             (v as i64, 9)
         }
         _ => (0, 0),
@@ -210,6 +231,17 @@ pub(crate) fn parse_time(b: &[u8], i: usize) -> Option<(i64, usize)> {
         .checked_mul(1_000_000_000)?
         .checked_add(frac)?;
     Some((ns, dot + 1 + n))
+}
+
+/// Whether all eight bytes of a word are ASCII digits.
+#[inline]
+fn all_digits(w: u64) -> bool {
+    // A byte below `0` borrows into its high bit; one above `9` carries into it.
+    // (Non-ASCII bytes are caught by their own high bit; carries and borrows only
+    // disturb bytes above one already caught.)
+    ((w.wrapping_sub(ONES * u64::from(b'0')) | w.wrapping_add(ONES * (0x7f - u64::from(b'9'))) | w)
+        & HIGH)
+        == 0
 }
 
 /// The value of eight ASCII digits loaded little-endian (first digit in the low byte):
@@ -269,6 +301,55 @@ mod tests {
                 assert_eq!(parse_hex(&s, 0), parse_hex_scalar(&s, 0), "{c} at {pos}");
             }
         }
+    }
+
+    #[test]
+    fn token_ends_agree_with_bytes() {
+        let s: &[u8] = b"branch-misses/period=50/u:\tab cd\x80\xff x   \t";
+        for i in 0..=s.len() + 1 {
+            let want = if i >= s.len() {
+                i
+            } else {
+                s[i..]
+                    .iter()
+                    .position(|&c| c == b' ' || c == b'\t')
+                    .map_or(s.len(), |p| i + p)
+            };
+            assert_eq!(token_end(s, i), want, "at {i}");
+        }
+    }
+
+    #[test]
+    fn word_at_a_time_searches_agree() {
+        let s: &[u8] = b"a>b => c\x80>\xff>>  (x) =>  9>\x3e0";
+        for from in 0..=s.len() + 1 {
+            let want = s[from.min(s.len())..]
+                .iter()
+                .position(|&c| c == b'>' || c == 0x80)
+                .map_or(s.len().max(from), |p| from + p);
+            assert_eq!(find_either(s, from, b'>', 0x80), want, "{from}");
+        }
+        for c in 0..=255u8 {
+            for pos in 0..8 {
+                let mut w = *b"01234567";
+                w[pos] = c;
+                assert_eq!(
+                    all_digits(u64::from_le_bytes(w)),
+                    c.is_ascii_digit(),
+                    "{c} at {pos}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn decimal_lengths() {
+        assert_eq!(parse_dec(b"0000000000000000000000001x", 0), Some((1, 25)));
+        assert_eq!(parse_dec(b"18446744073709551615", 0), Some((u64::MAX, 20)));
+        assert_eq!(parse_dec(b"18446744073709551616", 0), None);
+        assert_eq!(parse_dec(b"12/34", 3), Some((34, 5)));
+        assert_eq!(parse_dec(b"12", 2), None);
+        assert_eq!(parse_dec(b"12", 3), None);
     }
 
     #[test]

@@ -10,6 +10,62 @@
 use super::lex::hex_digit;
 use crate::event::{Address, Location, Symbol};
 
+/// Where the parsers get locations from: parsed afresh ([`Uncached`]) or remembered by
+/// address ([`LocationCache`]); both give equal locations.
+pub(crate) trait Locations<'a> {
+    /// The location of `ip`, whose text (after the address) is `text`.
+    fn location(&mut self, ip: Address, text: &'a str) -> Location<'a>;
+}
+
+/// Parses every location.
+pub(crate) struct Uncached;
+
+impl<'a> Locations<'a> for Uncached {
+    #[inline]
+    fn location(&mut self, ip: Address, text: &'a str) -> Location<'a> {
+        parse_location(ip, text)
+    }
+}
+
+/// Slots of a [`LocationCache`] (a power of two).
+const CACHE_SLOTS: usize = 1024;
+
+/// The last location parsed per address (direct-mapped by a hash of the address).
+/// Intel PT traces come back to the same branch addresses constantly, and perf prints
+/// the same text for an address every time, so comparing the text with the one seen
+/// before is much cheaper than searching it for the symbol's end again. A hit needs the
+/// same address **and** the same text, so the result is always what
+/// [`parse_location`] gives for this text (its symbol borrowed from the earlier,
+/// identical text).
+pub(crate) struct LocationCache<'a> {
+    slots: Box<[Option<(&'a str, Location<'a>)>]>,
+}
+
+impl Default for LocationCache<'_> {
+    fn default() -> Self {
+        LocationCache {
+            slots: vec![None; CACHE_SLOTS].into_boxed_slice(),
+        }
+    }
+}
+
+impl<'a> Locations<'a> for LocationCache<'a> {
+    #[inline]
+    fn location(&mut self, ip: Address, text: &'a str) -> Location<'a> {
+        // Fibonacci hashing: the high bits of the product mix all address bits.
+        let h = (ip.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize;
+        let slot = &mut self.slots[h & (CACHE_SLOTS - 1)];
+        if let Some((seen, loc)) = slot {
+            if loc.ip == ip && *seen == text {
+                return *loc;
+            }
+        }
+        let loc = parse_location(ip, text);
+        *slot = Some((text, loc));
+        loc
+    }
+}
+
 /// Parses the text after an address into a location.
 pub(crate) fn parse_location(ip: Address, text: &str) -> Location<'_> {
     let mut end = text.len();

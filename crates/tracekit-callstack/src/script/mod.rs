@@ -24,6 +24,8 @@ mod lex;
 mod location;
 mod trace_error;
 
+use location::{LocationCache, Locations, Uncached};
+
 use crate::event::{Address, CountedEvent, Event, EventSample, Location, Sample, SampleData};
 
 /// Parses a location text (`SYMBOL+0xOFF (DSO)`, `[unknown] (DSO)`, ...) found after
@@ -196,6 +198,76 @@ const IGNORED_EVENTS: &[&str] = &[
 /// Parses one record. `base` is added to the record's offset in errors (the position
 /// of the split text in the whole input).
 pub fn parse_record<'a>(rec: &RawRecord<'a>, base: u64) -> Result<Parsed<'a>, ParseError> {
+    parse_record_with(rec, base, &mut Uncached)
+}
+
+/// Parses the records of one text like [`parse_record`], remembering what it has seen
+/// to skip work on the next records (the header columns that repeat, see
+/// `header::parse_header_cached`; the location of each branch address, see
+/// `location::LocationCache`). The results are equal to [`parse_record`]'s.
+#[derive(Default)]
+pub struct RecordParser<'a> {
+    caches: Caches<'a>,
+}
+
+/// Where [`parse_record_with`] gets headers and locations from: parsed afresh
+/// ([`Uncached`]) or through caches ([`Caches`]), with equal results.
+trait Memory<'a>: Locations<'a> {
+    fn header(&mut self, line: &'a str) -> Result<header::Header<'a>, header::HeaderError>;
+}
+
+impl<'a> Memory<'a> for Uncached {
+    #[inline]
+    fn header(&mut self, line: &'a str) -> Result<header::Header<'a>, header::HeaderError> {
+        header::parse_header(line)
+    }
+}
+
+#[derive(Default)]
+struct Caches<'a> {
+    header: header::HeaderCache<'a>,
+    locations: LocationCache<'a>,
+}
+
+impl<'a> Locations<'a> for Caches<'a> {
+    #[inline]
+    fn location(&mut self, ip: Address, text: &'a str) -> Location<'a> {
+        self.locations.location(ip, text)
+    }
+}
+
+impl<'a> Memory<'a> for Caches<'a> {
+    #[inline]
+    fn header(&mut self, line: &'a str) -> Result<header::Header<'a>, header::HeaderError> {
+        header::parse_header_cached(line, &mut self.header)
+    }
+}
+
+impl std::fmt::Debug for RecordParser<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordParser").finish_non_exhaustive()
+    }
+}
+
+impl<'a> RecordParser<'a> {
+    /// A parser with nothing remembered.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses one record of the text; see [`parse_record`].
+    #[inline]
+    pub fn parse(&mut self, rec: &RawRecord<'a>, base: u64) -> Result<Parsed<'a>, ParseError> {
+        parse_record_with(rec, base, &mut self.caches)
+    }
+}
+
+#[inline]
+fn parse_record_with<'a>(
+    rec: &RawRecord<'a>,
+    base: u64,
+    locs: &mut impl Memory<'a>,
+) -> Result<Parsed<'a>, ParseError> {
     let err = |kind| ParseError {
         offset: base + rec.offset as u64,
         kind,
@@ -208,7 +280,7 @@ pub fn parse_record<'a>(rec: &RawRecord<'a>, base: u64) -> Result<Parsed<'a>, Pa
             .map(|e| Parsed::Event(Event::DecodeError(e)))
             .ok_or(err(ParseErrorKind::TraceError));
     }
-    let h = header::parse_header(line).map_err(|e| {
+    let h = locs.header(line).map_err(|e| {
         err(match e {
             header::HeaderError::NoTimestamp => ParseErrorKind::NoTimestamp,
             header::HeaderError::NoEvent => ParseErrorKind::NoEvent,
@@ -226,7 +298,7 @@ pub fn parse_record<'a>(rec: &RawRecord<'a>, base: u64) -> Result<Parsed<'a>, Pa
     let name = h.event_name();
     match name {
         "branches" => {
-            let (br, flags) = branch::parse_branch(h.rest).map_err(|e| {
+            let (br, flags) = branch::parse_branch_with(h.rest, locs).map_err(|e| {
                 err(match e {
                     branch::BranchError::NoSource => ParseErrorKind::BranchSource,
                     branch::BranchError::NoArrow => ParseErrorKind::BranchArrow,
@@ -348,6 +420,87 @@ fn parse_cbr(rest: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Lines glued from fragments that differ from each other by a byte or two where
+    /// the caching parser compares (lead, timestamp, middle columns, location texts),
+    /// so that its shortcuts meet every near miss.
+    fn near_miss_line() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let lead = prop::sample::select(vec![
+            "1/1 ",
+            " 1/1 ",
+            "1/1  ",
+            "1/12 ",
+            "1/1 [001] ",
+            "1/1 [001]",
+            "x 1/1 ",
+            "1 ",
+            "",
+            "1/1\t",
+            "0/0 ",
+        ]);
+        let time = prop::sample::select(vec![
+            "5.000000001:",
+            "5.000000002:",
+            "5.1:",
+            "5.0000000019:",
+            "5:",
+            "x:",
+            "5.00000000:",
+            " 5.000000001:",
+        ]);
+        let middle = prop::sample::select(vec![
+            "   1   branches:uH:",
+            "   1   branches:uH:x",
+            "   1   branches:uH",
+            " 1 branches:",
+            "   2   branches:uH:",
+            " cycles:u:",
+            "   1   cbr:",
+            "   1   branch-misses/p=1/u:",
+            "   1   branches:uH:\t",
+            "   12",
+            "",
+        ]);
+        let loc = prop::sample::select(vec![
+            "f+0x1 (a)",
+            "f+0x1 (a) ",
+            "f+0x2 (a)",
+            "g+0x1 (a)",
+            "f+0x1 (a => 2 b)",
+            "f (a)",
+            "[unknown] (a)",
+            "[unknown] ([unknown])",
+            "f+0x1 (inlined)",
+            "f+0x1",
+        ]);
+        let ip = prop::sample::select(vec!["10", "11", "7fff0010", "0"]);
+        let flags = prop::sample::select(vec![
+            "   call  ",
+            "   jcc   ",
+            "  tr strt  ",
+            "  tr end  call ",
+            " (x) jmp ",
+            " ",
+        ]);
+        (lead, time, middle, flags, ip.clone(), loc.clone(), ip, loc).prop_map(
+            |(lead, time, middle, flags, sip, sloc, dip, dloc)| {
+                format!("{lead}{time}{middle}{flags}{sip} {sloc} =>  {dip} {dloc}")
+            },
+        )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+        #[test]
+        fn caching_parser_agrees(lines in proptest::collection::vec(near_miss_line(), 1..40)) {
+            let text = lines.join("\n");
+            let mut parser = RecordParser::new();
+            for rec in Records::new(&text) {
+                proptest::prop_assert_eq!(parser.parse(&rec, 0), parse_record(&rec, 0));
+            }
+        }
+    }
     use crate::event::{Symbol, Thread, Time};
 
     fn records(s: &str) -> Vec<(usize, &str, &str)> {
