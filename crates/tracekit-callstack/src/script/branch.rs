@@ -7,7 +7,7 @@
 //! (newer perf versions keep adding some), the column is split into words up to the
 //! first purely hexadecimal word, which is the source address.
 
-use super::lex::{parse_hex, skip_spaces, token_end};
+use super::lex::{hex_digit, parse_hex, skip_spaces, token_end};
 use super::location::Locations;
 use crate::event::{Address, Branch, BranchKind, TraceStateChange};
 
@@ -147,8 +147,9 @@ pub(crate) fn parse_branch_with<'a>(
         if i >= b.len() {
             return Err(BranchError::NoSource);
         }
-        // The first purely hexadecimal word is the source address.
-        if let Some((ip, hex_end)) = parse_hex(b, i) {
+        // The first purely hexadecimal word is the source address. (Flag words such as
+        // `jcc` rarely start with a hex digit; testing one byte skips the word parse.)
+        if let Some((ip, hex_end)) = hex_digit(b[i]).and_then(|_| parse_hex(b, i)) {
             match b.get(hex_end) {
                 Some(b' ') => break (ip, hex_end + 1),
                 None | Some(b'\t') => return Err(BranchError::NoSource),
@@ -170,11 +171,18 @@ pub(crate) fn parse_branch_with<'a>(
         }
         i = skip_spaces(b, end);
     };
-    let (src_text_end, dst_ip, dst_text_start) =
-        find_arrow(rest, src_text_start).ok_or(BranchError::NoArrow)?;
     let flags = parse_flags(&words[..n], in_transaction);
-    let src = locs.location(Address(src_ip), &rest[src_text_start..src_text_end]);
-    let dst = locs.location(Address(dst_ip), &rest[dst_text_start..]);
+    let (src, dst) = match locs.branch_locations(rest, Address(src_ip), src_text_start) {
+        Some(pair) => pair,
+        None => {
+            let (src_text_end, dst_ip, dst_text_start) =
+                find_arrow(rest, src_text_start).ok_or(BranchError::NoArrow)?;
+            let src = locs.location(Address(src_ip), &rest[src_text_start..src_text_end]);
+            let dst = locs.location(Address(dst_ip), &rest[dst_text_start..]);
+            locs.remember_branch(rest, src_text_start, src, dst);
+            (src, dst)
+        }
+    };
     Ok((
         Branch {
             trace_state_change: flags.trace_state_change,

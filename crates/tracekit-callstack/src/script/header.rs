@@ -6,7 +6,7 @@
 //! tid. Both are accepted: the fast path reads the magic-trace layout directly, the
 //! general path finds the timestamp token first and reads the columns before it.
 
-use super::lex::{find_either, parse_dec, parse_time, skip_spaces, token_end};
+use super::lex::{find_either, parse_dec, parse_time, skip_spaces, time_after_seconds, token_end};
 use crate::event::{Thread, Time};
 
 /// The parsed header columns.
@@ -71,6 +71,8 @@ pub(crate) fn parse_header(line: &str) -> Result<Header<'_>, HeaderError> {
 pub(crate) struct HeaderCache<'a> {
     /// A magic-trace layout line up to its timestamp (`  PID/TID [CPU] `), and its thread.
     lead: Option<(&'a [u8], Thread)>,
+    /// The seconds of a timestamp after that lead, with their `.`, and their value.
+    seconds: Option<(&'a [u8], u64)>,
     /// The text from after the timestamp's `:` to the end of the event column (its
     /// `:`), the period in it and where the event name starts in it.
     middle: Option<(&'a [u8], Option<u64>, usize)>,
@@ -90,11 +92,26 @@ pub(crate) fn parse_header_cached<'a>(
     // Same lead bytes: `fast_columns` would read the same thread from them and stop at
     // the same index (a digit there ends the space and `[CPU]` skipping), where the
     // timestamp must parse as it must in `fast_columns`.
+    // Same seconds digits and `.` after the lead: `parse_time` would read the same
+    // seconds and stop at the same `.`.
     let cached = cache.lead.and_then(|(lead, thread)| {
         if !b.starts_with(lead) {
             return None;
         }
-        let (ns, j) = parse_time(b, lead.len())?;
+        let t0 = lead.len();
+        let (ns, j) = match cache.seconds {
+            Some((text, secs)) if b[t0..].starts_with(text) => {
+                time_after_seconds(b, secs, t0 + text.len() - 1)?
+            }
+            _ => {
+                let (secs, dot) = parse_dec(b, t0)?;
+                if b.get(dot) != Some(&b'.') {
+                    return None;
+                }
+                cache.seconds = Some((&b[t0..=dot], secs));
+                time_after_seconds(b, secs, dot)?
+            }
+        };
         (b.get(j) == Some(&b':')).then_some((thread, Time(ns), j + 1))
     });
     let (comm, thread, time, after_time) = match cached {

@@ -205,6 +205,12 @@ pub(crate) fn parse_time(b: &[u8], i: usize) -> Option<(i64, usize)> {
     if b.get(dot) != Some(&b'.') {
         return None;
     }
+    time_after_seconds(b, secs, dot)
+}
+
+/// The rest of [`parse_time`] once the seconds `secs` are read and `b[dot]` is the `.`.
+#[inline]
+pub(crate) fn time_after_seconds(b: &[u8], secs: u64, dot: usize) -> Option<(i64, usize)> {
     let rest = b.get(dot + 1..)?;
     // `--ns` prints exactly nine digits: take eight at once.
     let (mut frac, mut n) = match rest.get(..9) {

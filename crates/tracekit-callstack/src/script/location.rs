@@ -15,6 +15,28 @@ use crate::event::{Address, Location, Symbol};
 pub(crate) trait Locations<'a> {
     /// The location of `ip`, whose text (after the address) is `text`.
     fn location(&mut self, ip: Address, text: &'a str) -> Location<'a>;
+
+    /// A shortcut for a branch body: the source and destination locations when the
+    /// same source address was last followed by the same text (`rest` from
+    /// `src_text_start`); `None` to take the general path.
+    fn branch_locations(
+        &mut self,
+        _rest: &'a str,
+        _src_ip: Address,
+        _src_text_start: usize,
+    ) -> Option<(Location<'a>, Location<'a>)> {
+        None
+    }
+
+    /// Notes the result of the general path for [`branch_locations`](Self::branch_locations).
+    fn remember_branch(
+        &mut self,
+        _rest: &'a str,
+        _src_text_start: usize,
+        _src: Location<'a>,
+        _dst: Location<'a>,
+    ) {
+    }
 }
 
 /// Parses every location.
@@ -36,15 +58,30 @@ const CACHE_SLOTS: usize = 1024;
 /// before is much cheaper than searching it for the symbol's end again. A hit needs the
 /// same address **and** the same text, so the result is always what
 /// [`parse_location`] gives for this text (its symbol borrowed from the earlier,
-/// identical text).
+/// identical text). Branch bodies are also remembered whole, by source address (see
+/// `branch_locations`).
 pub(crate) struct LocationCache<'a> {
+    /// By address: the text and its location.
     slots: Box<[Option<(&'a str, Location<'a>)>]>,
+    /// By source address: a branch body's text after the source address and the two
+    /// locations read from it.
+    pairs: Box<[Option<BranchPair<'a>>]>,
+}
+
+/// A branch body's text after the source address, and its source and destination.
+type BranchPair<'a> = (&'a str, Location<'a>, Location<'a>);
+
+/// Fibonacci hashing: the high bits of the product mix all address bits.
+#[inline]
+fn slot_of(ip: Address) -> usize {
+    (ip.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CACHE_SLOTS.trailing_zeros())) as usize
 }
 
 impl Default for LocationCache<'_> {
     fn default() -> Self {
         LocationCache {
             slots: vec![None; CACHE_SLOTS].into_boxed_slice(),
+            pairs: vec![None; CACHE_SLOTS].into_boxed_slice(),
         }
     }
 }
@@ -52,9 +89,7 @@ impl Default for LocationCache<'_> {
 impl<'a> Locations<'a> for LocationCache<'a> {
     #[inline]
     fn location(&mut self, ip: Address, text: &'a str) -> Location<'a> {
-        // Fibonacci hashing: the high bits of the product mix all address bits.
-        let h = (ip.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize;
-        let slot = &mut self.slots[h & (CACHE_SLOTS - 1)];
+        let slot = &mut self.slots[slot_of(ip)];
         if let Some((seen, loc)) = slot {
             if loc.ip == ip && *seen == text {
                 return *loc;
@@ -63,6 +98,33 @@ impl<'a> Locations<'a> for LocationCache<'a> {
         let loc = parse_location(ip, text);
         *slot = Some((text, loc));
         loc
+    }
+
+    #[inline]
+    fn branch_locations(
+        &mut self,
+        rest: &'a str,
+        src_ip: Address,
+        src_text_start: usize,
+    ) -> Option<(Location<'a>, Location<'a>)> {
+        // The split of a branch body and both locations depend only on the source
+        // address and the text after it, so the same address followed by the same text
+        // gives the same pair. (Branches from one address mostly go to one place.)
+        let tail = rest.get(src_text_start..)?;
+        let (seen, src, dst) = self.pairs[slot_of(src_ip)]?;
+        (src.ip == src_ip && seen == tail).then_some((src, dst))
+    }
+
+    fn remember_branch(
+        &mut self,
+        rest: &'a str,
+        src_text_start: usize,
+        src: Location<'a>,
+        dst: Location<'a>,
+    ) {
+        if let Some(tail) = rest.get(src_text_start..) {
+            self.pairs[slot_of(src.ip)] = Some((tail, src, dst));
+        }
     }
 }
 

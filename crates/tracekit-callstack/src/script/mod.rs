@@ -234,6 +234,29 @@ impl<'a> Locations<'a> for Caches<'a> {
     fn location(&mut self, ip: Address, text: &'a str) -> Location<'a> {
         self.locations.location(ip, text)
     }
+
+    #[inline]
+    fn branch_locations(
+        &mut self,
+        rest: &'a str,
+        src_ip: Address,
+        src_text_start: usize,
+    ) -> Option<(Location<'a>, Location<'a>)> {
+        self.locations
+            .branch_locations(rest, src_ip, src_text_start)
+    }
+
+    #[inline]
+    fn remember_branch(
+        &mut self,
+        rest: &'a str,
+        src_text_start: usize,
+        src: Location<'a>,
+        dst: Location<'a>,
+    ) {
+        self.locations
+            .remember_branch(rest, src_text_start, src, dst);
+    }
 }
 
 impl<'a> Memory<'a> for Caches<'a> {
@@ -448,6 +471,11 @@ mod tests {
             "x:",
             "5.00000000:",
             " 5.000000001:",
+            "55.000000001:",
+            "6.000000001:",
+            "5.x:",
+            "5.:",
+            "99999999999999999999.1:",
         ]);
         let middle = prop::sample::select(vec![
             "   1   branches:uH:",
