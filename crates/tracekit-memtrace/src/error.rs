@@ -189,4 +189,15 @@ pub enum WriteError {
     /// The sink is still shared with other domain writers.
     #[error("the sink is still shared with other domain writers")]
     SinkShared,
+    /// A promote of an object this writer has not allocated yet (an id at or
+    /// above its next id). Its delta would be negative, which every reader
+    /// rejects (`promote id sync`), so nothing is written; memtrace 0.2.3's
+    /// writer refuses it too.
+    #[error("promote of object {id}, not yet allocated by this writer (next id {next})")]
+    PromoteOfUnallocated {
+        /// The object id.
+        id: u64,
+        /// The writer's next allocation id.
+        next: u64,
+    },
 }

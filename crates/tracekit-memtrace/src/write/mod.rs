@@ -580,7 +580,18 @@ impl<W: Write> Writer<W> {
     }
 
     fn promote_or_collect(&mut self, code: u8, now: i64, id: ObjId) -> Result<(), WriteError> {
-        let id = check_int(id.get())?;
+        let raw = id.get();
+        let id = check_int(raw)?;
+        // A collect may name another domain's object (a negative delta, which
+        // current readers accept); a promote may not. The next id only grows
+        // (a new packet may take a new chunk), so checking before the event
+        // starts is enough; the delta is taken after, against the packet's ids.
+        if code == EV_PROMOTE && id >= self.ids.next as i64 {
+            return Err(WriteError::PromoteOfUnallocated {
+                id: raw,
+                next: self.ids.next,
+            });
+        }
         self.begin_event(code, now)?;
         put_vint(&mut self.packet, self.ids.next as i64 - 1 - id);
         Ok(())
