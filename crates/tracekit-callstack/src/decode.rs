@@ -118,7 +118,7 @@ impl<S: Sink> Decoder<S> {
         let (empty_tx, empty_rx) = mpsc::channel::<Vec<Item<'_>>>();
         std::thread::scope(|scope| {
             let next = &next;
-            scope.spawn(move || {
+            let helper = scope.spawn(move || {
                 let mut parser = RecordParser::new();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
@@ -190,6 +190,12 @@ impl<S: Sink> Decoder<S> {
                     Ok(b) => pending.push(b),
                     Err(_) => break,
                 }
+            }
+            // Joined explicitly: the scope's own wait ends when the closure returns,
+            // before the thread has exited and freed its thread-local state (which
+            // leak checkers would see as leaked).
+            if let Err(panic) = helper.join() {
+                std::panic::resume_unwind(panic);
             }
         });
     }
