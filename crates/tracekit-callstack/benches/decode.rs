@@ -1,6 +1,9 @@
 //! Decode throughput on the largest corpus input (`perf script` lines per second):
 //!
-//! - `perf_script/parse`: splitting into records and parsing them into events, alone;
+//! - `perf_script/parse`: splitting into records and parsing them into events, alone,
+//!   with the decoder's caching [`RecordParser`];
+//! - `perf_script/parse_uncached`: the same with [`parse_record`], which remembers
+//!   nothing between records (what `parse` measured before the parser had caches);
 //! - `perf_script/write_null_sink`, `perf_script/write_fxt`: the trace-writer state
 //!   machine alone over pre-parsed events, into a sink that drops everything and into
 //!   the FXT writer (bytes discarded);
@@ -110,6 +113,17 @@ fn bench<M: Measurement>(c: &mut Criterion<M>) {
             let mut parser = RecordParser::new();
             for r in Records::new(black_box(&text)) {
                 if let Ok(Parsed::Event(e)) = parser.parse(&r, 0) {
+                    n += u64::from(e.time().is_some());
+                }
+            }
+            n
+        })
+    });
+    g.bench_function("parse_uncached", |b| {
+        b.iter(|| {
+            let mut n = 0u64;
+            for r in Records::new(black_box(&text)) {
+                if let Ok(Parsed::Event(e)) = parse_record(&r, 0) {
                     n += u64::from(e.time().is_some());
                 }
             }

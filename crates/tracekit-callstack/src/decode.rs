@@ -7,11 +7,14 @@
 //! into pieces of [`PIECE`] bytes, a helper thread parses pieces into batches of events,
 //! and the calling thread runs the state machine over the batches in input order,
 //! parsing a piece itself whenever the batch it needs is not ready (so the work balances
-//! itself between the two cores whichever side is slower). Batch vectors go back to the
-//! helper for reuse, so the steady state does not allocate.
+//! itself between the two cores whichever side is slower), and even parsing the piece
+//! the helper is on when the helper is late (descheduled on a busy machine; after a
+//! few such delays it carries on alone, as on one thread). Batch
+//! vectors go back to the helper for reuse, so the steady state does not allocate.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{OnceLock, mpsc};
+use std::time::{Duration, Instant};
 
 use crate::event::{Event, Time};
 use crate::filter::{RangeFilter, RegionTracker, SymbolHit, pair_hits};
@@ -116,21 +119,29 @@ impl<S: Sink> Decoder<S> {
         let next = AtomicUsize::new(0);
         let (full_tx, full_rx) = mpsc::sync_channel::<Batch<'_>>(IN_FLIGHT);
         let (empty_tx, empty_rx) = mpsc::channel::<Vec<Item<'_>>>();
+        // The helper's parser and batch vectors are allocated here: memory a short-lived
+        // thread allocates comes from an arena of its own that is given back to the
+        // system when it exits, and faulting those pages in again on every call cost
+        // more than the parsing gained.
+        let mut helper_parser = RecordParser::new();
+        let capacity = (piece_size / 128).clamp(16, 4096);
+        for _ in 0..IN_FLIGHT + 2 {
+            let _ = empty_tx.send(Vec::with_capacity(capacity));
+        }
         std::thread::scope(|scope| {
             let next = &next;
             let helper = scope.spawn(move || {
-                let mut parser = RecordParser::new();
+                let parser = &mut helper_parser;
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= pieces {
                         break;
                     }
                     let (t, off) = piece(i);
-                    let items = empty_rx.try_recv().unwrap_or_default();
-                    if full_tx
-                        .send(parse_piece(&mut parser, i, t, off, items))
-                        .is_err()
-                    {
+                    let items = empty_rx
+                        .try_recv()
+                        .unwrap_or_else(|_| Vec::with_capacity(capacity));
+                    if full_tx.send(parse_piece(parser, i, t, off, items)).is_err() {
                         break;
                     }
                 }
@@ -138,22 +149,32 @@ impl<S: Sink> Decoder<S> {
             // Batches received or parsed here that are not yet written (few: at most
             // IN_FLIGHT of our own plus what the channel held).
             let mut pending: Vec<Batch<'_>> = Vec::new();
-            let mut spare: Vec<Item<'_>> = Vec::new();
+            let mut spare: Vec<Item<'_>> = Vec::with_capacity(capacity);
             let mut parser = RecordParser::new();
             let mut want = 0;
+            let mut late = 0;
+            let mut solo = false;
             while want < pieces {
                 if let Some(p) = pending.iter().position(|b| b.index == want) {
                     let batch = pending.swap_remove(p);
                     let items = self.write_batch(batch);
-                    // Recycle to the helper; once it has stopped, keep one for ourselves.
-                    if let Err(mpsc::SendError(items)) = empty_tx.send(items) {
+                    // Keep one vector for our own pieces, recycle the others.
+                    if spare.capacity() == 0 {
                         spare = items;
+                    } else {
+                        let _ = empty_tx.send(items);
                     }
                     want += 1;
                     continue;
                 }
                 if let Ok(b) = full_rx.try_recv() {
-                    pending.push(b);
+                    self.receive(b, want, &mut pending, &empty_tx);
+                    continue;
+                }
+                if solo {
+                    let (t, off) = piece(want);
+                    let items = own_vector(&mut spare, capacity);
+                    pending.push(parse_piece(&mut parser, want, t, off, items));
                     continue;
                 }
                 if pending.len() < IN_FLIGHT {
@@ -165,32 +186,49 @@ impl<S: Sink> Decoder<S> {
                             i,
                             t,
                             off,
-                            std::mem::take(&mut spare),
+                            own_vector(&mut spare, capacity),
                         ));
                         continue;
                     }
                 }
-                // The helper claimed the piece we need: wait for it, spinning first, as
-                // it is usually nearly done and putting a thread to sleep and waking it
-                // costs more (system calls, inter-processor interrupts) than a short
-                // spin. (A closed channel means the helper panicked; the scope re-raises
-                // that panic.)
-                let mut got = None;
-                for _ in 0..SPINS {
+                // The helper claimed the piece we need: wait for it, spinning, as it is
+                // usually nearly done and putting a thread to sleep and waking it costs
+                // more (system calls, inter-processor interrupts) than a short spin.
+                let started = Instant::now();
+                let got = loop {
                     match full_rx.try_recv() {
-                        Ok(b) => {
-                            got = Some(b);
-                            break;
+                        Ok(b) => break Some(b),
+                        Err(mpsc::TryRecvError::Disconnected) => break None,
+                        Err(mpsc::TryRecvError::Empty) if started.elapsed() > PATIENCE => {
+                            break None;
                         }
                         Err(mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
-                        Err(mpsc::TryRecvError::Disconnected) => break,
+                    }
+                };
+                match got {
+                    Some(b) => self.receive(b, want, &mut pending, &empty_tx),
+                    // The helper is slow, most likely not running at all because other
+                    // work has the second core: parse the piece here rather than wait
+                    // (its batch is dropped when it comes), so the decode is never much
+                    // slower than on one thread.
+                    // After a few of those, the second core is evidently taken: stop
+                    // handing out pieces and go on alone, as the helper would only
+                    // compete with this thread for one core.
+                    None => {
+                        late += 1;
+                        if late >= GIVE_UP_AFTER {
+                            solo = true;
+                            next.store(pieces, Ordering::Relaxed);
+                        }
+                        let (t, off) = piece(want);
+                        let items = own_vector(&mut spare, capacity);
+                        pending.push(parse_piece(&mut parser, want, t, off, items));
                     }
                 }
-                match got.map_or_else(|| full_rx.recv(), Ok) {
-                    Ok(b) => pending.push(b),
-                    Err(_) => break,
-                }
             }
+            // Stop the helper: no more pieces to claim, and its next send fails.
+            next.store(pieces, Ordering::Relaxed);
+            drop(full_rx);
             // Joined explicitly: the scope's own wait ends when the closure returns,
             // before the thread has exited and freed its thread-local state (which
             // leak checkers would see as leaked).
@@ -198,6 +236,22 @@ impl<S: Sink> Decoder<S> {
                 std::panic::resume_unwind(panic);
             }
         });
+    }
+
+    /// Keeps a batch from the helper for writing, or drops it if the piece was parsed
+    /// and written here meanwhile.
+    fn receive<'a>(
+        &mut self,
+        batch: Batch<'a>,
+        want: usize,
+        pending: &mut Vec<Batch<'a>>,
+        empty_tx: &mpsc::Sender<Vec<Item<'a>>>,
+    ) {
+        if batch.index >= want {
+            pending.push(batch);
+        } else {
+            let _ = empty_tx.send(batch.items);
+        }
     }
 
     /// Writes a parsed batch; returns its emptied vector for reuse.
@@ -261,9 +315,14 @@ fn several_cores() -> bool {
     *SEVERAL.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
 }
 
-/// How many times the writing thread polls for a batch before it sleeps (some tens of
-/// microseconds: about the time to parse a piece).
-const SPINS: usize = 20_000;
+/// How long the writing thread waits for the helper's batch before it parses the piece
+/// itself: several times what parsing a piece takes, so only a helper that is not
+/// running (another process has the second core) is found late.
+const PATIENCE: Duration = Duration::from_micros(300);
+
+/// How many times the helper may be late with a piece before the writing thread
+/// parses the rest alone.
+const GIVE_UP_AFTER: usize = 3;
 
 /// How many parsed batches may wait to be written (bounds the memory of the pipeline).
 const IN_FLIGHT: usize = 4;
@@ -281,6 +340,15 @@ struct Batch<'a> {
     records: u64,
     lines: u64,
     items: Vec<Item<'a>>,
+}
+
+/// The writing thread's spare batch vector, or a new one.
+fn own_vector<'a>(spare: &mut Vec<Item<'a>>, capacity: usize) -> Vec<Item<'a>> {
+    if spare.capacity() > 0 {
+        std::mem::take(spare)
+    } else {
+        Vec::with_capacity(capacity)
+    }
 }
 
 fn parse_piece<'a>(
