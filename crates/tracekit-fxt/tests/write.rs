@@ -93,6 +93,7 @@ fn a_full_slice_rejects_the_record_whole() {
     // What was written before is intact and complete.
     w.flush().unwrap();
     let len = w.destination().len();
+    drop(w);
     let recs = records(&buf[..len]);
     assert_eq!(
         recs.iter().filter(|r| r.starts_with("Event")).count() as u64,
@@ -343,4 +344,37 @@ fn fast_path_fills_a_fixed_buffer_exactly_then_fails_cleanly() {
         .filter(|r| r.contains("Instant"))
         .count();
     assert_eq!(instants as u64, events);
+}
+
+#[test]
+fn a_dropped_writer_hands_over_what_it_holds() {
+    let t = ThreadRef::Inline {
+        process: Koid(1),
+        thread: Koid(2),
+    };
+    let mut out = Vec::new();
+    {
+        // A buffer much larger than what is written: nothing reaches `out` before
+        // the drop.
+        let mut w = Writer::new(IoDestination::with_buffer_size(&mut out, 1 << 16)).unwrap();
+        for i in 0..10 {
+            w.instant(t, "c", "n", i, &[]).unwrap();
+        }
+        assert!(w.pending_bytes() > 0);
+    }
+    let recs = records(&out);
+    assert_eq!(recs.iter().filter(|r| r.starts_with("Event")).count(), 10);
+
+    // A closed writer writes nothing more when dropped, and `finish` hands back the
+    // destination with everything in it.
+    let mut w = Writer::new(VecDestination::new()).unwrap();
+    w.instant(t, "c", "n", 1, &[]).unwrap();
+    let bytes = w.finish().unwrap().into_vec();
+    assert_eq!(
+        records(&bytes)
+            .iter()
+            .filter(|r| r.starts_with("Event"))
+            .count(),
+        1
+    );
 }

@@ -151,7 +151,9 @@ impl Default for WriterOptions<'_> {
 ///
 /// Records reach the destination a buffer at a time; call [`flush`](Self::flush) to
 /// hand over a partly filled buffer and [`close`](Self::close) or
-/// [`finish`](Self::finish) at the end (dropping a writer does not flush).
+/// [`finish`](Self::finish) at the end, which report errors. A writer dropped without
+/// them still hands over and flushes what it holds, ignoring errors, so that a
+/// forgotten `close` does not cut the trace short (as `std::io::BufWriter` does).
 ///
 /// String ids follow the seed's layout: 0 is the empty string, 1 is `"process"`, 2..=18
 /// are 17 "dyn" slots, then `num_temp_strings` temp slots, then permanent ids handed
@@ -232,7 +234,13 @@ impl<D: Destination> Writer<D> {
     /// Closes the writer and returns the destination.
     pub fn finish(mut self) -> Result<D, WriteError> {
         self.close()?;
-        Ok(self.dest)
+        // The destination moves out of a type with a `Drop` impl; that impl has
+        // nothing left to do on a closed writer, so it is skipped.
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used again nor dropped, so `dest` is owned exactly
+        // once. The other fields own no memory (integers and flags; `StringSlots`
+        // counts ids), so skipping their drop leaks nothing.
+        Ok(unsafe { std::ptr::read(&this.dest) })
     }
 
     /// The destination (e.g. to look at a [`VecDestination`] after a flush).
@@ -416,4 +424,15 @@ pub fn truncate_to_limit(s: &str) -> &str {
         end -= 1;
     }
     s.get(..end).unwrap_or_default()
+}
+
+impl<D: Destination> Drop for Writer<D> {
+    fn drop(&mut self) {
+        if !self.closed && self.pos > 0 {
+            // Errors cannot be reported from here; `close` reports them.
+            if self.hand_over().is_ok() {
+                let _ = self.dest.flush();
+            }
+        }
+    }
 }
