@@ -124,6 +124,8 @@ fn code_matches(table: &mt::LocationTable, code: mt::LocationCode, needle: &str)
 /// common case (the leaf of a recent allocation) in a few instructions.
 struct SiteStart<'s> {
     skip: &'s FrameSkip,
+    /// `skip.is_empty()`, asked once.
+    skip_nothing: bool,
     /// `(code, names a site)`, indexed by a hash of the code.
     cache: Vec<(i64, bool)>,
     memo: FxHashMap<i64, bool>,
@@ -135,6 +137,7 @@ impl<'s> SiteStart<'s> {
     fn new(skip: &'s FrameSkip) -> Self {
         SiteStart {
             skip,
+            skip_nothing: skip.is_empty(),
             // No location code is i64::MIN with a `false` answer cached, so an empty
             // slot never matches (see `names_site`).
             cache: vec![(i64::MIN, false); 1 << SITE_CACHE_BITS],
@@ -143,12 +146,33 @@ impl<'s> SiteStart<'s> {
     }
 
     /// The index of the first entry of `backtrace` (caller first) to keep.
-    #[inline]
+    ///
+    /// Inline only the common case, a leaf known to name its site; the walk towards
+    /// the caller and the memo are out of line, so that the decoding loop around this
+    /// stays small.
+    #[inline(always)]
     fn start(&mut self, table: &mt::LocationTable, backtrace: &[mt::LocationCode]) -> usize {
         let leaf = backtrace.len().saturating_sub(1);
-        if self.skip.is_empty() {
+        if self.skip_nothing {
             return leaf;
         }
+        if let Some(&code) = backtrace.last()
+            && let Some((k, true)) = self.cache.get(Self::slot(code.get())).copied()
+            && k == code.get()
+        {
+            return leaf;
+        }
+        self.walk(table, backtrace)
+    }
+
+    #[inline(always)]
+    fn slot(c: i64) -> usize {
+        ((c as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SITE_CACHE_BITS)) as usize
+    }
+
+    #[inline(never)]
+    fn walk(&mut self, table: &mt::LocationTable, backtrace: &[mt::LocationCode]) -> usize {
+        let leaf = backtrace.len().saturating_sub(1);
         for (i, &code) in backtrace.iter().enumerate().rev() {
             if self.names_site(table, code) {
                 return i;
@@ -161,8 +185,7 @@ impl<'s> SiteStart<'s> {
     #[inline]
     fn names_site(&mut self, table: &mt::LocationTable, code: mt::LocationCode) -> bool {
         let c = code.get();
-        let slot =
-            ((c as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SITE_CACHE_BITS)) as usize;
+        let slot = Self::slot(c);
         if let Some(&(k, v)) = self.cache.get(slot)
             && k == c
             && (v || c != i64::MIN)
