@@ -8,8 +8,9 @@
 //! loader's lock (a thread inside `dlopen` may be blocked in the allocator).
 //! The file offset is turned into the object's own virtual address with its
 //! `PT_LOAD` program headers, then `addr2line` gives the frames, inlined ones
-//! included. Rust names are demangled (without the hash suffix); other
-//! names are kept as they are.
+//! included. Rust names are demangled (without the hash suffix), then C++
+//! names (from C++ code linked into the program); other names are kept as they
+//! are.
 //!
 //! A return address points after the call instruction, so `code - 1` is
 //! looked up, which lands on the call itself.
@@ -305,13 +306,22 @@ fn read_program_headers(path: &Path) -> Option<Vec<u8>> {
     Some(head)
 }
 
-/// Demangles a Rust symbol name (legacy or v0), without its hash suffix;
-/// any other name is returned as it is.
+/// Demangles a Rust symbol name (legacy or v0), without its hash suffix, or
+/// else an Itanium C++ name; any other name is returned as it is.
+///
+/// Rust comes first: a legacy Rust name is also a well-formed C++ name, which
+/// C++ demangling would show with its hash.
 pub(crate) fn demangle(name: &str) -> String {
-    match rustc_demangle::try_demangle(name) {
-        Ok(d) => format!("{d:#}"),
-        Err(_) => name.to_owned(),
+    if let Ok(d) = rustc_demangle::try_demangle(name) {
+        return format!("{d:#}");
     }
+    if name.starts_with("_Z")
+        && let Ok(sym) = cpp_demangle::Symbol::new(name)
+        && let Ok(d) = sym.demangle()
+    {
+        return d;
+    }
+    name.to_owned()
 }
 
 /// This crate's source directory, as compiled into its debug information.
@@ -353,6 +363,23 @@ fn is_allocator_plumbing(l: &Location) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn demangles_rust_then_cpp() {
+        assert_eq!(
+            demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
+            "core::fmt::write"
+        );
+        assert_eq!(demangle("_RNvCs1234_7mycrate3foo"), "mycrate::foo");
+        assert_eq!(
+            demangle("_ZNSt6vectorIiSaIiEE9push_backERKi"),
+            "std::vector<int, std::allocator<int> >::push_back(int const&)"
+        );
+        assert_eq!(demangle("_Z3addii"), "add(int, int)");
+        assert_eq!(demangle("main"), "main");
+        // Not well-formed as either: kept as it is.
+        assert_eq!(demangle("_Zgarbage"), "_Zgarbage");
+    }
 
     #[inline(never)]
     fn marker() -> usize {
