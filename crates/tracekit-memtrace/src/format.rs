@@ -74,6 +74,22 @@ pub(crate) const MAX_EVENT_SIZE: usize = 100 + LOCATION_MAX_LENGTH;
 /// definition names); index 31 means "new name follows".
 pub(crate) const MTF_LENGTH: usize = 31;
 
+/// One move-to-front table of names, each with a value (per file, its table of
+/// definition names). The reader's and the writer's moves are in their
+/// `location` modules.
+#[derive(Clone, Debug)]
+pub(crate) struct Mtf<T> {
+    pub(crate) slots: [Option<(crate::types::Name, T)>; MTF_LENGTH],
+}
+
+impl<T> Default for Mtf<T> {
+    fn default() -> Self {
+        Mtf {
+            slots: std::array::from_fn(|_| None),
+        }
+    }
+}
+
 /// OCaml's `max_int` on 64-bit hosts.
 pub(crate) const OCAML_MAX_INT: i64 = (1 << 62) - 1;
 

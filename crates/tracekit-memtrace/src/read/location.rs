@@ -13,7 +13,7 @@
 
 use super::buf::{Cursor, Eof};
 use crate::error::ReadErrorKind;
-use crate::format::MTF_LENGTH;
+use crate::format::{MTF_LENGTH, Mtf};
 use crate::types::{Location, LocationCode, Name};
 use rustc_hash::FxHashMap;
 
@@ -27,20 +27,6 @@ pub(crate) enum LocError {
 impl From<Eof> for LocError {
     fn from(_: Eof) -> LocError {
         LocError::Eof
-    }
-}
-
-/// One move-to-front table.
-#[derive(Clone, Debug)]
-struct Mtf<T> {
-    slots: [Option<(Name, T)>; MTF_LENGTH],
-}
-
-impl<T> Default for Mtf<T> {
-    fn default() -> Self {
-        Mtf {
-            slots: std::array::from_fn(|_| None),
-        }
     }
 }
 

@@ -2,24 +2,11 @@
 //! [`crate::read`]'s location decoder. See there for the layout.
 
 use super::buf::{put_i64, put_string, put_u8, put_u16, put_u32};
-use crate::format::{LOCATION_MAX_LENGTH, MTF_LENGTH};
+use crate::format::{LOCATION_MAX_LENGTH, MTF_LENGTH, Mtf};
 use crate::types::{Location, LocationCode, Name};
 
-/// One move-to-front table, encoder side. Keys are the writer's full names:
-/// a name with a NUL is written truncated but keyed whole, as in the reference.
-#[derive(Clone, Debug)]
-struct Mtf<T> {
-    slots: [Option<(Name, T)>; MTF_LENGTH],
-}
-
-impl<T> Default for Mtf<T> {
-    fn default() -> Self {
-        Mtf {
-            slots: std::array::from_fn(|_| None),
-        }
-    }
-}
-
+// Encoder side of the move-to-front tables. Keys are the writer's full names:
+// a name with a NUL is written truncated but keyed whole, as in the reference.
 impl<T: Default> Mtf<T> {
     /// The MTF code of `name` (31 if new) and its value, now at the front.
     fn encode(&mut self, name: &Name) -> (usize, &mut T) {
