@@ -686,6 +686,11 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
     };
     if let Some(out) = &args.svg {
         let info = reader.info();
+        let total_text = if args.samples {
+            format!("{total} samples")
+        } else {
+            human_bytes(total as f64)
+        };
         let svg = svg::flame_graph(
             &lines,
             &FlameGraphOptions {
@@ -696,11 +701,7 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
                 subtitle: format!(
                     "{} — total {}; 1 sample ≈ {} (estimated sizes)",
                     file_name(&path_str(&args.file)),
-                    if args.samples {
-                        format!("{total} samples")
-                    } else {
-                        human_bytes(total as f64)
-                    },
+                    total_text,
                     human_bytes(p.profile.sampling.bytes_per_sample()),
                 ),
                 bytes: !args.samples,
@@ -713,11 +714,7 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
             "wrote {}: {} stacks, {} {}\n",
             out.display(),
             lines.len(),
-            if args.samples {
-                format!("{total} samples")
-            } else {
-                human_bytes(total as f64)
-            },
+            total_text,
             what
         ))?;
     } else if args.json {
