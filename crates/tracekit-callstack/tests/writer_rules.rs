@@ -46,6 +46,12 @@ fn lines(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
+/// Asserts that the transcript `out` has exactly the line `line`.
+#[track_caller]
+fn assert_has_line(out: &[String], line: &str) {
+    assert!(out.iter().any(|l| l == line), "{line:?} not in {out:?}");
+}
+
 #[test]
 fn syscall_and_sysret_switch_stacks() {
     let text = [
@@ -153,18 +159,9 @@ fn kernel_only_scope_restarts_on_trace_start() {
     .concat();
     let (out, warnings) = run(&text, TraceScope::Kernel);
     assert!(warnings.is_empty(), "{warnings:?}");
-    assert!(
-        out.contains(&"->     20ns BEGIN [untraced]".to_string()),
-        "{out:?}"
-    );
-    assert!(
-        out.contains(&"->     30ns END   [untraced]".to_string()),
-        "{out:?}"
-    );
-    assert!(
-        out.contains(&"->     40ns BEGIN helper".to_string()),
-        "{out:?}"
-    );
+    assert_has_line(&out, "->     20ns BEGIN [untraced]");
+    assert_has_line(&out, "->     30ns END   [untraced]");
+    assert_has_line(&out, "->     40ns BEGIN helper");
 }
 
 #[test]
@@ -177,7 +174,7 @@ fn transactions_commit_or_abort() {
     ]
     .concat();
     let (out, _) = run(&committed, TraceScope::User);
-    assert!(out.contains(&"->     10ns BEGIN g".to_string()), "{out:?}");
+    assert_has_line(&out, "->     10ns BEGIN g");
 
     let aborted = [
         br(1, 0, "call", "main@400000", "f@401000"),
@@ -206,10 +203,7 @@ fn transactions_commit_or_abort() {
     );
     // The error has no timestamp: it happens at the last processed event's time (the
     // queued event at 10 ns was dropped, so 0 ns).
-    assert!(
-        out.contains(&"->      0ns BEGIN [decode error: Lost trace data]".to_string()),
-        "{out:?}"
-    );
+    assert_has_line(&out, "->      0ns BEGIN [decode error: Lost trace data]");
     assert!(!out.iter().any(|l| l.ends_with(" g")), "{out:?}");
 }
 
@@ -226,10 +220,7 @@ fn impossible_branches_warn_once_and_go_on() {
     let (out, warnings) = run(&text, TraceScope::User);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].starts_with("Warning: unexpected branch, handled as a trace start"));
-    assert!(
-        out.contains(&"->     20ns END   [untraced]".to_string()),
-        "{out:?}"
-    );
+    assert_has_line(&out, "->     20ns END   [untraced]");
 }
 
 #[test]
@@ -340,14 +331,8 @@ fn samples_replace_changed_inlined_frames() {
 \t  400100 main+0x10 (/x)
 ";
     let (out, _) = run(text, TraceScope::User);
-    assert!(
-        out.contains(&"->    100ns END   inner_a".to_string()),
-        "{out:?}"
-    );
-    assert!(
-        out.contains(&"->    100ns BEGIN inner_b".to_string()),
-        "{out:?}"
-    );
+    assert_has_line(&out, "->    100ns END   inner_a");
+    assert_has_line(&out, "->    100ns BEGIN inner_b");
     // The frames below, at the same addresses and not inlined, carry on.
     assert_eq!(
         out.iter().filter(|l| l.ends_with("BEGIN outer")).count(),
