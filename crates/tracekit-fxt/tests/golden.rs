@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use tracekit_fxt::format::{ArgValue, EventKind, Koid, ObjectType, StringId, StringRef};
+use tracekit_fxt::format::{ArgValue, EventKind, Koid, ObjectType, StringId, StringRef, ThreadId};
 use tracekit_fxt::read::{Reader, Record, Str, Thread};
 use tracekit_fxt::write::fast::{Double, EventHeader, Int32, Int64, Pointer, Str as StrArg};
 use tracekit_fxt::write::{Initialization, VecDestination, Writer, WriterOptions};
@@ -17,8 +17,18 @@ fn corpus_file(name: &str) -> Option<Vec<u8>> {
     Some(std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
 }
 
-/// The demo, through the general API, exactly as `Tracing_demo.write_demo_trace`.
-fn write_demo() -> Vec<u8> {
+/// What [`demo_start`] leaves for the rest of the demo.
+struct DemoStart {
+    w: Writer<VecDestination>,
+    proc_name: StringId,
+    thread: ThreadId,
+    category: StringId,
+    name: StringId,
+}
+
+/// The opening both demo writers share: the initialization record, the process and
+/// thread names, thread slot 0, and the category and name strings.
+fn demo_start() -> DemoStart {
     let opts = WriterOptions {
         provider_name: "jane_tracing",
         initialization: None,
@@ -34,6 +44,24 @@ fn write_demo() -> Vec<u8> {
     let thread = w.set_thread_slot(0, Koid(1), Koid(2)).unwrap();
     let category = w.intern("stuff").unwrap();
     let name = w.intern("my_funct").unwrap();
+    DemoStart {
+        w,
+        proc_name,
+        thread,
+        category,
+        name,
+    }
+}
+
+/// The demo, through the general API, exactly as `Tracing_demo.write_demo_trace`.
+fn write_demo() -> Vec<u8> {
+    let DemoStart {
+        mut w,
+        proc_name,
+        thread,
+        category,
+        name,
+    } = demo_start();
     let s = |id: StringId| ArgValue::String(StringRef::Index(id));
     let arg = |n: StringId, v| tracekit_fxt::format::Arg::new(n, v);
 
@@ -171,21 +199,13 @@ fn write_demo() -> Vec<u8> {
 
 /// The same demo through the precomputed-header fast path.
 fn write_demo_fast() -> Vec<u8> {
-    let opts = WriterOptions {
-        provider_name: "jane_tracing",
-        initialization: None,
-        ..WriterOptions::default()
-    };
-    let mut w = Writer::with_options(VecDestination::new(), &opts).unwrap();
-    w.write_initialization(&Initialization::extended(1_000_000_000, 0, 1))
-        .unwrap();
-    let proc_name = w.intern("myproc").unwrap();
-    w.set_process_name(Koid(1), proc_name).unwrap();
-    let thread_name = w.intern("mythread").unwrap();
-    w.set_thread_name(Koid(1), Koid(2), thread_name).unwrap();
-    let t = w.set_thread_slot(0, Koid(1), Koid(2)).unwrap();
-    let c = w.intern("stuff").unwrap();
-    let n = w.intern("my_funct").unwrap();
+    let DemoStart {
+        mut w,
+        proc_name,
+        thread: t,
+        category: c,
+        name: n,
+    } = demo_start();
 
     w.emit_complete(
         &EventHeader::<(StrArg,)>::duration_complete(t, c, n),
