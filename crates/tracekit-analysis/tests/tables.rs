@@ -97,16 +97,16 @@ fn info(path: &str) -> TraceInfo {
     }
 }
 
+/// The `top` table of the unscaled profile, with no time, peak or filter.
+fn plain_top_table(by: GroupBy, rank: Rank, limit: usize) -> String {
+    let p = profile(1, None);
+    let t = report::top(&p, &table(), by, rank, limit);
+    render::top_table(&info("a.ctf"), &p, &t, &TopContext::default())
+}
+
 #[test]
 fn top_by_leaf() {
-    let p = profile(1, None);
-    let t = report::top(&p, &table(), GroupBy::Leaf, Rank::Allocated, 3);
-    insta::assert_snapshot!(render::top_table(
-        &info("a.ctf"),
-        &p,
-        &t,
-        &TopContext::default()
-    ));
+    insta::assert_snapshot!(plain_top_table(GroupBy::Leaf, Rank::Allocated, 3));
 }
 
 #[test]
@@ -124,14 +124,7 @@ fn top_by_function_at_time() {
 
 #[test]
 fn top_by_backtrace() {
-    let p = profile(1, None);
-    let t = report::top(&p, &table(), GroupBy::Backtrace, Rank::LiveEnd, 10);
-    insta::assert_snapshot!(render::top_table(
-        &info("a.ctf"),
-        &p,
-        &t,
-        &TopContext::default()
-    ));
+    insta::assert_snapshot!(plain_top_table(GroupBy::Backtrace, Rank::LiveEnd, 10));
 }
 
 #[test]
