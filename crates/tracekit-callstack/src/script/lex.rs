@@ -116,21 +116,23 @@ fn word(b: &[u8]) -> u64 {
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
 
-/// Per byte of `x` (each below 0x80): the high bit set where the byte is `>= n`.
-#[inline]
-fn ge(x: u64, n: u8) -> u64 {
-    ((x | HIGH) - ONES * u64::from(n)) & HIGH
-}
-
 /// How many leading bytes (from the lowest address) of a little-endian word are hex digits.
+///
+/// Each class is moved onto a small range starting at 0 and tested with one add per
+/// byte (an ASCII byte plus at most 0x7f never carries into the next byte): XOR 0x30
+/// takes `0`..=`9` to 0..=9, and OR 0x20 then XOR 0x60 takes `a`..=`f` and `A`..=`F`
+/// to 1..=6. Bytes of 0x80 and up are never digits.
 #[inline]
 fn hex_run(w: u64) -> usize {
+    let low7 = !HIGH;
     let ascii = !w & HIGH;
-    let x = w & !HIGH;
-    let digit = ge(x, b'0') & !ge(x, b'9' + 1);
-    let lower = ge(x, b'a') & !ge(x, b'f' + 1);
-    let upper = ge(x, b'A') & !ge(x, b'F' + 1);
-    let not_hex = !((digit | lower | upper) & ascii) & HIGH;
+    let d = (w ^ (ONES * 0x30)) & low7;
+    // High bit of `d + 0x76` clear: d < 10.
+    let digit = !(d + ONES * 0x76) & HIGH;
+    let l = ((w | (ONES * 0x20)) ^ (ONES * 0x60)) & low7;
+    // l >= 1 and not l >= 7.
+    let letter = (l + ONES * 0x7f) & !(l + ONES * 0x79) & HIGH;
+    let not_hex = !((digit | letter) & ascii) & HIGH;
     (not_hex.trailing_zeros() / 8) as usize
 }
 
