@@ -124,8 +124,6 @@ fn code_matches(table: &mt::LocationTable, code: mt::LocationCode, needle: &str)
 /// common case (the leaf of a recent allocation) in a few instructions.
 struct SiteStart<'s> {
     skip: &'s FrameSkip,
-    /// `skip.is_empty()`, asked once.
-    skip_nothing: bool,
     /// `(code, names a site)`, indexed by a hash of the code.
     cache: Vec<(i64, bool)>,
     memo: FxHashMap<i64, bool>,
@@ -137,9 +135,8 @@ impl<'s> SiteStart<'s> {
     fn new(skip: &'s FrameSkip) -> Self {
         SiteStart {
             skip,
-            skip_nothing: skip.is_empty(),
             // No location code is i64::MIN with a `false` answer cached, so an empty
-            // slot never matches (see `names_site`).
+            // slot never matches (see `cached`).
             cache: vec![(i64::MIN, false); 1 << SITE_CACHE_BITS],
             memo: FxHashMap::default(),
         }
@@ -153,12 +150,11 @@ impl<'s> SiteStart<'s> {
     #[inline(always)]
     fn start(&mut self, table: &mt::LocationTable, backtrace: &[mt::LocationCode]) -> usize {
         let leaf = backtrace.len().saturating_sub(1);
-        if self.skip_nothing {
+        if self.skip.is_empty() {
             return leaf;
         }
         if let Some(&code) = backtrace.last()
-            && let Some((k, true)) = self.cache.get(Self::slot(code.get())).copied()
-            && k == code.get()
+            && self.cached(code.get()) == Some(true)
         {
             return leaf;
         }
@@ -168,6 +164,13 @@ impl<'s> SiteStart<'s> {
     #[inline(always)]
     fn slot(c: i64) -> usize {
         ((c as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SITE_CACHE_BITS)) as usize
+    }
+
+    /// The cached answer for code `c`, if its slot holds it.
+    #[inline(always)]
+    fn cached(&self, c: i64) -> Option<bool> {
+        let &(k, v) = self.cache.get(Self::slot(c))?;
+        (k == c && (v || c != i64::MIN)).then_some(v)
     }
 
     #[inline(never)]
@@ -185,11 +188,7 @@ impl<'s> SiteStart<'s> {
     #[inline]
     fn names_site(&mut self, table: &mt::LocationTable, code: mt::LocationCode) -> bool {
         let c = code.get();
-        let slot = Self::slot(c);
-        if let Some(&(k, v)) = self.cache.get(slot)
-            && k == c
-            && (v || c != i64::MIN)
-        {
+        if let Some(v) = self.cached(c) {
             return v;
         }
         let skip = self.skip;
@@ -198,7 +197,7 @@ impl<'s> SiteStart<'s> {
             None => true,
             Some(locs) => locs.is_empty() || locs.iter().any(|l| !skip.skips(&location(l))),
         });
-        if let Some(e) = self.cache.get_mut(slot) {
+        if let Some(e) = self.cache.get_mut(Self::slot(c)) {
             *e = (c, v);
         }
         v
