@@ -428,7 +428,7 @@ pub fn truncate_to_limit(s: &str) -> &str {
 
 impl<D: Destination> Drop for Writer<D> {
     fn drop(&mut self) {
-        if !self.closed && self.pos > 0 {
+        if self.pending_bytes() > 0 {
             // Errors cannot be reported from here; `close` reports them.
             if self.hand_over().is_ok() {
                 let _ = self.dest.flush();
