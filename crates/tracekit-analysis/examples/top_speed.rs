@@ -5,8 +5,10 @@
 //!
 //! MODE is `read` (the reader alone, backtraces decoded, as the bench's baseline),
 //! `read_all` (the same using every field of every event), `top` (one thread) or
-//! `pipelined` (decoding and analysis on two threads). The `top` bench writes its
-//! traces to `$TRACEKIT_BENCH_SAVE` for this.
+//! `pipelined` (decoding and analysis on two threads) or `produce` (the decoding
+//! thread of `pipelined` alone, its batches dropped). The `top` bench writes its
+//! traces to `$TRACEKIT_BENCH_SAVE` for this. An optional third argument repeats the
+//! pass and prints the median and fastest wall time per pass.
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
@@ -83,12 +85,18 @@ fn pipelined(reader: &mut Reader<'_>) -> u64 {
 }
 
 #[inline(never)]
+fn produce(reader: &mut Reader<'_>) -> u64 {
+    source::decode_side_only(reader, &options())
+}
+
+#[inline(never)]
 fn pass(reader: &mut Reader<'_>, mode: &str) -> u64 {
     match mode {
         "read" => read(reader),
         "read_all" => read_all(reader),
         "top" => top(reader),
         "pipelined" => pipelined(reader),
+        "produce" => produce(reader),
         other => panic!("unknown mode {other}"),
     }
 }
@@ -98,8 +106,22 @@ fn main() {
     let data = std::fs::read(&args[1]).unwrap();
     let mut reader = Reader::from_bytes(&data).unwrap();
     let repeat: usize = args.get(3).map_or(1, |r| r.parse().unwrap());
+    let mut ms = Vec::with_capacity(repeat);
     for _ in 0..repeat {
+        let t = std::time::Instant::now();
         let n = pass(&mut reader, &args[2]);
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
         black_box(n);
+    }
+    if repeat > 1 {
+        // Wall time per pass: the median and the fastest, as the spread on a shared
+        // machine is wide.
+        ms.sort_by(f64::total_cmp);
+        eprintln!(
+            "{}: median {:.1} ms, min {:.1} ms over {repeat} passes",
+            args[2],
+            ms[repeat / 2],
+            ms[0]
+        );
     }
 }

@@ -394,99 +394,23 @@ pub fn analyze_reader_pipelined(
         });
 
         let mut events = reader.events(parse_backtraces);
-        let mut error = None;
-        let mut count: u64 = 0;
-        // Per domain, the length of its previous backtrace: the analysis can keep at
-        // most that many entries.
-        let mut prev_len: Vec<(DomainId, usize)> = Vec::new();
-        let mut last_slot = 0usize;
-        let mut batch = Batch::with_capacity();
         let mut worker_gone = false;
-        loop {
-            let (dt, event, table) = match events.next_event_with_locations() {
-                None => break,
-                Some(Ok(x)) => x,
-                Some(Err(e)) => {
-                    error = Some(e);
-                    break;
-                }
-            };
-            count += 1;
-            // Packed straight from the reader's event: this loop is the pipeline's
-            // critical path, so it does as little as the analysis allows.
-            // The reader keeps times at or after the trace start; `max` only guards.
-            let time = Micros(dt.as_micros().max(0) as u64);
-            match &event {
-                mt::Event::Alloc(a) => {
-                    let backtrace: &[mt::LocationCode] = &a.backtrace;
-                    let len = backtrace.len();
-                    let domain = DomainId(a.domain.get());
-                    let keep = if leaf_only {
-                        // The analysis wants the allocation site alone.
-                        site_start.start(table, backtrace)
-                    } else {
-                        if prev_len.get(last_slot).is_none_or(|(d, _)| *d != domain) {
-                            last_slot = match prev_len.iter().position(|(d, _)| *d == domain) {
-                                Some(i) => i,
-                                None => {
-                                    prev_len.push((domain, 0));
-                                    prev_len.len() - 1
-                                }
-                            };
-                        }
-                        let prev = prev_len.get_mut(last_slot).map_or(0, |(_, l)| {
-                            let p = *l;
-                            *l = len;
-                            p
-                        });
-                        a.common_prefix.min(len).min(prev)
-                    };
-                    let new = backtrace.get(keep..).unwrap_or(&[]);
-                    if let [one] = new {
-                        batch.frames.push(*one);
-                    } else {
-                        batch.frames.extend_from_slice(new);
-                    }
-                    batch.events.push(Packed {
-                        kind: KIND_ALLOC,
-                        source: match a.source {
-                            mt::AllocationSource::Minor => Source::Minor,
-                            mt::AllocationSource::Major => Source::Major,
-                            mt::AllocationSource::External => Source::External,
-                        },
-                        domain,
-                        // The reader caps a domain's backtrace far below 2^32 entries
-                        // (ReadErrorKind::BacktraceTooLong), so these cannot truncate.
-                        keep: keep as u32,
-                        frames: new.len() as u32,
-                        time,
-                        obj_id: ObjId(a.obj_id.get()),
-                        length: a.length,
-                        nsamples: a.nsamples,
-                    });
-                }
-                mt::Event::Collect(id, d) => {
-                    batch
-                        .events
-                        .push(Packed::other(KIND_COLLECT, time, *id, *d))
-                }
-                mt::Event::Promote(id, d) => {
-                    batch
-                        .events
-                        .push(Packed::other(KIND_PROMOTE, time, *id, *d))
-                }
-            }
-            if batch.events.len() == BATCH_EVENTS {
+        let (count, error, batch) = produce(
+            &mut events,
+            leaf_only,
+            &mut site_start,
+            &mut |full| {
                 let next = empty_rx
                     .try_recv()
                     .unwrap_or_else(|_| Batch::with_capacity());
-                if full_tx.send(std::mem::replace(&mut batch, next)).is_err() {
+                if full_tx.send(full).is_err() {
                     worker_gone = true;
-                    break;
+                    return None;
                 }
-                progress(events.position());
-            }
-        }
+                Some(next)
+            },
+            progress,
+        );
         if !worker_gone && !batch.events.is_empty() {
             let _ = full_tx.send(batch);
         }
@@ -504,4 +428,132 @@ pub fn analyze_reader_pipelined(
             events: count,
         }
     })
+}
+
+/// The decoding side of [`analyze_reader_pipelined`] alone, its batches dropped
+/// instead of analysed: for measuring how much of the pipeline's time it takes
+/// (`examples/top_speed.rs`). Returns the events read.
+#[doc(hidden)]
+pub fn decode_side_only(reader: &mut mt::Reader<'_>, options: &Options) -> u64 {
+    let mut site_start = SiteStart::new(&options.site_skip);
+    let mut events = reader.events(options.backtraces);
+    let (count, _, _) = produce(
+        &mut events,
+        options.leaf_only,
+        &mut site_start,
+        &mut |mut empty| {
+            empty.events.clear();
+            empty.frames.clear();
+            Some(empty)
+        },
+        &mut |_| {},
+    );
+    count
+}
+
+/// The decoding side of [`analyze_reader_pipelined`]: reads every event of `events`,
+/// packs it, and hands each full batch to `ship`, which returns an empty one, or
+/// `None` when the analysis is gone. Returns the events read, the error that stopped
+/// the pass (if any), and the last, partly filled batch.
+///
+/// Out of line, so that its code (the pipeline's critical path) does not depend on
+/// the caller's.
+#[inline(never)]
+fn produce(
+    events: &mut mt::Events<'_>,
+    leaf_only: bool,
+    site_start: &mut SiteStart<'_>,
+    ship: &mut dyn FnMut(Batch) -> Option<Batch>,
+    progress: &mut dyn FnMut(u64),
+) -> (u64, Option<mt::ReadError>, Batch) {
+    let mut error = None;
+    let mut count: u64 = 0;
+    // Per domain, the length of its previous backtrace: the analysis can keep at
+    // most that many entries.
+    let mut prev_len: Vec<(DomainId, usize)> = Vec::new();
+    let mut last_slot = 0usize;
+    let mut batch = Batch::with_capacity();
+    loop {
+        let (dt, event, table) = match events.next_event_with_locations() {
+            None => break,
+            Some(Ok(x)) => x,
+            Some(Err(e)) => {
+                error = Some(e);
+                break;
+            }
+        };
+        count += 1;
+        // Packed straight from the reader's event: this loop is the pipeline's
+        // critical path, so it does as little as the analysis allows.
+        // The reader keeps times at or after the trace start; `max` only guards.
+        let time = Micros(dt.as_micros().max(0) as u64);
+        match &event {
+            mt::Event::Alloc(a) => {
+                let backtrace: &[mt::LocationCode] = &a.backtrace;
+                let len = backtrace.len();
+                let domain = DomainId(a.domain.get());
+                let keep = if leaf_only {
+                    // The analysis wants the allocation site alone.
+                    site_start.start(table, backtrace)
+                } else {
+                    if prev_len.get(last_slot).is_none_or(|(d, _)| *d != domain) {
+                        last_slot = match prev_len.iter().position(|(d, _)| *d == domain) {
+                            Some(i) => i,
+                            None => {
+                                prev_len.push((domain, 0));
+                                prev_len.len() - 1
+                            }
+                        };
+                    }
+                    let prev = prev_len.get_mut(last_slot).map_or(0, |(_, l)| {
+                        let p = *l;
+                        *l = len;
+                        p
+                    });
+                    a.common_prefix.min(len).min(prev)
+                };
+                let new = backtrace.get(keep..).unwrap_or(&[]);
+                if let [one] = new {
+                    batch.frames.push(*one);
+                } else {
+                    batch.frames.extend_from_slice(new);
+                }
+                batch.events.push(Packed {
+                    kind: KIND_ALLOC,
+                    source: match a.source {
+                        mt::AllocationSource::Minor => Source::Minor,
+                        mt::AllocationSource::Major => Source::Major,
+                        mt::AllocationSource::External => Source::External,
+                    },
+                    domain,
+                    // The reader caps a domain's backtrace far below 2^32 entries
+                    // (ReadErrorKind::BacktraceTooLong), so these cannot truncate.
+                    keep: keep as u32,
+                    frames: new.len() as u32,
+                    time,
+                    obj_id: ObjId(a.obj_id.get()),
+                    length: a.length,
+                    nsamples: a.nsamples,
+                });
+            }
+            mt::Event::Collect(id, d) => {
+                batch
+                    .events
+                    .push(Packed::other(KIND_COLLECT, time, *id, *d))
+            }
+            mt::Event::Promote(id, d) => {
+                batch
+                    .events
+                    .push(Packed::other(KIND_PROMOTE, time, *id, *d))
+            }
+        }
+        if batch.events.len() == BATCH_EVENTS {
+            match ship(std::mem::take(&mut batch)) {
+                Some(next) => batch = next,
+                None => break,
+            }
+            progress(events.position());
+        }
+    }
+    (count, error, batch)
 }
