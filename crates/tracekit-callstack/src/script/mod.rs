@@ -203,8 +203,9 @@ pub fn parse_record<'a>(rec: &RawRecord<'a>, base: u64) -> Result<Parsed<'a>, Pa
 
 /// Parses the records of one text like [`parse_record`], remembering what it has seen
 /// to skip work on the next records (the header columns that repeat, see
-/// `header::parse_header_cached`; the location of each branch address, see
-/// `location::LocationCache`). The results are equal to [`parse_record`]'s.
+/// `header::parse_header_cached`; whole branch bodies, see `BodyCache`; the location
+/// of each branch address, see `location::LocationCache`). The results are equal to
+/// [`parse_record`]'s.
 #[derive(Default)]
 pub struct RecordParser<'a> {
     caches: Caches<'a>,
@@ -214,12 +215,23 @@ pub struct RecordParser<'a> {
 /// ([`Uncached`]) or through caches ([`Caches`]), with equal results.
 trait Memory<'a>: Locations<'a> {
     fn header(&mut self, line: &'a str) -> Result<header::Header<'a>, header::HeaderError>;
+
+    /// A `branches` sample's text after the event column.
+    fn branch(&mut self, rest: &'a str) -> Result<BranchBody<'a>, branch::BranchError>;
 }
+
+/// A parsed branch body: the branch and its flags.
+type BranchBody<'a> = (crate::event::Branch<'a>, branch::Flags);
 
 impl<'a> Memory<'a> for Uncached {
     #[inline]
     fn header(&mut self, line: &'a str) -> Result<header::Header<'a>, header::HeaderError> {
         header::parse_header(line)
+    }
+
+    #[inline]
+    fn branch(&mut self, rest: &'a str) -> Result<BranchBody<'a>, branch::BranchError> {
+        branch::parse_branch_with(rest, self)
     }
 }
 
@@ -227,6 +239,61 @@ impl<'a> Memory<'a> for Uncached {
 struct Caches<'a> {
     header: header::HeaderCache<'a>,
     locations: LocationCache<'a>,
+    bodies: BodyCache<'a>,
+}
+
+/// Slots of a [`BodyCache`] (a power of two).
+const BODY_SLOTS: usize = 4096;
+
+/// Branch bodies seen, whole, by a hash of their text (direct-mapped). An Intel PT
+/// trace is mostly loops: the same branch, with the same flags, addresses and
+/// locations, comes back line after line with only the thread and time columns before
+/// it changed (nine lines in ten of the corpus's largest input repeat an earlier
+/// body). A hit needs the same text, so its result is what the parse gives.
+struct BodyCache<'a> {
+    slots: Box<[Option<(&'a str, BranchBody<'a>)>]>,
+}
+
+impl Default for BodyCache<'_> {
+    fn default() -> Self {
+        BodyCache {
+            slots: vec![None; BODY_SLOTS].into_boxed_slice(),
+        }
+    }
+}
+
+/// A hash of a branch body's text for [`BodyCache`]: its length, three words where
+/// perf prints the flags' end and the source address, and the last five (the
+/// destination address, symbol, offset and DSO). It only picks the slot (a hit compares
+/// the whole text), so reading a few fixed words is enough: bodies that differ differ
+/// in an address or a length.
+#[inline]
+fn body_hash(b: &[u8]) -> usize {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let n = b.len();
+    let h = match (b.first_chunk::<48>(), b.last_chunk::<40>()) {
+        (Some(head), Some(tail)) => {
+            let word = |c: &[u8], i: usize| {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(&c[i..i + 8]);
+                u64::from_le_bytes(w)
+            };
+            // Two independent chains, so that their multiplications overlap.
+            let mut x = (n as u64 ^ word(head, 24)).wrapping_mul(K);
+            let mut y = (K ^ word(head, 32)).wrapping_mul(K);
+            x = (x ^ word(head, 40)).wrapping_mul(K);
+            y = (y ^ word(tail, 0)).wrapping_mul(K);
+            x = (x ^ word(tail, 8)).wrapping_mul(K);
+            y = (y ^ word(tail, 16)).wrapping_mul(K);
+            x = (x ^ word(tail, 24)).wrapping_mul(K);
+            y = (y ^ word(tail, 32)).wrapping_mul(K);
+            (x ^ y.rotate_left(32)).wrapping_mul(K)
+        }
+        _ => b
+            .iter()
+            .fold(n as u64, |h, &c| (h ^ u64::from(c)).wrapping_mul(K)),
+    };
+    (h >> (64 - BODY_SLOTS.trailing_zeros())) as usize
 }
 
 impl<'a> Locations<'a> for Caches<'a> {
@@ -263,6 +330,21 @@ impl<'a> Memory<'a> for Caches<'a> {
     #[inline]
     fn header(&mut self, line: &'a str) -> Result<header::Header<'a>, header::HeaderError> {
         header::parse_header_cached(line, &mut self.header)
+    }
+
+    #[inline]
+    fn branch(&mut self, rest: &'a str) -> Result<BranchBody<'a>, branch::BranchError> {
+        let slot = body_hash(rest.as_bytes());
+        if let Some(Some((seen, body))) = self.bodies.slots.get(slot)
+            && *seen == rest
+        {
+            return Ok(*body);
+        }
+        let body = branch::parse_branch_with(rest, &mut self.locations)?;
+        if let Some(s) = self.bodies.slots.get_mut(slot) {
+            *s = Some((rest, body));
+        }
+        Ok(body)
     }
 }
 
@@ -321,7 +403,7 @@ fn parse_record_with<'a>(
     let name = h.event_name();
     match name {
         "branches" => {
-            let (br, flags) = branch::parse_branch_with(h.rest, locs).map_err(|e| {
+            let (br, flags) = locs.branch(h.rest).map_err(|e| {
                 err(match e {
                     branch::BranchError::NoSource => ParseErrorKind::BranchSource,
                     branch::BranchError::NoArrow => ParseErrorKind::BranchArrow,
@@ -501,6 +583,10 @@ mod tests {
             "[unknown] ([unknown])",
             "f+0x1 (inlined)",
             "f+0x1",
+            // Long enough that a branch body's hash reads words (see `body_hash`).
+            "do_lookup_x+0x109 (/usr/lib64/ld-2.28.so)",
+            "do_lookup_x+0x119 (/usr/lib64/ld-2.28.so)",
+            "do_lookup_y+0x109 (/usr/lib64/ld-2.28.so)",
         ]);
         let ip = prop::sample::select(vec!["10", "11", "7fff0010", "0"]);
         let flags = prop::sample::select(vec![
@@ -510,6 +596,8 @@ mod tests {
             "  tr end  call ",
             " (x) jmp ",
             " ",
+            "   jcc                      ",
+            "   call                     ",
         ]);
         (lead, time, middle, flags, ip.clone(), loc.clone(), ip, loc).prop_map(
             |(lead, time, middle, flags, sip, sloc, dip, dloc)| {
