@@ -18,6 +18,8 @@ pub(crate) struct Header<'a> {
     pub period: Option<u64>,
     /// The event column without its final `:`, e.g. `branches:uH`, `branch-misses/period=50/u`.
     pub event: &'a str,
+    /// What the event's name says the rest of the record is.
+    pub class: EventClass,
     /// Everything after the event column.
     pub rest: &'a str,
 }
@@ -28,6 +30,48 @@ impl<'a> Header<'a> {
         let end = find_either(self.event.as_bytes(), 0, b'/', b':');
         &self.event[..end]
     }
+}
+
+/// The kinds of record a header's event name announces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EventClass {
+    /// `branches`: a branch sample.
+    Branches,
+    /// `cbr`: a core-to-bus ratio (frequency) change.
+    Cbr,
+    /// `branch-misses`.
+    BranchMisses,
+    /// `cache-misses`.
+    CacheMisses,
+    /// An event that carries nothing for a call-stack timeline (`psb`, ...).
+    Ignored,
+    /// Anything else: a stack sample (`cycles`, `cpu-clock`, ...).
+    Other,
+}
+
+/// Events that carry nothing for a call-stack timeline (PT power and packet events).
+const IGNORED_EVENTS: &[&str] = &[
+    "psb", "pwre", "pwrx", "exstop", "mwait", "ptwrite", "evt", "iflag", "cfe",
+];
+
+impl EventClass {
+    fn of(name: &str) -> EventClass {
+        match name {
+            "branches" => EventClass::Branches,
+            "cbr" => EventClass::Cbr,
+            "branch-misses" => EventClass::BranchMisses,
+            "cache-misses" => EventClass::CacheMisses,
+            _ if IGNORED_EVENTS.contains(&name) => EventClass::Ignored,
+            _ => EventClass::Other,
+        }
+    }
+}
+
+/// The event column (without its `:`) and its class.
+fn event_and_class(line: &str, start: usize, end: usize) -> (&str, EventClass) {
+    let event = &line[start..end - 1];
+    let name_end = find_either(event.as_bytes(), 0, b'/', b':');
+    (event, EventClass::of(&event[..name_end]))
 }
 
 /// Why a header did not parse.
@@ -56,12 +100,14 @@ pub(crate) fn parse_header(line: &str) -> Result<Header<'_>, HeaderError> {
         None => general_columns(line)?,
     };
     let (period, ev_start, ev_end) = middle_columns(b, after_time)?;
+    let (event, class) = event_and_class(line, ev_start, ev_end);
     Ok(Header {
         comm,
         thread,
         time,
         period,
-        event: &line[ev_start..ev_end - 1],
+        event,
+        class,
         rest: &line[ev_end..],
     })
 }
@@ -74,8 +120,8 @@ pub(crate) struct HeaderCache<'a> {
     /// The seconds of a timestamp after that lead, with their `.`, and their value.
     seconds: Option<(&'a [u8], u64)>,
     /// The text from after the timestamp's `:` to the end of the event column (its
-    /// `:`), the period in it and where the event name starts in it.
-    middle: Option<(&'a [u8], Option<u64>, usize)>,
+    /// `:`), the period in it, where the event column starts in it, and its class.
+    middle: Option<(&'a [u8], Option<u64>, usize, EventClass)>,
 }
 
 /// [`parse_header`], skipping the columns that repeat the last header's: perf prints
@@ -126,7 +172,7 @@ pub(crate) fn parse_header_cached<'a>(
     };
     // Same middle bytes followed by white space (or the end): `middle_columns` would
     // find the same period and the same event column, whose end is that white space.
-    if let Some((middle, period, ev_off)) = cache.middle {
+    if let Some((middle, period, ev_off, class)) = cache.middle {
         let ev_end = after_time + middle.len();
         if b[after_time..].starts_with(middle)
             && b.get(ev_end).is_none_or(|&c| c == b' ' || c == b'\t')
@@ -137,18 +183,21 @@ pub(crate) fn parse_header_cached<'a>(
                 time,
                 period,
                 event: &line[after_time + ev_off..ev_end - 1],
+                class,
                 rest: &line[ev_end..],
             });
         }
     }
     let (period, ev_start, ev_end) = middle_columns(b, after_time)?;
-    cache.middle = Some((&b[after_time..ev_end], period, ev_start - after_time));
+    let (event, class) = event_and_class(line, ev_start, ev_end);
+    cache.middle = Some((&b[after_time..ev_end], period, ev_start - after_time, class));
     Ok(Header {
         comm,
         thread,
         time,
         period,
-        event: &line[ev_start..ev_end - 1],
+        event,
+        class,
         rest: &line[ev_end..],
     })
 }
@@ -271,16 +320,30 @@ mod tests {
         assert_eq!(h.period, Some(1));
         assert_eq!(h.event, "branches:uH");
         assert_eq!(h.event_name(), "branches");
+        assert_eq!(h.class, EventClass::Branches);
         assert_eq!(h.rest, "   call  x");
         assert_eq!(h.comm, None);
 
         let h = parse_header("3871580/3871580 431228.526799230:         50                  branch-misses/period=50/u:   0").unwrap();
         assert_eq!(h.event_name(), "branch-misses");
+        assert_eq!(h.class, EventClass::BranchMisses);
         assert_eq!(h.period, Some(50));
 
         let h = parse_header("825432/825432 339457.445933440:       1 cycles:u: ").unwrap();
         assert_eq!(h.event_name(), "cycles");
+        assert_eq!(h.class, EventClass::Other);
         assert_eq!(h.rest, " ");
+
+        for (event, class) in [
+            ("cbr:", EventClass::Cbr),
+            ("cache-misses/period=50/u:", EventClass::CacheMisses),
+            ("psb:", EventClass::Ignored),
+            ("branchesx:", EventClass::Other),
+            ("pt/cyc/u:", EventClass::Other),
+        ] {
+            let line = format!("1/1 1.5: 1 {event} x");
+            assert_eq!(parse_header(&line).unwrap().class, class, "{event}");
+        }
     }
 
     #[test]

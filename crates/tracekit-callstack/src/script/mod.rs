@@ -24,6 +24,7 @@ mod lex;
 mod location;
 mod trace_error;
 
+use header::EventClass;
 use location::{LocationCache, Locations, Uncached};
 
 use crate::event::{Address, CountedEvent, Event, EventSample, Location, Sample, SampleData};
@@ -189,11 +190,6 @@ pub enum Parsed<'a> {
     /// A record deliberately dropped (`psb` and other power events), by event name.
     Ignored(&'a str),
 }
-
-/// Events that carry nothing for a call-stack timeline (PT power and packet events).
-const IGNORED_EVENTS: &[&str] = &[
-    "psb", "pwre", "pwrx", "exstop", "mwait", "ptwrite", "evt", "iflag", "cfe",
-];
 
 /// Parses one record. `base` is added to the record's offset in errors (the position
 /// of the split text in the whole input).
@@ -400,9 +396,8 @@ fn parse_record_with<'a>(
             data,
         }))
     };
-    let name = h.event_name();
-    match name {
-        "branches" => {
+    match h.class {
+        EventClass::Branches => {
             let (br, flags) = locs.branch(h.rest).map_err(|e| {
                 err(match e {
                     branch::BranchError::NoSource => ParseErrorKind::BranchSource,
@@ -411,12 +406,12 @@ fn parse_record_with<'a>(
             })?;
             Ok(sample(SampleData::Branch(br), flags.in_transaction))
         }
-        "cbr" => {
+        EventClass::Cbr => {
             let freq = parse_cbr(h.rest).ok_or(err(ParseErrorKind::Cbr))?;
             Ok(sample(SampleData::Power { freq_mhz: freq }, false))
         }
-        "branch-misses" | "cache-misses" => {
-            let counted = if name == "branch-misses" {
+        EventClass::BranchMisses | EventClass::CacheMisses => {
+            let counted = if h.class == EventClass::BranchMisses {
                 CountedEvent::BranchMisses
             } else {
                 CountedEvent::CacheMisses
@@ -439,8 +434,8 @@ fn parse_record_with<'a>(
                 false,
             ))
         }
-        _ if IGNORED_EVENTS.contains(&name) => Ok(Parsed::Ignored(name)),
-        _ => {
+        EventClass::Ignored => Ok(Parsed::Ignored(h.event_name())),
+        EventClass::Other => {
             // Any other event is a stack sample: `cycles`, `cpu-clock`, `task-clock`, ...
             let frames = if rec.continuation.is_empty() {
                 let b = h.rest.as_bytes();
