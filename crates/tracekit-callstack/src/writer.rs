@@ -556,11 +556,18 @@ impl<S: Sink> TraceWriter<S> {
         ti
     }
 
+    /// Inline for the common case, the thread of the previous event (the whole function
+    /// was too large for the compiler to inline).
     #[inline]
     fn thread_index(&mut self, thread: Thread, time: Option<Time>) -> usize {
         if let Some((_, ti)) = self.last_thread.filter(|&(t, _)| t == thread) {
             return ti;
         }
+        self.thread_index_slow(thread, time)
+    }
+
+    #[inline(never)]
+    fn thread_index_slow(&mut self, thread: Thread, time: Option<Time>) -> usize {
         let ti = match self.index.get(&thread) {
             Some(&ti) => ti,
             None => self.create_thread(thread, time, None),
@@ -932,10 +939,18 @@ impl<S: Sink> TraceWriter<S> {
 
     // ---- filter regions -----------------------------------------------------------------
 
+    /// Inline, as it runs for every event and nearly always returns at once (the slow
+    /// part, out of line, would otherwise cost a call and its register saving each time).
+    #[inline]
     fn maybe_start_filtered_region(&mut self, should_write: bool, time: Time) {
         if self.in_filtered_region || !should_write {
             return;
         }
+        self.start_filtered_region(time);
+    }
+
+    #[inline(never)]
+    fn start_filtered_region(&mut self, time: Time) {
         for ti in 0..self.threads.len() {
             self.flush(ti, time);
             self.threads[ti].start_events.clear();
