@@ -85,16 +85,20 @@ impl<S: Sink> Decoder<S> {
         for rec in Records::new(text) {
             self.stats.records += 1;
             self.stats.lines += rec.line_count() as u64;
-            match parser.parse(&rec, offset) {
-                Ok(Parsed::Event(event)) => self.event(&event),
+            // Matched by reference: moving the 152-byte event out of the result
+            // first would copy it.
+            match &parser.parse(&rec, offset) {
+                Ok(Parsed::Event(event)) => self.event(event),
                 Ok(Parsed::Ignored(_)) => self.stats.ignored += 1,
-                Err(e) => {
-                    self.stats.unparsed += 1;
-                    if self.stats.first_unparsed.len() < KEEP_UNPARSED {
-                        self.stats.first_unparsed.push(e);
-                    }
-                }
+                Err(e) => self.unparsed(*e),
             }
+        }
+    }
+
+    fn unparsed(&mut self, e: ParseError) {
+        self.stats.unparsed += 1;
+        if self.stats.first_unparsed.len() < KEEP_UNPARSED {
+            self.stats.first_unparsed.push(e);
         }
     }
 
@@ -256,18 +260,15 @@ impl<S: Sink> Decoder<S> {
     fn write_batch<'a>(&mut self, mut batch: Batch<'a>) -> Vec<Item<'a>> {
         self.stats.records += batch.records;
         self.stats.lines += batch.lines;
-        for item in batch.items.drain(..) {
+        // By reference, then cleared: draining would move each item out first.
+        for item in &batch.items {
             match item {
-                Item::Event(event) => self.event(&event),
+                Item::Event(event) => self.event(event),
                 Item::Ignored => self.stats.ignored += 1,
-                Item::Unparsed(e) => {
-                    self.stats.unparsed += 1;
-                    if self.stats.first_unparsed.len() < KEEP_UNPARSED {
-                        self.stats.first_unparsed.push(e);
-                    }
-                }
+                Item::Unparsed(e) => self.unparsed(*e),
             }
         }
+        batch.items.clear();
         batch.items
     }
 
