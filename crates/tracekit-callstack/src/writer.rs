@@ -416,15 +416,28 @@ impl<S: Sink> TraceWriter<S> {
         }
     }
 
-    fn top_symbol_of(&self, thread: Thread) -> Option<SymbolId> {
-        let ti = match self.last_thread {
-            Some((t, ti)) if t == thread => ti,
-            _ => *self.index.get(&thread)?,
-        };
-        self.threads[ti].callstack.frames.last().map(|f| f.symbol)
+    /// The sample's thread index in `threads`, the thread created (with the sample's
+    /// `comm`) if it is new.
+    #[inline]
+    fn sample_thread(&mut self, s: &crate::event::Sample<'_>) -> usize {
+        match self.last_thread {
+            Some((t, ti)) if t == s.thread => ti,
+            _ => self.sample_thread_slow(s),
+        }
     }
 
-    fn resolve_sample(&mut self, s: &crate::event::Sample<'_>) -> Resolved {
+    #[inline(never)]
+    fn sample_thread_slow(&mut self, s: &crate::event::Sample<'_>) -> usize {
+        let ti = match self.index.get(&s.thread) {
+            Some(&ti) => ti,
+            None => self.create_thread(s.thread, Some(s.time), s.comm),
+        };
+        self.last_thread = Some((s.thread, ti));
+        ti
+    }
+
+    /// `s` resolved against the symbols; `ti` is its thread.
+    fn resolve_sample(&mut self, s: &crate::event::Sample<'_>, ti: usize) -> Resolved {
         let data = match &s.data {
             SampleData::Branch(Branch {
                 trace_state_change,
@@ -432,7 +445,8 @@ impl<S: Sink> TraceWriter<S> {
                 src,
                 dst,
             }) => {
-                let hint = self.top_symbol_of(s.thread);
+                // The symbol on top of the stack, which most branches stay within.
+                let hint = self.threads[ti].callstack.frames.last().map(|f| f.symbol);
                 ResolvedData::Branch {
                     trace_state_change: *trace_state_change,
                     kind: *kind,
@@ -471,12 +485,8 @@ impl<S: Sink> TraceWriter<S> {
     pub fn write_event(&mut self, event: &Event<'_>, should_write: bool) {
         match event {
             Event::Sample(s) => {
-                let known = self.last_thread.is_some_and(|(t, _)| t == s.thread)
-                    || self.index.contains_key(&s.thread);
-                if !known {
-                    self.create_thread(s.thread, Some(s.time), s.comm);
-                }
-                let r = self.resolve_sample(s);
+                let ti = self.sample_thread(s);
+                let r = self.resolve_sample(s, ti);
                 self.write_resolved(r, should_write);
             }
             Event::DecodeError(e) => {
