@@ -416,26 +416,6 @@ impl<S: Sink> TraceWriter<S> {
         }
     }
 
-    /// The sample's thread index in `threads`, the thread created (with the sample's
-    /// `comm`) if it is new.
-    #[inline]
-    fn sample_thread(&mut self, s: &crate::event::Sample<'_>) -> usize {
-        match self.last_thread {
-            Some((t, ti)) if t == s.thread => ti,
-            _ => self.sample_thread_slow(s),
-        }
-    }
-
-    #[inline(never)]
-    fn sample_thread_slow(&mut self, s: &crate::event::Sample<'_>) -> usize {
-        let ti = match self.index.get(&s.thread) {
-            Some(&ti) => ti,
-            None => self.create_thread(s.thread, Some(s.time), s.comm),
-        };
-        self.last_thread = Some((s.thread, ti));
-        ti
-    }
-
     /// `s` resolved against the symbols; `ti` is its thread.
     fn resolve_sample(&mut self, s: &crate::event::Sample<'_>, ti: usize) -> Resolved {
         let data = match &s.data {
@@ -485,7 +465,7 @@ impl<S: Sink> TraceWriter<S> {
     pub fn write_event(&mut self, event: &Event<'_>, should_write: bool) {
         match event {
             Event::Sample(s) => {
-                let ti = self.sample_thread(s);
+                let ti = self.thread_index(s.thread, Some(s.time), s.comm);
                 let r = self.resolve_sample(s, ti);
                 self.write_resolved(r, should_write);
             }
@@ -566,21 +546,27 @@ impl<S: Sink> TraceWriter<S> {
         ti
     }
 
-    /// Inline for the common case, the thread of the previous event (the whole function
-    /// was too large for the compiler to inline).
+    /// The index in `threads` of `thread`, which is created (named after `comm`, if
+    /// given) if it is new. Inline for the common case, the thread of the previous event
+    /// (the whole function was too large for the compiler to inline).
     #[inline]
-    fn thread_index(&mut self, thread: Thread, time: Option<Time>) -> usize {
+    fn thread_index(&mut self, thread: Thread, time: Option<Time>, comm: Option<&str>) -> usize {
         if let Some((_, ti)) = self.last_thread.filter(|&(t, _)| t == thread) {
             return ti;
         }
-        self.thread_index_slow(thread, time)
+        self.thread_index_slow(thread, time, comm)
     }
 
     #[inline(never)]
-    fn thread_index_slow(&mut self, thread: Thread, time: Option<Time>) -> usize {
+    fn thread_index_slow(
+        &mut self,
+        thread: Thread,
+        time: Option<Time>,
+        comm: Option<&str>,
+    ) -> usize {
         let ti = match self.index.get(&thread) {
             Some(&ti) => ti,
-            None => self.create_thread(thread, time, None),
+            None => self.create_thread(thread, time, comm),
         };
         self.last_thread = Some((thread, ti));
         ti
@@ -999,7 +985,7 @@ impl<S: Sink> TraceWriter<S> {
     // ---- events -------------------------------------------------------------------------
 
     fn write_error(&mut self, e: &DecodeError<'_>, should_write: bool) {
-        let ti = self.thread_index(e.thread, e.time);
+        let ti = self.thread_index(e.thread, e.time, None);
         let time = self.event_time(ti, e.time);
         self.maybe_start_filtered_region(should_write, time);
         self.maybe_stop_filtered_region(should_write);
@@ -1017,7 +1003,7 @@ impl<S: Sink> TraceWriter<S> {
     }
 
     fn process(&mut self, r: &Resolved, should_write: bool) {
-        let ti = self.thread_index(r.thread, Some(r.time));
+        let ti = self.thread_index(r.thread, Some(r.time), None);
         let time = self.event_time(ti, Some(r.time));
         self.maybe_start_filtered_region(should_write, time);
         self.maybe_stop_filtered_region(should_write);
