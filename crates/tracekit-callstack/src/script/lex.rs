@@ -106,8 +106,9 @@ pub(crate) fn parse_hex(b: &[u8], i: usize) -> Option<(u64, usize)> {
     parse_hex_scalar(b, i)
 }
 
+/// The eight bytes of `b` (which must hold exactly eight) as a little-endian word.
 #[inline]
-fn word(b: &[u8]) -> u64 {
+pub(crate) fn word(b: &[u8]) -> u64 {
     let mut w = [0u8; 8];
     w.copy_from_slice(b);
     u64::from_le_bytes(w)

@@ -269,11 +269,7 @@ fn body_hash(b: &[u8]) -> usize {
     let n = b.len();
     let h = match (b.first_chunk::<48>(), b.last_chunk::<40>()) {
         (Some(head), Some(tail)) => {
-            let word = |c: &[u8], i: usize| {
-                let mut w = [0u8; 8];
-                w.copy_from_slice(&c[i..i + 8]);
-                u64::from_le_bytes(w)
-            };
+            let word = |c: &[u8], i: usize| lex::word(&c[i..i + 8]);
             // Two independent chains, so that their multiplications overlap.
             let mut x = (n as u64 ^ word(head, 24)).wrapping_mul(K);
             let mut y = (K ^ word(head, 32)).wrapping_mul(K);
