@@ -394,7 +394,6 @@ pub fn analyze_reader_pipelined(
         });
 
         let mut events = reader.events(parse_backtraces);
-        let mut worker_gone = false;
         let (count, error, batch) = produce(
             &mut events,
             leaf_only,
@@ -403,15 +402,13 @@ pub fn analyze_reader_pipelined(
                 let next = empty_rx
                     .try_recv()
                     .unwrap_or_else(|_| Batch::with_capacity());
-                if full_tx.send(full).is_err() {
-                    worker_gone = true;
-                    return None;
-                }
-                Some(next)
+                // The analysis is gone only if it panicked; `join` below reports it.
+                full_tx.send(full).ok().map(|()| next)
             },
             progress,
         );
-        if !worker_gone && !batch.events.is_empty() {
+        // Empty when the analysis is gone (`produce` stops with a fresh batch).
+        if !batch.events.is_empty() {
             let _ = full_tx.send(batch);
         }
         progress(events.position());
