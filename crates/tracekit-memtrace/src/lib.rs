@@ -93,7 +93,7 @@ pub mod synth;
 pub use copy::{CopyError, copy_trace};
 pub use error::{OpenError, ReadError, ReadErrorKind, Warning, WriteError};
 pub use event::{Alloc, DisplayError, Event, EventDisplay, LocationLookup};
-pub use read::{Events, LocationTable, MAX_DOMAINS, OwnedEvents, Reader};
+pub use read::{EventSink, Events, LocationTable, MAX_DOMAINS, OwnedEvents, Reader};
 pub use types::{
     AllocationSource, DomainId, FormatVersion, Info, Location, LocationCode, Name, ObjId,
     Timedelta, Timestamp,

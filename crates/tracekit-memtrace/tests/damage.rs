@@ -7,7 +7,10 @@
 use std::path::PathBuf;
 
 use tracekit_memtrace::synth::{Rng, SynthConfig, write_synthetic};
-use tracekit_memtrace::{Event, FormatVersion, Reader, Warning};
+use tracekit_memtrace::{
+    Alloc, DomainId, Event, EventSink, FormatVersion, LocationTable, ObjId, ReadError, Reader,
+    Timedelta, Warning,
+};
 
 /// Each event with the byte offset where its encoding ends, and the offset
 /// where its packet ends.
@@ -21,12 +24,12 @@ fn decode(data: &[u8]) -> Option<Decoded> {
     let mut reader = Reader::from_bytes(data).ok()?;
     let mut events = reader.events(true);
     let mut out = Vec::new();
-    let mut error = false;
+    let mut error = None;
     loop {
         match events.next_event() {
             None => break,
-            Some(Err(_)) => {
-                error = true;
+            Some(Err(e)) => {
+                error = Some(e);
                 break;
             }
             Some(Ok((dt, ev))) => {
@@ -35,11 +38,70 @@ fn decode(data: &[u8]) -> Option<Decoded> {
             }
         }
     }
+    let warnings = events.take_warnings();
+    drop(events);
+    same_through_read_into(&mut reader, &out, &warnings, error);
     Some(Decoded {
         events: out,
-        warnings: events.take_warnings(),
-        error,
+        warnings,
+        error: error.is_some(),
     })
+}
+
+/// Collects what [`Events::read_into`] hands over.
+#[derive(Default)]
+struct Collect(Vec<(i64, Event<'static>)>);
+
+impl EventSink for Collect {
+    fn alloc(&mut self, dt: Timedelta, a: &Alloc<'_>, _: &LocationTable) {
+        self.0
+            .push((dt.as_micros(), Event::Alloc(a.clone()).into_owned()));
+    }
+    fn promote(&mut self, dt: Timedelta, id: ObjId, d: DomainId) {
+        self.0.push((dt.as_micros(), Event::Promote(id, d)));
+    }
+    fn collect(&mut self, dt: Timedelta, id: ObjId, d: DomainId) {
+        self.0.push((dt.as_micros(), Event::Collect(id, d)));
+    }
+}
+
+/// The same pass through `read_into`, in runs of a few events, gives the same
+/// events, warnings and error as `next_event`, also on damaged traces.
+fn same_through_read_into(
+    reader: &mut Reader<'_>,
+    expected: &[(u64, u64, i64, Event<'static>)],
+    warnings: &[Warning],
+    error: Option<ReadError>,
+) {
+    let mut events = reader.events(true);
+    let mut sink = Collect::default();
+    let got_error = loop {
+        let before = sink.0.len();
+        match events.read_into(&mut sink, 7) {
+            Ok(n) => {
+                assert_eq!(
+                    sink.0.len() - before,
+                    n,
+                    "read_into counts what it hands over"
+                );
+                if n < 7 {
+                    assert_eq!(events.read_into(&mut sink, 7), Ok(0), "the pass is over");
+                    break None;
+                }
+            }
+            Err(e) => break Some(e),
+        }
+    };
+    assert_eq!(got_error, error, "read_into stops with the same error");
+    assert_eq!(events.warnings(), warnings, "read_into warns the same");
+    assert_eq!(
+        sink.0.len(),
+        expected.len(),
+        "read_into yields as many events"
+    );
+    for (a, b) in sink.0.iter().zip(expected) {
+        assert_eq!((a.0, &a.1), (b.2, &b.3), "read_into yields the same events");
+    }
 }
 
 /// Offsets where packets end, from the packet headers' sizes.

@@ -256,15 +256,145 @@ const EVENT_CLASS: [u8; 256] = {
 };
 
 /// The last decoded event, before its backtrace is lent out.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct RawEvent {
     class: u8,
-    source: u8,
+    source: AllocationSource,
     time: i64,
     obj_id: u64,
     length: u64,
     nsamples: u64,
     common_prefix: usize,
+}
+
+impl RawEvent {
+    const EMPTY: RawEvent = RawEvent {
+        class: CLASS_UNKNOWN,
+        source: AllocationSource::Minor,
+        time: 0,
+        obj_id: 0,
+        length: 0,
+        nsamples: 0,
+        common_prefix: 0,
+    };
+}
+
+/// Where [`Events::decode_event`] puts an event: a [`RawEvent`] for
+/// [`Events::next_event`], or a caller's [`EventSink`] for
+/// [`Events::read_into`]. Generic, so that either way the fields go straight
+/// from the decoder's registers to their destination.
+trait Output {
+    /// An allocation at absolute time `time`.
+    #[allow(clippy::too_many_arguments)]
+    fn alloc(
+        &mut self,
+        time: i64,
+        obj_id: u64,
+        length: u64,
+        nsamples: u64,
+        source: AllocationSource,
+        common_prefix: usize,
+        domain: &DomainState,
+        locations: &LocationTable,
+    );
+    /// A promote (`class == CLASS_PROMOTE`) or collect.
+    fn other(&mut self, class: u8, time: i64, obj_id: u64, domain: DomainId);
+}
+
+impl Output for RawEvent {
+    #[inline(always)]
+    fn alloc(
+        &mut self,
+        time: i64,
+        obj_id: u64,
+        length: u64,
+        nsamples: u64,
+        source: AllocationSource,
+        common_prefix: usize,
+        _: &DomainState,
+        _: &LocationTable,
+    ) {
+        *self = RawEvent {
+            class: CLASS_ALLOC,
+            source,
+            time,
+            obj_id,
+            length,
+            nsamples,
+            common_prefix,
+        };
+    }
+
+    #[inline(always)]
+    fn other(&mut self, class: u8, time: i64, obj_id: u64, _: DomainId) {
+        self.class = class;
+        self.time = time;
+        self.obj_id = obj_id;
+    }
+}
+
+/// Receives the events of [`Events::read_into`] as they are decoded.
+///
+/// For consumers that repack every event into a record of their own (such as
+/// a pipeline that hands events to another thread): the fields go from the
+/// decoder straight into that record, with no [`Event`] in between.
+pub trait EventSink {
+    /// An allocation; its backtrace is lent from the decoder's state (empty
+    /// when the pass does not parse backtraces), and `locations` holds every
+    /// code in it (unless the trace is damaged).
+    fn alloc(&mut self, time: Timedelta, alloc: &Alloc<'_>, locations: &LocationTable);
+    /// A promotion to the major heap.
+    fn promote(&mut self, time: Timedelta, obj_id: ObjId, domain: DomainId);
+    /// A collection.
+    fn collect(&mut self, time: Timedelta, obj_id: ObjId, domain: DomainId);
+}
+
+/// An [`EventSink`] as an [`Output`].
+struct SinkOutput<'s, S> {
+    sink: &'s mut S,
+    start_time: i64,
+    parse_backtraces: bool,
+}
+
+impl<S: EventSink> Output for SinkOutput<'_, S> {
+    #[inline(always)]
+    fn alloc(
+        &mut self,
+        time: i64,
+        obj_id: u64,
+        length: u64,
+        nsamples: u64,
+        source: AllocationSource,
+        common_prefix: usize,
+        domain: &DomainState,
+        locations: &LocationTable,
+    ) {
+        let alloc = Alloc {
+            obj_id: ObjId::new(obj_id),
+            length,
+            domain: domain.id,
+            nsamples,
+            source,
+            backtrace: if self.parse_backtraces {
+                Cow::Borrowed(&domain.backtrace[..])
+            } else {
+                Cow::Borrowed(&[])
+            },
+            common_prefix,
+        };
+        let dt = Timedelta::from_micros(time.wrapping_sub(self.start_time));
+        self.sink.alloc(dt, &alloc, locations);
+    }
+
+    #[inline(always)]
+    fn other(&mut self, class: u8, time: i64, obj_id: u64, domain: DomainId) {
+        let dt = Timedelta::from_micros(time.wrapping_sub(self.start_time));
+        if class == CLASS_PROMOTE {
+            self.sink.promote(dt, ObjId::new(obj_id), domain);
+        } else {
+            self.sink.collect(dt, ObjId::new(obj_id), domain);
+        }
+    }
 }
 
 /// One pass over the events of a trace; see [`Reader::events`].
@@ -292,7 +422,6 @@ pub struct Events<'r> {
     /// Id of the next allocation (an OCaml int).
     alloc_id: i64,
     alloc_id_end: i64,
-    event: RawEvent,
     domains: Vec<DomainState>,
     domain_index: FxHashMap<u16, usize>,
     scratch_locs: Vec<Location>,
@@ -329,7 +458,6 @@ impl<'r> Events<'r> {
             domain_id: DomainId::new(0),
             alloc_id: 0,
             alloc_id_end: 0,
-            event: RawEvent::default(),
             domains: Vec::new(),
             domain_index: FxHashMap::default(),
             scratch_locs: Vec::new(),
@@ -362,7 +490,8 @@ impl<'r> Events<'r> {
         if self.done {
             return None;
         }
-        match self.advance() {
+        let mut e = RawEvent::EMPTY;
+        match self.advance(&mut e) {
             Ok(true) => {}
             Ok(false) => {
                 self.done = true;
@@ -373,7 +502,6 @@ impl<'r> Events<'r> {
                 return Some(Err(e));
             }
         }
-        let e = self.event;
         let domain = self.domain_id;
         let event = match e.class {
             CLASS_PROMOTE => Event::Promote(ObjId::new(e.obj_id), domain),
@@ -383,11 +511,7 @@ impl<'r> Events<'r> {
                 length: e.length,
                 domain,
                 nsamples: e.nsamples,
-                source: match e.source {
-                    0 => AllocationSource::Minor,
-                    1 => AllocationSource::Major,
-                    _ => AllocationSource::External,
-                },
+                source: e.source,
                 backtrace: if self.parse_backtraces {
                     Cow::Borrowed(&self.current_domain().backtrace[..])
                 } else {
@@ -467,13 +591,46 @@ impl<'r> Events<'r> {
         Ok(i)
     }
 
-    /// Decodes up to the next alloc, promote or collect event, into
-    /// `self.event`. `Ok(false)` at the end of the trace.
+    /// Decodes events into `sink` until it has `max` more, the trace ends or
+    /// an error stops the pass; returns how many it decoded. Fewer than `max`
+    /// means the pass is over: every event before an error went to `sink`
+    /// before the error is returned. The events are the same as
+    /// [`Events::next_event`]'s, and the two can be mixed in one pass.
+    ///
+    /// A pass drives this loop itself, so the decoder and the sink compile
+    /// into one loop: for a sink that copies every event, this is cheaper than
+    /// the same work over [`Events::next_event`].
+    pub fn read_into<S: EventSink>(
+        &mut self,
+        sink: &mut S,
+        max: usize,
+    ) -> Result<usize, ReadError> {
+        let mut out = SinkOutput {
+            sink,
+            start_time: self.info.start_time.as_micros(),
+            parse_backtraces: self.parse_backtraces,
+        };
+        let mut n = 0;
+        while n < max && !self.done {
+            match self.advance(&mut out) {
+                Ok(true) => n += 1,
+                Ok(false) => self.done = true,
+                Err(e) => {
+                    self.done = true;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    /// Decodes up to the next alloc, promote or collect event, into `out`.
+    /// `Ok(false)` at the end of the trace.
     #[inline(always)]
-    fn advance(&mut self) -> Result<bool, ReadError> {
+    fn advance<O: Output>(&mut self, out: &mut O) -> Result<bool, ReadError> {
         loop {
             if self.pos < self.content.len() {
-                if self.decode_event()? {
+                if self.decode_event(out)? {
                     return Ok(true);
                 }
             } else if !self.end_packet()? {
@@ -547,10 +704,10 @@ impl<'r> Events<'r> {
         }
     }
 
-    /// Decodes the event at `self.pos` into `self.event`; `Ok(false)` for a
+    /// Decodes the event at `self.pos` into `out`; `Ok(false)` for a
     /// location event.
     #[inline(always)]
-    fn decode_event(&mut self) -> Result<bool, ReadError> {
+    fn decode_event<O: Output>(&mut self, out: &mut O) -> Result<bool, ReadError> {
         let start = self.pos;
         let mut c = Cursor {
             data: self.content,
@@ -576,40 +733,40 @@ impl<'r> Events<'r> {
             return Err(at(ReadErrorKind::TimestampsNotMonotone, start));
         }
         state.last_time = time;
-        let ev = &mut self.event;
-        ev.class = class;
-        ev.time = time;
         match class {
             CLASS_SHORT_ALLOC | CLASS_ALLOC => {
+                let (length, nsamples, source);
                 if class == CLASS_SHORT_ALLOC {
-                    ev.length = u64::from(code - EV_SHORT_ALLOC_BASE);
-                    ev.nsamples = 1;
-                    ev.source = 0;
+                    length = u64::from(code - EV_SHORT_ALLOC_BASE);
+                    nsamples = 1;
+                    source = AllocationSource::Minor;
                 } else {
-                    let length = c.vint().map_err(|_| eof(&c))?;
-                    let nsamples = c.vint().map_err(|_| eof(&c))?;
-                    let source = c.u8().map_err(|_| eof(&c))?;
-                    if source > 2 {
-                        return Err(at(ReadErrorKind::BadAllocationSource(source), c.pos - 1));
-                    }
+                    let length_v = c.vint().map_err(|_| eof(&c))?;
+                    let nsamples_v = c.vint().map_err(|_| eof(&c))?;
+                    let s = c.u8().map_err(|_| eof(&c))?;
+                    source = match s {
+                        0 => AllocationSource::Minor,
+                        1 => AllocationSource::Major,
+                        2 => AllocationSource::External,
+                        _ => return Err(at(ReadErrorKind::BadAllocationSource(s), c.pos - 1)),
+                    };
                     let range = |v: i64| {
                         u64::try_from(v).map_err(|_| at(ReadErrorKind::ValueOutOfRange, start))
                     };
-                    ev.length = range(length)?;
-                    ev.nsamples = range(nsamples)?;
-                    ev.source = source;
+                    length = range(length_v)?;
+                    nsamples = range(nsamples_v)?;
                 }
-                let nencoded;
+                let (nencoded, common_prefix);
                 match c.data.get(c.pos..).and_then(<[u8]>::first_chunk::<2>) {
                     // The usual short alloc: a one-byte common prefix and count.
                     Some(&[prefix @ 0..=252, count]) if class == CLASS_SHORT_ALLOC => {
                         c.pos += 2;
-                        ev.common_prefix = usize::from(prefix);
+                        common_prefix = usize::from(prefix);
                         nencoded = usize::from(count);
                     }
                     _ => {
-                        let common_prefix = c.vint().map_err(|_| eof(&c))?;
-                        ev.common_prefix = usize::try_from(common_prefix)
+                        let v = c.vint().map_err(|_| eof(&c))?;
+                        common_prefix = usize::try_from(v)
                             .map_err(|_| at(ReadErrorKind::ValueOutOfRange, start))?;
                         nencoded = if class == CLASS_SHORT_ALLOC {
                             c.u8().map(usize::from)
@@ -627,7 +784,7 @@ impl<'r> Events<'r> {
                         .read_backtrace(
                             &mut c,
                             nencoded,
-                            ev.common_prefix,
+                            common_prefix,
                             &mut state.backtrace,
                             &mut self.backtrace_budget,
                         )
@@ -641,8 +798,19 @@ impl<'r> Events<'r> {
                 if self.alloc_id < 0 {
                     return Err(at(ReadErrorKind::ValueOutOfRange, start));
                 }
-                ev.obj_id = self.alloc_id as u64;
+                let obj_id = self.alloc_id as u64;
                 self.alloc_id += 1;
+                self.pos = c.pos;
+                out.alloc(
+                    time,
+                    obj_id,
+                    length,
+                    nsamples,
+                    source,
+                    common_prefix,
+                    state,
+                    self.locations,
+                );
             }
             CLASS_PROMOTE | CLASS_COLLECT => {
                 let delta = c.vint().map_err(|_| eof(&c))?;
@@ -650,8 +818,10 @@ impl<'r> Events<'r> {
                     return Err(at(ReadErrorKind::PromoteIdSync, start));
                 }
                 let id = self.alloc_id.wrapping_sub(1).wrapping_sub(delta);
-                ev.obj_id =
+                let obj_id =
                     u64::try_from(id).map_err(|_| at(ReadErrorKind::ValueOutOfRange, start))?;
+                self.pos = c.pos;
+                out.other(class, time, obj_id, self.domain_id);
             }
             CLASS_LOCATION => {
                 self.pos = self.location_event(c.pos, start)?;
@@ -659,7 +829,6 @@ impl<'r> Events<'r> {
             }
             _ => return Err(at(ReadErrorKind::MultipleTraceInfo, start)),
         }
-        self.pos = c.pos;
         Ok(true)
     }
 
