@@ -21,6 +21,7 @@ fuzz_target!(|data: &[u8]| {
     let a = source::analyze_reader(&mut reader, options.clone(), Some("a"), &mut |_| {});
     let b = source::analyze_reader_pipelined(&mut reader, options.clone(), &mut |_| {});
     let c = source::analyze_reader(&mut reader, options, None, &mut |_| {});
+    assert_eq!((b.events, b.error), (c.events, c.error));
     assert_eq!(b.profile.totals, c.profile.totals);
     assert_eq!(b.profile.peak, c.profile.peak);
     assert!(a.profile.totals.samples <= c.profile.totals.samples);

@@ -463,94 +463,132 @@ fn produce(
     ship: &mut dyn FnMut(Batch) -> Option<Batch>,
     progress: &mut dyn FnMut(u64),
 ) -> (u64, Option<mt::ReadError>, Batch) {
-    let mut error = None;
+    let mut packer = Packer {
+        batch: Batch::with_capacity(),
+        leaf_only,
+        site_start,
+        prev_len: Vec::new(),
+        last_slot: 0,
+    };
     let mut count: u64 = 0;
-    // Per domain, the length of its previous backtrace: the analysis can keep at
-    // most that many entries.
-    let mut prev_len: Vec<(DomainId, usize)> = Vec::new();
-    let mut last_slot = 0usize;
-    let mut batch = Batch::with_capacity();
-    loop {
-        let (dt, event, table) = match events.next_event_with_locations() {
-            None => break,
-            Some(Ok(x)) => x,
-            Some(Err(e)) => {
-                error = Some(e);
-                break;
-            }
-        };
-        count += 1;
-        // Packed straight from the reader's event: this loop is the pipeline's
-        // critical path, so it does as little as the analysis allows.
-        // The reader keeps times at or after the trace start; `max` only guards.
-        let time = Micros(dt.as_micros().max(0) as u64);
-        match &event {
-            mt::Event::Alloc(a) => {
-                let backtrace: &[mt::LocationCode] = &a.backtrace;
-                let len = backtrace.len();
-                let domain = DomainId(a.domain.get());
-                let keep = if leaf_only {
-                    // The analysis wants the allocation site alone.
-                    site_start.start(table, backtrace)
-                } else {
-                    if prev_len.get(last_slot).is_none_or(|(d, _)| *d != domain) {
-                        last_slot = match prev_len.iter().position(|(d, _)| *d == domain) {
-                            Some(i) => i,
-                            None => {
-                                prev_len.push((domain, 0));
-                                prev_len.len() - 1
-                            }
-                        };
-                    }
-                    let prev = prev_len.get_mut(last_slot).map_or(0, |(_, l)| {
-                        let p = *l;
-                        *l = len;
-                        p
-                    });
-                    a.common_prefix.min(len).min(prev)
-                };
-                let new = backtrace.get(keep..).unwrap_or(&[]);
-                if let [one] = new {
-                    batch.frames.push(*one);
-                } else {
-                    batch.frames.extend_from_slice(new);
+    let error = loop {
+        let before = packer.batch.events.len();
+        let room = BATCH_EVENTS - before;
+        match events.read_into(&mut packer, room) {
+            Ok(n) => {
+                count += n as u64;
+                if n < room {
+                    // The end of the trace.
+                    break None;
                 }
-                batch.events.push(Packed {
-                    kind: KIND_ALLOC,
-                    source: match a.source {
-                        mt::AllocationSource::Minor => Source::Minor,
-                        mt::AllocationSource::Major => Source::Major,
-                        mt::AllocationSource::External => Source::External,
-                    },
-                    domain,
-                    // The reader caps a domain's backtrace far below 2^32 entries
-                    // (ReadErrorKind::BacktraceTooLong), so these cannot truncate.
-                    keep: keep as u32,
-                    frames: new.len() as u32,
-                    time,
-                    obj_id: ObjId(a.obj_id.get()),
-                    length: a.length,
-                    nsamples: a.nsamples,
-                });
             }
-            mt::Event::Collect(id, d) => {
-                batch
-                    .events
-                    .push(Packed::other(KIND_COLLECT, time, *id, *d))
-            }
-            mt::Event::Promote(id, d) => {
-                batch
-                    .events
-                    .push(Packed::other(KIND_PROMOTE, time, *id, *d))
+            Err(e) => {
+                // The events before the error are in the batch.
+                count += (packer.batch.events.len() - before) as u64;
+                break Some(e);
             }
         }
-        if batch.events.len() == BATCH_EVENTS {
-            match ship(std::mem::take(&mut batch)) {
-                Some(next) => batch = next,
-                None => break,
-            }
-            progress(events.position());
+        match ship(std::mem::take(&mut packer.batch)) {
+            Some(next) => packer.batch = next,
+            None => break None,
         }
+        progress(events.position());
+    };
+    (count, error, packer.batch)
+}
+
+/// Packs the reader's events into a [`Batch`], straight from the decoder
+/// ([`mt::EventSink`]): this is the pipeline's critical path, so it does as little
+/// as the analysis allows.
+struct Packer<'a, 's> {
+    batch: Batch,
+    leaf_only: bool,
+    site_start: &'a mut SiteStart<'s>,
+    /// Per domain, the length of its previous backtrace: the analysis can keep at
+    /// most that many entries.
+    prev_len: Vec<(DomainId, usize)>,
+    last_slot: usize,
+}
+
+impl Packer<'_, '_> {
+    /// How many leading entries of an alloc's backtrace the analysis already has.
+    #[inline(always)]
+    fn keep(&mut self, a: &mt::Alloc<'_>, table: &mt::LocationTable) -> usize {
+        let backtrace: &[mt::LocationCode] = &a.backtrace;
+        if self.leaf_only {
+            // The analysis wants the allocation site alone.
+            return self.site_start.start(table, backtrace);
+        }
+        let len = backtrace.len();
+        let domain = DomainId(a.domain.get());
+        if self
+            .prev_len
+            .get(self.last_slot)
+            .is_none_or(|(d, _)| *d != domain)
+        {
+            self.last_slot = match self.prev_len.iter().position(|(d, _)| *d == domain) {
+                Some(i) => i,
+                None => {
+                    self.prev_len.push((domain, 0));
+                    self.prev_len.len() - 1
+                }
+            };
+        }
+        let prev = self.prev_len.get_mut(self.last_slot).map_or(0, |(_, l)| {
+            let p = *l;
+            *l = len;
+            p
+        });
+        a.common_prefix.min(len).min(prev)
     }
-    (count, error, batch)
+}
+
+/// The reader keeps times at or after the trace start; `max` only guards.
+#[inline(always)]
+fn micros(dt: mt::Timedelta) -> Micros {
+    Micros(dt.as_micros().max(0) as u64)
+}
+
+impl mt::EventSink for Packer<'_, '_> {
+    #[inline(always)]
+    fn alloc(&mut self, dt: mt::Timedelta, a: &mt::Alloc<'_>, table: &mt::LocationTable) {
+        let keep = self.keep(a, table);
+        let new = a.backtrace.get(keep..).unwrap_or(&[]);
+        if let [one] = new {
+            self.batch.frames.push(*one);
+        } else {
+            self.batch.frames.extend_from_slice(new);
+        }
+        self.batch.events.push(Packed {
+            kind: KIND_ALLOC,
+            source: match a.source {
+                mt::AllocationSource::Minor => Source::Minor,
+                mt::AllocationSource::Major => Source::Major,
+                mt::AllocationSource::External => Source::External,
+            },
+            domain: DomainId(a.domain.get()),
+            // The reader caps a domain's backtrace far below 2^32 entries
+            // (ReadErrorKind::BacktraceTooLong), so these cannot truncate.
+            keep: keep as u32,
+            frames: new.len() as u32,
+            time: micros(dt),
+            obj_id: ObjId(a.obj_id.get()),
+            length: a.length,
+            nsamples: a.nsamples,
+        });
+    }
+
+    #[inline(always)]
+    fn promote(&mut self, dt: mt::Timedelta, id: mt::ObjId, d: mt::DomainId) {
+        self.batch
+            .events
+            .push(Packed::other(KIND_PROMOTE, micros(dt), id, d));
+    }
+
+    #[inline(always)]
+    fn collect(&mut self, dt: mt::Timedelta, id: mt::ObjId, d: mt::DomainId) {
+        self.batch
+            .events
+            .push(Packed::other(KIND_COLLECT, micros(dt), id, d));
+    }
 }

@@ -432,3 +432,40 @@ fn leaf_only_gives_the_same_sites() {
         assert_eq!(full.profile.totals, two.profile.totals);
     }
 }
+
+/// On damaged traces both drivers stop at the same error, after the same events, with
+/// the same totals (the pipelined one counts the events of its unfinished batch).
+#[test]
+fn pipelined_pass_stops_where_the_single_thread_pass_does() {
+    use tracekit_memtrace::synth::{Rng, SynthConfig, write_synthetic};
+    let base = write_synthetic(
+        Vec::new(),
+        &SynthConfig {
+            allocs: 30_000,
+            ..SynthConfig::default()
+        },
+    )
+    .unwrap();
+    let mut rng = Rng::new(5);
+    let mut errors = 0;
+    for round in 0..40 {
+        let mut data = base.clone();
+        let at = 64 + rng.below(data.len() as u64 - 64) as usize;
+        data[at] ^= 1 << rng.below(8);
+        let Ok(mut reader) = Reader::from_bytes(&data) else {
+            continue;
+        };
+        let options = Options {
+            leaf_only: round % 2 == 0,
+            ..Options::default()
+        };
+        let a = source::analyze_reader(&mut reader, options.clone(), None, &mut |_| {});
+        let b = source::analyze_reader_pipelined(&mut reader, options, &mut |_| {});
+        errors += usize::from(a.error.is_some());
+        assert_eq!(a.error, b.error, "flip at {at}");
+        assert_eq!(a.events, b.events, "flip at {at}");
+        assert_eq!(a.warnings, b.warnings, "flip at {at}");
+        assert_eq!(a.profile.totals, b.profile.totals, "flip at {at}");
+    }
+    assert!(errors > 0, "some flips stop the pass");
+}
