@@ -1,10 +1,39 @@
 //! Any bytes given to the memtrace reader: no panic, no hang, bounded
-//! memory. When a trace decodes and re-encodes without error, the copy must
-//! decode to the same events.
+//! memory. `read_into` must yield what `next_event` yields, stopping at the
+//! same error. When a trace decodes and re-encodes without error, the copy
+//! must decode to the same events.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracekit_memtrace::{Event, Reader, WriterOptions, copy_trace};
+use tracekit_memtrace::{Event, ReadError, Reader, Timedelta, WriterOptions, copy_trace};
+
+/// The events and error of a pass through `next_event`, then through
+/// `read_into` in runs of `run` events.
+fn both_ways(
+    reader: &mut Reader<'_>,
+    run: usize,
+) -> [(Vec<(Timedelta, Event<'static>)>, Option<ReadError>); 2] {
+    let mut a = Vec::new();
+    let mut events = reader.events(true);
+    let a_err = loop {
+        match events.next_event() {
+            None => break None,
+            Some(Err(e)) => break Some(e),
+            Some(Ok((dt, ev))) => a.push((dt, ev.into_owned())),
+        }
+    };
+    drop(events);
+    let mut events = reader.events(true);
+    let mut sink = Vec::new();
+    let b_err = loop {
+        match events.read_into(&mut sink, run) {
+            Ok(n) if n < run => break None,
+            Ok(_) => {}
+            Err(e) => break Some(e),
+        }
+    };
+    [(a, a_err), (sink, b_err)]
+}
 
 fn events(reader: &mut Reader<'_>, parse_backtraces: bool) -> (Vec<(i64, Event<'static>)>, bool) {
     let mut out = Vec::new();
@@ -38,6 +67,9 @@ fuzz_target!(|data: &[u8]| {
     let Ok(mut reader) = Reader::from_bytes(data) else {
         return;
     };
+    let run = 1 + usize::from(data.last().copied().unwrap_or(0) % 8);
+    let [a, b] = both_ways(&mut reader, run);
+    assert_eq!(a, b, "read_into agrees with next_event");
     let (with_bt, ok) = events(&mut reader, true);
     let (without_bt, ok2) = events(&mut reader, false);
     // Without backtraces the reader checks less, so it gets at least as far.

@@ -7,10 +7,7 @@
 use std::path::PathBuf;
 
 use tracekit_memtrace::synth::{Rng, SynthConfig, write_synthetic};
-use tracekit_memtrace::{
-    Alloc, DomainId, Event, EventSink, FormatVersion, LocationTable, ObjId, ReadError, Reader,
-    Timedelta, Warning,
-};
+use tracekit_memtrace::{Event, FormatVersion, ReadError, Reader, Timedelta, Warning};
 
 /// Each event with the byte offset where its encoding ends, and the offset
 /// where its packet ends.
@@ -48,23 +45,6 @@ fn decode(data: &[u8]) -> Option<Decoded> {
     })
 }
 
-/// Collects what [`Events::read_into`] hands over.
-#[derive(Default)]
-struct Collect(Vec<(i64, Event<'static>)>);
-
-impl EventSink for Collect {
-    fn alloc(&mut self, dt: Timedelta, a: &Alloc<'_>, _: &LocationTable) {
-        self.0
-            .push((dt.as_micros(), Event::Alloc(a.clone()).into_owned()));
-    }
-    fn promote(&mut self, dt: Timedelta, id: ObjId, d: DomainId) {
-        self.0.push((dt.as_micros(), Event::Promote(id, d)));
-    }
-    fn collect(&mut self, dt: Timedelta, id: ObjId, d: DomainId) {
-        self.0.push((dt.as_micros(), Event::Collect(id, d)));
-    }
-}
-
 /// The same pass through `read_into`, in runs of a few events, gives the same
 /// events, warnings and error as `next_event`, also on damaged traces.
 fn same_through_read_into(
@@ -74,13 +54,13 @@ fn same_through_read_into(
     error: Option<ReadError>,
 ) {
     let mut events = reader.events(true);
-    let mut sink = Collect::default();
+    let mut sink: Vec<(Timedelta, Event<'static>)> = Vec::new();
     let got_error = loop {
-        let before = sink.0.len();
+        let before = sink.len();
         match events.read_into(&mut sink, 7) {
             Ok(n) => {
                 assert_eq!(
-                    sink.0.len() - before,
+                    sink.len() - before,
                     n,
                     "read_into counts what it hands over"
                 );
@@ -95,12 +75,16 @@ fn same_through_read_into(
     assert_eq!(got_error, error, "read_into stops with the same error");
     assert_eq!(events.warnings(), warnings, "read_into warns the same");
     assert_eq!(
-        sink.0.len(),
+        sink.len(),
         expected.len(),
         "read_into yields as many events"
     );
-    for (a, b) in sink.0.iter().zip(expected) {
-        assert_eq!((a.0, &a.1), (b.2, &b.3), "read_into yields the same events");
+    for (a, b) in sink.iter().zip(expected) {
+        assert_eq!(
+            (a.0.as_micros(), &a.1),
+            (b.2, &b.3),
+            "read_into yields the same events"
+        );
     }
 }
 

@@ -277,6 +277,29 @@ impl RawEvent {
         nsamples: 0,
         common_prefix: 0,
     };
+
+    /// The event, an alloc's backtrace lent from `domain`'s buffer.
+    #[inline(always)]
+    fn to_event<'d>(self, domain: &'d DomainState, parse_backtraces: bool) -> Event<'d> {
+        let obj_id = ObjId::new(self.obj_id);
+        match self.class {
+            CLASS_PROMOTE => Event::Promote(obj_id, domain.id),
+            CLASS_COLLECT => Event::Collect(obj_id, domain.id),
+            _ => Event::Alloc(Alloc {
+                obj_id,
+                length: self.length,
+                domain: domain.id,
+                nsamples: self.nsamples,
+                source: self.source,
+                backtrace: if parse_backtraces {
+                    Cow::Borrowed(&domain.backtrace[..])
+                } else {
+                    Cow::Borrowed(&[])
+                },
+                common_prefix: self.common_prefix,
+            }),
+        }
+    }
 }
 
 /// Where [`Events::decode_event`] puts an event: a [`RawEvent`] for
@@ -284,52 +307,15 @@ impl RawEvent {
 /// [`Events::read_into`]. Generic, so that either way the fields go straight
 /// from the decoder's registers to their destination.
 trait Output {
-    /// An allocation at absolute time `time`.
-    #[allow(clippy::too_many_arguments)]
-    fn alloc(
-        &mut self,
-        time: i64,
-        obj_id: u64,
-        length: u64,
-        nsamples: u64,
-        source: AllocationSource,
-        common_prefix: usize,
-        domain: &DomainState,
-        locations: &LocationTable,
-    );
-    /// A promote (`class == CLASS_PROMOTE`) or collect.
-    fn other(&mut self, class: u8, time: i64, obj_id: u64, domain: DomainId);
+    /// The event `e` (an alloc, promote or collect; its time absolute) of
+    /// `domain`, whose backtrace buffer holds an alloc's backtrace.
+    fn event(&mut self, e: &RawEvent, domain: &DomainState, locations: &LocationTable);
 }
 
 impl Output for RawEvent {
     #[inline(always)]
-    fn alloc(
-        &mut self,
-        time: i64,
-        obj_id: u64,
-        length: u64,
-        nsamples: u64,
-        source: AllocationSource,
-        common_prefix: usize,
-        _: &DomainState,
-        _: &LocationTable,
-    ) {
-        *self = RawEvent {
-            class: CLASS_ALLOC,
-            source,
-            time,
-            obj_id,
-            length,
-            nsamples,
-            common_prefix,
-        };
-    }
-
-    #[inline(always)]
-    fn other(&mut self, class: u8, time: i64, obj_id: u64, _: DomainId) {
-        self.class = class;
-        self.time = time;
-        self.obj_id = obj_id;
+    fn event(&mut self, e: &RawEvent, _: &DomainState, _: &LocationTable) {
+        *self = *e;
     }
 }
 
@@ -349,6 +335,21 @@ pub trait EventSink {
     fn collect(&mut self, time: Timedelta, obj_id: ObjId, domain: DomainId);
 }
 
+/// Collects owned copies of the events, with their times.
+impl EventSink for Vec<(Timedelta, Event<'static>)> {
+    fn alloc(&mut self, time: Timedelta, alloc: &Alloc<'_>, _: &LocationTable) {
+        self.push((time, Event::Alloc(alloc.clone()).into_owned()));
+    }
+
+    fn promote(&mut self, time: Timedelta, obj_id: ObjId, domain: DomainId) {
+        self.push((time, Event::Promote(obj_id, domain)));
+    }
+
+    fn collect(&mut self, time: Timedelta, obj_id: ObjId, domain: DomainId) {
+        self.push((time, Event::Collect(obj_id, domain)));
+    }
+}
+
 /// An [`EventSink`] as an [`Output`].
 struct SinkOutput<'s, S> {
     sink: &'s mut S,
@@ -358,41 +359,12 @@ struct SinkOutput<'s, S> {
 
 impl<S: EventSink> Output for SinkOutput<'_, S> {
     #[inline(always)]
-    fn alloc(
-        &mut self,
-        time: i64,
-        obj_id: u64,
-        length: u64,
-        nsamples: u64,
-        source: AllocationSource,
-        common_prefix: usize,
-        domain: &DomainState,
-        locations: &LocationTable,
-    ) {
-        let alloc = Alloc {
-            obj_id: ObjId::new(obj_id),
-            length,
-            domain: domain.id,
-            nsamples,
-            source,
-            backtrace: if self.parse_backtraces {
-                Cow::Borrowed(&domain.backtrace[..])
-            } else {
-                Cow::Borrowed(&[])
-            },
-            common_prefix,
-        };
-        let dt = Timedelta::from_micros(time.wrapping_sub(self.start_time));
-        self.sink.alloc(dt, &alloc, locations);
-    }
-
-    #[inline(always)]
-    fn other(&mut self, class: u8, time: i64, obj_id: u64, domain: DomainId) {
-        let dt = Timedelta::from_micros(time.wrapping_sub(self.start_time));
-        if class == CLASS_PROMOTE {
-            self.sink.promote(dt, ObjId::new(obj_id), domain);
-        } else {
-            self.sink.collect(dt, ObjId::new(obj_id), domain);
+    fn event(&mut self, e: &RawEvent, domain: &DomainState, locations: &LocationTable) {
+        let dt = Timedelta::from_micros(e.time.wrapping_sub(self.start_time));
+        match e.to_event(domain, self.parse_backtraces) {
+            Event::Alloc(a) => self.sink.alloc(dt, &a, locations),
+            Event::Promote(id, d) => self.sink.promote(dt, id, d),
+            Event::Collect(id, d) => self.sink.collect(dt, id, d),
         }
     }
 }
@@ -502,24 +474,7 @@ impl<'r> Events<'r> {
                 return Some(Err(e));
             }
         }
-        let domain = self.domain_id;
-        let event = match e.class {
-            CLASS_PROMOTE => Event::Promote(ObjId::new(e.obj_id), domain),
-            CLASS_COLLECT => Event::Collect(ObjId::new(e.obj_id), domain),
-            _ => Event::Alloc(Alloc {
-                obj_id: ObjId::new(e.obj_id),
-                length: e.length,
-                domain,
-                nsamples: e.nsamples,
-                source: e.source,
-                backtrace: if self.parse_backtraces {
-                    Cow::Borrowed(&self.current_domain().backtrace[..])
-                } else {
-                    Cow::Borrowed(&[])
-                },
-                common_prefix: e.common_prefix,
-            }),
-        };
+        let event = e.to_event(self.current_domain(), self.parse_backtraces);
         let dt = Timedelta::from_micros(e.time.wrapping_sub(self.info.start_time.as_micros()));
         Some(Ok((dt, event, &*self.locations)))
     }
@@ -801,16 +756,16 @@ impl<'r> Events<'r> {
                 let obj_id = self.alloc_id as u64;
                 self.alloc_id += 1;
                 self.pos = c.pos;
-                out.alloc(
+                let e = RawEvent {
+                    class: CLASS_ALLOC,
+                    source,
                     time,
                     obj_id,
                     length,
                     nsamples,
-                    source,
                     common_prefix,
-                    state,
-                    self.locations,
-                );
+                };
+                out.event(&e, state, self.locations);
             }
             CLASS_PROMOTE | CLASS_COLLECT => {
                 let delta = c.vint().map_err(|_| eof(&c))?;
@@ -821,7 +776,13 @@ impl<'r> Events<'r> {
                 let obj_id =
                     u64::try_from(id).map_err(|_| at(ReadErrorKind::ValueOutOfRange, start))?;
                 self.pos = c.pos;
-                out.other(class, time, obj_id, self.domain_id);
+                let e = RawEvent {
+                    class,
+                    time,
+                    obj_id,
+                    ..RawEvent::EMPTY
+                };
+                out.event(&e, state, self.locations);
             }
             CLASS_LOCATION => {
                 self.pos = self.location_event(c.pos, start)?;
