@@ -48,6 +48,16 @@ pub fn trace_info(path: &str, info: &mt::Info) -> TraceInfo {
     }
 }
 
+/// Ours for the reader's allocation source.
+#[inline(always)]
+fn source_of(source: mt::AllocationSource) -> Source {
+    match source {
+        mt::AllocationSource::Minor => Source::Minor,
+        mt::AllocationSource::Major => Source::Major,
+        mt::AllocationSource::External => Source::External,
+    }
+}
+
 /// Converts a reader event; the backtrace is borrowed, not copied.
 #[inline]
 pub fn convert<'a>(dt: mt::Timedelta, event: &'a mt::Event<'_>) -> Event<'a, mt::LocationCode> {
@@ -60,11 +70,7 @@ pub fn convert<'a>(dt: mt::Timedelta, event: &'a mt::Event<'_>) -> Event<'a, mt:
             domain: DomainId(a.domain.get()),
             length: a.length,
             nsamples: a.nsamples,
-            source: match a.source {
-                mt::AllocationSource::Minor => Source::Minor,
-                mt::AllocationSource::Major => Source::Major,
-                mt::AllocationSource::External => Source::External,
-            },
+            source: source_of(a.source),
             backtrace: &a.backtrace,
             common_prefix: a.common_prefix,
         }),
@@ -561,11 +567,7 @@ impl mt::EventSink for Packer<'_, '_> {
         }
         self.batch.events.push(Packed {
             kind: KIND_ALLOC,
-            source: match a.source {
-                mt::AllocationSource::Minor => Source::Minor,
-                mt::AllocationSource::Major => Source::Major,
-                mt::AllocationSource::External => Source::External,
-            },
+            source: source_of(a.source),
             domain: DomainId(a.domain.get()),
             // The reader caps a domain's backtrace far below 2^32 entries
             // (ReadErrorKind::BacktraceTooLong), so these cannot truncate.
