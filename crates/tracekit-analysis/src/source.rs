@@ -371,7 +371,7 @@ pub fn analyze_reader_pipelined(
     let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
     std::thread::scope(|scope| {
         let worker = scope.spawn(move || {
-            for batch in full_rx {
+            while let Some(batch) = recv_polling(&full_rx) {
                 let mut at = 0usize;
                 for p in &batch.events {
                     match p.kind {
@@ -413,7 +413,7 @@ pub fn analyze_reader_pipelined(
                     .try_recv()
                     .unwrap_or_else(|_| Batch::with_capacity());
                 // The analysis is gone only if it panicked; `join` below reports it.
-                full_tx.send(full).ok().map(|()| next)
+                send_polling(&full_tx, full).ok().map(|()| next)
             },
             progress,
         );
@@ -435,6 +435,57 @@ pub fn analyze_reader_pipelined(
             events: count,
         }
     })
+}
+
+/// How long one side of the pipeline polls the other before blocking.
+///
+/// A side that blocks must be woken with a system call by the other, which costs the
+/// other side's thread (the decoder, the critical path, when the analysis waits for
+/// it). A side waits at most about one batch's work for the other (well under a
+/// millisecond), so polling this long almost never ends in blocking. On the bench's
+/// program trace, alternating ten times with blocking at once: 84.7 ms a pass against
+/// 86.5 ms (medians).
+const POLL: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// Receives from `rx`, polling for up to [`POLL`] before blocking; `None` once the
+/// sender is gone.
+fn recv_polling<T>(rx: &std::sync::mpsc::Receiver<T>) -> Option<T> {
+    use std::sync::mpsc::TryRecvError;
+    let start = std::time::Instant::now();
+    loop {
+        for _ in 0..64 {
+            match rx.try_recv() {
+                Ok(v) => return Some(v),
+                Err(TryRecvError::Disconnected) => return None,
+                Err(TryRecvError::Empty) => std::hint::spin_loop(),
+            }
+        }
+        if start.elapsed() > POLL {
+            return rx.recv().ok();
+        }
+    }
+}
+
+/// Sends on `tx`, polling for room for up to [`POLL`] before blocking; `Err` once
+/// the receiver is gone.
+fn send_polling<T>(tx: &std::sync::mpsc::SyncSender<T>, mut v: T) -> Result<(), ()> {
+    use std::sync::mpsc::TrySendError;
+    let start = std::time::Instant::now();
+    loop {
+        for _ in 0..64 {
+            match tx.try_send(v) {
+                Ok(()) => return Ok(()),
+                Err(TrySendError::Disconnected(_)) => return Err(()),
+                Err(TrySendError::Full(back)) => {
+                    v = back;
+                    std::hint::spin_loop();
+                }
+            }
+        }
+        if start.elapsed() > POLL {
+            return tx.send(v).map_err(|_| ());
+        }
+    }
 }
 
 /// The decoding side of [`analyze_reader_pipelined`] alone, its batches dropped
