@@ -4,10 +4,11 @@
 //! objects die young, so the live set is mostly a dense window of recent ids. The
 //! table keeps that window as a vector indexed by `id - base` (an allocation appends, a
 //! collection clears a slot) and moves objects that outlive the window into a hash map,
-//! the "old generation". The window is compacted when under a quarter of it is live
-//! (beyond a fixed slack), so memory stays proportional to the number of live objects:
-//! at most four 24-byte slots per live object, about what a hash map entry costs, and
-//! objects that die in random order mostly stay out of the slower hash map.
+//! the "old generation". A window slot is a 4-byte index into a slab of values whose
+//! freed entries are reused, so a sparse window (objects that die in random order)
+//! costs 4 bytes per slot, not a whole value. The window is compacted when under a
+//! quarter of it is live (beyond a fixed slack), so memory stays proportional to the
+//! number of live objects: at most four slots and one slab entry per live object.
 
 use rustc_hash::FxHashMap;
 
@@ -15,34 +16,55 @@ use rustc_hash::FxHashMap;
 /// stretching the window over a gap.
 const MAX_GAP: u64 = 1 << 16;
 /// Slack before a sparse window is compacted: objects that live up to a few hundred
-/// thousand allocations (a medium-lived cache) stay in the window (8 MiB at most).
+/// thousand allocations (a medium-lived cache) stay in the window (1 MiB of slots).
 const MIN_WINDOW: usize = 1 << 18;
+/// A window slot with no value.
+const EMPTY: u32 = u32::MAX;
 
 /// A table from object id to `T`, for ids that mostly arrive in increasing order.
 #[derive(Debug)]
 pub(crate) struct LiveTable<T> {
     /// Id of `window[0]`.
     base: u64,
-    window: Vec<Option<T>>,
+    /// Per id from `base`, the index of its value in `slab`, or [`EMPTY`].
+    window: Vec<u32>,
     /// First possibly occupied index of `window`.
     head: usize,
     /// Occupied slots of `window`.
     in_window: usize,
+    /// Values of the window's ids; the entries listed in `free` are unused.
+    slab: Vec<T>,
+    free: Vec<u32>,
     old: FxHashMap<u64, T>,
     /// Largest id put in `old` ahead of the window (ids spilled from the window are all
     /// below `base`), so appends need not probe `old` in the common case.
     far_max: Option<u64>,
+    /// Most entries the slab may hold: indices must stay below [`EMPTY`].
+    slab_limit: usize,
+    /// The slab was once full (over four billion live objects), so an id inside the
+    /// window with an empty slot may be in `old`.
+    overflowed: bool,
 }
 
 impl<T: Copy> LiveTable<T> {
     pub(crate) fn new() -> Self {
+        Self::with_slab_limit(EMPTY as usize)
+    }
+
+    /// A table whose slab holds at most `slab_limit` entries (tests reach the limit
+    /// with small ones).
+    fn with_slab_limit(slab_limit: usize) -> Self {
         LiveTable {
             base: 0,
             window: Vec::new(),
             head: 0,
             in_window: 0,
+            slab: Vec::new(),
+            free: Vec::new(),
             old: FxHashMap::default(),
             far_max: None,
+            slab_limit: slab_limit.min(EMPTY as usize),
+            overflowed: false,
         }
     }
 
@@ -57,6 +79,30 @@ impl<T: Copy> LiveTable<T> {
         (i >= self.head && i < self.window.len()).then_some(i)
     }
 
+    /// Stores `value` in the slab; `None` when it holds `EMPTY` entries already.
+    #[inline]
+    fn put(&mut self, value: T) -> Option<u32> {
+        if let Some(k) = self.free.pop() {
+            self.slab[k as usize] = value;
+            return Some(k);
+        }
+        if self.slab.len() >= self.slab_limit {
+            self.overflowed = true;
+            return None;
+        }
+        // Below `slab_limit`, which is at most `EMPTY`.
+        let k = self.slab.len() as u32;
+        self.slab.push(value);
+        Some(k)
+    }
+
+    /// Frees slab entry `k`, returning its value.
+    #[inline]
+    fn take(&mut self, k: u32) -> T {
+        self.free.push(k);
+        self.slab[k as usize]
+    }
+
     /// Inserts `value` for `id`, returning the previous value.
     #[inline]
     pub(crate) fn insert(&mut self, id: u64, value: T) -> Option<T> {
@@ -65,14 +111,19 @@ impl<T: Copy> LiveTable<T> {
         if self.in_window != 0
             && id.wrapping_sub(self.base) == self.window.len() as u64
             && self.far_max.is_none_or(|m| m < id)
+            && let Some(k) = self.put(value)
         {
-            self.window.push(Some(value));
+            self.window.push(k);
             self.in_window += 1;
             if self.window.len() - self.head > 4 * self.in_window + MIN_WINDOW {
                 self.compact();
             }
             return None;
         }
+        self.insert_slow(id, value)
+    }
+
+    fn insert_slow(&mut self, id: u64, value: T) -> Option<T> {
         if self.in_window == 0 && self.window.len() == self.head {
             // Empty window: restart it here.
             self.window.clear();
@@ -80,15 +131,27 @@ impl<T: Copy> LiveTable<T> {
             self.base = id;
         }
         if let Some(i) = self.slot(id) {
-            let old = self.window[i].replace(value);
-            if old.is_none() {
-                self.in_window += 1;
+            let k = self.window[i];
+            if k != EMPTY {
+                return Some(std::mem::replace(&mut self.slab[k as usize], value));
             }
-            return old;
+            let previous = if self.overflowed {
+                self.old.remove(&id)
+            } else {
+                None
+            };
+            if let Some(k) = self.put(value) {
+                self.window[i] = k;
+                self.in_window += 1;
+                return previous;
+            }
+            // The slab is full: keep it in the hash map.
+            return self.old.insert(id, value).or(previous);
         }
         let fits = id >= self.base
             && id - self.base >= self.window.len() as u64
-            && id - self.base - self.window.len() as u64 <= MAX_GAP;
+            && id - self.base - self.window.len() as u64 <= MAX_GAP
+            && self.slab.len() - self.free.len() + MAX_GAP as usize <= self.slab_limit;
         if fits {
             // Ids in the window are unique, but an id that arrived far ahead of the
             // window may be in the old generation.
@@ -96,18 +159,23 @@ impl<T: Copy> LiveTable<T> {
             let previous = if far { self.old.remove(&id) } else { None };
             let i = (id - self.base) as usize;
             let start = self.window.len();
-            self.window.resize(i, None);
+            self.window.resize(i, EMPTY);
             if far || self.far_max.is_some_and(|m| m >= self.base + start as u64) {
                 // Ids that arrived far ahead of the window are now inside it.
                 for j in start..i {
-                    if let Some(v) = self.old.remove(&(self.base + j as u64)) {
-                        self.window[j] = Some(v);
+                    if let Some(v) = self.old.remove(&(self.base + j as u64))
+                        && let Some(k) = self.put(v)
+                    {
+                        self.window[j] = k;
                         self.in_window += 1;
                     }
                 }
             }
-            self.window.push(Some(value));
-            self.in_window += 1;
+            // `fits` left room in the slab for these and for `value`.
+            if let Some(k) = self.put(value) {
+                self.window.push(k);
+                self.in_window += 1;
+            }
             if self.window.len() - self.head > 4 * self.in_window + MIN_WINDOW {
                 self.compact();
             }
@@ -125,14 +193,20 @@ impl<T: Copy> LiveTable<T> {
     pub(crate) fn remove(&mut self, id: u64) -> Option<T> {
         match self.slot(id) {
             Some(i) => {
-                let v = self.window[i].take();
-                if v.is_some() {
-                    self.in_window -= 1;
-                    if i == self.head {
-                        self.advance();
-                    }
+                let k = std::mem::replace(&mut self.window[i], EMPTY);
+                if k == EMPTY {
+                    // Not here; in the hash map only if the slab was full when it came.
+                    return if self.overflowed {
+                        self.old.remove(&id)
+                    } else {
+                        None
+                    };
                 }
-                v
+                self.in_window -= 1;
+                if i == self.head {
+                    self.advance();
+                }
+                Some(self.take(k))
             }
             None => self.old.remove(&id),
         }
@@ -142,14 +216,15 @@ impl<T: Copy> LiveTable<T> {
     #[inline]
     pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut T> {
         match self.slot(id) {
-            Some(i) => self.window[i].as_mut(),
-            None => self.old.get_mut(&id),
+            Some(i) if self.window[i] != EMPTY => self.slab.get_mut(self.window[i] as usize),
+            Some(_) if !self.overflowed => None,
+            _ => self.old.get_mut(&id),
         }
     }
 
     /// Skips the holes at the front.
     fn advance(&mut self) {
-        while self.head < self.window.len() && self.window[self.head].is_none() {
+        while self.head < self.window.len() && self.window[self.head] == EMPTY {
             self.head += 1;
         }
         if self.head > MIN_WINDOW && self.head * 2 > self.window.len() {
@@ -164,9 +239,11 @@ impl<T: Copy> LiveTable<T> {
     #[cold]
     fn compact(&mut self) {
         let cut = self.head + (self.window.len() - self.head) / 2;
-        for (i, slot) in self.window[self.head..cut].iter_mut().enumerate() {
-            if let Some(v) = slot.take() {
-                self.old.insert(self.base + (self.head + i) as u64, v);
+        for i in self.head..cut {
+            let k = std::mem::replace(&mut self.window[i], EMPTY);
+            if k != EMPTY {
+                let v = self.take(k);
+                self.old.insert(self.base + i as u64, v);
                 self.in_window -= 1;
             }
         }
@@ -180,7 +257,8 @@ impl<T: Copy> LiveTable<T> {
     pub(crate) fn values(&self) -> impl Iterator<Item = &T> {
         self.window[self.head..]
             .iter()
-            .flatten()
+            .filter(|&&k| k != EMPTY)
+            .filter_map(|&k| self.slab.get(k as usize))
             .chain(self.old.values())
     }
 }
@@ -192,8 +270,16 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn behaves_like_a_map(ops in proptest::collection::vec((0u8..4, 0u64..300_000), 1..400)) {
-            let mut t = LiveTable::new();
+        fn behaves_like_a_map(
+            ops in proptest::collection::vec((0u8..4, 0u64..300_000), 1..400),
+            small_slab in proptest::bool::ANY,
+        ) {
+            // A small slab fills up, which sends values to the hash map.
+            let mut t = if small_slab {
+                LiveTable::with_slab_limit(40)
+            } else {
+                LiveTable::new()
+            };
             let mut m = HashMap::new();
             let mut next = 0u64;
             for (op, x) in ops {
@@ -220,6 +306,67 @@ mod tests {
             b.sort_unstable();
             proptest::prop_assert_eq!(a, b);
         }
+    }
+
+    /// A full slab: an id inside the window whose slot is empty then goes to the hash
+    /// map, and every operation must still find it there.
+    #[test]
+    fn a_full_slab_spills_to_the_map() {
+        let limit = MAX_GAP as usize + 100;
+        let mut t = LiveTable::with_slab_limit(limit);
+        let mut m = HashMap::new();
+        let check = |t: &mut LiveTable<u64>, m: &HashMap<u64, u64>| {
+            assert_eq!(t.len(), m.len());
+            let mut a: Vec<u64> = t.values().copied().collect();
+            let mut b: Vec<u64> = m.values().copied().collect();
+            a.sort_unstable();
+            b.sort_unstable();
+            assert_eq!(a, b);
+        };
+        let limit = limit as u64;
+        for id in 0..limit {
+            assert_eq!(t.insert(id, id), m.insert(id, id));
+        }
+        // Empty slots inside the window, then appends that take their slab entries.
+        for id in 10..20 {
+            assert_eq!(t.remove(id), m.remove(&id));
+        }
+        for id in limit..limit + 10 {
+            assert_eq!(t.insert(id, id), m.insert(id, id));
+        }
+        assert!(!t.overflowed);
+        // The slab is full: these go to the hash map.
+        for id in 12..16 {
+            assert_eq!(t.insert(id, 7), m.insert(id, 7));
+        }
+        assert!(t.overflowed);
+        check(&mut t, &m);
+        assert_eq!(t.get_mut(13).copied(), Some(7));
+        assert_eq!(t.insert(14, 8), m.insert(14, 8));
+        assert_eq!(t.remove(15), m.remove(&15));
+        assert_eq!(t.remove(15), None);
+        assert_eq!(t.get_mut(15), None);
+        check(&mut t, &m);
+        // Then a mix of everything, against the model.
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = limit + 10;
+        for step in 0..200_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let back = (x >> 8) % (2 * limit);
+            let id = next.saturating_sub(back);
+            match x % 4 {
+                0 => {
+                    next += 1;
+                    assert_eq!(t.insert(next, step), m.insert(next, step));
+                }
+                1 => assert_eq!(t.remove(id), m.remove(&id), "remove {id}"),
+                2 => assert_eq!(t.insert(id, step), m.insert(id, step), "insert {id}"),
+                _ => assert_eq!(t.get_mut(id).copied(), m.get(&id).copied(), "get {id}"),
+            }
+        }
+        check(&mut t, &m);
     }
 
     #[test]
