@@ -4,11 +4,12 @@
 //! `valgrind --tool=callgrind --toggle-collect='top_speed::pass' target/release/examples/top_speed FILE MODE`
 //!
 //! MODE is `read` (the reader alone, backtraces decoded, as the bench's baseline),
-//! `read_all` (the same using every field of every event), `top` (one thread) or
-//! `pipelined` (decoding and analysis on two threads) or `produce` (the decoding
-//! thread of `pipelined` alone, its batches dropped). The `top` bench writes its
-//! traces to `$TRACEKIT_BENCH_SAVE` for this. An optional third argument repeats the
-//! pass and prints the median and fastest wall time per pass.
+//! `read_all` (the same using every field of every event), `top` (one thread),
+//! `pipelined` (decoding and analysis on two threads), `produce` (the decoding thread
+//! of `pipelined` alone, its batches dropped) or `pipelined_by_backtrace` (`pipelined`
+//! interning whole backtraces, as `top --by backtrace` does). The `top` bench writes
+//! its traces to `$TRACEKIT_BENCH_SAVE` for this. An optional third argument repeats
+//! the pass and prints the median and fastest wall time per pass.
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
@@ -85,6 +86,15 @@ fn pipelined(reader: &mut Reader<'_>) -> u64 {
 }
 
 #[inline(never)]
+fn pipelined_by_backtrace(reader: &mut Reader<'_>) -> u64 {
+    let options = Options {
+        leaf_only: false,
+        ..options()
+    };
+    source::analyze_reader_pipelined(reader, options, &mut |_| {}).events
+}
+
+#[inline(never)]
 fn produce(reader: &mut Reader<'_>) -> u64 {
     source::decode_side_only(reader, &options())
 }
@@ -97,6 +107,7 @@ fn pass(reader: &mut Reader<'_>, mode: &str) -> u64 {
         "top" => top(reader),
         "pipelined" => pipelined(reader),
         "produce" => produce(reader),
+        "pipelined_by_backtrace" => pipelined_by_backtrace(reader),
         other => panic!("unknown mode {other}"),
     }
 }

@@ -371,7 +371,8 @@ pub fn analyze_reader_pipelined(
     let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
     std::thread::scope(|scope| {
         let worker = scope.spawn(move || {
-            while let Some(batch) = recv_polling(&full_rx) {
+            let mut patience = Patience::default();
+            while let Some(batch) = recv_patiently(&full_rx, &mut patience) {
                 let mut at = 0usize;
                 for p in &batch.events {
                     match p.kind {
@@ -404,6 +405,7 @@ pub fn analyze_reader_pipelined(
         });
 
         let mut events = reader.events(parse_backtraces);
+        let mut patience = Patience::default();
         let (count, error, batch) = produce(
             &mut events,
             leaf_only,
@@ -413,7 +415,9 @@ pub fn analyze_reader_pipelined(
                     .try_recv()
                     .unwrap_or_else(|_| Batch::with_capacity());
                 // The analysis is gone only if it panicked; `join` below reports it.
-                send_polling(&full_tx, full).ok().map(|()| next)
+                send_patiently(&full_tx, full, &mut patience)
+                    .ok()
+                    .map(|()| next)
             },
             progress,
         );
@@ -442,50 +446,100 @@ pub fn analyze_reader_pipelined(
 /// A side that blocks must be woken with a system call by the other, which costs the
 /// other side's thread (the decoder, the critical path, when the analysis waits for
 /// it). A side waits at most about one batch's work for the other (well under a
-/// millisecond), so polling this long almost never ends in blocking. On the bench's
-/// program trace, alternating ten times with blocking at once: 84.7 ms a pass against
-/// 86.5 ms (medians).
+/// millisecond) when the two keep pace, so polling this long almost never ends in
+/// blocking. On the bench's program trace, alternating ten times with blocking at
+/// once: 84.7 ms a pass against 86.5 ms (medians).
 const POLL: std::time::Duration = std::time::Duration::from_millis(2);
 
-/// Receives from `rx`, polling for up to [`POLL`] before blocking; `None` once the
-/// sender is gone.
-fn recv_polling<T>(rx: &std::sync::mpsc::Receiver<T>) -> Option<T> {
-    use std::sync::mpsc::TryRecvError;
-    let start = std::time::Instant::now();
-    loop {
-        for _ in 0..64 {
-            match rx.try_recv() {
-                Ok(v) => return Some(v),
-                Err(TryRecvError::Disconnected) => return None,
-                Err(TryRecvError::Empty) => std::hint::spin_loop(),
-            }
+/// Waits that block at once after a poll that took over [`LONG_POLL`]: a side far
+/// faster than the other (the decoder, when the analysis interns whole backtraces)
+/// would otherwise spin for much of the pass, to save a wake-up that costs
+/// microseconds; and when both threads share one core, a spinning side holds up the
+/// side it waits for (`taskset -c 1 top_speed ... pipelined`: 322 ms a pass when
+/// always polling, 183 ms with this; 90 ms on two cores either way).
+const BLOCK_AFTER_LONG_POLL: u8 = 8;
+
+/// A poll longer than this shows that the other side is the slower one.
+const LONG_POLL: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// One side's memory of its recent waits for the other (see [`POLL`] and
+/// [`BLOCK_AFTER_LONG_POLL`]).
+#[derive(Default)]
+struct Patience {
+    block_next: u8,
+}
+
+impl Patience {
+    /// Calls `attempt` until it gives an answer, polling for up to [`POLL`] unless a
+    /// recent poll was long, and then calls `block`.
+    fn wait<S, R>(
+        &mut self,
+        state: &mut S,
+        mut attempt: impl FnMut(&mut S) -> Option<R>,
+        block: impl FnOnce(&mut S) -> R,
+    ) -> R {
+        if let Some(r) = attempt(state) {
+            return r;
         }
-        if start.elapsed() > POLL {
-            return rx.recv().ok();
+        if self.block_next > 0 {
+            self.block_next -= 1;
+            return block(state);
+        }
+        let start = std::time::Instant::now();
+        loop {
+            for _ in 0..64 {
+                if let Some(r) = attempt(state) {
+                    if start.elapsed() > LONG_POLL {
+                        self.block_next = BLOCK_AFTER_LONG_POLL;
+                    }
+                    return r;
+                }
+                std::hint::spin_loop();
+            }
+            if start.elapsed() > POLL {
+                self.block_next = BLOCK_AFTER_LONG_POLL;
+                return block(state);
+            }
         }
     }
 }
 
-/// Sends on `tx`, polling for room for up to [`POLL`] before blocking; `Err` once
-/// the receiver is gone.
-fn send_polling<T>(tx: &std::sync::mpsc::SyncSender<T>, mut v: T) -> Result<(), ()> {
+/// Receives from `rx` (see [`Patience`]); `None` once the sender is gone.
+fn recv_patiently<T>(rx: &std::sync::mpsc::Receiver<T>, patience: &mut Patience) -> Option<T> {
+    use std::sync::mpsc::TryRecvError;
+    patience.wait(
+        &mut (),
+        |_| match rx.try_recv() {
+            Ok(v) => Some(Some(v)),
+            Err(TryRecvError::Disconnected) => Some(None),
+            Err(TryRecvError::Empty) => None,
+        },
+        |_| rx.recv().ok(),
+    )
+}
+
+/// Sends `v` on `tx` (see [`Patience`]); `Err` once the receiver is gone.
+fn send_patiently<T>(
+    tx: &std::sync::mpsc::SyncSender<T>,
+    v: T,
+    patience: &mut Patience,
+) -> Result<(), ()> {
     use std::sync::mpsc::TrySendError;
-    let start = std::time::Instant::now();
-    loop {
-        for _ in 0..64 {
-            match tx.try_send(v) {
-                Ok(()) => return Ok(()),
-                Err(TrySendError::Disconnected(_)) => return Err(()),
-                Err(TrySendError::Full(back)) => {
-                    v = back;
-                    std::hint::spin_loop();
-                }
+    patience.wait(
+        &mut Some(v),
+        |slot| match tx.try_send(slot.take()?) {
+            Ok(()) => Some(Ok(())),
+            Err(TrySendError::Disconnected(_)) => Some(Err(())),
+            Err(TrySendError::Full(back)) => {
+                *slot = Some(back);
+                None
             }
-        }
-        if start.elapsed() > POLL {
-            return tx.send(v).map_err(|_| ());
-        }
-    }
+        },
+        |slot| match slot.take() {
+            Some(v) => tx.send(v).map_err(|_| ()),
+            None => Err(()),
+        },
+    )
 }
 
 /// The decoding side of [`analyze_reader_pipelined`] alone, its batches dropped
