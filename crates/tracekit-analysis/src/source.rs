@@ -448,7 +448,8 @@ pub fn analyze_reader_pipelined(
 /// it). A side waits at most about one batch's work for the other (well under a
 /// millisecond) when the two keep pace, so polling this long almost never ends in
 /// blocking. On the bench's program trace, alternating ten times with blocking at
-/// once: 84.7 ms a pass against 86.5 ms (medians).
+/// once: 84.7 ms a pass against 86.5 ms (medians of the rounds the host ran at its
+/// usual speed).
 const POLL: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// Waits that block at once after a poll that took over [`LONG_POLL`]: a side far
