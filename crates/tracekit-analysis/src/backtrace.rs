@@ -248,14 +248,17 @@ impl Backtraces {
         let node = *self.children.entry((parent, code.0)).or_insert(next);
         if node == next {
             let depth = self.nodes[parent as usize].depth + 1;
-            self.nodes.push(Node {
-                code,
-                last_child_code: LocationCode(0),
-                parent,
-                last_child: NONE,
-                depth,
-                site: NONE,
-            });
+            crate::huge::push(
+                &mut self.nodes,
+                Node {
+                    code,
+                    last_child_code: LocationCode(0),
+                    parent,
+                    last_child: NONE,
+                    depth,
+                    site: NONE,
+                },
+            );
         }
         let p = &mut self.nodes[parent as usize];
         p.last_child = node;

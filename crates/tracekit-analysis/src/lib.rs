@@ -16,6 +16,7 @@ pub mod backtrace;
 pub mod curve;
 pub mod event;
 pub mod fxt;
+mod huge;
 mod live;
 pub mod render;
 pub mod report;

@@ -12,6 +12,8 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::huge;
+
 /// Ids further than this past the window's end go to the hash map rather than
 /// stretching the window over a gap.
 const MAX_GAP: u64 = 1 << 16;
@@ -92,7 +94,7 @@ impl<T: Copy> LiveTable<T> {
         }
         // Below `slab_limit`, which is at most `EMPTY`.
         let k = self.slab.len() as u32;
-        self.slab.push(value);
+        huge::push(&mut self.slab, value);
         Some(k)
     }
 
@@ -113,7 +115,7 @@ impl<T: Copy> LiveTable<T> {
             && self.far_max.is_none_or(|m| m < id)
             && let Some(k) = self.put(value)
         {
-            self.window.push(k);
+            huge::push(&mut self.window, k);
             self.in_window += 1;
             if self.window.len() - self.head > 4 * self.in_window + MIN_WINDOW {
                 self.compact();
@@ -159,6 +161,7 @@ impl<T: Copy> LiveTable<T> {
             let previous = if far { self.old.remove(&id) } else { None };
             let i = (id - self.base) as usize;
             let start = self.window.len();
+            huge::reserve(&mut self.window, i + 1 - start);
             self.window.resize(i, EMPTY);
             if far || self.far_max.is_some_and(|m| m >= self.base + start as u64) {
                 // Ids that arrived far ahead of the window are now inside it.
@@ -173,7 +176,7 @@ impl<T: Copy> LiveTable<T> {
             }
             // `fits` left room in the slab for these and for `value`.
             if let Some(k) = self.put(value) {
-                self.window.push(k);
+                huge::push(&mut self.window, k);
                 self.in_window += 1;
             }
             if self.window.len() - self.head > 4 * self.in_window + MIN_WINDOW {
