@@ -297,14 +297,16 @@ pub fn analyze_reader(
 }
 
 /// An event as the decoding thread ships it: fixed size, with the backtrace's new
-/// entries in the batch's frame buffer.
+/// entries in the batch's frame buffer, or the one new entry in the record itself.
 #[derive(Clone, Copy, Debug)]
 struct Packed {
     kind: u8,
     source: Source,
     domain: DomainId,
-    keep: u32,
-    frames: u32,
+    /// For [`KIND_ALLOC`], how many leading entries the analysis keeps (low 32 bits)
+    /// and how many new ones follow in the frame buffer (high 32 bits); for
+    /// [`KIND_ALLOC_LEAF`], the one new entry's location code; else 0.
+    bt: u64,
     time: Micros,
     obj_id: ObjId,
     length: u64,
@@ -312,6 +314,21 @@ struct Packed {
 }
 
 impl Packed {
+    /// The alloc this record holds, with the new backtrace entries `new`.
+    #[inline(always)]
+    fn alloc<'f, F: Frame>(&self, new: &'f [F]) -> Alloc<'f, F> {
+        Alloc {
+            time: self.time,
+            obj_id: self.obj_id,
+            domain: self.domain,
+            length: self.length,
+            nsamples: self.nsamples,
+            source: self.source,
+            backtrace: new,
+            common_prefix: 0,
+        }
+    }
+
     /// A promote or collect.
     #[inline(always)]
     fn other(kind: u8, time: Micros, id: mt::ObjId, domain: mt::DomainId) -> Packed {
@@ -319,8 +336,7 @@ impl Packed {
             kind,
             source: Source::Minor,
             domain: DomainId(domain.get()),
-            keep: 0,
-            frames: 0,
+            bt: 0,
             time,
             obj_id: ObjId(id.get()),
             length: 0,
@@ -332,6 +348,9 @@ impl Packed {
 const KIND_ALLOC: u8 = 0;
 const KIND_PROMOTE: u8 = 1;
 const KIND_COLLECT: u8 = 2;
+/// An alloc whose one new backtrace entry is in the record (the common case of
+/// [`Options::leaf_only`]), which spares the frame buffer a push and a read.
+const KIND_ALLOC_LEAF: u8 = 3;
 
 #[derive(Default)]
 struct Batch {
@@ -376,19 +395,15 @@ pub fn analyze_reader_pipelined(
                 let mut at = 0usize;
                 for p in &batch.events {
                     match p.kind {
+                        KIND_ALLOC_LEAF => {
+                            let leaf = [p.bt as i64];
+                            analyzer.push_alloc_suffix(&p.alloc(&leaf), 0);
+                        }
                         KIND_ALLOC => {
-                            let end = at + p.frames as usize;
-                            let a = Alloc {
-                                time: p.time,
-                                obj_id: p.obj_id,
-                                domain: p.domain,
-                                length: p.length,
-                                nsamples: p.nsamples,
-                                source: p.source,
-                                backtrace: batch.frames.get(at..end).unwrap_or(&[]),
-                                common_prefix: 0,
-                            };
-                            analyzer.push_alloc_suffix(&a, p.keep as usize);
+                            let (keep, frames) = (p.bt as u32, (p.bt >> 32) as usize);
+                            let end = at + frames;
+                            let new = batch.frames.get(at..end).unwrap_or(&[]);
+                            analyzer.push_alloc_suffix(&p.alloc(new), keep as usize);
                             at = end;
                         }
                         KIND_PROMOTE => analyzer.promote(p.time, p.obj_id),
@@ -685,19 +700,21 @@ impl<const LEAF: bool> mt::EventSink for Packer<'_, '_, LEAF> {
     fn alloc(&mut self, dt: mt::Timedelta, a: &mt::Alloc<'_>, table: &mt::LocationTable) {
         let keep = self.keep(a, table);
         let new = a.backtrace.get(keep..).unwrap_or(&[]);
-        if let [one] = new {
-            self.batch.frames.push(*one);
-        } else {
-            self.batch.frames.extend_from_slice(new);
-        }
+        let (kind, bt) = match new {
+            // With `LEAF` the analysis ignores `keep`.
+            [one] if LEAF => (KIND_ALLOC_LEAF, one.get() as u64),
+            _ => {
+                self.batch.frames.extend_from_slice(new);
+                // The reader caps a domain's backtrace far below 2^32 entries
+                // (ReadErrorKind::BacktraceTooLong), so these cannot truncate.
+                (KIND_ALLOC, keep as u64 | (new.len() as u64) << 32)
+            }
+        };
         self.batch.events.push(Packed {
-            kind: KIND_ALLOC,
+            kind,
             source: source_of(a.source),
             domain: DomainId(a.domain.get()),
-            // The reader caps a domain's backtrace far below 2^32 entries
-            // (ReadErrorKind::BacktraceTooLong), so these cannot truncate.
-            keep: keep as u32,
-            frames: new.len() as u32,
+            bt,
             time: micros(dt),
             obj_id: ObjId(a.obj_id.get()),
             length: a.length,
