@@ -58,11 +58,17 @@ fn source_of(source: mt::AllocationSource) -> Source {
     }
 }
 
+/// Time since the trace start. The reader keeps every domain's times at or after
+/// the trace start; `max` only guards.
+#[inline(always)]
+fn micros(dt: mt::Timedelta) -> Micros {
+    Micros(dt.as_micros().max(0) as u64)
+}
+
 /// Converts a reader event; the backtrace is borrowed, not copied.
 #[inline]
 pub fn convert<'a>(dt: mt::Timedelta, event: &'a mt::Event<'_>) -> Event<'a, mt::LocationCode> {
-    // The reader keeps every domain's times at or after the trace start.
-    let time = Micros(u64::try_from(dt.as_micros()).unwrap_or(0));
+    let time = micros(dt);
     match event {
         mt::Event::Alloc(a) => Event::Alloc(Alloc {
             time,
@@ -132,8 +138,7 @@ struct SiteStart<'s> {
     skip: &'s FrameSkip,
     /// `skip.is_empty()`, kept here so that the common case reads no pointer.
     skip_empty: bool,
-    /// `(code, names a site)`, indexed by a hash of the code; an array, so that
-    /// the index (a hash shifted to `SITE_CACHE_BITS` bits) needs no bounds check.
+    /// `(code, names a site)`, indexed by a hash of the code.
     cache: Vec<(i64, bool)>,
     memo: FxHashMap<i64, bool>,
 }
@@ -687,12 +692,6 @@ impl<const LEAF: bool> Packer<'_, '_, LEAF> {
         });
         a.common_prefix.min(len).min(prev)
     }
-}
-
-/// The reader keeps times at or after the trace start; `max` only guards.
-#[inline(always)]
-fn micros(dt: mt::Timedelta) -> Micros {
-    Micros(dt.as_micros().max(0) as u64)
 }
 
 impl<const LEAF: bool> mt::EventSink for Packer<'_, '_, LEAF> {

@@ -224,8 +224,9 @@ impl BacktraceCache {
 /// the `Vec` is behind a reference). [`FrameWriter::finish`] writes the length
 /// back.
 ///
-/// Invariant: `bt`'s allocation starts at `base`; the slots before `next` are
-/// initialised; `next <= end`, the end of the allocation.
+/// Invariant: `next` and `end` point into `bt`'s allocation (or one past it):
+/// the slots before `next` are initialised, `end` is one past its capacity, and
+/// `next <= end`.
 struct FrameWriter<'v> {
     bt: &'v mut Vec<LocationCode>,
     next: *mut LocationCode,
