@@ -81,7 +81,8 @@ impl<T: Copy> LiveTable<T> {
         (i >= self.head && i < self.window.len()).then_some(i)
     }
 
-    /// Stores `value` in the slab; `None` when it holds `EMPTY` entries already.
+    /// Stores `value` in the slab; `None` (and `overflowed` set) when it holds
+    /// `slab_limit` entries already.
     #[inline]
     fn put(&mut self, value: T) -> Option<u32> {
         if let Some(k) = self.free.pop() {
@@ -153,7 +154,8 @@ impl<T: Copy> LiveTable<T> {
         let fits = id >= self.base
             && id - self.base >= self.window.len() as u64
             && id - self.base - self.window.len() as u64 <= MAX_GAP
-            && self.slab.len() - self.free.len() + MAX_GAP as usize <= self.slab_limit;
+            // Room for every id of the gap and for `id` itself.
+            && self.slab.len() - self.free.len() + (MAX_GAP as usize) < self.slab_limit;
         if fits {
             // Ids in the window are unique, but an id that arrived far ahead of the
             // window may be in the old generation.
@@ -166,18 +168,29 @@ impl<T: Copy> LiveTable<T> {
             if far || self.far_max.is_some_and(|m| m >= self.base + start as u64) {
                 // Ids that arrived far ahead of the window are now inside it.
                 for j in start..i {
-                    if let Some(v) = self.old.remove(&(self.base + j as u64))
+                    let key = self.base + j as u64;
+                    // Taken from the hash map only once the slab holds it, so that
+                    // nothing is lost even if `fits` were wrong.
+                    if let Some(&v) = self.old.get(&key)
                         && let Some(k) = self.put(v)
                     {
+                        self.old.remove(&key);
                         self.window[j] = k;
                         self.in_window += 1;
                     }
                 }
             }
-            // `fits` left room in the slab for these and for `value`.
-            if let Some(k) = self.put(value) {
-                huge::push(&mut self.window, k);
-                self.in_window += 1;
+            match self.put(value) {
+                Some(k) => {
+                    huge::push(&mut self.window, k);
+                    self.in_window += 1;
+                }
+                // `fits` left room for it; were the slab full all the same, the
+                // hash map keeps it as an id ahead of the window.
+                None => {
+                    self.far_max = Some(self.far_max.map_or(id, |m| m.max(id)));
+                    self.old.insert(id, value);
+                }
             }
             if self.window.len() - self.head > 4 * self.in_window + MIN_WINDOW {
                 self.compact();
