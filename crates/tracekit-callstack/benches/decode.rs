@@ -40,11 +40,8 @@ use tracekit_fxt::write::{DiscardDestination, Writer};
 const INPUT: &str = "demo_extra_events__pt_with_branch_and_cache_misses.perf";
 
 fn input() -> String {
-    let root = std::env::var_os("TRACEKIT_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus")
-        });
+    let root = tracekit_testutil::corpus()
+        .unwrap_or_else(|| tracekit_testutil::from_root("../shared/corpus"));
     let path = root.join("magic-trace").join(INPUT);
     match std::fs::read_to_string(&path) {
         Ok(s) => s,

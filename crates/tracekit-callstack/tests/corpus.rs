@@ -13,8 +13,7 @@ use tracekit_callstack::transcript::{self, TranscriptOptions, normalize};
 use tracekit_callstack::writer::TraceScope;
 
 fn corpus_dir() -> Option<PathBuf> {
-    let root = std::env::var_os("TRACEKIT_CORPUS")?;
-    Some(Path::new(&root).join("magic-trace"))
+    tracekit_testutil::corpus_path("magic-trace")
 }
 
 fn read(path: &Path) -> String {

@@ -66,11 +66,10 @@ fn fxt_lines(bytes: &[u8]) -> (Vec<String>, Vec<String>) {
 
 #[test]
 fn fxt_matches_transcript() {
-    let Some(root) = std::env::var_os("TRACEKIT_CORPUS") else {
-        eprintln!("TRACEKIT_CORPUS is not set: skipping");
+    let Some(dir) = tracekit_testutil::corpus_path("magic-trace") else {
+        tracekit_testutil::skip_without_corpus("fxt_matches_transcript");
         return;
     };
-    let dir = Path::new(&root).join("magic-trace");
     let mut checked = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();

@@ -24,11 +24,10 @@ fn decode(text: &str, piece: Option<usize>) -> (Vec<u8>, DecodeStats) {
 
 #[test]
 fn pipelined_matches_single_thread_on_corpus() {
-    let Some(root) = std::env::var_os("TRACEKIT_CORPUS") else {
-        eprintln!("TRACEKIT_CORPUS unset: skipping");
+    let Some(dir) = tracekit_testutil::corpus_path("magic-trace") else {
+        tracekit_testutil::skip_without_corpus("pipelined");
         return;
     };
-    let dir = Path::new(&root).join("magic-trace");
     let mut n = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
@@ -52,11 +51,10 @@ fn pipelined_matches_single_thread_on_corpus() {
 
 #[test]
 fn caching_parser_matches_parse_record_on_corpus() {
-    let Some(root) = std::env::var_os("TRACEKIT_CORPUS") else {
-        eprintln!("TRACEKIT_CORPUS unset: skipping");
+    let Some(dir) = tracekit_testutil::corpus_path("magic-trace") else {
+        tracekit_testutil::skip_without_corpus("pipelined");
         return;
     };
-    let dir = Path::new(&root).join("magic-trace");
     let mut records = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();

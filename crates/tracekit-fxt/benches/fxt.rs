@@ -152,11 +152,10 @@ fn write_benches(c: &mut Criterion) {
 }
 
 fn read_benches(c: &mut Criterion) {
-    let Some(dir) = std::env::var_os("TRACEKIT_CORPUS") else {
+    let Some(path) = tracekit_testutil::corpus_path("fxt/magic_trace_sample.fxt") else {
         eprintln!("TRACEKIT_CORPUS unset: skipping reader benches");
         return;
     };
-    let path = std::path::Path::new(&dir).join("fxt/magic_trace_sample.fxt");
     let data = match std::fs::read(&path) {
         Ok(d) => d,
         Err(e) => panic!("{}: {e}", path.display()),

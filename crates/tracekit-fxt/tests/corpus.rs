@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use tracekit_fxt::read::{Problem, ReadOptions, Reader, Record, StreamReader};
 
 fn corpus_dir() -> Option<PathBuf> {
-    Some(PathBuf::from(std::env::var_os("TRACEKIT_CORPUS")?).join("fxt"))
+    tracekit_testutil::corpus_path("fxt")
 }
 
 fn read(name: &str) -> Option<Vec<u8>> {

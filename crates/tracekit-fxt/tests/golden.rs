@@ -12,8 +12,7 @@ use tracekit_fxt::write::fast::{Double, EventHeader, Int32, Int64, Pointer, Str 
 use tracekit_fxt::write::{Initialization, VecDestination, Writer, WriterOptions};
 
 fn corpus_file(name: &str) -> Option<Vec<u8>> {
-    let dir = std::env::var_os("TRACEKIT_CORPUS")?;
-    let path = PathBuf::from(dir).join("fxt").join(name);
+    let path = tracekit_testutil::corpus_path("fxt")?.join(name);
     Some(std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
 }
 

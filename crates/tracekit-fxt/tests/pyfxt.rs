@@ -252,15 +252,14 @@ fn first_mismatch(a: &Value, b: &Value) -> String {
 
 #[test]
 fn pyfxt_parses_every_copy_into_the_original_records() {
-    let Some(python) = std::env::var_os("TRACEKIT_PYFXT") else {
-        eprintln!("TRACEKIT_PYFXT unset; skipping the PyPI fxt cross-check");
+    let Some(python) = tracekit_testutil::pyfxt() else {
         return;
     };
     let python = python.to_string_lossy().into_owned();
-    let corpus = PathBuf::from(
-        std::env::var_os("TRACEKIT_CORPUS").expect("TRACEKIT_CORPUS must be set too"),
-    )
-    .join("fxt");
+    let Some(corpus) = tracekit_testutil::corpus_path("fxt") else {
+        tracekit_testutil::skip_without_corpus("pyfxt_parses_every_copy_into_the_original_records");
+        return;
+    };
     let tmp = std::env::temp_dir().join(format!("tracekit-pyfxt-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
     for name in FILES {

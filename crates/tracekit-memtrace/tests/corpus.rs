@@ -14,14 +14,7 @@ use tracekit_memtrace::dump::write_dump;
 use tracekit_memtrace::{Reader, WriterOptions, copy_trace};
 
 fn corpus() -> Option<PathBuf> {
-    let dir = std::env::var_os("TRACEKIT_CORPUS")?;
-    let dir = PathBuf::from(dir).join("memtrace");
-    assert!(
-        dir.is_dir(),
-        "TRACEKIT_CORPUS is set but {} is missing",
-        dir.display()
-    );
-    Some(dir)
+    tracekit_testutil::corpus_path("memtrace")
 }
 
 struct Row {

@@ -106,13 +106,7 @@ fn packet_ends(data: &[u8]) -> Vec<u64> {
 
 fn traces() -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
-    if let Some(dir) = std::env::var_os("TRACEKIT_CORPUS") {
-        let dir = PathBuf::from(dir).join("memtrace/traces");
-        assert!(
-            dir.is_dir(),
-            "TRACEKIT_CORPUS is set but {} is missing",
-            dir.display()
-        );
+    if let Some(dir) = tracekit_testutil::corpus_path("memtrace/traces") {
         let mut names: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().path())

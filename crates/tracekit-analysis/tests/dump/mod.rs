@@ -55,7 +55,7 @@ pub struct Dump {
 
 /// The corpus directory, or `None` (the test then skips) when `TRACEKIT_CORPUS` is unset.
 pub fn corpus() -> Option<PathBuf> {
-    std::env::var_os("TRACEKIT_CORPUS").map(|p| PathBuf::from(p).join("memtrace"))
+    tracekit_testutil::corpus_path("memtrace")
 }
 
 /// `(trace path, dump path)` for every row of the manifest. Panics if a listed file is

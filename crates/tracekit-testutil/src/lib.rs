@@ -1,0 +1,120 @@
+//! Where the workspace's tests and benches find their outside inputs: the
+//! conformance corpus (`TRACEKIT_CORPUS`) and the independent PyPI `fxt` reader
+//! (`TRACEKIT_PYFXT`).
+//!
+//! Cargo runs each test binary in its own crate's folder, so a relative
+//! `TRACEKIT_CORPUS=../shared/corpus` would mean something different in every
+//! crate. Every test resolves it here, against the workspace root, which is
+//! where the README's test command is run.
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root (the folder of the top-level `Cargo.toml`).
+pub fn workspace_root() -> PathBuf {
+    // This crate lives at `<root>/crates/tracekit-testutil`.
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.parent()
+        .and_then(Path::parent)
+        .unwrap_or(here)
+        .to_path_buf()
+}
+
+/// `path` as given, if absolute, or else relative to the workspace root.
+pub fn from_root(path: impl AsRef<Path>) -> PathBuf {
+    let path = path.as_ref();
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        workspace_root().join(path)
+    }
+}
+
+/// The corpus folder named by `TRACEKIT_CORPUS`, or `None` when the variable is
+/// unset or empty (conformance tests then skip, saying so).
+///
+/// # Panics
+///
+/// When the variable is set and the folder does not exist: a conformance run
+/// that silently reads nothing would pass without checking anything.
+pub fn corpus() -> Option<PathBuf> {
+    let raw = std::env::var_os("TRACEKIT_CORPUS").filter(|v| !v.is_empty())?;
+    let dir = from_root(&raw);
+    assert!(
+        dir.is_dir(),
+        "TRACEKIT_CORPUS={} is set but {} is not a folder (relative paths are resolved against the workspace root {})",
+        Path::new(&raw).display(),
+        dir.display(),
+        workspace_root().display()
+    );
+    Some(dir)
+}
+
+/// `sub` inside the corpus (a folder such as `memtrace`, or a file), or `None`
+/// when `TRACEKIT_CORPUS` is unset.
+///
+/// # Panics
+///
+/// When the corpus is set and `sub` is missing from it.
+pub fn corpus_path(sub: impl AsRef<Path>) -> Option<PathBuf> {
+    let path = corpus()?.join(sub.as_ref());
+    assert!(
+        path.exists(),
+        "TRACEKIT_CORPUS is set but {} is missing",
+        path.display()
+    );
+    Some(path)
+}
+
+/// Prints why a test is skipping: the corpus is not configured.
+pub fn skip_without_corpus(test: &str) {
+    eprintln!("{test}: TRACEKIT_CORPUS is not set: skipping");
+}
+
+/// A Python interpreter with PyPI `fxt` 0.3.0 installed: `TRACEKIT_PYFXT`, or
+/// else the virtual environment `.ci/run` makes at `target/pyfxt-venv`.
+/// `None` when neither exists (the cross-checks then skip, saying so).
+///
+/// # Panics
+///
+/// When running under CI (`CI` set) and there is none: CI must run the
+/// cross-checks, not skip them.
+pub fn pyfxt() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TRACEKIT_PYFXT").filter(|v| !v.is_empty()) {
+        let p = from_root(p);
+        assert!(
+            p.exists(),
+            "TRACEKIT_PYFXT is set but {} does not exist",
+            p.display()
+        );
+        return Some(p);
+    }
+    let venv = workspace_root().join("target/pyfxt-venv/bin/python");
+    if venv.exists() {
+        return Some(venv);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI is set but there is no PyPI fxt reader: TRACEKIT_PYFXT is unset and {} is missing",
+        venv.display()
+    );
+    eprintln!(
+        "no PyPI fxt reader (TRACEKIT_PYFXT unset, {} missing): skipping the cross-check",
+        venv.display()
+    );
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_resolve_against_the_workspace_root() {
+        let root = workspace_root();
+        assert!(root.join("Cargo.toml").is_file(), "{}", root.display());
+        assert!(root.join("crates/tracekit-testutil").is_dir());
+        assert_eq!(from_root("a/b"), root.join("a/b"));
+        assert_eq!(from_root("/abs/x"), PathBuf::from("/abs/x"));
+        assert_eq!(from_root("../shared"), root.join("../shared"));
+    }
+}
