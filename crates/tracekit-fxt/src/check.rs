@@ -123,6 +123,8 @@ pub enum Issue {
     NotUtf8,
     /// uint32, uint64, koid or null arguments.
     UnparsedArgType(ArgType),
+    /// No bytes at all: not a trace.
+    Empty,
 }
 
 impl Issue {
@@ -164,6 +166,7 @@ impl Issue {
             | Issue::BlobArg
             | Issue::KernelObjectType(_)
             | Issue::NotUtf8 => R::PYFXT,
+            Issue::Empty => R::ALL,
             Issue::NoInitialization => R::PYFXT.with(R::FUCHSIA),
             Issue::ExtendedInitialization | Issue::LargeBlobWithoutMetadata => R::FUCHSIA,
             Issue::InlineThread | Issue::InlineKernelObjectName => R::JANE_STREET,
@@ -242,6 +245,7 @@ impl fmt::Display for Issue {
             Issue::EndBeforeStart => f.write_str("duration complete event ends before it starts"),
             Issue::NotUtf8 => f.write_str("string that is not UTF-8"),
             Issue::UnparsedArgType(t) => write!(f, "{} argument", t.name()),
+            Issue::Empty => f.write_str("empty file: no records, not even the magic number"),
         }
     }
 }
@@ -314,6 +318,11 @@ struct ProviderSeen {
 
 /// Checks `input` against every reader of the compatibility matrix.
 pub fn check(input: &[u8]) -> Report {
+    check_with_progress(input, |_| {})
+}
+
+/// [`check`], calling `progress` with the byte offset reached every 8192 records.
+pub fn check_with_progress(input: &[u8], mut progress: impl FnMut(u64)) -> Report {
     let mut c = Collector {
         report: Report::default(),
         counts: HashMap::new(),
@@ -346,6 +355,9 @@ pub fn check(input: &[u8]) -> Report {
         seen_warnings = reader.warnings().len();
         let offset = reader.record_offset();
         c.report.records += 1;
+        if c.report.records % 8192 == 0 {
+            progress(reader.offset());
+        }
         let large_words = input
             .get(offset as usize..)
             .and_then(|b| b.first_chunk::<8>())
@@ -562,6 +574,9 @@ pub fn check(input: &[u8]) -> Report {
     }
     for w in reader.warnings().get(seen_warnings..).unwrap_or_default() {
         c.add(w.offset, Issue::Problem(w.problem));
+    }
+    if input.is_empty() {
+        c.add(0, Issue::Empty);
     }
     c.report.findings.sort_by_key(|f| f.offset);
     c.report.counts = c

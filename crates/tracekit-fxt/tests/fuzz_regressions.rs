@@ -25,6 +25,7 @@ fn run(data: &[u8]) {
             break;
         }
     }
+    assert_eq!(slice.warnings(), stream.warnings());
     let mut strict = Reader::with_options(data, ReadOptions::strict());
     for _ in 0..data.len() / 8 + 2 {
         match strict.next_raw() {
@@ -54,8 +55,8 @@ fn fuzz_regressions() {
     assert!(n > 0);
 }
 
-/// A large record whose size field claims 32 GiB: the slice reader reports the input
-/// too short, the stream reader refuses to buffer it; neither allocates it.
+/// A large record whose size field claims 32 GiB: both readers see a record the
+/// input cuts short (a warning: the trace ends there), and neither allocates it.
 #[test]
 fn huge_claimed_sizes_do_not_allocate() {
     let mut data = tracekit_fxt::format::MAGIC.to_le_bytes().to_vec();
@@ -64,6 +65,36 @@ fn huge_claimed_sizes_do_not_allocate() {
     run(&data);
     let mut s = StreamReader::new(&data[..]);
     assert!(s.next_record().unwrap().is_some());
+    assert!(s.next_record().unwrap().is_none());
+    assert_eq!(s.warnings().len(), 1);
+    assert_eq!(s.warnings()[0].offset, 8);
+    assert!(matches!(
+        s.warnings()[0].problem,
+        tracekit_fxt::read::Problem::Truncated { .. }
+    ));
+    // Strictly read, the cut is an error.
+    let mut strict = StreamReader::with_options(&data[..], ReadOptions::strict());
+    assert!(strict.next_record().unwrap().is_some());
+    assert_eq!(strict.next_record().unwrap_err().offset, 8);
+}
+
+/// A record really over the stream reader's limit is refused, not buffered.
+#[test]
+fn records_over_the_stream_limit_are_refused() {
+    let mut data = tracekit_fxt::format::MAGIC.to_le_bytes().to_vec();
+    // A large blob record of 4097 words (32776 bytes), all present.
+    data.extend_from_slice(&(0xF | (4097u64 << 4)).to_le_bytes());
+    data.extend_from_slice(&vec![0; 4096 * 8]);
+    let options = ReadOptions {
+        max_record_bytes: 16 * 1024,
+        ..ReadOptions::default()
+    };
+    let mut s = StreamReader::with_options(&data[..], options);
+    assert!(s.next_record().unwrap().is_some());
     let e = s.next_record().unwrap_err();
     assert_eq!(e.offset, 8);
+    assert!(matches!(
+        e.problem,
+        tracekit_fxt::read::Problem::RecordTooLarge { .. }
+    ));
 }

@@ -10,8 +10,11 @@
 //! were when the record was read, so slot reuse later in the trace cannot change an
 //! earlier record's meaning.
 //!
-//! **Problems.** Framing problems (a record of size 0, a record cut short by the end of
-//! the input) end reading with a [`ReadError`] carrying the byte offset. Anything else
+//! **Problems.** Framing problems (a record of size 0, a record too large for the
+//! stream reader, a failing input) end reading with a [`ReadError`] carrying the byte
+//! offset. A last record cut short by the end of the input (a trace whose writer was
+//! killed) ends reading too: in lenient mode as a [`Warning`], every record before it
+//! having been read, and in strict mode as an error. Anything else
 //! (an unknown record, event or argument type, an unbound string or thread index, a
 //! field that reaches past its record's end, ...) is a [`Problem`] with one record:
 //! in lenient mode (the default) the reader records a [`Warning`] and skips the record
@@ -37,7 +40,54 @@ pub use tables::{MAX_PROVIDERS, Provider, StringTable, ThreadTable, Timebase, ti
 
 use thiserror::Error;
 
-use crate::format::ThreadRef;
+use crate::format::{MAGIC, RecordType, ThreadRef};
+
+/// Whether `head`, the first bytes of an input, looks like FXT: it starts with the
+/// magic number record or, for writers that omit that record, with a metadata,
+/// initialization, string or thread record of a possible size, after which the
+/// next records (up to 8, within `head`) are of known types.
+///
+/// For telling an FXT file from other files before reading it: the reader itself
+/// decodes anything, reporting what it cannot make sense of.
+pub fn looks_like_fxt(head: &[u8]) -> bool {
+    let word = |pos: usize| {
+        head.get(pos..)
+            .and_then(<[u8]>::first_chunk::<8>)
+            .map(|w| u64::from_le_bytes(*w))
+    };
+    let Some(first) = word(0) else {
+        return false;
+    };
+    if first == MAGIC {
+        return true;
+    }
+    let Ok(bytes) = parse::record_bytes(first) else {
+        return false;
+    };
+    let words = bytes / 8;
+    let plausible_start = match RecordType::from_code((first & 0xF) as u8) {
+        Some(RecordType::Metadata) => words <= 33,
+        Some(RecordType::Initialization) => words == 2 || words == 4,
+        Some(RecordType::String) => (2..=4001).contains(&words),
+        Some(RecordType::Thread) => words == 3,
+        _ => false,
+    };
+    if !plausible_start {
+        return false;
+    }
+    let mut pos = bytes as usize;
+    for _ in 0..8 {
+        let Some(h) = word(pos) else { break };
+        if RecordType::from_code((h & 0xF) as u8).is_none() {
+            return false;
+        }
+        let Ok(b) = parse::record_bytes(h) else {
+            return false;
+        };
+        pos = pos.saturating_add(usize::try_from(b).unwrap_or(usize::MAX));
+    }
+    true
+}
 
 /// Something wrong with the input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Error)]
@@ -231,6 +281,14 @@ impl Decoder {
         if self.warnings.len() < self.options.max_warnings {
             self.warnings.push(Warning { offset, problem });
         }
+    }
+
+    /// The end of the input inside the record at `offset`: a warning and the end of
+    /// reading in lenient mode, an error in strict mode.
+    #[cold]
+    fn end_truncated<T>(&mut self, offset: u64, problem: Problem) -> Result<Option<T>, ReadError> {
+        self.report(offset, problem)?;
+        Ok(None)
     }
 
     /// Reports `problem`: an error in strict mode, a warning otherwise.
@@ -478,6 +536,56 @@ impl Decoder {
     }
 }
 
+/// A record with where it starts and the tick rate of its timestamps.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry<'r> {
+    /// Byte offset of the record.
+    pub offset: u64,
+    /// The record, resolved.
+    pub record: Record<'r>,
+    /// The tick rate of the record's timestamps.
+    pub timebase: Timebase,
+}
+
+/// What both readers ([`Reader`] over a slice, [`StreamReader`] over a
+/// [`std::io::Read`]) offer, so that a consumer is written once for both.
+pub trait Records {
+    /// The next record, resolved, with its offset. `Ok(None)` at the end of the
+    /// input and after a fatal error.
+    fn next_entry(&mut self) -> Result<Option<Entry<'_>>, ReadError>;
+    /// Input bytes consumed so far (for progress).
+    fn position(&self) -> u64;
+    /// Warnings so far (at most [`ReadOptions::max_warnings`]).
+    fn warnings(&self) -> &[Warning];
+    /// Number of warnings so far, including those not kept.
+    fn warning_count(&self) -> u64;
+}
+
+impl Records for Reader<'_> {
+    fn next_entry(&mut self) -> Result<Option<Entry<'_>>, ReadError> {
+        let Some(raw) = self.next_raw()? else {
+            return Ok(None);
+        };
+        Ok(Some(Entry {
+            offset: self.record_offset,
+            timebase: self.timebase(),
+            record: self.dec.resolve(raw),
+        }))
+    }
+
+    fn position(&self) -> u64 {
+        self.pos as u64
+    }
+
+    fn warnings(&self) -> &[Warning] {
+        &self.dec.warnings
+    }
+
+    fn warning_count(&self) -> u64 {
+        self.dec.warning_count
+    }
+}
+
 /// Reads records from a byte slice without copying them.
 #[derive(Clone, Debug)]
 pub struct Reader<'a> {
@@ -525,26 +633,24 @@ impl<'a> Reader<'a> {
                 Err(ReadError { offset, problem })
             };
             let Some(head) = rest.first_chunk::<8>() else {
-                return fail(
-                    self,
-                    Problem::Truncated {
-                        needed: 8,
-                        available: rest.len() as u64,
-                    },
-                );
+                let problem = Problem::Truncated {
+                    needed: 8,
+                    available: rest.len() as u64,
+                };
+                self.done = true;
+                return self.dec.end_truncated(offset, problem);
             };
             let bytes = match parse::record_bytes(u64::from_le_bytes(*head)) {
                 Ok(b) => b,
                 Err(p) => return fail(self, p),
             };
             let Some(rec) = usize::try_from(bytes).ok().and_then(|b| rest.get(..b)) else {
-                return fail(
-                    self,
-                    Problem::Truncated {
-                        needed: bytes,
-                        available: rest.len() as u64,
-                    },
-                );
+                let problem = Problem::Truncated {
+                    needed: bytes,
+                    available: rest.len() as u64,
+                };
+                self.done = true;
+                return self.dec.end_truncated(offset, problem);
             };
             self.pos += rec.len();
             self.record_offset = offset;
@@ -622,5 +728,69 @@ impl<'a> Reader<'a> {
     /// Converts ticks of the current provider to nanoseconds.
     pub fn ticks_to_ns(&self, ticks: u64) -> u64 {
         ticks_to_ns(ticks, self.dec.provider().ticks_per_second)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::write::{VecDestination, Writer};
+
+    #[test]
+    fn tells_fxt_from_other_files() {
+        let with_header = Writer::new(VecDestination::new())
+            .unwrap()
+            .finish()
+            .unwrap()
+            .into_vec();
+        assert!(looks_like_fxt(&with_header));
+        // A writer that omits the magic number: starts with provider info.
+        let without_magic = &with_header[8..];
+        assert!(looks_like_fxt(without_magic));
+        // A memtrace trace's first packet, a PNG, text, nothing.
+        assert!(!looks_like_fxt(&[
+            0xc1, 0x1f, 0xfc, 0xc1, 0x68, 0x07, 0, 0, 0, 0, 0, 0
+        ]));
+        assert!(!looks_like_fxt(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"));
+        assert!(!looks_like_fxt(b"prog 1234/1234 100.0: cycles:"));
+        assert!(!looks_like_fxt(b""));
+        // A record of a known type that cannot start a trace (an event).
+        assert!(!looks_like_fxt(&0x0000_0000_0000_0024u64.to_le_bytes()));
+    }
+
+    #[test]
+    fn a_cut_last_record_is_a_warning_when_lenient_and_an_error_when_strict() {
+        let whole = Writer::new(VecDestination::new())
+            .unwrap()
+            .finish()
+            .unwrap()
+            .into_vec();
+        let records = |data: &[u8]| {
+            let mut r = Reader::new(data);
+            let mut n = 0;
+            while r.next_raw().unwrap().is_some() {
+                n += 1;
+            }
+            (n, r.warnings().to_vec())
+        };
+        let (all, none) = records(&whole);
+        assert!(none.is_empty() && all > 2);
+        // Cut 3 bytes into the last record, and inside a record header.
+        for cut in [whole.len() - 5, whole.len() - 8 - 5] {
+            let (n, warnings) = records(&whole[..cut]);
+            assert!(n >= all - 2 && n < all, "{n} of {all}");
+            assert_eq!(warnings.len(), 1);
+            assert!(matches!(warnings[0].problem, Problem::Truncated { .. }));
+            let mut strict = Reader::with_options(&whole[..cut], ReadOptions::strict());
+            let err = loop {
+                match strict.next_raw() {
+                    Ok(Some(_)) => {}
+                    Ok(None) => panic!("no error"),
+                    Err(e) => break e,
+                }
+            };
+            assert_eq!(err.problem, warnings[0].problem);
+        }
     }
 }

@@ -5,7 +5,8 @@ use std::io::Read;
 
 use super::parse;
 use super::{
-    Decoder, Problem, Provider, RawRecord, ReadError, ReadOptions, Record, Timebase, Warning,
+    Decoder, Entry, Problem, Provider, RawRecord, ReadError, ReadOptions, Record, Records,
+    Timebase, Warning,
 };
 
 const CHUNK: usize = 64 * 1024;
@@ -97,35 +98,33 @@ impl<R: Read> StreamReader<R> {
                 Err(ReadError { offset, problem })
             };
             let Some(head) = self.buf[self.start..self.end].first_chunk::<8>() else {
-                return fail(
-                    self,
-                    Problem::Truncated {
-                        needed: 8,
-                        available: available as u64,
-                    },
-                );
+                self.done = true;
+                let problem = Problem::Truncated {
+                    needed: 8,
+                    available: available as u64,
+                };
+                return self.dec.end_truncated::<()>(offset, problem).map(|_| false);
             };
             let bytes = match parse::record_bytes(u64::from_le_bytes(*head)) {
                 Ok(b) => b,
                 Err(p) => return fail(self, p),
             };
             let limit = self.dec.options.max_record_bytes;
-            if bytes > limit {
+            // Buffer at most `limit` bytes (more only if the input has them): a
+            // record the input cuts short is a truncation, as for the slice reader,
+            // and only one that is really there and over the limit is refused.
+            let len = usize::try_from(bytes.min(limit.saturating_add(1))).unwrap_or(usize::MAX);
+            self.fill(len)?;
+            if bytes > limit && self.end - self.start >= len {
                 return fail(self, Problem::RecordTooLarge { bytes, limit });
             }
-            let Ok(len) = usize::try_from(bytes) else {
-                return fail(self, Problem::RecordTooLarge { bytes, limit });
-            };
-            self.fill(len)?;
             if self.end - self.start < len {
-                let available = (self.end - self.start) as u64;
-                return fail(
-                    self,
-                    Problem::Truncated {
-                        needed: bytes,
-                        available,
-                    },
-                );
+                self.done = true;
+                let problem = Problem::Truncated {
+                    needed: bytes,
+                    available: (self.end - self.start) as u64,
+                };
+                return self.dec.end_truncated::<()>(offset, problem).map(|_| false);
             }
             let range = (self.start, self.start + len);
             self.start += len;
@@ -195,5 +194,34 @@ impl<R: Read> StreamReader<R> {
     /// Converts ticks of the current provider to nanoseconds.
     pub fn ticks_to_ns(&self, ticks: u64) -> u64 {
         super::ticks_to_ns(ticks, self.dec.provider().ticks_per_second)
+    }
+}
+
+impl<R: Read> Records for StreamReader<R> {
+    fn next_entry(&mut self) -> Result<Option<Entry<'_>>, ReadError> {
+        if !self.advance()? {
+            return Ok(None);
+        }
+        let timebase = Timebase {
+            ticks_per_second: self.dec.provider().ticks_per_second,
+        };
+        let offset = self.record_offset;
+        Ok(self.current_raw().map(|raw| Entry {
+            offset,
+            record: self.dec.resolve(raw),
+            timebase,
+        }))
+    }
+
+    fn position(&self) -> u64 {
+        self.base + self.start as u64
+    }
+
+    fn warnings(&self) -> &[Warning] {
+        &self.dec.warnings
+    }
+
+    fn warning_count(&self) -> u64 {
+        self.dec.warning_count
     }
 }
