@@ -6,10 +6,12 @@
 //! thread koids come from one counter; the category is empty; slice names and the
 //! `symbol` argument are interned strings. Beyond the format's limits the sink degrades
 //! instead of failing: past 32k interned strings names are written inline, past 255
-//! thread slots threads are referenced inline.
+//! thread slots threads are referenced inline, and a string longer than the format's
+//! 32,000 bytes (a long C++ symbol) is cut, ends in [`TRUNCATED_MARKER`] and is
+//! counted ([`FxtSink::truncated_strings`]).
 
 use tracekit_fxt::format::{
-    Arg as FxtArg, ArgValue as FxtValue, Koid, StringId, StringRef, ThreadRef,
+    Arg as FxtArg, ArgValue as FxtValue, Koid, MAX_STRING_LEN, StringId, StringRef, ThreadRef,
 };
 use tracekit_fxt::write::{Destination, WriteError, Writer};
 
@@ -32,6 +34,13 @@ const KNOWN: [&str; 11] = [
     "freq (MHz)",
 ];
 
+/// What ends a string cut to the format's length limit.
+pub const TRUNCATED_MARKER: &str = "...[truncated]";
+
+/// Longest inline string the sink writes when the string table is full: an
+/// inline string shares its record's 32 KiB with the rest of the record.
+const MAX_INLINE_LONG: usize = 1024;
+
 /// Thread-table slots the FXT format has.
 const THREAD_SLOTS: usize = 255;
 /// Arguments the format allows on one record.
@@ -49,6 +58,7 @@ pub struct FxtSink<D: Destination> {
     threads: Vec<ThreadRef>,
     error: Option<WriteError>,
     records: u64,
+    truncated: u64,
 }
 
 impl<D: Destination> FxtSink<D> {
@@ -65,7 +75,13 @@ impl<D: Destination> FxtSink<D> {
             threads: Vec::new(),
             error: None,
             records: 0,
+            truncated: 0,
         }
+    }
+
+    /// Strings cut to the format's 32,000-byte limit (each distinct string once).
+    pub fn truncated_strings(&self) -> u64 {
+        self.truncated
     }
 
     /// Event records written.
@@ -136,6 +152,9 @@ impl<D: Destination> FxtSink<D> {
         if let Some(&id) = self.strings.get(s) {
             return StringRef::Index(id);
         }
+        if s.len() > MAX_STRING_LEN {
+            return self.long_string(s);
+        }
         if !self.strings_full {
             match self.writer.intern(s) {
                 Ok(id) => {
@@ -151,6 +170,40 @@ impl<D: Destination> FxtSink<D> {
             }
         }
         StringRef::inline(s)
+    }
+
+    /// A string over the format's limit: interned cut, with the marker, and
+    /// remembered under its full text so it is cut and counted once.
+    #[cold]
+    fn long_string<'s>(&mut self, s: &'s str) -> StringRef<'s> {
+        if !self.strings_full {
+            let mut end = MAX_STRING_LEN - TRUNCATED_MARKER.len();
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            let cut = format!("{}{TRUNCATED_MARKER}", &s[..end]);
+            match self.writer.intern(&cut) {
+                Ok(id) => {
+                    self.truncated += 1;
+                    self.strings.insert(Box::from(s), id);
+                    return StringRef::Index(id);
+                }
+                Err(WriteError::OutOfStringIds) => self.strings_full = true,
+                Err(e) => {
+                    if self.error.is_none() {
+                        self.error = Some(e);
+                    }
+                }
+            }
+        }
+        // No table slot left: a shorter cut, inline, without the marker (an inline
+        // ref can only borrow the caller's text).
+        self.truncated += 1;
+        let mut end = MAX_INLINE_LONG;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        StringRef::inline(&s[..end])
     }
 
     fn koid(&mut self) -> Koid {
@@ -337,5 +390,49 @@ impl<D: Destination> Sink for FxtSink<D> {
 
     fn counter(&mut self, track: TrackRef, time: Time, name: &str, args: &[Arg<'_>]) {
         self.event(track, Kind::Counter, time, (name, None), args);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use tracekit_fxt::read::{Reader, Record};
+    use tracekit_fxt::write::VecDestination;
+
+    #[test]
+    fn strings_over_the_limit_are_cut_marked_and_counted_once() {
+        let mut sink = FxtSink::new(Writer::new(VecDestination::new()).unwrap());
+        let process = sink.add_process("p");
+        let track = sink.add_thread(process, "t");
+        // A 40,000-byte symbol with a 2-byte character across the cut.
+        let long = format!("{}é{}", "a".repeat(31_985), "b".repeat(8_000));
+        for i in 0..3 {
+            sink.begin(track, Time(i * 10), &long, &[]);
+            sink.end(track, Time(i * 10 + 5), &long);
+        }
+        assert_eq!(sink.truncated_strings(), 1);
+        let bytes = sink.finish().unwrap().into_vec();
+        let mut r = Reader::new(&bytes);
+        let mut cut = Vec::new();
+        let mut events = 0;
+        while let Some(rec) = r.next_record().unwrap() {
+            match rec {
+                Record::String { value, .. } if value.len() > 1000 => {
+                    cut.push(String::from_utf8(value.to_vec()).unwrap())
+                }
+                Record::Event(e) => {
+                    events += 1;
+                    assert!(e.name.to_string().ends_with(TRUNCATED_MARKER));
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(events, 6);
+        assert_eq!(cut.len(), 1, "interned once");
+        assert!(cut[0].len() <= MAX_STRING_LEN);
+        assert!(cut[0].ends_with(TRUNCATED_MARKER));
+        assert!(long.starts_with(cut[0].trim_end_matches(TRUNCATED_MARKER)));
+        assert!(r.warnings().is_empty(), "{:?}", r.warnings());
     }
 }

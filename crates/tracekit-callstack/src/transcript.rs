@@ -106,6 +106,10 @@ pub struct Transcript {
     pub stdout: String,
     /// Records that did not parse (skipped).
     pub unparsed: Vec<ParseError>,
+    /// Records read (a header line and its continuation lines).
+    pub records: u64,
+    /// Records that were events (and went to the trace writer).
+    pub events: u64,
 }
 
 impl Transcript {
@@ -153,8 +157,8 @@ fn should_echo(event: &Event<'_>) -> bool {
 
 /// Runs the transcript harness over `perf script` text.
 pub fn run(input: &str, opts: &TranscriptOptions) -> Transcript {
-    let mut unparsed = Vec::new();
-    // The time origin: the first event that has a time.
+    // The time origin: the first event that has a time. The filter's hits are
+    // found in a first pass over the shifted events.
     let origin = if opts.time_origin_first_event {
         Records::new(input)
             .filter_map(|r| match parse_record(&r, 0) {
@@ -165,63 +169,143 @@ pub fn run(input: &str, opts: &TranscriptOptions) -> Transcript {
     } else {
         None
     };
-    fn shift(mut e: Event<'_>, origin: Option<Time>) -> Event<'_> {
-        if let Some(o) = origin {
-            e.shift_time(o);
-        }
-        e
-    }
-    let shifted = |e| shift(e, origin);
-    let mut region = opts.filter.as_ref().map(|f| {
+    let region = opts.filter.as_ref().map(|f| {
         let hits = Records::new(input)
             .filter_map(|r| match parse_record(&r, 0) {
-                Ok(Parsed::Event(e)) => f.hit(&shifted(e)),
+                Ok(Parsed::Event(e)) => f.hit(&shift(e, origin)),
                 _ => None,
             })
             .collect();
         RegionTracker::new(pair_hits(hits))
     });
-    let config = Config {
-        scope: opts.scope,
-        annotate_inferred_start_times: opts.annotate_inferred_start_times,
-        ocaml_exception_info: opts.ocaml_exception_info.clone(),
-        transactions: true,
-    };
-    let mut writer = TraceWriter::new(TranscriptSink::default(), config, Time::ZERO);
-    if opts.events_output {
-        writer.enable_events_output();
+    let mut t = Transcriber::with_region(opts, region);
+    t.origin = Some(origin);
+    t.feed(input);
+    t.finish()
+}
+
+fn shift(mut e: Event<'_>, origin: Option<Time>) -> Event<'_> {
+    if let Some(o) = origin {
+        e.shift_time(o);
     }
-    let mut stderr = Vec::new();
-    for rec in Records::new(input) {
-        let event = match parse_record(&rec, 0) {
-            Ok(Parsed::Event(e)) => shifted(e),
-            Ok(Parsed::Ignored(_)) => continue,
-            Err(e) => {
-                stderr.push(format!("Warning: skipping unrecognized perf output: {e}"));
-                unparsed.push(e);
-                continue;
-            }
+    e
+}
+
+/// The transcript harness fed piece by piece: each piece holds whole records,
+/// and its output can be taken as it is produced, so a long input is transcribed
+/// with bounded memory and the first lines appear at once.
+///
+/// The `--filter` option needs the whole input first (its hits are paired in a
+/// first pass), so it is [`run`]'s alone; a `Transcriber` ignores it.
+pub struct Transcriber {
+    writer: TraceWriter<TranscriptSink>,
+    region: Option<RegionTracker>,
+    echo: bool,
+    time_origin_first_event: bool,
+    /// `None` until the first timed event fixes it (with the option off: `Some(None)`).
+    origin: Option<Option<Time>>,
+    stderr: Vec<String>,
+    unparsed: Vec<ParseError>,
+    records: u64,
+    events: u64,
+}
+
+impl Transcriber {
+    /// A transcriber with `opts` (its filter aside).
+    pub fn new(opts: &TranscriptOptions) -> Transcriber {
+        Transcriber::with_region(opts, None)
+    }
+
+    fn with_region(opts: &TranscriptOptions, region: Option<RegionTracker>) -> Transcriber {
+        let config = Config {
+            scope: opts.scope,
+            annotate_inferred_start_times: opts.annotate_inferred_start_times,
+            ocaml_exception_info: opts.ocaml_exception_info.clone(),
+            transactions: true,
         };
-        let should_write = region.as_mut().is_none_or(|r| r.should_write(&event));
-        if opts.echo && should_echo(&event) {
-            echo_record(&mut writer.sink_mut().out, &rec);
+        let mut writer = TraceWriter::new(TranscriptSink::default(), config, Time::ZERO);
+        if opts.events_output {
+            writer.enable_events_output();
         }
-        writer.write_event(&event, should_write);
-        stderr.extend(writer.drain_warnings().map(|w| w.to_string()));
+        Transcriber {
+            writer,
+            region,
+            echo: opts.echo,
+            time_origin_first_event: opts.time_origin_first_event,
+            origin: (!opts.time_origin_first_event).then_some(None),
+            stderr: Vec::new(),
+            unparsed: Vec::new(),
+            records: 0,
+            events: 0,
+        }
     }
-    if opts.echo {
-        writer.sink_mut().out.push_str(END_MARKER);
-        writer.sink_mut().out.push('\n');
+
+    /// Transcribes the records of `text` (whole records only).
+    pub fn feed(&mut self, text: &str) {
+        for rec in Records::new(text) {
+            self.records += 1;
+            let event = match parse_record(&rec, 0) {
+                Ok(Parsed::Event(e)) => e,
+                Ok(Parsed::Ignored(_)) => continue,
+                Err(e) => {
+                    self.stderr
+                        .push(format!("Warning: skipping unrecognized perf output: {e}"));
+                    self.unparsed.push(e);
+                    continue;
+                }
+            };
+            if self.origin.is_none() && self.time_origin_first_event {
+                // Events before the first timed one have no time to shift.
+                if let Some(t) = event.time() {
+                    self.origin = Some(Some(t));
+                }
+            }
+            self.events += 1;
+            let event = shift(event, self.origin.flatten());
+            let should_write = self.region.as_mut().is_none_or(|r| r.should_write(&event));
+            if self.echo && should_echo(&event) {
+                echo_record(&mut self.writer.sink_mut().out, &rec);
+            }
+            self.writer.write_event(&event, should_write);
+            self.stderr
+                .extend(self.writer.drain_warnings().map(|w| w.to_string()));
+        }
     }
-    writer.end_of_trace(None);
-    stderr.extend(writer.drain_warnings().map(|w| w.to_string()));
-    let dump = writer.take_events_output();
-    let mut stdout = std::mem::take(&mut writer.sink_mut().out);
-    stdout.push_str(&dump);
-    Transcript {
-        stderr,
-        stdout,
-        unparsed,
+
+    /// The transcript lines (stdout) produced so far and not yet taken.
+    pub fn take_stdout(&mut self) -> String {
+        std::mem::take(&mut self.writer.sink_mut().out)
+    }
+
+    /// The warning lines (stderr) produced so far and not yet taken.
+    pub fn take_stderr(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.stderr)
+    }
+
+    /// Records that did not parse so far.
+    pub fn unparsed(&self) -> &[ParseError] {
+        &self.unparsed
+    }
+
+    /// Ends the input: the end marker and what the writer deferred.
+    pub fn finish(mut self) -> Transcript {
+        if self.echo {
+            self.writer.sink_mut().out.push_str(END_MARKER);
+            self.writer.sink_mut().out.push('\n');
+        }
+        self.writer.end_of_trace(None);
+        self.stderr
+            .extend(self.writer.drain_warnings().map(|w| w.to_string()));
+        let dump = self.writer.take_events_output();
+        let mut stdout = std::mem::take(&mut self.writer.sink_mut().out);
+        stdout.push_str(&dump);
+        Transcript {
+            stderr: self.stderr,
+            stdout,
+            unparsed: self.unparsed,
+            records: self.records,
+            events: self.events,
+        }
     }
 }
 
