@@ -35,7 +35,7 @@ pub struct TraceInfo {
 /// Describes what one sample stands for, for headers and help.
 pub fn sampling_note(s: Sampling) -> String {
     format!(
-        "sample rate {}: each sample stands for 1/{} words of {} bytes = {} (sizes are estimates)",
+        "sample rate {}: each sample stands for {} words ({} bytes each) = {} (sizes are estimates)",
         s.sample_rate,
         fmt_float(1.0 / s.sample_rate),
         s.word_bytes(),
@@ -513,6 +513,13 @@ pub fn diff_table(
         signed_bytes(i128::from(lb) - i128::from(la)),
     );
     let _ = writeln!(out, "sizes are estimates from sampling (see --help)\n");
+    if no_difference(a, b, rows) {
+        let _ = writeln!(
+            out,
+            "no difference: every site allocated the same bytes in A and B, with the same bytes live at the end"
+        );
+        return out;
+    }
     let mut table = Table::new(&[
         "#",
         "alloc A",
@@ -545,6 +552,15 @@ pub fn diff_table(
     out
 }
 
+/// Whether the two traces' sites allocated, and kept live, exactly the same.
+pub fn no_difference(a: &Profile, b: &Profile, rows: &[DiffRow]) -> bool {
+    a.sampling.bytes(a.totals.samples) == b.sampling.bytes(b.totals.samples)
+        && a.sampling.bytes(a.totals.live_end()) == b.sampling.bytes(b.totals.live_end())
+        && rows
+            .iter()
+            .all(|r| r.allocated_delta() == 0 && r.live_end_delta() == 0)
+}
+
 /// `diff --json`.
 pub fn diff_json(
     ctx: &DiffContext,
@@ -553,6 +569,7 @@ pub fn diff_json(
     rows: &[DiffRow],
     limit: usize,
 ) -> Value {
+    let all_rows = rows;
     let rows: Vec<Value> = rows
         .iter()
         .take(limit)
@@ -577,6 +594,7 @@ pub fn diff_json(
         "ranked_by": if ctx.by_live { "live_end" } else { "allocated" },
         "totals_a": Value::Object(counts_json(a.sampling, &a.totals, false)),
         "totals_b": Value::Object(counts_json(b.sampling, &b.totals, false)),
+        "no_difference": no_difference(a, b, all_rows),
         "sites": rows,
     })
 }

@@ -141,6 +141,26 @@ pub fn sites_skipping(
     out
 }
 
+/// The share of allocated samples whose site ([`sites_skipping`]'s) has no source
+/// line. Near 1 for a program built without line tables (a Rust release build
+/// without `debug = "line-tables-only"`), near 0 for OCaml traces.
+pub fn lineless_share(profile: &Profile, symbols: &dyn Symbols, skip: &FrameSkip) -> f64 {
+    let mut codes = Vec::new();
+    let (mut lineless, mut all) = (0u64, 0u64);
+    for (bt, counts) in &profile.sites {
+        profile.backtraces.codes_into(*bt, &mut codes);
+        all += counts.samples;
+        if crate::symbols::site_has_line(symbols, &codes, skip) == Some(false) {
+            lineless += counts.samples;
+        }
+    }
+    if all == 0 {
+        0.0
+    } else {
+        lineless as f64 / all as f64
+    }
+}
+
 /// Label of allocations with an empty backtrace.
 pub const EMPTY_BACKTRACE: &str = "[empty backtrace]";
 

@@ -196,17 +196,50 @@ pub fn site_label(
     label: FrameLabel,
     skip: &FrameSkip,
 ) -> Option<String> {
+    find_site(
+        symbols,
+        codes,
+        skip,
+        |loc| location_label(loc, label),
+        |code| format!("${}", code.as_signed()),
+    )
+}
+
+/// Whether the allocation site of a backtrace ([`site_label`]'s) has a source line:
+/// `Some(false)` for a location with line 0, which is what a program built without
+/// line tables yields; `None` for an empty backtrace or a code without locations.
+pub fn site_has_line(
+    symbols: &dyn Symbols,
+    codes: &[LocationCode],
+    skip: &FrameSkip,
+) -> Option<bool> {
+    find_site(symbols, codes, skip, |loc| Some(loc.line != 0), |_| None).flatten()
+}
+
+/// The search behind [`site_label`]: `found` of the site's location, or `unknown`
+/// of the first code (from the innermost) without locations.
+fn find_site<T>(
+    symbols: &dyn Symbols,
+    codes: &[LocationCode],
+    skip: &FrameSkip,
+    found: impl Fn(&Location) -> T,
+    unknown: impl Fn(LocationCode) -> T,
+) -> Option<T> {
     let leaf = *codes.last()?;
     for &code in codes.iter().rev() {
         let locs = symbols.locations(code);
         if locs.is_empty() {
-            return Some(format!("${}", code.as_signed()));
+            return Some(unknown(code));
         }
         if let Some(loc) = locs.iter().rev().find(|l| !skip.skips(l)) {
-            return Some(location_label(loc, label));
+            return Some(found(loc));
         }
     }
-    Some(leaf_label(symbols, leaf, label))
+    let locs = symbols.locations(leaf);
+    Some(match locs.last() {
+        None => unknown(leaf),
+        Some(loc) => found(loc),
+    })
 }
 
 fn location_label(loc: &Location, label: FrameLabel) -> String {
@@ -287,6 +320,20 @@ mod tests {
         // All plumbing: the innermost location names the site.
         assert_eq!(label(&[2, 3]).as_deref(), Some("do_alloc<Global>"));
         assert_eq!(label(&[]), None);
+    }
+
+    #[test]
+    fn a_site_without_a_line_is_told_apart() {
+        let mut t = table();
+        // A program built without line tables: its frames have line 0.
+        t.insert(LocationCode(5), vec![loc("app::main", "app", 0)]);
+        let skip = FrameSkip::rust_std();
+        let has_line = |c: &[u64]| site_has_line(&t, &codes(c), &skip);
+        assert_eq!(has_line(&[1, 2, 3]), Some(true));
+        // The std frames have lines, but the site is the program's frame.
+        assert_eq!(has_line(&[5, 2, 3]), Some(false));
+        assert_eq!(has_line(&[5, 4]), None);
+        assert_eq!(has_line(&[]), None);
     }
 
     #[test]
