@@ -23,7 +23,6 @@
 //! `../shared/corpus` beside the workspace).
 
 use std::hint::black_box;
-use std::path::PathBuf;
 
 use std::time::Duration;
 

@@ -97,6 +97,21 @@ impl<D: Destination> FxtSink<D> {
         self.writer.finish()
     }
 
+    /// Closes the writer, keeping the destination (for the details of an I/O
+    /// error, say); returns the first error of the whole trace.
+    pub fn close(&mut self) -> Result<(), WriteError> {
+        let closed = self.writer.close();
+        match self.error {
+            Some(e) => Err(e),
+            None => closed,
+        }
+    }
+
+    /// The destination.
+    pub fn destination_mut(&mut self) -> &mut D {
+        self.writer.destination_mut()
+    }
+
     fn check(&mut self, r: Result<(), WriteError>) {
         match r {
             Ok(()) => self.records += 1,

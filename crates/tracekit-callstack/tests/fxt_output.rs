@@ -4,8 +4,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
-
 use tracekit_callstack::decode::Decoder;
 use tracekit_callstack::fxt_sink::FxtSink;
 use tracekit_callstack::span::to_string_hum;

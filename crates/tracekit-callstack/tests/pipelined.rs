@@ -3,8 +3,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
-
 use tracekit_callstack::decode::{DecodeStats, Decoder, piece_bounds};
 use tracekit_callstack::fxt_sink::FxtSink;
 use tracekit_callstack::script::{RecordParser, Records, parse_record};

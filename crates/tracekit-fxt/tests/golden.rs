@@ -4,8 +4,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
-
 use tracekit_fxt::format::{ArgValue, EventKind, Koid, ObjectType, StringId, StringRef, ThreadId};
 use tracekit_fxt::read::{Reader, Record, Str, Thread};
 use tracekit_fxt::write::fast::{Double, EventHeader, Int32, Int64, Pointer, Str as StrArg};

@@ -100,6 +100,13 @@ pub use types::{
 };
 pub use write::{GetPid, MultiplexedDomains, Writer, WriterOptions};
 
+/// Whether `head` starts like a memtrace trace (a CTF packet's magic number):
+/// tells a trace from other files before reading it.
+pub fn starts_like_a_trace(head: &[u8]) -> bool {
+    head.first_chunk::<4>()
+        .is_some_and(|m| u32::from_le_bytes(*m) == format::MAGIC)
+}
+
 /// A small trace for documentation examples.
 #[doc(hidden)]
 pub fn doc_example_trace() -> Vec<u8> {

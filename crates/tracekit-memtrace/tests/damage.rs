@@ -4,8 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
-
 use tracekit_memtrace::synth::{Rng, SynthConfig, write_synthetic};
 use tracekit_memtrace::{Event, FormatVersion, ReadError, Reader, Timedelta, Warning};
 

@@ -4,20 +4,24 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::fs::File;
-use std::io::{self, BufWriter, IsTerminal, Read, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use clap::Subcommand;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use serde_json::{Value, json};
 use tracekit_fxt::check::{Readers, Report};
 use tracekit_fxt::format::{ArgValue, EventKind, Koid, ObjectType};
 use tracekit_fxt::io::IoDestination;
-use tracekit_fxt::read::{Args, Reader, Record, Str, Thread};
+use tracekit_fxt::read::{Args, Entry, Reader, Record, Records, Str, StreamReader, Thread};
 use tracekit_fxt::write::Writer;
+
+use crate::common::input::{self, Family};
+use crate::common::output::{OutputFile, Stdout, print_json};
+use crate::common::progress_bar;
+use crate::memtrace_analysis::fxt_write_error;
 
 /// `tracekit fxt` subcommands.
 #[derive(Subcommand)]
@@ -73,79 +77,44 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     }
 }
 
-/// The whole input, memory-mapped when it is a file.
-enum Input {
-    Mapped(memmap2::Mmap),
-    Owned(Vec<u8>),
-}
-
-impl std::ops::Deref for Input {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Input::Mapped(m) => m,
-            Input::Owned(v) => v,
-        }
+/// Runs `f` over the records of `path`: a file is mapped and read in place,
+/// standard input is streamed (a record at a time, so output starts at once and
+/// memory does not grow with the input). `f` gets the input's size when known.
+fn with_records<T>(
+    path: &Path,
+    f: impl FnOnce(&mut dyn Records, Option<u64>) -> Result<T>,
+) -> Result<T> {
+    if input::is_stdin(path) {
+        let stream = input::open_stream(path, Family::Fxt)?;
+        f(&mut StreamReader::new(stream), None)
+    } else {
+        let bytes = input::read_all(path, Family::Fxt)?;
+        f(&mut Reader::new(&bytes), Some(bytes.len() as u64))
     }
 }
 
-fn open(path: &Path) -> Result<Input> {
-    if path.as_os_str() == "-" {
-        let mut v = Vec::new();
-        io::stdin().read_to_end(&mut v).context("reading stdin")?;
-        return Ok(Input::Owned(v));
+/// A progress bar over an input of `size` bytes (standard input has none).
+fn progress(size: Option<u64>, what: &str) -> ProgressBar {
+    match size {
+        Some(n) => progress_bar(n, what, false),
+        None => ProgressBar::hidden(),
     }
-    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    if len < (1 << 20) {
-        let mut v = Vec::with_capacity(len as usize);
-        (&file)
-            .read_to_end(&mut v)
-            .with_context(|| format!("reading {}", path.display()))?;
-        return Ok(Input::Owned(v));
-    }
-    // SAFETY: the map is read-only; a file truncated while mapped can fault, as with
-    // any mmap-based tool, but the reader never trusts the contents.
-    let map = unsafe { memmap2::Mmap::map(&file) }
-        .with_context(|| format!("mapping {}", path.display()))?;
-    Ok(Input::Mapped(map))
 }
 
-/// A byte progress bar on stderr for inputs large enough to take a while.
-fn progress(len: usize) -> Option<ProgressBar> {
-    if len < (64 << 20) || !io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = ProgressBar::new(len as u64);
-    if let Ok(style) = ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {eta}") {
-        bar.set_style(style);
-    }
-    Some(bar)
-}
-
-fn tick(bar: &Option<ProgressBar>, records: u64, offset: u64) {
-    if let Some(bar) = bar
-        && records % 8192 == 0
-    {
+fn tick(bar: &ProgressBar, records: u64, offset: u64) {
+    if records % 8192 == 0 {
         bar.set_position(offset);
     }
 }
 
-/// Ends output quietly when stdout is a closed pipe (`tracekit fxt dump f | head`).
-fn stdout_result(r: io::Result<()>) -> Result<()> {
-    match r {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("writing output"),
-    }
-}
-
-fn print_warnings(reader: &Reader<'_>) {
+fn print_warnings(path: &Path, reader: &dyn Records) {
+    let name = input::display(path);
     for w in reader.warnings() {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {name}: {w}");
     }
     let more = reader.warning_count() - reader.warnings().len() as u64;
     if more > 0 {
-        eprintln!("warning: {more} more warnings");
+        eprintln!("warning: {name}: {more} more warnings");
     }
 }
 
@@ -193,8 +162,8 @@ fn object_type_name(t: ObjectType) -> String {
 }
 
 /// One dump line for a record (without the offset).
-pub fn format_record(record: &Record<'_>, ns: impl Fn(u64) -> u64) -> String {
-    let mut s = String::new();
+/// Appends one dump line for a record (without the offset) to `s`.
+fn format_record_into(s: &mut String, record: &Record<'_>, ns: impl Fn(u64) -> u64) {
     let _ = match record {
         Record::Magic => write!(s, "magic"),
         Record::ProviderInfo { id, name } => {
@@ -248,7 +217,7 @@ pub fn format_record(record: &Record<'_>, ns: impl Fn(u64) -> u64) -> String {
                 quote(e.category),
                 quote(e.name)
             );
-            fmt_args(&mut s, e.args);
+            fmt_args(s, e.args);
             Ok(())
         }
         Record::Blob(b) => write!(
@@ -266,7 +235,7 @@ pub fn format_record(record: &Record<'_>, ns: impl Fn(u64) -> u64) -> String {
                 o.pointer,
                 quote(o.name)
             );
-            fmt_args(&mut s, o.args);
+            fmt_args(s, o.args);
             Ok(())
         }
         Record::KernelObject(o) => {
@@ -277,7 +246,7 @@ pub fn format_record(record: &Record<'_>, ns: impl Fn(u64) -> u64) -> String {
                 o.koid,
                 quote(o.name)
             );
-            fmt_args(&mut s, o.args);
+            fmt_args(s, o.args);
             Ok(())
         }
         Record::ContextSwitch(c) => {
@@ -290,7 +259,7 @@ pub fn format_record(record: &Record<'_>, ns: impl Fn(u64) -> u64) -> String {
                 c.outgoing_state.0,
                 c.incoming_tid
             );
-            fmt_args(&mut s, c.args);
+            fmt_args(s, c.args);
             Ok(())
         }
         Record::ThreadWakeup(c) => {
@@ -301,7 +270,7 @@ pub fn format_record(record: &Record<'_>, ns: impl Fn(u64) -> u64) -> String {
                 c.cpu,
                 c.waking_tid
             );
-            fmt_args(&mut s, c.args);
+            fmt_args(s, c.args);
             Ok(())
         }
         Record::LegacyContextSwitch(c) => write!(
@@ -335,41 +304,51 @@ pub fn format_record(record: &Record<'_>, ns: impl Fn(u64) -> u64) -> String {
                 b.payload.len()
             );
             if let Some(m) = &b.meta {
-                fmt_args(&mut s, m.args);
+                fmt_args(s, m.args);
             }
             Ok(())
         }
     };
-    s
 }
 
 fn dump(path: &Path, limit: Option<u64>) -> Result<ExitCode> {
-    let input = open(path)?;
-    let mut reader = Reader::new(&input);
-    let mut out = BufWriter::new(io::stdout().lock());
-    let mut n = 0u64;
-    let result = (|| -> Result<()> {
+    with_records(path, |reader, size| {
+        let bar = progress(size, "dumping");
+        let mut out = Stdout::new();
+        let mut n = 0u64;
+        let mut line = String::new();
         while limit.is_none_or(|l| n < l) {
-            let Some(raw) = reader.next_raw()? else { break };
-            let offset = reader.record_offset();
-            let rec = reader.resolve(raw);
-            let line = format_record(&rec, |t| reader.ticks_to_ns(t));
-            if let Err(e) = writeln!(out, "{offset:#010x} {line}") {
-                return stdout_result(Err(e));
-            }
+            let Some(Entry {
+                offset,
+                record,
+                timebase,
+            }) = reader.next_entry()?
+            else {
+                break;
+            };
+            line.clear();
+            let _ = write!(line, "{offset:#010x} ");
+            format_record_into(&mut line, &record, |t| timebase.ns(t));
+            line.push('\n');
+            out.write_all(line.as_bytes())?;
             n += 1;
+            tick(&bar, n, offset);
         }
-        stdout_result(out.flush())
-    })();
-    print_warnings(&reader);
-    result?;
-    Ok(ExitCode::SUCCESS)
+        bar.finish_and_clear();
+        out.finish()?;
+        print_warnings(path, reader);
+        Ok(ExitCode::SUCCESS)
+    })
 }
 
 fn check(path: &Path) -> Result<ExitCode> {
-    let input = open(path)?;
-    let report = tracekit_fxt::check::check(&input);
-    print_check(&report, &mut io::stdout().lock()).context("writing output")?;
+    let input = input::read_all(path, Family::Fxt)?;
+    let bar = progress_bar(input.len() as u64, "checking", false);
+    let report = tracekit_fxt::check::check_with_progress(&input, |pos| bar.set_position(pos));
+    bar.finish_and_clear();
+    let mut out = Stdout::new();
+    print_check(&report, &mut out)?;
+    out.finish()?;
     Ok(if report.is_clean() {
         ExitCode::SUCCESS
     } else {
@@ -424,21 +403,32 @@ pub fn print_check(report: &Report, out: &mut impl Write) -> io::Result<()> {
 }
 
 fn copy(input_path: &Path, output: &Path) -> Result<ExitCode> {
-    let input = open(input_path)?;
-    let file = File::create(output).with_context(|| format!("creating {}", output.display()))?;
-    let mut writer = Writer::without_header(IoDestination::new(file))?;
+    crate::common::output::refuse_same_file(output, &[input_path])?;
+    let input = input::read_all(input_path, Family::Fxt)?;
+    let file = OutputFile::create(output, &[input_path])?;
+    let bar = progress_bar(input.len() as u64, "copying", false);
+    let mut writer = Writer::without_header(IoDestination::new(file))
+        .map_err(|e| fxt_write_error(output, e, None))?;
     let report = tracekit_fxt::copy::copy(&input, &mut writer);
+    bar.finish_and_clear();
     let closed = writer.close();
-    if let Err(e) = closed {
-        let detail = writer.destination_mut().take_error();
-        match detail {
-            Some(io) => bail!("writing {}: {io}", output.display()),
-            None => bail!("writing {}: {e}", output.display()),
-        }
+    let io_error = writer.destination_mut().take_error();
+    if let Some(io) = io_error {
+        // Named by the output file, and the root of any writer error.
+        return Err(io.into());
     }
-    let report = report?;
+    if let Err(e) = closed {
+        return Err(fxt_write_error(output, e, None));
+    }
+    let report = report.map_err(|e| anyhow::anyhow!("{}: {e}", input::display(input_path)))?;
+    let file = writer
+        .finish()
+        .map_err(|e| fxt_write_error(output, e, None))?
+        .into_inner();
+    file.commit()?;
+    let name = input::display(input_path);
     for w in &report.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {name}: {w}");
     }
     eprintln!(
         "copied {} records ({} inserted to repair the trace, {} refs written inline, {} warnings)",
@@ -475,18 +465,22 @@ fn us(ns: u64) -> Value {
 }
 
 /// Converts the records of `reader` to Chrome trace events, calling `emit` for each.
-pub fn chrome_events(
-    reader: &mut Reader<'_>,
+fn chrome_events(
+    reader: &mut dyn Records,
     mut emit: impl FnMut(Value) -> Result<()>,
-    bar: &Option<ProgressBar>,
+    bar: &ProgressBar,
 ) -> Result<u64> {
     let mut skipped = 0u64;
     let mut n = 0u64;
-    while let Some(raw) = reader.next_raw()? {
+    while let Some(Entry {
+        offset,
+        record: rec,
+        timebase,
+    }) = reader.next_entry()?
+    {
         n += 1;
-        tick(bar, n, reader.offset());
-        let rec = reader.resolve(raw);
-        let ns = |t| reader.ticks_to_ns(t);
+        tick(bar, n, offset);
+        let ns = |t| timebase.ns(t);
         let event = match rec {
             Record::Event(e) => {
                 let Thread { process, thread } = e.thread;
@@ -562,42 +556,56 @@ pub fn chrome_events(
 }
 
 fn to_json(input_path: &Path, output: &Path) -> Result<ExitCode> {
-    let input = open(input_path)?;
-    let mut reader = Reader::new(&input);
-    let sink: Box<dyn Write> = if output.as_os_str() == "-" {
-        Box::new(io::stdout().lock())
-    } else {
-        Box::new(File::create(output).with_context(|| format!("creating {}", output.display()))?)
-    };
-    let mut out = BufWriter::new(sink);
-    let bar = progress(input.len());
+    if !input::is_stdin(output) {
+        crate::common::output::refuse_same_file(output, &[input_path])?;
+    }
+    with_records(input_path, |reader, size| {
+        let bar = progress(size, "converting");
+        let skipped = if input::is_stdin(output) {
+            let mut out = Stdout::new();
+            let skipped = write_chrome_json(reader, &mut out, &bar)?;
+            out.finish()?;
+            skipped
+        } else {
+            let file = OutputFile::create(output, &[input_path])?;
+            let mut out = BufWriter::with_capacity(1 << 16, file);
+            let skipped = write_chrome_json(reader, &mut out, &bar)?;
+            out.into_inner().map_err(|e| e.into_error())?.commit()?;
+            skipped
+        };
+        bar.finish_and_clear();
+        print_warnings(input_path, reader);
+        if skipped > 0 {
+            eprintln!(
+                "note: {skipped} records without a Chrome JSON equivalent (scheduling, blobs, objects) were left out"
+            );
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Writes the whole Chrome JSON document; returns the records left out.
+fn write_chrome_json(
+    reader: &mut dyn Records,
+    out: &mut impl Write,
+    bar: &ProgressBar,
+) -> Result<u64> {
     out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
     let mut first = true;
     let skipped = chrome_events(
-        &mut reader,
+        reader,
         |v| {
             if !first {
                 out.write_all(b",\n")?;
             }
             first = false;
-            serde_json::to_writer(&mut out, &v)?;
+            serde_json::to_writer(&mut *out, &v).map_err(io::Error::from)?;
             Ok(())
         },
-        &bar,
-    );
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    print_warnings(&reader);
-    let skipped = skipped?;
+        bar,
+    )?;
     out.write_all(b"\n]}\n")?;
-    stdout_result(out.flush())?;
-    if skipped > 0 {
-        eprintln!(
-            "note: {skipped} records without a Chrome JSON equivalent (scheduling, blobs, objects) were left out"
-        );
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(skipped)
 }
 
 #[derive(Default, serde::Serialize)]
@@ -621,21 +629,29 @@ struct Stats {
 }
 
 fn stats(path: &Path, as_json: bool) -> Result<ExitCode> {
-    let input = open(path)?;
-    let mut reader = Reader::new(&input);
-    let bar = progress(input.len());
-    let mut st = Stats {
-        bytes: input.len() as u64,
-        ..Stats::default()
-    };
+    with_records(path, |reader, size| stats_of(path, reader, size, as_json))
+}
+
+fn stats_of(
+    path: &Path,
+    reader: &mut dyn Records,
+    size: Option<u64>,
+    as_json: bool,
+) -> Result<ExitCode> {
+    let bar = progress(size, "reading");
+    let mut st = Stats::default();
     let key = |t: Thread| format!("{}/{}", t.process, t.thread);
-    while let Some(raw) = reader.next_raw()? {
+    while let Some(Entry {
+        offset,
+        record: rec,
+        timebase,
+    }) = reader.next_entry()?
+    {
         st.records += 1;
-        tick(&bar, st.records, reader.offset());
-        let rec = reader.resolve(raw);
+        tick(&bar, st.records, offset);
         *st.record_types.entry(rec.type_name()).or_default() += 1;
         if let Some(t) = rec.ticks() {
-            let ns = reader.ticks_to_ns(t);
+            let ns = timebase.ns(t);
             st.first_ns = Some(st.first_ns.map_or(ns, |f| f.min(ns)));
             st.last_ns = Some(st.last_ns.map_or(ns, |l| l.max(ns)));
         }
@@ -650,7 +666,7 @@ fn stats(path: &Path, as_json: bool) -> Result<ExitCode> {
                 st.threads.entry(key(e.thread)).or_default().events += 1;
                 st.processes.entry(e.thread.process.0).or_default();
                 if let EventKind::DurationComplete { end_ticks } = e.kind {
-                    let ns = reader.ticks_to_ns(end_ticks);
+                    let ns = timebase.ns(end_ticks);
                     st.last_ns = Some(st.last_ns.map_or(ns, |l| l.max(ns)));
                 }
             }
@@ -675,19 +691,14 @@ fn stats(path: &Path, as_json: bool) -> Result<ExitCode> {
             _ => {}
         }
     }
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
+    bar.finish_and_clear();
+    st.bytes = reader.position();
     st.warnings = reader.warning_count();
-    print_warnings(&reader);
-    let mut out = io::stdout().lock();
+    print_warnings(path, reader);
     if as_json {
-        let r = serde_json::to_writer_pretty(&mut out, &st)
-            .map_err(io::Error::other)
-            .and_then(|_| writeln!(out));
-        stdout_result(r)?;
+        print_json(&st)?;
     } else {
-        stdout_result(out.write_all(format_stats(&st).as_bytes()))?;
+        crate::common::output::print(&format_stats(&st))?;
     }
     Ok(ExitCode::SUCCESS)
 }

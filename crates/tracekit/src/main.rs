@@ -1,6 +1,12 @@
 //! `tracekit`: one binary that inspects, checks, converts and analyses memtrace,
 //! FXT and perf call-stack traces. Argument parsing, files, progress and exit codes
 //! live here; the formats live in the library crates.
+//!
+//! Exit codes: 0 success (also when a pipe reading the output closes early, as
+//! with `| head`); 1 a command's verdict is negative (`fxt check` found problems, an
+//! analysis stopped at damage); 2 an error, printed as `error: ...` naming the file;
+//! 130 interrupted (no partial output is left). `perf record` passes on the
+//! recorded program's failing status.
 
 mod common;
 mod fxt;
@@ -35,6 +41,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    common::output::install_interrupt_handler();
     let result = match cli.command {
         Command::Memtrace(cmd) => memtrace::run(cmd),
         Command::Fxt(cmd) => fxt::run(cmd),
@@ -42,6 +49,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // The reader of our output went away (`| head`): a normal way to stop.
+        Err(err) if common::output::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
             ExitCode::from(2)

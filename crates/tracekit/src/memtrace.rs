@@ -1,20 +1,23 @@
 //! `tracekit memtrace ...` subcommands: dump, info, copy and sample.
 
 use std::collections::BTreeMap;
-use std::fs::File;
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use clap::Subcommand;
 use serde::Serialize;
 use tracekit_memtrace::dump::{Summary, write_dump};
 use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
 use tracekit_memtrace::{
-    Event, FormatVersion, OpenError, Reader, Warning, WriterOptions, copy_trace,
+    CopyError, Event, FormatVersion, OpenError, Reader, Warning, WriteError, WriterOptions,
+    copy_trace,
 };
 
-use crate::common::{finish_output, is_broken_pipe, progress_bar, stdout};
+use crate::common::input::{self, Family};
+use crate::common::output::{self, OutputFile, Stdout, print_json};
+use crate::common::{human_bytes, progress_bar};
 
 /// `tracekit memtrace` subcommands.
 #[derive(Subcommand)]
@@ -82,40 +85,45 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     }
 }
 
-/// Opens a trace; `-` is standard input.
-fn open(path: &Path) -> Result<Reader<'static>> {
-    let reader = if path == Path::new("-") {
-        Reader::from_read(std::io::stdin().lock())
+/// Opens a trace, after checking that it is one; `-` reads standard input
+/// into memory (the analyses read a trace more than once).
+pub fn open(path: &Path) -> Result<Reader<'static>> {
+    let name = input::display(path);
+    let reader = if input::is_stdin(path) {
+        Reader::from_read(input::open_stream(path, Family::Memtrace)?)
     } else {
+        let head = input::open_stream(path, Family::Memtrace)?;
+        drop(head);
         Reader::open(path)
     };
     reader.map_err(|e| match e {
-        OpenError::Io(e) => anyhow::anyhow!("cannot open {}: {e}", path.display()),
+        OpenError::Io(e) => anyhow::anyhow!("cannot read {name}: {e}"),
         OpenError::Malformed(e) => {
-            anyhow::anyhow!("{} is not a readable memtrace trace: {e}", path.display())
+            anyhow::anyhow!("{name}: damaged trace-info packet: {e}")
         }
     })
 }
 
-fn warn(w: &Warning) {
-    eprintln!("warning: {w}");
+fn warn(path: &Path, w: &Warning) {
+    eprintln!("warning: {}: {w}", input::display(path));
 }
 
 fn dump(path: &Path) -> Result<ExitCode> {
     let mut reader = open(path)?;
-    let bar = progress_bar(reader.size_bytes(), "dumping");
-    let mut out = stdout();
-    let outcome = match write_dump(&mut reader, &mut out, warn, |pos| bar.set_position(pos)) {
-        Ok(o) => o,
-        Err(e) if is_broken_pipe(&e) => return Ok(ExitCode::SUCCESS),
-        Err(e) => return Err(e).context("writing the dump"),
-    };
+    let bar = progress_bar(reader.size_bytes(), "dumping", false);
+    let mut out = Stdout::new();
+    let outcome = write_dump(
+        &mut reader,
+        &mut out,
+        |w| warn(path, w),
+        |pos| bar.set_position(pos),
+    )?;
     bar.finish_and_clear();
-    finish_output(&mut out)?;
+    out.finish()?;
     Ok(match outcome.failure {
         None => ExitCode::SUCCESS,
         Some(f) => {
-            eprintln!("error: {}: {f}", path.display());
+            eprintln!("error: {}: {f}", input::display(path));
             ExitCode::from(2)
         }
     })
@@ -142,6 +150,8 @@ struct TraceInfo {
     context: Option<String>,
     initial_domain: u16,
     start_time_us: i64,
+    /// The start time as an RFC 3339 date in UTC.
+    start_time: String,
     duration_us: i64,
     events: u64,
     allocs: u64,
@@ -162,7 +172,7 @@ struct TraceInfo {
 
 fn info(path: &Path, json: bool) -> Result<ExitCode> {
     let mut reader = open(path)?;
-    let bar = progress_bar(reader.size_bytes(), "reading");
+    let bar = progress_bar(reader.size_bytes(), "reading", false);
     let mut summary = Summary::default();
     let mut domains: BTreeMap<u16, DomainInfo> = BTreeMap::new();
     let mut domains_run: Vec<DomainInfo> = Vec::with_capacity(1);
@@ -205,12 +215,12 @@ fn info(path: &Path, json: bool) -> Result<ExitCode> {
                 bar.set_position(events.position());
             }
             for w in events.take_warnings() {
-                warn(&w);
+                warn(path, &w);
                 skipped += 1;
             }
         }
         for w in events.take_warnings() {
-            warn(&w);
+            warn(path, &w);
             skipped += 1;
         }
     }
@@ -219,7 +229,7 @@ fn info(path: &Path, json: bool) -> Result<ExitCode> {
     let i = reader.info();
     let word_bytes = f64::from(i.word_size) / 8.0;
     let t = TraceInfo {
-        file: path.display().to_string(),
+        file: input::display(path),
         file_size_bytes: reader.size_bytes(),
         format_version: reader.format_version().number(),
         executable_name: i.executable_name.to_string(),
@@ -231,6 +241,7 @@ fn info(path: &Path, json: bool) -> Result<ExitCode> {
         context: i.context.as_ref().map(|c| c.to_string()),
         initial_domain: i.initial_domain.get(),
         start_time_us: i.start_time.as_micros(),
+        start_time: utc_date(i.start_time.as_micros()),
         duration_us: duration,
         events: summary.events,
         allocs: summary.allocs,
@@ -257,19 +268,13 @@ fn info(path: &Path, json: bool) -> Result<ExitCode> {
         skipped_packets: skipped,
         error,
     };
-    let mut out = stdout();
-    let result = if json {
-        serde_json::to_writer_pretty(&mut out, &t)
-            .map_err(std::io::Error::from)
-            .and_then(|()| std::io::Write::write_all(&mut out, b"\n"))
+    if json {
+        print_json(&t)?;
     } else {
-        write_info_text(&mut out, &t)
-    };
-    match result {
-        Err(e) if is_broken_pipe(&e) => return Ok(ExitCode::SUCCESS),
-        r => r?,
+        let mut out = Stdout::new();
+        write_info_text(&mut out, &t)?;
+        out.finish()?;
     }
-    finish_output(&mut out)?;
     Ok(match &t.error {
         None => ExitCode::SUCCESS,
         Some(e) => {
@@ -292,19 +297,14 @@ fn flush_run(domains: &mut BTreeMap<u16, DomainInfo>, run: &mut Vec<DomainInfo>)
     }
 }
 
-fn human_bytes(n: f64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = n;
-    let mut u = 0;
-    while v >= 1024.0 && u < units.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{v:.0} {}", units[u])
-    } else {
-        format!("{v:.1} {}", units[u])
-    }
+/// Microseconds since the epoch as a date in UTC (RFC 3339), or the number
+/// itself when it is no date.
+fn utc_date(micros: i64) -> String {
+    let Ok(us) = u64::try_from(micros) else {
+        return format!("{micros} µs since the epoch");
+    };
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_micros(us);
+    humantime::format_rfc3339_micros(t).to_string()
 }
 
 fn write_info_text(out: &mut impl std::io::Write, t: &TraceInfo) -> std::io::Result<()> {
@@ -331,11 +331,7 @@ fn write_info_text(out: &mut impl std::io::Write, t: &TraceInfo) -> std::io::Res
         1.0 / t.sample_rate,
         t.word_size
     )?;
-    writeln!(
-        out,
-        "start time:      {} µs since the epoch",
-        t.start_time_us
-    )?;
+    writeln!(out, "start time:      {}", t.start_time)?;
     writeln!(out, "duration:        {:.6} s", t.duration_us as f64 / 1e6)?;
     writeln!(
         out,
@@ -386,51 +382,52 @@ fn write_info_text(out: &mut impl std::io::Write, t: &TraceInfo) -> std::io::Res
 }
 
 fn copy(input: &Path, output: &Path, format_version: u8) -> Result<ExitCode> {
+    output::refuse_same_file(output, &[input])?;
     let mut reader = open(input)?;
     let version = if format_version == 2 {
         FormatVersion::V2
     } else {
         FormatVersion::V3
     };
-    let file =
-        File::create(output).with_context(|| format!("cannot create {}", output.display()))?;
-    let bar = progress_bar(reader.size_bytes(), "copying");
+    let file = OutputFile::create(output, &[input])?;
+    let bar = progress_bar(reader.size_bytes(), "copying", false);
     let result = copy_trace(
         &mut reader,
-        file,
+        BufWriter::with_capacity(1 << 16, file),
         WriterOptions::new().format_version(version),
     );
     bar.finish_and_clear();
-    match result {
-        Ok((file, warnings)) => {
-            for w in &warnings {
-                warn(w);
-            }
-            file.sync_all().ok();
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(e) => {
-            // A partial copy is not a trace anyone wants.
-            let _ = std::fs::remove_file(output);
-            bail!(
-                "cannot copy {} to {}: {e}",
-                input.display(),
-                output.display()
-            )
-        }
+    let (out, warnings) = result.map_err(|e| match e {
+        // The output file's errors name it already.
+        CopyError::Write(WriteError::Io(e)) => anyhow::Error::new(e),
+        e => anyhow::anyhow!(
+            "cannot copy {} to {}: {e}",
+            input::display(input),
+            output.display()
+        ),
+    })?;
+    let file = out.into_inner().map_err(|e| e.into_error())?;
+    file.commit()?;
+    for w in &warnings {
+        warn(input, w);
     }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn sample(output: &Path, allocs: u64, depth: usize, seed: u64) -> Result<ExitCode> {
-    let file =
-        File::create(output).with_context(|| format!("cannot create {}", output.display()))?;
+    let file = OutputFile::create(output, &[])?;
     let config = SynthConfig {
         allocs,
         depth,
         seed,
         ..SynthConfig::default()
     };
-    write_synthetic(file, &config).with_context(|| format!("writing {}", output.display()))?;
+    let out =
+        write_synthetic(BufWriter::with_capacity(1 << 16, file), &config).map_err(|e| match e {
+            WriteError::Io(e) => anyhow::Error::new(e),
+            e => anyhow::anyhow!("writing {}: {e}", output.display()),
+        })?;
+    out.into_inner().map_err(|e| e.into_error())?.commit()?;
     eprintln!("wrote {} ({allocs} allocations)", output.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -2,11 +2,10 @@
 //! on the command line. Argument parsing, files and progress; the analysis itself is
 //! `tracekit-analysis`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use tracekit_analysis::fxt::{self, FxtOptions};
 use tracekit_analysis::render::{self, DiffContext, TopContext};
@@ -17,9 +16,11 @@ use tracekit_analysis::symbols::{FrameLabel, FrameSkip};
 use tracekit_analysis::{DomainId, Filter, Micros, Options, Peak, Source, parse_bytes, parse_time};
 use tracekit_fxt::io::IoDestination;
 use tracekit_fxt::write::{Initialization, Writer as FxtWriter, WriterOptions};
-use tracekit_memtrace::{OpenError, Reader};
+use tracekit_memtrace::Reader;
 
-use crate::common::{is_broken_pipe, progress_bar};
+use crate::common::output::{OutputFile, print, print_json, write_file};
+use crate::common::{PROGRESS_THRESHOLD_BYTES, input, progress_bar, progress_spinner};
+use crate::memtrace::open;
 
 /// How sizes are estimated; shown in every analysis command's help.
 const SIZES: &str = "Sizes are estimates in bytes: memtrace samples allocated words at the trace's \
@@ -352,15 +353,6 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     }
 }
 
-fn open(path: &Path) -> Result<Reader<'static>> {
-    Reader::open(path).map_err(|e| match e {
-        OpenError::Io(e) => anyhow::anyhow!("cannot open {}: {e}", path.display()),
-        OpenError::Malformed(e) => {
-            anyhow::anyhow!("{} is not a readable memtrace trace: {e}", path.display())
-        }
-    })
-}
-
 /// One pass, with progress and warnings on stderr.
 fn pass(
     reader: &mut Reader<'_>,
@@ -369,7 +361,7 @@ fn pass(
     location: Option<&str>,
     what: &str,
 ) -> Pass {
-    let bar = progress_bar(reader.size_bytes(), what);
+    let bar = progress_bar(reader.size_bytes(), what, false);
     // Decoding and analysis on two threads when there are two cores (the `top`
     // bench measures both drivers); the location filter needs the one-thread driver,
     // which matches locations as it decodes.
@@ -382,7 +374,7 @@ fn pass(
     };
     bar.finish_and_clear();
     for w in &p.warnings {
-        eprintln!("warning: {}: {w}", path.display());
+        eprintln!("warning: {}: {w}", input::display(path));
     }
     p
 }
@@ -394,7 +386,7 @@ fn finish(path: &Path, p: &Pass) -> ExitCode {
         Some(e) => {
             eprintln!(
                 "error: {}: {e}; the results cover the {} events before it",
-                path.display(),
+                input::display(path),
                 p.events
             );
             ExitCode::from(1)
@@ -412,7 +404,7 @@ fn find_peak(reader: &mut Reader<'_>, path: &Path) -> Result<Peak> {
     };
     let first = pass(reader, path, options.clone(), None, "finding the peak");
     if let Some(e) = first.error {
-        bail!("{}: {e}", path.display());
+        bail!("{}: {e}", input::display(path));
     }
     let peak = first.profile.peak;
     if peak.late_events == 0 {
@@ -466,24 +458,10 @@ fn limit(n: usize) -> usize {
     if n == 0 { usize::MAX } else { n }
 }
 
-fn print_json(v: &serde_json::Value) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, v)?;
-    writeln!(out)?;
-    Ok(())
-}
-
-fn print(text: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        // A closed pipe (`| head`) is not an error worth reporting.
-        Err(e) if is_broken_pipe(&e) => Ok(()),
-        r => r.context("writing to stdout"),
-    }
-}
-
-fn write_file(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+/// A spinner for the work after the passes (folding stacks, drawing, writing),
+/// shown when the trace was large enough for that to take a while.
+fn post_pass(reader: &Reader<'_>, what: &str) -> indicatif::ProgressBar {
+    progress_spinner(what, reader.size_bytes() >= PROGRESS_THRESHOLD_BYTES, false)
 }
 
 fn require_svg(path: &Path, flag: &str) -> Result<()> {
@@ -504,7 +482,7 @@ fn file_name(p: &str) -> String {
 }
 
 fn path_str(p: &Path) -> String {
-    p.display().to_string()
+    input::display(p)
 }
 
 fn top(args: TopArgs) -> Result<ExitCode> {
@@ -563,6 +541,14 @@ fn top(args: TopArgs) -> Result<ExitCode> {
     } else {
         print(&render::top_table(&info, &p.profile, &t, &ctx))?;
     }
+    if report::lineless_share(&p.profile, &symbols, &args.sites.skip()) > 0.5 {
+        eprintln!(
+            "note: {}: most allocation sites have no source line (line 0): the traced program \
+             was built without line tables. For a Rust program, add `[profile.release] debug = \
+             \"line-tables-only\"` to its Cargo.toml and rebuild.",
+            input::display(&args.file)
+        );
+    }
     Ok(finish(&args.file, &p))
 }
 
@@ -605,7 +591,7 @@ fn timeline(args: TimelineArgs) -> Result<ExitCode> {
                 ..PlotOptions::default()
             },
         );
-        write_file(plot, &svg)?;
+        write_file(plot, &[&args.file], &svg)?;
         if args.json {
             print_json(&render::timeline_json(&info, &p.profile, &points))?;
         } else {
@@ -666,6 +652,7 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
     } else {
         Unit::Bytes
     };
+    let spinner = post_pass(&reader, "folding");
     let symbols = ReaderSymbols(reader.locations());
     let lines = report::folded(
         &p.profile,
@@ -677,6 +664,7 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
             collapse_recursion: args.collapse_recursion,
         },
     );
+    spinner.finish_and_clear();
     let total: u64 = lines.iter().map(|l| l.1).sum();
     let what = match (weight, at) {
         (Weight::LiveAt, Some(t)) if args.peak => format!("live at the peak ({t})"),
@@ -691,6 +679,7 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
         } else {
             human_bytes(total as f64)
         };
+        let spinner = post_pass(&reader, "drawing");
         let svg = svg::flame_graph(
             &lines,
             &FlameGraphOptions {
@@ -709,7 +698,8 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
                 ..FlameGraphOptions::default()
             },
         );
-        write_file(out, &svg)?;
+        write_file(out, &[&args.file], &svg)?;
+        spinner.finish_and_clear();
         print(&format!(
             "wrote {}: {} stacks, {} {}\n",
             out.display(),
@@ -751,12 +741,9 @@ fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
         ..Options::default()
     };
     let p = settled_pass(&mut reader, &args.file, options, &args.filter);
-    let file = std::fs::File::create(&args.output)
-        .with_context(|| format!("cannot create {}", args.output.display()))?;
+    let file = OutputFile::create(&args.output, &[&args.file])?;
+    let spinner = post_pass(&reader, "writing");
     let dest = IoDestination::new(file);
-    let write_err = |e: tracekit_fxt::write::WriteError| {
-        anyhow::anyhow!("writing {}: {e}", args.output.display())
-    };
     let mut w = FxtWriter::with_options(
         dest,
         &WriterOptions {
@@ -764,7 +751,7 @@ fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
             ..WriterOptions::default()
         },
     )
-    .map_err(write_err)?;
+    .map_err(|e| fxt_write_error(&args.output, e, None))?;
     let symbols = ReaderSymbols(reader.locations());
     let summary = fxt::write_profile(
         &mut w,
@@ -776,11 +763,20 @@ fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
             ..FxtOptions::default()
         },
     );
-    let s = summary.map_err(write_err)?;
-    w.close().map_err(write_err)?;
-    if let Some(e) = w.destination_mut().take_error() {
-        bail!("writing {}: {e}", args.output.display());
-    }
+    let closed = summary.and_then(|s| w.close().map(|()| s));
+    let s = match closed {
+        Ok(s) => s,
+        Err(e) => {
+            let io = w.destination_mut().take_error();
+            return Err(fxt_write_error(&args.output, e, io));
+        }
+    };
+    let file = w
+        .finish()
+        .map_err(|e| fxt_write_error(&args.output, e, None))?
+        .into_inner();
+    file.commit()?;
+    spinner.finish_and_clear();
     if args.json {
         print_json(&serde_json::json!({
             "output": path_str(&args.output),
@@ -801,6 +797,19 @@ fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
         ))?;
     }
     Ok(finish(&args.file, &p))
+}
+
+/// The error of an FXT writer over an [`OutputFile`]: the I/O error (which names
+/// the file) when there is one, else the writer's own.
+pub fn fxt_write_error(
+    path: &Path,
+    e: tracekit_fxt::write::WriteError,
+    io: Option<std::io::Error>,
+) -> anyhow::Error {
+    match io {
+        Some(io) => anyhow::Error::new(io),
+        None => anyhow::anyhow!("writing {}: {e}", path.display()),
+    }
 }
 
 fn diff(args: DiffArgs) -> Result<ExitCode> {

@@ -5,8 +5,7 @@
 //! `record` runs `perf record` (Intel PT where the machine has it, stack sampling
 //! otherwise) and then decodes.
 
-use std::fs::File;
-use std::io::{self, IsTerminal, Read, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command as Process, ExitCode, Stdio};
 use std::time::Instant;
@@ -15,17 +14,20 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use flate2::Compression;
 use flate2::write::GzEncoder;
-use indicatif::{ProgressBar, ProgressStyle};
 use tracekit_callstack::decode::{DecodeStats, Decoder, HitCollector};
 use tracekit_callstack::filter::RangeFilter;
-use tracekit_callstack::fxt_sink::FxtSink;
+use tracekit_callstack::fxt_sink::{FxtSink, TRUNCATED_MARKER};
 use tracekit_callstack::ocaml::OcamlExceptionInfo;
 use tracekit_callstack::script::complete_prefix;
 use tracekit_callstack::sink::Sink;
-use tracekit_callstack::transcript::{self, TranscriptOptions};
+use tracekit_callstack::transcript::{self, Transcriber, TranscriptOptions};
 use tracekit_callstack::writer::{Config, TraceScope, Warning};
 use tracekit_fxt::io::IoDestination;
 use tracekit_fxt::write::Writer;
+
+use crate::common::input::{self, Family, Kind, Peeked};
+use crate::common::output::{ChildHandlesInterrupts, OutputFile, Stdout, TempDir};
+use crate::common::{progress_bar, progress_spinner};
 
 /// `tracekit perf` subcommands.
 #[derive(Subcommand)]
@@ -176,7 +178,6 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
 
 // ---- decode -------------------------------------------------------------------------------
 
-const PERF_DATA_MAGIC: &[u8] = b"PERFILE2";
 /// Text is decoded in pieces of about this size (progress granularity, pipe buffering).
 const CHUNK: usize = 8 << 20;
 
@@ -214,60 +215,108 @@ fn config_of(args: &DecodeArgs) -> anyhow::Result<Config> {
 
 /// Where the `perf script` text comes from.
 enum Source {
-    Stdin,
+    /// Text from standard input (taken by the one pass that reads it).
+    Stdin(Option<Peeked<Box<dyn Read + Send>>>),
     Text(PathBuf),
     PerfData(PathBuf),
 }
 
+impl Source {
+    /// The input's name in messages.
+    fn name(&self) -> String {
+        match self {
+            Source::Stdin(_) => "standard input".to_string(),
+            Source::Text(p) | Source::PerfData(p) => p.display().to_string(),
+        }
+    }
+
+    /// The input file, if it is one.
+    fn path(&self) -> Option<&Path> {
+        match self {
+            Source::Stdin(_) => None,
+            Source::Text(p) | Source::PerfData(p) => Some(p),
+        }
+    }
+}
+
+/// The input, its kind checked: `perf script` text or a perf.data file.
 fn source_of(input: &Option<PathBuf>) -> anyhow::Result<Source> {
-    let Some(path) = input.as_ref().filter(|p| p.as_os_str() != "-") else {
-        return Ok(Source::Stdin);
-    };
-    let mut magic = [0u8; 8];
-    let mut f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let n = read_up_to(&mut f, &mut magic)?;
-    Ok(if magic[..n] == *PERF_DATA_MAGIC {
-        Source::PerfData(path.clone())
+    let path = input.clone().unwrap_or_else(|| PathBuf::from("-"));
+    let stream = input::open_stream(&path, Family::Perf)?;
+    if stream.kind() == Kind::Empty {
+        bail!("{}: empty input: nothing to decode", input::display(&path));
+    }
+    Ok(if input::is_stdin(&path) {
+        Source::Stdin(Some(stream))
+    } else if stream.kind() == Kind::PerfData {
+        Source::PerfData(path)
     } else {
-        Source::Text(path.clone())
+        Source::Text(path)
     })
 }
 
-fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..])? {
-            0 => break,
-            k => n += k,
-        }
-    }
-    Ok(n)
-}
-
 /// Calls `f` on successive pieces of `r` that hold only complete records.
-fn for_each_chunk(mut r: impl Read, mut f: impl FnMut(&str, u64)) -> io::Result<()> {
-    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + (1 << 16));
-    let mut offset = 0u64;
-    loop {
-        let start = buf.len();
-        let want = CHUNK.max(start);
-        buf.resize(start + want, 0);
-        let n = read_up_to(&mut r, &mut buf[start..])?;
-        buf.truncate(start + n);
-        let eof = n < want;
-        let cut = complete_prefix(&buf, eof);
-        if cut > 0 {
-            match std::str::from_utf8(&buf[..cut]) {
-                Ok(text) => f(text, offset),
-                Err(_) => f(&String::from_utf8_lossy(&buf[..cut]), offset),
+///
+/// A thread reads `r`, so that a piece goes to `f` as soon as it is complete: a
+/// slow producer (a pipe, `perf script`) gets its records decoded as they come,
+/// while a fast one is batched into pieces of up to [`CHUNK`] bytes.
+fn for_each_chunk(mut r: impl Read + Send, mut f: impl FnMut(&str, u64)) -> io::Result<()> {
+    const READ: usize = 1 << 20;
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<io::Result<Vec<u8>>>(16);
+        scope.spawn(move || {
+            loop {
+                let mut piece = vec![0u8; READ];
+                let n = loop {
+                    match r.read(&mut piece) {
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        other => break other,
+                    }
+                };
+                let done = !matches!(n, Ok(k) if k > 0);
+                let sent = tx.send(n.map(|k| {
+                    piece.truncate(k);
+                    piece
+                }));
+                if done || sent.is_err() {
+                    return;
+                }
             }
-            offset += cut as u64;
-            buf.drain(..cut);
+        });
+        let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + READ);
+        let mut offset = 0u64;
+        let mut eof = false;
+        while !eof {
+            // One piece, waiting for it; then whatever else is already there.
+            let mut next = rx.recv().map_err(|_| ());
+            loop {
+                match next {
+                    Ok(Ok(piece)) if piece.is_empty() => eof = true,
+                    Ok(Ok(piece)) => buf.extend_from_slice(&piece),
+                    Ok(Err(e)) => return Err(e),
+                    Err(()) => eof = true,
+                }
+                if eof || buf.len() >= CHUNK {
+                    break;
+                }
+                next = match rx.try_recv() {
+                    Ok(x) => Ok(x),
+                    Err(std::sync::mpsc::TryRecvError::Empty) => break,
+                    Err(std::sync::mpsc::TryRecvError::Disconnected) => Err(()),
+                };
+            }
+            let cut = complete_prefix(&buf, eof);
+            if cut > 0 {
+                match std::str::from_utf8(&buf[..cut]) {
+                    Ok(text) => f(text, offset),
+                    Err(_) => f(&String::from_utf8_lossy(&buf[..cut]), offset),
+                }
+                offset += cut as u64;
+                buf.drain(..cut);
+            }
         }
-        if eof {
-            return Ok(());
-        }
-    }
+        Ok(())
+    })
 }
 
 /// Recorded events of a perf.data file.
@@ -350,18 +399,25 @@ fn finish_perf_script(mut child: Child) -> anyhow::Result<()> {
 
 /// Runs `f` over the text of the source in chunks; returns the input size if known.
 fn with_text(
-    source: &Source,
+    source: &mut Source,
     args_perf: &Path,
     mode: Mode,
     quiet: bool,
     mut f: impl FnMut(&str, u64),
 ) -> anyhow::Result<()> {
     match source {
-        Source::Stdin => Ok(for_each_chunk(io::stdin().lock(), f)?),
+        Source::Stdin(stream) => {
+            let Some(stream) = stream.take() else {
+                bail!("standard input can be read only once");
+            };
+            for_each_chunk(stream, f).context("cannot read standard input")
+        }
         Source::Text(path) => {
-            let file =
-                File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-            let len = file.metadata()?.len();
+            let file = input::open_file(path)?;
+            let len = file
+                .metadata()
+                .with_context(|| format!("cannot read {}", path.display()))?
+                .len();
             if len == 0 {
                 return Ok(());
             }
@@ -369,7 +425,7 @@ fn with_text(
             // concurrent truncation by another process is outside what a reader can prevent.
             let map = unsafe { memmap2::Mmap::map(&file) }
                 .with_context(|| format!("cannot map {}", path.display()))?;
-            let bar = progress(Some(len), quiet);
+            let bar = progress_bar(len, "decoding", quiet);
             let mut pos = 0usize;
             while pos < map.len() {
                 let end = (pos + CHUNK).min(map.len());
@@ -405,7 +461,7 @@ fn with_text(
                 );
             }
             let stdout = child.stdout.take().context("perf script has no stdout")?;
-            let bar = progress(None, quiet);
+            let bar = progress_spinner("decoding", true, quiet);
             let mut bytes = 0u64;
             for_each_chunk(stdout, |text, off| {
                 f(text, off);
@@ -415,24 +471,6 @@ fn with_text(
             bar.finish_and_clear();
             finish_perf_script(child)
         }
-    }
-}
-
-fn progress(total: Option<u64>, quiet: bool) -> ProgressBar {
-    if quiet || !io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    match total {
-        Some(n) => ProgressBar::new(n).with_style(
-            ProgressStyle::with_template(
-                "decoding {bar:40} {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        ),
-        None => ProgressBar::new_spinner().with_style(
-            ProgressStyle::with_template("{spinner} decoding {bytes} ({bytes_per_sec})")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        ),
     }
 }
 
@@ -479,23 +517,62 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
         Some(f) => Some(RangeFilter::parse(f).context("--filter wants START..STOP")?),
         None => None,
     };
-    let source = source_of(&args.input)?;
+    let mut source = source_of(&args.input)?;
     if args.transcript {
-        return decode_transcript(args, config, filter, &source);
+        return decode_transcript(args, config, filter, &mut source);
     }
-    decode_fxt(args, config, filter, &source)
+    decode_fxt(args, config, filter, &mut source)
+}
+
+/// The error when nothing in the input was perf script output.
+fn nothing_decoded(source: &Source, records: u64, first: Option<String>) -> anyhow::Error {
+    let name = source.name();
+    match (records, first) {
+        (0, _) => {
+            anyhow::anyhow!("{name}: no perf script records (no samples?): nothing to decode")
+        }
+        (n, Some(e)) => anyhow::anyhow!(
+            "{name}: none of its {n} records is perf script output tracekit can read (first: {e})"
+        ),
+        (n, None) => anyhow::anyhow!("{name}: none of its {n} records holds an event"),
+    }
+}
+
+/// Where a transcript goes: a file (`-o`) or standard output.
+enum TextOut {
+    File(OutputFile),
+    Stdout(Stdout),
+}
+
+impl TextOut {
+    fn write(&mut self, text: &str) -> io::Result<()> {
+        match self {
+            TextOut::File(f) => f.write_all(text.as_bytes()),
+            TextOut::Stdout(s) => s.write_all(text.as_bytes()),
+        }
+    }
+
+    fn finish(self) -> anyhow::Result<()> {
+        match self {
+            TextOut::File(f) => f.commit(),
+            TextOut::Stdout(s) => s.finish(),
+        }
+    }
 }
 
 fn decode_transcript(
     args: &DecodeArgs,
     config: Config,
     filter: Option<RangeFilter>,
-    source: &Source,
+    source: &mut Source,
 ) -> anyhow::Result<ExitCode> {
-    // The transcript is a debugging and conformance format: it wants the whole input
-    // (its time origin and the filter's first pass look ahead).
-    let mut text = String::new();
-    with_text(source, &args.perf, args.mode, true, |t, _| text.push_str(t))?;
+    let mut out = match &args.output {
+        Some(path) if !input::is_stdin(path) => {
+            let inputs: Vec<&Path> = source.path().into_iter().collect();
+            TextOut::File(OutputFile::create(path, &inputs)?)
+        }
+        _ => TextOut::Stdout(Stdout::new()),
+    };
     let opts = TranscriptOptions {
         scope: config.scope,
         annotate_inferred_start_times: config.annotate_inferred_start_times,
@@ -505,28 +582,47 @@ fn decode_transcript(
         filter,
         events_output: false,
     };
-    let t = transcript::run(&text, &opts);
+    let t = if opts.filter.is_some() {
+        // The filter pairs its hits over the whole input first.
+        let mut text = String::new();
+        with_text(source, &args.perf, args.mode, true, |t, _| text.push_str(t))?;
+        transcript::run(&text, &opts)
+    } else {
+        // Streamed: each piece's lines go out as soon as it is transcribed.
+        let mut tr = Transcriber::new(&opts);
+        let mut write_error = None;
+        with_text(source, &args.perf, args.mode, true, |text, _| {
+            if write_error.is_some() {
+                return;
+            }
+            tr.feed(text);
+            for line in tr.take_stderr() {
+                eprintln!("{line}");
+            }
+            if let Err(e) = out.write(&tr.take_stdout()) {
+                write_error = Some(e);
+            }
+        })?;
+        if let Some(e) = write_error {
+            return Err(e.into());
+        }
+        tr.finish()
+    };
     for line in &t.stderr {
         eprintln!("{line}");
     }
-    match &args.output {
-        Some(path) => std::fs::write(path, &t.stdout)
-            .with_context(|| format!("cannot write {}", path.display()))?,
-        None => {
-            let mut out = io::stdout().lock();
-            if let Err(e) = out.write_all(t.stdout.as_bytes()).and_then(|_| out.flush()) {
-                if e.kind() != io::ErrorKind::BrokenPipe {
-                    return Err(e.into());
-                }
-            }
-        }
+    out.write(&t.stdout)?;
+    if t.events == 0 {
+        let first = t.unparsed.first().map(|e| e.to_string());
+        return Err(nothing_decoded(source, t.records, first));
     }
+    out.finish()?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn default_output(source: &Source) -> PathBuf {
     match source {
-        Source::Stdin => PathBuf::from("trace.fxt"),
+        Source::Stdin(_) => PathBuf::from("trace.fxt"),
         Source::Text(p) | Source::PerfData(p) => p.with_extension("fxt"),
     }
 }
@@ -535,33 +631,51 @@ fn decode_fxt(
     args: &DecodeArgs,
     config: Config,
     filter: Option<RangeFilter>,
-    source: &Source,
+    source: &mut Source,
 ) -> anyhow::Result<ExitCode> {
     let output = args
         .output
         .clone()
         .unwrap_or_else(|| default_output(source));
-    let file =
-        File::create(&output).with_context(|| format!("cannot create {}", output.display()))?;
+    let inputs: Vec<&Path> = source.path().into_iter().collect();
+    let file = if input::is_stdin(&output) {
+        FxtOut::Stdout(Stdout::new())
+    } else {
+        FxtOut::File(OutputFile::create(&output, &inputs)?)
+    };
     let out = if output.extension().is_some_and(|e| e == "gz") {
         FxtFile::Gz(GzEncoder::new(file, Compression::default()))
     } else {
         FxtFile::Plain(file)
     };
+    let shown = output.display().to_string();
     let writer = Writer::new(IoDestination::with_buffer_size(out, 1 << 20))
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", output.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot write {shown}: {e}"))?;
     let started = Instant::now();
-    let (sink, stats) = run_decoder(args, config, filter, source, FxtSink::new(writer))?;
-    let records = sink.records();
-    let mut dest = sink
-        .finish()
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", output.display()))?;
-    if let Some(e) = dest.take_error() {
-        return Err(anyhow::Error::new(e).context(format!("cannot write {}", output.display())));
+    let (mut sink, stats) = run_decoder(args, config, filter, source, FxtSink::new(writer))?;
+    if stats.events == 0 {
+        let first = stats.first_unparsed.first().map(|e| e.to_string());
+        return Err(nothing_decoded(source, stats.records, first));
     }
-    dest.into_inner()
+    let truncated = sink.truncated_strings();
+    let records = sink.records();
+    let closed = sink.close();
+    if let Some(e) = sink.destination_mut().take_error() {
+        // The output's own error, which names it.
+        return Err(e.into());
+    }
+    if let Err(e) = closed {
+        bail!("cannot write {shown}: {e}");
+    }
+    let dest = sink
         .finish()
-        .with_context(|| format!("cannot write {}", output.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot write {shown}: {e}"))?;
+    dest.into_inner().finish()?;
+    if truncated > 0 {
+        eprintln!(
+            "warning: {truncated} names longer than FXT's 32,000 bytes were cut (they end in \"{TRUNCATED_MARKER}\")"
+        );
+    }
     if !args.quiet {
         eprintln!(
             "decoded {} records ({} events, {} decode errors) in {:.2?}: wrote {} FXT records to {}",
@@ -570,16 +684,46 @@ fn decode_fxt(
             stats.decode_errors,
             started.elapsed(),
             records,
-            output.display()
+            shown
         );
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The FXT output file, plain or gzip-compressed (`.gz`).
+/// Where FXT bytes go: a file, or standard output (`-o -`).
+enum FxtOut {
+    File(OutputFile),
+    Stdout(Stdout),
+}
+
+impl Write for FxtOut {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            FxtOut::File(f) => f.write(buf),
+            FxtOut::Stdout(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            FxtOut::File(f) => f.flush(),
+            FxtOut::Stdout(s) => s.flush(),
+        }
+    }
+}
+
+impl FxtOut {
+    fn finish(self) -> anyhow::Result<()> {
+        match self {
+            FxtOut::File(f) => f.commit(),
+            FxtOut::Stdout(s) => s.finish(),
+        }
+    }
+}
+
+/// The FXT output, plain or gzip-compressed (`.gz`).
 enum FxtFile {
-    Plain(File),
-    Gz(GzEncoder<File>),
+    Plain(FxtOut),
+    Gz(GzEncoder<FxtOut>),
 }
 
 impl Write for FxtFile {
@@ -598,10 +742,17 @@ impl Write for FxtFile {
 }
 
 impl FxtFile {
-    fn finish(self) -> io::Result<()> {
+    fn finish(self) -> anyhow::Result<()> {
         match self {
-            FxtFile::Plain(mut f) => f.flush(),
-            FxtFile::Gz(g) => g.finish()?.flush(),
+            FxtFile::Plain(mut f) => {
+                f.flush()?;
+                f.finish()
+            }
+            FxtFile::Gz(g) => {
+                let mut f = g.finish()?;
+                f.flush()?;
+                f.finish()
+            }
         }
     }
 }
@@ -610,12 +761,12 @@ fn run_decoder<S: Sink>(
     args: &DecodeArgs,
     config: Config,
     filter: Option<RangeFilter>,
-    source: &Source,
+    source: &mut Source,
     sink: S,
 ) -> anyhow::Result<(S, DecodeStats)> {
     let hits = match filter {
         Some(f) => {
-            if matches!(source, Source::Stdin) {
+            if matches!(source, Source::Stdin(_)) {
                 bail!("--filter needs two passes over the input: give a file, not stdin");
             }
             let mut collector = HitCollector::new(f);
@@ -659,36 +810,36 @@ fn scope_suffix(scope: Scope) -> &'static str {
     }
 }
 
-/// Lets perf, not tracekit, react to Ctrl-C while it records, so that it can finish
-/// writing perf.data and tracekit can decode it afterwards.
-struct IgnoreInterrupts {
-    previous: libc::sighandler_t,
-}
-
-impl IgnoreInterrupts {
-    fn new() -> Self {
-        // SAFETY: installing SIG_IGN is async-signal-safe and touches no Rust state.
-        let previous = unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
-        IgnoreInterrupts { previous }
+/// Whether `program` can be started: a path to an executable file, or a name
+/// found on `PATH`.
+fn runnable(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(Path::new(program));
     }
-}
-
-impl Drop for IgnoreInterrupts {
-    fn drop(&mut self) {
-        // SAFETY: restores the disposition saved in `new`.
-        unsafe {
-            libc::signal(libc::SIGINT, self.previous);
-        }
-    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| executable(&d.join(program))))
 }
 
 fn record(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     if args.pid.is_none() && args.command.is_empty() {
         bail!("nothing to record: give `-- COMMAND [ARGS...]` or `--pid PID`");
     }
+    if let Some(program) = args.command.first()
+        && !runnable(program)
+    {
+        bail!("cannot run {program}: no such executable file (nor on PATH)");
+    }
     std::fs::create_dir_all(&args.output_dir)
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
-    let data = args.output_dir.join("perf.data");
+    // perf writes into a fresh folder; its file replaces DIR/perf.data only once
+    // perf is done, so an old recording survives a failed one.
+    let staging = TempDir::new_in(&args.output_dir)?;
+    let final_data = args.output_dir.join("perf.data");
+    let data = staging.path().join("perf.data");
     let has_pt = Path::new(INTEL_PT_PMU).exists();
     let use_pt = has_pt && !args.sampling;
     let scope = scope_suffix(args.scope);
@@ -748,20 +899,22 @@ fn record(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         )
     })?;
     let status = {
-        let _guard = IgnoreInterrupts::new();
+        let _guard = ChildHandlesInterrupts::new();
         child.wait()?
     };
     if !data.exists() {
         bail!(
             "perf record failed ({status}) and wrote no {}",
-            data.display()
+            final_data.display()
         );
     }
+    staging.commit("perf.data", &final_data)?;
+    drop(staging);
     if !status.success() {
         eprintln!("tracekit: perf record exited with {status}; decoding what it wrote");
     }
     let decode_args = DecodeArgs {
-        input: Some(data),
+        input: Some(final_data),
         output: if args.transcript {
             None
         } else {
@@ -784,5 +937,17 @@ fn record(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         perf: args.perf.clone(),
         quiet: args.quiet,
     };
-    decode(&decode_args)
+    let decoded = decode(&decode_args);
+    // The recorded program's failure is the command's, as if it had run alone
+    // (perf record exits with the workload's status); a decoding error is still
+    // reported, but the program's status says more about what went wrong.
+    match status.code().filter(|&c| c != 0) {
+        None => decoded,
+        Some(code) => {
+            if let Err(e) = decoded {
+                eprintln!("error: {e:#}");
+            }
+            Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+        }
+    }
 }

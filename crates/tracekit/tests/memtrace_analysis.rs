@@ -280,7 +280,7 @@ print(json.dumps(out))
 #[test]
 fn to_fxt_passes_fxt_check_and_pypi_fxt() {
     let Some(rows) = rows() else { return };
-    let python = std::env::var("TRACEKIT_PYFXT").ok();
+    let python = tracekit_testutil::pyfxt();
     for (path, d) in &rows {
         let out = tmp("out.fxt");
         let o = out.to_str().unwrap();
@@ -298,7 +298,7 @@ fn to_fxt_passes_fxt_check_and_pypi_fxt() {
         let check = ok(&["fxt", "check", o]);
         assert!(check.contains("clean"), "{}: {check}", path.display());
         let Some(python) = &python else { continue };
-        let counters = pyfxt_counters(python, &out);
+        let counters = pyfxt_counters(&python.to_string_lossy(), &out);
         let bps = d.bytes_per_sample();
         for c in counters.as_array().unwrap().iter().step_by(5) {
             let t_us = c[0].as_u64().unwrap() / 1000;
@@ -358,7 +358,11 @@ fn bad_input_is_a_clear_error() {
     .unwrap();
     let out = tracekit(&["memtrace", "top", junk.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a readable memtrace trace"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("junk.ctf: not a memtrace trace") && err.contains("it is text"),
+        "{err}"
+    );
     let out = tracekit(&["memtrace", "top", "x.ctf", "--at", "12 parsecs"]);
     assert_eq!(out.status.code(), Some(2));
     let help = ok(&["memtrace", "top", "--help"]);

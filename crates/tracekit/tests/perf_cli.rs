@@ -12,7 +12,7 @@ fn tracekit() -> Command {
 }
 
 fn corpus() -> Option<PathBuf> {
-    std::env::var_os("TRACEKIT_CORPUS").map(|c| Path::new(&c).join("magic-trace"))
+    tracekit_testutil::corpus_path("magic-trace")
 }
 
 /// The transcript printed by the CLI (stderr first, as the corpus expects).
@@ -208,8 +208,8 @@ fn decodes_to_fxt_plain_and_gzip() {
     assert!(names.contains(&"main".to_string()), "{names:?}");
 
     // PyPI `fxt` reads it too, and sees the same slices.
-    match std::env::var_os("TRACEKIT_PYFXT") {
-        None => eprintln!("TRACEKIT_PYFXT is not set: skipping the PyPI fxt check"),
+    match tracekit_testutil::pyfxt() {
+        None => {}
         Some(python) => {
             let script = "import sys\n\
 from fxt.reader import parse_records\n\

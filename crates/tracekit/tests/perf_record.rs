@@ -23,7 +23,7 @@ __attribute__((noinline)) void side(void) { for (unsigned long i = 0; i < 100000
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 300;
   for (int r = 0; r < rounds; r++) { outer(); side(); }
-  return 0;
+  return argc > 2 ? atoi(argv[2]) : 0;
 }
 "#;
 
@@ -207,5 +207,42 @@ fn attaches_to_a_running_process() {
     assert!(o.status.success(), "{stderr}");
     let fxt = std::fs::read(out_dir.join("trace.fxt")).unwrap();
     check_call_structure(&fxt);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failing_program_s_status_is_passed_on_and_its_recording_kept() {
+    let dir = scratch("status");
+    if !perf_can_record(&dir) {
+        return;
+    }
+    let exe = build_program(&dir);
+    let out_dir = dir.join("trace");
+    // A previous recording in the folder is replaced only by a finished one.
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(out_dir.join("perf.data"), "previous").unwrap();
+    let o = tracekit()
+        .args(["perf", "record", "-o"])
+        .arg(&out_dir)
+        .arg("--")
+        .arg(&exe)
+        .args(["100", "3"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("perf record exited with"), "{stderr}");
+    // What was recorded is decoded all the same.
+    let fxt = std::fs::read(out_dir.join("trace.fxt")).unwrap();
+    check_call_structure(&fxt);
+    assert_ne!(
+        std::fs::read(out_dir.join("perf.data")).unwrap(),
+        b"previous"
+    );
+    let names: Vec<String> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "no temporary files left: {names:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,45 +1,49 @@
-//! Helpers shared by the subcommand families: output that tolerates a closed
-//! pipe, and progress bars that appear only where they help.
+//! What the subcommand families share: inputs ([`input`]), outputs ([`output`]),
+//! progress on the terminal, and how sizes are shown.
 
-use std::io::{self, IsTerminal, Write};
+pub mod input;
+pub mod output;
+
+use std::io::{self, IsTerminal};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-/// Inputs at least this large get a progress bar (when stderr is a terminal).
-pub const PROGRESS_THRESHOLD_BYTES: u64 = 50 * 1024 * 1024;
+pub use tracekit_analysis::svg::human_bytes;
 
-/// A byte-position progress bar on stderr for work over an input of
-/// `total_bytes`, or a hidden one when the input is small or stderr is not a
-/// terminal.
-pub fn progress_bar(total_bytes: u64, what: &str) -> ProgressBar {
-    if total_bytes < PROGRESS_THRESHOLD_BYTES || !io::stderr().is_terminal() {
+/// Work over an input at least this large shows progress (when stderr is a
+/// terminal); smaller inputs finish before a bar would be read.
+pub const PROGRESS_THRESHOLD_BYTES: u64 = 32 * 1024 * 1024;
+
+/// The one progress style: a bar over the input's bytes, for every long job.
+/// Hidden when the input is small, stderr is not a terminal, or `quiet`.
+pub fn progress_bar(total_bytes: u64, what: &str, quiet: bool) -> ProgressBar {
+    if quiet || total_bytes < PROGRESS_THRESHOLD_BYTES || !io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(total_bytes);
-    let style =
-        ProgressStyle::with_template("{msg} [{wide_bar}] {bytes}/{total_bytes} ({eta} left)")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> ");
+    let style = ProgressStyle::with_template(
+        "{msg:>12} [{wide_bar}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta} left)",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar())
+    .progress_chars("=> ");
     bar.set_style(style);
     bar.set_message(what.to_string());
     bar
 }
 
-/// Whether `err` means the reader of our output went away (`| head`), which
-/// is a normal way to stop.
-pub fn is_broken_pipe(err: &io::Error) -> bool {
-    err.kind() == io::ErrorKind::BrokenPipe
-}
-
-/// Buffered standard output.
-pub fn stdout() -> io::BufWriter<io::StdoutLock<'static>> {
-    io::BufWriter::with_capacity(1 << 16, io::stdout().lock())
-}
-
-/// Flushes `out`, treating a closed pipe as success.
-pub fn finish_output(out: &mut impl Write) -> io::Result<()> {
-    match out.flush() {
-        Err(e) if is_broken_pipe(&e) => Ok(()),
-        r => r,
+/// The same style for work whose size is not known upfront (standard input, a
+/// child's output, a pass after the reading): bytes so far, or a ticking clock.
+/// Hidden when `show` is false (the job is small), stderr is not a terminal, or
+/// `quiet`.
+pub fn progress_spinner(what: &str, show: bool, quiet: bool) -> ProgressBar {
+    if quiet || !show || !io::stderr().is_terminal() {
+        return ProgressBar::hidden();
     }
+    let bar = ProgressBar::new_spinner();
+    let style = ProgressStyle::with_template("{msg:>12} {spinner} {bytes} ({elapsed})")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner());
+    bar.set_style(style);
+    bar.set_message(what.to_string());
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
 }

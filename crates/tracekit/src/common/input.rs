@@ -1,0 +1,305 @@
+//! Where inputs come from: files (memory-mapped when large) or `-` for standard
+//! input, and what kind of file an input is, so that a command given the wrong
+//! kind says so instead of reading it as data.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+
+/// What the first bytes of an input say it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// No bytes at all.
+    Empty,
+    /// A Fuchsia trace: starts with the magic number record (or with records that
+    /// frame as FXT, from a writer that omits it).
+    Fxt,
+    /// A memtrace trace: starts with a CTF packet.
+    Memtrace,
+    /// A `perf record` output file.
+    PerfData,
+    /// gzip-compressed data.
+    Gzip,
+    /// A PNG image.
+    Png,
+    /// An ELF executable or library.
+    Elf,
+    /// Text (no NUL bytes and few control characters in what was looked at).
+    Text,
+    /// Anything else.
+    Binary,
+}
+
+/// Bytes enough to tell the kinds apart.
+pub const SNIFF_BYTES: usize = 4096;
+
+/// The kind of an input whose first bytes are `head`.
+pub fn sniff(head: &[u8]) -> Kind {
+    if head.is_empty() {
+        return Kind::Empty;
+    }
+    if head.starts_with(&tracekit_fxt::format::MAGIC.to_le_bytes()) {
+        return Kind::Fxt;
+    }
+    if tracekit_memtrace::starts_like_a_trace(head) {
+        return Kind::Memtrace;
+    }
+    if head.starts_with(b"PERFILE2") || head.starts_with(b"2ELIFREP") {
+        return Kind::PerfData;
+    }
+    if head.starts_with(&[0x1f, 0x8b]) {
+        return Kind::Gzip;
+    }
+    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        return Kind::Png;
+    }
+    if head.starts_with(b"\x7fELF") {
+        return Kind::Elf;
+    }
+    if looks_like_text(head) {
+        return Kind::Text;
+    }
+    // Some writers omit the magic number record; the reader then says so.
+    if tracekit_fxt::read::looks_like_fxt(head) {
+        return Kind::Fxt;
+    }
+    Kind::Binary
+}
+
+/// Text as `perf script` writes it: no NUL bytes and almost no control
+/// characters. Invalid UTF-8 is allowed (symbol names are bytes).
+fn looks_like_text(head: &[u8]) -> bool {
+    if head.contains(&0) {
+        return false;
+    }
+    let control = head
+        .iter()
+        .filter(|&&b| b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b))
+        .count();
+    control * 100 <= head.len()
+}
+
+/// Which command family is reading.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// `tracekit memtrace`.
+    Memtrace,
+    /// `tracekit fxt`.
+    Fxt,
+    /// `tracekit perf decode`.
+    Perf,
+}
+
+/// What `kind` is, for an error message (`None` when it says nothing useful).
+fn describe(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Empty => "it is empty",
+        Kind::Fxt => "it is an FXT trace: use `tracekit fxt`",
+        Kind::Memtrace => "it is a memtrace trace: use `tracekit memtrace`",
+        Kind::PerfData => "it is a perf.data file: use `tracekit perf decode`",
+        Kind::Gzip => "it is gzip-compressed: decompress it first (`gunzip -k`)",
+        Kind::Png => "it is a PNG image",
+        Kind::Elf => "it is an executable or library",
+        Kind::Text => "it is text",
+        Kind::Binary => "its first bytes match no format tracekit knows",
+    }
+}
+
+/// Fails unless `kind` is something `family` reads; the message names the file
+/// and says what it is instead.
+pub fn expect(family: Family, kind: Kind, name: &str) -> Result<()> {
+    let ok = match family {
+        Family::Memtrace => kind == Kind::Memtrace,
+        Family::Fxt => kind == Kind::Fxt,
+        Family::Perf => matches!(kind, Kind::PerfData | Kind::Text),
+    };
+    if ok {
+        return Ok(());
+    }
+    let what = match family {
+        Family::Memtrace => "not a memtrace trace (no CTF packet header)",
+        Family::Fxt => "not an FXT file (no magic record)",
+        Family::Perf => "not `perf script` text or a perf.data file",
+    };
+    bail!("{name}: {what}; {}", describe(kind))
+}
+
+/// The name of an input in messages.
+pub fn display(path: &Path) -> String {
+    if is_stdin(path) {
+        "standard input".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// Whether `path` means standard input.
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Opens a file for reading; the error names it, and a folder is refused.
+pub fn open_file(path: &Path) -> Result<File> {
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let meta = file
+        .metadata()
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if meta.is_dir() {
+        bail!("{} is a directory, not a trace file", path.display());
+    }
+    Ok(file)
+}
+
+/// An input stream with its first bytes already read (to tell its kind) and
+/// still to be returned.
+pub struct Peeked<R> {
+    head: Vec<u8>,
+    pos: usize,
+    rest: R,
+}
+
+impl<R: Read> Peeked<R> {
+    /// Reads up to [`SNIFF_BYTES`] of `rest` (fewer at its end).
+    pub fn new(mut rest: R, name: &str) -> Result<Peeked<R>> {
+        let mut head = vec![0; SNIFF_BYTES];
+        let mut n = 0;
+        while n < head.len() {
+            match rest.read(&mut head[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e).with_context(|| format!("cannot read {name}")),
+            }
+        }
+        head.truncate(n);
+        Ok(Peeked { head, pos: 0, rest })
+    }
+
+    /// The input's kind.
+    pub fn kind(&self) -> Kind {
+        sniff(&self.head)
+    }
+}
+
+impl<R: Read> Read for Peeked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.pos < self.head.len() {
+            let n = buf.len().min(self.head.len() - self.pos);
+            buf[..n].copy_from_slice(&self.head[self.pos..self.pos + n]);
+            self.pos += n;
+            return Ok(n);
+        }
+        self.rest.read(buf)
+    }
+}
+
+/// An input opened as a stream: standard input or a file, its kind checked
+/// against `family`.
+pub fn open_stream(path: &Path, family: Family) -> Result<Peeked<Box<dyn Read + Send>>> {
+    let name = display(path);
+    let inner: Box<dyn Read + Send> = if is_stdin(path) {
+        Box::new(io::stdin())
+    } else {
+        Box::new(open_file(path)?)
+    };
+    let peeked = Peeked::new(inner, &name)?;
+    expect(family, peeked.kind(), &name)?;
+    Ok(peeked)
+}
+
+/// A whole input in memory: mapped when it is a large file, read otherwise.
+pub enum Bytes {
+    /// A memory-mapped file.
+    Mapped(memmap2::Mmap),
+    /// Bytes read.
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
+/// Reads a whole input (a file, or `-`), its kind checked against `family`.
+pub fn read_all(path: &Path, family: Family) -> Result<Bytes> {
+    let name = display(path);
+    let bytes = if is_stdin(path) {
+        let mut v = Vec::new();
+        io::stdin()
+            .lock()
+            .read_to_end(&mut v)
+            .context("cannot read standard input")?;
+        Bytes::Owned(v)
+    } else {
+        let file = open_file(path)?;
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let regular = file.metadata().is_ok_and(|m| m.is_file());
+        if len < (1 << 20) || !regular {
+            let mut v = Vec::with_capacity(len as usize);
+            (&file)
+                .read_to_end(&mut v)
+                .with_context(|| format!("cannot read {name}"))?;
+            Bytes::Owned(v)
+        } else {
+            // SAFETY: the map is only read, and every reader bounds-checks what it
+            // reads against the map's length. A file truncated by another process
+            // while mapped can still fault, as with any mmap-based tool.
+            let map = unsafe { memmap2::Mmap::map(&file) }
+                .with_context(|| format!("cannot map {name}"))?;
+            Bytes::Mapped(map)
+        }
+    };
+    expect(family, sniff(&bytes[..bytes.len().min(SNIFF_BYTES)]), &name)?;
+    Ok(bytes)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds() {
+        assert_eq!(sniff(b""), Kind::Empty);
+        assert_eq!(sniff(&0x0016_5478_4604_0010u64.to_le_bytes()), Kind::Fxt);
+        assert_eq!(sniff(&[0xc1, 0x1f, 0xfc, 0xc1, 0, 0]), Kind::Memtrace);
+        assert_eq!(sniff(b"PERFILE2\x68\0\0\0"), Kind::PerfData);
+        assert_eq!(sniff(b"\x89PNG\r\n\x1a\n\0\0"), Kind::Png);
+        assert_eq!(sniff(b"\x1f\x8b\x08"), Kind::Gzip);
+        assert_eq!(sniff(b"\x7fELF\x02"), Kind::Elf);
+        assert_eq!(sniff("prog 123/456 1.5: ... é".as_bytes()), Kind::Text);
+        // Bytes that are not UTF-8 (a symbol name) in text are still text.
+        assert_eq!(sniff(b"hello\n\xff\xfe\n"), Kind::Text);
+        assert_eq!(sniff(b"a\0b"), Kind::Binary);
+        assert_eq!(sniff(&[0x01, 0x02, 0x03, 0x41]), Kind::Binary);
+    }
+
+    #[test]
+    fn messages_name_the_file_and_the_kind() {
+        let e = expect(Family::Fxt, Kind::Memtrace, "x.ctf").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "x.ctf: not an FXT file (no magic record); it is a memtrace trace: use `tracekit memtrace`"
+        );
+        assert!(expect(Family::Perf, Kind::Text, "p").is_ok());
+        assert!(expect(Family::Perf, Kind::Png, "p").is_err());
+        assert!(expect(Family::Memtrace, Kind::Empty, "e").is_err());
+    }
+
+    #[test]
+    fn peeked_returns_every_byte() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
+        let mut p = Peeked::new(&data[..], "t").unwrap();
+        assert_eq!(p.head.len(), SNIFF_BYTES);
+        let mut all = Vec::new();
+        p.read_to_end(&mut all).unwrap();
+        assert_eq!(all, data);
+    }
+}

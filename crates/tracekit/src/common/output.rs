@@ -1,0 +1,366 @@
+//! Where results go: files written atomically, standard output, and what an
+//! interrupted command leaves behind (nothing).
+//!
+//! A file output is written to a temporary file in the destination's folder
+//! and renamed over the destination only once everything is written, flushed
+//! and synced. Until then the previous file, if any, is untouched; on an error
+//! the temporary file is deleted, and on Ctrl-C (or SIGTERM, SIGHUP) the
+//! interrupt handler deletes every temporary file still pending before the
+//! process exits. An output that is the same file as one of the command's
+//! inputs is refused before anything is opened. Devices and pipes (`/dev/null`,
+//! `/dev/full`, a FIFO) are written in place: there is nothing to rename.
+//!
+//! Every write error names its file, and keeps its `io::ErrorKind`, so that the
+//! one broken-pipe rule in `main` can recognise a closed pipe (`| head`).
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result, bail};
+
+/// Temporary paths not yet renamed into place: what an interrupt deletes.
+static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
+
+/// Set while a child (perf) owns the terminal's Ctrl-C: the interrupt is its to
+/// act on, and tracekit carries on with what it wrote.
+static CHILD_HANDLES_INTERRUPTS: AtomicBool = AtomicBool::new(false);
+
+#[derive(PartialEq, Eq)]
+enum Pending {
+    File(PathBuf),
+    Dir(PathBuf),
+}
+
+fn pending() -> std::sync::MutexGuard<'static, Vec<Pending>> {
+    PENDING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Installs the handler that deletes pending temporary files when the user
+/// interrupts a command (Ctrl-C, SIGTERM, SIGHUP) and exits with status 130.
+pub fn install_interrupt_handler() {
+    // Failure (a handler already installed) only costs the cleanup.
+    let _ = ctrlc::set_handler(|| {
+        if CHILD_HANDLES_INTERRUPTS.load(Ordering::SeqCst) {
+            return;
+        }
+        // Holding the lock also waits for a rename in progress to finish.
+        let mut list = pending();
+        for p in list.drain(..) {
+            let _ = match p {
+                Pending::File(p) => fs::remove_file(p),
+                Pending::Dir(p) => fs::remove_dir_all(p),
+            };
+        }
+        eprintln!("tracekit: interrupted; no output was written");
+        std::process::exit(130);
+    });
+}
+
+/// While alive, Ctrl-C is left to a child process (which receives it from the
+/// terminal too): `perf record` finishes writing its data, and tracekit goes on.
+pub struct ChildHandlesInterrupts(());
+
+impl ChildHandlesInterrupts {
+    /// Hands Ctrl-C to the child until dropped.
+    pub fn new() -> Self {
+        CHILD_HANDLES_INTERRUPTS.store(true, Ordering::SeqCst);
+        ChildHandlesInterrupts(())
+    }
+}
+
+impl Drop for ChildHandlesInterrupts {
+    fn drop(&mut self) {
+        CHILD_HANDLES_INTERRUPTS.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Whether `a` and `b` name the same file (device and inode, links followed).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (fs::metadata(a), fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+/// Refuses an output that is one of the inputs (`-` inputs are standard input).
+pub fn refuse_same_file(output: &Path, inputs: &[&Path]) -> Result<()> {
+    for input in inputs {
+        if input.as_os_str() != "-" && same_file(output, input) {
+            bail!(
+                "refusing to write {}: it is the same file as the input {}",
+                output.display(),
+                input.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The error of a write to `what`, naming it and keeping the error's kind.
+fn named(what: &str, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("writing {what}: {e}"))
+}
+
+/// A file output, renamed into place by [`OutputFile::commit`].
+pub struct OutputFile {
+    /// The name the user gave, for messages.
+    shown: String,
+    /// Where the file lands (a symlink's target, so that the link stays a link).
+    target: PathBuf,
+    temp: Option<tempfile::NamedTempFile>,
+    /// A device or pipe, written in place.
+    direct: Option<File>,
+}
+
+impl OutputFile {
+    /// Starts writing `path`, which must not be any of `inputs`.
+    pub fn create(path: &Path, inputs: &[&Path]) -> Result<OutputFile> {
+        refuse_same_file(path, inputs)?;
+        let shown = path.display().to_string();
+        let existing = fs::metadata(path).ok();
+        if let Some(m) = &existing {
+            if m.is_dir() {
+                bail!("cannot write {shown}: it is a directory");
+            }
+            if !m.is_file() {
+                let file = fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .with_context(|| format!("cannot open {shown}"))?;
+                return Ok(OutputFile {
+                    shown,
+                    target: path.to_path_buf(),
+                    temp: None,
+                    direct: Some(file),
+                });
+            }
+        }
+        // Replace a symlink's target, not the link.
+        let target =
+            if existing.is_some() && fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
+                fs::canonicalize(path).with_context(|| format!("cannot resolve {shown}"))?
+            } else {
+                path.to_path_buf()
+            };
+        let dir = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut list = pending();
+        let temp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".tmp")
+            .permissions(new_file_permissions())
+            .tempfile_in(&dir)
+            .map_err(|e| anyhow::anyhow!("cannot create {shown}: {}", io_reason(&e, &dir)))?;
+        list.push(Pending::File(temp.path().to_path_buf()));
+        drop(list);
+        if let Some(m) = &existing {
+            // The umask applied to the mode at creation; the old file's mode wins.
+            temp.as_file()
+                .set_permissions(m.permissions())
+                .with_context(|| format!("cannot create {shown}"))?;
+        }
+        Ok(OutputFile {
+            shown,
+            target,
+            temp: Some(temp),
+            direct: None,
+        })
+    }
+
+    fn file(&mut self) -> &mut File {
+        match (&mut self.temp, &mut self.direct) {
+            (Some(t), _) => t.as_file_mut(),
+            (None, Some(f)) => f,
+            // `commit` consumes `self`, so one of the two is always here.
+            (None, None) => unreachable!("an output file without a file"),
+        }
+    }
+
+    /// Finishes the file: syncs it and renames it over the destination.
+    pub fn commit(mut self) -> Result<()> {
+        let shown = self.shown.clone();
+        if let Some(f) = self.direct.take() {
+            // Devices report some errors only at sync (`/dev/full` at write).
+            return match f.sync_all() {
+                Err(e) if e.kind() != io::ErrorKind::InvalidInput => Err(named(&shown, e).into()),
+                _ => Ok(()),
+            };
+        }
+        let Some(temp) = self.temp.take() else {
+            return Ok(());
+        };
+        // Disks report some errors only at sync (a full disk on NFS, say).
+        temp.as_file().sync_all().map_err(|e| named(&shown, e))?;
+        let mut list = pending();
+        let temp_path = temp.path().to_path_buf();
+        let result = temp.persist(&self.target);
+        list.retain(|p| *p != Pending::File(temp_path.clone()));
+        drop(list);
+        // A failed persist hands the temporary file back; dropping it deletes it.
+        result.map_err(|e| anyhow::anyhow!("cannot write {shown}: {}", e.error))?;
+        Ok(())
+    }
+}
+
+impl Write for OutputFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let r = self.file().write(buf);
+        r.map_err(|e| named(&self.shown, e))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let r = self.file().flush();
+        r.map_err(|e| named(&self.shown, e))
+    }
+}
+
+impl Drop for OutputFile {
+    fn drop(&mut self) {
+        if let Some(temp) = self.temp.take() {
+            // Deleted under the lock, so an interrupt cannot miss it.
+            let mut list = pending();
+            let path = temp.path().to_path_buf();
+            drop(temp);
+            list.retain(|p| *p != Pending::File(path.clone()));
+        }
+    }
+}
+
+/// Permissions of a new output: the usual 0666 less the umask, which `open(2)`
+/// applies (a temporary file's default 0600 would hide the result from others).
+fn new_file_permissions() -> fs::Permissions {
+    use std::os::unix::fs::PermissionsExt;
+    fs::Permissions::from_mode(0o666)
+}
+
+/// Why a file in `dir` cannot be created, in the user's words.
+fn io_reason(e: &io::Error, dir: &Path) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => format!("the folder {} does not exist", dir.display()),
+        _ => e.to_string(),
+    }
+}
+
+/// A temporary folder beside `final_path`, for a child process (perf) that writes
+/// a file by its name; [`TempDir::commit`] moves `name` from it to `final_path`.
+pub struct TempDir {
+    dir: Option<tempfile::TempDir>,
+}
+
+impl TempDir {
+    /// A fresh folder in `parent`.
+    pub fn new_in(parent: &Path) -> Result<TempDir> {
+        let mut list = pending();
+        let dir = tempfile::Builder::new()
+            .prefix(".tracekit.")
+            .tempdir_in(parent)
+            .map_err(|e| anyhow::anyhow!("cannot create a folder in {}: {e}", parent.display()))?;
+        list.push(Pending::Dir(dir.path().to_path_buf()));
+        Ok(TempDir { dir: Some(dir) })
+    }
+
+    /// The folder's path.
+    pub fn path(&self) -> &Path {
+        match &self.dir {
+            Some(d) => d.path(),
+            None => Path::new(""),
+        }
+    }
+
+    /// Renames `name` from this folder to `final_path`.
+    pub fn commit(&self, name: &str, final_path: &Path) -> Result<()> {
+        let from = self.path().join(name);
+        fs::rename(&from, final_path)
+            .with_context(|| format!("cannot move {} to {}", from.display(), final_path.display()))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if let Some(d) = self.dir.take() {
+            let mut list = pending();
+            let path = d.path().to_path_buf();
+            drop(d);
+            list.retain(|p| *p != Pending::Dir(path.clone()));
+        }
+    }
+}
+
+/// Buffered standard output whose errors say so.
+pub struct Stdout {
+    inner: BufWriter<io::StdoutLock<'static>>,
+}
+
+impl Stdout {
+    /// Standard output, buffered.
+    pub fn new() -> Stdout {
+        Stdout {
+            inner: BufWriter::with_capacity(1 << 16, io::stdout().lock()),
+        }
+    }
+
+    /// Flushes; the error, if any, is the command's.
+    pub fn finish(mut self) -> Result<()> {
+        self.flush()?;
+        Ok(())
+    }
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner
+            .write(buf)
+            .map_err(|e| named("standard output", e))
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.inner
+            .write_all(buf)
+            .map_err(|e| named("standard output", e))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush().map_err(|e| named("standard output", e))
+    }
+}
+
+/// Writes `text` to standard output and flushes it.
+pub fn print(text: &str) -> Result<()> {
+    let mut out = Stdout::new();
+    out.write_all(text.as_bytes())?;
+    out.finish()
+}
+
+/// Writes `value` as pretty JSON (and a newline) to standard output.
+pub fn print_json(value: &impl serde::Serialize) -> Result<()> {
+    let mut out = Stdout::new();
+    serde_json::to_writer_pretty(&mut out, value).map_err(io::Error::from)?;
+    out.write_all(b"\n")?;
+    out.finish()
+}
+
+/// Writes `text` to the file `path` atomically.
+pub fn write_file(path: &Path, inputs: &[&Path], text: &str) -> Result<()> {
+    let mut out = OutputFile::create(path, inputs)?;
+    out.write_all(text.as_bytes())?;
+    out.commit()
+}
+
+/// Whether `err` (or what caused it) is a write to a closed pipe: the reader of
+/// our output went away (`| head`), which is a normal way to stop.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
