@@ -395,14 +395,17 @@ impl Drop for TraceGuard {
 /// rate (default [`DEFAULT_SAMPLING_RATE`]). Tracing runs until the process
 /// exits.
 ///
-/// # Panics
-///
-/// Like memtrace, which raises `Invalid_argument`, this panics when
-/// `MEMTRACE_RATE` is not a number in (0, 1] or tracing cannot start. Use
-/// [`try_trace_if_requested`] to handle those cases.
+/// Tracing never takes the program down. When it cannot start (a
+/// `MEMTRACE_RATE` that is not a number in (0, 1], a trace file that cannot
+/// be created or written, ...), this writes one line on stderr, starting
+/// with `tracekit-alloc: `, and returns: the program runs on untraced.
+/// Unlike memtrace, which raises `Invalid_argument`, it does not fail, since
+/// a memory trace is rarely worth a program that does not run. A write error
+/// later on (a full disk) likewise stops tracing with one line on stderr.
+/// Use [`try_trace_if_requested`] to handle the errors yourself.
 pub fn trace_if_requested() {
     if let Err(e) = try_trace_if_requested() {
-        panic!("tracekit-alloc: {e}");
+        session::report(&format!("{e}; the program runs untraced"));
     }
 }
 

@@ -111,8 +111,9 @@ fn lock_session() -> MutexGuard<'static, Option<Session>> {
 
 /// Writes one line to stderr with a raw `write(2)`: no lock, no allocation
 /// beyond the message, so it cannot deadlock with a thread that holds the
-/// stderr lock and waits for the tracer.
-fn report(msg: &str) {
+/// stderr lock and waits for the tracer. Errors are ignored: there is nowhere
+/// else to say anything.
+pub(crate) fn report(msg: &str) {
     let line = format!("tracekit-alloc: {msg}\n");
     // SAFETY: writes `line.len()` initialised bytes from a live buffer to fd 2.
     unsafe {
@@ -331,7 +332,7 @@ impl Session {
         if self.failed.is_none() {
             if !matches!(e, WriteError::PidChanged) {
                 report(&format!(
-                    "error writing {}: {e}; tracing stopped",
+                    "error writing {}: {e}; tracing stopped, the program runs on untraced",
                     self.path.display()
                 ));
             }
@@ -468,7 +469,11 @@ fn runtime_params() -> String {
 fn executable_name() -> String {
     match std::env::current_exe() {
         Ok(p) => p.to_string_lossy().into_owned(),
-        Err(_) => std::env::args().next().unwrap_or_default(),
+        // `args` would panic on an argument that is not UTF-8.
+        Err(_) => std::env::args_os()
+            .next()
+            .map(|a| a.to_string_lossy().into_owned())
+            .unwrap_or_default(),
     }
 }
 
@@ -491,7 +496,9 @@ extern "C" fn at_fork_child() {
 }
 
 extern "C" fn at_exit() {
-    if FORKED.load(Ordering::Relaxed) {
+    // `exit` called from a signal handler that interrupted the tracer on this
+    // thread: the locks it holds would deadlock the flush.
+    if FORKED.load(Ordering::Relaxed) || crate::thread::in_tracer() {
         return;
     }
     let _ = stop(false);

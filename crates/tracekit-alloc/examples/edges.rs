@@ -1,0 +1,90 @@
+//! Edge cases of a traced program, run by the crate's `edges` tests.
+//!
+//! ```sh
+//! MEMTRACE=edges.ctf cargo run --release -p tracekit-alloc --example edges -- work
+//! ```
+//!
+//! Each mode (the first argument) is one situation the tracer must get
+//! through without harming the program:
+//!
+//! * `work`: allocates a little and prints `edges: done`.
+//! * `disk-full`: like `work`, but the trace file's descriptor is pointed at
+//!   `/dev/full` once tracing runs, as if the disk filled up.
+//!
+//! Every mode starts with `trace_if_requested`, so `MEMTRACE` and
+//! `MEMTRACE_RATE` apply, and prints `edges: done` at the end.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+#[global_allocator]
+static A: tracekit_alloc::Tracer<std::alloc::System> =
+    tracekit_alloc::Tracer::new(std::alloc::System);
+
+/// The length in words (8 bytes) of the blocks the tests look for.
+const MARKER_WORDS: usize = 4321;
+
+#[inline(never)]
+fn marker_blocks(n: usize) -> Vec<Vec<u64>> {
+    (0..n).map(|i| vec![i as u64; MARKER_WORDS]).collect()
+}
+
+#[inline(never)]
+fn work() -> usize {
+    let mut total = 0;
+    for i in 0..1000 {
+        let s = format!("line {i}");
+        total += black_box(s).len();
+    }
+    total
+}
+
+/// Points the trace file's descriptor at `/dev/full`, so that every later
+/// write to the trace fails with `ENOSPC`.
+fn fill_the_disk(trace: &std::path::Path) {
+    use std::os::unix::io::AsRawFd;
+    let trace = std::fs::canonicalize(trace).expect("trace file exists");
+    let fd = std::fs::read_dir("/proc/self/fd")
+        .expect("list descriptors")
+        .filter_map(|e| e.ok())
+        .find(|e| std::fs::read_link(e.path()).is_ok_and(|t| t == trace))
+        .and_then(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .expect("the trace file is open");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("open /dev/full");
+    // SAFETY: both descriptors are open; `dup2` atomically makes `fd` refer
+    // to /dev/full, and the tracer's `File` keeps owning `fd`.
+    let rc = unsafe { libc::dup2(full.as_raw_fd(), fd) };
+    assert_eq!(rc, fd, "dup2");
+}
+
+fn main() {
+    let mode = std::env::args().nth(1).unwrap_or_default();
+    // Read before tracing starts: `trace_if_requested` removes it.
+    let trace = std::env::var_os("MEMTRACE").map(std::path::PathBuf::from);
+    tracekit_alloc::trace_if_requested();
+    match mode.as_str() {
+        "work" => {
+            black_box(work());
+            black_box(marker_blocks(10));
+        }
+        "disk-full" => {
+            // Written out by the periodic flush before the disk fills.
+            let before = marker_blocks(10);
+            std::thread::sleep(Duration::from_millis(1500));
+            fill_the_disk(trace.as_deref().expect("MEMTRACE is set"));
+            black_box(work());
+            // The next flush fails.
+            std::thread::sleep(Duration::from_millis(2500));
+            black_box(work());
+            black_box(before);
+        }
+        _ => {
+            eprintln!("usage: edges work|disk-full");
+            std::process::exit(2);
+        }
+    }
+    println!("edges: done");
+}
