@@ -10,6 +10,9 @@
 //! * `work`: allocates a little and prints `edges: done`.
 //! * `disk-full`: like `work`, but the trace file's descriptor is pointed at
 //!   `/dev/full` once tracing runs, as if the disk filled up.
+//! * `panic`: allocates ten blocks of 4321 words in `marker_blocks`, then
+//!   panics. Built with `panic = "abort"`, the process dies of `SIGABRT`
+//!   at once, before any periodic flush.
 //!
 //! Every mode starts with `trace_if_requested`, so `MEMTRACE` and
 //! `MEMTRACE_RATE` apply, and prints `edges: done` at the end.
@@ -26,7 +29,10 @@ const MARKER_WORDS: usize = 4321;
 
 #[inline(never)]
 fn marker_blocks(n: usize) -> Vec<Vec<u64>> {
-    (0..n).map(|i| vec![i as u64; MARKER_WORDS]).collect()
+    let blocks = (0..n).map(|i| vec![i as u64; MARKER_WORDS]).collect();
+    // Not a tail call, so that this function's frame is in the backtraces.
+    black_box(&blocks);
+    blocks
 }
 
 #[inline(never)]
@@ -81,8 +87,13 @@ fn main() {
             black_box(work());
             black_box(before);
         }
+        "panic" => {
+            let kept = marker_blocks(10);
+            black_box(&kept);
+            panic!("edges: deliberate panic");
+        }
         _ => {
-            eprintln!("usage: edges work|disk-full");
+            eprintln!("usage: edges work|disk-full|panic");
             std::process::exit(2);
         }
     }

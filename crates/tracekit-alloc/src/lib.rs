@@ -72,6 +72,12 @@
 //! * An `atexit` hook stops tracing and flushes when the process exits.
 //!   A thread started before tracing began notices the session within
 //!   256 KiB of its own allocation.
+//! * A panic hook, installed when tracing first starts and chained after the
+//!   hook installed before it, writes out what was sampled up to the panic.
+//!   With `panic = "abort"` it also stops tracing and closes the file, since
+//!   the process dies right after; with unwinding, tracing goes on, as the
+//!   panic may be caught. A hook set later with `std::panic::set_hook`
+//!   replaces it unless it calls the one it got from `take_hook`.
 //!
 //! [memtrace]: https://github.com/janestreet/memtrace
 

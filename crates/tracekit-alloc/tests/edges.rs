@@ -109,3 +109,41 @@ fn disk_full_while_tracing_warns_once_and_keeps_what_was_written() {
     let t = common::read_trace(&trace);
     assert_eq!(t.allocs.iter().filter(|a| a.length == 4321).count(), 10);
 }
+
+#[test]
+fn panic_with_abort_leaves_a_trace_with_the_last_events() {
+    let trace = common::temp_path("panic-abort.ctf");
+    let out = run(
+        &common::example_plain_abort("edges"),
+        "panic",
+        &[
+            ("MEMTRACE", trace.to_str().expect("utf-8 path")),
+            ("MEMTRACE_RATE", "1.0"),
+        ],
+    );
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{:?}", out.status);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("edges: deliberate panic"),
+        "the previous hook ran: {stderr}"
+    );
+    // Allocated microseconds before the panic, long before the periodic
+    // flush: only the panic hook can have written them.
+    let t = common::read_trace(&trace);
+    assert_eq!(t.warnings, 0);
+    let marked: Vec<_> = t.allocs.iter().filter(|a| a.length == 4321).collect();
+    assert_eq!(marked.len(), 10);
+    for a in marked {
+        let names: Vec<String> = a
+            .backtrace
+            .iter()
+            .flat_map(|c| t.locations.get(c).into_iter().flatten())
+            .map(|l| l.defname.to_str_lossy().into_owned())
+            .collect();
+        assert!(
+            names.iter().any(|n| n == "edges::marker_blocks"),
+            "backtrace {names:?}"
+        );
+    }
+}
