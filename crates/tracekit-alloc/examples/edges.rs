@@ -10,12 +10,15 @@
 //! * `work`: allocates a little and prints `edges: done`.
 //! * `disk-full`: like `work`, but the trace file's descriptor is pointed at
 //!   `/dev/full` once tracing runs, as if the disk filled up.
+//! * `threads`: two threads allocate five blocks of 4321 words each; prints
+//!   `libc <start> <end>`, the addresses where libc is mapped, first.
 //! * `panic`: allocates ten blocks of 4321 words in `marker_blocks`, then
 //!   panics. Built with `panic = "abort"`, the process dies of `SIGABRT`
 //!   at once, before any periodic flush.
 //!
 //! Every mode starts with `trace_if_requested`, so `MEMTRACE` and
-//! `MEMTRACE_RATE` apply, and prints `edges: done` at the end.
+//! `MEMTRACE_RATE` apply, and prints `edges: done` at the end (the `panic`
+//! mode never gets there).
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -66,6 +69,26 @@ fn fill_the_disk(trace: &std::path::Path) {
     assert_eq!(rc, fd, "dup2");
 }
 
+/// Prints where libc is mapped, `libc <start> <end>` in hex, from the first
+/// byte of its first mapping to the end of its last.
+fn print_libc_range() {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("read maps");
+    let ranges: Vec<(u64, u64)> = maps
+        .lines()
+        .filter(|l| l.ends_with("/libc.so.6"))
+        .filter_map(|l| {
+            let (start, end) = l.split(' ').next()?.split_once('-')?;
+            Some((
+                u64::from_str_radix(start, 16).ok()?,
+                u64::from_str_radix(end, 16).ok()?,
+            ))
+        })
+        .collect();
+    let start = ranges.iter().map(|r| r.0).min().expect("libc is mapped");
+    let end = ranges.iter().map(|r| r.1).max().expect("libc is mapped");
+    println!("libc {start:x} {end:x}");
+}
+
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_default();
     // Read before tracing starts: `trace_if_requested` removes it.
@@ -87,13 +110,22 @@ fn main() {
             black_box(work());
             black_box(before);
         }
+        "threads" => {
+            let threads: Vec<_> = (0..2)
+                .map(|_| std::thread::spawn(|| marker_blocks(5)))
+                .collect();
+            for t in threads {
+                black_box(t.join().expect("thread"));
+            }
+            print_libc_range();
+        }
         "panic" => {
             let kept = marker_blocks(10);
             black_box(&kept);
             panic!("edges: deliberate panic");
         }
         _ => {
-            eprintln!("usage: edges work|disk-full|panic");
+            eprintln!("usage: edges work|disk-full|threads|panic");
             std::process::exit(2);
         }
     }

@@ -90,6 +90,7 @@ mod sampler;
 mod session;
 mod slots;
 mod symbolize;
+mod symbols;
 mod table;
 mod thread;
 mod unwind;

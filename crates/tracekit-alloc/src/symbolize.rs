@@ -8,9 +8,19 @@
 //! loader's lock (a thread inside `dlopen` may be blocked in the allocator).
 //! The file offset is turned into the object's own virtual address with its
 //! `PT_LOAD` program headers, then `addr2line` gives the frames, inlined ones
-//! included. Rust names are demangled (without the hash suffix), then C++
-//! names (from C++ code linked into the program); other names are kept as they
-//! are.
+//! included, from the object's DWARF or from its separate debug file (see
+//! [`crate::symbols`]). Rust names are demangled (without the hash suffix),
+//! then C++ names (from C++ code linked into the program); other names are
+//! kept as they are.
+//!
+//! The function that contains the address is named from the symbol table
+//! when the DWARF gives no path (line-tables-only DWARF names functions
+//! bare), but only by a symbol whose extent (`st_size`) contains the
+//! address. When nothing names it, as in a stripped library without its
+//! debug file, the frame is called `<object>+0x<address>` (`libc.so.6+0x94ac3`):
+//! the object's file name and the return address as an address of the
+//! object, the one `nm`, `objdump -d` and `addr2line -e <object>` use (for a
+//! shared library, the offset from its load base).
 //!
 //! A return address points after the call instruction, so `code - 1` is
 //! looked up, which lands on the call itself.
@@ -18,6 +28,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use crate::symbols::{self, Mapped, Symbols};
 
 /// One source location of a code, in memtrace's terms.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,7 +76,11 @@ struct Object {
 
 struct Loaded {
     segments: Vec<Segment>,
-    loader: Option<addr2line::Loader>,
+    /// The DWARF, from the separate debug file when there is one.
+    dwarf: Option<addr2line::Loader>,
+    /// Function symbols, from the separate debug file's full table when
+    /// there is one.
+    symbols: Symbols,
 }
 
 /// The per-session symbolizer.
@@ -75,16 +91,25 @@ pub(crate) struct Symbolizer {
     cache: HashMap<u64, Arc<CodeInfo>>,
     /// True once the maps were re-read for an address they did not cover.
     maps_fresh: bool,
+    /// Where separate debug files are looked for; `None`: nowhere.
+    debug_dir: Option<PathBuf>,
 }
 
 impl Symbolizer {
+    /// A symbolizer that finds debug files as `TRACEKIT_ALLOC_DEBUG_DIR`
+    /// says (read now, on the thread that starts the session).
     pub(crate) fn new() -> Symbolizer {
+        Symbolizer::with_debug_dir(symbols::debug_dir_from_env())
+    }
+
+    pub(crate) fn with_debug_dir(debug_dir: Option<PathBuf>) -> Symbolizer {
         let mut s = Symbolizer {
             mappings: Vec::new(),
             objects: Vec::new(),
             object_index: HashMap::new(),
             cache: HashMap::new(),
             maps_fresh: false,
+            debug_dir,
         };
         s.read_maps();
         s
@@ -156,10 +181,15 @@ impl Symbolizer {
         let Some(m) = self.mapping(addr) else {
             return Vec::new();
         };
-        let file_offset = addr - m.start + m.offset;
-        let object_index = m.object;
+        let (Some(file_offset), object_index) = ((addr - m.start).checked_add(m.offset), m.object)
+        else {
+            return Vec::new();
+        };
         let object = &mut self.objects[object_index];
-        let loaded = object.state.get_or_insert_with(|| load(&object.path));
+        let debug_dir = self.debug_dir.as_deref();
+        let loaded = object
+            .state
+            .get_or_insert_with(|| load(&object.path, debug_dir));
         let Some(loaded) = loaded else {
             return Vec::new();
         };
@@ -167,15 +197,14 @@ impl Symbolizer {
             .segments
             .iter()
             .find(|s| file_offset >= s.offset && file_offset - s.offset < s.filesz)
-            .map(|s| file_offset - s.offset + s.vaddr)
+            .and_then(|s| (file_offset - s.offset).checked_add(s.vaddr))
         else {
             return Vec::new();
         };
-        let Some(loader) = &loaded.loader else {
-            return Vec::new();
-        };
         let mut out = Vec::new();
-        if let Ok(mut frames) = loader.find_frames(svma) {
+        if let Some(dwarf) = &loaded.dwarf
+            && let Ok(mut frames) = dwarf.find_frames(svma)
+        {
             while let Ok(Some(frame)) = frames.next() {
                 let defname = match &frame.function {
                     Some(f) => f.raw_name().map(|n| demangle(&n)).unwrap_or_default(),
@@ -203,18 +232,24 @@ impl Symbolizer {
         // The symbol table names the function that contains the address with
         // its full path, which line-tables-only debug information lacks; the
         // outermost frame (last, before the reversal below) is that function.
-        if let Some(name) = loader.find_symbol(svma) {
-            let defname = demangle(name);
-            match out.last_mut() {
-                Some(l) if l.defname.is_empty() || !l.defname.contains("::") => l.defname = defname,
-                Some(_) => {}
-                None => out.push(Location {
-                    filename: object_name(&object.path),
-                    line: 0,
-                    column: 0,
-                    defname,
-                }),
+        let symbol = loaded
+            .symbols
+            .containing(svma)
+            .map(|i| demangle(loaded.symbols.name(i)));
+        // Nothing names the function: say where it is.
+        let anonymous = || format!("{}+{:#x}", object_name(&object.path), svma.wrapping_add(1));
+        match (out.last_mut(), symbol) {
+            (Some(l), Some(name)) if l.defname.is_empty() || !l.defname.contains("::") => {
+                l.defname = name
             }
+            (Some(l), None) if l.defname.is_empty() => l.defname = anonymous(),
+            (Some(_), _) => {}
+            (None, name) => out.push(Location {
+                filename: object_name(&object.path),
+                line: 0,
+                column: 0,
+                defname: name.unwrap_or_else(anonymous),
+            }),
         }
         for l in &mut out {
             if l.defname.is_empty() {
@@ -273,7 +308,9 @@ fn object_name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-fn load(path: &Path) -> Option<Loaded> {
+/// Loads the object at `path`: its program headers, its DWARF and symbols
+/// (from its separate debug file in `debug_dir` when there is one).
+fn load(path: &Path, debug_dir: Option<&Path>) -> Option<Loaded> {
     let bytes = read_program_headers(path)?;
     let segments = crate::elf::load_segments(&bytes)
         .ok()?
@@ -284,9 +321,30 @@ fn load(path: &Path) -> Option<Loaded> {
             filesz: s.filesz,
         })
         .collect();
+    let own = Mapped::open(path);
+    let own_file = own.as_ref().and_then(Mapped::parse);
+    let debug_path = debug_dir
+        .zip(own_file.as_ref())
+        .and_then(|(dir, file)| symbols::find_debug_file(path, file, dir));
+    let debug = debug_path.as_deref().and_then(Mapped::open);
+    let debug_file = debug.as_ref().and_then(Mapped::parse);
+
+    let mut dwarf = None;
+    if let (Some(dpath), Some(dfile)) = (&debug_path, &debug_file) {
+        let sup = debug_dir.and_then(|dir| symbols::find_supplementary_file(dpath, dfile, dir));
+        dwarf = addr2line::Loader::new_with_sup(dpath, sup.as_deref()).ok();
+    }
+    if dwarf.is_none() {
+        dwarf = addr2line::Loader::new(path).ok();
+    }
+    let mut symbols = debug_file.as_ref().map(Symbols::of).unwrap_or_default();
+    if symbols.is_empty() {
+        symbols = own_file.as_ref().map(Symbols::of).unwrap_or_default();
+    }
     Some(Loaded {
         segments,
-        loader: addr2line::Loader::new(path).ok(),
+        dwarf,
+        symbols,
     })
 }
 

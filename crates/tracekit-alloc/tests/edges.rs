@@ -37,7 +37,8 @@ fn assert_ran_to_the_end(out: &Output) {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "edges: done\n");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.ends_with("edges: done\n"), "stdout {stdout:?}");
 }
 
 fn one_warning(out: &Output, needles: &[&str]) {
@@ -145,5 +146,134 @@ fn panic_with_abort_leaves_a_trace_with_the_last_events() {
             names.iter().any(|n| n == "edges::marker_blocks"),
             "backtrace {names:?}"
         );
+    }
+}
+
+/// Function symbols of the ELF file at `path` (its full table, or else its
+/// dynamic one), as (address, size, name without `@version`).
+fn function_symbols(path: &Path) -> Vec<(u64, u64, String)> {
+    use object::{Object, ObjectSymbol, ObjectSymbolTable};
+    let data = std::fs::read(path).expect("read ELF file");
+    let file = object::File::parse(&*data).expect("parse ELF file");
+    let table = file
+        .symbol_table()
+        .filter(|t| t.symbols().next().is_some())
+        .or_else(|| file.dynamic_symbol_table())
+        .expect("a symbol table");
+    table
+        .symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.is_definition() && s.size() > 0)
+        .filter_map(|s| {
+            let name = s.name().ok()?.split('@').next()?.to_owned();
+            Some((s.address(), s.size(), name))
+        })
+        .collect()
+}
+
+/// The separate debug file of the ELF file at `path` under /usr/lib/debug,
+/// found by build id, if installed.
+fn debug_file_of(path: &Path) -> Option<std::path::PathBuf> {
+    use object::Object;
+    let data = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    let id = file.build_id().ok()??;
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    let p = Path::new("/usr/lib/debug/.build-id")
+        .join(&hex[..2])
+        .join(format!("{}.debug", &hex[2..]));
+    p.is_file().then_some(p)
+}
+
+/// This process's libc (the child's is the same file).
+fn libc_path() -> std::path::PathBuf {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("read maps");
+    let line = maps
+        .lines()
+        .find(|l| l.ends_with("/libc.so.6"))
+        .expect("libc is mapped");
+    let path = line.split_whitespace().last().expect("path");
+    std::path::PathBuf::from(path)
+}
+
+/// Runs the `threads` mode and checks the name of every code in libc
+/// against the symbols of `truth`: a symbol whose extent contains the
+/// address, or else `libc.so.6+0x<return address>`. Returns how many
+/// codes were named each way.
+fn check_libc_frames(env: &[(&str, &str)], truth: &[(u64, u64, String)]) -> (usize, usize) {
+    let trace = common::temp_path(&format!("libc-{}.ctf", env.len()));
+    let trace_s = trace.to_str().expect("utf-8 path").to_owned();
+    let mut full_env = vec![("MEMTRACE", trace_s.as_str()), ("MEMTRACE_RATE", "1.0")];
+    full_env.extend_from_slice(env);
+    let out = run(&common::example("edges"), "threads", &full_env);
+    assert_ran_to_the_end(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let range = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("libc "))
+        .expect("libc range line");
+    let mut range = range
+        .split(' ')
+        .map(|x| u64::from_str_radix(x, 16).expect("hex"));
+    let (start, end) = (range.next().expect("start"), range.next().expect("end"));
+    let t = common::read_trace(&trace);
+    let (mut named, mut anonymous) = (0, 0);
+    for (code, locations) in &t.locations {
+        let code = code.get() as u64;
+        if !(start..end).contains(&code) {
+            continue;
+        }
+        // libc's first segment is at address 0: the return address as an
+        // address of the object is its offset from the start of the mapping.
+        let addr = code - start;
+        let outer = locations
+            .first()
+            .expect("a location")
+            .defname
+            .to_str_lossy()
+            .into_owned();
+        // The call instruction, which the return address follows.
+        let call = addr - 1;
+        let containing: Vec<&str> = truth
+            .iter()
+            .filter(|(a, size, _)| *a <= call && call - *a < *size)
+            .map(|(_, _, n)| n.as_str())
+            .collect();
+        if containing.is_empty() {
+            assert_eq!(outer, format!("libc.so.6+{addr:#x}"), "code {code:#x}");
+            anonymous += 1;
+        } else {
+            assert!(
+                containing.contains(&outer.as_str()),
+                "{outer} for code {code:#x}, inside {containing:?}"
+            );
+            named += 1;
+        }
+    }
+    (named, anonymous)
+}
+
+#[test]
+fn libc_frames_are_named_by_what_contains_them() {
+    let libc = libc_path();
+    // Without debug files: the dynamic symbols of stripped libc, whose
+    // thread roots (`start_thread`, ...) are not exported.
+    let (_, anonymous) = check_libc_frames(
+        &[("TRACEKIT_ALLOC_DEBUG_DIR", "")],
+        &function_symbols(&libc),
+    );
+    assert!(anonymous > 0, "thread roots are no exported functions");
+    // With libc's debug file, when installed: its full symbol table.
+    match debug_file_of(&libc) {
+        Some(debug) => {
+            let (named, anonymous) = check_libc_frames(&[], &function_symbols(&debug));
+            assert!(
+                named > 0 && anonymous == 0,
+                "{named} named, {anonymous} not"
+            );
+        }
+        None => println!(
+            "no debug file for {}: that half is not checked",
+            libc.display()
+        ),
     }
 }
