@@ -22,14 +22,21 @@
 //! object, the one `nm`, `objdump -d` and `addr2line -e <object>` use (for a
 //! shared library, the offset from its load base).
 //!
+//! A program without line tables (a plain `cargo build --release`) gets one
+//! warning on stderr the first time a code in its executable is symbolized.
+//!
 //! A return address points after the call instruction, so `code - 1` is
 //! looked up, which lands on the call itself.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::symbols::{self, Mapped, Symbols};
+
+/// Set once the warning about missing line tables is written.
+static WARNED_NO_LINE_TABLES: AtomicBool = AtomicBool::new(false);
 
 /// One source location of a code, in memtrace's terms.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,6 +100,8 @@ pub(crate) struct Symbolizer {
     maps_fresh: bool,
     /// Where separate debug files are looked for; `None`: nowhere.
     debug_dir: Option<PathBuf>,
+    /// The main executable, whose lack of line tables is worth a warning.
+    exe: Option<PathBuf>,
 }
 
 impl Symbolizer {
@@ -103,6 +112,13 @@ impl Symbolizer {
     }
 
     pub(crate) fn with_debug_dir(debug_dir: Option<PathBuf>) -> Symbolizer {
+        let exe = std::env::current_exe().ok().map(|p| {
+            let s = p.to_string_lossy();
+            match s.strip_suffix(" (deleted)") {
+                Some(s) => PathBuf::from(s),
+                None => p,
+            }
+        });
         let mut s = Symbolizer {
             mappings: Vec::new(),
             objects: Vec::new(),
@@ -110,6 +126,7 @@ impl Symbolizer {
             cache: HashMap::new(),
             maps_fresh: false,
             debug_dir,
+            exe,
         };
         s.read_maps();
         s
@@ -189,7 +206,7 @@ impl Symbolizer {
         let debug_dir = self.debug_dir.as_deref();
         let loaded = object
             .state
-            .get_or_insert_with(|| load(&object.path, debug_dir));
+            .get_or_insert_with(|| load(&object.path, debug_dir, self.exe.as_deref()));
         let Some(loaded) = loaded else {
             return Vec::new();
         };
@@ -309,8 +326,9 @@ fn object_name(path: &Path) -> String {
 }
 
 /// Loads the object at `path`: its program headers, its DWARF and symbols
-/// (from its separate debug file in `debug_dir` when there is one).
-fn load(path: &Path, debug_dir: Option<&Path>) -> Option<Loaded> {
+/// (from its separate debug file in `debug_dir` when there is one), and
+/// warns if it is `exe` and has no line tables.
+fn load(path: &Path, debug_dir: Option<&Path>, exe: Option<&Path>) -> Option<Loaded> {
     let bytes = read_program_headers(path)?;
     let segments = crate::elf::load_segments(&bytes)
         .ok()?
@@ -334,18 +352,39 @@ fn load(path: &Path, debug_dir: Option<&Path>) -> Option<Loaded> {
         let sup = debug_dir.and_then(|dir| symbols::find_supplementary_file(dpath, dfile, dir));
         dwarf = addr2line::Loader::new_with_sup(dpath, sup.as_deref()).ok();
     }
-    if dwarf.is_none() {
-        dwarf = addr2line::Loader::new(path).ok();
-    }
+    let line_tables = match (&dwarf, &debug_file) {
+        (Some(_), Some(dfile)) => symbols::has_line_tables(dfile),
+        _ => {
+            dwarf = addr2line::Loader::new(path).ok();
+            own_file.as_ref().is_some_and(symbols::has_line_tables)
+        }
+    };
     let mut symbols = debug_file.as_ref().map(Symbols::of).unwrap_or_default();
     if symbols.is_empty() {
         symbols = own_file.as_ref().map(Symbols::of).unwrap_or_default();
+    }
+    if !line_tables && exe == Some(path) && !WARNED_NO_LINE_TABLES.swap(true, Ordering::Relaxed) {
+        crate::session::report(&no_line_tables_warning(path));
     }
     Some(Loaded {
         segments,
         dwarf,
         symbols,
     })
+}
+
+fn no_line_tables_warning(exe: &Path) -> String {
+    let speed = match crate::unwind::unwinder() {
+        crate::Unwinder::Dwarf => {
+            " (and RUSTFLAGS=\"-C force-frame-pointers=yes\" for faster sampling)"
+        }
+        crate::Unwinder::FramePointers => "",
+    };
+    format!(
+        "{} has no line tables, so allocation sites will lack source lines; \
+         add [profile.release] debug = \"line-tables-only\" to Cargo.toml{speed}",
+        exe.display()
+    )
 }
 
 /// Reads the start of an ELF file: enough for its program headers.

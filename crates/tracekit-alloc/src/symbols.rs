@@ -27,7 +27,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use object::{Object, ObjectSymbol, ObjectSymbolTable, SymbolKind};
+use object::{Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, SymbolKind};
 
 /// The default directory of separate debug files.
 const DEFAULT_DEBUG_DIR: &str = "/usr/lib/debug";
@@ -195,6 +195,13 @@ impl Symbols {
     }
 }
 
+/// True when `file` has DWARF line tables.
+pub(crate) fn has_line_tables(file: &object::File<'_>) -> bool {
+    [".debug_line", ".zdebug_line"]
+        .iter()
+        .any(|name| file.section_by_name(name).is_some_and(|s| s.size() > 0))
+}
+
 /// The separate debug file of the object at `path` (parsed as `file`) in
 /// debug directory `dir`, if there is one.
 pub(crate) fn find_debug_file(path: &Path, file: &object::File<'_>, dir: &Path) -> Option<PathBuf> {
@@ -327,5 +334,6 @@ mod tests {
             "{} symbols",
             s.entries.len()
         );
+        assert!(has_line_tables(&f), "tests are built with line tables");
     }
 }

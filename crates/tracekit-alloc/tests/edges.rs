@@ -149,6 +149,51 @@ fn panic_with_abort_leaves_a_trace_with_the_last_events() {
     }
 }
 
+#[test]
+fn no_line_tables_warns_once() {
+    let binary = common::example_plain_abort("edges");
+    let trace = common::temp_path("no-lines.ctf");
+    let out = run(
+        &binary,
+        "work",
+        &[
+            ("MEMTRACE", trace.to_str().expect("utf-8 path")),
+            ("MEMTRACE_RATE", "1.0"),
+        ],
+    );
+    assert_ran_to_the_end(&out);
+    let exe = std::fs::canonicalize(&binary).expect("example path");
+    one_warning(
+        &out,
+        &[
+            &format!("{} has no line tables", exe.display()),
+            "debug = \"line-tables-only\"",
+            "force-frame-pointers",
+        ],
+    );
+    // Functions are still named, from the symbol table.
+    let t = common::read_trace(&trace);
+    assert!(
+        t.locations
+            .values()
+            .flatten()
+            .any(|l| l.defname.to_str_lossy() == "edges::marker_blocks"),
+        "no edges::marker_blocks"
+    );
+
+    // With line tables (the workspace's release profile): no warning.
+    let out = run(
+        &common::example("edges"),
+        "work",
+        &[
+            ("MEMTRACE", trace.to_str().expect("utf-8 path")),
+            ("MEMTRACE_RATE", "1.0"),
+        ],
+    );
+    assert_ran_to_the_end(&out);
+    assert_eq!(tracer_lines(&out), Vec::<String>::new());
+}
+
 /// Function symbols of the ELF file at `path` (its full table, or else its
 /// dynamic one), as (address, size, name without `@version`).
 fn function_symbols(path: &Path) -> Vec<(u64, u64, String)> {
