@@ -10,6 +10,10 @@
 //! * `work`: allocates a little and prints `edges: done`.
 //! * `disk-full`: like `work`, but the trace file's descriptor is pointed at
 //!   `/dev/full` once tracing runs, as if the disk filled up.
+//! * `inline`: `build_grids` allocates ten blocks of 1234 words through
+//!   `shapes::Grid::with_cells`, inlined into it (and also kept out of line,
+//!   since `main` takes its address), and ten of 2345 words through
+//!   `only_inlined`, which is inlined everywhere.
 //! * `threads`: two threads allocate five blocks of 4321 words each; prints
 //!   `libc <start> <end>`, the addresses where libc is mapped, first.
 //! * `panic`: allocates ten blocks of 4321 words in `marker_blocks`, then
@@ -36,6 +40,38 @@ fn marker_blocks(n: usize) -> Vec<Vec<u64>> {
     // Not a tail call, so that this function's frame is in the backtraces.
     black_box(&blocks);
     blocks
+}
+
+mod shapes {
+    /// Cells of a grid.
+    pub struct Grid {
+        pub cells: Vec<u64>,
+    }
+
+    impl Grid {
+        #[inline(always)]
+        pub fn with_cells(n: usize) -> Grid {
+            let cells = vec![7; n];
+            Grid { cells }
+        }
+    }
+}
+
+#[inline(always)]
+fn only_inlined(n: usize) -> Vec<u64> {
+    vec![5; n]
+}
+
+#[inline(never)]
+fn build_grids() -> (Vec<shapes::Grid>, Vec<Vec<u64>>) {
+    let mut grids = Vec::new();
+    let mut plain = Vec::new();
+    for _ in 0..10 {
+        grids.push(shapes::Grid::with_cells(1234));
+        plain.push(only_inlined(2345));
+    }
+    black_box(&grids);
+    (grids, plain)
 }
 
 #[inline(never)]
@@ -110,6 +146,12 @@ fn main() {
             black_box(work());
             black_box(before);
         }
+        "inline" => {
+            black_box(build_grids());
+            // Taking the address keeps an out-of-line copy.
+            let f: fn(usize) -> shapes::Grid = black_box(shapes::Grid::with_cells);
+            black_box(f(3).cells.len());
+        }
         "threads" => {
             let threads: Vec<_> = (0..2)
                 .map(|_| std::thread::spawn(|| marker_blocks(5)))
@@ -125,7 +167,7 @@ fn main() {
             panic!("edges: deliberate panic");
         }
         _ => {
-            eprintln!("usage: edges work|disk-full|threads|panic");
+            eprintln!("usage: edges work|disk-full|inline|threads|panic");
             std::process::exit(2);
         }
     }

@@ -86,6 +86,7 @@ use std::path::{Path, PathBuf};
 
 mod clock;
 mod elf;
+mod inlined;
 mod sampler;
 mod session;
 mod slots;

@@ -20,7 +20,8 @@
 //! debug file, the frame is called `<object>+0x<address>` (`libc.so.6+0x94ac3`):
 //! the object's file name and the return address as an address of the
 //! object, the one `nm`, `objdump -d` and `addr2line -e <object>` use (for a
-//! shared library, the offset from its load base).
+//! shared library, the offset from its load base). Inlined functions get
+//! their paths as [`crate::inlined`] explains.
 //!
 //! A program without line tables (a plain `cargo build --release`) gets one
 //! warning on stderr the first time a code in its executable is symbolized.
@@ -33,6 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::inlined::{self, InlinePaths};
 use crate::symbols::{self, Mapped, Symbols};
 
 /// Set once the warning about missing line tables is written.
@@ -88,6 +90,8 @@ struct Loaded {
     /// Function symbols, from the separate debug file's full table when
     /// there is one.
     symbols: Symbols,
+    /// Built on the first inlined frame with a bare name.
+    inline_paths: Option<InlinePaths>,
 }
 
 /// The per-session symbolizer.
@@ -246,6 +250,25 @@ impl Symbolizer {
                 });
             }
         }
+        // The frames before the last one are inlined into it.
+        if let Some(dwarf) = &loaded.dwarf
+            && out.len() > 1
+        {
+            let last = out.len() - 1;
+            for l in &mut out[..last] {
+                if l.defname.is_empty() || !inlined::is_bare(&l.defname) {
+                    continue;
+                }
+                let paths = loaded
+                    .inline_paths
+                    .get_or_insert_with(|| InlinePaths::new(&loaded.symbols));
+                if let Some(full) =
+                    paths.qualify(dwarf, &loaded.symbols, &l.defname, &l.filename, l.line)
+                {
+                    l.defname = full;
+                }
+            }
+        }
         // The symbol table names the function that contains the address with
         // its full path, which line-tables-only debug information lacks; the
         // outermost frame (last, before the reversal below) is that function.
@@ -256,7 +279,7 @@ impl Symbolizer {
         // Nothing names the function: say where it is.
         let anonymous = || format!("{}+{:#x}", object_name(&object.path), svma.wrapping_add(1));
         match (out.last_mut(), symbol) {
-            (Some(l), Some(name)) if l.defname.is_empty() || !l.defname.contains("::") => {
+            (Some(l), Some(name)) if l.defname.is_empty() || inlined::is_bare(&l.defname) => {
                 l.defname = name
             }
             (Some(l), None) if l.defname.is_empty() => l.defname = anonymous(),
@@ -370,6 +393,7 @@ fn load(path: &Path, debug_dir: Option<&Path>, exe: Option<&Path>) -> Option<Loa
         segments,
         dwarf,
         symbols,
+        inline_paths: None,
     })
 }
 

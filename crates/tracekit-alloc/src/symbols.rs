@@ -177,6 +177,20 @@ impl Symbols {
             .unwrap_or("")
     }
 
+    /// The address range `[start, end)` of symbol `i`.
+    pub(crate) fn range(&self, i: SymbolIndex) -> Option<(u64, u64)> {
+        let e = self.entries.get(i as usize)?;
+        Some((e.address, e.address.checked_add(e.size)?))
+    }
+
+    /// Every symbol, as (index, raw name).
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (SymbolIndex, &str)> {
+        (0..self.entries.len()).filter_map(|i| {
+            let i = SymbolIndex::try_from(i).ok()?;
+            Some((i, self.name(i)))
+        })
+    }
+
     #[cfg(test)]
     fn from_list(list: &[(u64, u64, &str, u8)]) -> Symbols {
         let mut s = Symbols::default();

@@ -194,6 +194,70 @@ fn no_line_tables_warns_once() {
     assert_eq!(tracer_lines(&out), Vec::<String>::new());
 }
 
+/// The names of the locations of codes whose allocations have `words`
+/// words, as (innermost location of the code in `file`, all names of that
+/// code).
+fn inlined_names(t: &common::Trace, words: u64, file: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for a in t.allocs.iter().filter(|a| a.length == words) {
+        for code in &a.backtrace {
+            let locs = t.locations.get(code).map(Vec::as_slice).unwrap_or(&[]);
+            if locs
+                .iter()
+                .any(|l| l.filename.to_str_lossy().ends_with(file))
+            {
+                out.push(
+                    locs.iter()
+                        .map(|l| l.defname.to_str_lossy().into_owned())
+                        .collect(),
+                );
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn inlined_frames_keep_their_module_path() {
+    let trace = common::temp_path("inline.ctf");
+    let out = run(
+        &common::example("edges"),
+        "inline",
+        &[
+            ("MEMTRACE", trace.to_str().expect("utf-8 path")),
+            ("MEMTRACE_RATE", "1.0"),
+        ],
+    );
+    assert_ran_to_the_end(&out);
+    let t = common::read_trace(&trace);
+    // `Grid::with_cells`, inlined into `build_grids`, has an out-of-line
+    // copy that vouches for its full path, type and inline module included.
+    let grids = inlined_names(&t, 1234, "examples/edges.rs");
+    assert!(!grids.is_empty());
+    assert!(
+        grids.iter().any(|names| names
+            .windows(2)
+            .any(|w| w[0] == "edges::build_grids" && w[1] == "edges::shapes::Grid::with_cells")),
+        "{grids:?}"
+    );
+    // `only_inlined` has no copy: its path is not in the binary, and none is
+    // made up.
+    let plain = inlined_names(&t, 2345, "examples/edges.rs");
+    assert!(
+        plain.iter().any(|names| names
+            .windows(2)
+            .any(|w| w[0] == "edges::build_grids" && w[1] == "only_inlined")),
+        "{plain:?}"
+    );
+    // Code of the standard library never gets the program's path.
+    for l in t.locations.values().flatten() {
+        let (file, name) = (l.filename.to_str_lossy(), l.defname.to_str_lossy());
+        if file.contains("/library/") {
+            assert!(!name.starts_with("edges::"), "{name} at {file}");
+        }
+    }
+}
+
 /// Function symbols of the ELF file at `path` (its full table, or else its
 /// dynamic one), as (address, size, name without `@version`).
 fn function_symbols(path: &Path) -> Vec<(u64, u64, String)> {
