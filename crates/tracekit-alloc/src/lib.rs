@@ -16,6 +16,37 @@
 //! tools and `tracekit memtrace ...` read. `MEMTRACE_RATE` sets the sampling
 //! rate (default [`DEFAULT_SAMPLING_RATE`]). For explicit control use
 //! [`start_tracing`], which returns a guard that stops and flushes on drop.
+//! Whatever goes wrong with the trace (a bad rate, an unwritable path, a
+//! full disk), the program runs on: the tracer says so in one line on stderr
+//! and steps aside.
+//!
+//! # Good names, and fast sampling
+//!
+//! Allocation sites are only as good as the program's debug information. A
+//! plain `cargo build --release` has none: sites are then functions without
+//! source lines (the tracer warns once when it meets such an executable).
+//! Add to the program's `Cargo.toml`
+//!
+//! ```toml
+//! [profile.release]
+//! debug = "line-tables-only"
+//! ```
+//!
+//! for files and lines at a small cost in binary size (none at run time),
+//! and build with `RUSTFLAGS="-C force-frame-pointers=yes"` for the fast
+//! unwinder (see [Unwinding](#unwinding)). With line tables only, an inlined
+//! function has a bare name (`make_words`) unless the binary also has an
+//! out-of-line copy of it, whose symbol gives its path
+//! (`app::words::make_words`); `debug = "limited"` names every inlined
+//! function in full, for a larger binary.
+//!
+//! Frames in system libraries are named from their separate debug files
+//! when installed (Debian: `libc6-dbg`, `*-dbgsym`), found by build id or
+//! `.gnu_debuglink` under `/usr/lib/debug` (`TRACEKIT_ALLOC_DEBUG_DIR`
+//! overrides the directory; empty, it turns them off). Otherwise a frame
+//! is named by a symbol only if it lies inside that symbol, and else as
+//! `libc.so.6+0x29d8f`: the object and the return address as an address of
+//! the object (`addr2line -e <object>` takes it).
 //!
 //! # What is recorded
 //!
@@ -31,7 +62,7 @@
 //!   (memtrace location codes), innermost first. See [the unwinding
 //!   notes](#unwinding). Each new code is symbolized once, on the background
 //!   thread: function (demangled), file, line and column, with one location
-//!   per inlined frame. The tracer's own frames and the `__rust_alloc`
+//!   per inlined frame (see [Good names](#good-names-and-fast-sampling)). The tracer's own frames and the `__rust_alloc`
 //!   shims are left out, so a backtrace ends in the code that allocated
 //!   (often `alloc::raw_vec::...` called from the program's function).
 //! * **Frees** of sampled blocks (and reallocs of them) are written as
