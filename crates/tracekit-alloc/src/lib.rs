@@ -16,6 +16,37 @@
 //! tools and `tracekit memtrace ...` read. `MEMTRACE_RATE` sets the sampling
 //! rate (default [`DEFAULT_SAMPLING_RATE`]). For explicit control use
 //! [`start_tracing`], which returns a guard that stops and flushes on drop.
+//! Whatever goes wrong with the trace (a bad rate, an unwritable path, a
+//! full disk), the program runs on: the tracer says so in one line on stderr
+//! and steps aside.
+//!
+//! # Good names, and fast sampling
+//!
+//! Allocation sites are only as good as the program's debug information. A
+//! plain `cargo build --release` has none: sites are then functions without
+//! source lines (the tracer warns once when it meets such an executable).
+//! Add to the program's `Cargo.toml`
+//!
+//! ```toml
+//! [profile.release]
+//! debug = "line-tables-only"
+//! ```
+//!
+//! for files and lines at a small cost in binary size (none at run time),
+//! and build with `RUSTFLAGS="-C force-frame-pointers=yes"` for the fast
+//! unwinder (see [Unwinding](#unwinding)). With line tables only, an inlined
+//! function has a bare name (`make_words`) unless the binary also has an
+//! out-of-line copy of it, whose symbol gives its path
+//! (`app::words::make_words`); `debug = "limited"` names every inlined
+//! function in full, for a larger binary.
+//!
+//! Frames in system libraries are named from their separate debug files
+//! when installed (Debian: `libc6-dbg`, `*-dbgsym`), found by build id or
+//! `.gnu_debuglink` under `/usr/lib/debug` (`TRACEKIT_ALLOC_DEBUG_DIR`
+//! overrides the directory; empty, it turns them off). Otherwise a frame
+//! is named by a symbol only if it lies inside that symbol, and else as
+//! `libc.so.6+0x29d8f`: the object and the return address as an address of
+//! the object (`addr2line -e <object>` takes it).
 //!
 //! # What is recorded
 //!
@@ -31,7 +62,7 @@
 //!   (memtrace location codes), innermost first. See [the unwinding
 //!   notes](#unwinding). Each new code is symbolized once, on the background
 //!   thread: function (demangled), file, line and column, with one location
-//!   per inlined frame. The tracer's own frames and the `__rust_alloc`
+//!   per inlined frame (see [Good names](#good-names-and-fast-sampling)). The tracer's own frames and the `__rust_alloc`
 //!   shims are left out, so a backtrace ends in the code that allocated
 //!   (often `alloc::raw_vec::...` called from the program's function).
 //! * **Frees** of sampled blocks (and reallocs of them) are written as
@@ -72,6 +103,12 @@
 //! * An `atexit` hook stops tracing and flushes when the process exits.
 //!   A thread started before tracing began notices the session within
 //!   256 KiB of its own allocation.
+//! * A panic hook, installed when tracing first starts and chained after the
+//!   hook installed before it, writes out what was sampled up to the panic.
+//!   With `panic = "abort"` it also stops tracing and closes the file, since
+//!   the process dies right after; with unwinding, tracing goes on, as the
+//!   panic may be caught. A hook set later with `std::panic::set_hook`
+//!   replaces it unless it calls the one it got from `take_hook`.
 //!
 //! [memtrace]: https://github.com/janestreet/memtrace
 
@@ -80,10 +117,12 @@ use std::path::{Path, PathBuf};
 
 mod clock;
 mod elf;
+mod inlined;
 mod sampler;
 mod session;
 mod slots;
 mod symbolize;
+mod symbols;
 mod table;
 mod thread;
 mod unwind;
@@ -395,14 +434,17 @@ impl Drop for TraceGuard {
 /// rate (default [`DEFAULT_SAMPLING_RATE`]). Tracing runs until the process
 /// exits.
 ///
-/// # Panics
-///
-/// Like memtrace, which raises `Invalid_argument`, this panics when
-/// `MEMTRACE_RATE` is not a number in (0, 1] or tracing cannot start. Use
-/// [`try_trace_if_requested`] to handle those cases.
+/// Tracing never takes the program down. When it cannot start (a
+/// `MEMTRACE_RATE` that is not a number in (0, 1], a trace file that cannot
+/// be created or written, ...), this writes one line on stderr, starting
+/// with `tracekit-alloc: `, and returns: the program runs on untraced.
+/// Unlike memtrace, which raises `Invalid_argument`, it does not fail, since
+/// a memory trace is rarely worth a program that does not run. A write error
+/// later on (a full disk) likewise stops tracing with one line on stderr.
+/// Use [`try_trace_if_requested`] to handle the errors yourself.
 pub fn trace_if_requested() {
     if let Err(e) = try_trace_if_requested() {
-        panic!("tracekit-alloc: {e}");
+        session::report(&format!("{e}; the program runs untraced"));
     }
 }
 

@@ -1,5 +1,5 @@
-//! Tracing sessions: start, the background flusher, stop, process exit and
-//! fork.
+//! Tracing sessions: start, the background flusher, stop, process exit,
+//! panics and fork.
 //!
 //! A session owns the memtrace [`Writer`]s (one per domain slot in use), the
 //! [`Symbolizer`] and the map from sample keys to object ids. All of that sits
@@ -12,13 +12,15 @@
 //!
 //! The background thread drains the queues and flushes every writer that got
 //! events about once a second, so a killed process loses about one second of
-//! events; queues past a soft limit wake it early.
+//! events; queues past a soft limit wake it early. A panic hook flushes the
+//! trace (and with `panic = "abort"` closes it) before the process may die
+//! without running the exit hook; see [`at_panic`].
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, Once};
+use std::sync::{Condvar, Mutex, MutexGuard, Once, TryLockError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -49,6 +51,14 @@ static WAKE: Mutex<bool> = Mutex::new(false);
 static WAKE_CV: Condvar = Condvar::new();
 
 static HOOKS: Once = Once::new();
+/// Set once the panic hook is installed.
+static PANIC_HOOK: AtomicBool = AtomicBool::new(false);
+
+/// How long a panicking thread waits for the session lock before it gives up
+/// flushing. The lock's holder may be loading debug information, which can
+/// take seconds for a large program, or be stuck behind the panicking thread
+/// (see [`at_panic`]).
+const PANIC_FLUSH_WAIT: Duration = Duration::from_secs(5);
 
 /// How often the background thread writes out what was sampled.
 const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
@@ -109,10 +119,27 @@ fn lock_session() -> MutexGuard<'static, Option<Session>> {
     SESSION.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The session lock, if it can be had within `limit`.
+fn lock_session_within(limit: Duration) -> Option<MutexGuard<'static, Option<Session>>> {
+    let deadline = clock::monotonic_ns().saturating_add(limit.as_nanos() as u64);
+    loop {
+        match SESSION.try_lock() {
+            Ok(guard) => return Some(guard),
+            Err(TryLockError::Poisoned(e)) => return Some(e.into_inner()),
+            Err(TryLockError::WouldBlock) => {}
+        }
+        if clock::monotonic_ns() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// Writes one line to stderr with a raw `write(2)`: no lock, no allocation
 /// beyond the message, so it cannot deadlock with a thread that holds the
-/// stderr lock and waits for the tracer.
-fn report(msg: &str) {
+/// stderr lock and waits for the tracer. Errors are ignored: there is nowhere
+/// else to say anything.
+pub(crate) fn report(msg: &str) {
     let line = format!("tracekit-alloc: {msg}\n");
     // SAFETY: writes `line.len()` initialised bytes from a live buffer to fd 2.
     unsafe {
@@ -139,6 +166,7 @@ fn start_inner(path: &Path, rate: f64, context: Option<&str>) -> Result<(), Erro
         return Err(Error::ForkedChild);
     }
     install_hooks();
+    install_panic_hook();
     let mut guard = lock_session();
     if guard.is_some() {
         return Err(Error::AlreadyTracing);
@@ -204,7 +232,11 @@ pub(crate) fn stop(join: bool) -> Result<Stats, Error> {
         return Err(Error::ForkedChild);
     }
     let _internal = Internal::enter();
-    let mut guard = lock_session();
+    finish(lock_session(), join)
+}
+
+/// [`stop`] with the session lock taken.
+fn finish(mut guard: MutexGuard<'static, Option<Session>>, join: bool) -> Result<Stats, Error> {
     let Some(mut session) = guard.take() else {
         return Err(Error::NotTracing);
     };
@@ -331,7 +363,7 @@ impl Session {
         if self.failed.is_none() {
             if !matches!(e, WriteError::PidChanged) {
                 report(&format!(
-                    "error writing {}: {e}; tracing stopped",
+                    "error writing {}: {e}; tracing stopped, the program runs on untraced",
                     self.path.display()
                 ));
             }
@@ -468,7 +500,11 @@ fn runtime_params() -> String {
 fn executable_name() -> String {
     match std::env::current_exe() {
         Ok(p) => p.to_string_lossy().into_owned(),
-        Err(_) => std::env::args().next().unwrap_or_default(),
+        // `args` would panic on an argument that is not UTF-8.
+        Err(_) => std::env::args_os()
+            .next()
+            .map(|a| a.to_string_lossy().into_owned())
+            .unwrap_or_default(),
     }
 }
 
@@ -491,10 +527,74 @@ extern "C" fn at_fork_child() {
 }
 
 extern "C" fn at_exit() {
-    if FORKED.load(Ordering::Relaxed) {
+    // `exit` called from a signal handler that interrupted the tracer on this
+    // thread: the locks it holds would deadlock the flush.
+    if FORKED.load(Ordering::Relaxed) || crate::thread::in_tracer() {
         return;
     }
     let _ = stop(false);
+}
+
+/// The panic hook's own part, run after the hook installed before it.
+///
+/// With `panic = "abort"` the process dies as soon as the hooks return, and
+/// neither the exit hook nor the background thread get another chance: this
+/// stops the session, writing out everything queued, and closes the file.
+///
+/// With unwinding, the panic may be caught (`catch_unwind`, or a thread that
+/// ends while the rest of the program goes on), so stopping would lose the
+/// rest of the run. This only writes out what was queued and flushes it, and
+/// tracing goes on; a panic that reaches the end of `main` still leaves
+/// through `exit` and the exit hook. The flush is not wasted: a panic while
+/// unwinding, or one that leaves an `extern "C"` function, aborts right after
+/// the hooks, and the file then already holds every event up to the panic.
+fn at_panic() {
+    if FORKED.load(Ordering::Relaxed) || !tracing() {
+        return;
+    }
+    // The tracer itself panicked (on its background thread or in the
+    // bookkeeping of a sample). This thread may hold the session lock or a
+    // slot queue's lock, which are not reentrant, and what they guard may be
+    // half updated: leave it all alone.
+    if crate::thread::in_tracer() {
+        return;
+    }
+    let _internal = Internal::enter();
+    // Other holders of the session lock (the background thread, a thread
+    // draining a full queue, `stop_tracing`) only wait, while they hold it,
+    // for slot queue locks (never held by a thread outside the tracer, and
+    // this one is not inside it), the file and the allocator. The allocator
+    // is the one way back to this thread: if it panicked inside the wrapped
+    // allocator while holding the allocator's own lock, the holder waits
+    // for this thread for ever. Hence a bounded wait rather than `lock`.
+    let Some(mut guard) = lock_session_within(PANIC_FLUSH_WAIT) else {
+        report(
+            "could not flush the trace at a panic (the tracer is busy); \
+             events since the last flush may be missing",
+        );
+        return;
+    };
+    if cfg!(panic = "abort") {
+        // Errors were reported when they happened, and the process is going.
+        let _ = finish(guard, false);
+    } else if let Some(session) = guard.as_mut() {
+        session.process();
+    }
+}
+
+/// Installs the panic hook ([`at_panic`]) once, chained after whatever hook
+/// is installed at that point.
+fn install_panic_hook() {
+    // `take_hook` and `set_hook` panic on a panicking thread (a session
+    // started from a destructor while unwinding): a later start installs it.
+    if std::thread::panicking() || PANIC_HOOK.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        previous(info);
+        at_panic();
+    }));
 }
 
 fn install_hooks() {

@@ -8,9 +8,23 @@
 //! loader's lock (a thread inside `dlopen` may be blocked in the allocator).
 //! The file offset is turned into the object's own virtual address with its
 //! `PT_LOAD` program headers, then `addr2line` gives the frames, inlined ones
-//! included. Rust names are demangled (without the hash suffix), then C++
-//! names (from C++ code linked into the program); other names are kept as they
-//! are.
+//! included, from the object's DWARF or from its separate debug file (see
+//! [`crate::symbols`]). Rust names are demangled (without the hash suffix),
+//! then C++ names (from C++ code linked into the program); other names are
+//! kept as they are.
+//!
+//! The function that contains the address is named from the symbol table
+//! when the DWARF gives no path (line-tables-only DWARF names functions
+//! bare), but only by a symbol whose extent (`st_size`) contains the
+//! address. When nothing names it, as in a stripped library without its
+//! debug file, the frame is called `<object>+0x<address>` (`libc.so.6+0x94ac3`):
+//! the object's file name and the return address as an address of the
+//! object, the one `nm`, `objdump -d` and `addr2line -e <object>` use (for a
+//! shared library, the offset from its load base). Inlined functions get
+//! their paths as [`crate::inlined`] explains.
+//!
+//! A program without line tables (a plain `cargo build --release`) gets one
+//! warning on stderr the first time a code in its executable is symbolized.
 //!
 //! A return address points after the call instruction, so `code - 1` is
 //! looked up, which lands on the call itself.
@@ -18,6 +32,13 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::inlined::{self, InlinePaths};
+use crate::symbols::{self, Mapped, Symbols};
+
+/// Set once the warning about missing line tables is written.
+static WARNED_NO_LINE_TABLES: AtomicBool = AtomicBool::new(false);
 
 /// One source location of a code, in memtrace's terms.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,7 +85,13 @@ struct Object {
 
 struct Loaded {
     segments: Vec<Segment>,
-    loader: Option<addr2line::Loader>,
+    /// The DWARF, from the separate debug file when there is one.
+    dwarf: Option<addr2line::Loader>,
+    /// Function symbols, from the separate debug file's full table when
+    /// there is one.
+    symbols: Symbols,
+    /// Built on the first inlined frame with a bare name.
+    inline_paths: Option<InlinePaths>,
 }
 
 /// The per-session symbolizer.
@@ -75,16 +102,35 @@ pub(crate) struct Symbolizer {
     cache: HashMap<u64, Arc<CodeInfo>>,
     /// True once the maps were re-read for an address they did not cover.
     maps_fresh: bool,
+    /// Where separate debug files are looked for; `None`: nowhere.
+    debug_dir: Option<PathBuf>,
+    /// The main executable, whose lack of line tables is worth a warning.
+    exe: Option<PathBuf>,
 }
 
 impl Symbolizer {
+    /// A symbolizer that finds debug files as `TRACEKIT_ALLOC_DEBUG_DIR`
+    /// says (read now, on the thread that starts the session).
     pub(crate) fn new() -> Symbolizer {
+        Symbolizer::with_debug_dir(symbols::debug_dir_from_env())
+    }
+
+    pub(crate) fn with_debug_dir(debug_dir: Option<PathBuf>) -> Symbolizer {
+        let exe = std::env::current_exe().ok().map(|p| {
+            let s = p.to_string_lossy();
+            match s.strip_suffix(" (deleted)") {
+                Some(s) => PathBuf::from(s),
+                None => p,
+            }
+        });
         let mut s = Symbolizer {
             mappings: Vec::new(),
             objects: Vec::new(),
             object_index: HashMap::new(),
             cache: HashMap::new(),
             maps_fresh: false,
+            debug_dir,
+            exe,
         };
         s.read_maps();
         s
@@ -156,10 +202,15 @@ impl Symbolizer {
         let Some(m) = self.mapping(addr) else {
             return Vec::new();
         };
-        let file_offset = addr - m.start + m.offset;
-        let object_index = m.object;
+        let (Some(file_offset), object_index) = ((addr - m.start).checked_add(m.offset), m.object)
+        else {
+            return Vec::new();
+        };
         let object = &mut self.objects[object_index];
-        let loaded = object.state.get_or_insert_with(|| load(&object.path));
+        let debug_dir = self.debug_dir.as_deref();
+        let loaded = object
+            .state
+            .get_or_insert_with(|| load(&object.path, debug_dir, self.exe.as_deref()));
         let Some(loaded) = loaded else {
             return Vec::new();
         };
@@ -167,15 +218,14 @@ impl Symbolizer {
             .segments
             .iter()
             .find(|s| file_offset >= s.offset && file_offset - s.offset < s.filesz)
-            .map(|s| file_offset - s.offset + s.vaddr)
+            .and_then(|s| (file_offset - s.offset).checked_add(s.vaddr))
         else {
             return Vec::new();
         };
-        let Some(loader) = &loaded.loader else {
-            return Vec::new();
-        };
         let mut out = Vec::new();
-        if let Ok(mut frames) = loader.find_frames(svma) {
+        if let Some(dwarf) = &loaded.dwarf
+            && let Ok(mut frames) = dwarf.find_frames(svma)
+        {
             while let Ok(Some(frame)) = frames.next() {
                 let defname = match &frame.function {
                     Some(f) => f.raw_name().map(|n| demangle(&n)).unwrap_or_default(),
@@ -200,21 +250,46 @@ impl Symbolizer {
                 });
             }
         }
+        // The frames before the last one are inlined into it.
+        if let Some(dwarf) = &loaded.dwarf
+            && out.len() > 1
+        {
+            let last = out.len() - 1;
+            for l in &mut out[..last] {
+                if l.defname.is_empty() || !inlined::is_bare(&l.defname) {
+                    continue;
+                }
+                let paths = loaded
+                    .inline_paths
+                    .get_or_insert_with(|| InlinePaths::new(&loaded.symbols));
+                if let Some(full) =
+                    paths.qualify(dwarf, &loaded.symbols, &l.defname, &l.filename, l.line)
+                {
+                    l.defname = full;
+                }
+            }
+        }
         // The symbol table names the function that contains the address with
         // its full path, which line-tables-only debug information lacks; the
         // outermost frame (last, before the reversal below) is that function.
-        if let Some(name) = loader.find_symbol(svma) {
-            let defname = demangle(name);
-            match out.last_mut() {
-                Some(l) if l.defname.is_empty() || !l.defname.contains("::") => l.defname = defname,
-                Some(_) => {}
-                None => out.push(Location {
-                    filename: object_name(&object.path),
-                    line: 0,
-                    column: 0,
-                    defname,
-                }),
+        let symbol = loaded
+            .symbols
+            .containing(svma)
+            .map(|i| demangle(loaded.symbols.name(i)));
+        // Nothing names the function: say where it is.
+        let anonymous = || format!("{}+{:#x}", object_name(&object.path), svma.wrapping_add(1));
+        match (out.last_mut(), symbol) {
+            (Some(l), Some(name)) if l.defname.is_empty() || inlined::is_bare(&l.defname) => {
+                l.defname = name
             }
+            (Some(l), None) if l.defname.is_empty() => l.defname = anonymous(),
+            (Some(_), _) => {}
+            (None, name) => out.push(Location {
+                filename: object_name(&object.path),
+                line: 0,
+                column: 0,
+                defname: name.unwrap_or_else(anonymous),
+            }),
         }
         for l in &mut out {
             if l.defname.is_empty() {
@@ -273,7 +348,10 @@ fn object_name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-fn load(path: &Path) -> Option<Loaded> {
+/// Loads the object at `path`: its program headers, its DWARF and symbols
+/// (from its separate debug file in `debug_dir` when there is one), and
+/// warns if it is `exe` and has no line tables.
+fn load(path: &Path, debug_dir: Option<&Path>, exe: Option<&Path>) -> Option<Loaded> {
     let bytes = read_program_headers(path)?;
     let segments = crate::elf::load_segments(&bytes)
         .ok()?
@@ -284,10 +362,53 @@ fn load(path: &Path) -> Option<Loaded> {
             filesz: s.filesz,
         })
         .collect();
+    let own = Mapped::open(path);
+    let own_file = own.as_ref().and_then(Mapped::parse);
+    let debug_path = debug_dir
+        .zip(own_file.as_ref())
+        .and_then(|(dir, file)| symbols::find_debug_file(path, file, dir));
+    let debug = debug_path.as_deref().and_then(Mapped::open);
+    let debug_file = debug.as_ref().and_then(Mapped::parse);
+
+    let mut dwarf = None;
+    if let (Some(dpath), Some(dfile)) = (&debug_path, &debug_file) {
+        let sup = debug_dir.and_then(|dir| symbols::find_supplementary_file(dpath, dfile, dir));
+        dwarf = addr2line::Loader::new_with_sup(dpath, sup.as_deref()).ok();
+    }
+    let line_tables = match (&dwarf, &debug_file) {
+        (Some(_), Some(dfile)) => symbols::has_line_tables(dfile),
+        _ => {
+            dwarf = addr2line::Loader::new(path).ok();
+            own_file.as_ref().is_some_and(symbols::has_line_tables)
+        }
+    };
+    let mut symbols = debug_file.as_ref().map(Symbols::of).unwrap_or_default();
+    if symbols.is_empty() {
+        symbols = own_file.as_ref().map(Symbols::of).unwrap_or_default();
+    }
+    if !line_tables && exe == Some(path) && !WARNED_NO_LINE_TABLES.swap(true, Ordering::Relaxed) {
+        crate::session::report(&no_line_tables_warning(path));
+    }
     Some(Loaded {
         segments,
-        loader: addr2line::Loader::new(path).ok(),
+        dwarf,
+        symbols,
+        inline_paths: None,
     })
+}
+
+fn no_line_tables_warning(exe: &Path) -> String {
+    let speed = match crate::unwind::unwinder() {
+        crate::Unwinder::Dwarf => {
+            " (and RUSTFLAGS=\"-C force-frame-pointers=yes\" for faster sampling)"
+        }
+        crate::Unwinder::FramePointers => "",
+    };
+    format!(
+        "{} has no line tables, so allocation sites will lack source lines; \
+         add [profile.release] debug = \"line-tables-only\" to Cargo.toml{speed}",
+        exe.display()
+    )
 }
 
 /// Reads the start of an ELF file: enough for its program headers.

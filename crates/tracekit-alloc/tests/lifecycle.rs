@@ -6,6 +6,7 @@
 //!   (without the periodic flush nothing would be);
 //! * `exit` while threads still allocate: the exit hook leaves a valid trace;
 //! * a panic in `main`: the trace is flushed at exit;
+//! * a caught panic: the panic hook flushes, and tracing goes on;
 //! * thread-local destructors that allocate and free sampled blocks while
 //!   their thread exits;
 //! * `trace_if_requested`'s environment handling, and a locked trace file.
@@ -115,6 +116,31 @@ fn panic_in_main_flushes() {
     });
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 101);
     assert_eq!(count_len(&path, 6543), (50, 0));
+}
+
+fn caught_panic_flushes_and_tracing_goes_on() {
+    let path = common::temp_path("caught.ctf");
+    let status = in_child(|| {
+        // Installed first, so that the tracer's hook chains after it.
+        std::panic::set_hook(Box::new(|_| {}));
+        std::mem::forget(tracekit_alloc::start_tracing(&path, 1.0).expect("start"));
+        let keep: Vec<_> = (0..50).map(|_| words(5432)).collect();
+        black_box(&keep);
+        let r = std::panic::catch_unwind(|| panic!("caught"));
+        if r.is_ok() || !tracekit_alloc::currently_tracing() {
+            // SAFETY: leaves the child at once, with a status the parent checks.
+            unsafe { libc::_exit(3) };
+        }
+        // Killed long before the periodic flush: only the panic hook's flush
+        // can have written the blocks.
+        // SAFETY: raising a signal has no preconditions.
+        unsafe { libc::raise(libc::SIGKILL) };
+    });
+    assert!(
+        libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL,
+        "status {status}: tracing stopped at a caught panic"
+    );
+    assert_eq!(count_len(&path, 5432), (50, 0));
 }
 
 struct Parting {
@@ -237,7 +263,7 @@ fn environment_and_locking() {
 }
 
 fn main() {
-    let scenarios: [(&str, fn()); 5] = [
+    let scenarios: [(&str, fn()); 6] = [
         (
             "sigkill_loses_at_most_the_last_second",
             sigkill_loses_at_most_the_last_second,
@@ -247,6 +273,10 @@ fn main() {
             exit_with_threads_still_allocating,
         ),
         ("panic_in_main_flushes", panic_in_main_flushes),
+        (
+            "caught_panic_flushes_and_tracing_goes_on",
+            caught_panic_flushes_and_tracing_goes_on,
+        ),
         (
             "thread_exit_destructors_allocate",
             thread_exit_destructors_allocate,

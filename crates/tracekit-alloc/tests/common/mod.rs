@@ -60,26 +60,49 @@ fn newest_source() -> std::time::SystemTime {
 /// Path of example `name` built with frame pointers, in the `fp` directory
 /// of this test's target directory.
 pub fn example_with_frame_pointers(name: &str) -> PathBuf {
+    example_built_with(name, "fp", &[("RUSTFLAGS", "-C force-frame-pointers=yes")])
+}
+
+/// Path of example `name` built as a fresh `cargo new` program is by plain
+/// `cargo build --release`, without debug information, and with
+/// `panic = "abort"`: in the `plain-abort` directory of this test's target
+/// directory. (One build for both, to spare a shared machine a build.)
+pub fn example_plain_abort(name: &str) -> PathBuf {
+    let mut env = Vec::new();
+    for profile in ["RELEASE", "DEV"] {
+        env.push((format!("CARGO_PROFILE_{profile}_DEBUG"), "false"));
+        env.push((format!("CARGO_PROFILE_{profile}_PANIC"), "abort"));
+    }
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    example_built_with(name, "plain-abort", &env)
+}
+
+/// Path of example `name` built with the environment `env` (flags, profile
+/// settings) in directory `dir` of this test's target directory, so that it
+/// does not rebuild the main one.
+pub fn example_built_with(name: &str, dir: &str, env: &[(&str, &str)]) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let profile_dir = exe
         .parent()
         .and_then(Path::parent)
         .expect("target/<profile> directory");
     let profile = profile_dir.file_name().expect("profile name");
-    let target_dir = profile_dir.parent().expect("target directory").join("fp");
+    let target_dir = profile_dir.parent().expect("target directory").join(dir);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.args(["build", "-p", "tracekit-alloc", "--example", name])
         .arg("--target-dir")
-        .arg(&target_dir)
-        .env("RUSTFLAGS", "-C force-frame-pointers=yes");
+        .arg(&target_dir);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     if !cfg!(debug_assertions) {
         cmd.arg("--release");
     }
     let status = cmd.status().expect("run cargo build");
     assert!(
         status.success(),
-        "cargo build --example {name} with frame pointers failed"
+        "cargo build --example {name} with {env:?} failed"
     );
     target_dir.join(profile).join("examples").join(name)
 }
