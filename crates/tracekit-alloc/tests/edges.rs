@@ -232,7 +232,7 @@ fn inlined_frames_keep_their_module_path() {
     let t = common::read_trace(&trace);
     // `Grid::with_cells`, inlined into `build_grids`, has an out-of-line
     // copy that vouches for its full path, type and inline module included.
-    let grids = inlined_names(&t, 1234, "examples/edges.rs");
+    let grids = inlined_names(&t, 1234, "bin/edges.rs");
     assert!(!grids.is_empty());
     assert!(
         grids.iter().any(|names| names
@@ -242,7 +242,7 @@ fn inlined_frames_keep_their_module_path() {
     );
     // `only_inlined` has no copy: its path is not in the binary, and none is
     // made up.
-    let plain = inlined_names(&t, 2345, "examples/edges.rs");
+    let plain = inlined_names(&t, 2345, "bin/edges.rs");
     assert!(
         plain.iter().any(|names| names
             .windows(2)

@@ -1,4 +1,4 @@
-//! Traces the bundled workload example and checks the trace against the
+//! Traces the bundled workload program (`tracekit-alloc-demo`) and checks the trace against the
 //! ground truth the workload counts itself: the estimated bytes (allocated
 //! overall and live at exit) within 5 %, and the top allocation sites in the
 //! workload's own functions and lines.
@@ -103,12 +103,15 @@ fn check(binary: &std::path::Path, unwinder: &str, trace_name: &str) {
     // bytes. Every sample must have one, and the top ones must be the
     // workload's allocating functions, at lines inside those functions.
     let source =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/workload.rs"))
+        std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tracekit-alloc-demo/src/bin/workload.rs"
+        ))
             .expect("workload source");
     let mut sites: HashMap<(String, u32), u64> = HashMap::new();
     let mut without_site = 0;
     for a in &trace.allocs {
-        match trace.innermost_in(a, "examples/workload.rs") {
+        match trace.innermost_in(a, "bin/workload.rs") {
             Some(site) => *sites.entry(site).or_default() += a.nsamples,
             None => without_site += a.nsamples,
         }

@@ -1,5 +1,5 @@
-//! Helpers shared by the integration tests: finding the example programs
-//! and summarising traces with the memtrace reader.
+//! Helpers shared by the integration tests: building the programs they trace
+//! (`tracekit-alloc-demo`) and summarising traces with the memtrace reader.
 
 #![allow(dead_code)]
 
@@ -9,22 +9,26 @@ use std::process::Command;
 
 use tracekit_memtrace::{Event, Info, Location, LocationCode, Reader};
 
-/// Path of example `name`, built by cargo for the same profile as this test
-/// (`cargo test` builds examples; a filtered run builds it here).
+/// The package holding the programs the tests trace (`src/bin/<name>.rs`): it
+/// has no dev-dependencies, so building its programs in another target
+/// directory (with frame pointers, say) compiles no benchmark framework.
+const PROGRAMS: &str = "tracekit-alloc-demo";
+
+/// Path of program `name`, built for the same profile as this test in the same
+/// target directory (`cargo test` builds the workspace's binaries; a run
+/// filtered to one test may not, or may hold one built from older sources).
 pub fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    // target/<profile>/deps/<test> -> target/<profile>/examples/<name>
+    // target/<profile>/deps/<test> -> target/<profile>/<name>
     let profile_dir = exe
         .parent()
         .and_then(Path::parent)
         .expect("target/<profile> directory");
-    let path = profile_dir.join("examples").join(name);
-    // `cargo test` builds the examples too; a run filtered to one test does
-    // not, and would test an example built from older sources.
+    let path = profile_dir.join(name);
     if !path.exists() || newest_source() > modified(&path) {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-p", "tracekit-alloc", "--example", name]);
+        cmd.args(["build", "-p", PROGRAMS, "--bin", name]);
         // The same target directory as this test (it may not be the default).
         if let Some(target_dir) = profile_dir.parent() {
             cmd.arg("--target-dir").arg(target_dir);
@@ -33,7 +37,7 @@ pub fn example(name: &str) -> PathBuf {
             cmd.arg("--release");
         }
         let status = cmd.status().expect("run cargo build");
-        assert!(status.success(), "cargo build --example {name} failed");
+        assert!(status.success(), "cargo build -p {PROGRAMS} --bin {name} failed");
     }
     path
 }
@@ -44,26 +48,29 @@ fn modified(path: &Path) -> std::time::SystemTime {
         .unwrap_or(std::time::UNIX_EPOCH)
 }
 
-/// The latest modification time of this crate's library and example sources.
+/// The latest modification time of the tracer's and the programs' sources.
 fn newest_source() -> std::time::SystemTime {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    ["src", "examples"]
-        .iter()
-        .filter_map(|d| std::fs::read_dir(root.join(d)).ok())
-        .flatten()
-        .filter_map(|e| e.ok())
-        .map(|e| modified(&e.path()))
-        .max()
-        .unwrap_or(std::time::UNIX_EPOCH)
+    [
+        root.join("src"),
+        root.join("../tracekit-alloc-demo/src/bin"),
+    ]
+    .iter()
+    .filter_map(|d| std::fs::read_dir(d).ok())
+    .flatten()
+    .filter_map(|e| e.ok())
+    .map(|e| modified(&e.path()))
+    .max()
+    .unwrap_or(std::time::UNIX_EPOCH)
 }
 
-/// Path of example `name` built with frame pointers, in the `fp` directory
+/// Path of program `name` built with frame pointers, in the `fp` directory
 /// of this test's target directory.
 pub fn example_with_frame_pointers(name: &str) -> PathBuf {
     example_built_with(name, "fp", &[("RUSTFLAGS", "-C force-frame-pointers=yes")])
 }
 
-/// Path of example `name` built as a fresh `cargo new` program is by plain
+/// Path of program `name` built as a fresh `cargo new` program is by plain
 /// `cargo build --release`, without debug information, and with
 /// `panic = "abort"`: in the `plain-abort` directory of this test's target
 /// directory. (One build for both, to spare a shared machine a build.)
@@ -77,7 +84,7 @@ pub fn example_plain_abort(name: &str) -> PathBuf {
     example_built_with(name, "plain-abort", &env)
 }
 
-/// Path of example `name` built with the environment `env` (flags, profile
+/// Path of program `name` built with the environment `env` (flags, profile
 /// settings) in directory `dir` of this test's target directory, so that it
 /// does not rebuild the main one.
 pub fn example_built_with(name: &str, dir: &str, env: &[(&str, &str)]) -> PathBuf {
@@ -90,7 +97,7 @@ pub fn example_built_with(name: &str, dir: &str, env: &[(&str, &str)]) -> PathBu
     let target_dir = profile_dir.parent().expect("target directory").join(dir);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "-p", "tracekit-alloc", "--example", name])
+    cmd.args(["build", "-p", PROGRAMS, "--bin", name])
         .arg("--target-dir")
         .arg(&target_dir);
     for (k, v) in env {
@@ -102,9 +109,9 @@ pub fn example_built_with(name: &str, dir: &str, env: &[(&str, &str)]) -> PathBu
     let status = cmd.status().expect("run cargo build");
     assert!(
         status.success(),
-        "cargo build --example {name} with {env:?} failed"
+        "cargo build -p {PROGRAMS} --bin {name} with {env:?} failed"
     );
-    target_dir.join(profile).join("examples").join(name)
+    target_dir.join(profile).join(name)
 }
 
 /// A temporary file path unique to this test process.

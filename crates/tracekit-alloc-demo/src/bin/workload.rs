@@ -1,7 +1,7 @@
 //! A realistic allocation workload, traced with tracekit-alloc.
 //!
 //! ```sh
-//! MEMTRACE=workload.ctf cargo run --release -p tracekit-alloc --example workload
+//! MEMTRACE=workload.ctf cargo run --release -p tracekit-alloc-demo
 //! cargo run --release -- memtrace top workload.ctf
 //! ```
 //!

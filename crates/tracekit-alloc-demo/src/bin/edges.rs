@@ -1,7 +1,7 @@
-//! Edge cases of a traced program, run by the crate's `edges` tests.
+//! Edge cases of a traced program, run by tracekit-alloc's `edges` tests.
 //!
 //! ```sh
-//! MEMTRACE=edges.ctf cargo run --release -p tracekit-alloc --example edges -- work
+//! MEMTRACE=edges.ctf cargo run --release -p tracekit-alloc-demo --bin edges -- work
 //! ```
 //!
 //! Each mode (the first argument) is one situation the tracer must get
