@@ -46,11 +46,10 @@ fuzz_target!(|data: &[u8]| {
     loop {
         let a = slice.next_record().map(|r| r.map(|r| describe(&r)));
         let b = stream.next_record().map(|r| r.map(|r| describe(&r)));
-        // The stream reader refuses to buffer a record over its limit where the slice
-        // reader finds the input too short: both stop at the same record.
-        let same_stop = matches!((&a, &b), (Err(x), Err(y))
-            if x.offset == y.offset && x.problem.is_fatal() && y.problem.is_fatal());
-        assert!(a == b || same_stop, "slice and stream readers disagree: {a:?} / {b:?}");
+        // A record the input cuts short is the same warning for both (the stream
+        // reader refuses only records really over its 1 GiB limit, which no fuzz
+        // input holds).
+        assert!(a == b, "slice and stream readers disagree: {a:?} / {b:?}");
         match a {
             Ok(Some(_)) => {}
             _ => break,

@@ -27,7 +27,7 @@ use thiserror::Error;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
 pub enum CopyError {
     /// The input could not be read further.
-    #[error("reading: {0}")]
+    #[error(transparent)]
     Read(#[from] ReadError),
     /// A record could not be written.
     #[error("writing the record at byte {offset}: {error}")]

@@ -15,7 +15,9 @@ use serde_json::{Value, json};
 use tracekit_fxt::check::{Readers, Report};
 use tracekit_fxt::format::{ArgValue, EventKind, Koid, ObjectType};
 use tracekit_fxt::io::IoDestination;
-use tracekit_fxt::read::{Args, Entry, Reader, Record, Records, Str, StreamReader, Thread};
+use tracekit_fxt::read::{
+    Args, Entry, ReadError, Reader, Record, Records, Str, StreamReader, Thread,
+};
 use tracekit_fxt::write::Writer;
 
 use crate::common::input::{self, Family};
@@ -84,13 +86,21 @@ fn with_records<T>(
     path: &Path,
     f: impl FnOnce(&mut dyn Records, Option<u64>) -> Result<T>,
 ) -> Result<T> {
-    if input::is_stdin(path) {
+    let result = if input::is_stdin(path) {
         let stream = input::open_stream(path, Family::Fxt)?;
         f(&mut StreamReader::new(stream), None)
     } else {
         let bytes = input::read_all(path, Family::Fxt)?;
         f(&mut Reader::new(&bytes), Some(bytes.len() as u64))
-    }
+    };
+    // A read error is the input's: say which (write errors name their output).
+    result.map_err(|e| {
+        if e.downcast_ref::<ReadError>().is_some() {
+            e.context(input::display(path))
+        } else {
+            e
+        }
+    })
 }
 
 /// A progress bar over an input of `size` bytes (standard input has none).

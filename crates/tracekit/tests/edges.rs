@@ -179,7 +179,13 @@ fn a_failed_command_leaves_the_previous_output_and_no_partial_file() {
     ] {
         let o = run_in(&dir, &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(stderr(&o).contains("error: "), "{args:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains("error: "), "{args:?}: {e}");
+        if args.contains(&"bad.fxt") {
+            // The input is named, and the reason given once.
+            assert!(e.starts_with("error: bad.fxt: at byte "), "{args:?}: {e}");
+            assert_eq!(e.matches("record of size 0").count(), 1, "{args:?}: {e}");
+        }
         for name in ["out.ctf", "out.json", "out.fxt", "trace.fxt"] {
             assert_eq!(
                 std::fs::read_to_string(dir.join(name)).unwrap(),
