@@ -93,7 +93,7 @@ mod write;
 pub mod dump;
 pub mod synth;
 
-pub use copy::{CopyError, copy_trace};
+pub use copy::{CopyError, copy_trace, copy_trace_stream};
 pub use error::{OpenError, ReadError, ReadErrorKind, Warning, WriteError};
 pub use event::{Alloc, DisplayError, Event, EventDisplay, LocationLookup};
 pub use read::{

@@ -72,8 +72,10 @@ impl BacktraceEncoder {
 
     /// Encodes `callstack[lo..len]` (innermost first) from index `len - 1`
     /// down to `lo`, calling `new_location` with the index of each frame that
-    /// missed the cache. Stops early when the encoding would pass 4 KiB
-    /// (dropping the innermost frames). Returns the number of codewords.
+    /// missed the cache. Unless `whole`, stops early when the encoding would
+    /// pass 4 KiB (dropping the innermost frames), as the reference writer
+    /// does. Returns the number of codewords.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn put_backtrace(
         &mut self,
         b: &mut Vec<u8>,
@@ -81,9 +83,14 @@ impl BacktraceEncoder {
         callstack: &[LocationCode],
         lo: usize,
         len: usize,
+        whole: bool,
         mut new_location: impl FnMut(usize),
     ) -> usize {
-        let limit = b.len() + BACKTRACE_MAX_LENGTH - (2 + 8);
+        let limit = if whole {
+            usize::MAX - (2 + 8)
+        } else {
+            b.len() + BACKTRACE_MAX_LENGTH - (2 + 8)
+        };
         let lo = lo as isize;
         let mut pos = len as isize - 1;
         let mut ncodes = 0usize;
