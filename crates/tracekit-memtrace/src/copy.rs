@@ -52,7 +52,11 @@ impl CopyError {
 
 /// Copies every event of `reader` into a new trace written to `out` with the
 /// same [`Info`](crate::Info), and returns `out` and the warnings about
-/// skipped input packets.
+/// skipped input packets. It fails exactly where [`write_dump`] over the
+/// same reader does (see there about a reader's earlier passes), and the
+/// output then holds no trace to keep.
+///
+/// [`write_dump`]: crate::dump::write_dump
 pub fn copy_trace<W: Write>(
     reader: &mut Reader<'_>,
     out: W,

@@ -188,6 +188,10 @@ pub fn write_header<W: Write + ?Sized>(out: &mut W, info: &Info) -> io::Result<(
 /// A decoding failure is written as an `error:` line after the events
 /// decoded before it, and returned in the outcome; the summary line follows
 /// in every case. Only I/O errors of `out` are errors.
+///
+/// A reader keeps the location table of its earlier passes (as OCaml's
+/// does): a code whose location event comes after its first use is unknown
+/// only to a reader's first pass. `tracekit memtrace dump` dumps a fresh one.
 pub fn write_dump<W: Write + ?Sized>(
     reader: &mut Reader<'_>,
     out: &mut W,
