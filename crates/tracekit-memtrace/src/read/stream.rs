@@ -287,6 +287,38 @@ mod tests {
     }
 
     #[test]
+    fn the_buffer_holds_one_packet_however_long_the_stream() {
+        let config = crate::synth::SynthConfig {
+            allocs: 200_000,
+            ..Default::default()
+        };
+        let data = crate::synth::write_synthetic(Vec::new(), &config).unwrap();
+        let mut stream = StreamReader::new(&data[..], true).unwrap();
+        let (mut events, mut largest) = (0, 0);
+        loop {
+            let Some(mut packet) = stream.next_packet().unwrap() else {
+                break;
+            };
+            while let Some(item) = packet.next_event() {
+                item.unwrap();
+                events += 1;
+            }
+            drop(packet);
+            largest = largest.max(stream.buf.len());
+        }
+        assert!(data.len() > 50 * largest, "{} bytes", data.len());
+        assert!(events > 300_000);
+        // The writer's packets are at most 32 KiB, which the first
+        // reservation covers.
+        assert!(largest <= crate::format::MAX_PACKET_SIZE);
+        assert!(
+            stream.buf.capacity() <= INITIAL_RESERVE,
+            "{}",
+            stream.buf.capacity()
+        );
+    }
+
+    #[test]
     fn a_huge_announced_packet_allocates_only_what_is_there() {
         // 268 MB announced, 100 bytes present.
         let data = huge_packet(0x7fff_fff8);
