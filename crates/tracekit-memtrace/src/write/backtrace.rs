@@ -72,21 +72,19 @@ impl BacktraceEncoder {
 
     /// Encodes `callstack[lo..len]` (innermost first) from index `len - 1`
     /// down to `lo`, calling `new_location` with the index of each frame that
-    /// missed the cache. Unless `whole`, stops early when the encoding would
+    /// missed the cache. Unless `WHOLE`, stops early when the encoding would
     /// pass 4 KiB (dropping the innermost frames), as the reference writer
     /// does. Returns the number of codewords.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn put_backtrace(
+    pub(crate) fn put_backtrace<const WHOLE: bool>(
         &mut self,
         b: &mut Vec<u8>,
         alloc_id: u64,
         callstack: &[LocationCode],
         lo: usize,
         len: usize,
-        whole: bool,
         mut new_location: impl FnMut(usize),
     ) -> usize {
-        let limit = if whole {
+        let limit = if WHOLE {
             usize::MAX - (2 + 8)
         } else {
             b.len() + BACKTRACE_MAX_LENGTH - (2 + 8)

@@ -203,15 +203,13 @@ pub struct Writer<W: Write> {
     closed: bool,
 }
 
-/// How [`Writer`] codes an allocation's backtrace.
+/// Which frames of an allocation's backtrace [`Writer`] codes.
 #[derive(Clone, Copy, Debug)]
 struct Encoding {
     /// The common prefix written in the event.
     common_prefix: usize,
     /// The frames to code: the innermost-first callstack up to here.
     new_len: usize,
-    /// Code every frame and every location list whole, never truncated.
-    whole: bool,
 }
 
 impl<W: Write> std::fmt::Debug for Writer<W> {
@@ -471,28 +469,34 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
-    /// Whether an event at `now` must start a new packet; `exact` for
-    /// [`Writer::put_event_exact`].
-    fn must_flush_before(&self, now: i64, exact: bool) -> bool {
+    /// Whether an event at `now` must start a new packet; `EXACT` for
+    /// [`Writer::put_event_exact`] (a constant, so that the tracer's path
+    /// carries none of its checks).
+    fn must_flush_before<const EXACT: bool>(&self, now: i64) -> bool {
         let too_long = now.saturating_sub(self.packet_time_start) > PACKET_MAX_TIME;
-        if exact && self.ids.next > OCAML_MAX_INT as u64 {
+        if EXACT && self.ids.next > OCAML_MAX_INT as u64 {
             // A reader takes a packet's first object id as an OCaml int, so
             // no packet can start at this one: the packet goes on, however
             // large, unless its time span would become ambiguous.
             return too_long;
         }
-        // Saturating: an event written whole (see `put_event_exact`) may fill
-        // a packet past its size.
-        MAX_PACKET_SIZE.saturating_sub(self.packet.len()) < MAX_EVENT_SIZE
+        // An event written whole may fill a packet past its size; any other
+        // event is at most `MAX_EVENT_SIZE`, which this keeps free.
+        let free = if EXACT {
+            MAX_PACKET_SIZE.saturating_sub(self.packet.len())
+        } else {
+            MAX_PACKET_SIZE - self.packet.len()
+        };
+        free < MAX_EVENT_SIZE
             || self.pending_loc_ends.len() > 128
             || too_long
             || !self.ids.has_next()
     }
 
     /// Flushes if an event at `now` must start a new packet.
-    fn flush_if_needed(&mut self, now: i64, exact: bool) -> Result<(), WriteError> {
-        if self.must_flush_before(now, exact) {
-            if exact && self.ids.next > OCAML_MAX_INT as u64 {
+    fn flush_if_needed<const EXACT: bool>(&mut self, now: i64) -> Result<(), WriteError> {
+        if self.must_flush_before::<EXACT>(now) {
+            if EXACT && self.ids.next > OCAML_MAX_INT as u64 {
                 return Err(WriteError::NotReproducible(
                     "object ids beyond OCaml's max_int in a packet spanning more than 30 s",
                 ));
@@ -504,8 +508,8 @@ impl<W: Write> Writer<W> {
 
     /// Flushes if the event at `now` must start a new packet, then writes its
     /// event header.
-    fn begin_event(&mut self, code: u8, now: i64, exact: bool) -> Result<(), WriteError> {
-        self.flush_if_needed(now, exact)?;
+    fn begin_event<const EXACT: bool>(&mut self, code: u8, now: i64) -> Result<(), WriteError> {
+        self.flush_if_needed::<EXACT>(now)?;
         self.packet_time_end = now;
         put_event_header(&mut self.packet, code, now);
         Ok(())
@@ -537,17 +541,19 @@ impl<W: Write> Writer<W> {
         let encoding = Encoding {
             common_prefix: common_len,
             new_len: callstack.len() - common_len,
-            whole: false,
         };
-        self.encode_alloc(
+        self.encode_alloc::<false, L>(
             now, length, nsamples, source, callstack, drop_slots, encoding, decode,
         )
     }
 
     /// Writes an allocation of `callstack` (innermost first, the first
     /// `drop_slots` left out) as `encoding` says, with the next object id.
+    /// `WHOLE` codes every frame and every location list whole, never
+    /// truncated (for [`Writer::put_event_exact`]); a constant, so that the
+    /// tracer's path carries none of that.
     #[allow(clippy::too_many_arguments)]
-    fn encode_alloc<L: AsRef<[Location]>>(
+    fn encode_alloc<const WHOLE: bool, L: AsRef<[Location]>>(
         &mut self,
         now: i64,
         length: u64,
@@ -563,7 +569,6 @@ impl<W: Write> Writer<W> {
         let Encoding {
             common_prefix,
             new_len,
-            whole,
         } = encoding;
         let short = (1..=16).contains(&length)
             && source == AllocationSource::Minor
@@ -574,7 +579,7 @@ impl<W: Write> Writer<W> {
         } else {
             EV_ALLOC
         };
-        self.begin_event(code, now, whole)?;
+        self.begin_event::<WHOLE>(code, now)?;
         self.last_callstack.clear();
         self.last_callstack.extend_from_slice(callstack);
         self.last_dropped_slots = drop_slots;
@@ -596,33 +601,46 @@ impl<W: Write> Writer<W> {
         let locations = &mut self.locations;
         let pending = &mut self.pending_locs;
         let ends = &mut self.pending_loc_ends;
-        let mut as_is = true;
-        let mut zero_sent = self.zero_sent;
-        let nencoded =
-            self.cache
-                .put_backtrace(b, id, callstack, drop_slots, new_len, whole, |index| {
-                    let code = callstack[index];
-                    as_is &= locations.put_location(pending, code, decode(code).as_ref(), whole);
-                    ends.push(pending.len());
-                    zero_sent |= code.get() == 0;
-                });
-        if whole && !zero_sent && callstack[drop_slots..new_len].contains(&LocationCode::new(0)) {
-            // Code 0 hits the cache's never-written bucket 0, so the
-            // backtrace coder never reports it as new and the reference
-            // writer never sends its locations; a reader then cannot print
-            // it. Written whole, it is sent like any other code.
-            let code = LocationCode::new(0);
-            as_is &= locations.put_location(pending, code, decode(code).as_ref(), whole);
-            ends.push(pending.len());
-            zero_sent = true;
-        }
-        self.zero_sent = zero_sent;
+        // Two calls, so that the tracer's path captures nothing it does not use.
+        let (nencoded, as_is) = if WHOLE {
+            let mut as_is = true;
+            let mut zero_sent = self.zero_sent;
+            let nencoded =
+                self.cache
+                    .put_backtrace::<true>(b, id, callstack, drop_slots, new_len, |index| {
+                        let code = callstack[index];
+                        as_is &= locations.put_location(pending, code, decode(code).as_ref(), true);
+                        ends.push(pending.len());
+                        zero_sent |= code.get() == 0;
+                    });
+            if !zero_sent && callstack[drop_slots..new_len].contains(&LocationCode::new(0)) {
+                // Code 0 hits the cache's never-written bucket 0, so the
+                // backtrace coder never reports it as new and the reference
+                // writer never sends its locations; a reader then cannot
+                // print it. Written whole, it is sent like any other code.
+                let code = LocationCode::new(0);
+                as_is &= locations.put_location(pending, code, decode(code).as_ref(), true);
+                ends.push(pending.len());
+                zero_sent = true;
+            }
+            self.zero_sent = zero_sent;
+            (nencoded, as_is)
+        } else {
+            let nencoded =
+                self.cache
+                    .put_backtrace::<false>(b, id, callstack, drop_slots, new_len, |index| {
+                        let code = callstack[index];
+                        locations.put_location(pending, code, decode(code).as_ref(), false);
+                        ends.push(pending.len());
+                    });
+            (nencoded, true)
+        };
         if short {
             b[count_at] = nencoded as u8;
         } else {
             buf::patch_u16(b, count_at, nencoded as u16);
         }
-        if whole && (nencoded > usize::from(u16::MAX) || !as_is) {
+        if WHOLE && (nencoded > usize::from(u16::MAX) || !as_is) {
             // The packet holds an event that would not read back as given;
             // nothing more may be written (not even by `drop`).
             self.closed = true;
@@ -686,7 +704,7 @@ impl<W: Write> Writer<W> {
                 next: self.ids.next,
             });
         }
-        self.begin_event(code, now, false)?;
+        self.begin_event::<false>(code, now)?;
         put_vint(&mut self.packet, self.ids.next as i64 - 1 - id);
         Ok(())
     }
@@ -779,7 +797,7 @@ impl<W: Write> Writer<W> {
             return Err(WriteError::TimestampOutOfOrder);
         }
         // Any new packet first, so that the ids below are the packet's.
-        self.flush_if_needed(now, true)?;
+        self.flush_if_needed::<true>(now)?;
         match event {
             Event::Alloc(a) => {
                 self.start_ids_at(now, a.obj_id.get(), |next| next == a.obj_id.get())?;
@@ -806,7 +824,7 @@ impl<W: Write> Writer<W> {
                 self.start_ids_at(now, start, fits)?;
                 let code = if promote { EV_PROMOTE } else { EV_COLLECT };
                 // No new packet here: the one needed was started above.
-                self.begin_event(code, now, true)?;
+                self.begin_event::<true>(code, now)?;
                 debug_assert!(fits(self.ids.next));
                 put_vint(&mut self.packet, delta_of(self.ids.next) as i64);
                 Ok(())
@@ -875,9 +893,8 @@ impl<W: Write> Writer<W> {
         let encoding = Encoding {
             common_prefix: stored,
             new_len,
-            whole: true,
         };
-        let id = self.encode_alloc(
+        let id = self.encode_alloc::<true, L>(
             now, a.length, a.nsamples, a.source, callstack, 0, encoding, decode,
         )?;
         debug_assert_eq!(id, a.obj_id);
