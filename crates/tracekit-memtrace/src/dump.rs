@@ -1,7 +1,8 @@
 //! The `# memtrace-dump 1` text form of a trace: the trace info, one line per
 //! event as OCaml memtrace's `Event.to_string` prints it, and a summary. This
 //! is the format of the conformance corpus' expected dumps; `tracekit
-//! memtrace dump` prints it.
+//! memtrace dump` prints it. [`write_dump`] dumps a [`Reader`]'s trace and
+//! [`write_dump_stream`] a [`StreamReader`]'s as it arrives, through one loop.
 //!
 //! ```text
 //! # memtrace-dump 1
@@ -22,11 +23,11 @@
 //! ```
 
 use std::fmt;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 
 use crate::error::{ReadError, Warning};
 use crate::event::{DisplayError, Event};
-use crate::read::Reader;
+use crate::read::{Events, Reader, StreamReader};
 use crate::types::{AllocationSource, Info, LocationCode};
 
 /// Event counts of a trace, as in the dump's summary line.
@@ -183,57 +184,150 @@ pub fn write_header<W: Write + ?Sized>(out: &mut W, info: &Info) -> io::Result<(
 }
 
 /// Dumps the whole trace to `out`, calling `on_warning` for each skipped
-/// packet and `on_progress` with the byte offset reached every 65536 events. A decoding failure is written as an `error:` line after the
-/// events decoded before it, and returned in the outcome; the summary line
-/// follows in every case. Only I/O errors of `out` are errors.
+/// packet and `on_progress` with the byte offset reached every 65536 events.
+/// A decoding failure is written as an `error:` line after the events
+/// decoded before it, and returned in the outcome; the summary line follows
+/// in every case. Only I/O errors of `out` are errors.
+///
+/// A reader keeps the location table of its earlier passes (as OCaml's
+/// does): a code whose location event comes after its first use is unknown
+/// only to a reader's first pass. `tracekit memtrace dump` dumps a fresh one.
 pub fn write_dump<W: Write + ?Sized>(
     reader: &mut Reader<'_>,
     out: &mut W,
-    mut on_warning: impl FnMut(&Warning),
-    mut on_progress: impl FnMut(u64),
+    on_warning: impl FnMut(&Warning),
+    on_progress: impl FnMut(u64),
 ) -> io::Result<DumpOutcome> {
     write_header(out, reader.info())?;
-    let mut summary = Summary::default();
-    let mut failure = None;
-    let mut line = Vec::with_capacity(256);
-    let mut events = reader.events(true);
+    let mut dump = DumpLoop::new(out, on_warning, on_progress);
+    dump.pass(&mut reader.events(true))?;
+    dump.finish()
+}
+
+/// Why [`write_dump_stream`] stopped short of the summary line.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamDumpError {
+    /// Reading the trace failed (not a malformed trace: that is a
+    /// [`DumpFailure`]). The dump written so far ends with an `error:` line.
+    #[error("reading the trace: {0}")]
+    Input(#[source] io::Error),
+    /// Writing the dump failed.
+    #[error("writing the dump: {0}")]
+    Output(#[source] io::Error),
+}
+
+/// [`write_dump`] over a [`StreamReader`]: the same text, failure and
+/// warnings for the same bytes, written as the packets arrive, so the first
+/// lines come out before the input ends, in memory bounded by the largest
+/// packet. `on_progress` gets offsets in the stream.
+pub fn write_dump_stream<R: Read, W: Write + ?Sized>(
+    stream: &mut StreamReader<R>,
+    out: &mut W,
+    on_warning: impl FnMut(&Warning),
+    on_progress: impl FnMut(u64),
+) -> Result<DumpOutcome, StreamDumpError> {
+    write_header(out, stream.info()).map_err(StreamDumpError::Output)?;
+    let mut dump = DumpLoop::new(out, on_warning, on_progress);
     loop {
-        let (dt, event, table) = match events.next_event_with_locations() {
-            None => break,
-            Some(Ok(x)) => x,
-            Some(Err(e)) => {
-                failure = Some(DumpFailure::Read(e));
-                break;
+        match stream.next_packet() {
+            Ok(None) => break,
+            Ok(Some(mut packet)) => {
+                if !dump.pass(&mut packet).map_err(StreamDumpError::Output)? {
+                    break;
+                }
             }
-        };
-        line.clear();
-        write!(line, "{:010} ", dt.as_micros())?;
-        match event.write_to(&mut line, table) {
-            Ok(()) => {}
-            Err(DisplayError::Io(e)) => return Err(e),
-            Err(DisplayError::UnknownLocationCode(c)) => {
-                failure = Some(DumpFailure::UnknownLocationCode(c));
-                break;
+            Err(e) => {
+                // Like a decoding failure, the text says where it stopped.
+                writeln!(dump.out, "error: reading the trace: {e}")
+                    .map_err(StreamDumpError::Output)?;
+                return Err(StreamDumpError::Input(e));
             }
         }
-        line.push(b'\n');
-        out.write_all(&line)?;
-        summary.add(&event);
-        if summary.events % 65536 == 0 {
-            on_progress(events.position());
+    }
+    dump.finish().map_err(StreamDumpError::Output)
+}
+
+/// The event lines, warnings, failure and summary of a dump: one loop for
+/// the single pass of a [`Reader`] and the per-packet passes of a
+/// [`StreamReader`].
+struct DumpLoop<'o, W: ?Sized, FW, FP> {
+    out: &'o mut W,
+    on_warning: FW,
+    on_progress: FP,
+    summary: Summary,
+    failure: Option<DumpFailure>,
+    line: Vec<u8>,
+}
+
+impl<'o, W, FW, FP> DumpLoop<'o, W, FW, FP>
+where
+    W: Write + ?Sized,
+    FW: FnMut(&Warning),
+    FP: FnMut(u64),
+{
+    fn new(out: &'o mut W, on_warning: FW, on_progress: FP) -> Self {
+        DumpLoop {
+            out,
+            on_warning,
+            on_progress,
+            summary: Summary::default(),
+            failure: None,
+            line: Vec::with_capacity(256),
+        }
+    }
+
+    /// Dumps the events of one pass; `Ok(false)` when the dump failed and
+    /// must stop.
+    fn pass(&mut self, events: &mut Events<'_>) -> io::Result<bool> {
+        let line = &mut self.line;
+        loop {
+            let (dt, event, table) = match events.next_event_with_locations() {
+                None => break,
+                Some(Ok(x)) => x,
+                Some(Err(e)) => {
+                    self.failure = Some(DumpFailure::Read(e));
+                    break;
+                }
+            };
+            line.clear();
+            write!(line, "{:010} ", dt.as_micros())?;
+            match event.write_to(line, table) {
+                Ok(()) => {}
+                Err(DisplayError::Io(e)) => return Err(e),
+                Err(DisplayError::UnknownLocationCode(c)) => {
+                    self.failure = Some(DumpFailure::UnknownLocationCode(c));
+                    break;
+                }
+            }
+            line.push(b'\n');
+            self.summary.add(&event);
+            // Warnings about packets skipped before this event go out
+            // before its line, whichever reader found them.
+            for w in events.take_warnings() {
+                (self.on_warning)(&w);
+            }
+            self.out.write_all(line)?;
+            if self.summary.events % 65536 == 0 {
+                (self.on_progress)(events.position());
+            }
         }
         for w in events.take_warnings() {
-            on_warning(&w);
+            (self.on_warning)(&w);
         }
+        Ok(self.failure.is_none())
     }
-    for w in events.take_warnings() {
-        on_warning(&w);
+
+    /// Writes the `error:` line, if the dump failed, and the summary.
+    fn finish(self) -> io::Result<DumpOutcome> {
+        if let Some(f) = &self.failure {
+            writeln!(self.out, "error: {f}")?;
+        }
+        writeln!(self.out, "# summary: {}", self.summary)?;
+        Ok(DumpOutcome {
+            summary: self.summary,
+            failure: self.failure,
+        })
     }
-    if let Some(f) = &failure {
-        writeln!(out, "error: {f}")?;
-    }
-    writeln!(out, "# summary: {summary}")?;
-    Ok(DumpOutcome { summary, failure })
 }
 
 #[cfg(test)]

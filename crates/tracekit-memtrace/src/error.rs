@@ -189,6 +189,10 @@ pub enum WriteError {
     /// The sink is still shared with other domain writers.
     #[error("the sink is still shared with other domain writers")]
     SinkShared,
+    /// An event that [`copy_trace`](crate::copy_trace) cannot write so that
+    /// it reads back the same; no trace a reader accepts is known to have one.
+    #[error("cannot write an event so that it reads back the same: {0}")]
+    NotReproducible(&'static str),
     /// A promote of an object this writer has not allocated yet (an id at or
     /// above its next id). Its delta would be negative, which every reader
     /// rejects (`promote id sync`), so nothing is written; memtrace 0.2.3's

@@ -5,6 +5,9 @@
 //! * [`Reader`] opens a trace (memory-mapped file, bytes, or any
 //!   [`Read`](std::io::Read)) and decodes its [`Event`]s. Backtraces are lent
 //!   from the decoder's state, so reading allocates nothing per event.
+//! * [`StreamReader`] decodes a trace from any [`Read`](std::io::Read) one
+//!   packet at a time, in memory bounded by the largest packet, with the
+//!   same events, warnings and errors as a [`Reader`] over the same bytes.
 //! * [`Writer`] encodes events into any [`Write`](std::io::Write) exactly as
 //!   OCaml memtrace does, and [`MultiplexedDomains`] interleaves several
 //!   domains.
@@ -90,10 +93,12 @@ mod write;
 pub mod dump;
 pub mod synth;
 
-pub use copy::{CopyError, copy_trace};
+pub use copy::{CopyError, copy_trace, copy_trace_stream};
 pub use error::{OpenError, ReadError, ReadErrorKind, Warning, WriteError};
 pub use event::{Alloc, DisplayError, Event, EventDisplay, LocationLookup};
-pub use read::{EventSink, Events, LocationTable, MAX_DOMAINS, OwnedEvents, Reader};
+pub use read::{
+    EventSink, Events, LocationTable, MAX_DOMAINS, OwnedEvents, PacketEvents, Reader, StreamReader,
+};
 pub use types::{
     AllocationSource, DomainId, FormatVersion, Info, Location, LocationCode, Name, ObjId,
     Timedelta, Timestamp,

@@ -5,6 +5,12 @@
 //! starts a pass over the events; each pass decodes from the start, as OCaml's
 //! `Reader.iter` does, and fills the reader's [`LocationTable`].
 //!
+//! A [`StreamReader`] reads a trace from any [`Read`](std::io::Read) one
+//! packet at a time, in memory bounded by the largest packet, and lends an
+//! [`Events`] pass over each packet. Both decode with the same code: an
+//! [`Events`] pass over a byte slice, whose decoder state that outlives a
+//! packet ([`DecodeState`]) moves from one packet's pass to the next.
+//!
 //! Packets written by another process and a truncated last packet are
 //! skipped with a [`Warning`]; every other inconsistency stops the pass with a
 //! [`ReadError`] that carries the byte offset.
@@ -13,6 +19,7 @@ mod backtrace;
 pub(crate) mod buf;
 mod location;
 mod packet;
+mod stream;
 
 use std::borrow::Cow;
 
@@ -31,6 +38,7 @@ pub use location::LocationTable;
 use location::{LocError, LocationDecoder};
 use packet::{PacketClock, PacketHeader, event_code, event_time, read_packet_header};
 use rustc_hash::FxHashMap;
+pub use stream::{PacketEvents, StreamReader};
 
 /// Most distinct domains a pass keeps decoder state for; OCaml runtimes
 /// allow at most 4096 domains. A domain's backtrace cache (160 KiB) is
@@ -146,8 +154,10 @@ impl<'d> Reader<'d> {
     pub fn events(&mut self, parse_backtraces: bool) -> Events<'_> {
         Events::new(
             self.data.bytes(),
+            0,
             &self.info,
             &mut self.locations,
+            DecodeState::default(),
             parse_backtraces,
             self.data_offset,
         )
@@ -369,13 +379,45 @@ impl<S: EventSink> Output for SinkOutput<'_, S> {
     }
 }
 
-/// One pass over the events of a trace; see [`Reader::events`].
+/// The decoder state that outlives a packet: each domain's decoder state,
+/// the scratch buffer for location lists, the warnings so far and the memory
+/// budget for backtraces. A [`StreamReader`] moves it from one packet's
+/// [`Events`] pass to the next.
+pub(crate) struct DecodeState {
+    domains: Vec<DomainState>,
+    domain_index: FxHashMap<u16, usize>,
+    scratch_locs: Vec<Location>,
+    warnings: Vec<Warning>,
+    /// Frames of backtrace buffer all domains may still allocate.
+    backtrace_budget: usize,
+}
+
+impl Default for DecodeState {
+    /// The state at the start of a trace; allocates nothing.
+    fn default() -> DecodeState {
+        DecodeState {
+            domains: Vec::new(),
+            domain_index: FxHashMap::default(),
+            scratch_locs: Vec::new(),
+            warnings: Vec::new(),
+            backtrace_budget: MAX_TOTAL_BACKTRACE_FRAMES,
+        }
+    }
+}
+
+/// One pass over the events of a trace; see [`Reader::events`]. A
+/// [`StreamReader`] lends one per packet ([`PacketEvents`]).
 ///
 /// [`Events::next_event`] lends each event's backtrace from the decoder's
 /// state, so the steady state allocates nothing. Call [`Events::owned`] for a
 /// standard [`Iterator`] of owned events.
 pub struct Events<'r> {
+    /// The bytes decoded: the whole trace, or one packet of a stream.
     data: &'r [u8],
+    /// Offset of `data` in the trace. Offsets are relative to `data` while
+    /// decoding; errors, warnings and [`Events::position`] add this, so that
+    /// the hot path never does.
+    base: u64,
     info: &'r Info,
     locations: &'r mut LocationTable,
     parse_backtraces: bool,
@@ -394,13 +436,10 @@ pub struct Events<'r> {
     /// Id of the next allocation (an OCaml int).
     alloc_id: i64,
     alloc_id_end: i64,
-    domains: Vec<DomainState>,
-    domain_index: FxHashMap<u16, usize>,
-    scratch_locs: Vec<Location>,
-    warnings: Vec<Warning>,
+    state: DecodeState,
     done: bool,
-    /// Frames of backtrace buffer all domains may still allocate.
-    backtrace_budget: usize,
+    /// Whether the pass ended with an error.
+    failed: bool,
 }
 
 fn at(kind: ReadErrorKind, offset: usize) -> ReadError {
@@ -408,15 +447,20 @@ fn at(kind: ReadErrorKind, offset: usize) -> ReadError {
 }
 
 impl<'r> Events<'r> {
+    /// A pass over `data`, which starts at offset `base` of the trace, from
+    /// the packet at `data[start..]`, in decoder state `state`.
     fn new(
         data: &'r [u8],
+        base: u64,
         info: &'r Info,
         locations: &'r mut LocationTable,
+        state: DecodeState,
         parse_backtraces: bool,
         start: usize,
     ) -> Events<'r> {
         Events {
             data,
+            base,
             info,
             locations,
             parse_backtraces,
@@ -430,12 +474,9 @@ impl<'r> Events<'r> {
             domain_id: DomainId::new(0),
             alloc_id: 0,
             alloc_id_end: 0,
-            domains: Vec::new(),
-            domain_index: FxHashMap::default(),
-            scratch_locs: Vec::new(),
-            warnings: Vec::new(),
+            state,
             done: false,
-            backtrace_budget: MAX_TOTAL_BACKTRACE_FRAMES,
+            failed: false,
         }
     }
 
@@ -469,10 +510,7 @@ impl<'r> Events<'r> {
                 self.done = true;
                 return None;
             }
-            Err(e) => {
-                self.done = true;
-                return Some(Err(e));
-            }
+            Err(e) => return Some(Err(self.fail(e))),
         }
         let event = e.to_event(self.current_domain(), self.parse_backtraces);
         let dt = Timedelta::from_micros(e.time.wrapping_sub(self.info.start_time.as_micros()));
@@ -491,21 +529,32 @@ impl<'r> Events<'r> {
 
     /// Warnings about skipped packets so far.
     pub fn warnings(&self) -> &[Warning] {
-        &self.warnings
+        &self.state.warnings
     }
 
     /// Takes the warnings recorded so far, leaving none.
     pub fn take_warnings(&mut self) -> Vec<Warning> {
-        std::mem::take(&mut self.warnings)
+        std::mem::take(&mut self.state.warnings)
     }
 
     /// Byte offset up to which the trace has been decoded.
     pub fn position(&self) -> u64 {
-        if self.in_packet {
-            self.pos as u64
+        let local = if self.in_packet {
+            self.pos
         } else {
-            self.next_packet as u64
-        }
+            self.next_packet
+        };
+        self.base + local as u64
+    }
+
+    /// Ends the pass with the error `e`, its offset made absolute.
+    #[cold]
+    #[inline(never)]
+    fn fail(&mut self, mut e: ReadError) -> ReadError {
+        self.done = true;
+        self.failed = true;
+        e.offset += self.base;
+        e
     }
 
     /// A standard iterator over owned copies of the events.
@@ -522,27 +571,28 @@ impl<'r> Events<'r> {
     /// `content` is empty). Unchecked because this runs for every event.
     #[inline(always)]
     fn current_domain(&self) -> &DomainState {
-        debug_assert!(self.domain < self.domains.len());
+        debug_assert!(self.domain < self.state.domains.len());
         // SAFETY: the invariant above.
-        unsafe { self.domains.get_unchecked(self.domain) }
+        unsafe { self.state.domains.get_unchecked(self.domain) }
     }
 
     fn domain_state(&mut self, domain: u16, at_offset: usize) -> Result<usize, ReadError> {
-        if let Some(&i) = self.domain_index.get(&domain) {
+        let state = &mut self.state;
+        if let Some(&i) = state.domain_index.get(&domain) {
             return Ok(i);
         }
-        if self.domains.len() >= MAX_DOMAINS {
+        if state.domains.len() >= MAX_DOMAINS {
             return Err(at(ReadErrorKind::TooManyDomains(MAX_DOMAINS), at_offset));
         }
-        self.domains.push(DomainState {
+        state.domains.push(DomainState {
             id: DomainId::new(domain),
             locations: LocationDecoder::default(),
             cache: None,
             backtrace: Vec::new(),
             last_time: self.info.start_time.as_micros(),
         });
-        let i = self.domains.len() - 1;
-        self.domain_index.insert(domain, i);
+        let i = state.domains.len() - 1;
+        state.domain_index.insert(domain, i);
         Ok(i)
     }
 
@@ -570,10 +620,7 @@ impl<'r> Events<'r> {
             match self.advance(&mut out) {
                 Ok(true) => n += 1,
                 Ok(false) => self.done = true,
-                Err(e) => {
-                    self.done = true;
-                    return Err(e);
-                }
+                Err(e) => return Err(self.fail(e)),
             }
         }
         Ok(n)
@@ -615,8 +662,8 @@ impl<'r> Events<'r> {
             let content_start = start + header.header_size;
             let available = self.data.len() - content_start;
             if header.pid != self.info.pid {
-                self.warnings.push(Warning::WrongPid {
-                    offset: start as u64,
+                self.state.warnings.push(Warning::WrongPid {
+                    offset: self.base + start as u64,
                     pid: header.pid,
                     expected: self.info.pid,
                 });
@@ -624,8 +671,8 @@ impl<'r> Events<'r> {
                 continue;
             }
             if available < header.content_size {
-                self.warnings.push(Warning::TruncatedPacket {
-                    offset: start as u64,
+                self.state.warnings.push(Warning::TruncatedPacket {
+                    offset: self.base + start as u64,
                     content_size: header.content_size as u64,
                     available: available as u64,
                 });
@@ -636,7 +683,7 @@ impl<'r> Events<'r> {
             if self.parse_backtraces {
                 // A domain's cache is allocated at its first allocation; until
                 // then it is all zeros.
-                let ok = match &self.domains[domain].cache {
+                let ok = match &self.state.domains[domain].cache {
                     Some(cache) => cache.verify(&header.verifier),
                     None => BacktraceCache::verify_empty(&header.verifier),
                 };
@@ -652,7 +699,7 @@ impl<'r> Events<'r> {
             self.clock = PacketClock::new(header.time_begin);
             self.time_end = header.time_end;
             self.domain = domain;
-            self.domain_id = self.domains[domain].id;
+            self.domain_id = self.state.domains[domain].id;
             self.alloc_id = ocaml_int(header.alloc_id_begin);
             self.alloc_id_end = header.alloc_id_end;
             return Ok(true);
@@ -680,10 +727,10 @@ impl<'r> Events<'r> {
         if class == CLASS_UNKNOWN {
             return Err(at(ReadErrorKind::UnknownEventCode(code), start));
         }
-        debug_assert!(self.domain < self.domains.len());
+        debug_assert!(self.domain < self.state.domains.len());
         // SAFETY: an event is decoded only inside a packet (see
         // `current_domain`).
-        let state = unsafe { self.domains.get_unchecked_mut(self.domain) };
+        let state = unsafe { self.state.domains.get_unchecked_mut(self.domain) };
         if state.last_time > time {
             return Err(at(ReadErrorKind::TimestampsNotMonotone, start));
         }
@@ -741,7 +788,7 @@ impl<'r> Events<'r> {
                             nencoded,
                             common_prefix,
                             &mut state.backtrace,
-                            &mut self.backtrace_budget,
+                            &mut self.state.backtrace_budget,
                         )
                         .map_err(|e| match e {
                             BtError::Eof => eof(&c),
@@ -801,15 +848,16 @@ impl<'r> Events<'r> {
             data: self.content,
             pos,
         };
-        let code = self.domains[self.domain]
+        let state = &mut self.state;
+        let code = state.domains[self.domain]
             .locations
-            .location_event(&mut c, &mut self.locations.names, &mut self.scratch_locs)
+            .location_event(&mut c, &mut self.locations.names, &mut state.scratch_locs)
             .map_err(|e| match e {
                 LocError::Eof => at(ReadErrorKind::UnexpectedEof, c.pos),
                 LocError::Kind(k) => at(k, c.pos),
             })?;
         self.locations
-            .insert(code, &mut self.scratch_locs)
+            .insert(code, &mut state.scratch_locs)
             .map_err(|k| at(k, start))?;
         Ok(c.pos)
     }

@@ -72,9 +72,10 @@ impl BacktraceEncoder {
 
     /// Encodes `callstack[lo..len]` (innermost first) from index `len - 1`
     /// down to `lo`, calling `new_location` with the index of each frame that
-    /// missed the cache. Stops early when the encoding would pass 4 KiB
-    /// (dropping the innermost frames). Returns the number of codewords.
-    pub(crate) fn put_backtrace(
+    /// missed the cache. Unless `WHOLE`, stops early when the encoding would
+    /// pass 4 KiB (dropping the innermost frames), as the reference writer
+    /// does. Returns the number of codewords.
+    pub(crate) fn put_backtrace<const WHOLE: bool>(
         &mut self,
         b: &mut Vec<u8>,
         alloc_id: u64,
@@ -83,7 +84,11 @@ impl BacktraceEncoder {
         len: usize,
         mut new_location: impl FnMut(usize),
     ) -> usize {
-        let limit = b.len() + BACKTRACE_MAX_LENGTH - (2 + 8);
+        let limit = if WHOLE {
+            usize::MAX - (2 + 8)
+        } else {
+            b.len() + BACKTRACE_MAX_LENGTH - (2 + 8)
+        };
         let lo = lo as isize;
         let mut pos = len as isize - 1;
         let mut ncodes = 0usize;

@@ -47,14 +47,22 @@ fn clamp(n: u32, max: u32) -> u64 {
 
 impl LocationEncoder {
     /// Appends a location event body for `code` to `b`. Lists of more than
-    /// 255 locations, or whose worst-case size exceeds 4 KiB, are replaced by
-    /// [`Location::unknown`].
-    pub(crate) fn put_location(&mut self, b: &mut Vec<u8>, code: LocationCode, locs: &[Location]) {
+    /// 255 locations, or (unless `whole`) whose worst-case size exceeds 4 KiB,
+    /// are replaced by [`Location::unknown`], as the reference writer does.
+    /// Returns whether the list was written as it is.
+    pub(crate) fn put_location(
+        &mut self,
+        b: &mut Vec<u8>,
+        code: LocationCode,
+        locs: &[Location],
+        whole: bool,
+    ) -> bool {
         let worst_case = locs.iter().fold(8 + 1, |size, l| {
             size + 6 + (l.filename.len() + 1) + (l.defname.len() + 1)
         });
         let unknown;
-        let locs = if locs.len() <= 255 && worst_case <= LOCATION_MAX_LENGTH {
+        let as_is = locs.len() <= 255 && (whole || worst_case <= LOCATION_MAX_LENGTH);
+        let locs = if as_is {
             locs
         } else {
             unknown = [Location::unknown()];
@@ -79,5 +87,6 @@ impl LocationEncoder {
                 put_string(b, &loc.defname);
             }
         }
+        as_is
     }
 }

@@ -197,7 +197,19 @@ pub struct Writer<W: Write> {
     header_len: usize,
     location_packet: Vec<u8>,
     reversed: Vec<LocationCode>,
+    /// Whether code 0's locations have been sent (only `put_event_exact`
+    /// sends them).
+    zero_sent: bool,
     closed: bool,
+}
+
+/// Which frames of an allocation's backtrace [`Writer`] codes.
+#[derive(Clone, Copy, Debug)]
+struct Encoding {
+    /// The common prefix written in the event.
+    common_prefix: usize,
+    /// The frames to code: the innermost-first callstack up to here.
+    new_len: usize,
 }
 
 impl<W: Write> std::fmt::Debug for Writer<W> {
@@ -355,6 +367,7 @@ impl<W: Write> Writer<W> {
             header_len,
             location_packet: Vec::with_capacity(MAX_PACKET_SIZE),
             reversed: Vec::new(),
+            zero_sent: false,
             closed: false,
         }
     }
@@ -416,8 +429,10 @@ impl<W: Write> Writer<W> {
             while i < self.pending_loc_ends.len() {
                 b.clear();
                 put_header(b, version, self.pid, domain, None);
+                // Saturating: a location event written whole (see
+                // `put_event_exact`) may fill a packet past its size.
                 while i < self.pending_loc_ends.len()
-                    && MAX_PACKET_SIZE - b.len() > LOCATION_MAX_LENGTH
+                    && MAX_PACKET_SIZE.saturating_sub(b.len()) > LOCATION_MAX_LENGTH
                 {
                     put_event_header(b, EV_LOCATION, start);
                     let end = self.pending_loc_ends[i];
@@ -454,16 +469,47 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
-    /// Flushes if the event at `now` must start a new packet, then writes its
-    /// event header.
-    fn begin_event(&mut self, code: u8, now: i64) -> Result<(), WriteError> {
-        if MAX_PACKET_SIZE - self.packet.len() < MAX_EVENT_SIZE
+    /// Whether an event at `now` must start a new packet; `EXACT` for
+    /// [`Writer::put_event_exact`] (a constant, so that the tracer's path
+    /// carries none of its checks).
+    fn must_flush_before<const EXACT: bool>(&self, now: i64) -> bool {
+        let too_long = now.saturating_sub(self.packet_time_start) > PACKET_MAX_TIME;
+        if EXACT && self.ids.next > OCAML_MAX_INT as u64 {
+            // A reader takes a packet's first object id as an OCaml int, so
+            // no packet can start at this one: the packet goes on, however
+            // large, unless its time span would become ambiguous.
+            return too_long;
+        }
+        // An event written whole may fill a packet past its size; any other
+        // event is at most `MAX_EVENT_SIZE`, which this keeps free.
+        let free = if EXACT {
+            MAX_PACKET_SIZE.saturating_sub(self.packet.len())
+        } else {
+            MAX_PACKET_SIZE - self.packet.len()
+        };
+        free < MAX_EVENT_SIZE
             || self.pending_loc_ends.len() > 128
-            || now.saturating_sub(self.packet_time_start) > PACKET_MAX_TIME
+            || too_long
             || !self.ids.has_next()
-        {
+    }
+
+    /// Flushes if an event at `now` must start a new packet.
+    fn flush_if_needed<const EXACT: bool>(&mut self, now: i64) -> Result<(), WriteError> {
+        if self.must_flush_before::<EXACT>(now) {
+            if EXACT && self.ids.next > OCAML_MAX_INT as u64 {
+                return Err(WriteError::NotReproducible(
+                    "object ids beyond OCaml's max_int in a packet spanning more than 30 s",
+                ));
+            }
             self.flush_at(now)?;
         }
+        Ok(())
+    }
+
+    /// Flushes if the event at `now` must start a new packet, then writes its
+    /// event header.
+    fn begin_event<const EXACT: bool>(&mut self, code: u8, now: i64) -> Result<(), WriteError> {
+        self.flush_if_needed::<EXACT>(now)?;
         self.packet_time_end = now;
         put_event_header(&mut self.packet, code, now);
         Ok(())
@@ -484,17 +530,46 @@ impl<W: Write> Writer<W> {
         source: AllocationSource,
         callstack: &[LocationCode],
         drop_slots: usize,
-        mut decode: impl FnMut(LocationCode) -> L,
+        decode: impl FnMut(LocationCode) -> L,
     ) -> Result<ObjId, WriteError> {
-        let length = check_int(length)?;
-        let nsamples = check_int(nsamples)?;
         let common_len = common_suffix_len(
             &self.last_callstack,
             self.last_dropped_slots,
             callstack,
             drop_slots,
         );
-        let new_len = callstack.len() - common_len;
+        let encoding = Encoding {
+            common_prefix: common_len,
+            new_len: callstack.len() - common_len,
+        };
+        self.encode_alloc::<false, L>(
+            now, length, nsamples, source, callstack, drop_slots, encoding, decode,
+        )
+    }
+
+    /// Writes an allocation of `callstack` (innermost first, the first
+    /// `drop_slots` left out) as `encoding` says, with the next object id.
+    /// `WHOLE` codes every frame and every location list whole, never
+    /// truncated (for [`Writer::put_event_exact`]); a constant, so that the
+    /// tracer's path carries none of that.
+    #[allow(clippy::too_many_arguments)]
+    fn encode_alloc<const WHOLE: bool, L: AsRef<[Location]>>(
+        &mut self,
+        now: i64,
+        length: u64,
+        nsamples: u64,
+        source: AllocationSource,
+        callstack: &[LocationCode],
+        drop_slots: usize,
+        encoding: Encoding,
+        mut decode: impl FnMut(LocationCode) -> L,
+    ) -> Result<ObjId, WriteError> {
+        let length = check_int(length)?;
+        let nsamples = check_int(nsamples)?;
+        let Encoding {
+            common_prefix,
+            new_len,
+        } = encoding;
         let short = (1..=16).contains(&length)
             && source == AllocationSource::Minor
             && nsamples == 1
@@ -504,7 +579,7 @@ impl<W: Write> Writer<W> {
         } else {
             EV_ALLOC
         };
-        self.begin_event(code, now)?;
+        self.begin_event::<WHOLE>(code, now)?;
         self.last_callstack.clear();
         self.last_callstack.extend_from_slice(callstack);
         self.last_dropped_slots = drop_slots;
@@ -512,31 +587,68 @@ impl<W: Write> Writer<W> {
         self.ids.next += 1;
         let b = &mut self.packet;
         let count_at = if short {
-            put_vint(b, common_len as i64);
+            put_vint(b, common_prefix as i64);
             put_u8(b, 0);
             b.len() - 1
         } else {
             put_vint(b, length);
             put_vint(b, nsamples);
             put_u8(b, source.code());
-            put_vint(b, common_len as i64);
+            put_vint(b, common_prefix as i64);
             buf::put_u16(b, 0);
             b.len() - 2
         };
         let locations = &mut self.locations;
         let pending = &mut self.pending_locs;
         let ends = &mut self.pending_loc_ends;
-        let nencoded = self
-            .cache
-            .put_backtrace(b, id, callstack, drop_slots, new_len, |index| {
-                let code = callstack[index];
-                locations.put_location(pending, code, decode(code).as_ref());
+        // Two calls, so that the tracer's path captures nothing it does not use.
+        let (nencoded, as_is) = if WHOLE {
+            let mut as_is = true;
+            let mut zero_sent = self.zero_sent;
+            let nencoded =
+                self.cache
+                    .put_backtrace::<true>(b, id, callstack, drop_slots, new_len, |index| {
+                        let code = callstack[index];
+                        as_is &= locations.put_location(pending, code, decode(code).as_ref(), true);
+                        ends.push(pending.len());
+                        zero_sent |= code.get() == 0;
+                    });
+            if !zero_sent && callstack[drop_slots..new_len].contains(&LocationCode::new(0)) {
+                // Code 0 hits the cache's never-written bucket 0, so the
+                // backtrace coder never reports it as new and the reference
+                // writer never sends its locations; a reader then cannot
+                // print it. Written whole, it is sent like any other code.
+                let code = LocationCode::new(0);
+                as_is &= locations.put_location(pending, code, decode(code).as_ref(), true);
                 ends.push(pending.len());
-            });
+                zero_sent = true;
+            }
+            self.zero_sent = zero_sent;
+            (nencoded, as_is)
+        } else {
+            let nencoded =
+                self.cache
+                    .put_backtrace::<false>(b, id, callstack, drop_slots, new_len, |index| {
+                        let code = callstack[index];
+                        locations.put_location(pending, code, decode(code).as_ref(), false);
+                        ends.push(pending.len());
+                    });
+            (nencoded, true)
+        };
         if short {
             b[count_at] = nencoded as u8;
         } else {
             buf::patch_u16(b, count_at, nencoded as u16);
+        }
+        if WHOLE && (nencoded > usize::from(u16::MAX) || !as_is) {
+            // The packet holds an event that would not read back as given;
+            // nothing more may be written (not even by `drop`).
+            self.closed = true;
+            return Err(WriteError::NotReproducible(if as_is {
+                "a backtrace needing more than 65535 codewords"
+            } else {
+                "a location code with more than 255 locations"
+            }));
         }
         Ok(ObjId::new(id))
     }
@@ -592,7 +704,7 @@ impl<W: Write> Writer<W> {
                 next: self.ids.next,
             });
         }
-        self.begin_event(code, now)?;
+        self.begin_event::<false>(code, now)?;
         put_vint(&mut self.packet, self.ids.next as i64 - 1 - id);
         Ok(())
     }
@@ -646,6 +758,147 @@ impl<W: Write> Writer<W> {
             Event::Promote(id, _) => self.promote_or_collect(EV_PROMOTE, now, *id),
             Event::Collect(id, _) => self.promote_or_collect(EV_COLLECT, now, *id),
         }
+    }
+
+    /// Writes `event`, as decoded from a trace by a reader, so that a reader
+    /// decodes exactly the same event from the output: the same object id,
+    /// time, stored common prefix and backtrace (the copy of a trace, see
+    /// [`copy_trace`](crate::copy_trace)). Where the output cannot say the
+    /// same with this writer's own choices, it says it otherwise:
+    ///
+    /// * an object id other than the next one starts a new packet whose
+    ///   header starts its ids there (after a skipped packet, say);
+    /// * so does a promote of an object at or above the next id, and a
+    ///   collect whose delta would be out of range;
+    /// * the backtrace is coded after the stored common prefix (which a
+    ///   damaged trace may have shorter than the prefix actually shared, or
+    ///   longer than the previous backtrace, which then repeats), and never
+    ///   truncated;
+    /// * location lists are written whole, however long their names, and
+    ///   code 0 (which the reference writer never sends) is sent.
+    ///
+    /// For the events of a trace that the reference writer wrote event by
+    /// event, with no truncated backtrace, none of this happens and the bytes
+    /// are those of [`Writer::put_event`] (the corpus tests check this on the
+    /// reference's own copy). Every allocation of this writer must go through
+    /// here: the encoding relies on the reader holding exactly the previous
+    /// backtrace.
+    pub(crate) fn put_event_exact<L: AsRef<[Location]>>(
+        &mut self,
+        decode: impl FnMut(LocationCode) -> L,
+        time: Timestamp,
+        event: &Event<'_>,
+    ) -> Result<(), WriteError> {
+        if event.domain() != self.domain {
+            return Err(WriteError::DomainMismatch);
+        }
+        let now = time.as_micros();
+        if now < self.packet_time_end {
+            return Err(WriteError::TimestampOutOfOrder);
+        }
+        // Any new packet first, so that the ids below are the packet's.
+        self.flush_if_needed::<true>(now)?;
+        match event {
+            Event::Alloc(a) => {
+                self.start_ids_at(now, a.obj_id.get(), |next| next == a.obj_id.get())?;
+                let mut reversed = std::mem::take(&mut self.reversed);
+                reversed.clear();
+                reversed.extend(a.backtrace.iter().rev());
+                let result = self.alloc_exact(now, a, &reversed, decode);
+                self.reversed = reversed;
+                result
+            }
+            Event::Promote(id, _) | Event::Collect(id, _) => {
+                let promote = matches!(event, Event::Promote(..));
+                let id = i128::from(id.get());
+                // A reader takes `next - 1 - delta`, `delta` an OCaml int
+                // (non-negative for a promote).
+                let delta_of = |next: u64| i128::from(next) - 1 - id;
+                let fits = |next: u64| {
+                    let delta = delta_of(next);
+                    delta >= if promote { 0 } else { -(1 << 62) } && delta < 1 << 62
+                };
+                // Otherwise: a packet whose ids start just above the object
+                // (delta 0), or as high as a packet header can start them.
+                let start = (id + 1).min(i128::from(OCAML_MAX_INT)) as u64;
+                self.start_ids_at(now, start, fits)?;
+                let code = if promote { EV_PROMOTE } else { EV_COLLECT };
+                // No new packet here: the one needed was started above.
+                self.begin_event::<true>(code, now)?;
+                debug_assert!(fits(self.ids.next));
+                put_vint(&mut self.packet, delta_of(self.ids.next) as i64);
+                Ok(())
+            }
+        }
+    }
+
+    /// Unless `next_ok` accepts the next object id, starts a new packet
+    /// (writing the current one, if it holds events) whose ids start at
+    /// `start`.
+    fn start_ids_at(
+        &mut self,
+        now: i64,
+        start: u64,
+        next_ok: impl Fn(u64) -> bool,
+    ) -> Result<(), WriteError> {
+        if next_ok(self.ids.next) {
+            return Ok(());
+        }
+        // A reader takes a packet's first id as an OCaml int.
+        if start > OCAML_MAX_INT as u64 || !next_ok(start) {
+            return Err(WriteError::NotReproducible(
+                "an object id a packet header cannot start",
+            ));
+        }
+        if self.is_dirty() {
+            self.flush_at(now)?;
+        }
+        self.ids.start = start;
+        self.ids.next = start;
+        self.ids.last = start.saturating_add(self.ids.chunk);
+        Ok(())
+    }
+
+    /// [`Writer::put_event_exact`]'s allocation, its ids already in place;
+    /// `callstack` is its backtrace innermost first.
+    fn alloc_exact<L: AsRef<[Location]>>(
+        &mut self,
+        now: i64,
+        a: &crate::event::Alloc<'_>,
+        callstack: &[LocationCode],
+        decode: impl FnMut(LocationCode) -> L,
+    ) -> Result<(), WriteError> {
+        let stored = a.common_prefix;
+        let (len, prev_len) = (callstack.len(), self.last_callstack.len());
+        // What a reader does with the stored prefix: keep that much of the
+        // previous backtrace and decode the rest, or, if the previous one is
+        // shorter, keep it whole and decode nothing into it.
+        let new_len = if stored <= prev_len {
+            let kept = len >= stored
+                && callstack[len - stored..] == self.last_callstack[prev_len - stored..];
+            if !kept {
+                return Err(WriteError::NotReproducible(
+                    "a backtrace that does not start with its common prefix",
+                ));
+            }
+            len - stored
+        } else {
+            if callstack != self.last_callstack.as_slice() {
+                return Err(WriteError::NotReproducible(
+                    "a common prefix beyond the previous backtrace, which differs",
+                ));
+            }
+            0
+        };
+        let encoding = Encoding {
+            common_prefix: stored,
+            new_len,
+        };
+        let id = self.encode_alloc::<true, L>(
+            now, a.length, a.nsamples, a.source, callstack, 0, encoding, decode,
+        )?;
+        debug_assert_eq!(id, a.obj_id);
+        Ok(())
     }
 
     /// Writes the buffered events (as one packet, possibly empty, preceded by
@@ -786,6 +1039,18 @@ impl<W: Write> MultiplexedDomains<W> {
     ) -> Result<(), WriteError> {
         self.writer_for_domain(event.domain())?
             .put_event(decode, time, event)
+    }
+
+    /// Writes `event` with its domain's writer so that it reads back exactly;
+    /// see [`Writer::put_event_exact`].
+    pub(crate) fn put_event_exact<L: AsRef<[Location]>>(
+        &mut self,
+        decode: impl FnMut(LocationCode) -> L,
+        time: Timestamp,
+        event: &Event<'_>,
+    ) -> Result<(), WriteError> {
+        self.writer_for_domain(event.domain())?
+            .put_event_exact(decode, time, event)
     }
 
     /// Flushes the writer of the last domain written to (the others are
