@@ -102,12 +102,11 @@ fn check(binary: &std::path::Path, unwinder: &str, trace_name: &str) {
     // Top sites: the innermost frame in the workload's source, by estimated
     // bytes. Every sample must have one, and the top ones must be the
     // workload's allocating functions, at lines inside those functions.
-    let source =
-        std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tracekit-alloc-demo/src/bin/workload.rs"
-        ))
-            .expect("workload source");
+    let source = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tracekit-alloc-demo/src/bin/workload.rs"
+    ))
+    .expect("workload source");
     let mut sites: HashMap<(String, u32), u64> = HashMap::new();
     let mut without_site = 0;
     for a in &trace.allocs {

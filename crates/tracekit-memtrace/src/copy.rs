@@ -31,7 +31,7 @@ pub enum CopyError {
     #[error("invalid location code {:08x}", .0.get())]
     UnknownLocationCode(LocationCode),
     /// Reading the input stream failed.
-    #[error("reading the trace: {0}")]
+    #[error("reading the trace")]
     Input(#[source] io::Error),
     /// Writing the output failed (or the output format cannot express the input).
     #[error(transparent)]

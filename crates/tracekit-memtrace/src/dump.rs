@@ -209,10 +209,10 @@ pub fn write_dump<W: Write + ?Sized>(
 pub enum StreamDumpError {
     /// Reading the trace failed (not a malformed trace: that is a
     /// [`DumpFailure`]). The dump written so far ends with an `error:` line.
-    #[error("reading the trace: {0}")]
+    #[error("reading the trace")]
     Input(#[source] io::Error),
     /// Writing the dump failed.
-    #[error("writing the dump: {0}")]
+    #[error("writing the dump")]
     Output(#[source] io::Error),
 }
 

@@ -21,7 +21,7 @@ use tracekit_fxt::read::{
 use tracekit_fxt::write::Writer;
 
 use crate::common::input::{self, Family};
-use crate::common::output::{OutputFile, Stdout, print_json};
+use crate::common::output::{InteractiveStdout, OutputFile, Stdout, print_json};
 use crate::common::progress_bar;
 use crate::memtrace_analysis::fxt_write_error;
 
@@ -84,11 +84,15 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
 /// memory does not grow with the input). `f` gets the input's size when known.
 fn with_records<T>(
     path: &Path,
+    flush: Option<&InteractiveStdout>,
     f: impl FnOnce(&mut dyn Records, Option<u64>) -> Result<T>,
 ) -> Result<T> {
     let result = if input::is_stdin(path) {
         let stream = input::open_stream(path, Family::Fxt)?;
-        f(&mut StreamReader::new(stream), None)
+        match flush {
+            Some(out) => f(&mut StreamReader::new(out.reader(stream)), None),
+            None => f(&mut StreamReader::new(stream), None),
+        }
     } else {
         let bytes = input::read_all(path, Family::Fxt)?;
         f(&mut Reader::new(&bytes), Some(bytes.len() as u64))
@@ -322,9 +326,10 @@ fn format_record_into(s: &mut String, record: &Record<'_>, ns: impl Fn(u64) -> u
 }
 
 fn dump(path: &Path, limit: Option<u64>) -> Result<ExitCode> {
-    with_records(path, |reader, size| {
+    let out = InteractiveStdout::new();
+    with_records(path, Some(&out), |reader, size| {
         let bar = progress(size, "dumping");
-        let mut out = Stdout::new();
+        let mut out = out.clone();
         let mut n = 0u64;
         let mut line = String::new();
         while limit.is_none_or(|l| n < l) {
@@ -569,7 +574,7 @@ fn to_json(input_path: &Path, output: &Path) -> Result<ExitCode> {
     if !input::is_stdin(output) {
         crate::common::output::refuse_same_file(output, &[input_path])?;
     }
-    with_records(input_path, |reader, size| {
+    with_records(input_path, None, |reader, size| {
         let bar = progress(size, "converting");
         let skipped = if input::is_stdin(output) {
             let mut out = Stdout::new();
@@ -639,7 +644,9 @@ struct Stats {
 }
 
 fn stats(path: &Path, as_json: bool) -> Result<ExitCode> {
-    with_records(path, |reader, size| stats_of(path, reader, size, as_json))
+    with_records(path, None, |reader, size| {
+        stats_of(path, reader, size, as_json)
+    })
 }
 
 fn stats_of(

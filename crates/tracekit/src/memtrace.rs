@@ -8,15 +8,15 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Subcommand;
 use serde::Serialize;
-use tracekit_memtrace::dump::{Summary, write_dump};
+use tracekit_memtrace::dump::{StreamDumpError, Summary, write_dump, write_dump_stream};
 use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
 use tracekit_memtrace::{
-    CopyError, Event, FormatVersion, OpenError, Reader, Warning, WriteError, WriterOptions,
-    copy_trace,
+    CopyError, Event, FormatVersion, OpenError, Reader, StreamReader, Warning, WriteError,
+    WriterOptions, copy_trace, copy_trace_stream,
 };
 
 use crate::common::input::{self, Family};
-use crate::common::output::{self, OutputFile, Stdout, print_json};
+use crate::common::output::{self, InteractiveStdout, OutputFile, Stdout, print_json};
 use crate::common::{human_bytes, progress_bar};
 
 /// `tracekit memtrace` subcommands.
@@ -88,7 +88,6 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
 /// Opens a trace, after checking that it is one; `-` reads standard input
 /// into memory (the analyses read a trace more than once).
 pub fn open(path: &Path) -> Result<Reader<'static>> {
-    let name = input::display(path);
     let reader = if input::is_stdin(path) {
         Reader::from_read(input::open_stream(path, Family::Memtrace)?)
     } else {
@@ -96,12 +95,16 @@ pub fn open(path: &Path) -> Result<Reader<'static>> {
         drop(head);
         Reader::open(path)
     };
-    reader.map_err(|e| match e {
-        OpenError::Io(e) => anyhow::anyhow!("cannot read {name}: {e}"),
-        OpenError::Malformed(e) => {
-            anyhow::anyhow!("{name}: damaged trace-info packet: {e}")
-        }
-    })
+    reader.map_err(|e| open_error(path, e))
+}
+
+/// The error of a trace whose trace-info packet cannot be read.
+fn open_error(path: &Path, e: OpenError) -> anyhow::Error {
+    let name = input::display(path);
+    match e {
+        OpenError::Io(e) => anyhow::Error::new(e).context(format!("cannot read {name}")),
+        OpenError::Malformed(e) => anyhow::anyhow!("{name}: damaged trace-info packet: {e}"),
+    }
 }
 
 fn warn(path: &Path, w: &Warning) {
@@ -109,17 +112,35 @@ fn warn(path: &Path, w: &Warning) {
 }
 
 fn dump(path: &Path) -> Result<ExitCode> {
-    let mut reader = open(path)?;
-    let bar = progress_bar(reader.size_bytes(), "dumping", false);
-    let mut out = Stdout::new();
-    let outcome = write_dump(
-        &mut reader,
-        &mut out,
-        |w| warn(path, w),
-        |pos| bar.set_position(pos),
-    )?;
-    bar.finish_and_clear();
-    out.finish()?;
+    let outcome = if input::is_stdin(path) {
+        // Streamed: a packet at a time, its lines out before the next is read.
+        let out = InteractiveStdout::new();
+        let stream = out.reader(input::open_stream(path, Family::Memtrace)?);
+        let mut reader = StreamReader::new(stream, true).map_err(|e| open_error(path, e))?;
+        let mut dump_out = out.clone();
+        let outcome = write_dump_stream(&mut reader, &mut dump_out, |w| warn(path, w), |_| {})
+            .map_err(|e| match e {
+                StreamDumpError::Input(e) => {
+                    anyhow::Error::new(e).context("cannot read standard input")
+                }
+                StreamDumpError::Output(e) => anyhow::Error::new(e),
+            })?;
+        out.finish()?;
+        outcome
+    } else {
+        let mut reader = open(path)?;
+        let bar = progress_bar(reader.size_bytes(), "dumping", false);
+        let mut out = Stdout::new();
+        let outcome = write_dump(
+            &mut reader,
+            &mut out,
+            |w| warn(path, w),
+            |pos| bar.set_position(pos),
+        )?;
+        bar.finish_and_clear();
+        out.finish()?;
+        outcome
+    };
     Ok(match outcome.failure {
         None => ExitCode::SUCCESS,
         Some(f) => {
@@ -383,23 +404,36 @@ fn write_info_text(out: &mut impl std::io::Write, t: &TraceInfo) -> std::io::Res
 
 fn copy(input: &Path, output: &Path, format_version: u8) -> Result<ExitCode> {
     output::refuse_same_file(output, &[input])?;
-    let mut reader = open(input)?;
     let version = if format_version == 2 {
         FormatVersion::V2
     } else {
         FormatVersion::V3
     };
+    let options = WriterOptions::new().format_version(version);
+    // Opened first, so that a wrong input is reported before an output exists.
+    let mut source = if input::is_stdin(input) {
+        let stream = input::open_stream(input, Family::Memtrace)?;
+        CopySource::Stream(StreamReader::new(stream, true).map_err(|e| open_error(input, e))?)
+    } else {
+        CopySource::Whole(open(input)?)
+    };
     let file = OutputFile::create(output, &[input])?;
-    let bar = progress_bar(reader.size_bytes(), "copying", false);
-    let result = copy_trace(
-        &mut reader,
-        BufWriter::with_capacity(1 << 16, file),
-        WriterOptions::new().format_version(version),
-    );
-    bar.finish_and_clear();
+    let out = BufWriter::with_capacity(1 << 16, file);
+    let result = match &mut source {
+        CopySource::Whole(reader) => {
+            let bar = progress_bar(reader.size_bytes(), "copying", false);
+            let r = copy_trace(reader, out, options);
+            bar.finish_and_clear();
+            r
+        }
+        CopySource::Stream(stream) => copy_trace_stream(stream, out, options),
+    };
     let (out, warnings) = result.map_err(|e| match e {
         // The output file's errors name it already.
         CopyError::Write(WriteError::Io(e)) => anyhow::Error::new(e),
+        CopyError::Input(e) => {
+            anyhow::Error::new(e).context(format!("cannot read {}", input::display(input)))
+        }
         e => anyhow::anyhow!(
             "cannot copy {} to {}: {e}",
             input::display(input),
@@ -412,6 +446,12 @@ fn copy(input: &Path, output: &Path, format_version: u8) -> Result<ExitCode> {
         warn(input, w);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `copy` reads: a file (mapped), or standard input (streamed).
+enum CopySource {
+    Whole(Reader<'static>),
+    Stream(StreamReader<input::Peeked<Box<dyn std::io::Read + Send>>>),
 }
 
 fn sample(output: &Path, allocs: u64, depth: usize, seed: u64) -> Result<ExitCode> {

@@ -552,6 +552,13 @@ impl TextOut {
         }
     }
 
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            TextOut::File(f) => f.flush(),
+            TextOut::Stdout(s) => s.flush(),
+        }
+    }
+
     fn finish(self) -> anyhow::Result<()> {
         match self {
             TextOut::File(f) => f.commit(),
@@ -599,7 +606,8 @@ fn decode_transcript(
             for line in tr.take_stderr() {
                 eprintln!("{line}");
             }
-            if let Err(e) = out.write(&tr.take_stdout()) {
+            // Out before the next piece is waited for.
+            if let Err(e) = out.write(&tr.take_stdout()).and_then(|()| out.flush()) {
                 write_error = Some(e);
             }
         })?;

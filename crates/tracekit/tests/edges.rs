@@ -556,10 +556,19 @@ fn standard_input_is_streamed() {
         &dir,
         &["fxt", "dump", "-"],
         &bytes,
-        bytes.len() / 2,
+        bytes.len() / 10,
         &expected,
     );
     let a = sample(&dir, "a.ctf", 20_000);
+    let bytes = std::fs::read(&a).unwrap();
+    let expected = stdout(&run_in(&dir, &["memtrace", "dump", "a.ctf"]));
+    streams(
+        &dir,
+        &["memtrace", "dump", "-"],
+        &bytes,
+        bytes.len() / 10,
+        &expected,
+    );
     if let Some(p) = perf_text() {
         let bytes = std::fs::read(&p).unwrap();
         let expected = stdout(&run_in(
@@ -567,7 +576,7 @@ fn standard_input_is_streamed() {
             &["perf", "decode", "--transcript", p.to_str().unwrap()],
         ));
         // Cut at a line end so the first part holds whole records.
-        let cut = bytes[..bytes.len() / 2]
+        let cut = bytes[..bytes.len() / 10]
             .iter()
             .rposition(|&b| b == b'\n')
             .unwrap()
@@ -580,6 +589,18 @@ fn standard_input_is_streamed() {
             &expected,
         );
     }
+    // copy reads standard input the same way.
+    let o = tracekit()
+        .current_dir(&dir)
+        .args(["memtrace", "copy", "-", "b.ctf"])
+        .stdin(std::fs::File::open(&a).unwrap())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&run_in(&dir, &["memtrace", "dump", "b.ctf"])),
+        stdout(&run_in(&dir, &["memtrace", "dump", "a.ctf"]))
+    );
     // Analyses read standard input too.
     let from_file = stdout(&run_in(&dir, &["memtrace", "top", "a.ctf", "--json"]));
     let o = tracekit()

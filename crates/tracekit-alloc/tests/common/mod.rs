@@ -37,7 +37,10 @@ pub fn example(name: &str) -> PathBuf {
             cmd.arg("--release");
         }
         let status = cmd.status().expect("run cargo build");
-        assert!(status.success(), "cargo build -p {PROGRAMS} --bin {name} failed");
+        assert!(
+            status.success(),
+            "cargo build -p {PROGRAMS} --bin {name} failed"
+        );
     }
     path
 }

@@ -10,14 +10,7 @@ use tracekit_memtrace::synth::Rng;
 /// The corpus directory (`$TRACEKIT_CORPUS/memtrace`), or `None` when the
 /// variable is unset. A set variable naming a missing directory fails.
 pub fn corpus_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("TRACEKIT_CORPUS")?;
-    let dir = PathBuf::from(dir).join("memtrace");
-    assert!(
-        dir.is_dir(),
-        "TRACEKIT_CORPUS is set but {} is missing",
-        dir.display()
-    );
-    Some(dir)
+    tracekit_testutil::corpus_path("memtrace")
 }
 
 /// Every corpus trace, by name, sorted; empty when `TRACEKIT_CORPUS` is unset.

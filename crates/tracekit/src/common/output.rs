@@ -13,9 +13,11 @@
 //! Every write error names its file, and keeps its `io::ErrorKind`, so that the
 //! one broken-pipe rule in `main` can recognise a closed pipe (`| head`).
 
+use std::cell::RefCell;
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -331,6 +333,62 @@ impl Write for Stdout {
 
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush().map_err(|e| named("standard output", e))
+    }
+}
+
+/// Standard output for a command that streams standard input: shared with the
+/// input's reader ([`InteractiveStdout::reader`]), which flushes it before each
+/// read, so everything printed is out before the command waits for more input.
+#[derive(Clone)]
+pub struct InteractiveStdout(Rc<RefCell<Stdout>>);
+
+impl InteractiveStdout {
+    /// Standard output, buffered until the next read of the input.
+    pub fn new() -> InteractiveStdout {
+        InteractiveStdout(Rc::new(RefCell::new(Stdout::new())))
+    }
+
+    /// `input`, flushing this output before each read.
+    pub fn reader<R: Read>(&self, input: R) -> FlushingReader<R> {
+        FlushingReader {
+            input,
+            out: self.clone(),
+        }
+    }
+
+    /// Flushes; the error, if any, is the command's.
+    pub fn finish(self) -> Result<()> {
+        self.0.borrow_mut().flush()?;
+        Ok(())
+    }
+}
+
+impl Write for InteractiveStdout {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.borrow_mut().write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.0.borrow_mut().write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.borrow_mut().flush()
+    }
+}
+
+/// An input that flushes an [`InteractiveStdout`] before each read.
+pub struct FlushingReader<R> {
+    input: R,
+    out: InteractiveStdout,
+}
+
+impl<R: Read> Read for FlushingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // A failed flush is reported by the next write, as a write error; here
+        // it would pass for an input error.
+        let _ = self.out.0.borrow_mut().flush();
+        self.input.read(buf)
     }
 }
 
