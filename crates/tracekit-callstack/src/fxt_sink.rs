@@ -170,21 +170,32 @@ impl<D: Destination> FxtSink<D> {
         if s.len() > MAX_STRING_LEN {
             return self.long_string(s);
         }
-        if !self.strings_full {
-            match self.writer.intern(s) {
-                Ok(id) => {
-                    self.strings.insert(Box::from(s), id);
-                    return StringRef::Index(id);
-                }
-                Err(WriteError::OutOfStringIds) => self.strings_full = true,
-                Err(e) => {
-                    if self.error.is_none() {
-                        self.error = Some(e);
-                    }
-                }
-            }
+        if !self.strings_full
+            && let Some(id) = self.intern(s)
+        {
+            self.strings.insert(Box::from(s), id);
+            return StringRef::Index(id);
         }
         StringRef::inline(s)
+    }
+
+    /// Interns `text`: `None` once the string table is full (remembered, so the
+    /// caller writes strings inline from then on) or after a write error (kept
+    /// for [`FxtSink::finish`]).
+    fn intern(&mut self, text: &str) -> Option<StringId> {
+        match self.writer.intern(text) {
+            Ok(id) => Some(id),
+            Err(WriteError::OutOfStringIds) => {
+                self.strings_full = true;
+                None
+            }
+            Err(e) => {
+                if self.error.is_none() {
+                    self.error = Some(e);
+                }
+                None
+            }
+        }
     }
 
     /// A string over the format's limit: interned cut, with the marker, and
@@ -197,18 +208,10 @@ impl<D: Destination> FxtSink<D> {
                 end -= 1;
             }
             let cut = format!("{}{TRUNCATED_MARKER}", &s[..end]);
-            match self.writer.intern(&cut) {
-                Ok(id) => {
-                    self.truncated += 1;
-                    self.strings.insert(Box::from(s), id);
-                    return StringRef::Index(id);
-                }
-                Err(WriteError::OutOfStringIds) => self.strings_full = true,
-                Err(e) => {
-                    if self.error.is_none() {
-                        self.error = Some(e);
-                    }
-                }
+            if let Some(id) = self.intern(&cut) {
+                self.truncated += 1;
+                self.strings.insert(Box::from(s), id);
+                return StringRef::Index(id);
             }
         }
         // No table slot left: a shorter cut, inline, without the marker (an inline

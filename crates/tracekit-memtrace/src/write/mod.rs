@@ -721,6 +721,19 @@ impl<W: Write> Writer<W> {
         self.promote_or_collect(EV_PROMOTE, now, id)
     }
 
+    /// The event's time in µs, once it is known to be this writer's domain's
+    /// and not earlier than what was written.
+    fn check_event(&self, time: Timestamp, event: &Event<'_>) -> Result<i64, WriteError> {
+        if event.domain() != self.domain {
+            return Err(WriteError::DomainMismatch);
+        }
+        let now = time.as_micros();
+        if now < self.packet_time_end {
+            return Err(WriteError::TimestampOutOfOrder);
+        }
+        Ok(now)
+    }
+
     /// Writes an event as read from a trace. Its domain must be this
     /// writer's, its time must not be earlier than the previous event's, and
     /// an allocation's id must be the one the writer assigns (see
@@ -732,13 +745,7 @@ impl<W: Write> Writer<W> {
         time: Timestamp,
         event: &Event<'_>,
     ) -> Result<(), WriteError> {
-        if event.domain() != self.domain {
-            return Err(WriteError::DomainMismatch);
-        }
-        let now = time.as_micros();
-        if now < self.packet_time_end {
-            return Err(WriteError::TimestampOutOfOrder);
-        }
+        let now = self.check_event(time, event)?;
         match event {
             Event::Alloc(a) => {
                 let mut reversed = std::mem::take(&mut self.reversed);
@@ -789,13 +796,7 @@ impl<W: Write> Writer<W> {
         time: Timestamp,
         event: &Event<'_>,
     ) -> Result<(), WriteError> {
-        if event.domain() != self.domain {
-            return Err(WriteError::DomainMismatch);
-        }
-        let now = time.as_micros();
-        if now < self.packet_time_end {
-            return Err(WriteError::TimestampOutOfOrder);
-        }
+        let now = self.check_event(time, event)?;
         // Any new packet first, so that the ids below are the packet's.
         self.flush_if_needed::<true>(now)?;
         match event {
