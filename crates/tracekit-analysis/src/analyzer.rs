@@ -41,6 +41,49 @@ impl Filter {
     pub fn is_empty(&self) -> bool {
         *self == Filter::default()
     }
+
+    /// The filter in words, a clause each (`source minor`, `objects of at least 64.0
+    /// KiB`, ...), for report headers; `location` is the text a location filter
+    /// matches ([`Filter::by_location`]).
+    pub fn describe(&self, location: Option<&str>) -> Vec<String> {
+        let mut out = Vec::new();
+        for s in self.sources.iter().flatten() {
+            out.push(format!("source {}", s.name()));
+        }
+        if self.min_size_bytes > 0 {
+            out.push(format!(
+                "objects of at least {}",
+                crate::svg::human_bytes(self.min_size_bytes as f64)
+            ));
+        }
+        if let Some(l) = location {
+            out.push(format!("backtrace location contains {l:?}"));
+        }
+        for d in self.domains.iter().flatten() {
+            out.push(format!("domain {}", d.0));
+        }
+        if let Some((a, b)) = self.allocated_between {
+            out.push(format!("allocated between {a} and {b}"));
+        }
+        out
+    }
+
+    /// Checks that the filter can keep something: a time range must not end before
+    /// it starts.
+    pub fn check(&self) -> Result<(), FilterError> {
+        match self.allocated_between {
+            Some((a, b)) if a > b => Err(FilterError::EmptyRange(a, b)),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A filter that keeps nothing by construction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FilterError {
+    /// `allocated_between` ends before it starts.
+    #[error("--between: {0} is after {1}")]
+    EmptyRange(Micros, Micros),
 }
 
 /// What to compute.
@@ -624,6 +667,38 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn filters_in_words() {
+        assert!(Filter::default().describe(None).is_empty());
+        let f = Filter {
+            sources: Some(vec![Source::Minor, Source::External]),
+            min_size_bytes: 65536,
+            domains: Some(vec![DomainId(2)]),
+            allocated_between: Some((Micros(1_500_000), Micros(2_000_000))),
+            by_location: true,
+        };
+        assert_eq!(
+            f.describe(Some("Hashtbl")),
+            [
+                "source minor",
+                "source external",
+                "objects of at least 64.0 KiB",
+                "backtrace location contains \"Hashtbl\"",
+                "domain 2",
+                "allocated between 1.5s and 2s",
+            ]
+        );
+        assert!(f.check().is_ok());
+        let backwards = Filter {
+            allocated_between: Some((Micros(2), Micros(1))),
+            ..Filter::default()
+        };
+        assert!(matches!(
+            backwards.check(),
+            Err(FilterError::EmptyRange(Micros(2), Micros(1)))
+        ));
+    }
 
     const SAMPLING: Sampling = Sampling {
         sample_rate: 0.5,

@@ -18,6 +18,7 @@ pub mod event;
 pub mod fxt;
 mod huge;
 mod live;
+pub mod passes;
 pub mod render;
 pub mod report;
 pub mod source;
@@ -27,7 +28,7 @@ pub mod time;
 pub mod units;
 
 pub use analyzer::{
-    Analyzer, BigAlloc, EventCounts, Filter, Options, Profile, SiteCounts, analyze,
+    Analyzer, BigAlloc, EventCounts, Filter, FilterError, Options, Profile, SiteCounts, analyze,
 };
 pub use backtrace::{BacktraceId, Backtraces};
 pub use curve::{Peak, PeakTracker, Timeline, TimelinePoint};

@@ -598,3 +598,142 @@ pub fn diff_json(
         "sites": rows,
     })
 }
+
+/// Folded stacks as flamegraph.pl, inferno and speedscope read them: `frame;frame
+/// weight`, one stack a line.
+pub fn folded_text(lines: &[(String, u64)]) -> String {
+    let mut text = String::with_capacity(lines.len() * 80);
+    for (stack, weight) in lines {
+        text.push_str(stack);
+        text.push(' ');
+        text.push_str(&weight.to_string());
+        text.push('\n');
+    }
+    text
+}
+
+/// Folded stacks as JSON: `{"unit", "weight", "total", "stacks": [{"frames",
+/// "weight"}]}`; `what` says what the weights measure ([`Weight::describe`](crate::report::Weight::describe)).
+pub fn folded_json(lines: &[(String, u64)], unit: crate::report::Unit, what: &str) -> Value {
+    let total: u64 = lines.iter().map(|l| l.1).sum();
+    let stacks: Vec<Value> = lines
+        .iter()
+        .map(|(s, w)| json!({"frames": s.split(';').collect::<Vec<_>>(), "weight": w}))
+        .collect();
+    json!({
+        "unit": match unit {
+            crate::report::Unit::Samples => "samples",
+            crate::report::Unit::Bytes => "bytes",
+        },
+        "weight": what,
+        "total": total,
+        "stacks": stacks,
+    })
+}
+
+/// The last part of a path, for titles.
+fn file_name(path: &str) -> String {
+    std::path::Path::new(path)
+        .file_name()
+        .map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+/// The timeline plot of a trace, titled with its program and file: the live heap
+/// (and allocation rate) over `points`, its peak marked; `filters` describes the
+/// filter ([`crate::Filter::describe`]).
+pub fn timeline_svg(
+    info: &TraceInfo,
+    profile: &Profile,
+    points: &[TimelinePoint],
+    filters: &[String],
+) -> String {
+    let s = profile.sampling;
+    let mut subtitle = format!(
+        "{} — sample rate {}: 1 sample ≈ {} (estimated sizes)",
+        file_name(&info.path),
+        s.sample_rate,
+        human_bytes(s.bytes_per_sample())
+    );
+    if !filters.is_empty() {
+        subtitle = format!("{subtitle}; {}", filters.join(", "));
+    }
+    crate::svg::timeline_plot(
+        points,
+        s,
+        &crate::svg::PlotOptions {
+            title: format!(
+                "Live heap of {} (pid {})",
+                file_name(&info.executable_name),
+                info.pid
+            ),
+            subtitle,
+            peak: Some((profile.peak.time, s.bytes(profile.peak.live))),
+            ..crate::svg::PlotOptions::default()
+        },
+    )
+}
+
+/// The total of folded stacks in words: `12.3 MiB`, or `42 samples`.
+pub fn folded_total(lines: &[(String, u64)], unit: crate::report::Unit) -> String {
+    let total: u64 = lines.iter().map(|l| l.1).sum();
+    match unit {
+        crate::report::Unit::Samples => format!("{total} samples"),
+        crate::report::Unit::Bytes => human_bytes(total as f64),
+    }
+}
+
+/// The flame graph (or icicle graph, `inverted`) of folded stacks, titled with
+/// the trace's program and file; `what` says what the weights measure.
+pub fn flame_graph_svg(
+    info: &TraceInfo,
+    profile: &Profile,
+    lines: &[(String, u64)],
+    unit: crate::report::Unit,
+    what: &str,
+    inverted: bool,
+) -> String {
+    crate::svg::flame_graph(
+        lines,
+        &crate::svg::FlameGraphOptions {
+            title: format!("Memory {what}: {}", file_name(&info.executable_name)),
+            subtitle: format!(
+                "{} — total {}; 1 sample ≈ {} (estimated sizes)",
+                file_name(&info.path),
+                folded_total(lines, unit),
+                human_bytes(profile.sampling.bytes_per_sample()),
+            ),
+            bytes: unit == crate::report::Unit::Bytes,
+            inverted,
+            ..crate::svg::FlameGraphOptions::default()
+        },
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::report::{Unit, Weight};
+
+    #[test]
+    fn folded_stacks_as_text_and_json() {
+        let lines = vec![("main;f".to_string(), 30), ("main;g;h".to_string(), 12)];
+        assert_eq!(folded_text(&lines), "main;f 30\nmain;g;h 12\n");
+        let v = folded_json(&lines, Unit::Samples, "allocated");
+        assert_eq!(v["unit"], "samples");
+        assert_eq!(v["total"], 42);
+        assert_eq!(v["stacks"][1]["frames"], json!(["main", "g", "h"]));
+        assert_eq!(v["stacks"][1]["weight"], 12);
+        assert_eq!(folded_total(&lines, Unit::Samples), "42 samples");
+        assert_eq!(folded_total(&lines, Unit::Bytes), "42 B");
+    }
+
+    #[test]
+    fn weights_in_words() {
+        let t = Some(Micros(1_500_000));
+        assert_eq!(Weight::Allocated.describe(None, false), "allocated");
+        assert_eq!(Weight::LiveAt.describe(t, false), "live at 1.5s");
+        assert_eq!(Weight::LiveAt.describe(t, true), "live at the peak (1.5s)");
+        assert_eq!(Weight::LiveEnd.describe(None, false), "live at the end");
+    }
+}

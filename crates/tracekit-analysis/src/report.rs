@@ -333,6 +333,20 @@ pub enum Weight {
     LiveEnd,
 }
 
+impl Weight {
+    /// What the weight is, in words: `allocated`, `live at 1.5s`, `live at the peak
+    /// (1.5s)`, `live at the end`. `at` is the profile's `live_at` time, `at_peak`
+    /// whether that is the heap's peak.
+    pub fn describe(self, at: Option<crate::Micros>, at_peak: bool) -> String {
+        match (self, at) {
+            (Weight::LiveAt, Some(t)) if at_peak => format!("live at the peak ({t})"),
+            (Weight::LiveAt, Some(t)) => format!("live at {t}"),
+            (Weight::LiveEnd, _) => "live at the end".to_string(),
+            _ => "allocated".to_string(),
+        }
+    }
+}
+
 /// Unit of folded-stack weights.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unit {

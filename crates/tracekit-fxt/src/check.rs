@@ -291,6 +291,57 @@ impl Report {
     }
 }
 
+/// The report as `tracekit fxt check` prints it: each finding with its offset and
+/// the readers it breaks (or ignore it), the counts of issues over the per-issue
+/// limit, and a verdict line.
+impl fmt::Display for Report {
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let report = self;
+        let describe = |issue: Issue| {
+            let breaks = issue.breaks();
+            let ignored = issue.ignored_by();
+            let mut s = String::new();
+            if !breaks.is_empty() {
+                s.push_str(&format!(" [breaks: {breaks}]"));
+            } else if !ignored.is_empty() {
+                s.push_str(&format!(" [ignored by: {ignored}]"));
+            } else {
+                s.push_str(" [note]");
+            }
+            s
+        };
+        for f in &report.findings {
+            writeln!(out, "{:#010x}: {}{}", f.offset, f.issue, describe(f.issue))?;
+        }
+        if let Some(f) = &report.fatal {
+            writeln!(
+                out,
+                "{:#010x}: fatal: {}{}",
+                f.offset,
+                f.issue,
+                describe(f.issue)
+            )?;
+        }
+        for (issue, n) in &report.counts {
+            if *n > Report::MAX_PER_ISSUE {
+                writeln!(out, "... {issue}: {n} in total")?;
+            }
+        }
+        let broken = report.broken_readers();
+        if report.is_clean() {
+            writeln!(
+                out,
+                "clean: {} records; every known reader accepts this trace",
+                report.records
+            )
+        } else if broken == Readers::NONE {
+            writeln!(out, "{} records; reading stopped early", report.records)
+        } else {
+            writeln!(out, "{} records; breaks: {broken}", report.records)
+        }
+    }
+}
+
 struct Collector {
     report: Report,
     counts: HashMap<Issue, u64>,

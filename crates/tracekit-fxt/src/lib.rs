@@ -41,9 +41,12 @@
 //! event then costs one capacity check and a few stores.
 
 pub mod check;
+pub mod chrome;
 pub mod clock;
 pub mod copy;
+pub mod dump;
 pub mod format;
 pub mod io;
 pub mod read;
+pub mod stats;
 pub mod write;

@@ -22,6 +22,7 @@
 //! # summary: events=.. allocs=.. minor=.. major=.. external=.. promotes=.. collects=.. bt_entries=.. max_bt=..
 //! ```
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{self, Read, Write};
 
@@ -330,9 +331,361 @@ where
     }
 }
 
+/// The events of one domain, for [`InfoReport`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct DomainCounts {
+    /// The domain.
+    pub domain: u16,
+    /// Its events.
+    pub events: u64,
+    /// Its allocations.
+    pub allocs: u64,
+}
+
+/// What `tracekit memtrace info` says of a trace: its trace info, and counts from
+/// one pass over its events (with backtraces, for their depth).
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct InfoReport {
+    /// The file's name, as given.
+    pub file: String,
+    /// Its size.
+    pub file_size_bytes: u64,
+    /// The trace-info packet's format version.
+    pub format_version: u16,
+    /// `info.executable_name`.
+    pub executable_name: String,
+    /// `info.host_name`.
+    pub host_name: String,
+    /// `info.pid`.
+    pub pid: i64,
+    /// `info.word_size`, in bits.
+    pub word_size: u8,
+    /// `info.sample_rate`.
+    pub sample_rate: f64,
+    /// `info.ocaml_runtime_params`.
+    pub ocaml_runtime_params: String,
+    /// `info.context`.
+    pub context: Option<String>,
+    /// `info.initial_domain`.
+    pub initial_domain: u16,
+    /// `info.start_time`, µs since the Unix epoch.
+    pub start_time_us: i64,
+    /// The start time as an RFC 3339 date in UTC.
+    pub start_time: String,
+    /// The last event's time since the start, µs.
+    pub duration_us: i64,
+    /// All events.
+    pub events: u64,
+    /// Allocations.
+    pub allocs: u64,
+    /// Allocations on the minor heap.
+    pub minor: u64,
+    /// Allocations directly on the major heap.
+    pub major: u64,
+    /// External allocations.
+    pub external: u64,
+    /// Promotions.
+    pub promotes: u64,
+    /// Collections.
+    pub collects: u64,
+    /// Words of the sampled allocations, headers included (`length + 1` each).
+    pub sampled_words: u64,
+    /// Bytes allocated, estimated: each sample stands for `1 / sample_rate` words.
+    pub estimated_allocated_bytes: f64,
+    /// Events by domain.
+    pub domains: Vec<DomainCounts>,
+    /// Location codes defined.
+    pub distinct_locations: usize,
+    /// The longest backtrace.
+    pub deepest_backtrace: u64,
+    /// The mean backtrace length.
+    pub mean_backtrace: f64,
+    /// Packets skipped with a warning.
+    pub skipped_packets: usize,
+    /// Why the pass stopped early, if it did.
+    pub error: Option<String>,
+    /// The same, typed.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub failure: Option<ReadError>,
+}
+
+impl InfoReport {
+    /// Reads every event of `reader` (whose file is `file`), calling `on_warning` for
+    /// each skipped packet and `on_progress` with the byte offset reached every 65536
+    /// events. A decoding failure ends the pass; it is in [`InfoReport::failure`].
+    pub fn collect(
+        reader: &mut Reader<'_>,
+        file: &str,
+        mut on_warning: impl FnMut(&Warning),
+        mut on_progress: impl FnMut(u64),
+    ) -> InfoReport {
+        let mut summary = Summary::default();
+        let mut domains: BTreeMap<u16, DomainCounts> = BTreeMap::new();
+        // Events come in runs of one domain: the map is looked up only on a change.
+        let mut run: Option<DomainCounts> = None;
+        let mut duration = 0i64;
+        let mut sampled_words = 0u64;
+        let mut nsamples = 0f64;
+        let mut skipped = 0usize;
+        let mut failure = None;
+        {
+            let mut events = reader.events(true);
+            loop {
+                let (dt, event) = match events.next_event() {
+                    None => break,
+                    Some(Ok(x)) => x,
+                    Some(Err(e)) => {
+                        failure = Some(e);
+                        break;
+                    }
+                };
+                summary.add(&event);
+                duration = duration.max(dt.as_micros());
+                let domain = event.domain().get();
+                let d = match &mut run {
+                    Some(d) if d.domain == domain => d,
+                    _ => {
+                        add_run(&mut domains, run.take());
+                        run.insert(DomainCounts {
+                            domain,
+                            ..DomainCounts::default()
+                        })
+                    }
+                };
+                d.events += 1;
+                if let Event::Alloc(a) = &event {
+                    d.allocs += 1;
+                    sampled_words = sampled_words.saturating_add(a.length.saturating_add(1));
+                    nsamples += a.nsamples as f64;
+                }
+                if summary.events % 65536 == 0 {
+                    on_progress(events.position());
+                }
+                for w in events.take_warnings() {
+                    on_warning(&w);
+                    skipped += 1;
+                }
+            }
+            for w in events.take_warnings() {
+                on_warning(&w);
+                skipped += 1;
+            }
+        }
+        add_run(&mut domains, run);
+        let i = reader.info();
+        let word_bytes = f64::from(i.word_size) / 8.0;
+        InfoReport {
+            file: file.to_string(),
+            file_size_bytes: reader.size_bytes(),
+            format_version: reader.format_version().number(),
+            executable_name: i.executable_name.to_string(),
+            host_name: i.host_name.to_string(),
+            pid: i.pid,
+            word_size: i.word_size,
+            sample_rate: i.sample_rate,
+            ocaml_runtime_params: i.ocaml_runtime_params.to_string(),
+            context: i.context.as_ref().map(|c| c.to_string()),
+            initial_domain: i.initial_domain.get(),
+            start_time_us: i.start_time.as_micros(),
+            start_time: i.start_time.to_rfc3339(),
+            duration_us: duration,
+            events: summary.events,
+            allocs: summary.allocs,
+            minor: summary.minor,
+            major: summary.major,
+            external: summary.external,
+            promotes: summary.promotes,
+            collects: summary.collects,
+            sampled_words,
+            estimated_allocated_bytes: if i.sample_rate > 0.0 {
+                nsamples / i.sample_rate * word_bytes
+            } else {
+                0.0
+            },
+            domains: domains.into_values().collect(),
+            distinct_locations: reader.locations().len(),
+            deepest_backtrace: summary.max_bt,
+            mean_backtrace: if summary.allocs > 0 {
+                summary.bt_entries as f64 / summary.allocs as f64
+            } else {
+                0.0
+            },
+            skipped_packets: skipped,
+            error: failure.map(|e| e.to_string()),
+            failure,
+        }
+    }
+}
+
+/// Adds the counts of a run of one domain's events to `domains`.
+fn add_run(domains: &mut BTreeMap<u16, DomainCounts>, run: Option<DomainCounts>) {
+    if let Some(r) = run {
+        let d = domains.entry(r.domain).or_insert(DomainCounts {
+            domain: r.domain,
+            ..DomainCounts::default()
+        });
+        d.events += r.events;
+        d.allocs += r.allocs;
+    }
+}
+
+/// The report as `tracekit memtrace info` prints it, one field a line.
+impl fmt::Display for InfoReport {
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = self;
+        writeln!(
+            out,
+            "file:            {} ({}, {} bytes)",
+            t.file,
+            human_bytes(t.file_size_bytes as f64),
+            t.file_size_bytes
+        )?;
+        writeln!(out, "format:          memtrace v{:03}", t.format_version)?;
+        writeln!(out, "executable:      {}", t.executable_name)?;
+        writeln!(out, "host, pid:       {}, {}", t.host_name, t.pid)?;
+        writeln!(
+            out,
+            "context:         {}",
+            t.context.as_deref().unwrap_or("-")
+        )?;
+        writeln!(out, "runtime params:  {}", t.ocaml_runtime_params)?;
+        writeln!(
+            out,
+            "sample rate:     {} (1 sample per {:.0} words), word size {}",
+            t.sample_rate,
+            1.0 / t.sample_rate,
+            t.word_size
+        )?;
+        writeln!(out, "start time:      {}", t.start_time)?;
+        writeln!(out, "duration:        {:.6} s", t.duration_us as f64 / 1e6)?;
+        writeln!(
+            out,
+            "events:          {} ({} allocs, {} promotes, {} collects)",
+            t.events, t.allocs, t.promotes, t.collects
+        )?;
+        writeln!(
+            out,
+            "allocs by kind:  {} minor, {} major, {} external",
+            t.minor, t.major, t.external
+        )?;
+        writeln!(
+            out,
+            "est. allocated:  {}",
+            human_bytes(t.estimated_allocated_bytes)
+        )?;
+        let doms: Vec<String> = t
+            .domains
+            .iter()
+            .map(|d| format!("{} ({} events)", d.domain, d.events))
+            .collect();
+        writeln!(
+            out,
+            "domains:         {}",
+            if doms.is_empty() {
+                "-".into()
+            } else {
+                doms.join(", ")
+            }
+        )?;
+        writeln!(
+            out,
+            "locations:       {} distinct location codes",
+            t.distinct_locations
+        )?;
+        writeln!(
+            out,
+            "backtraces:      deepest {} frames, mean {:.1}",
+            t.deepest_backtrace, t.mean_backtrace
+        )?;
+        if t.skipped_packets > 0 {
+            writeln!(out, "skipped packets: {}", t.skipped_packets)?;
+        }
+        if let Some(e) = &t.error {
+            writeln!(out, "error:           {e}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Bytes with a binary prefix and three significant digits: `512 B`, `1.50 KiB`,
+/// `12.3 MiB`, `256 GiB`.
+pub fn human_bytes(bytes: f64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = bytes;
+    let mut u = 0;
+    while v.abs() >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{} B", v.round() as i64)
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0} {}", UNITS[u])
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1} {}", UNITS[u])
+    } else {
+        format!("{v:.2} {}", UNITS[u])
+    }
+}
+
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
-    use super::format_g17;
+    use super::{format_g17, human_bytes};
+
+    #[test]
+    fn human() {
+        assert_eq!(human_bytes(0.0), "0 B");
+        assert_eq!(human_bytes(1023.0), "1023 B");
+        assert_eq!(human_bytes(1536.0), "1.50 KiB");
+        assert_eq!(human_bytes(12.34 * 1024.0 * 1024.0), "12.3 MiB");
+        assert_eq!(human_bytes(300.0 * 1024.0 * 1024.0 * 1024.0), "300 GiB");
+    }
+
+    #[test]
+    fn info_report_counts_what_the_dump_counts() {
+        use crate::Reader;
+        use crate::synth::{SynthConfig, write_synthetic};
+        let config = SynthConfig {
+            allocs: 3000,
+            ..SynthConfig::default()
+        };
+        let bytes = write_synthetic(Vec::new(), &config).unwrap();
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let dumped = super::write_dump(&mut reader, &mut Vec::new(), |_| {}, |_| {}).unwrap();
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let r = super::InfoReport::collect(&mut reader, "s.ctf", |_| {}, |_| {});
+        let s = dumped.summary;
+        assert_eq!(
+            (r.events, r.allocs, r.promotes, r.collects),
+            (s.events, s.allocs, s.promotes, s.collects)
+        );
+        assert_eq!(r.deepest_backtrace, s.max_bt);
+        assert_eq!(r.domains.iter().map(|d| d.events).sum::<u64>(), r.events);
+        assert_eq!(r.file_size_bytes, bytes.len() as u64);
+        assert!(r.failure.is_none() && r.error.is_none());
+        assert!(r.estimated_allocated_bytes > 0.0);
+        let text = r.to_string();
+        assert!(text.starts_with("file:            s.ctf ("), "{text}");
+        assert!(text.contains(&format!("{} allocs", s.allocs)), "{text}");
+        assert!(
+            text.contains("start time:      2023-11-14T22:13:20"),
+            "{text}"
+        );
+        // A cut trace: what was read before the cut, and the failure.
+        let mut cut = bytes.clone();
+        cut.extend_from_slice(&[0xC1, 0x1F, 0xFC, 0xC1, 0, 0]);
+        let mut reader = Reader::from_bytes(&cut).unwrap();
+        let r = super::InfoReport::collect(&mut reader, "c.ctf", |_| {}, |_| {});
+        assert_eq!(r.allocs, s.allocs);
+        assert!(r.failure.is_some());
+        assert!(
+            r.to_string()
+                .contains("error:           malformed trace at byte")
+        );
+    }
 
     #[test]
     fn g17_matches_c_printf() {

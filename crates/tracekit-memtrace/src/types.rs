@@ -47,6 +47,18 @@ impl Timestamp {
     pub const fn offset(self, delta: Timedelta) -> Timestamp {
         Timestamp(self.0.wrapping_add(delta.0))
     }
+
+    /// The date and time in UTC, RFC 3339 with microseconds
+    /// (`2024-05-01T12:00:00.123456Z`); before the epoch, the microseconds.
+    pub fn to_rfc3339(self) -> String {
+        match u64::try_from(self.0) {
+            Ok(us) => {
+                let t = UNIX_EPOCH + std::time::Duration::from_micros(us);
+                humantime::format_rfc3339_micros(t).to_string()
+            }
+            Err(_) => format!("{} µs since the epoch", self.0),
+        }
+    }
 }
 
 /// A time relative to the start of the trace, in microseconds.

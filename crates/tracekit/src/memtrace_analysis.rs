@@ -7,13 +7,15 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
+use indicatif::ProgressBar;
 use tracekit_analysis::fxt::{self, FxtOptions};
+use tracekit_analysis::passes::{self, Stage};
 use tracekit_analysis::render::{self, DiffContext, TopContext};
 use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank, Unit, Weight};
 use tracekit_analysis::source::{self, Pass, ReaderSymbols};
-use tracekit_analysis::svg::{self, FlameGraphOptions, PlotOptions, human_bytes};
+use tracekit_analysis::svg::human_bytes;
 use tracekit_analysis::symbols::{FrameLabel, FrameSkip};
-use tracekit_analysis::{DomainId, Filter, Micros, Options, Peak, Source, parse_bytes, parse_time};
+use tracekit_analysis::{DomainId, Filter, Micros, Options, Source, parse_bytes, parse_time};
 use tracekit_fxt::io::IoDestination;
 use tracekit_fxt::write::{Initialization, Writer as FxtWriter, WriterOptions};
 use tracekit_memtrace::Reader;
@@ -286,8 +288,8 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
 }
 
 impl FilterArgs {
-    fn filter(&self) -> Filter {
-        Filter {
+    fn filter(&self) -> Result<Filter> {
+        let f = Filter {
             sources: (!self.source.is_empty()).then(|| {
                 self.source
                     .iter()
@@ -306,39 +308,15 @@ impl FilterArgs {
                 .as_ref()
                 .and_then(|v| Some((*v.first()?, *v.get(1)?))),
             by_location: self.location.is_some(),
-        }
+        };
+        f.check()?;
+        Ok(f)
     }
 
     fn describe(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for s in &self.source {
-            out.push(format!("source {}", format!("{s:?}").to_lowercase()));
-        }
-        if let Some(m) = self.min_size {
-            out.push(format!("objects of at least {}", human_bytes(m as f64)));
-        }
-        if let Some(l) = &self.location {
-            out.push(format!("backtrace location contains {l:?}"));
-        }
-        for d in &self.domain {
-            out.push(format!("domain {d}"));
-        }
-        if let Some(v) = &self.between
-            && let [a, b] = v.as_slice()
-        {
-            out.push(format!("allocated between {a} and {b}"));
-        }
-        out
-    }
-
-    fn check(&self) -> Result<()> {
-        if let Some(v) = &self.between
-            && let [a, b] = v.as_slice()
-            && a > b
-        {
-            bail!("--between: {a} is after {b}");
-        }
-        Ok(())
+        self.filter()
+            .map(|f| f.describe(self.location.as_deref()))
+            .unwrap_or_default()
     }
 }
 
@@ -353,34 +331,30 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     }
 }
 
-/// One pass, with progress and warnings on stderr.
-fn pass(
-    reader: &mut Reader<'_>,
-    path: &Path,
-    options: Options,
-    location: Option<&str>,
-    what: &str,
-) -> Pass {
-    let bar = progress_bar(reader.size_bytes(), what, false);
-    // Decoding and analysis on two threads when there are two cores (the `top`
-    // bench measures both drivers); the location filter needs the one-thread driver,
-    // which matches locations as it decodes.
-    let two_cores = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-    let mut progress = |pos| bar.set_position(pos);
-    let p = if location.is_none() && two_cores {
-        source::analyze_reader_pipelined(reader, options, &mut progress)
-    } else {
-        source::analyze_reader(reader, options, location, &mut progress)
-    };
-    bar.finish_and_clear();
+/// Progress of the passes over `reader`: one bar, its message the pass's stage.
+fn progress(size_bytes: u64) -> impl FnMut(Stage, u64) {
+    let bar = progress_bar(size_bytes, Stage::Analysing.describe(), false);
+    let mut stage = Stage::Analysing;
+    // Dropped with the closure, the bar clears itself.
+    move |s, pos| {
+        if s != stage {
+            stage = s;
+            bar.set_message(s.describe());
+        }
+        bar.set_position(pos);
+    }
+}
+
+/// The pass's warnings (each skipped packet once, however many passes were made).
+fn warn(path: &Path, p: &Pass) {
     for w in &p.warnings {
         eprintln!("warning: {}: {w}", input::display(path));
     }
-    p
 }
 
 /// Reports a read error that cut the analysis short; the exit code says so.
 fn finish(path: &Path, p: &Pass) -> ExitCode {
+    warn(path, p);
     match &p.error {
         None => ExitCode::SUCCESS,
         Some(e) => {
@@ -394,64 +368,10 @@ fn finish(path: &Path, p: &Pass) -> ExitCode {
     }
 }
 
-/// The peak of the whole live heap: a quick pass without backtraces, repeated with
-/// the domains known if the first pass saw domains interleave.
-fn find_peak(reader: &mut Reader<'_>, path: &Path) -> Result<Peak> {
-    let mut options = Options {
-        backtraces: false,
-        timeline_buckets: 0,
-        ..Options::default()
-    };
-    let first = pass(reader, path, options.clone(), None, "finding the peak");
-    if let Some(e) = first.error {
-        bail!("{}: {e}", input::display(path));
-    }
-    let peak = first.profile.peak;
-    if peak.late_events == 0 {
-        return Ok(peak);
-    }
-    options.domains = peak.domains.clone();
-    let second = pass(reader, path, options, None, "finding the peak");
-    Ok(second.profile.peak)
-}
-
-/// One pass over the whole trace with `options`, its peak made exact.
-fn settled_pass(
-    reader: &mut Reader<'_>,
-    path: &Path,
-    options: Options,
-    filter: &FilterArgs,
-) -> Pass {
-    let location = filter.location.as_deref();
-    let mut p = pass(reader, path, options.clone(), location, "analysing");
-    settle_peak(reader, path, &mut p, &options, location);
-    p
-}
-
-/// Makes `p`'s peak exact when its domains interleaved: one more pass (without
-/// backtraces unless the location filter needs them) with the domains known upfront.
-fn settle_peak(
-    reader: &mut Reader<'_>,
-    path: &Path,
-    p: &mut Pass,
-    options: &Options,
-    location: Option<&str>,
-) {
-    if p.profile.peak.late_events == 0 || p.error.is_some() {
-        return;
-    }
-    let again = Options {
-        backtraces: false,
-        timeline_buckets: 0,
-        live_at: None,
-        big: 0,
-        domains: p.profile.peak.domains.clone(),
-        ..options.clone()
-    };
-    let second = pass(reader, path, again, location, "settling the peak");
-    if second.error.is_none() {
-        p.profile.peak = second.profile.peak;
-    }
+fn find_peak(reader: &mut Reader<'_>, path: &Path) -> Result<tracekit_analysis::Peak> {
+    let mut progress = progress(reader.size_bytes());
+    passes::find_peak(reader, &mut progress)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", input::display(path)))
 }
 
 fn limit(n: usize) -> usize {
@@ -460,7 +380,7 @@ fn limit(n: usize) -> usize {
 
 /// A spinner for the work after the passes (folding stacks, drawing, writing),
 /// shown when the trace was large enough for that to take a while.
-fn post_pass(reader: &Reader<'_>, what: &str) -> indicatif::ProgressBar {
+fn post_pass(reader: &Reader<'_>, what: &str) -> ProgressBar {
     progress_spinner(what, reader.size_bytes() >= PROGRESS_THRESHOLD_BYTES, false)
 }
 
@@ -474,74 +394,61 @@ fn require_svg(path: &Path, flag: &str) -> Result<()> {
     }
 }
 
-/// The last component of a path, for titles.
-fn file_name(p: &str) -> String {
-    Path::new(p)
-        .file_name()
-        .map_or_else(|| p.to_string(), |n| n.to_string_lossy().into_owned())
-}
-
-fn path_str(p: &Path) -> String {
-    input::display(p)
-}
-
 fn top(args: TopArgs) -> Result<ExitCode> {
-    args.filter.check()?;
+    let filter = args.filter.filter()?;
     let mut reader = open(&args.file)?;
-    let info = source::trace_info(&path_str(&args.file), reader.info());
+    let info = source::trace_info(&input::display(&args.file), reader.info());
     let mut ctx = TopContext {
         at: args.at,
         at_peak: false,
         filters: args.filter.describe(),
     };
-    let mut whole_peak = None;
-    if args.peak {
+    let whole_peak = if args.peak {
         let peak = find_peak(&mut reader, &args.file)?;
         ctx.at = Some(peak.time);
         ctx.at_peak = true;
-        whole_peak = Some(peak);
-    }
+        Some(peak)
+    } else {
+        None
+    };
+    let skip = args.sites.skip();
     let options = Options {
-        filter: args.filter.filter(),
+        filter,
         live_at: ctx.at,
         leaf_only: SiteArgs::leaf_only(args.by),
-        site_skip: args.sites.skip(),
+        site_skip: skip.clone(),
         // The table does not show the timeline.
         timeline_buckets: 0,
         ..Options::default()
     };
     let location = args.filter.location.as_deref();
-    let mut p = pass(
+    let mut progress = progress(reader.size_bytes());
+    let mut p = passes::run(
         &mut reader,
-        &args.file,
         options.clone(),
         location,
-        "analysing",
+        Stage::Analysing,
+        &mut progress,
     );
     match whole_peak {
         Some(peak) => p.profile.peak = peak,
-        None => settle_peak(&mut reader, &args.file, &mut p, &options, location),
+        None => passes::settle_peak(&mut reader, &mut p, &options, location, &mut progress),
     }
+    drop(progress);
     let rank = if ctx.at.is_some() {
         Rank::LiveAt
     } else {
         Rank::Allocated
     };
     let symbols = ReaderSymbols(reader.locations());
-    let t = report::top_skipping(
-        &p.profile,
-        &symbols,
-        args.by.into(),
-        rank,
-        limit(args.limit),
-        &args.sites.skip(),
-    );
+    let by = args.by.into();
+    let t = report::top_skipping(&p.profile, &symbols, by, rank, limit(args.limit), &skip);
     if args.json {
         print_json(&render::top_json(&info, &p.profile, &t, &ctx))?;
     } else {
         print(&render::top_table(&info, &p.profile, &t, &ctx))?;
     }
-    if report::lineless_share(&p.profile, &symbols, &args.sites.skip()) > 0.5 {
+    if report::lineless_share(&p.profile, &symbols, &skip) > 0.5 {
         eprintln!(
             "note: {}: most allocation sites have no source line (line 0): the traced program \
              was built without line tables. For a Rust program, add `[profile.release] debug = \
@@ -553,48 +460,27 @@ fn top(args: TopArgs) -> Result<ExitCode> {
 }
 
 fn timeline(args: TimelineArgs) -> Result<ExitCode> {
-    args.filter.check()?;
+    let filter = args.filter.filter()?;
     if let Some(plot) = &args.plot {
         require_svg(plot, "--plot")?;
     }
     let mut reader = open(&args.file)?;
-    let info = source::trace_info(&path_str(&args.file), reader.info());
+    let info = source::trace_info(&input::display(&args.file), reader.info());
     let options = Options {
-        filter: args.filter.filter(),
+        filter,
         backtraces: false,
         ..Options::default()
     };
-    let p = settled_pass(&mut reader, &args.file, options, &args.filter);
+    let location = args.filter.location.as_deref();
+    let mut progress = progress(reader.size_bytes());
+    let p = passes::settled(&mut reader, options, location, &mut progress);
+    drop(progress);
     let points = p.profile.timeline.points(args.points.max(1));
-    let s = p.profile.sampling;
     if let Some(plot) = &args.plot {
-        let name = Path::new(&info.executable_name)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let mut subtitle = format!(
-            "{} — sample rate {}: 1 sample ≈ {} (estimated sizes)",
-            file_name(&path_str(&args.file)),
-            s.sample_rate,
-            human_bytes(s.bytes_per_sample())
-        );
-        if !args.filter.describe().is_empty() {
-            subtitle = format!("{subtitle}; {}", args.filter.describe().join(", "));
-        }
-        let svg = svg::timeline_plot(
-            &points,
-            s,
-            &PlotOptions {
-                title: format!("Live heap of {name} (pid {})", info.pid),
-                subtitle,
-                peak: Some((p.profile.peak.time, s.bytes(p.profile.peak.live))),
-                ..PlotOptions::default()
-            },
-        );
+        let svg = render::timeline_svg(&info, &p.profile, &points, &args.filter.describe());
         write_file(plot, &[&args.file], &svg)?;
-        if args.json {
-            print_json(&render::timeline_json(&info, &p.profile, &points))?;
-        } else {
+        if !args.json {
+            let s = p.profile.sampling;
             print(&format!(
                 "wrote {}: {} points over {}, peak {} at {}\n",
                 plot.display(),
@@ -604,167 +490,114 @@ fn timeline(args: TimelineArgs) -> Result<ExitCode> {
                 p.profile.peak.time,
             ))?;
         }
-    } else if args.json {
+    }
+    if args.json {
         print_json(&render::timeline_json(&info, &p.profile, &points))?;
-    } else {
+    } else if args.plot.is_none() {
         print(&render::timeline_csv(&p.profile, &points))?;
     }
     Ok(finish(&args.file, &p))
 }
 
 fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
-    args.filter.check()?;
+    let filter = args.filter.filter()?;
     if let Some(out) = &args.svg {
         require_svg(out, "--svg")?;
     }
     let mut reader = open(&args.file)?;
-    let mut at = args.at;
-    if args.peak {
-        at = Some(find_peak(&mut reader, &args.file)?.time);
-    }
+    let at = match args.peak {
+        true => Some(find_peak(&mut reader, &args.file)?.time),
+        false => args.at,
+    };
     let options = Options {
-        filter: args.filter.filter(),
+        filter,
         live_at: at,
         timeline_buckets: 0,
         ..Options::default()
     };
-    let p = pass(
+    let location = args.filter.location.as_deref();
+    let mut progress = progress(reader.size_bytes());
+    let p = passes::run(
         &mut reader,
-        &args.file,
         options,
-        args.filter.location.as_deref(),
-        "analysing",
+        location,
+        Stage::Analysing,
+        &mut progress,
     );
-    let weight = if at.is_some() {
-        Weight::LiveAt
-    } else if args.live_end {
-        Weight::LiveEnd
-    } else {
-        Weight::Allocated
+    drop(progress);
+    let weight = match (at, args.live_end) {
+        (Some(_), _) => Weight::LiveAt,
+        (None, true) => Weight::LiveEnd,
+        (None, false) => Weight::Allocated,
     };
     let label = match args.frames {
         FramesArg::Function => FrameLabel::Function,
         FramesArg::Location => FrameLabel::Location,
         FramesArg::File => FrameLabel::File,
     };
-    let unit = if args.samples {
-        Unit::Samples
-    } else {
-        Unit::Bytes
+    let unit = match args.samples {
+        true => Unit::Samples,
+        false => Unit::Bytes,
     };
     let spinner = post_pass(&reader, "folding");
     let symbols = ReaderSymbols(reader.locations());
-    let lines = report::folded(
-        &p.profile,
-        &symbols,
-        FoldOptions {
-            weight,
-            label,
-            unit,
-            collapse_recursion: args.collapse_recursion,
-        },
-    );
-    spinner.finish_and_clear();
-    let total: u64 = lines.iter().map(|l| l.1).sum();
-    let what = match (weight, at) {
-        (Weight::LiveAt, Some(t)) if args.peak => format!("live at the peak ({t})"),
-        (Weight::LiveAt, Some(t)) => format!("live at {t}"),
-        (Weight::LiveEnd, _) => "live at the end".to_string(),
-        _ => "allocated".to_string(),
+    let fold = FoldOptions {
+        weight,
+        label,
+        unit,
+        collapse_recursion: args.collapse_recursion,
     };
+    let lines = report::folded(&p.profile, &symbols, fold);
+    spinner.finish_and_clear();
+    let what = weight.describe(at, args.peak);
     if let Some(out) = &args.svg {
-        let info = reader.info();
-        let total_text = if args.samples {
-            format!("{total} samples")
-        } else {
-            human_bytes(total as f64)
-        };
+        let info = source::trace_info(&input::display(&args.file), reader.info());
         let spinner = post_pass(&reader, "drawing");
-        let svg = svg::flame_graph(
-            &lines,
-            &FlameGraphOptions {
-                title: format!(
-                    "Memory {what}: {}",
-                    file_name(&info.executable_name.to_string())
-                ),
-                subtitle: format!(
-                    "{} — total {}; 1 sample ≈ {} (estimated sizes)",
-                    file_name(&path_str(&args.file)),
-                    total_text,
-                    human_bytes(p.profile.sampling.bytes_per_sample()),
-                ),
-                bytes: !args.samples,
-                inverted: args.inverted,
-                ..FlameGraphOptions::default()
-            },
-        );
+        let svg = render::flame_graph_svg(&info, &p.profile, &lines, unit, &what, args.inverted);
         write_file(out, &[&args.file], &svg)?;
         spinner.finish_and_clear();
+        let total = render::folded_total(&lines, unit);
+        let shown = out.display();
         print(&format!(
-            "wrote {}: {} stacks, {} {}\n",
-            out.display(),
-            lines.len(),
-            total_text,
-            what
+            "wrote {shown}: {} stacks, {total} {what}\n",
+            lines.len()
         ))?;
     } else if args.json {
-        let stacks: Vec<serde_json::Value> = lines
-            .iter()
-            .map(|(s, w)| serde_json::json!({"frames": s.split(';').collect::<Vec<_>>(), "weight": w}))
-            .collect();
-        print_json(&serde_json::json!({
-            "unit": if args.samples { "samples" } else { "bytes" },
-            "weight": what,
-            "total": total,
-            "stacks": stacks,
-        }))?;
+        print_json(&render::folded_json(&lines, unit, &what))?;
     } else {
-        let mut text = String::with_capacity(lines.len() * 80);
-        for (s, w) in &lines {
-            text.push_str(s);
-            text.push(' ');
-            text.push_str(&w.to_string());
-            text.push('\n');
-        }
-        print(&text)?;
+        print(&render::folded_text(&lines))?;
     }
     Ok(finish(&args.file, &p))
 }
 
 fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
-    args.filter.check()?;
+    let filter = args.filter.filter()?;
     let mut reader = open(&args.file)?;
-    let info = source::trace_info(&path_str(&args.file), reader.info());
+    let info = source::trace_info(&input::display(&args.file), reader.info());
     let options = Options {
-        filter: args.filter.filter(),
+        filter,
         big: args.big,
         ..Options::default()
     };
-    let p = settled_pass(&mut reader, &args.file, options, &args.filter);
+    let location = args.filter.location.as_deref();
+    let mut progress = progress(reader.size_bytes());
+    let p = passes::settled(&mut reader, options, location, &mut progress);
+    drop(progress);
     let file = OutputFile::create(&args.output, &[&args.file])?;
     let spinner = post_pass(&reader, "writing");
-    let dest = IoDestination::new(file);
-    let mut w = FxtWriter::with_options(
-        dest,
-        &WriterOptions {
-            initialization: Some(Initialization::new(fxt::TICKS_PER_SECOND)),
-            ..WriterOptions::default()
-        },
-    )
-    .map_err(|e| fxt_write_error(&args.output, e, None))?;
+    let init = WriterOptions {
+        initialization: Some(Initialization::new(fxt::TICKS_PER_SECOND)),
+        ..WriterOptions::default()
+    };
+    let mut w = FxtWriter::with_options(IoDestination::new(file), &init)
+        .map_err(|e| fxt_write_error(&args.output, e, None))?;
     let symbols = ReaderSymbols(reader.locations());
-    let summary = fxt::write_profile(
-        &mut w,
-        &p.profile,
-        &symbols,
-        &info,
-        &FxtOptions {
-            points: args.points.max(1),
-            ..FxtOptions::default()
-        },
-    );
-    let closed = summary.and_then(|s| w.close().map(|()| s));
-    let s = match closed {
+    let fxt_options = FxtOptions {
+        points: args.points.max(1),
+        ..FxtOptions::default()
+    };
+    let summary = fxt::write_profile(&mut w, &p.profile, &symbols, &info, &fxt_options);
+    let s = match summary.and_then(|s| w.close().map(|()| s)) {
         Ok(s) => s,
         Err(e) => {
             let io = w.destination_mut().take_error();
@@ -779,7 +612,7 @@ fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
     spinner.finish_and_clear();
     if args.json {
         print_json(&serde_json::json!({
-            "output": path_str(&args.output),
+            "output": args.output.display().to_string(),
             "counters": s.counters,
             "instants": s.instants,
             "points": s.points,
@@ -813,30 +646,23 @@ pub fn fxt_write_error(
 }
 
 fn diff(args: DiffArgs) -> Result<ExitCode> {
-    args.filter.check()?;
     let options = Options {
-        filter: args.filter.filter(),
+        filter: args.filter.filter()?,
         leaf_only: SiteArgs::leaf_only(args.by),
         site_skip: args.sites.skip(),
         timeline_buckets: 0,
         ..Options::default()
     };
-    let mut ra = open(&args.a)?;
-    let mut rb = open(&args.b)?;
-    let pa = pass(
-        &mut ra,
-        &args.a,
-        options.clone(),
-        args.filter.location.as_deref(),
-        "analysing A",
-    );
-    let pb = pass(
-        &mut rb,
-        &args.b,
-        options,
-        args.filter.location.as_deref(),
-        "analysing B",
-    );
+    let location = args.filter.location.as_deref();
+    let analyse = |path: &Path| -> Result<(Reader<'static>, Pass)> {
+        let mut reader = open(path)?;
+        let mut progress = progress(reader.size_bytes());
+        let stage = Stage::Analysing;
+        let p = passes::run(&mut reader, options.clone(), location, stage, &mut progress);
+        Ok((reader, p))
+    };
+    let (ra, pa) = analyse(&args.a)?;
+    let (rb, pb) = analyse(&args.b)?;
     let (sa, sb) = (ReaderSymbols(ra.locations()), ReaderSymbols(rb.locations()));
     let rows = report::diff_skipping(
         (&pa.profile, &sa),
@@ -846,27 +672,16 @@ fn diff(args: DiffArgs) -> Result<ExitCode> {
         &args.sites.skip(),
     );
     let ctx = DiffContext {
-        a: source::trace_info(&path_str(&args.a), ra.info()),
-        b: source::trace_info(&path_str(&args.b), rb.info()),
+        a: source::trace_info(&input::display(&args.a), ra.info()),
+        b: source::trace_info(&input::display(&args.b), rb.info()),
         by: Some(args.by.into()),
         by_live: args.live,
     };
+    let (a, b, n) = (&pa.profile, &pb.profile, limit(args.limit));
     if args.json {
-        print_json(&render::diff_json(
-            &ctx,
-            &pa.profile,
-            &pb.profile,
-            &rows,
-            limit(args.limit),
-        ))?;
+        print_json(&render::diff_json(&ctx, a, b, &rows, n))?;
     } else {
-        print(&render::diff_table(
-            &ctx,
-            &pa.profile,
-            &pb.profile,
-            &rows,
-            limit(args.limit),
-        ))?;
+        print(&render::diff_table(&ctx, a, b, &rows, n))?;
     }
     let ca = finish(&args.a, &pa);
     let cb = finish(&args.b, &pb);

@@ -8,8 +8,6 @@ mod plot;
 pub use flame::{FlameGraphOptions, flame_graph};
 pub use plot::{PlotOptions, timeline_plot};
 
-use std::fmt::Write;
-
 /// Escapes text for SVG character data and attribute values.
 pub(crate) fn escape(out: &mut String, text: &str) {
     for c in text.chars() {
@@ -33,41 +31,13 @@ pub(crate) fn escaped(text: &str) -> String {
     s
 }
 
-/// Bytes with a binary prefix and three significant digits: `512 B`, `1.50 KiB`,
-/// `12.3 MiB`, `256 GiB`.
-pub fn human_bytes(bytes: f64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = bytes;
-    let mut u = 0;
-    while v.abs() >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    let mut s = String::new();
-    if u == 0 {
-        let _ = write!(s, "{} B", v.round() as i64);
-    } else if v.abs() >= 100.0 {
-        let _ = write!(s, "{v:.0} {}", UNITS[u]);
-    } else if v.abs() >= 10.0 {
-        let _ = write!(s, "{v:.1} {}", UNITS[u]);
-    } else {
-        let _ = write!(s, "{v:.2} {}", UNITS[u]);
-    }
-    s
-}
+/// Bytes with a binary prefix and three significant digits (the one definition,
+/// in the trace crate, so that every report says sizes alike).
+pub use tracekit_memtrace::dump::human_bytes;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn human() {
-        assert_eq!(human_bytes(0.0), "0 B");
-        assert_eq!(human_bytes(1023.0), "1023 B");
-        assert_eq!(human_bytes(1536.0), "1.50 KiB");
-        assert_eq!(human_bytes(12.34 * 1024.0 * 1024.0), "12.3 MiB");
-        assert_eq!(human_bytes(300.0 * 1024.0 * 1024.0 * 1024.0), "300 GiB");
-    }
 
     #[test]
     fn escapes() {

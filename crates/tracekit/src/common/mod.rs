@@ -6,9 +6,7 @@ pub mod output;
 
 use std::io::{self, IsTerminal};
 
-use indicatif::{ProgressBar, ProgressStyle};
-
-pub use tracekit_analysis::svg::human_bytes;
+use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
 
 /// Work over an input at least this large shows progress (when stderr is a
 /// terminal); smaller inputs finish before a bar would be read.
@@ -20,7 +18,8 @@ pub fn progress_bar(total_bytes: u64, what: &str, quiet: bool) -> ProgressBar {
     if quiet || total_bytes < PROGRESS_THRESHOLD_BYTES || !io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::new(total_bytes);
+    // Cleared when dropped: an error or an early return leaves no bar behind.
+    let bar = ProgressBar::new(total_bytes).with_finish(ProgressFinish::AndClear);
     let style = ProgressStyle::with_template(
         "{msg:>12} [{wide_bar}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta} left)",
     )
@@ -39,7 +38,7 @@ pub fn progress_spinner(what: &str, show: bool, quiet: bool) -> ProgressBar {
     if quiet || !show || !io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::new_spinner();
+    let bar = ProgressBar::new_spinner().with_finish(ProgressFinish::AndClear);
     let style = ProgressStyle::with_template("{msg:>12} {spinner} {bytes} ({elapsed})")
         .unwrap_or_else(|_| ProgressStyle::default_spinner());
     bar.set_style(style);

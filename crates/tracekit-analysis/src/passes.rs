@@ -1,0 +1,229 @@
+//! The passes a report makes over a trace: which driver each pass uses, finding the
+//! peak of the whole live heap before a pass that weighs what is live at it, and
+//! making a pass's peak exact when its domains interleaved.
+//!
+//! A pass decodes on one thread and analyses on another when the machine has two
+//! cores and nothing needs backtrace locations as they are decoded
+//! ([`source::analyze_reader_pipelined`]); otherwise on one thread
+//! ([`source::analyze_reader`]). Both give the same [`Pass`].
+//!
+//! The live heap's peak is found as the events go, per domain. When domains'
+//! events interleave in the trace (a multi-domain OCaml 5 program), an event can
+//! arrive after a later one of another domain, and the running peak can be off;
+//! the pass counts such events ([`Peak::late_events`]) and names the domains. One
+//! more pass, told the domains upfront, then finds the exact peak.
+
+use tracekit_memtrace::{ReadError, Reader};
+
+use crate::analyzer::Options;
+use crate::curve::Peak;
+use crate::source::{self, Pass};
+
+/// What a pass is for, for progress reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// The pass whose results the report shows.
+    Analysing,
+    /// A quick pass (no backtraces) for the time of the peak.
+    FindingPeak,
+    /// A quick pass to make the peak exact.
+    SettlingPeak,
+}
+
+impl Stage {
+    /// A few words for a progress bar.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Stage::Analysing => "analysing",
+            Stage::FindingPeak => "finding the peak",
+            Stage::SettlingPeak => "settling the peak",
+        }
+    }
+}
+
+/// Progress of the passes: called when a pass starts (position 0) and now and then
+/// with the byte position reached.
+pub type Progress<'a> = &'a mut dyn FnMut(Stage, u64);
+
+/// One pass over `reader` with `options`. `location` keeps only allocations with a
+/// backtrace location containing the text.
+pub fn run(
+    reader: &mut Reader<'_>,
+    options: Options,
+    location: Option<&str>,
+    stage: Stage,
+    progress: Progress<'_>,
+) -> Pass {
+    progress(stage, 0);
+    let mut position = |pos| progress(stage, pos);
+    // The location filter matches locations as backtraces are decoded, which only
+    // the one-thread driver does.
+    let two_cores = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    if location.is_none() && two_cores {
+        source::analyze_reader_pipelined(reader, options, &mut position)
+    } else {
+        source::analyze_reader(reader, options, location, &mut position)
+    }
+}
+
+/// The peak of the whole live heap (no filter): a quick pass without backtraces,
+/// repeated with the domains known if the first pass saw domains interleave.
+pub fn find_peak(reader: &mut Reader<'_>, progress: Progress<'_>) -> Result<Peak, ReadError> {
+    let mut options = Options {
+        backtraces: false,
+        timeline_buckets: 0,
+        ..Options::default()
+    };
+    let first = run(
+        reader,
+        options.clone(),
+        None,
+        Stage::FindingPeak,
+        &mut *progress,
+    );
+    if let Some(e) = first.error {
+        return Err(e);
+    }
+    let peak = first.profile.peak;
+    if peak.late_events == 0 {
+        return Ok(peak);
+    }
+    options.domains = peak.domains.clone();
+    let second = run(reader, options, None, Stage::FindingPeak, progress);
+    match second.error {
+        Some(e) => Err(e),
+        None => Ok(second.profile.peak),
+    }
+}
+
+/// Makes `pass`'s peak exact when its domains interleaved: one more pass (without
+/// backtraces unless the location filter needs them) with the domains known upfront.
+/// A pass that stopped at damage is left as it is.
+pub fn settle_peak(
+    reader: &mut Reader<'_>,
+    pass: &mut Pass,
+    options: &Options,
+    location: Option<&str>,
+    progress: Progress<'_>,
+) {
+    if pass.profile.peak.late_events == 0 || pass.error.is_some() {
+        return;
+    }
+    let again = Options {
+        backtraces: false,
+        timeline_buckets: 0,
+        live_at: None,
+        big: 0,
+        domains: pass.profile.peak.domains.clone(),
+        ..options.clone()
+    };
+    let second = run(reader, again, location, Stage::SettlingPeak, progress);
+    if second.error.is_none() {
+        pass.profile.peak = second.profile.peak;
+    }
+}
+
+/// One pass with `options`, its peak made exact ([`run`], then [`settle_peak`]).
+pub fn settled(
+    reader: &mut Reader<'_>,
+    options: Options,
+    location: Option<&str>,
+    progress: Progress<'_>,
+) -> Pass {
+    let mut pass = run(
+        reader,
+        options.clone(),
+        location,
+        Stage::Analysing,
+        &mut *progress,
+    );
+    settle_peak(reader, &mut pass, &options, location, progress);
+    pass
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+    use tracekit_memtrace::{
+        AllocationSource, DomainId, Event, LocationCode, MultiplexedDomains, Timestamp,
+    };
+
+    /// Two domains whose events interleave: domain 1's allocation comes first in
+    /// the file but at 30 µs, after domain 0's object lived from 10 to 20 µs, so a
+    /// running peak in file order sees both live at once, which never happened.
+    fn interleaved() -> Vec<u8> {
+        let info = tracekit_memtrace::synth::synth_info();
+        let t0 = info.start_time.as_micros();
+        let mut w = MultiplexedDomains::new(Vec::new(), &info).unwrap();
+        let at = |us| Timestamp::from_micros(t0 + us);
+        let locs = |_: LocationCode| Vec::<tracekit_memtrace::Location>::new();
+        let alloc = |w: &mut MultiplexedDomains<Vec<u8>>, domain: u16, time: i64| {
+            let domain = DomainId::new(domain);
+            let obj_id = w.next_alloc_id(domain).unwrap();
+            let event = Event::Alloc(tracekit_memtrace::Alloc {
+                obj_id,
+                length: 100,
+                domain,
+                nsamples: 100,
+                source: AllocationSource::Major,
+                backtrace: std::borrow::Cow::Borrowed(&[]),
+                common_prefix: 0,
+            });
+            w.put_event(locs, at(time), &event).unwrap();
+            obj_id
+        };
+        alloc(&mut w, 1, 30);
+        let id = alloc(&mut w, 0, 10);
+        w.put_event(locs, at(20), &Event::Collect(id, DomainId::new(0)))
+            .unwrap();
+        w.into_inner().unwrap()
+    }
+
+    #[test]
+    fn stages_are_reported_with_their_positions() {
+        let config = SynthConfig {
+            allocs: 2000,
+            ..SynthConfig::default()
+        };
+        let bytes = write_synthetic(Vec::new(), &config).unwrap();
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let mut seen = Vec::new();
+        let peak = find_peak(&mut reader, &mut |s, pos| seen.push((s, pos))).unwrap();
+        assert_eq!(seen.first(), Some(&(Stage::FindingPeak, 0)));
+        assert!(peak.live > 0);
+        let mut seen = Vec::new();
+        let pass = settled(&mut reader, Options::default(), None, &mut |s, pos| {
+            seen.push((s, pos))
+        });
+        assert_eq!(seen.first(), Some(&(Stage::Analysing, 0)));
+        // One domain: nothing to settle, and the same peak as find_peak's.
+        assert!(seen.iter().all(|(s, _)| *s == Stage::Analysing));
+        assert_eq!(pass.profile.peak.live, peak.live);
+        assert_eq!(pass.profile.peak.time, peak.time);
+    }
+
+    #[test]
+    fn an_interleaved_peak_is_settled() {
+        let bytes = interleaved();
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let once = run(
+            &mut reader,
+            Options::default(),
+            None,
+            Stage::Analysing,
+            &mut |_, _| {},
+        );
+        assert!(once.profile.peak.late_events > 0, "{:?}", once.profile.peak);
+        let mut stages = Vec::new();
+        let settled = settled(&mut reader, Options::default(), None, &mut |s, _| {
+            stages.push(s)
+        });
+        assert!(stages.contains(&Stage::SettlingPeak));
+        // Only one object was ever live at once.
+        assert_eq!(settled.profile.peak.live, 100);
+        assert_eq!(settled.profile.peak.late_events, 0);
+        assert_eq!(find_peak(&mut reader, &mut |_, _| {}).unwrap().live, 100);
+    }
+}

@@ -1,0 +1,216 @@
+//! Counts of a trace's records: what `tracekit fxt stats` prints.
+//!
+//! By record type and event type; the providers; the processes and threads with
+//! their names (from kernel objects) and event counts; the time span of the
+//! timestamped records in nanoseconds; the reader's warnings.
+
+use std::collections::BTreeMap;
+
+use crate::format::{ArgValue, EventKind, Koid, ObjectType};
+use crate::read::{Entry, ReadError, Record, Records, Str, Thread};
+
+/// The events and name of one thread.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct ThreadStats {
+    /// Its name, from a thread kernel object.
+    pub name: Option<String>,
+    /// Events on it.
+    pub events: u64,
+}
+
+/// Counts of a whole trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Stats {
+    /// Input bytes read.
+    pub bytes: u64,
+    /// Records read (skipped ones aside).
+    pub records: u64,
+    /// Records by type name.
+    pub record_types: BTreeMap<&'static str, u64>,
+    /// Events by type name.
+    pub event_types: BTreeMap<&'static str, u64>,
+    /// Provider names by id.
+    pub providers: BTreeMap<u32, String>,
+    /// Processes by koid, with their names where a kernel object gives one.
+    pub processes: BTreeMap<u64, Option<String>>,
+    /// Threads by `process/thread` koids.
+    pub threads: BTreeMap<String, ThreadStats>,
+    /// The earliest timestamp, in nanoseconds.
+    pub first_ns: Option<u64>,
+    /// The latest timestamp (or duration end), in nanoseconds.
+    pub last_ns: Option<u64>,
+    /// The reader's warnings.
+    pub warnings: u64,
+}
+
+impl Stats {
+    /// Reads every record of `reader`, calling `progress` with the input offset every
+    /// 8192 records.
+    pub fn collect(
+        reader: &mut dyn Records,
+        mut progress: impl FnMut(u64),
+    ) -> Result<Stats, ReadError> {
+        let mut st = Stats::default();
+        let key = |t: Thread| format!("{}/{}", t.process, t.thread);
+        while let Some(Entry {
+            offset,
+            record: rec,
+            timebase,
+        }) = reader.next_entry()?
+        {
+            st.records += 1;
+            if st.records % 8192 == 0 {
+                progress(offset);
+            }
+            *st.record_types.entry(rec.type_name()).or_default() += 1;
+            if let Some(t) = rec.ticks() {
+                let ns = timebase.ns(t);
+                st.first_ns = Some(st.first_ns.map_or(ns, |f| f.min(ns)));
+                st.last_ns = Some(st.last_ns.map_or(ns, |l| l.max(ns)));
+            }
+            match rec {
+                Record::ProviderInfo { id, name } => {
+                    st.providers.insert(id, Str(name).to_string());
+                }
+                Record::Event(e) => {
+                    *st.event_types
+                        .entry(e.kind.event_type().name())
+                        .or_default() += 1;
+                    st.threads.entry(key(e.thread)).or_default().events += 1;
+                    st.processes.entry(e.thread.process.0).or_default();
+                    if let EventKind::DurationComplete { end_ticks } = e.kind {
+                        let ns = timebase.ns(end_ticks);
+                        st.last_ns = Some(st.last_ns.map_or(ns, |l| l.max(ns)));
+                    }
+                }
+                Record::KernelObject(o) if o.object_type == ObjectType::PROCESS => {
+                    st.processes.insert(o.koid.0, Some(o.name.to_string()));
+                }
+                Record::KernelObject(o) if o.object_type == ObjectType::THREAD => {
+                    let pid = o
+                        .args
+                        .iter()
+                        .find_map(|a| match a.value {
+                            ArgValue::Koid(k) if a.name == "process" => Some(k),
+                            _ => None,
+                        })
+                        .unwrap_or(Koid(0));
+                    let t = Thread {
+                        process: pid,
+                        thread: o.koid,
+                    };
+                    st.threads.entry(key(t)).or_default().name = Some(o.name.to_string());
+                }
+                _ => {}
+            }
+        }
+        st.bytes = reader.position();
+        st.warnings = reader.warning_count();
+        Ok(st)
+    }
+}
+
+impl core::fmt::Display for Stats {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let st = self;
+        writeln!(f, "bytes              {}", st.bytes)?;
+        writeln!(f, "records            {}", st.records)?;
+        for (k, v) in &st.record_types {
+            writeln!(f, "  {k:<22} {v}")?;
+        }
+        let events: u64 = st.event_types.values().sum();
+        writeln!(f, "events             {events}")?;
+        for (k, v) in &st.event_types {
+            writeln!(f, "  {k:<22} {v}")?;
+        }
+        match (st.first_ns, st.last_ns) {
+            (Some(a), Some(b)) => {
+                writeln!(
+                    f,
+                    "time span          {a} .. {b} ns ({:.3} ms)",
+                    b.saturating_sub(a) as f64 / 1e6
+                )?;
+            }
+            _ => {
+                writeln!(f, "time span          (no timestamped records)")?;
+            }
+        }
+        writeln!(f, "providers          {}", st.providers.len())?;
+        for (id, name) in &st.providers {
+            writeln!(f, "  {id:<22} {name:?}")?;
+        }
+        writeln!(f, "processes          {}", st.processes.len())?;
+        for (pid, name) in &st.processes {
+            writeln!(
+                f,
+                "  {pid:<22} {}",
+                name.as_deref()
+                    .map(|n| format!("{n:?}"))
+                    .unwrap_or_default()
+            )?;
+        }
+        writeln!(f, "threads            {}", st.threads.len())?;
+        for (k, t) in &st.threads {
+            let name = t
+                .name
+                .as_deref()
+                .map(|n| format!("{n:?}"))
+                .unwrap_or_default();
+            writeln!(f, "  {k:<22} {:>8} events {name}", t.events)?;
+        }
+        writeln!(f, "warnings           {}", st.warnings)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::format::StringRef;
+    use crate::read::Reader;
+    use crate::write::{VecDestination, Writer};
+
+    #[test]
+    fn counts_records_events_threads_and_time() {
+        let mut w = Writer::new(VecDestination::new()).unwrap();
+        w.set_process_name(Koid(1), StringRef::inline("proc"))
+            .unwrap();
+        w.set_thread_name(Koid(1), Koid(2), StringRef::inline("main"))
+            .unwrap();
+        let thread = w.set_thread_slot(1, Koid(1), Koid(2)).unwrap();
+        let other = w.set_thread_slot(2, Koid(1), Koid(3)).unwrap();
+        let (cat, name) = (w.intern("c").unwrap(), w.intern("n").unwrap());
+        w.duration_complete(thread, cat, name, 100, 900, &[])
+            .unwrap();
+        w.instant(other, cat, name, 500, &[]).unwrap();
+        w.instant(thread, cat, name, 50, &[]).unwrap();
+        let bytes = w.finish().unwrap().into_vec();
+        let st = Stats::collect(&mut Reader::new(&bytes), |_| {}).unwrap();
+        assert_eq!(st.bytes, bytes.len() as u64);
+        assert_eq!(st.event_types.get("duration_complete"), Some(&1));
+        assert_eq!(st.event_types.get("instant"), Some(&2));
+        assert_eq!(st.processes.get(&1), Some(&Some("proc".to_string())));
+        assert_eq!(
+            st.threads.get("1/2"),
+            Some(&ThreadStats {
+                name: Some("main".into()),
+                events: 2
+            })
+        );
+        assert_eq!(st.threads.get("1/3").map(|t| t.events), Some(1));
+        assert_eq!((st.first_ns, st.last_ns), (Some(50), Some(900)));
+        assert_eq!(st.warnings, 0);
+        let text = st.to_string();
+        assert!(
+            text.contains("time span          50 .. 900 ns (0.001 ms)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  1/2                           2 events \"main\""),
+            "{text}"
+        );
+    }
+}
