@@ -183,16 +183,31 @@ impl Issue {
         }
     }
 
-    /// Readers that skip the record (or value) without failing.
+    /// Readers that skip the record (or value) without failing (`ftf.md` §6.1 and
+    /// the readers' notes: an unknown record, argument or subtype is skipped by
+    /// size; index 0 of a table is ignored; Jane Street's parser counts what it
+    /// does not parse and goes on).
     pub fn ignored_by(&self) -> Readers {
         use Readers as R;
+        let (p, f, j) = (R::PERFETTO, R::FUCHSIA, R::JANE_STREET);
         match self {
-            Issue::LargeRecord => R::PERFETTO.with(R::JANE_STREET),
-            Issue::Log | Issue::UserspaceObject => R::PERFETTO.with(R::JANE_STREET),
-            Issue::Blob => R::PERFETTO.with(R::JANE_STREET),
-            Issue::Scheduling => R::JANE_STREET,
-            Issue::UnparsedArgType(_) => R::JANE_STREET,
-            Issue::Problem(Problem::UnknownRecordType(_)) => R::PERFETTO.with(R::FUCHSIA),
+            Issue::LargeRecord => p.with(j),
+            Issue::Log | Issue::UserspaceObject => p.with(j),
+            Issue::Blob => p.with(j),
+            Issue::Scheduling => j,
+            Issue::UnparsedArgType(_) => j,
+            Issue::Problem(Problem::UnknownRecordType(_)) => p.with(f).with(j),
+            Issue::Problem(Problem::UnknownMetadataType(_)) => f.with(j),
+            Issue::Problem(Problem::UnknownArgType(_)) => p.with(f).with(j),
+            Issue::Problem(Problem::UnknownSchedulingType(_)) => f.with(j),
+            Issue::Problem(
+                Problem::UnknownLargeRecordType(_) | Problem::UnknownLargeBlobFormat(_),
+            ) => p.with(j),
+            Issue::Problem(Problem::StringIndexZero | Problem::ThreadIndexZero) => p.with(j),
+            Issue::UnknownProviderEvent(_) => p.with(j),
+            Issue::TraceInfo(_) | Issue::LegacyContextSwitch => j,
+            Issue::BlobArg => p.with(f).with(j),
+            Issue::KernelObjectType(_) => p,
             _ => R::NONE,
         }
     }

@@ -20,10 +20,9 @@
 //! cell is: `Breaks` if either breaks, else `Silent` if either is silent, else
 //! `Ignores` if either ignores, else `Fine`.
 //!
-//! Cells where the spec and `check.rs` disagree today are listed in
-//! [`KNOWN_DISAGREEMENTS`]: the main test skips them, and the ignored test
-//! `spec_disagreements` asserts the spec's value for them (it fails until
-//! `check.rs` follows the spec, or the spec is corrected).
+//! The test first found 24 cells where `check.rs` left out readers the spec says
+//! skip a record or value; `Issue::ignored_by` now names them, and every asserted
+//! cell agrees.
 
 #![allow(clippy::unwrap_used)]
 
@@ -729,35 +728,6 @@ const CASES: &[Case] = &[
     case("empty", empty, [Breaks, Breaks, Silent, Breaks, Silent]),
 ];
 
-/// (case name, reader) cells where `check.rs` does not say what the spec says (see
-/// the module docs).
-const KNOWN_DISAGREEMENTS: &[(&str, &str)] = &[
-    ("unknown record type", "Jane Street"),
-    ("unknown metadata type", "Fuchsia"),
-    ("unknown metadata type", "Jane Street"),
-    ("unknown arg type", "Perfetto"),
-    ("unknown arg type", "Fuchsia"),
-    ("unknown arg type", "Jane Street"),
-    ("unknown scheduling type", "Fuchsia"),
-    ("unknown scheduling type", "Jane Street"),
-    ("unknown large record type", "Perfetto"),
-    ("unknown large record type", "Jane Street"),
-    ("unknown large blob format", "Perfetto"),
-    ("unknown large blob format", "Jane Street"),
-    ("string index zero", "Perfetto"),
-    ("string index zero", "Jane Street"),
-    ("thread index zero", "Perfetto"),
-    ("thread index zero", "Jane Street"),
-    ("unknown provider event", "Perfetto"),
-    ("unknown provider event", "Jane Street"),
-    ("trace info", "Jane Street"),
-    ("legacy context switch", "Jane Street"),
-    ("blob arg", "Perfetto"),
-    ("blob arg", "Fuchsia"),
-    ("blob arg", "Jane Street"),
-    ("kernel object type", "Perfetto"),
-];
-
 fn fuchsia(cpp: Cell, rust: Cell) -> Cell {
     let either = |c| cpp == c || rust == c;
     if either(Breaks) {
@@ -837,45 +807,11 @@ fn run_matrix() -> (Vec<String>, Vec<Disagreement>) {
 fn every_detectable_issue_is_found_at_its_record_and_maps_to_the_spec_readers() {
     let (mut failures, disagreements) = run_matrix();
     for (name, reader, spec, actual) in &disagreements {
-        if !KNOWN_DISAGREEMENTS.contains(&(name, reader)) {
-            failures.push(format!(
-                "{name}: {reader}: the spec says {spec:?}, check says {actual:?}"
-            ));
-        }
+        failures.push(format!(
+            "{name}: {reader}: the spec says {spec:?}, check says {actual:?}"
+        ));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-#[test]
-fn known_disagreements_name_real_cells() {
-    // Every entry names a case and a reader the spec asserts something about, so the
-    // list cannot hide a typo (which would silently skip nothing).
-    for (name, reader) in KNOWN_DISAGREEMENTS {
-        let case = CASES.iter().find(|c| c.name == *name);
-        let case = case.unwrap_or_else(|| panic!("no case {name:?}"));
-        let cell = reader_cells(case)
-            .into_iter()
-            .find(|(_, n, _)| n == reader)
-            .unwrap_or_else(|| panic!("no reader {reader:?}"));
-        assert_ne!(
-            cell.2, Silent,
-            "{name}: {reader} is not asserted by the spec"
-        );
-    }
-}
-
-#[test]
-#[ignore = "the spec/code disagreements listed in KNOWN_DISAGREEMENTS; fails until resolved"]
-fn spec_disagreements() {
-    let (failures, disagreements) = run_matrix();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-    let lines: Vec<String> = disagreements
-        .iter()
-        .map(|(name, reader, spec, actual)| {
-            format!("{name}: {reader}: the spec says {spec:?}, check says {actual:?}")
-        })
-        .collect();
-    assert!(lines.is_empty(), "{}", lines.join("\n"));
 }
 
 // ---------------------------------------------------------------------------------
