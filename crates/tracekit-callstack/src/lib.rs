@@ -33,6 +33,7 @@ pub mod events_output;
 pub mod filter;
 pub mod fxt_sink;
 pub mod ocaml;
+mod resolved;
 pub mod script;
 pub mod sexp;
 pub mod sink;

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::event::{Event, SampleData, Time};
+use crate::events_output::EventsOutput;
 use crate::filter::{RangeFilter, RegionTracker, pair_hits};
 use crate::ocaml::OcamlExceptionInfo;
 use crate::script::{ParseError, Parsed, RawRecord, Records, parse_record};
@@ -199,6 +200,8 @@ fn shift(mut e: Event<'_>, origin: Option<Time>) -> Event<'_> {
 /// first pass), so it is [`run`]'s alone; a `Transcriber` ignores it.
 pub struct Transcriber {
     writer: TraceWriter<TranscriptSink>,
+    /// magic-trace's events dump, when asked for.
+    dump: Option<EventsOutput>,
     region: Option<RegionTracker>,
     echo: bool,
     time_origin_first_event: bool,
@@ -223,12 +226,10 @@ impl Transcriber {
             ocaml_exception_info: opts.ocaml_exception_info.clone(),
             transactions: true,
         };
-        let mut writer = TraceWriter::new(TranscriptSink::default(), config, Time::ZERO);
-        if opts.events_output {
-            writer.enable_events_output();
-        }
+        let writer = TraceWriter::new(TranscriptSink::default(), config, Time::ZERO);
         Transcriber {
             writer,
+            dump: opts.events_output.then(EventsOutput::default),
             region,
             echo: opts.echo,
             time_origin_first_event: opts.time_origin_first_event,
@@ -266,7 +267,8 @@ impl Transcriber {
             if self.echo && should_echo(&event) {
                 echo_record(&mut self.writer.sink_mut().out, &rec);
             }
-            self.writer.write_event(&event, should_write);
+            self.writer
+                .write_event_observed(&event, should_write, &mut self.dump);
             self.stderr
                 .extend(self.writer.drain_warnings().map(|w| w.to_string()));
         }
@@ -296,9 +298,10 @@ impl Transcriber {
         self.writer.end_of_trace(None);
         self.stderr
             .extend(self.writer.drain_warnings().map(|w| w.to_string()));
-        let dump = self.writer.take_events_output();
         let mut stdout = std::mem::take(&mut self.writer.sink_mut().out);
-        stdout.push_str(&dump);
+        if let Some(dump) = &self.dump {
+            stdout.push_str(&dump.text);
+        }
         Transcript {
             stderr: self.stderr,
             stdout,
