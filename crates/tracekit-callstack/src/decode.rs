@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use crate::event::{Event, Time};
 use crate::filter::{RangeFilter, RegionTracker, SymbolHit, pair_hits};
-use crate::script::{ParseError, Parsed, RecordParser, Records};
+use crate::resolved::Observer;
+use crate::script::{ParseError, Parsed, RawRecord, RecordParser, Records};
 use crate::sink::Sink;
 use crate::writer::{Config, TraceWriter, Warning};
 
@@ -47,6 +48,22 @@ pub struct DecodeStats {
 /// How many unparsed records are kept for the report.
 const KEEP_UNPARSED: usize = 5;
 
+/// What a caller of [`Decoder::feed_observed`] sees of each record on the way (the
+/// transcript echoes records and prints warnings in input order), besides what the
+/// writer shows an [`Observer`]. The methods do nothing by default, and [`Decoder::feed`]
+/// is `feed_observed` with `()`, so the production path pays nothing for them.
+pub(crate) trait RecordObserver<S: Sink>: Observer {
+    /// A record parsed into `event`, before the filter and the writer see it. It may
+    /// rewrite the event (the transcript moves times to its origin) and write to the
+    /// sink ahead of the writer.
+    fn parsed(&mut self, _rec: &RawRecord<'_>, _event: &mut Event<'_>, _sink: &mut S) {}
+
+    /// A record that did not parse (after the decoder's own count of it).
+    fn unparsed(&mut self, _error: &ParseError, _writer: &mut TraceWriter<S>) {}
+}
+
+impl<S: Sink> RecordObserver<S> for () {}
+
 /// Feeds `perf script` text into a [`TraceWriter`].
 pub struct Decoder<S: Sink> {
     writer: TraceWriter<S>,
@@ -72,6 +89,13 @@ impl<S: Sink> Decoder<S> {
         &mut self.writer
     }
 
+    /// Keeps the writer's time base where it is (zero unless set through
+    /// [`Self::writer_mut`]) instead of moving it to the first timestamped event: for
+    /// callers that shift event times themselves (the transcript).
+    pub(crate) fn keep_time_base(&mut self) {
+        self.base_known = true;
+    }
+
     /// Counts so far.
     pub fn stats(&self) -> &DecodeStats {
         &self.stats
@@ -80,6 +104,16 @@ impl<S: Sink> Decoder<S> {
     /// Feeds text holding only complete records (see [`crate::script::complete_prefix`]).
     /// `offset` is the text's position in the whole input, for error reports.
     pub fn feed(&mut self, text: &str, offset: u64) {
+        self.feed_observed(text, offset, &mut ());
+    }
+
+    /// [`Self::feed`], showing `observer` every record on the way.
+    pub(crate) fn feed_observed(
+        &mut self,
+        text: &str,
+        offset: u64,
+        observer: &mut impl RecordObserver<S>,
+    ) {
         self.stats.bytes += text.len() as u64;
         let mut parser = RecordParser::new();
         for rec in Records::new(text) {
@@ -87,10 +121,16 @@ impl<S: Sink> Decoder<S> {
             self.stats.lines += rec.line_count() as u64;
             // Matched by reference: moving the 152-byte event out of the result
             // first would copy it.
-            match &parser.parse(&rec, offset) {
-                Ok(Parsed::Event(event)) => self.event(event),
+            match &mut parser.parse(&rec, offset) {
+                Ok(Parsed::Event(event)) => {
+                    observer.parsed(&rec, event, self.writer.sink_mut());
+                    self.event_observed(event, observer);
+                }
                 Ok(Parsed::Ignored(_)) => self.stats.ignored += 1,
-                Err(e) => self.unparsed(*e),
+                Err(e) => {
+                    self.unparsed(*e);
+                    observer.unparsed(e, &mut self.writer);
+                }
             }
         }
     }
@@ -274,6 +314,11 @@ impl<S: Sink> Decoder<S> {
 
     /// Hands one event to the writer.
     pub fn event(&mut self, event: &Event<'_>) {
+        self.event_observed(event, &mut ());
+    }
+
+    #[inline]
+    fn event_observed(&mut self, event: &Event<'_>, observer: &mut impl Observer) {
         if !self.base_known {
             if let Some(t) = event.time() {
                 self.writer.set_base_time(t);
@@ -285,7 +330,8 @@ impl<S: Sink> Decoder<S> {
             self.stats.decode_errors += 1;
         }
         let should_write = self.region.as_mut().is_none_or(|r| r.should_write(event));
-        self.writer.write_event(event, should_write);
+        self.writer
+            .write_event_observed(event, should_write, observer);
     }
 
     /// Warnings since the last call.
