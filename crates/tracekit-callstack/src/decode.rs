@@ -1,10 +1,11 @@
 //! Driving the trace writer from `perf script` text fed in chunks: time base, filter
-//! regions, counts of what was read and skipped. Used by `tracekit perf decode` and the
-//! benchmarks; the caller does the reading (file, pipe, `perf script` child).
+//! regions, counts of what was read and skipped. Used by `tracekit perf decode`, the
+//! transcript harness and the benchmarks; the caller does the reading (file, pipe,
+//! `perf script` child).
 //!
 //! [`Decoder::feed`] parses and writes on the calling thread. [`Decoder::feed_pipelined`]
 //! gives the same output using a second thread: the text is cut at record boundaries
-//! into pieces of [`PIECE`] bytes, a helper thread (one kept for the whole process, so
+//! into pieces of 64 KiB (`PIECE`), a helper thread (one kept for the whole process, so
 //! a call does not pay for starting a thread) parses pieces into batches of events,
 //! and the calling thread runs the state machine over the batches in input order,
 //! parsing a piece itself whenever the batch it needs is not ready (so the work balances
@@ -351,7 +352,7 @@ impl<S: Sink> Decoder<S> {
 /// The size of the pieces [`Decoder::feed_pipelined`] cuts its text into: large enough
 /// that the hand-over between threads costs little per line, small enough that a batch
 /// of events stays in the cache until it is written.
-pub const PIECE: usize = 64 << 10;
+pub(crate) const PIECE: usize = 64 << 10;
 
 /// The helper thread of [`Decoder::feed_pipelined`], claimed by one call at a time.
 ///
@@ -465,7 +466,7 @@ fn parse_piece<'a>(
 /// the start of a line that does not continue a record (not a TAB), so [`Records`]
 /// splits every piece as it would split the whole. Returns the cut positions, `0` and
 /// `b.len()` included.
-pub fn piece_bounds(b: &[u8], size: usize) -> Vec<usize> {
+pub(crate) fn piece_bounds(b: &[u8], size: usize) -> Vec<usize> {
     let mut bounds = vec![0];
     let mut pos = 0;
     while b.len() - pos > size {
@@ -520,5 +521,27 @@ impl HitCollector {
     /// The hits found.
     pub fn finish(self) -> Vec<SymbolHit> {
         self.hits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_hold_whole_records() {
+        let text = b"a\n\tb\n\tc\n\nd\ne\n\tf\n\tg\nh";
+        for size in 1..text.len() + 2 {
+            let bounds = piece_bounds(text, size);
+            assert_eq!(bounds.first(), Some(&0));
+            assert_eq!(bounds.last(), Some(&text.len()));
+            for w in bounds.windows(2) {
+                assert!(w[0] < w[1]);
+            }
+            for &c in &bounds[1..bounds.len() - 1] {
+                assert_eq!(text[c - 1], b'\n');
+                assert_ne!(text[c], b'\t');
+            }
+        }
     }
 }

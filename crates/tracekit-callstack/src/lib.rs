@@ -35,8 +35,10 @@ pub mod fxt_sink;
 pub mod ocaml;
 mod resolved;
 pub mod script;
-pub mod sexp;
+mod sexp;
 pub mod sink;
+// Public only for the FXT-versus-transcript test, which prints times as transcripts do.
+#[doc(hidden)]
 pub mod span;
 pub mod symbol;
 pub mod transcript;

@@ -21,9 +21,9 @@ pub const END_MARKER: &str = "INPUT TRACE STREAM ENDED, any lines printed below 
 
 /// A sink printing transcript lines into a string.
 #[derive(Clone, Debug, Default)]
-pub struct TranscriptSink {
+pub(crate) struct TranscriptSink {
     /// The lines printed so far, each ending in `\n`.
-    pub out: String,
+    pub(crate) out: String,
     next_process: u32,
     next_thread: u32,
 }
@@ -131,7 +131,7 @@ impl Transcript {
 }
 
 /// Echoes a record: one line verbatim, several as `(lines ("..." ...))`.
-pub fn echo_record(out: &mut String, rec: &RawRecord<'_>) {
+fn echo_record(out: &mut String, rec: &RawRecord<'_>) {
     if rec.continuation.is_empty() {
         out.push_str(rec.header);
         out.push('\n');
@@ -343,6 +343,8 @@ impl Transcriber {
 
 /// The corpus comparison's normalisation (ppx_expect): strip trailing white space,
 /// drop blank lines at both ends, remove the common indentation.
+// Public only for the corpus tests here and in the CLI crate, which compare with it.
+#[doc(hidden)]
 pub fn normalize(text: &str) -> String {
     let is_ws = |c: char| matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r');
     let mut lines: Vec<&str> = text.split('\n').collect();

@@ -19,8 +19,8 @@
 use std::collections::VecDeque;
 
 use crate::event::{
-    Address, Branch, BranchKind, CountedEvent, DecodeError, Event, Location, SampleData, Symbol,
-    Thread, Time, TraceStateChange,
+    Address, Branch, BranchKind, CountedEvent, DecodeError, Event, Location, SampleData, Thread,
+    Time, TraceStateChange,
 };
 use crate::ocaml::{OcamlExceptionInfo, TrapKind};
 use crate::resolved::{self, Frame, Observer, Resolved, ResolvedData};
@@ -41,7 +41,7 @@ pub enum TraceScope {
 
 impl TraceScope {
     /// magic-trace's constructor name.
-    pub fn sexp_name(self) -> &'static str {
+    pub(crate) fn sexp_name(self) -> &'static str {
         match self {
             TraceScope::User => "Userspace",
             TraceScope::Kernel => "Kernel",
@@ -323,7 +323,7 @@ impl<S: Sink> TraceWriter<S> {
     }
 
     /// Sets the time base (perf clock) before the first event.
-    pub fn set_base_time(&mut self, base_time: Time) {
+    pub(crate) fn set_base_time(&mut self, base_time: Time) {
         self.base_time = base_time;
     }
 
@@ -1150,14 +1150,4 @@ impl<S: Sink> TraceWriter<S> {
         self.end_of_trace(None);
         self.sink
     }
-
-    /// The symbol of a location, as the writer would intern it (for tools).
-    pub fn intern(&mut self, loc: &Location<'_>) -> SymbolId {
-        self.symbols.intern(loc, None)
-    }
-}
-
-/// `Location` of a synthetic symbol, for callers building events by hand.
-pub fn synthetic_location(symbol: Symbol<'static>) -> Location<'static> {
-    Location::synthetic(symbol)
 }

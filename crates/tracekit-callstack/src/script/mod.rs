@@ -29,12 +29,6 @@ use location::{LocationCache, Locations, Uncached};
 
 use crate::event::{Address, CountedEvent, Event, EventSample, Location, Sample, SampleData};
 
-/// Parses a location text (`SYMBOL+0xOFF (DSO)`, `[unknown] (DSO)`, ...) found after
-/// the address `ip`.
-pub fn parse_location_text(ip: u64, text: &str) -> Location<'_> {
-    location::parse_location(Address(ip), text)
-}
-
 /// One record's text: its header line and its continuation lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RawRecord<'a> {
