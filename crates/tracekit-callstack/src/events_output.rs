@@ -4,6 +4,9 @@
 //! memtrace backtrace codec): symbols get ids on first sight, and a run of ids that
 //! follows the "follow table" (the id seen after each id last time) is sent as the
 //! first id and a step count.
+//!
+//! The dump is an observer the transcript hands the trace writer with each event, so
+//! the writer knows nothing of it and the FXT path, which hands it none, pays nothing.
 
 use std::fmt::Write as _;
 
