@@ -1,10 +1,11 @@
 //! Driving the trace writer from `perf script` text fed in chunks: time base, filter
-//! regions, counts of what was read and skipped. Used by `tracekit perf decode` and the
-//! benchmarks; the caller does the reading (file, pipe, `perf script` child).
+//! regions, counts of what was read and skipped. Used by `tracekit perf decode`, the
+//! transcript harness and the benchmarks; the caller does the reading (file, pipe,
+//! `perf script` child).
 //!
 //! [`Decoder::feed`] parses and writes on the calling thread. [`Decoder::feed_pipelined`]
 //! gives the same output using a second thread: the text is cut at record boundaries
-//! into pieces of [`PIECE`] bytes, a helper thread (one kept for the whole process, so
+//! into pieces of 64 KiB (`PIECE`), a helper thread (one kept for the whole process, so
 //! a call does not pay for starting a thread) parses pieces into batches of events,
 //! and the calling thread runs the state machine over the batches in input order,
 //! parsing a piece itself whenever the batch it needs is not ready (so the work balances
@@ -19,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use crate::event::{Event, Time};
 use crate::filter::{RangeFilter, RegionTracker, SymbolHit, pair_hits};
-use crate::script::{ParseError, Parsed, RecordParser, Records};
+use crate::resolved::Observer;
+use crate::script::{ParseError, Parsed, RawRecord, RecordParser, Records};
 use crate::sink::Sink;
 use crate::writer::{Config, TraceWriter, Warning};
 
@@ -47,6 +49,22 @@ pub struct DecodeStats {
 /// How many unparsed records are kept for the report.
 const KEEP_UNPARSED: usize = 5;
 
+/// What a caller of [`Decoder::feed_observed`] sees of each record on the way (the
+/// transcript echoes records and prints warnings in input order), besides what the
+/// writer shows an [`Observer`]. The methods do nothing by default, and [`Decoder::feed`]
+/// is `feed_observed` with `()`, so the production path pays nothing for them.
+pub(crate) trait RecordObserver<S: Sink>: Observer {
+    /// A record parsed into `event`, before the filter and the writer see it. It may
+    /// rewrite the event (the transcript moves times to its origin) and write to the
+    /// sink ahead of the writer.
+    fn parsed(&mut self, _rec: &RawRecord<'_>, _event: &mut Event<'_>, _sink: &mut S) {}
+
+    /// A record that did not parse (after the decoder's own count of it).
+    fn unparsed(&mut self, _error: &ParseError, _writer: &mut TraceWriter<S>) {}
+}
+
+impl<S: Sink> RecordObserver<S> for () {}
+
 /// Feeds `perf script` text into a [`TraceWriter`].
 pub struct Decoder<S: Sink> {
     writer: TraceWriter<S>,
@@ -72,6 +90,13 @@ impl<S: Sink> Decoder<S> {
         &mut self.writer
     }
 
+    /// Keeps the writer's time base where it is (zero unless set through
+    /// [`Self::writer_mut`]) instead of moving it to the first timestamped event: for
+    /// callers that shift event times themselves (the transcript).
+    pub(crate) fn keep_time_base(&mut self) {
+        self.base_known = true;
+    }
+
     /// Counts so far.
     pub fn stats(&self) -> &DecodeStats {
         &self.stats
@@ -80,6 +105,16 @@ impl<S: Sink> Decoder<S> {
     /// Feeds text holding only complete records (see [`crate::script::complete_prefix`]).
     /// `offset` is the text's position in the whole input, for error reports.
     pub fn feed(&mut self, text: &str, offset: u64) {
+        self.feed_observed(text, offset, &mut ());
+    }
+
+    /// [`Self::feed`], showing `observer` every record on the way.
+    pub(crate) fn feed_observed(
+        &mut self,
+        text: &str,
+        offset: u64,
+        observer: &mut impl RecordObserver<S>,
+    ) {
         self.stats.bytes += text.len() as u64;
         let mut parser = RecordParser::new();
         for rec in Records::new(text) {
@@ -87,10 +122,16 @@ impl<S: Sink> Decoder<S> {
             self.stats.lines += rec.line_count() as u64;
             // Matched by reference: moving the 152-byte event out of the result
             // first would copy it.
-            match &parser.parse(&rec, offset) {
-                Ok(Parsed::Event(event)) => self.event(event),
+            match &mut parser.parse(&rec, offset) {
+                Ok(Parsed::Event(event)) => {
+                    observer.parsed(&rec, event, self.writer.sink_mut());
+                    self.event_observed(event, observer);
+                }
                 Ok(Parsed::Ignored(_)) => self.stats.ignored += 1,
-                Err(e) => self.unparsed(*e),
+                Err(e) => {
+                    self.unparsed(*e);
+                    observer.unparsed(e, &mut self.writer);
+                }
             }
         }
     }
@@ -274,6 +315,11 @@ impl<S: Sink> Decoder<S> {
 
     /// Hands one event to the writer.
     pub fn event(&mut self, event: &Event<'_>) {
+        self.event_observed(event, &mut ());
+    }
+
+    #[inline]
+    fn event_observed(&mut self, event: &Event<'_>, observer: &mut impl Observer) {
         if !self.base_known {
             if let Some(t) = event.time() {
                 self.writer.set_base_time(t);
@@ -285,7 +331,8 @@ impl<S: Sink> Decoder<S> {
             self.stats.decode_errors += 1;
         }
         let should_write = self.region.as_mut().is_none_or(|r| r.should_write(event));
-        self.writer.write_event(event, should_write);
+        self.writer
+            .write_event_observed(event, should_write, observer);
     }
 
     /// Warnings since the last call.
@@ -305,7 +352,7 @@ impl<S: Sink> Decoder<S> {
 /// The size of the pieces [`Decoder::feed_pipelined`] cuts its text into: large enough
 /// that the hand-over between threads costs little per line, small enough that a batch
 /// of events stays in the cache until it is written.
-pub const PIECE: usize = 64 << 10;
+pub(crate) const PIECE: usize = 64 << 10;
 
 /// The helper thread of [`Decoder::feed_pipelined`], claimed by one call at a time.
 ///
@@ -419,7 +466,7 @@ fn parse_piece<'a>(
 /// the start of a line that does not continue a record (not a TAB), so [`Records`]
 /// splits every piece as it would split the whole. Returns the cut positions, `0` and
 /// `b.len()` included.
-pub fn piece_bounds(b: &[u8], size: usize) -> Vec<usize> {
+pub(crate) fn piece_bounds(b: &[u8], size: usize) -> Vec<usize> {
     let mut bounds = vec![0];
     let mut pos = 0;
     while b.len() - pos > size {
@@ -474,5 +521,27 @@ impl HitCollector {
     /// The hits found.
     pub fn finish(self) -> Vec<SymbolHit> {
         self.hits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_hold_whole_records() {
+        let text = b"a\n\tb\n\tc\n\nd\ne\n\tf\n\tg\nh";
+        for size in 1..text.len() + 2 {
+            let bounds = piece_bounds(text, size);
+            assert_eq!(bounds.first(), Some(&0));
+            assert_eq!(bounds.last(), Some(&text.len()));
+            for w in bounds.windows(2) {
+                assert!(w[0] < w[1]);
+            }
+            for &c in &bounds[1..bounds.len() - 1] {
+                assert_eq!(text[c - 1], b'\n');
+                assert_ne!(text[c], b'\t');
+            }
+        }
     }
 }

@@ -179,7 +179,7 @@ pub enum BranchKind {
 
 impl BranchKind {
     /// magic-trace's constructor name (used in S-expression dumps).
-    pub fn sexp_name(self) -> &'static str {
+    pub(crate) fn sexp_name(self) -> &'static str {
         match self {
             BranchKind::Async => "Async",
             BranchKind::Call => "Call",

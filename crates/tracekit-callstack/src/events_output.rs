@@ -4,14 +4,17 @@
 //! memtrace backtrace codec): symbols get ids on first sight, and a run of ids that
 //! follows the "follow table" (the id seen after each id last time) is sent as the
 //! first id and a step count.
+//!
+//! The dump is an observer the transcript hands the trace writer with each event, so
+//! the writer knows nothing of it and the FXT path, which hands it none, pays nothing.
 
 use std::fmt::Write as _;
 
-use crate::event::{Event, SampleData, TraceStateChange};
+use crate::event::{Event, SampleData};
+use crate::resolved::{Frame, Observer, Resolved, ResolvedData, write_sexp};
 use crate::sexp;
 use crate::span;
 use crate::symbol::{FxHashMap, SymbolId, SymbolTable};
-use crate::writer::{Frame, Resolved, ResolvedData};
 
 /// The dump being written and its compression state.
 #[derive(Clone, Debug, Default)]
@@ -21,12 +24,12 @@ pub(crate) struct EventsOutput {
     follow: FxHashMap<u64, u64>,
 }
 
-impl EventsOutput {
+impl Observer for EventsOutput {
     /// Appends one record: the event and the stack `frames` (bottom first) before it.
-    pub fn record(&mut self, r: &Resolved, frames: &[Frame], symbols: &SymbolTable) {
+    fn event(&mut self, r: &Resolved, frames: &[Frame], symbols: &SymbolTable) {
         let out = &mut self.text;
         out.push_str("((event ");
-        write_resolved(out, r);
+        write_sexp(out, r);
         out.push_str(") (callstack ((new_symbols (");
         let mut first = true;
         let mut stack_ids = Vec::with_capacity(frames.len());
@@ -65,75 +68,6 @@ impl EventsOutput {
             self.follow.insert(w[0], w[1]);
         }
     }
-}
-
-fn write_change(out: &mut String, c: Option<TraceStateChange>) {
-    match c {
-        Some(TraceStateChange::Start) => out.push_str(" (trace_state_change Start)"),
-        Some(TraceStateChange::End) => out.push_str(" (trace_state_change End)"),
-        None => {}
-    }
-}
-
-/// `(Ok (...))` for a resolved event (locations print only their addresses).
-pub(crate) fn write_resolved(out: &mut String, r: &Resolved) {
-    out.push_str("(Ok ((thread ");
-    sexp::thread(out, r.thread);
-    let _ = write!(out, ") (time {}) (data ", span::to_string(r.time.0));
-    match &r.data {
-        ResolvedData::Branch {
-            trace_state_change,
-            kind,
-            src_ip,
-            dst,
-        } => {
-            out.push_str("(Trace");
-            write_change(out, *trace_state_change);
-            if let Some(k) = kind {
-                let _ = write!(out, " (kind {})", k.sexp_name());
-            }
-            let _ = write!(out, " (src {src_ip}) (dst {})))", dst.ip);
-        }
-        ResolvedData::Power { freq_mhz } => {
-            let _ = write!(out, "(Power (freq {freq_mhz})))");
-        }
-        ResolvedData::Callstack(frames) => {
-            out.push_str("(Stacktrace_sample (callstack (");
-            for (i, f) in frames.iter().enumerate() {
-                if i > 0 {
-                    out.push(' ');
-                }
-                sexp::hex(out, f.ip);
-            }
-            out.push_str("))))");
-        }
-        ResolvedData::Counted {
-            location,
-            count,
-            name,
-        } => {
-            let name = match name {
-                crate::event::CountedEvent::BranchMisses => "Branch_misses",
-                crate::event::CountedEvent::CacheMisses => "Cache_misses",
-            };
-            let _ = write!(
-                out,
-                "(Event_sample (location {}) (count {count}) (name {name})))",
-                location.ip
-            );
-        }
-    }
-    if r.in_transaction {
-        out.push_str(" (in_transaction)");
-    }
-    out.push_str("))");
-}
-
-/// A resolved event as an S-expression.
-pub(crate) fn resolved_sexp(r: &Resolved) -> String {
-    let mut s = String::new();
-    write_resolved(&mut s, r);
-    s
 }
 
 /// magic-trace's S-expression of a parsed event (`Event.t`), as its decoder tests print
@@ -186,7 +120,7 @@ pub fn event_sexp(event: &Event<'_>) -> String {
                     name: e.name,
                 },
             };
-            write_resolved(
+            write_sexp(
                 &mut out,
                 &Resolved {
                     thread: s.thread,

@@ -60,7 +60,7 @@ impl RangeFilter {
     }
 
     /// The hit an event is, if any (first pass).
-    pub fn hit(&self, event: &Event<'_>) -> Option<SymbolHit> {
+    pub(crate) fn hit(&self, event: &Event<'_>) -> Option<SymbolHit> {
         let Event::Sample(s) = event else { return None };
         match &s.data {
             SampleData::Branch(b) if b.kind == Some(BranchKind::Call) => {
@@ -84,7 +84,7 @@ impl RangeFilter {
 
 /// Pairs hits left to right: a hit followed by a start is dropped, two stops are both
 /// dropped, a start then a stop is kept, and a lone hit at the end is dropped.
-pub fn pair_hits(hits: Vec<SymbolHit>) -> Vec<SymbolHit> {
+pub(crate) fn pair_hits(hits: Vec<SymbolHit>) -> Vec<SymbolHit> {
     let mut out = Vec::new();
     let mut it = hits.into_iter().peekable();
     while let Some(first) = it.next() {
@@ -107,14 +107,14 @@ pub fn pair_hits(hits: Vec<SymbolHit>) -> Vec<SymbolHit> {
 
 /// The second pass: whether each event should be written.
 #[derive(Clone, Debug)]
-pub struct RegionTracker {
+pub(crate) struct RegionTracker {
     hits: VecDeque<SymbolHit>,
     in_region: bool,
 }
 
 impl RegionTracker {
     /// A tracker for paired hits (see [`pair_hits`]).
-    pub fn new(paired: Vec<SymbolHit>) -> Self {
+    pub(crate) fn new(paired: Vec<SymbolHit>) -> Self {
         RegionTracker {
             hits: paired.into(),
             in_region: false,
@@ -122,7 +122,7 @@ impl RegionTracker {
     }
 
     /// The decision for the next event, in input order.
-    pub fn should_write(&mut self, event: &Event<'_>) -> bool {
+    pub(crate) fn should_write(&mut self, event: &Event<'_>) -> bool {
         let (Some(hd), Event::Sample(s)) = (self.hits.front(), event) else {
             return self.in_region;
         };

@@ -5,7 +5,9 @@
 //! sampled call stacks, power events, decode errors); the [`writer::TraceWriter`] state
 //! machine turns those into begin/end slices per thread and hands them to a
 //! [`sink::Sink`]: the [`transcript`] printer used by the conformance tests, or an FXT
-//! writer.
+//! writer. [`decode::Decoder`] runs the whole pipeline over text fed in chunks; it is
+//! what `tracekit perf decode` runs, and what the transcript harness runs too, so that
+//! the conformance tests go through the same path.
 //!
 //! ```
 //! use tracekit_callstack::script::{Parsed, Records, parse_record};
@@ -33,9 +35,12 @@ pub mod events_output;
 pub mod filter;
 pub mod fxt_sink;
 pub mod ocaml;
+mod resolved;
 pub mod script;
-pub mod sexp;
+mod sexp;
 pub mod sink;
+// Public only for the FXT-versus-transcript test, which prints times as transcripts do.
+#[doc(hidden)]
 pub mod span;
 pub mod symbol;
 pub mod transcript;

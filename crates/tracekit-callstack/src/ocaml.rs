@@ -6,7 +6,7 @@ use crate::event::Address;
 
 /// Whether a trap address pushes or pops a handler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TrapKind {
+pub(crate) enum TrapKind {
     /// Entering a `try` block.
     Pushtrap,
     /// Leaving it normally.
@@ -37,7 +37,7 @@ impl OcamlExceptionInfo {
     }
 
     /// The traps with `from <= address <= to`, in ascending order.
-    pub fn traps_in_range(&self, from: Address, to: Address) -> &[(i64, TrapKind)] {
+    pub(crate) fn traps_in_range(&self, from: Address, to: Address) -> &[(i64, TrapKind)] {
         let (from, to) = (from.as_signed(), to.as_signed());
         let lo = self.traps.partition_point(|&(a, _)| a < from);
         let hi = self.traps.partition_point(|&(a, _)| a <= to);
@@ -45,7 +45,7 @@ impl OcamlExceptionInfo {
     }
 
     /// Whether `addr` is an entertrap (a handler entry).
-    pub fn is_entertrap(&self, addr: Address) -> bool {
+    pub(crate) fn is_entertrap(&self, addr: Address) -> bool {
         self.entertraps.binary_search(&addr.as_signed()).is_ok()
     }
 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::event::{Address, Thread};
 
 /// An atom, quoted and escaped (OCaml `String.escaped`) when Sexplib would quote it.
-pub fn atom(s: &str) -> String {
+pub(crate) fn atom(s: &str) -> String {
     if !must_quote(s) {
         return s.to_string();
     }
@@ -18,7 +18,7 @@ pub fn atom(s: &str) -> String {
 }
 
 /// OCaml's `String.escaped`.
-pub fn escape_into(out: &mut String, s: &str) {
+pub(crate) fn escape_into(out: &mut String, s: &str) {
     for &c in s.as_bytes() {
         match c {
             b'"' => out.push_str("\\\""),

@@ -22,7 +22,7 @@ pub fn to_string_hum(ns: i64) -> String {
 }
 
 /// [`to_string_hum`] into a buffer.
-pub fn write_hum(out: &mut String, ns: i64) {
+pub(crate) fn write_hum(out: &mut String, ns: i64) {
     let abs = ns.unsigned_abs();
     let (unit, suffix) = UNITS
         .iter()
@@ -63,7 +63,7 @@ fn push_grouped(out: &mut String, digits: &str) {
 }
 
 /// `Time_ns.Span.to_string`: exact, e.g. `0s`, `19ns`, `155.368us`, `8d19h30m39.05333667s`.
-pub fn to_string(ns: i64) -> String {
+pub(crate) fn to_string(ns: i64) -> String {
     if ns == 0 {
         return "0s".into();
     }

@@ -9,13 +9,13 @@ pub struct SymbolId(pub u32);
 
 impl SymbolId {
     /// `[unknown]`: a location perf could not resolve.
-    pub const UNKNOWN: SymbolId = SymbolId(0);
+    pub(crate) const UNKNOWN: SymbolId = SymbolId(0);
     /// `[untraced]`.
-    pub const UNTRACED: SymbolId = SymbolId(1);
+    pub(crate) const UNTRACED: SymbolId = SymbolId(1);
     /// `[returned]`.
-    pub const RETURNED: SymbolId = SymbolId(2);
+    pub(crate) const RETURNED: SymbolId = SymbolId(2);
     /// `[syscall]`.
-    pub const SYSCALL: SymbolId = SymbolId(3);
+    pub(crate) const SYSCALL: SymbolId = SymbolId(3);
 }
 
 /// What an interned symbol is.
@@ -44,7 +44,7 @@ impl Default for SymbolTable {
 
 impl SymbolTable {
     /// A table holding only the synthetic symbols.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let synthetic = |name: &str| (Entry::Synthetic, Box::from(name));
         SymbolTable {
             entries: vec![
@@ -77,7 +77,7 @@ impl SymbolTable {
     /// Interns a location's symbol. `hint` is checked first (usually the symbol on top
     /// of the stack, which most branches stay within).
     #[inline]
-    pub fn intern(&mut self, loc: &Location<'_>, hint: Option<SymbolId>) -> SymbolId {
+    pub(crate) fn intern(&mut self, loc: &Location<'_>, hint: Option<SymbolId>) -> SymbolId {
         if let Some(h) = hint.filter(|&h| self.matches(h, loc)) {
             return h;
         }
@@ -116,14 +116,9 @@ impl SymbolTable {
         }
     }
 
-    /// Interns a plain perf symbol name.
-    pub fn intern_name(&mut self, name: &str) -> SymbolId {
-        self.intern(&Location::synthetic(Symbol::Perf(name)), None)
-    }
-
     /// Whether `id` is the symbol of `loc` (magic-trace's symbol equality).
     #[inline]
-    pub fn matches(&self, id: SymbolId, loc: &Location<'_>) -> bool {
+    pub(crate) fn matches(&self, id: SymbolId, loc: &Location<'_>) -> bool {
         let Some((entry, display)) = self.entries.get(id.0 as usize) else {
             return false;
         };
@@ -149,12 +144,12 @@ impl SymbolTable {
     }
 
     /// True if `id` is the perf symbol named `name`.
-    pub fn is_perf_named(&self, id: SymbolId, name: &str) -> bool {
+    pub(crate) fn is_perf_named(&self, id: SymbolId, name: &str) -> bool {
         matches!(self.entries.get(id.0 as usize), Some((Entry::Perf, n)) if &**n == name)
     }
 
     /// S-expression of the symbol as magic-trace's `Symbol.t` (for event dumps).
-    pub fn sexp(&self, id: SymbolId) -> String {
+    pub(crate) fn sexp(&self, id: SymbolId) -> String {
         match self.entries.get(id.0 as usize) {
             Some((Entry::Synthetic, _)) => match id {
                 SymbolId::UNTRACED => "Untraced".into(),

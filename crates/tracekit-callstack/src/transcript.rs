@@ -4,12 +4,16 @@
 
 use std::fmt::Write as _;
 
+use crate::decode::{Decoder, HitCollector, RecordObserver};
 use crate::event::{Event, SampleData, Time};
-use crate::filter::{RangeFilter, RegionTracker, pair_hits};
+use crate::events_output::EventsOutput;
+use crate::filter::{RangeFilter, SymbolHit};
 use crate::ocaml::OcamlExceptionInfo;
-use crate::script::{ParseError, Parsed, RawRecord, Records, parse_record};
+use crate::resolved::{Frame, Observer, Resolved};
+use crate::script::{ParseError, Parsed, RawRecord, RecordParser, Records};
 use crate::sink::{Arg, ProcessRef, Sink, TrackRef};
 use crate::span;
+use crate::symbol::SymbolTable;
 use crate::writer::{Config, TraceScope, TraceWriter};
 
 /// The end-of-input marker line.
@@ -17,9 +21,9 @@ pub const END_MARKER: &str = "INPUT TRACE STREAM ENDED, any lines printed below 
 
 /// A sink printing transcript lines into a string.
 #[derive(Clone, Debug, Default)]
-pub struct TranscriptSink {
+pub(crate) struct TranscriptSink {
     /// The lines printed so far, each ending in `\n`.
-    pub out: String,
+    pub(crate) out: String,
     next_process: u32,
     next_thread: u32,
 }
@@ -127,7 +131,7 @@ impl Transcript {
 }
 
 /// Echoes a record: one line verbatim, several as `(lines ("..." ...))`.
-pub fn echo_record(out: &mut String, rec: &RawRecord<'_>) {
+fn echo_record(out: &mut String, rec: &RawRecord<'_>) {
     if rec.continuation.is_empty() {
         out.push_str(rec.header);
         out.push('\n');
@@ -157,160 +161,190 @@ fn should_echo(event: &Event<'_>) -> bool {
 
 /// Runs the transcript harness over `perf script` text.
 pub fn run(input: &str, opts: &TranscriptOptions) -> Transcript {
-    // The time origin: the first event that has a time. The filter's hits are
-    // found in a first pass over the shifted events.
-    let origin = if opts.time_origin_first_event {
-        Records::new(input)
-            .filter_map(|r| match parse_record(&r, 0) {
-                Ok(Parsed::Event(e)) => e.time(),
-                _ => None,
-            })
-            .next()
-    } else {
-        None
+    let mut t = match &opts.filter {
+        Some(filter) => {
+            // The filter's hits are paired over the whole input first, with times from
+            // the origin the events will be shifted to.
+            let origin = if opts.time_origin_first_event {
+                first_time(input)
+            } else {
+                None
+            };
+            let mut collector = HitCollector::new(filter.clone());
+            collector.feed(input);
+            let mut hits = collector.finish();
+            if let Some(o) = origin {
+                for h in &mut hits {
+                    h.time = Time(h.time.0.wrapping_sub(o.0));
+                }
+            }
+            let mut t = Transcriber::with_hits(opts, Some(hits));
+            t.observed.origin = Some(origin);
+            t
+        }
+        None => Transcriber::new(opts),
     };
-    let region = opts.filter.as_ref().map(|f| {
-        let hits = Records::new(input)
-            .filter_map(|r| match parse_record(&r, 0) {
-                Ok(Parsed::Event(e)) => f.hit(&shift(e, origin)),
-                _ => None,
-            })
-            .collect();
-        RegionTracker::new(pair_hits(hits))
-    });
-    let mut t = Transcriber::with_region(opts, region);
-    t.origin = Some(origin);
     t.feed(input);
     t.finish()
 }
 
-fn shift(mut e: Event<'_>, origin: Option<Time>) -> Event<'_> {
-    if let Some(o) = origin {
-        e.shift_time(o);
-    }
-    e
+/// The time of the first event that has one.
+fn first_time(input: &str) -> Option<Time> {
+    let mut parser = RecordParser::new();
+    Records::new(input).find_map(|r| match parser.parse(&r, 0) {
+        Ok(Parsed::Event(e)) => e.time(),
+        _ => None,
+    })
 }
 
 /// The transcript harness fed piece by piece: each piece holds whole records,
 /// and its output can be taken as it is produced, so a long input is transcribed
 /// with bounded memory and the first lines appear at once.
 ///
+/// It runs the [`Decoder`] that `tracekit perf decode` runs (record splitting,
+/// parsing, filter, trace writer), watching the records go by to echo them, shift
+/// their times and collect warnings.
+///
 /// The `--filter` option needs the whole input first (its hits are paired in a
 /// first pass), so it is [`run`]'s alone; a `Transcriber` ignores it.
 pub struct Transcriber {
-    writer: TraceWriter<TranscriptSink>,
-    region: Option<RegionTracker>,
+    decoder: Decoder<TranscriptSink>,
+    observed: Observed,
+}
+
+/// What the transcript adds to the decode, record by record.
+struct Observed {
     echo: bool,
     time_origin_first_event: bool,
     /// `None` until the first timed event fixes it (with the option off: `Some(None)`).
     origin: Option<Option<Time>>,
     stderr: Vec<String>,
     unparsed: Vec<ParseError>,
-    records: u64,
-    events: u64,
+    /// magic-trace's events dump, when asked for.
+    dump: Option<EventsOutput>,
+}
+
+impl Observer for Observed {
+    fn event(&mut self, event: &Resolved, stack: &[Frame], symbols: &SymbolTable) {
+        self.dump.event(event, stack, symbols);
+    }
+}
+
+impl RecordObserver<TranscriptSink> for Observed {
+    fn parsed(&mut self, rec: &RawRecord<'_>, event: &mut Event<'_>, sink: &mut TranscriptSink) {
+        if self.origin.is_none() && self.time_origin_first_event {
+            // Events before the first timed one have no time to shift.
+            if let Some(t) = event.time() {
+                self.origin = Some(Some(t));
+            }
+        }
+        if let Some(o) = self.origin.flatten() {
+            event.shift_time(o);
+        }
+        if self.echo && should_echo(event) {
+            echo_record(&mut sink.out, rec);
+        }
+    }
+
+    fn unparsed(&mut self, error: &ParseError, writer: &mut TraceWriter<TranscriptSink>) {
+        // The warnings of the events before it go first, to keep stderr in input order.
+        self.take_warnings(writer);
+        self.stderr.push(format!(
+            "Warning: skipping unrecognized perf output: {error}"
+        ));
+        self.unparsed.push(*error);
+    }
+}
+
+impl Observed {
+    fn take_warnings(&mut self, writer: &mut TraceWriter<TranscriptSink>) {
+        self.stderr
+            .extend(writer.drain_warnings().map(|w| w.to_string()));
+    }
 }
 
 impl Transcriber {
     /// A transcriber with `opts` (its filter aside).
     pub fn new(opts: &TranscriptOptions) -> Transcriber {
-        Transcriber::with_region(opts, None)
+        Transcriber::with_hits(opts, None)
     }
 
-    fn with_region(opts: &TranscriptOptions, region: Option<RegionTracker>) -> Transcriber {
+    fn with_hits(opts: &TranscriptOptions, filter_hits: Option<Vec<SymbolHit>>) -> Transcriber {
         let config = Config {
             scope: opts.scope,
             annotate_inferred_start_times: opts.annotate_inferred_start_times,
             ocaml_exception_info: opts.ocaml_exception_info.clone(),
             transactions: true,
         };
-        let mut writer = TraceWriter::new(TranscriptSink::default(), config, Time::ZERO);
-        if opts.events_output {
-            writer.enable_events_output();
-        }
+        let mut decoder = Decoder::new(TranscriptSink::default(), config, filter_hits);
+        // Times are shifted to the origin as the events go by, not by the writer, so that
+        // the events dump and the warnings print them shifted too.
+        decoder.keep_time_base();
         Transcriber {
-            writer,
-            region,
-            echo: opts.echo,
-            time_origin_first_event: opts.time_origin_first_event,
-            origin: (!opts.time_origin_first_event).then_some(None),
-            stderr: Vec::new(),
-            unparsed: Vec::new(),
-            records: 0,
-            events: 0,
+            decoder,
+            observed: Observed {
+                echo: opts.echo,
+                time_origin_first_event: opts.time_origin_first_event,
+                origin: (!opts.time_origin_first_event).then_some(None),
+                stderr: Vec::new(),
+                unparsed: Vec::new(),
+                dump: opts.events_output.then(EventsOutput::default),
+            },
         }
     }
 
     /// Transcribes the records of `text` (whole records only).
     pub fn feed(&mut self, text: &str) {
-        for rec in Records::new(text) {
-            self.records += 1;
-            let event = match parse_record(&rec, 0) {
-                Ok(Parsed::Event(e)) => e,
-                Ok(Parsed::Ignored(_)) => continue,
-                Err(e) => {
-                    self.stderr
-                        .push(format!("Warning: skipping unrecognized perf output: {e}"));
-                    self.unparsed.push(e);
-                    continue;
-                }
-            };
-            if self.origin.is_none() && self.time_origin_first_event {
-                // Events before the first timed one have no time to shift.
-                if let Some(t) = event.time() {
-                    self.origin = Some(Some(t));
-                }
-            }
-            self.events += 1;
-            let event = shift(event, self.origin.flatten());
-            let should_write = self.region.as_mut().is_none_or(|r| r.should_write(&event));
-            if self.echo && should_echo(&event) {
-                echo_record(&mut self.writer.sink_mut().out, &rec);
-            }
-            self.writer.write_event(&event, should_write);
-            self.stderr
-                .extend(self.writer.drain_warnings().map(|w| w.to_string()));
-        }
+        // Offsets in unparsed-record warnings count from the start of `text`.
+        self.decoder.feed_observed(text, 0, &mut self.observed);
+        self.observed.take_warnings(self.decoder.writer_mut());
     }
 
     /// The transcript lines (stdout) produced so far and not yet taken.
     pub fn take_stdout(&mut self) -> String {
-        std::mem::take(&mut self.writer.sink_mut().out)
+        std::mem::take(&mut self.decoder.writer_mut().sink_mut().out)
     }
 
     /// The warning lines (stderr) produced so far and not yet taken.
     pub fn take_stderr(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.stderr)
+        std::mem::take(&mut self.observed.stderr)
     }
 
     /// Records that did not parse so far.
     pub fn unparsed(&self) -> &[ParseError] {
-        &self.unparsed
+        &self.observed.unparsed
     }
 
     /// Ends the input: the end marker and what the writer deferred.
     pub fn finish(mut self) -> Transcript {
-        if self.echo {
-            self.writer.sink_mut().out.push_str(END_MARKER);
-            self.writer.sink_mut().out.push('\n');
+        if self.observed.echo {
+            let out = &mut self.decoder.writer_mut().sink_mut().out;
+            out.push_str(END_MARKER);
+            out.push('\n');
         }
-        self.writer.end_of_trace(None);
-        self.stderr
-            .extend(self.writer.drain_warnings().map(|w| w.to_string()));
-        let dump = self.writer.take_events_output();
-        let mut stdout = std::mem::take(&mut self.writer.sink_mut().out);
-        stdout.push_str(&dump);
+        let (sink, stats, warnings) = self.decoder.finish();
+        let mut observed = self.observed;
+        observed
+            .stderr
+            .extend(warnings.iter().map(|w| w.to_string()));
+        let mut stdout = sink.out;
+        if let Some(dump) = &observed.dump {
+            stdout.push_str(&dump.text);
+        }
         Transcript {
-            stderr: self.stderr,
+            stderr: observed.stderr,
             stdout,
-            unparsed: self.unparsed,
-            records: self.records,
-            events: self.events,
+            unparsed: observed.unparsed,
+            records: stats.records,
+            events: stats.events,
         }
     }
 }
 
 /// The corpus comparison's normalisation (ppx_expect): strip trailing white space,
 /// drop blank lines at both ends, remove the common indentation.
+// Public only for the corpus tests here and in the CLI crate, which compare with it.
+#[doc(hidden)]
 pub fn normalize(text: &str) -> String {
     let is_ws = |c: char| matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r');
     let mut lines: Vec<&str> = text.split('\n').collect();

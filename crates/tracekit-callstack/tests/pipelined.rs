@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use tracekit_callstack::decode::{DecodeStats, Decoder, piece_bounds};
+use tracekit_callstack::decode::{DecodeStats, Decoder};
 use tracekit_callstack::fxt_sink::FxtSink;
 use tracekit_callstack::script::{RecordParser, Records, parse_record};
 use tracekit_callstack::writer::Config;
@@ -73,21 +73,4 @@ fn caching_parser_matches_parse_record_on_corpus() {
         }
     }
     assert!(records > 30_000, "{records} records");
-}
-
-#[test]
-fn pieces_hold_whole_records() {
-    let text = b"a\n\tb\n\tc\n\nd\ne\n\tf\n\tg\nh";
-    for size in 1..text.len() + 2 {
-        let bounds = piece_bounds(text, size);
-        assert_eq!(bounds.first(), Some(&0));
-        assert_eq!(bounds.last(), Some(&text.len()));
-        for w in bounds.windows(2) {
-            assert!(w[0] < w[1]);
-        }
-        for &c in &bounds[1..bounds.len() - 1] {
-            assert_eq!(text[c - 1], b'\n');
-            assert_ne!(text[c], b'\t');
-        }
-    }
 }

@@ -1,6 +1,7 @@
 //! Vocabulary shared by the [`read`](crate::read) and [`write`](crate::write) sides:
-//! record and event type codes, string and thread refs, arguments (spec §1.2, §1.3,
-//! §1.8, §1.15).
+//! record and event type codes, string and thread refs, arguments, and the record
+//! values both sides carry (initialization, provider events) (spec §1.2-§1.5, §1.8,
+//! §1.15).
 //!
 //! Every record is a sequence of little-endian 64-bit words. The first word is the
 //! record header:
@@ -619,6 +620,56 @@ impl BlobType {
     pub const LAST_BRANCH: Self = Self(2);
     /// 3: an embedded Perfetto protobuf trace (the only type Perfetto reads).
     pub const PERFETTO: Self = Self(3);
+}
+
+/// Provider event ids (bits 52–55 of a provider event record, spec §1.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProviderEvent(pub u8);
+
+impl ProviderEvent {
+    /// 0: the provider's buffer filled up and records were dropped.
+    pub const BUFFER_OVERFLOW: Self = Self(0);
+}
+
+/// Where timestamp 0 lies, for the 4-word initialization record Jane Street writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeBase {
+    /// A tick value...
+    pub ticks: u64,
+    /// ...and the wall-clock time it corresponds to, in ns since the Unix epoch.
+    pub unix_ns: u64,
+}
+
+/// The initialization record (type 1, spec §1.5): the tick rate, and optionally a time
+/// base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Initialization {
+    /// Ticks per second; 1e9 makes ticks nanoseconds.
+    pub ticks_per_second: u64,
+    /// Jane Street's extension (2 extra words). Fuchsia's Rust reader rejects a record
+    /// carrying it; everyone else ignores the extra words.
+    pub base: Option<TimeBase>,
+}
+
+impl Initialization {
+    /// The standard 2-word record.
+    pub const fn new(ticks_per_second: u64) -> Self {
+        Self {
+            ticks_per_second,
+            base: None,
+        }
+    }
+
+    /// The 4-word record with a time base (opt-in; see [`Initialization::base`]).
+    pub const fn extended(ticks_per_second: u64, base_ticks: u64, base_unix_ns: u64) -> Self {
+        Self {
+            ticks_per_second,
+            base: Some(TimeBase {
+                ticks: base_ticks,
+                unix_ns: base_unix_ns,
+            }),
+        }
+    }
 }
 
 /// Extracts header bits `lo..=hi`.

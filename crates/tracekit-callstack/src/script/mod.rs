@@ -29,11 +29,37 @@ use location::{LocationCache, Locations, Uncached};
 
 use crate::event::{Address, CountedEvent, Event, EventSample, Location, Sample, SampleData};
 
-/// Parses a location text (`SYMBOL+0xOFF (DSO)`, `[unknown] (DSO)`, ...) found after
-/// the address `ip`.
-pub fn parse_location_text(ip: u64, text: &str) -> Location<'_> {
-    location::parse_location(Address(ip), text)
-}
+/// `perf script -F` fields for an Intel PT recording, to go with [`INTEL_PT_ITRACE`]
+/// and `--ns`: magic-trace's list (spec `magic-trace.md` §1.4) plus `comm`.
+///
+/// What the parser reads from each: `pid`, `tid` and `time` are the header's thread and
+/// timestamp; `event` names the kind of record (`branches`, `cbr`, `psb`, ...) and
+/// `period`, before it, is the count of a `branch-misses`/`cache-misses` sample; `flags`
+/// gives a branch's kind, its `tr strt`/`tr end` and the `(x)` of a TSX transaction;
+/// `ip`, `sym`, `symoff`, `dso` and `addr` print a branch as `IP SYM+0xOFF (DSO) => IP
+/// SYM+0xOFF (DSO)`, whose destination becomes a frame, and a counted sample as
+/// `ADDR IP SYM+0xOFF (DSO)`; `synth` prints a `cbr` record's `cbr: N freq: MHZ MHz`.
+/// `comm` names the processes of the timeline. As it starts the line, headers then go
+/// to the parser's general column reader: its fast one reads lines that start with
+/// `PID/TID`.
+pub const INTEL_PT_FIELDS: &str =
+    "comm,pid,tid,time,flags,ip,addr,sym,symoff,synth,dso,event,period";
+
+/// The `perf script` option that makes the records [`INTEL_PT_FIELDS`] prints:
+/// **b**ranch samples, **e**rror records (decode errors, which perf prints as
+/// ` instruction trace error ...` whatever the fields) and **p**ower events (`cbr`;
+/// `psb` and the like, which the parser skips).
+pub const INTEL_PT_ITRACE: &str = "--itrace=bep";
+
+/// `perf script -F` fields for a sampled recording (`cycles`, `cpu-clock`, ...), to go
+/// with `--ns`: magic-trace's list plus `comm`.
+///
+/// The header's columns are read as with [`INTEL_PT_FIELDS`]. `ip`, `sym`, `symoff` and
+/// `dso` print the recorded call graph as `\tIP SYM+0xOFF (DSO)` lines, leaf first,
+/// which become the sample's frames (a sample without a call graph has one
+/// `IP SYM+0xOFF (DSO)` after its event column instead); a `branch-misses` or
+/// `cache-misses` sample is located by its first stack line.
+pub const SAMPLING_FIELDS: &str = "comm,pid,tid,time,ip,sym,symoff,dso,event,period";
 
 /// One record's text: its header line and its continuation lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -663,6 +689,111 @@ mod tests {
         assert_eq!(parse_cbr(" cbr:"), None);
         assert_eq!(parse_cbr("cbr: 1 freq: 2 MHz"), None);
         assert_eq!(parse_cbr(" cbr: 1 freq: 99999999999 MHz"), None);
+    }
+
+    /// The one record of `text`, parsed by both parsers (they must agree).
+    fn parse_both(text: &str) -> Parsed<'_> {
+        let rec = Records::new(text).next().unwrap();
+        let parsed = parse_record(&rec, 0).unwrap();
+        assert_eq!(RecordParser::new().parse(&rec, 0), Ok(parsed.clone()));
+        parsed
+    }
+
+    fn sample(p: Parsed<'_>) -> Sample<'_> {
+        match p {
+            Parsed::Event(Event::Sample(s)) => s,
+            other => panic!("not a sample: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn cli_field_lists_parse() {
+        let fields = |list: &str| list.split(',').map(String::from).collect::<Vec<_>>();
+        let (pt, sampling) = (fields(INTEL_PT_FIELDS), fields(SAMPLING_FIELDS));
+        for f in [
+            "comm", "pid", "tid", "time", "event", "period", "ip", "sym", "symoff", "dso",
+        ] {
+            assert!(pt.iter().any(|x| x == f), "{f}");
+            assert!(sampling.iter().any(|x| x == f), "{f}");
+        }
+        for f in ["flags", "addr", "synth"] {
+            assert!(pt.iter().any(|x| x == f), "{f}");
+        }
+        assert_eq!(INTEL_PT_ITRACE, "--itrace=bep");
+
+        // What perf prints with INTEL_PT_FIELDS: `comm` right-aligned in 16 columns.
+        let s = sample(parse_both(
+            "           hello 30549/30549 174427.938462629:          1    branches:uH:   \
+             call                     7ffff7ddc143 _start+0x3 (/usr/lib64/ld-2.17.so) =>     \
+             7ffff7ddc850 _dl_start+0x0 (/usr/lib64/ld-2.17.so)",
+        ));
+        assert_eq!(s.comm, Some("hello"));
+        assert_eq!(
+            s.thread,
+            Thread {
+                pid: Some(30549),
+                tid: Some(30549)
+            }
+        );
+        assert_eq!(s.time, Time(174_427_938_462_629));
+        let SampleData::Branch(b) = s.data else {
+            panic!("{:?}", s.data)
+        };
+        assert_eq!(b.kind, Some(crate::event::BranchKind::Call));
+        assert_eq!(b.src.ip, Address(0x7fff_f7dd_c143));
+        assert_eq!(b.dst.symbol, Symbol::Perf("_dl_start"));
+
+        let s = sample(parse_both(
+            "           hello 3871580/3871580 434242.821855667:          1          cbr:   \
+             cbr: 47 freq: 4706 MHz (162%)                   0     7fca9993cb31 \
+             _dl_relocate_object+0x581 (/usr/lib64/ld-2.28.so)",
+        ));
+        assert_eq!(s.comm, Some("hello"));
+        assert_eq!(s.data, SampleData::Power { freq_mhz: 4706 });
+
+        let s = sample(parse_both(
+            "           hello 3871580/3871580 434242.809390244:         50    \
+             branch-misses/period=50/u:                                      0     \
+             7fca9993d2f0 _dl_relocate_object+0xd40 (/usr/lib64/ld-2.28.so)",
+        ));
+        let SampleData::Counted(e) = s.data else {
+            panic!("{:?}", s.data)
+        };
+        assert_eq!((e.count, e.location.ip), (50, Address(0x7fca_9993_d2f0)));
+
+        assert_eq!(
+            parse_both(
+                "           hello 30549/30549 174427.938460376:          1    psb:   psb offs: 0x0"
+            ),
+            Parsed::Ignored("psb")
+        );
+
+        // With SAMPLING_FIELDS and a call graph, perf prints `comm` unpadded.
+        let s = sample(parse_both(
+            "c_demo 825432/825432 339457.445933440:       1 cycles:u: \n\
+             \t    7f5c0c875c60 _dl_open+0x0 (/usr/lib64/ld-2.28.so)\n\
+             \t    7f5c0c65a1e8 dlopen_doit+0x58 (/usr/lib64/libdl-2.28.so)\n",
+        ));
+        assert_eq!(s.comm, Some("c_demo"));
+        assert_eq!(s.thread.tid, Some(825_432));
+        let SampleData::Callstack(frames) = s.data else {
+            panic!("{:?}", s.data)
+        };
+        let names: Vec<_> = frames.iter().map(|f| f.symbol).collect();
+        assert_eq!(
+            names,
+            [Symbol::Perf("dlopen_doit"), Symbol::Perf("_dl_open")]
+        );
+
+        let s = sample(parse_both(
+            "c_demo 1161248/1161248 443929.906744194:         50 branch-misses/period=50/u: \n\
+             \t    7f8bd9626f60 [unknown] (/usr/lib64/ld-2.28.so)\n\
+             \t    7f8bd963eac2 dl_open_worker+0x32 (/usr/lib64/ld-2.28.so)\n",
+        ));
+        let SampleData::Counted(e) = s.data else {
+            panic!("{:?}", s.data)
+        };
+        assert_eq!((e.count, e.location.ip), (50, Address(0x7f8b_d962_6f60)));
     }
 
     #[test]

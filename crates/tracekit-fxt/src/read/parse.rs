@@ -9,11 +9,9 @@ use super::records::{
     RawRecord, Record, ThreadWakeup, UserspaceObject,
 };
 use crate::format::{
-    BlobType, EventKind, EventType, Koid, MAGIC, ObjectType, RecordType, StringId, ThreadId,
-    ThreadRef, ThreadState, bits, metadata_type,
+    BlobType, EventKind, EventType, Initialization, Koid, MAGIC, ObjectType, ProviderEvent,
+    RecordType, StringId, ThreadId, ThreadRef, ThreadState, TimeBase, bits, metadata_type,
 };
-use crate::write::metadata::ProviderEvent;
-use crate::write::{Initialization, TimeBase};
 
 /// Collects the problems of one record. Parsing returns `None` for an unusable
 /// record; `failed` says whether a problem was already noted for it.

@@ -7,10 +7,9 @@ use core::fmt;
 
 use super::args::{Args, RawArgs};
 use crate::format::{
-    BlobType, EventKind, Koid, ObjectType, StringId, StringRef, ThreadId, ThreadRef, ThreadState,
+    BlobType, EventKind, Initialization, Koid, ObjectType, ProviderEvent, StringId, StringRef,
+    ThreadId, ThreadRef, ThreadState,
 };
-use crate::write::Initialization;
-use crate::write::metadata::ProviderEvent;
 
 /// A resolved string: bytes, usually UTF-8. Displays lossily.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]

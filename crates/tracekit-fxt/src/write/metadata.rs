@@ -10,55 +10,9 @@
 
 use super::{Destination, WriteError, Writer, check_field};
 use crate::format::{MAGIC, MAX_PROVIDER_NAME_LEN, RecordType, metadata_type, words_for};
-
-/// Where timestamp 0 lies, for the 4-word initialization record Jane Street writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TimeBase {
-    /// A tick value...
-    pub ticks: u64,
-    /// ...and the wall-clock time it corresponds to, in ns since the Unix epoch.
-    pub unix_ns: u64,
-}
-
-/// The initialization record: the tick rate, and optionally a time base.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Initialization {
-    /// Ticks per second; 1e9 makes ticks nanoseconds.
-    pub ticks_per_second: u64,
-    /// Jane Street's extension (2 extra words). Fuchsia's Rust reader rejects a record
-    /// carrying it; everyone else ignores the extra words.
-    pub base: Option<TimeBase>,
-}
-
-impl Initialization {
-    /// The standard 2-word record.
-    pub const fn new(ticks_per_second: u64) -> Self {
-        Self {
-            ticks_per_second,
-            base: None,
-        }
-    }
-
-    /// The 4-word record with a time base (opt-in; see [`Initialization::base`]).
-    pub const fn extended(ticks_per_second: u64, base_ticks: u64, base_unix_ns: u64) -> Self {
-        Self {
-            ticks_per_second,
-            base: Some(TimeBase {
-                ticks: base_ticks,
-                unix_ns: base_unix_ns,
-            }),
-        }
-    }
-}
-
-/// Provider event ids (bits 52–55 of a provider event record).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ProviderEvent(pub u8);
-
-impl ProviderEvent {
-    /// 0: the provider's buffer filled up and records were dropped.
-    pub const BUFFER_OVERFLOW: Self = Self(0);
-}
+// The records' values live in `format`, which the reader shares; re-exported here,
+// where the writer's users have always found them.
+pub use crate::format::{Initialization, ProviderEvent, TimeBase};
 
 pub(crate) fn metadata_header(subtype: u64, size_words: usize) -> u64 {
     RecordType::Metadata as u64 | (size_words as u64) << 4 | subtype << 16
