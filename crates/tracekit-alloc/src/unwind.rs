@@ -164,7 +164,7 @@ pub(crate) unsafe fn walk_frame_pointers(
     let mut n = 0;
     while n < out.len() {
         // Both words of the frame record must be inside the stack.
-        if fp < lo || fp % word != 0 || hi.saturating_sub(fp) < 2 * word {
+        if fp < lo || !fp.is_multiple_of(word) || hi.saturating_sub(fp) < 2 * word {
             break;
         }
         // SAFETY: `fp` and `fp + word` are aligned and inside `[lo, hi)`

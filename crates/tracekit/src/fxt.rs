@@ -116,7 +116,7 @@ fn progress(size: Option<u64>, what: &str) -> ProgressBar {
 }
 
 fn tick(bar: &ProgressBar, records: u64, offset: u64) {
-    if records % 8192 == 0 {
+    if records.is_multiple_of(8192) {
         bar.set_position(offset);
     }
 }
