@@ -115,9 +115,9 @@ impl Reader<'static> {
     /// A reader that owns the container holding the trace's bytes: a
     /// `Vec<u8>`, a `Box<[u8]>`, an `Arc<[u8]>`, or a memory map.
     ///
-    /// `owner.as_ref()` must give the same bytes every time (as every
-    /// standard container does); other bytes give wrong results or errors,
-    /// never a panic.
+    /// `owner.as_ref()` must give the same bytes every time, as every
+    /// standard container does (this is not a safety condition: other bytes
+    /// only give wrong results or errors).
     ///
     /// This is how to read a large file without copying it: map it (with
     /// `memmap2`, say) and hand over the map. Mapping a file is `unsafe`
