@@ -451,11 +451,12 @@ pub fn trace_if_requested() {
 /// Like [`trace_if_requested`], returning errors. `Ok(true)` means tracing
 /// started, `Ok(false)` that `MEMTRACE` is unset or empty.
 ///
-/// When the process has a single thread, `MEMTRACE` is then removed from the
-/// environment, so that child processes are not traced to the same file (as
-/// memtrace does). With other threads running, changing the environment is
-/// not safe and the variable is left alone; a child would then find the
-/// file locked and fail with [`Error::Locked`].
+/// When the process has no thread but the caller and the tracer's own,
+/// `MEMTRACE` is then removed from the environment, so that child processes
+/// are not traced to the same file (as memtrace does). With other threads
+/// running, changing the environment is not safe and the variable is left
+/// alone; a child would then find the file locked and fail with
+/// [`Error::Locked`].
 pub fn try_trace_if_requested() -> Result<bool, Error> {
     let path = match std::env::var_os("MEMTRACE") {
         Some(p) if !p.is_empty() => PathBuf::from(p),
@@ -470,21 +471,28 @@ pub fn try_trace_if_requested() -> Result<bool, Error> {
     };
     session::start(&path, rate, None)?;
     if single_threaded() {
-        // SAFETY: the process has exactly one thread (checked just above, and
-        // only this thread can create another), so nothing can read or
-        // write the environment concurrently. The tracer's background thread
-        // never touches the environment.
+        // SAFETY: `remove_var` must not run while another thread reads or
+        // writes the environment. Besides this thread the process has at most
+        // one other, the tracer's background thread that `session::start`
+        // spawned just above (checked just above), and no other can appear
+        // meanwhile: only an application thread could create one, and this is
+        // the only one. The background thread reads no environment variable
+        // (it writes queued events, symbolizes and flushes; the symbolizer
+        // read its variable on this thread, in `session::start`), except
+        // `RUST_BACKTRACE` should it panic, through `std::env`, whose lock
+        // `remove_var` takes too.
         unsafe { std::env::remove_var("MEMTRACE") };
     }
     Ok(true)
 }
 
-/// True when the process has one thread besides the tracer's own.
+/// True when the calling thread is the only thread of the process besides,
+/// while a session is active, the tracer's background thread.
 fn single_threaded() -> bool {
     match std::fs::read_dir("/proc/self/task") {
         Ok(d) => {
+            // Counts the calling thread too.
             let n = d.count();
-            // The tracer's background thread never touches the environment.
             n <= 2 && session::tracing() || n <= 1
         }
         Err(_) => false,

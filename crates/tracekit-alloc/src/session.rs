@@ -250,16 +250,16 @@ fn finish(mut guard: MutexGuard<'static, Option<Session>>, join: bool) -> Result
         // Close through domain 0 last: closing flushes and shuts the shared
         // file for every domain writer.
         for w in session.writers.iter_mut().skip(1) {
-            if let Some(mut w) = w.take() {
-                if let Err(e) = w.flush() {
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-        if let Some(w) = session.writers[0].take() {
-            if let Err(e) = w.close() {
+            if let Some(mut w) = w.take()
+                && let Err(e) = w.flush()
+            {
                 first_error.get_or_insert(e);
             }
+        }
+        if let Some(w) = session.writers[0].take()
+            && let Err(e) = w.close()
+        {
+            first_error.get_or_insert(e);
         }
         if let Some(e) = first_error {
             result = Err(Error::Write {
@@ -281,10 +281,8 @@ fn finish(mut guard: MutexGuard<'static, Option<Session>>, join: bool) -> Result
     drop(session);
     drop(guard);
     wake();
-    if join {
-        if let Some(t) = thread {
-            let _ = t.join();
-        }
+    if join && let Some(t) = thread {
+        let _ = t.join();
     }
     result
 }
@@ -348,13 +346,12 @@ impl Session {
         });
         self.spare = spare;
         for i in 0..self.writers.len() {
-            if std::mem::take(&mut self.dirty[i]) {
-                if let Some(w) = self.writers[i].as_mut() {
-                    if let Err(e) = w.flush() {
-                        self.fail(e);
-                        return;
-                    }
-                }
+            if std::mem::take(&mut self.dirty[i])
+                && let Some(w) = self.writers[i].as_mut()
+                && let Err(e) = w.flush()
+            {
+                self.fail(e);
+                return;
             }
         }
     }

@@ -71,7 +71,15 @@ pub(crate) fn capture(out: &mut [usize]) -> usize {
     match unwinder() {
         Unwinder::FramePointers => {
             let (lo, hi) = stack_bounds();
-            walk_frame_pointers(current_frame_pointer(), lo, hi, out)
+            // SAFETY: `[lo, hi)` is this thread's stack as pthreads reports
+            // it, or `(0, 0)`, which reads nothing. The register read is the
+            // frame pointer of this live frame (`capture` is never inlined)
+            // when frame pointers are kept, which `probe` checked for this
+            // crate's code: from it up to `hi` the stack is mapped, and only
+            // this thread writes it. (Forcing the walk with
+            // `TRACEKIT_ALLOC_UNWIND=fp` in a build without frame pointers
+            // leaves `fp` anywhere in `[lo, hi)`, the thread's own stack.)
+            unsafe { walk_frame_pointers(current_frame_pointer(), lo, hi, out) }
         }
         Unwinder::Dwarf => dwarf_backtrace(out),
     }
@@ -134,18 +142,35 @@ fn query_stack_bounds() -> Option<(usize, usize)> {
 /// Walks a frame-pointer chain starting at frame pointer `fp`, reading only
 /// words inside `[lo, hi)`. Each frame is two words: the caller's frame
 /// pointer, then the return address.
-pub(crate) fn walk_frame_pointers(mut fp: usize, lo: usize, hi: usize, out: &mut [usize]) -> usize {
+///
+/// # Safety
+///
+/// The walk reads aligned words at `fp` and above, only inside `[lo, hi)`,
+/// following links that go strictly up. So every aligned word from
+/// `max(fp, lo)` up to `hi` must be readable for the whole call and not
+/// written by another thread meanwhile. That holds when `fp` is a frame
+/// pointer of the calling thread, taken in a frame that is still live, and
+/// `[lo, hi)` is the calling thread's stack: the stack from a live frame up
+/// to its top is mapped and only this thread writes it. Empty bounds
+/// (`lo >= hi`, such as the `(0, 0)` of unknown ones) read nothing, whatever
+/// `fp` is.
+pub(crate) unsafe fn walk_frame_pointers(
+    mut fp: usize,
+    lo: usize,
+    hi: usize,
+    out: &mut [usize],
+) -> usize {
     let word = std::mem::size_of::<usize>();
     let mut n = 0;
     while n < out.len() {
         // Both words of the frame record must be inside the stack.
-        if fp < lo || fp % word != 0 || fp > hi.saturating_sub(2 * word) {
+        if fp < lo || !fp.is_multiple_of(word) || hi.saturating_sub(fp) < 2 * word {
             break;
         }
-        // SAFETY: `fp` and `fp + word` are aligned and inside the thread's
-        // stack `[lo, hi)`, which is mapped for the thread's whole life (the
-        // walk only goes up from the current frame, through pages the stack
-        // has already used).
+        // SAFETY: `fp` and `fp + word` are aligned and inside `[lo, hi)`
+        // (checked just above: `lo <= fp` and `fp + 2 * word <= hi`), and
+        // `fp` is the starting frame pointer or above it (each link goes
+        // strictly up), so the caller's contract makes both words readable.
         let (next, ret) = unsafe {
             let p = fp as *const usize;
             (p.read(), p.add(1).read())
@@ -215,7 +240,12 @@ fn dwarf_backtrace(out: &mut [usize]) -> usize {
 #[inline(never)]
 fn probe_leaf(out: &mut [usize; 4]) -> usize {
     let (lo, hi) = query_stack_bounds().unwrap_or((0, 0));
-    let n = walk_frame_pointers(current_frame_pointer(), lo, hi, out);
+    // SAFETY: `[lo, hi)` is this thread's stack as pthreads reports it, or
+    // `(0, 0)`, which reads nothing; the register read is this live frame's
+    // frame pointer if frame pointers are kept (what the probe finds out),
+    // and otherwise some value the walk checks against `[lo, hi)`, this
+    // thread's own stack.
+    let n = unsafe { walk_frame_pointers(current_frame_pointer(), lo, hi, out) };
     std::hint::black_box(n)
 }
 
@@ -270,7 +300,8 @@ mod tests {
         let lo = stack.as_ptr() as usize;
         let hi = lo + stack.len() * 8;
         let mut out = [0usize; 32];
-        let n = walk_frame_pointers(first, lo, hi, &mut out);
+        // SAFETY: `[lo, hi)` is `stack`'s buffer, alive and unshared.
+        let n = unsafe { walk_frame_pointers(first, lo, hi, &mut out) };
         // The last record points to 0 (below the stack): the walk stops there.
         assert_eq!(n, 10);
         assert_eq!(out[..3], [0x1000, 0x1001, 0x1002]);
@@ -282,7 +313,8 @@ mod tests {
         let lo = stack.as_ptr() as usize;
         let hi = lo + stack.len() * 8;
         let mut out = [0usize; 4];
-        assert_eq!(walk_frame_pointers(first, lo, hi, &mut out), 4);
+        // SAFETY: `[lo, hi)` is `stack`'s buffer, alive and unshared.
+        assert_eq!(unsafe { walk_frame_pointers(first, lo, hi, &mut out) }, 4);
     }
 
     #[test]
@@ -295,11 +327,19 @@ mod tests {
         // link past the top must all end the walk.
         for bad in [first, first - 16, first + 3, hi, usize::MAX - 7] {
             stack[2 + 2 * 2] = bad;
-            let n = walk_frame_pointers(first, lo, hi, &mut out);
+            // SAFETY: `[lo, hi)` is `stack`'s buffer, alive and unshared.
+            let n = unsafe { walk_frame_pointers(first, lo, hi, &mut out) };
             assert!(n <= 3, "bad link {bad:#x}: walked {n}");
         }
-        assert_eq!(walk_frame_pointers(0, lo, hi, &mut out), 0);
-        assert_eq!(walk_frame_pointers(first, 0, 0, &mut out), 0);
+        // SAFETY: as above; empty bounds read nothing.
+        unsafe {
+            assert_eq!(walk_frame_pointers(0, lo, hi, &mut out), 0);
+            assert_eq!(walk_frame_pointers(first, 0, 0, &mut out), 0);
+            // Unknown bounds, `(0, 0)`, read nothing, even from a frame
+            // pointer of 0.
+            assert_eq!(walk_frame_pointers(0, 0, 0, &mut out), 0);
+            assert_eq!(walk_frame_pointers(8, 0, 0, &mut out), 0);
+        }
     }
 
     #[test]
@@ -322,7 +362,9 @@ mod tests {
         if probe() {
             let mut out = [0usize; 64];
             let (lo, hi) = query_stack_bounds().unwrap_or((0, 0));
-            let n = walk_frame_pointers(current_frame_pointer(), lo, hi, &mut out);
+            // SAFETY: this thread's stack and, as the probe found, this
+            // frame's frame pointer.
+            let n = unsafe { walk_frame_pointers(current_frame_pointer(), lo, hi, &mut out) };
             assert!(n > 1);
         }
     }

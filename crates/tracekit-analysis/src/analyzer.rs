@@ -505,10 +505,8 @@ impl Analyzer {
             }
         };
         for node in pending.into_iter().rev() {
-            if !known {
-                if let Some(code) = self.backtraces.leaf(node) {
-                    known = matches(code);
-                }
+            if !known && let Some(code) = self.backtraces.leaf(node) {
+                known = matches(code);
             }
             self.node_match[node.0 as usize] = if known { 2 } else { 1 };
         }

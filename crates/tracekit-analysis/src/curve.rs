@@ -263,7 +263,7 @@ impl Timeline {
 /// The factor from one round width to the next: 1 -> 2 -> 10 -> 20 -> 100 ...
 fn next_factor(width: u64) -> usize {
     let mut w = width;
-    while w >= 10 && w % 10 == 0 {
+    while w >= 10 && w.is_multiple_of(10) {
         w /= 10;
     }
     if w == 1 { 2 } else { 5 }

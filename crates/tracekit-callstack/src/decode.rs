@@ -320,11 +320,11 @@ impl<S: Sink> Decoder<S> {
 
     #[inline]
     fn event_observed(&mut self, event: &Event<'_>, observer: &mut impl Observer) {
-        if !self.base_known {
-            if let Some(t) = event.time() {
-                self.writer.set_base_time(t);
-                self.base_known = true;
-            }
+        if !self.base_known
+            && let Some(t) = event.time()
+        {
+            self.writer.set_base_time(t);
+            self.base_known = true;
         }
         self.stats.events += 1;
         if matches!(event, Event::DecodeError(_)) {
@@ -510,10 +510,10 @@ impl HitCollector {
     pub fn feed(&mut self, text: &str) {
         let mut parser = RecordParser::new();
         for rec in Records::new(text) {
-            if let Ok(Parsed::Event(e)) = parser.parse(&rec, 0) {
-                if let Some(h) = self.filter.hit(&e) {
-                    self.hits.push(h);
-                }
+            if let Ok(Parsed::Event(e)) = parser.parse(&rec, 0)
+                && let Some(h) = self.filter.hit(&e)
+            {
+                self.hits.push(h);
             }
         }
     }

@@ -421,7 +421,7 @@ pub fn check_with_progress(input: &[u8], mut progress: impl FnMut(u64)) -> Repor
         seen_warnings = reader.warnings().len();
         let offset = reader.record_offset();
         c.report.records += 1;
-        if c.report.records % 8192 == 0 {
+        if c.report.records.is_multiple_of(8192) {
             progress(reader.offset());
         }
         let large_words = input

@@ -72,7 +72,7 @@ pub fn write_chrome_json(
     }) = reader.next_entry()?
     {
         records += 1;
-        if records % 8192 == 0 {
+        if records.is_multiple_of(8192) {
             progress(offset);
         }
         s.clear();

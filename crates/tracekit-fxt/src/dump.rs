@@ -57,7 +57,7 @@ pub fn write_dump(
         line.push('\n');
         out.write_all(line.as_bytes())?;
         n += 1;
-        if n % 8192 == 0 {
+        if n.is_multiple_of(8192) {
             progress(offset);
         }
     }

@@ -378,3 +378,61 @@ fn a_dropped_writer_hands_over_what_it_holds() {
         1
     );
 }
+
+/// A destination that counts its drops.
+struct DropCounted {
+    inner: VecDestination,
+    drops: std::rc::Rc<std::cell::Cell<u32>>,
+}
+
+impl Destination for DropCounted {
+    fn buffer(&mut self) -> &mut [u8] {
+        self.inner.buffer()
+    }
+    fn next_buffer(&mut self, filled: usize, min: usize) -> Result<usize, DestinationError> {
+        self.inner.next_buffer(filled, min)
+    }
+}
+
+impl Drop for DropCounted {
+    fn drop(&mut self) {
+        self.drops.set(self.drops.get() + 1);
+    }
+}
+
+#[test]
+fn finish_hands_the_destination_over_and_drop_drops_it_once() {
+    let t = ThreadRef::Inline {
+        process: Koid(1),
+        thread: Koid(2),
+    };
+    let drops = std::rc::Rc::new(std::cell::Cell::new(0));
+    let dest = || DropCounted {
+        inner: VecDestination::new(),
+        drops: drops.clone(),
+    };
+
+    // `finish` moves the destination out: the writer does not drop it too.
+    let mut w = Writer::new(dest()).unwrap();
+    w.intern("a string the writer keeps track of").unwrap();
+    w.instant(t, "c", "n", 1, &[]).unwrap();
+    let d = w.finish().unwrap();
+    assert_eq!(drops.get(), 0);
+    assert_eq!(
+        records(d.inner.as_slice())
+            .iter()
+            .filter(|r| r.starts_with("Event"))
+            .count(),
+        1
+    );
+    drop(d);
+    assert_eq!(drops.get(), 1);
+
+    // A writer dropped open, or closed, drops its destination exactly once.
+    drop(Writer::new(dest()).unwrap());
+    assert_eq!(drops.get(), 2);
+    let mut w = Writer::new(dest()).unwrap();
+    w.close().unwrap();
+    drop(w);
+    assert_eq!(drops.get(), 3);
+}

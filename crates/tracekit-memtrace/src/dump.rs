@@ -308,7 +308,7 @@ where
                 (self.on_warning)(&w);
             }
             self.out.write_all(line)?;
-            if self.summary.events % 65536 == 0 {
+            if self.summary.events.is_multiple_of(65536) {
                 (self.on_progress)(events.position());
             }
         }

@@ -5,44 +5,27 @@ use std::io::Read;
 use std::path::Path;
 
 use crate::error::OpenError;
-use crate::read::{Data, Reader};
+use crate::read::Reader;
 
 impl Reader<'static> {
-    /// Opens the trace file at `path`, memory-mapped.
+    /// Reads the trace file at `path` into memory.
     ///
-    /// The file must not be modified while the reader exists (a trace still
-    /// being written by a live process should be copied first).
-    /// Pipes and other files that cannot be mapped are read into memory.
+    /// To read a large trace without copying it, map the file and pass the
+    /// map to [`Reader::from_owner`], which says what mapping it takes.
     pub fn open(path: impl AsRef<Path>) -> Result<Reader<'static>, OpenError> {
         let file = File::open(path)?;
-        let meta = file.metadata()?;
-        if meta.is_dir() {
+        if file.metadata()?.is_dir() {
             return Err(
                 std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory").into(),
             );
         }
-        if !meta.is_file() {
-            return Reader::from_read(file);
-        }
-        if meta.len() == 0 {
-            return Ok(Reader::new(Data::Owned(Vec::new()))?);
-        }
-        // SAFETY: the map is only read. Its contents can change if another
-        // process writes the file meanwhile; that can only yield a decoding
-        // error, since every read is bounds-checked against the map's length.
-        let map = unsafe { memmap2::Mmap::map(&file)? };
-        Ok(Reader::new(Data::Mapped(map))?)
+        Reader::from_read(file)
     }
 
     /// Reads a whole trace from `input` (a pipe, say) into memory.
     pub fn from_read(mut input: impl Read) -> Result<Reader<'static>, OpenError> {
         let mut data = Vec::new();
         input.read_to_end(&mut data)?;
-        Ok(Reader::new(Data::Owned(data))?)
-    }
-
-    /// A reader that owns the trace's bytes.
-    pub fn from_vec(data: Vec<u8>) -> Result<Reader<'static>, crate::ReadError> {
-        Reader::new(Data::Owned(data))
+        Ok(Reader::from_vec(data)?)
     }
 }

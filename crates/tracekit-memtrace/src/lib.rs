@@ -2,8 +2,9 @@
 //! OCaml's memtrace library records: every format version (v1, v2, v3),
 //! byte-compatible with the reference implementation.
 //!
-//! * [`Reader`] opens a trace (memory-mapped file, bytes, or any
-//!   [`Read`](std::io::Read)) and decodes its [`Event`]s. Backtraces are lent
+//! * [`Reader`] opens a trace (bytes it borrows, bytes in any container it
+//!   owns, a memory map included, a file or any [`Read`](std::io::Read)) and
+//!   decodes its [`Event`]s. Backtraces are lent
 //!   from the decoder's state, so reading allocates nothing per event.
 //! * [`StreamReader`] decodes a trace from any [`Read`](std::io::Read) one
 //!   packet at a time, in memory bounded by the largest packet, with the

@@ -157,14 +157,14 @@ fn check(input: &[u8], full_dump: bool) -> Result<(), String> {
             outcome,
             "the model of the dump is the dump"
         );
-        if let Ok((copy, _)) = &copied {
-            if outcome.failure.is_none() {
-                let mut text2 = Vec::new();
-                let mut r = Reader::from_bytes(copy).unwrap();
-                let o2 = write_dump(&mut r, &mut text2, |_| {}, |_| {}).unwrap();
-                if o2.failure.is_some() || text2 != text {
-                    return Err("copy ok, the copy's dump text differs".into());
-                }
+        if let Ok((copy, _)) = &copied
+            && outcome.failure.is_none()
+        {
+            let mut text2 = Vec::new();
+            let mut r = Reader::from_bytes(copy).unwrap();
+            let o2 = write_dump(&mut r, &mut text2, |_| {}, |_| {}).unwrap();
+            if o2.failure.is_some() || text2 != text {
+                return Err("copy ok, the copy's dump text differs".into());
             }
         }
     }

@@ -84,14 +84,15 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
 }
 
 /// Opens a trace, after checking that it is one; `-` reads standard input
-/// into memory (the analyses read a trace more than once).
+/// into memory (the analyses read a trace more than once), a large file is
+/// memory-mapped.
 pub fn open(path: &Path) -> Result<Reader<'static>> {
     let reader = if input::is_stdin(path) {
         Reader::from_read(input::open_stream(path, Family::Memtrace)?)
     } else {
         let head = input::open_stream(path, Family::Memtrace)?;
         drop(head);
-        Reader::open(path)
+        Reader::from_owner(input::read_all(path, Family::Memtrace)?).map_err(OpenError::from)
     };
     reader.map_err(|e| open_error(path, e))
 }

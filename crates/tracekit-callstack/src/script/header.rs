@@ -246,10 +246,10 @@ fn fast_columns(b: &[u8]) -> Option<(Thread, Time, usize, usize)> {
 
 /// Skips a `[CPU]` column and the spaces after it.
 fn skip_cpu(b: &[u8], i: usize) -> usize {
-    if b.get(i) == Some(&b'[') {
-        if let Some((_, j)) = parse_dec(b, i + 1).filter(|&(_, j)| b.get(j) == Some(&b']')) {
-            return skip_spaces(b, j + 1);
-        }
+    if b.get(i) == Some(&b'[')
+        && let Some((_, j)) = parse_dec(b, i + 1).filter(|&(_, j)| b.get(j) == Some(&b']'))
+    {
+        return skip_spaces(b, j + 1);
     }
     i
 }

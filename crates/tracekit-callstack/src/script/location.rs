@@ -90,10 +90,11 @@ impl<'a> Locations<'a> for LocationCache<'a> {
     #[inline]
     fn location(&mut self, ip: Address, text: &'a str) -> Location<'a> {
         let slot = &mut self.slots[slot_of(ip)];
-        if let Some((seen, loc)) = slot {
-            if loc.ip == ip && *seen == text {
-                return *loc;
-            }
+        if let Some((seen, loc)) = slot
+            && loc.ip == ip
+            && *seen == text
+        {
+            return *loc;
         }
         let loc = parse_location(ip, text);
         *slot = Some((text, loc));
@@ -146,13 +147,14 @@ pub(crate) fn parse_location(ip: Address, text: &str) -> Location<'_> {
         // Candidates from the right, as the greedy name group would find them.
         let mut end = b.len();
         while let Some(p) = memchr::memrchr(b'+', &b[..end]) {
-            if b.get(p + 1) == Some(&b'0') && b.get(p + 2) == Some(&b'x') {
-                if let Some((offset, dso_open)) = offset_then_dso(b, p + 3) {
-                    loc.symbol = Symbol::Perf(&text[..p]);
-                    loc.offset = offset;
-                    loc.inlined = &b[dso_open + 1..b.len() - 1] == b"inlined";
-                    return loc;
-                }
+            if b.get(p + 1) == Some(&b'0')
+                && b.get(p + 2) == Some(&b'x')
+                && let Some((offset, dso_open)) = offset_then_dso(b, p + 3)
+            {
+                loc.symbol = Symbol::Perf(&text[..p]);
+                loc.offset = offset;
+                loc.inlined = &b[dso_open + 1..b.len() - 1] == b"inlined";
+                return loc;
             }
             end = p;
         }
@@ -160,12 +162,11 @@ pub(crate) fn parse_location(ip: Address, text: &str) -> Location<'_> {
     if let Some(after) = text.strip_prefix("[unknown]") {
         // `^\[unknown\]\s+\((.*)\)`: the DSO runs to the last `)`, wherever it is.
         let trimmed = after.trim_start_matches(is_space_char);
-        if trimmed.len() < after.len() {
-            if let Some(inner) = trimmed.strip_prefix('(') {
-                if let Some(close) = inner.rfind(')') {
-                    loc.symbol = Symbol::UnknownInDso(&inner[..close]);
-                }
-            }
+        if trimmed.len() < after.len()
+            && let Some(inner) = trimmed.strip_prefix('(')
+            && let Some(close) = inner.rfind(')')
+        {
+            loc.symbol = Symbol::UnknownInDso(&inner[..close]);
         }
         return loc;
     }

@@ -4,7 +4,9 @@
 //! The argument signature is a type: `EventHeader<(Int32, Int64)>` can only be written
 //! with an `(Int32, Int64)` value, so writing the wrong number or kind of arguments for
 //! a header (a runtime check in the seed) does not compile, and neither does a 16th
-//! argument (tuples implement [`FixedArgs`] up to 15 elements). Which trailer an event
+//! argument: tuples implement [`FixedArgs`] up to 15 elements, and since tuples nest
+//! (`((A, B), C)` is three arguments), building a header checks the total count with
+//! a compile-time assertion (see [`EventHeader`]). Which trailer an event
 //! needs is also part of the type: `EventHeader<A, Plain>` for instant, begin and end,
 //! `EventHeader<A, WithId>` for counter, async and flow events, and
 //! `EventHeader<A, Complete>` for complete events, whose end is checked at runtime.
@@ -34,7 +36,7 @@
 use core::marker::PhantomData;
 
 use super::{Destination, WriteError, Writer};
-use crate::format::{ArgType, EventType, Koid, RecordType, StringId, ThreadId};
+use crate::format::{ArgType, EventType, Koid, MAX_ARGS, RecordType, StringId, ThreadId};
 
 mod sealed {
     pub trait Sealed {
@@ -45,6 +47,8 @@ mod sealed {
 
 /// An argument list whose count and size are known at compile time: one of the
 /// argument types of this module, or a tuple of up to 15 of them (`()` for none).
+/// Tuples nest, so a list can count more than 15; [`EventHeader`] refuses those at
+/// compile time.
 pub trait FixedArgs: sealed::Sealed + Copy {
     /// Number of arguments.
     const COUNT: usize;
@@ -215,6 +219,35 @@ pub enum Complete {}
 
 /// A precomputed event header word for events with argument signature `A` and
 /// trailer kind `K`.
+///
+/// The header's 4-bit argument count holds at most 15 ([`MAX_ARGS`]). Nested tuples
+/// can add up to more, so building a header asserts the count at compile time, once
+/// per signature; a larger one does not compile (rather than overflowing into the
+/// thread ref):
+///
+/// ```compile_fail,E0080
+/// use tracekit_fxt::format::{StringId, ThreadId};
+/// use tracekit_fxt::write::fast::{EventHeader, Int32};
+///
+/// type Eight = (Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32);
+/// let (t, s) = (ThreadId::new(1).unwrap(), StringId::new(2).unwrap());
+/// // 16 arguments: fails with "an FXT event has at most 15 arguments".
+/// let _ = EventHeader::<(Eight, Eight)>::instant(t, s, s);
+/// ```
+///
+/// Fifteen, nested or not, is fine:
+///
+/// ```
+/// use tracekit_fxt::format::{StringId, ThreadId};
+/// use tracekit_fxt::write::fast::{EventHeader, Int32};
+///
+/// type Eight = (Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32);
+/// type Seven = (Int32, Int32, Int32, Int32, Int32, Int32, Int32);
+/// let (t, s) = (ThreadId::new(1).unwrap(), StringId::new(2).unwrap());
+/// let h = EventHeader::<(Eight, Seven)>::instant(t, s, s);
+/// assert_eq!(h.word() >> 20 & 0xF, 15);
+/// assert_eq!(h.word() >> 24 & 0xFF, 1);
+/// ```
 pub struct EventHeader<A, K = Plain> {
     word: u64,
     _sig: PhantomData<fn(A, K)>,
@@ -234,7 +267,16 @@ impl<A, K> core::fmt::Debug for EventHeader<A, K> {
 }
 
 impl<A: FixedArgs, K> EventHeader<A, K> {
+    /// Evaluated at compile time for each `A` whose header is built (a post-
+    /// monomorphization error: `cargo check` does not see it, `cargo build` does).
+    const ARGS_FIT: () = assert!(
+        A::COUNT <= MAX_ARGS,
+        "an FXT event has at most 15 arguments"
+    );
+
     const fn build(ty: EventType, thread: ThreadId, category: StringId, name: StringId) -> Self {
+        // Every header is built here, so no signature over 15 arguments compiles.
+        let () = Self::ARGS_FIT;
         // At most 15 arguments of at most 2 words each, so the size always fits 12 bits.
         let trailer = if ty.has_trailer() { 1 } else { 0 };
         let size = (2 + A::WORDS + trailer) as u64;
@@ -514,6 +556,37 @@ mod tests {
         let slow = slow.finish().unwrap().into_vec();
         assert_eq!(fast, slow);
         assert!(!fast.is_empty());
+    }
+
+    /// Nested tuples of 15 arguments in all (the most a header holds) encode as 15
+    /// flat ones: count 15, thread ref intact.
+    #[test]
+    fn nested_fifteen_arguments_match_general_path() {
+        type Eight = (Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32);
+        type Seven = (Int64, Int64, Int64, Int64, Int64, Int64, Int64);
+        let (t, c, n, k) = ids();
+        let h = EventHeader::<(Eight, Seven)>::instant(t, c, n);
+        assert_eq!(h.word() >> 20 & 0xF, 15);
+        assert_eq!(h.word() >> 24 & 0xFF, u64::from(t.get()));
+        let mut fast = Writer::without_header(VecDestination::new()).unwrap();
+        let i = |v| Int32(k, v);
+        let l = |v| Int64(k, v);
+        fast.emit(
+            &h,
+            5,
+            (
+                (i(0), i(1), i(2), i(3), i(4), i(5), i(6), i(7)),
+                (l(8), l(9), l(10), l(11), l(12), l(13), l(14)),
+            ),
+        )
+        .unwrap();
+        let mut args: Vec<_> = (0..8).map(|v| Arg::new(k, ArgValue::Int32(v))).collect();
+        args.extend((8..15).map(|v| Arg::new(k, ArgValue::Int64(v))));
+        let mut slow = Writer::without_header(VecDestination::new()).unwrap();
+        slow.instant(t, c, n, 5, &args).unwrap();
+        let fast = fast.finish().unwrap().into_vec();
+        assert_eq!(fast, slow.finish().unwrap().into_vec());
+        assert_eq!(fast.len(), h.byte_size());
     }
 
     #[test]

@@ -159,9 +159,17 @@ impl Default for WriterOptions<'_> {
 /// are 17 "dyn" slots, then `num_temp_strings` temp slots, then permanent ids handed
 /// out by [`intern`](Self::intern) up to 32767.
 pub struct Writer<D: Destination> {
-    pub(crate) dest: D,
-    pub(crate) pos: usize,
-    pub(crate) strings: strings::StringSlots,
+    // Its only field: `finish` moves it out whole (see there).
+    parts: Parts<D>,
+}
+
+/// The writer's state, in a struct without a `Drop` impl so that
+/// [`Writer::finish`] can move the destination out of it and let the compiler drop
+/// the rest.
+struct Parts<D: Destination> {
+    dest: D,
+    pos: usize,
+    strings: strings::StringSlots,
     closed: bool,
 }
 
@@ -177,10 +185,12 @@ impl<D: Destination> Writer<D> {
     /// A writer with explicit options.
     pub fn with_options(dest: D, options: &WriterOptions<'_>) -> Result<Self, WriteError> {
         let mut w = Self {
-            dest,
-            pos: 0,
-            strings: strings::StringSlots::new(options.num_temp_strings, options.header)?,
-            closed: false,
+            parts: Parts {
+                dest,
+                pos: 0,
+                strings: strings::StringSlots::new(options.num_temp_strings, options.header)?,
+                closed: false,
+            },
         };
         if options.header {
             w.write_magic()?;
@@ -208,82 +218,88 @@ impl<D: Destination> Writer<D> {
 
     /// Hands every complete record to the destination and flushes it.
     pub fn flush(&mut self) -> Result<(), WriteError> {
-        if self.closed {
+        if self.parts.closed {
             return Err(WriteError::Closed);
         }
         self.hand_over()?;
-        self.dest.flush()?;
+        self.parts.dest.flush()?;
         Ok(())
     }
 
     /// Flushes and closes the destination. Later writes fail with
     /// [`WriteError::Closed`].
     pub fn close(&mut self) -> Result<(), WriteError> {
-        if self.closed {
+        if self.parts.closed {
             return Ok(());
         }
         self.hand_over()?;
-        self.dest.flush()?;
-        self.closed = true;
+        self.parts.dest.flush()?;
+        self.parts.closed = true;
         // Makes every reserve take the slow path, which reports the writer closed.
-        self.pos = usize::MAX;
-        self.dest.close()?;
+        self.parts.pos = usize::MAX;
+        self.parts.dest.close()?;
         Ok(())
     }
 
     /// Closes the writer and returns the destination.
     pub fn finish(mut self) -> Result<D, WriteError> {
         self.close()?;
-        // The destination moves out of a type with a `Drop` impl; that impl has
-        // nothing left to do on a closed writer, so it is skipped.
+        // Nothing can move out of a type with a `Drop` impl, so the writer's own
+        // drop (which has nothing left to do on a closed writer) is skipped and its
+        // `Parts`, which has no `Drop` impl, is moved out whole.
         let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never used again nor dropped, so `dest` is owned exactly
-        // once. The other fields own no memory (integers and flags; `StringSlots`
-        // counts ids), so skipping their drop leaks nothing.
-        Ok(unsafe { std::ptr::read(&this.dest) })
+        // Lists every field of `Writer` (a new one fails to compile here).
+        let Writer { parts } = &*this;
+        // SAFETY: `parts` is valid and initialised, and `this` is neither used again
+        // nor dropped, so the `Parts` read here is its only owner: nothing is
+        // dropped twice, and nothing else in `Writer` is left undropped (the
+        // pattern above is exhaustive).
+        let parts = unsafe { std::ptr::read(parts) };
+        // Moving `dest` out of `Parts` drops its other fields.
+        Ok(parts.dest)
     }
 
     /// The destination (e.g. to look at a [`VecDestination`] after a flush).
     pub fn destination(&self) -> &D {
-        &self.dest
+        &self.parts.dest
     }
 
     /// The destination, mutably. Writing to its buffer behind the writer's back
     /// corrupts the output.
     pub fn destination_mut(&mut self) -> &mut D {
-        &mut self.dest
+        &mut self.parts.dest
     }
 
     /// Bytes written into the current buffer and not yet handed to the destination.
     pub fn pending_bytes(&self) -> usize {
-        if self.closed { 0 } else { self.pos }
+        if self.parts.closed { 0 } else { self.parts.pos }
     }
 
     fn hand_over(&mut self) -> Result<(), WriteError> {
-        let start = self.dest.next_buffer(self.pos, 0)?;
-        self.pos = start.min(self.dest.buffer().len());
+        let start = self.parts.dest.next_buffer(self.parts.pos, 0)?;
+        self.parts.pos = start.min(self.parts.dest.buffer().len());
         Ok(())
     }
 
     #[cold]
     #[inline(never)]
     fn switch_buffers(&mut self, bytes: usize) -> Result<(), WriteError> {
-        if self.closed {
+        if self.parts.closed {
             return Err(WriteError::Closed);
         }
-        let start = self.dest.next_buffer(self.pos, bytes)?;
-        let cap = self.dest.buffer().len();
+        let start = self.parts.dest.next_buffer(self.parts.pos, bytes)?;
+        let cap = self.parts.dest.buffer().len();
         let available = cap.saturating_sub(start);
         if available < bytes {
             // Keep the writer consistent with what the destination now holds.
-            self.pos = start.min(cap);
+            self.parts.pos = start.min(cap);
             return Err(DestinationError::TooSmall {
                 needed: bytes,
                 available,
             }
             .into());
         }
-        self.pos = start;
+        self.parts.pos = start;
         Ok(())
     }
 
@@ -296,10 +312,10 @@ impl<D: Destination> Writer<D> {
         // paths yield a start pointer, so the record's length stays a constant the
         // compiler folds into the writes. A closed writer has `pos == usize::MAX`,
         // so it always takes the slow path, which fails.
-        let start = self.pos;
-        let buf: *mut [u8] = self.dest.buffer();
+        let start = self.parts.pos;
+        let buf: *mut [u8] = self.parts.dest.buffer();
         let at = if fits(start, buf.len(), bytes) {
-            self.pos = start + bytes;
+            self.parts.pos = start + bytes;
             // SAFETY: `start < buf.len()` or `bytes == 0`, checked just above, so the
             // offset stays within (or one past) the slice.
             unsafe { buf.cast::<u8>().add(start) }
@@ -308,7 +324,7 @@ impl<D: Destination> Writer<D> {
         };
         // SAFETY: `at` points at `bytes` bytes inside the slice the destination's
         // `buffer()` returned from a `&mut` borrow (checked on both paths), and
-        // nothing touches `self.dest` before the returned `Words`, which borrows
+        // nothing touches `self.parts.dest` before the returned `Words`, which borrows
         // `self` mutably, is dropped: the bytes stay valid and exclusively ours.
         let buf = unsafe { core::slice::from_raw_parts_mut(at, bytes) };
         Ok(Words { buf })
@@ -320,8 +336,8 @@ impl<D: Destination> Writer<D> {
     #[inline(never)]
     fn reserve_slow(&mut self, bytes: usize) -> Result<*mut u8, WriteError> {
         self.switch_buffers(bytes)?;
-        let start = self.pos;
-        let buf = self.dest.buffer();
+        let start = self.parts.pos;
+        let buf = self.parts.dest.buffer();
         if !fits(start, buf.len(), bytes) {
             return Err(DestinationError::TooSmall {
                 needed: bytes,
@@ -329,7 +345,7 @@ impl<D: Destination> Writer<D> {
             }
             .into());
         }
-        self.pos = start + bytes;
+        self.parts.pos = start + bytes;
         Ok(buf[start..].as_mut_ptr())
     }
 
@@ -431,7 +447,7 @@ impl<D: Destination> Drop for Writer<D> {
         if self.pending_bytes() > 0 {
             // Errors cannot be reported from here; `close` reports them.
             if self.hand_over().is_ok() {
-                let _ = self.dest.flush();
+                let _ = self.parts.dest.flush();
             }
         }
     }

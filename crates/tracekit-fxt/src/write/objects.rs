@@ -60,7 +60,7 @@ impl<D: Destination> Writer<D> {
         tid: Koid,
         name: impl Into<StringRef<'s>>,
     ) -> Result<(), WriteError> {
-        let arg_name = if self.strings.process_reserved() {
+        let arg_name = if self.parts.strings.process_reserved() {
             StringRef::Index(StringId::PROCESS)
         } else {
             StringRef::inline("process")

@@ -77,33 +77,33 @@ impl<D: Destination> Writer<D> {
 
     /// [`intern`](Self::intern) for bytes that may not be UTF-8.
     pub fn intern_bytes(&mut self, s: &[u8]) -> Result<StringId, WriteError> {
-        let next = self.strings.next_permanent;
+        let next = self.parts.strings.next_permanent;
         let id = u16::try_from(next)
             .ok()
             .and_then(StringId::new)
             .ok_or(WriteError::OutOfStringIds)?;
         self.write_string_record(id, s)?;
-        self.strings.next_permanent = next + 1;
+        self.parts.strings.next_permanent = next + 1;
         Ok(id)
     }
 
     /// Number of temp string slots.
     pub fn num_temp_strings(&self) -> u16 {
-        self.strings.num_temp
+        self.parts.strings.num_temp
     }
 
     /// Binds temp slot `slot` (0-based) to `s`, replacing what it held; events written
     /// afterwards see the new value. For unboundedly many distinct strings.
     pub fn set_temp_string(&mut self, slot: u16, s: &str) -> Result<StringId, WriteError> {
-        if slot >= self.strings.num_temp {
+        if slot >= self.parts.strings.num_temp {
             return Err(WriteError::SlotOutOfRange {
                 slot,
-                count: self.strings.num_temp,
+                count: self.parts.strings.num_temp,
             });
         }
         let id = StringId::new(FIRST_TEMP_STRING + slot).ok_or(WriteError::SlotOutOfRange {
             slot,
-            count: self.strings.num_temp,
+            count: self.parts.strings.num_temp,
         })?;
         self.write_string_record(id, s.as_bytes())?;
         Ok(id)
@@ -125,7 +125,7 @@ impl<D: Destination> Writer<D> {
     /// Binds an explicit string id, e.g. to reproduce another writer's ids. Id 1 is
     /// refused (unless `s` is `"process"`) when the header reserved it.
     pub fn set_string(&mut self, id: StringId, s: &[u8]) -> Result<(), WriteError> {
-        if id == StringId::PROCESS && self.strings.process_reserved && s != b"process" {
+        if id == StringId::PROCESS && self.parts.strings.process_reserved && s != b"process" {
             return Err(WriteError::ProcessStringReserved);
         }
         self.write_string_record(id, s)

@@ -1,7 +1,7 @@
 //! Reading traces (OCaml `Trace.Reader`).
 //!
-//! A [`Reader`] holds the whole trace as bytes (borrowed, owned, or
-//! memory-mapped by [`Reader::open`]) and its [`Info`]. [`Reader::events`]
+//! A [`Reader`] holds the whole trace as bytes (borrowed, or owned in any
+//! container: a `Vec`, or a memory map the caller made) and its [`Info`]. [`Reader::events`]
 //! starts a pass over the events; each pass decodes from the start, as OCaml's
 //! `Reader.iter` does, and fills the reader's [`LocationTable`].
 //!
@@ -48,18 +48,18 @@ pub const MAX_DOMAINS: usize = 4096;
 /// Most backtrace frames all domains together may buffer.
 const MAX_TOTAL_BACKTRACE_FRAMES: usize = 1 << 24;
 
-pub(crate) enum Data<'d> {
+/// The trace's bytes: borrowed, or in a container the reader owns.
+enum Data<'d> {
     Borrowed(&'d [u8]),
-    Owned(Vec<u8>),
-    Mapped(memmap2::Mmap),
+    Owned(Box<dyn AsRef<[u8]> + Send + Sync>),
 }
 
 impl Data<'_> {
+    #[inline]
     fn bytes(&self) -> &[u8] {
         match self {
             Data::Borrowed(b) => b,
-            Data::Owned(v) => v,
-            Data::Mapped(m) => m,
+            Data::Owned(o) => (**o).as_ref(),
         }
     }
 }
@@ -104,8 +104,49 @@ impl<'d> Reader<'d> {
     pub fn from_bytes(data: &'d [u8]) -> Result<Reader<'d>, ReadError> {
         Reader::new(Data::Borrowed(data))
     }
+}
 
-    pub(crate) fn new(data: Data<'d>) -> Result<Reader<'d>, ReadError> {
+impl Reader<'static> {
+    /// A reader that owns the trace's bytes.
+    pub fn from_vec(data: Vec<u8>) -> Result<Reader<'static>, ReadError> {
+        Reader::from_owner(data)
+    }
+
+    /// A reader that owns the container holding the trace's bytes: a
+    /// `Vec<u8>`, a `Box<[u8]>`, an `Arc<[u8]>`, or a memory map.
+    ///
+    /// `owner.as_ref()` must give the same bytes every time, as every
+    /// standard container does (this is not a safety condition: other bytes
+    /// only give wrong results or errors).
+    ///
+    /// This is how to read a large file without copying it: map it (with
+    /// `memmap2`, say) and hand over the map. Mapping a file is `unsafe`
+    /// because the bytes of a `&[u8]` must not change while it lives: if
+    /// another process writes the file meanwhile that is undefined
+    /// behaviour, and if it truncates the file, reading a page past the new
+    /// end kills the process with `SIGBUS`. [`Reader::open`] reads the file
+    /// instead.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let bytes = tracekit_memtrace::doc_example_trace();
+    /// use std::sync::Arc;
+    /// use tracekit_memtrace::Reader;
+    /// let shared: Arc<[u8]> = bytes.into();
+    /// let mut reader = Reader::from_owner(Arc::clone(&shared))?;
+    /// assert_eq!(reader.bytes(), &shared[..]);
+    /// assert!(reader.events(true).next_event().is_some());
+    /// # Ok(()) }
+    /// ```
+    pub fn from_owner(
+        owner: impl AsRef<[u8]> + Send + Sync + 'static,
+    ) -> Result<Reader<'static>, ReadError> {
+        Reader::new(Data::Owned(Box::new(owner)))
+    }
+}
+
+impl<'d> Reader<'d> {
+    fn new(data: Data<'d>) -> Result<Reader<'d>, ReadError> {
         let (info, version, data_offset) = read_trace_info(data.bytes())?;
         Ok(Reader {
             data,
@@ -151,6 +192,7 @@ impl<'d> Reader<'d> {
     /// Starts a pass over the events from the start of the trace. Without
     /// `parse_backtraces`, allocations come with empty backtraces and decoding
     /// is several times faster.
+    #[inline]
     pub fn events(&mut self, parse_backtraces: bool) -> Events<'_> {
         Events::new(
             self.data.bytes(),

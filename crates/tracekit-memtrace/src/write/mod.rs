@@ -410,10 +410,10 @@ impl<W: Write> Writer<W> {
     /// Writes the pending location packets and the event packet, and starts
     /// a new packet at `now`.
     fn flush_at(&mut self, now: i64) -> Result<(), WriteError> {
-        if let Some(getpid) = &self.getpid {
-            if getpid() != self.pid {
-                return Err(WriteError::PidChanged);
-            }
+        if let Some(getpid) = &self.getpid
+            && getpid() != self.pid
+        {
+            return Err(WriteError::PidChanged);
         }
         let version = self.version.number();
         let domain = self.domain.get();

@@ -227,6 +227,12 @@ impl std::ops::Deref for Bytes {
     }
 }
 
+impl AsRef<[u8]> for Bytes {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
 /// Reads a whole input (a file, or `-`), its kind checked against `family`.
 pub fn read_all(path: &Path, family: Family) -> Result<Bytes> {
     let name = display(path);
@@ -248,9 +254,14 @@ pub fn read_all(path: &Path, family: Family) -> Result<Bytes> {
                 .with_context(|| format!("cannot read {name}"))?;
             Bytes::Owned(v)
         } else {
-            // SAFETY: the map is only read, and every reader bounds-checks what it
-            // reads against the map's length. A file truncated by another process
-            // while mapped can still fault, as with any mmap-based tool.
+            // SAFETY: `Mmap::map` requires that the file not change while it is
+            // mapped, which nothing can enforce: tracekit never writes its inputs,
+            // and takes it that nothing else does while it reads them (as any
+            // mmap-based tool does). Broken, this is not a decoding error: a file
+            // truncated meanwhile kills the process with SIGBUS at the first page
+            // read past its new end, and bytes changed under the `&[u8]` the
+            // readers hold are undefined behaviour. Files under 1 MiB and what is
+            // not a regular file (pipes, standard input) are read instead.
             let map = unsafe { memmap2::Mmap::map(&file) }
                 .with_context(|| format!("cannot map {name}"))?;
             Bytes::Mapped(map)
@@ -291,6 +302,25 @@ mod tests {
         assert!(expect(Family::Perf, Kind::Text, "p").is_ok());
         assert!(expect(Family::Perf, Kind::Png, "p").is_err());
         assert!(expect(Family::Memtrace, Kind::Empty, "e").is_err());
+    }
+
+    /// A large regular file is mapped, not read into memory (a multi-GB
+    /// trace would not fit); a small one is read.
+    #[test]
+    fn large_files_are_mapped() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut trace_like = vec![0xc1, 0x1f, 0xfc, 0xc1, 0, 0];
+        let small = dir.path().join("small.ctf");
+        std::fs::write(&small, &trace_like).unwrap();
+        trace_like.resize(1 << 20, 0);
+        let large = dir.path().join("large.ctf");
+        std::fs::write(&large, &trace_like).unwrap();
+        let bytes = read_all(&large, Family::Memtrace).unwrap();
+        assert!(matches!(bytes, Bytes::Mapped(_)));
+        assert_eq!(bytes.as_ref(), &trace_like[..]);
+        let bytes = read_all(&small, Family::Memtrace).unwrap();
+        assert!(matches!(bytes, Bytes::Owned(_)));
+        assert_eq!(bytes.as_ref(), &trace_like[..6]);
     }
 
     #[test]
