@@ -68,7 +68,7 @@ pub fn write_chrome_json(
     while let Some(Entry {
         offset,
         record,
-        timebase,
+        tick_rate,
     }) = reader.next_entry()?
     {
         records += 1;
@@ -79,7 +79,7 @@ pub fn write_chrome_json(
         if summary.events > 0 {
             s.push_str(",\n");
         }
-        let ns = |t| timebase.ns(t);
+        let ns = |t| tick_rate.ns(t);
         match record {
             Record::Event(e) => {
                 let Thread { process, thread } = e.thread;

@@ -46,14 +46,14 @@ pub fn write_dump(
         let Some(Entry {
             offset,
             record,
-            timebase,
+            tick_rate,
         }) = reader.next_entry()?
         else {
             break;
         };
         line.clear();
         let _ = write!(line, "{offset:#010x} ");
-        format_record(&mut line, &record, |t| timebase.ns(t));
+        format_record(&mut line, &record, |t| tick_rate.ns(t));
         line.push('\n');
         out.write_all(line.as_bytes())?;
         n += 1;

@@ -631,9 +631,10 @@ impl ProviderEvent {
     pub const BUFFER_OVERFLOW: Self = Self(0);
 }
 
-/// Where timestamp 0 lies, for the 4-word initialization record Jane Street writes.
+/// A tick value and the wall-clock time it corresponds to, which Jane Street's 4-word
+/// initialization record adds (a tick rate alone says nothing of the date).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TimeBase {
+pub struct ClockAnchor {
     /// A tick value...
     pub ticks: u64,
     /// ...and the wall-clock time it corresponds to, in ns since the Unix epoch.
@@ -648,7 +649,7 @@ pub struct Initialization {
     pub ticks_per_second: u64,
     /// Jane Street's extension (2 extra words). Fuchsia's Rust reader rejects a record
     /// carrying it; everyone else ignores the extra words.
-    pub base: Option<TimeBase>,
+    pub base: Option<ClockAnchor>,
 }
 
 impl Initialization {
@@ -660,11 +661,11 @@ impl Initialization {
         }
     }
 
-    /// The 4-word record with a time base (opt-in; see [`Initialization::base`]).
+    /// The 4-word record with a clock anchor (opt-in; see [`Initialization::base`]).
     pub const fn extended(ticks_per_second: u64, base_ticks: u64, base_unix_ns: u64) -> Self {
         Self {
             ticks_per_second,
-            base: Some(TimeBase {
+            base: Some(ClockAnchor {
                 ticks: base_ticks,
                 unix_ns: base_unix_ns,
             }),

@@ -57,7 +57,7 @@ impl Stats {
         while let Some(Entry {
             offset,
             record: rec,
-            timebase,
+            tick_rate,
         }) = reader.next_entry()?
         {
             st.records += 1;
@@ -66,7 +66,7 @@ impl Stats {
             }
             *st.record_types.entry(rec.type_name()).or_default() += 1;
             if let Some(t) = rec.ticks() {
-                let ns = timebase.ns(t);
+                let ns = tick_rate.ns(t);
                 st.first_ns = Some(st.first_ns.map_or(ns, |f| f.min(ns)));
                 st.last_ns = Some(st.last_ns.map_or(ns, |l| l.max(ns)));
             }
@@ -81,7 +81,7 @@ impl Stats {
                     st.threads.entry(key(e.thread)).or_default().events += 1;
                     st.processes.entry(e.thread.process.0).or_default();
                     if let EventKind::DurationComplete { end_ticks } = e.kind {
-                        let ns = timebase.ns(end_ticks);
+                        let ns = tick_rate.ns(end_ticks);
                         st.last_ns = Some(st.last_ns.map_or(ns, |l| l.max(ns)));
                     }
                 }

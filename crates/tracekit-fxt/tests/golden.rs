@@ -358,7 +358,7 @@ fn golden_decodes_to_readme_records() {
         "provider_info 0 jane_tracing".into(),
         "ProviderSection { id: 0 }".into(),
         "string 1 process".into(),
-        "Initialization(Initialization { ticks_per_second: 1000000000, base: Some(TimeBase { ticks: 0, unix_ns: 1 }) })".into(),
+        "Initialization(Initialization { ticks_per_second: 1000000000, base: Some(ClockAnchor { ticks: 0, unix_ns: 1 }) })".into(),
         "string 119 myproc".into(),
         format!("kobj {:?} 1 myproc []", ObjectType::PROCESS),
         "string 120 mythread".into(),

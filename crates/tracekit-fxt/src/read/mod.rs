@@ -36,7 +36,7 @@ pub use records::{
     RawRecord, Record, Str, Thread, ThreadWakeup, UserspaceObject,
 };
 pub use stream::StreamReader;
-pub use tables::{MAX_PROVIDERS, Provider, StringTable, ThreadTable, Timebase, ticks_to_ns};
+pub use tables::{MAX_PROVIDERS, Provider, StringTable, ThreadTable, TickRate, ticks_to_ns};
 
 use thiserror::Error;
 
@@ -544,7 +544,7 @@ pub struct Entry<'r> {
     /// The record, resolved.
     pub record: Record<'r>,
     /// The tick rate of the record's timestamps.
-    pub timebase: Timebase,
+    pub tick_rate: TickRate,
 }
 
 /// What both readers ([`Reader`] over a slice, [`StreamReader`] over a
@@ -568,7 +568,7 @@ impl Records for Reader<'_> {
         };
         Ok(Some(Entry {
             offset: self.record_offset,
-            timebase: self.timebase(),
+            tick_rate: self.tick_rate(),
             record: self.dec.resolve(raw),
         }))
     }
@@ -672,10 +672,10 @@ impl<'a> Reader<'a> {
     /// The next record, resolved, with the tick rate its timestamps are in (the
     /// record borrows the reader, so [`ticks_to_ns`](Self::ticks_to_ns) cannot be
     /// called while it is alive).
-    pub fn next_timed(&mut self) -> Result<Option<(Record<'_>, Timebase)>, ReadError> {
+    pub fn next_timed(&mut self) -> Result<Option<(Record<'_>, TickRate)>, ReadError> {
         match self.next_raw()? {
             Some(raw) => {
-                let tb = self.timebase();
+                let tb = self.tick_rate();
                 Ok(Some((self.dec.resolve(raw), tb)))
             }
             None => Ok(None),
@@ -683,8 +683,8 @@ impl<'a> Reader<'a> {
     }
 
     /// The current provider's tick rate.
-    pub fn timebase(&self) -> Timebase {
-        Timebase {
+    pub fn tick_rate(&self) -> TickRate {
+        TickRate {
             ticks_per_second: self.dec.provider().ticks_per_second,
         }
     }

@@ -9,8 +9,8 @@ use super::records::{
     RawRecord, Record, ThreadWakeup, UserspaceObject,
 };
 use crate::format::{
-    BlobType, EventKind, EventType, Initialization, Koid, MAGIC, ObjectType, ProviderEvent,
-    RecordType, StringId, ThreadId, ThreadRef, ThreadState, TimeBase, bits, metadata_type,
+    BlobType, ClockAnchor, EventKind, EventType, Initialization, Koid, MAGIC, ObjectType,
+    ProviderEvent, RecordType, StringId, ThreadId, ThreadRef, ThreadState, bits, metadata_type,
 };
 
 /// Collects the problems of one record. Parsing returns `None` for an unusable
@@ -138,7 +138,7 @@ fn initialization<'a>(
     // Jane Street's extension: base ticks and base time follow when the record is
     // long enough; shorter extra content is ignored as trailing words.
     let base = if c.remaining() >= 16 {
-        Some(TimeBase {
+        Some(ClockAnchor {
             ticks: c.word()?,
             unix_ns: c.word()?,
         })

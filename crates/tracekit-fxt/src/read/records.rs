@@ -247,7 +247,7 @@ pub enum Record<'a, S = Str<'a>, T = Thread, A = Args<'a>> {
         /// The whole header word.
         word: u64,
     },
-    /// Initialization: ticks per second (and Jane Street's optional time base).
+    /// Initialization: ticks per second (and Jane Street's optional clock anchor).
     Initialization(Initialization),
     /// String table entry.
     String {

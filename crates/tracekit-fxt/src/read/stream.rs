@@ -6,7 +6,7 @@ use std::io::Read;
 use super::parse;
 use super::{
     Decoder, Entry, Problem, Provider, RawRecord, ReadError, ReadOptions, Record, Records,
-    Timebase, Warning,
+    TickRate, Warning,
 };
 
 const CHUNK: usize = 64 * 1024;
@@ -161,11 +161,11 @@ impl<R: Read> StreamReader<R> {
     }
 
     /// The next record, resolved, with the tick rate of its timestamps.
-    pub fn next_timed(&mut self) -> Result<Option<(Record<'_>, Timebase)>, ReadError> {
+    pub fn next_timed(&mut self) -> Result<Option<(Record<'_>, TickRate)>, ReadError> {
         if !self.advance()? {
             return Ok(None);
         }
-        let tb = Timebase {
+        let tb = TickRate {
             ticks_per_second: self.dec.provider().ticks_per_second,
         };
         Ok(self.current_raw().map(|raw| (self.dec.resolve(raw), tb)))
@@ -202,14 +202,14 @@ impl<R: Read> Records for StreamReader<R> {
         if !self.advance()? {
             return Ok(None);
         }
-        let timebase = Timebase {
+        let tick_rate = TickRate {
             ticks_per_second: self.dec.provider().ticks_per_second,
         };
         let offset = self.record_offset;
         Ok(self.current_raw().map(|raw| Entry {
             offset,
             record: self.dec.resolve(raw),
-            timebase,
+            tick_rate,
         }))
     }
 

@@ -130,12 +130,12 @@ impl Provider {
 
 /// A provider's tick rate, to convert the timestamps of its records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct Timebase {
+pub struct TickRate {
     /// Ticks per second from the provider's last initialization record.
     pub ticks_per_second: Option<u64>,
 }
 
-impl Timebase {
+impl TickRate {
     /// Nanoseconds for `ticks` (see [`ticks_to_ns`]).
     #[inline]
     pub fn ns(self, ticks: u64) -> u64 {

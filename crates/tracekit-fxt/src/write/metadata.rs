@@ -12,7 +12,7 @@ use super::{Destination, WriteError, Writer, check_field};
 use crate::format::{MAGIC, MAX_PROVIDER_NAME_LEN, RecordType, metadata_type, words_for};
 // The records' values live in `format`, which the reader shares; re-exported here,
 // where the writer's users have always found them.
-pub use crate::format::{Initialization, ProviderEvent, TimeBase};
+pub use crate::format::{ClockAnchor, Initialization, ProviderEvent};
 
 pub(crate) fn metadata_header(subtype: u64, size_words: usize) -> u64 {
     RecordType::Metadata as u64 | (size_words as u64) << 4 | subtype << 16
@@ -61,7 +61,7 @@ impl<D: Destination> Writer<D> {
         Ok(())
     }
 
-    /// An initialization record (2 words, or 4 with a [`TimeBase`]).
+    /// An initialization record (2 words, or 4 with a [`ClockAnchor`]).
     pub fn write_initialization(&mut self, init: &Initialization) -> Result<(), WriteError> {
         if init.ticks_per_second == 0 {
             return Err(WriteError::ZeroTicksPerSecond);

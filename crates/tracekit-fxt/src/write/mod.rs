@@ -26,7 +26,7 @@ pub use destination::{
     Destination, DestinationError, DiscardDestination, SliceDestination, VecDestination,
 };
 pub use fast::{EventHeader, FixedArgs};
-pub use metadata::{Initialization, TimeBase};
+pub use metadata::{ClockAnchor, Initialization};
 
 use crate::format::{MAX_RECORD_WORDS, MAX_STRING_LEN, StringId};
 use thiserror::Error;
