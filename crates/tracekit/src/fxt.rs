@@ -17,7 +17,8 @@ use tracekit_fxt::stats::Stats;
 use tracekit_fxt::write::Writer;
 
 use crate::common::input::{self, Family};
-use crate::common::output::{InteractiveStdout, OutputFile, Stdout, print, print_json};
+use crate::common::output::{InteractiveStdout, OutputFile, Stdout, print};
+use crate::common::print_json;
 use crate::common::progress_bar;
 use crate::memtrace_analysis::fxt_write_error;
 

@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         // The reader of our output went away (`| head`): a normal way to stop.
-        Err(err) if common::output::is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) if common::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
             ExitCode::from(2)

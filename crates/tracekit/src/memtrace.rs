@@ -14,7 +14,8 @@ use tracekit_memtrace::{
 };
 
 use crate::common::input::{self, Family};
-use crate::common::output::{self, InteractiveStdout, OutputFile, Stdout, print_json};
+use crate::common::output::{self, InteractiveStdout, OutputFile, Stdout};
+use crate::common::print_json;
 use crate::common::progress_bar;
 
 /// `tracekit memtrace` subcommands.

@@ -20,7 +20,8 @@ use tracekit_fxt::io::IoDestination;
 use tracekit_fxt::write::{Initialization, Writer as FxtWriter, WriterOptions};
 use tracekit_memtrace::Reader;
 
-use crate::common::output::{OutputFile, print, print_json, write_file};
+use crate::common::output::{OutputFile, print, write_file};
+use crate::common::print_json;
 use crate::common::{PROGRESS_THRESHOLD_BYTES, input, progress_bar, progress_spinner};
 use crate::memtrace::open;
 

@@ -413,18 +413,11 @@ fn with_text(
             for_each_chunk(stream, f).context("cannot read standard input")
         }
         Source::Text(path) => {
-            let file = input::open_file(path)?;
-            let len = file
-                .metadata()
-                .with_context(|| format!("cannot read {}", path.display()))?
-                .len();
+            let map = input::file_bytes(&input::open_file(path)?, &input::display(path))?;
+            let len = map.len() as u64;
             if len == 0 {
                 return Ok(());
             }
-            // SAFETY: the map is only read; tracekit does not write input files, and a
-            // concurrent truncation by another process is outside what a reader can prevent.
-            let map = unsafe { memmap2::Mmap::map(&file) }
-                .with_context(|| format!("cannot map {}", path.display()))?;
             let bar = progress_bar(len, "decoding", quiet);
             let mut pos = 0usize;
             while pos < map.len() {
@@ -561,8 +554,8 @@ impl TextOut {
 
     fn finish(self) -> anyhow::Result<()> {
         match self {
-            TextOut::File(f) => f.commit(),
-            TextOut::Stdout(s) => s.finish(),
+            TextOut::File(f) => Ok(f.commit()?),
+            TextOut::Stdout(s) => Ok(s.finish()?),
         }
     }
 }
@@ -722,8 +715,8 @@ impl Write for FxtOut {
 impl FxtOut {
     fn finish(self) -> anyhow::Result<()> {
         match self {
-            FxtOut::File(f) => f.commit(),
-            FxtOut::Stdout(s) => s.finish(),
+            FxtOut::File(f) => Ok(f.commit()?),
+            FxtOut::Stdout(s) => Ok(s.finish()?),
         }
     }
 }

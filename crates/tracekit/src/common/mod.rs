@@ -1,10 +1,11 @@
 //! What the subcommand families share: inputs ([`input`]), outputs ([`output`]),
 //! progress on the terminal, and how sizes are shown.
 
-pub mod input;
-pub mod output;
+pub use tracekit_io::{input, output};
 
-use std::io::{self, IsTerminal};
+use std::io::{self, IsTerminal, Write};
+
+use tracekit_io::output::Stdout;
 
 use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
 
@@ -45,4 +46,23 @@ pub fn progress_spinner(what: &str, show: bool, quiet: bool) -> ProgressBar {
     bar.set_message(what.to_string());
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
     bar
+}
+
+/// Writes `value` as pretty JSON (and a newline) to standard output.
+pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let mut out = Stdout::new();
+    serde_json::to_writer_pretty(&mut out, value).map_err(io::Error::from)?;
+    out.write_all(b"\n")?;
+    Ok(out.finish()?)
+}
+
+/// Whether `err` (or what caused it) is a write to a closed pipe: the reader of
+/// our output went away (`| head`), which is a normal way to stop.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+            || e.downcast_ref::<tracekit_io::Error>()
+                .is_some_and(tracekit_io::Error::is_broken_pipe)
+    })
 }

@@ -1,12 +1,23 @@
 //! Where inputs come from: files (memory-mapped when large) or `-` for standard
 //! input, and what kind of file an input is, so that a command given the wrong
 //! kind says so instead of reading it as data.
+//!
+//! | first bytes | kind |
+//! |---|---|
+//! | (none) | empty |
+//! | `10 00 04 46 78 54 16 00` (the FXT magic record), or records that frame as FXT | FXT |
+//! | `c1 1f fc c1` (a CTF packet's magic, little-endian) | memtrace |
+//! | `PERFILE2` (or `2ELIFREP`, big-endian) | perf.data |
+//! | `1f 8b` | gzip |
+//! | `89 PNG 0d 0a 1a 0a` | PNG |
+//! | `7f ELF` | ELF |
+//! | no NUL byte, under 1% control characters | text |
 
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use crate::{Error, Result};
 
 /// What the first bytes of an input say it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,8 +118,8 @@ fn describe(kind: Kind) -> &'static str {
     }
 }
 
-/// Fails unless `kind` is something `family` reads; the message names the file
-/// and says what it is instead.
+/// Fails unless `kind` is something `family` reads; the error names the file and
+/// says what it is instead.
 pub fn expect(family: Family, kind: Kind, name: &str) -> Result<()> {
     let ok = match family {
         Family::Memtrace => kind == Kind::Memtrace,
@@ -118,12 +129,16 @@ pub fn expect(family: Family, kind: Kind, name: &str) -> Result<()> {
     if ok {
         return Ok(());
     }
-    let what = match family {
+    let expected = match family {
         Family::Memtrace => "not a memtrace trace (no CTF packet header)",
         Family::Fxt => "not an FXT file (no magic record)",
         Family::Perf => "not `perf script` text or a perf.data file",
     };
-    bail!("{name}: {what}; {}", describe(kind))
+    Err(Error::WrongKind {
+        name: name.to_string(),
+        expected,
+        found: describe(kind),
+    })
 }
 
 /// The name of an input in messages.
@@ -142,12 +157,14 @@ pub fn is_stdin(path: &Path) -> bool {
 
 /// Opens a file for reading; the error names it, and a folder is refused.
 pub fn open_file(path: &Path) -> Result<File> {
-    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let meta = file
-        .metadata()
-        .with_context(|| format!("cannot read {}", path.display()))?;
+    let open = |source| Error::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(open)?;
+    let meta = file.metadata().map_err(open)?;
     if meta.is_dir() {
-        bail!("{} is a directory, not a trace file", path.display());
+        return Err(Error::Directory(path.to_path_buf()));
     }
     Ok(file)
 }
@@ -170,7 +187,12 @@ impl<R: Read> Peeked<R> {
                 Ok(0) => break,
                 Ok(k) => n += k,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e).with_context(|| format!("cannot read {name}")),
+                Err(source) => {
+                    return Err(Error::Read {
+                        name: name.to_string(),
+                        source,
+                    });
+                }
             }
         }
         head.truncate(n);
@@ -233,39 +255,45 @@ impl AsRef<[u8]> for Bytes {
     }
 }
 
+/// The bytes of an open file `name`: mapped when it is a large regular file, read
+/// otherwise.
+pub fn file_bytes(file: &File, name: &str) -> Result<Bytes> {
+    let read = |source| Error::Read {
+        name: name.to_string(),
+        source,
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let regular = file.metadata().is_ok_and(|m| m.is_file());
+    if len < (1 << 20) || !regular {
+        let mut v = Vec::with_capacity(len as usize);
+        (&mut &*file).read_to_end(&mut v).map_err(read)?;
+        return Ok(Bytes::Owned(v));
+    }
+    // SAFETY: `Mmap::map` requires that the file not change while it is
+    // mapped, which nothing can enforce: tracekit never writes its inputs,
+    // and takes it that nothing else does while it reads them (as any
+    // mmap-based tool does). Broken, this is not a decoding error: a file
+    // truncated meanwhile kills the process with SIGBUS at the first page
+    // read past its new end, and bytes changed under the `&[u8]` the
+    // readers hold are undefined behaviour. Files under 1 MiB and what is
+    // not a regular file (pipes, standard input) are read instead.
+    let map = unsafe { memmap2::Mmap::map(file) }.map_err(read)?;
+    Ok(Bytes::Mapped(map))
+}
+
 /// Reads a whole input (a file, or `-`), its kind checked against `family`.
 pub fn read_all(path: &Path, family: Family) -> Result<Bytes> {
     let name = display(path);
+    let read = |source| Error::Read {
+        name: name.clone(),
+        source,
+    };
     let bytes = if is_stdin(path) {
         let mut v = Vec::new();
-        io::stdin()
-            .lock()
-            .read_to_end(&mut v)
-            .context("cannot read standard input")?;
+        io::stdin().lock().read_to_end(&mut v).map_err(read)?;
         Bytes::Owned(v)
     } else {
-        let file = open_file(path)?;
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let regular = file.metadata().is_ok_and(|m| m.is_file());
-        if len < (1 << 20) || !regular {
-            let mut v = Vec::with_capacity(len as usize);
-            (&file)
-                .read_to_end(&mut v)
-                .with_context(|| format!("cannot read {name}"))?;
-            Bytes::Owned(v)
-        } else {
-            // SAFETY: `Mmap::map` requires that the file not change while it is
-            // mapped, which nothing can enforce: tracekit never writes its inputs,
-            // and takes it that nothing else does while it reads them (as any
-            // mmap-based tool does). Broken, this is not a decoding error: a file
-            // truncated meanwhile kills the process with SIGBUS at the first page
-            // read past its new end, and bytes changed under the `&[u8]` the
-            // readers hold are undefined behaviour. Files under 1 MiB and what is
-            // not a regular file (pipes, standard input) are read instead.
-            let map = unsafe { memmap2::Mmap::map(&file) }
-                .with_context(|| format!("cannot map {name}"))?;
-            Bytes::Mapped(map)
-        }
+        file_bytes(&open_file(path)?, &name)?
     };
     expect(family, sniff(&bytes[..bytes.len().min(SNIFF_BYTES)]), &name)?;
     Ok(bytes)

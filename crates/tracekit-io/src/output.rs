@@ -21,7 +21,7 @@ use std::rc::Rc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use anyhow::{Context, Result, bail};
+use crate::{Error, Result};
 
 /// Temporary paths not yet renamed into place: what an interrupt deletes.
 static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
@@ -65,6 +65,8 @@ pub fn install_interrupt_handler() {
 /// terminal too): `perf record` finishes writing its data, and tracekit goes on.
 pub struct ChildHandlesInterrupts(());
 
+// No `Default`: making one has an effect (interrupts change hands).
+#[allow(clippy::new_without_default)]
 impl ChildHandlesInterrupts {
     /// Hands Ctrl-C to the child until dropped.
     pub fn new() -> Self {
@@ -92,11 +94,10 @@ fn same_file(a: &Path, b: &Path) -> bool {
 pub fn refuse_same_file(output: &Path, inputs: &[&Path]) -> Result<()> {
     for input in inputs {
         if input.as_os_str() != "-" && same_file(output, input) {
-            bail!(
-                "refusing to write {}: it is the same file as the input {}",
-                output.display(),
-                input.display()
-            );
+            return Err(Error::SameFile {
+                output: output.to_path_buf(),
+                input: input.to_path_buf(),
+            });
         }
     }
     Ok(())
@@ -124,15 +125,19 @@ impl OutputFile {
         refuse_same_file(path, inputs)?;
         let shown = path.display().to_string();
         let existing = fs::metadata(path).ok();
+        let create = |reason: String| Error::Create {
+            path: path.to_path_buf(),
+            reason,
+        };
         if let Some(m) = &existing {
             if m.is_dir() {
-                bail!("cannot write {shown}: it is a directory");
+                return Err(create("it is a directory".into()));
             }
             if !m.is_file() {
                 let file = fs::OpenOptions::new()
                     .write(true)
                     .open(path)
-                    .with_context(|| format!("cannot open {shown}"))?;
+                    .map_err(|e| create(e.to_string()))?;
                 return Ok(OutputFile {
                     shown,
                     target: path.to_path_buf(),
@@ -144,7 +149,7 @@ impl OutputFile {
         // Replace a symlink's target, not the link.
         let target =
             if existing.is_some() && fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
-                fs::canonicalize(path).with_context(|| format!("cannot resolve {shown}"))?
+                fs::canonicalize(path).map_err(|e| create(e.to_string()))?
             } else {
                 path.to_path_buf()
             };
@@ -162,14 +167,14 @@ impl OutputFile {
             .suffix(".tmp")
             .permissions(new_file_permissions())
             .tempfile_in(&dir)
-            .map_err(|e| anyhow::anyhow!("cannot create {shown}: {}", io_reason(&e, &dir)))?;
+            .map_err(|e| create(io_reason(&e, &dir)))?;
         list.push(Pending::File(temp.path().to_path_buf()));
         drop(list);
         if let Some(m) = &existing {
             // The umask applied to the mode at creation; the old file's mode wins.
             temp.as_file()
                 .set_permissions(m.permissions())
-                .with_context(|| format!("cannot create {shown}"))?;
+                .map_err(|e| create(e.to_string()))?;
         }
         Ok(OutputFile {
             shown,
@@ -209,7 +214,10 @@ impl OutputFile {
         list.retain(|p| *p != Pending::File(temp_path.clone()));
         drop(list);
         // A failed persist hands the temporary file back; dropping it deletes it.
-        result.map_err(|e| anyhow::anyhow!("cannot write {shown}: {}", e.error))?;
+        result.map_err(|e| Error::Create {
+            path: PathBuf::from(&shown),
+            reason: e.error.to_string(),
+        })?;
         Ok(())
     }
 }
@@ -266,7 +274,10 @@ impl TempDir {
         let dir = tempfile::Builder::new()
             .prefix(".tracekit.")
             .tempdir_in(parent)
-            .map_err(|e| anyhow::anyhow!("cannot create a folder in {}: {e}", parent.display()))?;
+            .map_err(|e| Error::Create {
+                path: parent.to_path_buf(),
+                reason: format!("cannot create a folder there: {e}"),
+            })?;
         list.push(Pending::Dir(dir.path().to_path_buf()));
         Ok(TempDir { dir: Some(dir) })
     }
@@ -282,8 +293,10 @@ impl TempDir {
     /// Renames `name` from this folder to `final_path`.
     pub fn commit(&self, name: &str, final_path: &Path) -> Result<()> {
         let from = self.path().join(name);
-        fs::rename(&from, final_path)
-            .with_context(|| format!("cannot move {} to {}", from.display(), final_path.display()))
+        fs::rename(&from, final_path).map_err(|e| Error::Create {
+            path: final_path.to_path_buf(),
+            reason: format!("cannot move {} there: {e}", from.display()),
+        })
     }
 }
 
@@ -315,6 +328,12 @@ impl Stdout {
     pub fn finish(mut self) -> Result<()> {
         self.flush()?;
         Ok(())
+    }
+}
+
+impl Default for Stdout {
+    fn default() -> Self {
+        Stdout::new()
     }
 }
 
@@ -363,6 +382,12 @@ impl InteractiveStdout {
     }
 }
 
+impl Default for InteractiveStdout {
+    fn default() -> Self {
+        InteractiveStdout::new()
+    }
+}
+
 impl Write for InteractiveStdout {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.0.borrow_mut().write(buf)
@@ -399,14 +424,6 @@ pub fn print(text: &str) -> Result<()> {
     out.finish()
 }
 
-/// Writes `value` as pretty JSON (and a newline) to standard output.
-pub fn print_json(value: &impl serde::Serialize) -> Result<()> {
-    let mut out = Stdout::new();
-    serde_json::to_writer_pretty(&mut out, value).map_err(io::Error::from)?;
-    out.write_all(b"\n")?;
-    out.finish()
-}
-
 /// Writes `text` to the file `path` atomically.
 pub fn write_file(path: &Path, inputs: &[&Path], text: &str) -> Result<()> {
     let mut out = OutputFile::create(path, inputs)?;
@@ -414,11 +431,108 @@ pub fn write_file(path: &Path, inputs: &[&Path], text: &str) -> Result<()> {
     out.commit()
 }
 
-/// Whether `err` (or what caused it) is a write to a closed pipe: the reader of
-/// our output went away (`| head`), which is a normal way to stop.
-pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|e| {
-        e.downcast_ref::<io::Error>()
-            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
-    })
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn files_in(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn committed_output_replaces_the_old_file_and_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.txt");
+        fs::write(&out, "old").unwrap();
+        fs::set_permissions(&out, fs::Permissions::from_mode(0o640)).unwrap();
+        let mut f = OutputFile::create(&out, &[]).unwrap();
+        f.write_all(b"new").unwrap();
+        // Until the commit the old content stays, beside one temporary file.
+        assert_eq!(fs::read_to_string(&out).unwrap(), "old");
+        assert_eq!(files_in(dir.path()).len(), 2);
+        f.commit().unwrap();
+        assert_eq!(fs::read_to_string(&out).unwrap(), "new");
+        assert_eq!(files_in(dir.path()), ["out.txt"]);
+        let mode = fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+    }
+
+    #[test]
+    fn an_output_dropped_uncommitted_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.txt");
+        fs::write(&out, "old").unwrap();
+        let mut f = OutputFile::create(&out, &[]).unwrap();
+        f.write_all(b"partial").unwrap();
+        drop(f);
+        assert_eq!(fs::read_to_string(&out).unwrap(), "old");
+        assert_eq!(files_in(dir.path()), ["out.txt"]);
+        let ours = |p: &Pending| matches!(p, Pending::File(f) if f.starts_with(dir.path()));
+        assert!(!pending().iter().any(ours));
+    }
+
+    #[test]
+    fn an_output_that_is_an_input_is_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.ctf");
+        fs::write(&input, "data").unwrap();
+        // The same file under another name is still the input.
+        let alias = dir.path().join("alias.ctf");
+        std::os::unix::fs::symlink(&input, &alias).unwrap();
+        for out in [&input, &alias] {
+            let err = OutputFile::create(out, &[&input]).err().unwrap();
+            assert!(matches!(err, Error::SameFile { .. }), "{err}");
+        }
+        assert_eq!(fs::read_to_string(&input).unwrap(), "data");
+        assert_eq!(files_in(dir.path()), ["alias.ctf", "in.ctf"]);
+    }
+
+    #[test]
+    fn outputs_that_cannot_be_created_say_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = OutputFile::create(dir.path(), &[]).err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            format!("cannot write {}: it is a directory", dir.path().display())
+        );
+        let missing = dir.path().join("no/such/out.txt");
+        let err = OutputFile::create(&missing, &[]).err().unwrap();
+        assert!(err.to_string().contains("does not exist"), "{err}");
+    }
+
+    #[test]
+    fn a_symlinked_output_replaces_its_target_and_stays_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target.txt");
+        let link = dir.path().join("link.txt");
+        fs::write(&target, "old").unwrap();
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let mut f = OutputFile::create(&link, &[]).unwrap();
+        f.write_all(b"new").unwrap();
+        f.commit().unwrap();
+        assert!(fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert_eq!(fs::read_to_string(&target).unwrap(), "new");
+    }
+
+    #[test]
+    fn a_failed_write_to_a_device_is_an_error_naming_it() {
+        let dev = Path::new("/dev/full");
+        if !dev.exists() {
+            return;
+        }
+        let mut f = OutputFile::create(dev, &[]).unwrap();
+        let err = f
+            .write_all(&[0; 1 << 16])
+            .and_then(|_| f.flush())
+            .unwrap_err();
+        assert!(err.to_string().starts_with("writing /dev/full:"), "{err}");
+        assert_eq!(err.kind(), io::ErrorKind::StorageFull);
+    }
 }
