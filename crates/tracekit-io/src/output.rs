@@ -431,6 +431,87 @@ pub fn write_file(path: &Path, inputs: &[&Path], text: &str) -> Result<()> {
     out.commit()
 }
 
+/// An output named on the command line: a file written atomically (see
+/// [`OutputFile`]), or standard output for `-`. A name ending in `.gz` is written
+/// gzip-compressed.
+pub struct Output(Compression);
+
+enum Compression {
+    Plain(Target),
+    Gzip(flate2::write::GzEncoder<Target>),
+}
+
+enum Target {
+    File(io::BufWriter<OutputFile>),
+    Stdout(Stdout),
+}
+
+impl Output {
+    /// Starts writing `path` (`-`: standard output), which must not be any of
+    /// `inputs`.
+    pub fn create(path: &Path, inputs: &[&Path]) -> Result<Output> {
+        let target = if crate::input::is_stdin(path) {
+            Target::Stdout(Stdout::new())
+        } else {
+            let file = OutputFile::create(path, inputs)?;
+            Target::File(io::BufWriter::with_capacity(1 << 16, file))
+        };
+        Ok(Output(if path.extension().is_some_and(|e| e == "gz") {
+            Compression::Gzip(flate2::write::GzEncoder::new(
+                target,
+                flate2::Compression::default(),
+            ))
+        } else {
+            Compression::Plain(target)
+        }))
+    }
+
+    /// Finishes the output: the compressed stream's end, then the file's commit
+    /// (or standard output's flush). An error names the output.
+    pub fn finish(self) -> Result<()> {
+        let target = match self.0 {
+            Compression::Plain(t) => t,
+            Compression::Gzip(g) => g.finish()?,
+        };
+        match target {
+            Target::File(f) => f.into_inner().map_err(|e| e.into_error())?.commit(),
+            Target::Stdout(s) => s.finish(),
+        }
+    }
+}
+
+impl Write for Target {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Target::File(f) => f.write(buf),
+            Target::Stdout(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Target::File(f) => f.flush(),
+            Target::Stdout(s) => s.flush(),
+        }
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.0 {
+            Compression::Plain(t) => t.write(buf),
+            Compression::Gzip(g) => g.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.0 {
+            Compression::Plain(t) => t.flush(),
+            Compression::Gzip(g) => g.flush(),
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -519,6 +600,30 @@ mod tests {
         f.commit().unwrap();
         assert!(fs::symlink_metadata(&link).unwrap().is_symlink());
         assert_eq!(fs::read_to_string(&target).unwrap(), "new");
+    }
+
+    #[test]
+    fn gz_outputs_are_compressed_and_others_are_not() {
+        use std::io::Read;
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["out.json", "out.json.gz"] {
+            let path = dir.path().join(name);
+            let mut o = Output::create(&path, &[]).unwrap();
+            o.write_all(b"{}\n").unwrap();
+            o.finish().unwrap();
+            let bytes = fs::read(&path).unwrap();
+            let text = if name.ends_with(".gz") {
+                let mut s = String::new();
+                flate2::read::GzDecoder::new(&bytes[..])
+                    .read_to_string(&mut s)
+                    .unwrap();
+                s
+            } else {
+                String::from_utf8(bytes).unwrap()
+            };
+            assert_eq!(text, "{}\n", "{name}");
+        }
+        assert_eq!(files_in(dir.path()), ["out.json", "out.json.gz"]);
     }
 
     #[test]

@@ -2,7 +2,6 @@
 //! trace format files. The work is `tracekit-fxt`'s (`dump`, `check`, `copy`,
 //! `chrome`, `stats`); this module opens files and picks exit codes.
 
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -17,7 +16,7 @@ use tracekit_fxt::stats::Stats;
 use tracekit_fxt::write::Writer;
 
 use crate::common::input::{self, Family};
-use crate::common::output::{InteractiveStdout, OutputFile, Stdout, print};
+use crate::common::output::{InteractiveStdout, Output, OutputFile, print};
 use crate::common::print_json;
 use crate::common::progress_bar;
 use crate::memtrace_analysis::fxt_write_error;
@@ -210,25 +209,15 @@ fn copy(input_path: &Path, output: &Path) -> Result<ExitCode> {
 }
 
 fn to_json(input_path: &Path, output: &Path) -> Result<ExitCode> {
-    let to_stdout = input::is_stdin(output);
-    if !to_stdout {
+    if !input::is_stdin(output) {
+        // Before the input is read, as a wrong input is reported before an output exists.
         crate::common::output::refuse_same_file(output, &[input_path])?;
     }
     with_records(input_path, None, |reader, bar| {
-        let progress = |pos| bar.set_position(pos);
-        let summary = if to_stdout {
-            let mut out = Stdout::new();
-            let s = write_chrome_json(reader, &mut out, progress).map_err(lib_error)?;
-            out.finish()?;
-            s
-        } else {
-            let file = OutputFile::create(output, &[input_path])?;
-            let mut out = BufWriter::with_capacity(1 << 16, file);
-            let s = write_chrome_json(reader, &mut out, progress).map_err(lib_error)?;
-            out.flush()?;
-            out.into_inner().map_err(|e| e.into_error())?.commit()?;
-            s
-        };
+        let mut out = Output::create(output, &[input_path])?;
+        let summary = write_chrome_json(reader, &mut out, |pos| bar.set_position(pos))
+            .map_err(lib_error)?;
+        out.finish()?;
         print_warnings(input_path, reader);
         if summary.skipped > 0 {
             eprintln!(

@@ -64,5 +64,7 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
             .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
             || e.downcast_ref::<tracekit_io::Error>()
                 .is_some_and(tracekit_io::Error::is_broken_pipe)
+            || e.downcast_ref::<tracekit_perf::Error>()
+                .is_some_and(tracekit_perf::Error::is_broken_pipe)
     })
 }

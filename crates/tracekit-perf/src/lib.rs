@@ -1,0 +1,107 @@
+//! Running Linux `perf` and feeding what it writes to the call-stack decoder
+//! (`tracekit-callstack`), for `tracekit perf decode` and `tracekit perf record`.
+//!
+//! The decoder reads `perf script` text and does no I/O; this crate is its edge:
+//! - [`text`]: `perf script` text from a file, a pipe or a `perf script` child,
+//!   cut into pieces that hold only whole records (the decoder's unit of work);
+//! - [`script`]: the `perf script` command for a `perf.data` file, which field
+//!   list it asks for (the one the decoder's fast path expects) and how a
+//!   recording's mode is told (`perf evlist`);
+//! - [`record`]: the `perf record` command for a program or a running process,
+//!   Intel PT where the machine has it, sampled call stacks otherwise;
+//! - [`decode`]: the decoder driven over a text source, with the two-pass
+//!   `--filter` protocol and warnings handed to the caller as they come.
+
+pub mod decode;
+pub mod record;
+pub mod script;
+pub mod text;
+
+use std::io;
+use std::path::PathBuf;
+use std::process::ExitStatus;
+
+/// How a `perf.data` file was recorded, which decides how it is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Look at the recorded events (`perf evlist`).
+    Auto,
+    /// Intel Processor Trace branches (`perf script --itrace=bep`).
+    IntelPt,
+    /// Sampled call stacks (`cycles`, `cpu-clock`, ...).
+    Sampling,
+}
+
+/// What went wrong running perf or reading its text.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// perf could not be started.
+    #[error("cannot run {} (install perf: `apt-get install linux-perf`)", .program.display())]
+    Run {
+        /// The perf executable.
+        program: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// perf ran and failed.
+    #[error("`{command}` failed ({status}): {stderr}")]
+    Failed {
+        /// The command, as a user would type it.
+        command: String,
+        /// Its exit status.
+        status: ExitStatus,
+        /// What it printed on standard error.
+        stderr: String,
+    },
+    /// The text could not be read.
+    #[error("cannot read {name}")]
+    Read {
+        /// The input's name.
+        name: String,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// Standard input was asked for a second pass.
+    #[error("standard input can be read only once")]
+    StdinTwice,
+    /// `--filter` was given with standard input, which cannot be read twice.
+    #[error("--filter needs two passes over the input: give a file, not stdin")]
+    FilterNeedsFile,
+    /// The input held nothing the decoder could use.
+    #[error("{name}: {}", nothing_message(*.records, .first_unparsed.as_deref()))]
+    NothingDecoded {
+        /// The input's name.
+        name: String,
+        /// Records read.
+        records: u64,
+        /// Why the first unparsed record was not understood, if any was.
+        first_unparsed: Option<String>,
+    },
+    /// An error at the I/O edge (opening an input, writing an output).
+    #[error(transparent)]
+    Io(#[from] tracekit_io::Error),
+}
+
+impl Error {
+    /// Whether this is a write to a closed pipe (the reader of the output went
+    /// away), a normal way for a command to stop.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, Error::Io(e) if e.is_broken_pipe())
+    }
+}
+
+fn nothing_message(records: u64, first: Option<&str>) -> String {
+    match (records, first) {
+        (0, _) => "no perf script records (no samples?): nothing to decode".to_string(),
+        (n, Some(e)) => {
+            format!("none of its {n} records is perf script output tracekit can read (first: {e})")
+        }
+        (n, None) => format!("none of its {n} records holds an event"),
+    }
+}
+
+/// This crate's result.
+pub type Result<T> = std::result::Result<T, Error>;
