@@ -7,12 +7,16 @@
 //! piece is decoded, so a long decode shows them while it runs.
 
 use std::io;
+use std::io::Write;
 
 use tracekit_callstack::decode::{DecodeStats, Decoder, HitCollector};
 use tracekit_callstack::filter::RangeFilter;
+use tracekit_callstack::fxt_sink::FxtSink;
 use tracekit_callstack::sink::Sink;
 use tracekit_callstack::transcript::{self, Transcriber, Transcript, TranscriptOptions};
 use tracekit_callstack::writer::{Config, Warning};
+use tracekit_fxt::io::IoDestination;
+use tracekit_fxt::write::Writer;
 
 use crate::text::{Progress, TextSource};
 use crate::{Error, Result};
@@ -53,6 +57,50 @@ pub fn decode<S: Sink>(
         warn(w);
     }
     Ok((sink, stats))
+}
+
+/// What a decode into FXT wrote.
+#[derive(Debug)]
+pub struct FxtDecoded {
+    /// What was read.
+    pub stats: DecodeStats,
+    /// FXT records written.
+    pub records: u64,
+    /// Names longer than FXT's limit, cut.
+    pub truncated_strings: u64,
+}
+
+/// Decodes `source` into an FXT trace written to `out` (named `name` in
+/// errors), as [`decode`] does; returns `out` once the trace is complete and
+/// flushed. An I/O error is `out`'s own (it names its file).
+pub fn decode_to_fxt<W: Write>(
+    source: &mut TextSource,
+    config: Config,
+    filter: Option<RangeFilter>,
+    (out, name): (W, &str),
+    progress: impl FnMut(Progress),
+    warn: impl FnMut(&Warning),
+) -> Result<(W, FxtDecoded)> {
+    let fxt_error = |source| Error::Fxt {
+        name: name.to_string(),
+        source,
+    };
+    let writer = Writer::new(IoDestination::with_buffer_size(out, 1 << 20)).map_err(fxt_error)?;
+    let (mut sink, stats) = decode(source, config, filter, FxtSink::new(writer), progress, warn)?;
+    let (truncated_strings, records) = (sink.truncated_strings(), sink.records());
+    let closed = sink.close();
+    if let Some(e) = sink.destination_mut().take_error() {
+        // The output's own error, which names it, and the root of the writer's.
+        return Err(Error::Io(tracekit_io::Error::Write(e)));
+    }
+    closed.map_err(fxt_error)?;
+    let out = sink.finish().map_err(fxt_error)?.into_inner();
+    let decoded = FxtDecoded {
+        stats,
+        records,
+        truncated_strings,
+    };
+    Ok((out, decoded))
 }
 
 /// Fails when a decode of `name` found no event: nothing in it was `perf
@@ -175,6 +223,48 @@ mod tests {
             msg.contains("perf.txt: none of its 2 records is perf script output"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn an_fxt_decode_writes_a_complete_trace() {
+        let (_dir, mut source) = text_file(SAMPLES);
+        let (out, d) = decode_to_fxt(
+            &mut source,
+            Config::default(),
+            None,
+            (Vec::new(), "out.fxt"),
+            |_| {},
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!((d.stats.records, d.stats.events), (2, 2));
+        let mut reader = tracekit_fxt::read::Reader::new(&out);
+        let stats = tracekit_fxt::stats::Stats::collect(&mut reader, |_| {}).unwrap();
+        // Read to its end without error: the trace was closed and flushed.
+        let events = stats.event_types.values().sum::<u64>();
+        assert!(events >= 2 && events <= d.records, "{stats:?}");
+    }
+
+    #[test]
+    fn an_output_that_fails_is_the_error() {
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    "writing out.fxt: disk full",
+                ))
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let (_dir, mut source) = text_file(SAMPLES);
+        let out = (Full, "out.fxt");
+        let e = decode_to_fxt(&mut source, Config::default(), None, out, |_| {}, |_| {})
+            .err()
+            .unwrap();
+        assert_eq!(e.to_string(), "writing out.fxt: disk full");
     }
 
     #[test]

@@ -80,6 +80,14 @@ pub enum Error {
         /// Why the first unparsed record was not understood, if any was.
         first_unparsed: Option<String>,
     },
+    /// The FXT writer refused the trace.
+    #[error("cannot write {name}: {source}")]
+    Fxt {
+        /// The output's name.
+        name: String,
+        /// Why.
+        source: tracekit_fxt::write::WriteError,
+    },
     /// An error at the I/O edge (opening an input, writing an output).
     #[error(transparent)]
     Io(#[from] tracekit_io::Error),

@@ -215,8 +215,8 @@ fn to_json(input_path: &Path, output: &Path) -> Result<ExitCode> {
     }
     with_records(input_path, None, |reader, bar| {
         let mut out = Output::create(output, &[input_path])?;
-        let summary = write_chrome_json(reader, &mut out, |pos| bar.set_position(pos))
-            .map_err(lib_error)?;
+        let summary =
+            write_chrome_json(reader, &mut out, |pos| bar.set_position(pos)).map_err(lib_error)?;
         out.finish()?;
         print_warnings(input_path, reader);
         if summary.skipped > 0 {

@@ -13,13 +13,11 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use tracekit_callstack::filter::RangeFilter;
-use tracekit_callstack::fxt_sink::{FxtSink, TRUNCATED_MARKER};
+use tracekit_callstack::fxt_sink::TRUNCATED_MARKER;
 use tracekit_callstack::ocaml::OcamlExceptionInfo;
 use tracekit_callstack::transcript::TranscriptOptions;
 use tracekit_callstack::writer::{Config, TraceScope, Warning};
-use tracekit_fxt::io::IoDestination;
-use tracekit_fxt::write::Writer;
-use tracekit_perf::decode::{decode as decode_text, require_events, transcribe};
+use tracekit_perf::decode::{decode_to_fxt, require_events, transcribe};
 use tracekit_perf::record::{self as plan, RecordOptions, Target};
 use tracekit_perf::text::{Progress, TextSource};
 
@@ -324,16 +322,13 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
     };
     let shown = output.display().to_string();
     let out = Output::create(&output, &inputs)?;
-    let writer = Writer::new(IoDestination::with_buffer_size(out, 1 << 20))
-        .map_err(|e| anyhow::anyhow!("cannot write {shown}: {e}"))?;
     let started = Instant::now();
     let mut printer = WarningPrinter::default();
     let progress = progress(source.name(), args.quiet);
-    let sink = FxtSink::new(writer);
-    let (mut sink, stats) = decode_text(&mut source, config, filter, sink, progress, |w| {
-        printer.print(w)
-    })?;
+    let warn = |w: &Warning| printer.print(w);
+    let (out, decoded) = decode_to_fxt(&mut source, config, filter, (out, &shown), progress, warn)?;
     drop(printer);
+    let (stats, records, truncated) = (decoded.stats, decoded.records, decoded.truncated_strings);
     if stats.unparsed > 0 {
         eprintln!(
             "warning: skipped {} of {} records that were not perf script output tracekit knows",
@@ -344,20 +339,7 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     require_events(&source.name(), &stats)?;
-    let truncated = sink.truncated_strings();
-    let records = sink.records();
-    let closed = sink.close();
-    if let Some(e) = sink.destination_mut().take_error() {
-        // The output's own error, which names it.
-        return Err(e.into());
-    }
-    if let Err(e) = closed {
-        bail!("cannot write {shown}: {e}");
-    }
-    let dest = sink
-        .finish()
-        .map_err(|e| anyhow::anyhow!("cannot write {shown}: {e}"))?;
-    dest.into_inner().finish()?;
+    out.finish()?;
     if truncated > 0 {
         eprintln!(
             "warning: {truncated} names longer than FXT's 32,000 bytes were cut (they end in \"{TRUNCATED_MARKER}\")"
