@@ -31,19 +31,9 @@
 use core::fmt::Write as _;
 use std::io;
 
+use crate::ConvertError;
 use crate::format::{ArgValue, EventKind, Koid, ObjectType};
-use crate::read::{Args, Entry, ReadError, Record, Records, Str, Thread};
-
-/// Why a conversion stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum ConvertError {
-    /// The input could not be read further (a fatal framing problem).
-    #[error(transparent)]
-    Read(#[from] ReadError),
-    /// Writing the JSON failed.
-    #[error(transparent)]
-    Write(#[from] io::Error),
-}
+use crate::read::{Args, Entry, Record, Records, Str, Thread};
 
 /// What a conversion wrote.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

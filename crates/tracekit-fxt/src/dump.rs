@@ -18,19 +18,9 @@
 use core::fmt::Write as _;
 use std::io;
 
+use crate::ConvertError;
 use crate::format::{ArgValue, EventKind, ObjectType};
-use crate::read::{Args, Entry, ReadError, Record, Records, Str};
-
-/// Why [`write_dump`] stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum DumpError {
-    /// The input could not be read further (a fatal framing problem).
-    #[error(transparent)]
-    Read(#[from] ReadError),
-    /// Writing the text failed.
-    #[error(transparent)]
-    Write(#[from] io::Error),
-}
+use crate::read::{Args, Entry, Record, Records, Str};
 
 /// Writes one line per record of `reader` to `out` (at most `limit` records), calling
 /// `progress` with the input offset every 8192 records; returns the records written.
@@ -39,7 +29,7 @@ pub fn write_dump(
     out: &mut dyn io::Write,
     limit: Option<u64>,
     mut progress: impl FnMut(u64),
-) -> Result<u64, DumpError> {
+) -> Result<u64, ConvertError> {
     let mut n = 0u64;
     let mut line = String::new();
     while limit.is_none_or(|l| n < l) {

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use crate::write::{Destination, DestinationError};
+use crate::write::{Destination, DestinationError, WriteError, Writer};
 
 /// Buffers records and writes each full buffer to `W`, so a killed process loses at
 /// most one buffer (64 KiB by default).
@@ -73,5 +73,72 @@ impl<W: Write> Destination for IoDestination<W> {
 
     fn flush(&mut self) -> Result<(), DestinationError> {
         self.inner.flush().map_err(|e| self.fail(e))
+    }
+}
+
+/// Why a trace written through an [`IoDestination`] could not be completed.
+#[derive(Debug, thiserror::Error)]
+pub enum FinishError {
+    /// The underlying writer failed; its error, with its own message (which, for
+    /// a file, names it).
+    #[error(transparent)]
+    Io(std::io::Error),
+    /// The writer refused a record.
+    #[error(transparent)]
+    Write(WriteError),
+}
+
+impl<W: Write> Writer<IoDestination<W>> {
+    /// What to report for `e`, an error of this writer: the destination's I/O
+    /// error when one caused it (the writer's own error only says which kind of
+    /// I/O error it was).
+    pub fn explain(&mut self, e: WriteError) -> FinishError {
+        match self.destination_mut().take_error() {
+            Some(io) => FinishError::Io(io),
+            None => FinishError::Write(e),
+        }
+    }
+
+    /// Closes the trace (flushing what is buffered) and returns the underlying
+    /// writer; errors as [`Writer::explain`] reports them.
+    pub fn finish_io(mut self) -> Result<W, FinishError> {
+        if let Err(e) = self.close() {
+            return Err(self.explain(e));
+        }
+        match self.finish() {
+            Ok(dest) => Ok(dest.into_inner()),
+            Err(e) => Err(FinishError::Write(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    struct Failing;
+    impl Write for Failing {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("writing out.fxt: disk full"))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_finished_trace_is_flushed_to_its_writer() {
+        let w = Writer::new(IoDestination::new(Vec::new())).unwrap();
+        let bytes = w.finish_io().unwrap();
+        assert_eq!(&bytes[..8], &crate::format::MAGIC.to_le_bytes());
+    }
+
+    #[test]
+    fn a_failed_write_reports_the_io_error() {
+        let w = Writer::new(IoDestination::new(Failing)).unwrap();
+        let e = w.finish_io().err().unwrap();
+        assert!(matches!(e, FinishError::Io(_)), "{e:?}");
+        assert_eq!(e.to_string(), "writing out.fxt: disk full");
     }
 }

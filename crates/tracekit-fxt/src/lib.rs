@@ -50,3 +50,14 @@ pub mod io;
 pub mod read;
 pub mod stats;
 pub mod write;
+
+/// Why a conversion of a trace to text ([`dump`]) or JSON ([`chrome`]) stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ConvertError {
+    /// The input could not be read further (a fatal framing problem).
+    #[error(transparent)]
+    Read(#[from] read::ReadError),
+    /// Writing the output failed.
+    #[error(transparent)]
+    Write(#[from] std::io::Error),
+}

@@ -8,9 +8,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Subcommand;
 use indicatif::ProgressBar;
+use tracekit_fxt::ConvertError;
 use tracekit_fxt::chrome::write_chrome_json;
 use tracekit_fxt::dump::write_dump;
-use tracekit_fxt::io::IoDestination;
+use tracekit_fxt::io::{FinishError, IoDestination};
 use tracekit_fxt::read::{ReadError, Reader, Records, StreamReader};
 use tracekit_fxt::stats::Stats;
 use tracekit_fxt::write::Writer;
@@ -120,33 +121,10 @@ fn print_warnings(path: &Path, reader: &dyn Records) {
 
 /// The library's error, as the error of this command: a read error keeps its
 /// type (to be named after the input), an I/O error its own (it names the output).
-fn lib_error(e: impl Into<LibError>) -> anyhow::Error {
-    match e.into() {
-        LibError::Read(e) => e.into(),
-        LibError::Write(e) => e.into(),
-    }
-}
-
-enum LibError {
-    Read(ReadError),
-    Write(std::io::Error),
-}
-
-impl From<tracekit_fxt::dump::DumpError> for LibError {
-    fn from(e: tracekit_fxt::dump::DumpError) -> Self {
-        match e {
-            tracekit_fxt::dump::DumpError::Read(e) => LibError::Read(e),
-            tracekit_fxt::dump::DumpError::Write(e) => LibError::Write(e),
-        }
-    }
-}
-
-impl From<tracekit_fxt::chrome::ConvertError> for LibError {
-    fn from(e: tracekit_fxt::chrome::ConvertError) -> Self {
-        match e {
-            tracekit_fxt::chrome::ConvertError::Read(e) => LibError::Read(e),
-            tracekit_fxt::chrome::ConvertError::Write(e) => LibError::Write(e),
-        }
+fn lib_error(e: ConvertError) -> anyhow::Error {
+    match e {
+        ConvertError::Read(e) => e.into(),
+        ConvertError::Write(e) => e.into(),
     }
 }
 
@@ -180,22 +158,11 @@ fn copy(input_path: &Path, output: &Path) -> Result<ExitCode> {
     let file = OutputFile::create(output, &[input_path])?;
     let bar = progress_bar(input.len() as u64, "copying", false);
     let mut writer = Writer::without_header(IoDestination::new(file))
-        .map_err(|e| fxt_write_error(output, e, None))?;
+        .map_err(|e| fxt_write_error(output, FinishError::Write(e)))?;
     let report = tracekit_fxt::copy::copy(&input, &mut writer);
     bar.finish_and_clear();
-    let closed = writer.close();
-    if let Some(io) = writer.destination_mut().take_error() {
-        // Named by the output file, and the root of any writer error.
-        return Err(io.into());
-    }
-    if let Err(e) = closed {
-        return Err(fxt_write_error(output, e, None));
-    }
+    let file = writer.finish_io().map_err(|e| fxt_write_error(output, e))?;
     let report = report.map_err(|e| anyhow::anyhow!("{}: {e}", input::display(input_path)))?;
-    let file = writer
-        .finish()
-        .map_err(|e| fxt_write_error(output, e, None))?
-        .into_inner();
     file.commit()?;
     let name = input::display(input_path);
     for w in &report.warnings {

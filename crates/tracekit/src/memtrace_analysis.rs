@@ -16,7 +16,7 @@ use tracekit_analysis::source::{self, Pass, ReaderSymbols};
 use tracekit_analysis::svg::human_bytes;
 use tracekit_analysis::symbols::{FrameLabel, FrameSkip};
 use tracekit_analysis::{DomainId, Filter, Micros, Options, Source, parse_bytes, parse_time};
-use tracekit_fxt::io::IoDestination;
+use tracekit_fxt::io::{FinishError, IoDestination};
 use tracekit_fxt::write::{Initialization, Writer as FxtWriter, WriterOptions};
 use tracekit_memtrace::Reader;
 
@@ -591,24 +591,17 @@ fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
         ..WriterOptions::default()
     };
     let mut w = FxtWriter::with_options(IoDestination::new(file), &init)
-        .map_err(|e| fxt_write_error(&args.output, e, None))?;
+        .map_err(|e| fxt_write_error(&args.output, FinishError::Write(e)))?;
     let symbols = ReaderSymbols(reader.locations());
     let fxt_options = FxtOptions {
         points: args.points.max(1),
         ..FxtOptions::default()
     };
     let summary = fxt::write_profile(&mut w, &p.profile, &symbols, &info, &fxt_options);
-    let s = match summary.and_then(|s| w.close().map(|()| s)) {
-        Ok(s) => s,
-        Err(e) => {
-            let io = w.destination_mut().take_error();
-            return Err(fxt_write_error(&args.output, e, io));
-        }
-    };
+    let s = summary.map_err(|e| fxt_write_error(&args.output, w.explain(e)))?;
     let file = w
-        .finish()
-        .map_err(|e| fxt_write_error(&args.output, e, None))?
-        .into_inner();
+        .finish_io()
+        .map_err(|e| fxt_write_error(&args.output, e))?;
     file.commit()?;
     spinner.finish_and_clear();
     if args.json {
@@ -635,14 +628,10 @@ fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
 
 /// The error of an FXT writer over an [`OutputFile`]: the I/O error (which names
 /// the file) when there is one, else the writer's own.
-pub fn fxt_write_error(
-    path: &Path,
-    e: tracekit_fxt::write::WriteError,
-    io: Option<std::io::Error>,
-) -> anyhow::Error {
-    match io {
-        Some(io) => anyhow::Error::new(io),
-        None => anyhow::anyhow!("writing {}: {e}", path.display()),
+pub fn fxt_write_error(path: &Path, e: FinishError) -> anyhow::Error {
+    match e {
+        FinishError::Io(io) => anyhow::Error::new(io),
+        FinishError::Write(e) => anyhow::anyhow!("writing {}: {e}", path.display()),
     }
 }
 
