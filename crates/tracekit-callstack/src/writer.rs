@@ -29,13 +29,15 @@ use crate::symbol::{FxHashMap, SymbolId, SymbolTable};
 
 /// Which address spaces were traced (`-trace-include-kernel`, `-trace-kernel-only`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum TraceScope {
-    /// User space only (`/u`), the default.
+    /// User space only (perf's `/u`).
     #[default]
     User,
     /// Kernel only (`/k`).
     Kernel,
-    /// Both (`/uk`).
+    /// User space and kernel (`/uk`).
+    #[cfg_attr(feature = "clap", value(name = "user+kernel"))]
     UserAndKernel,
 }
 

@@ -23,6 +23,7 @@ use std::process::ExitStatus;
 
 /// How a `perf.data` file was recorded, which decides how it is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Mode {
     /// Look at the recorded events (`perf evlist`).
     Auto,

@@ -20,10 +20,12 @@ pub fn has_intel_pt() -> bool {
 
 /// How sampled call stacks are unwound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum CallGraph {
-    /// Frame pointers.
+    /// Frame pointers (cheap; needs code built with frame pointers).
+    #[cfg_attr(feature = "clap", value(name = "fp"))]
     FramePointers,
-    /// DWARF unwinding of copied stacks.
+    /// DWARF unwinding of copied stacks (works without frame pointers; large files).
     Dwarf,
 }
 

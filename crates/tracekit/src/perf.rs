@@ -11,14 +11,15 @@ use std::process::{ExitCode, Stdio};
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use tracekit_callstack::filter::RangeFilter;
 use tracekit_callstack::fxt_sink::TRUNCATED_MARKER;
 use tracekit_callstack::ocaml::OcamlExceptionInfo;
 use tracekit_callstack::transcript::TranscriptOptions;
 use tracekit_callstack::writer::{Config, TraceScope, Warning};
+use tracekit_perf::Mode;
 use tracekit_perf::decode::{decode_to_fxt, require_events, transcribe};
-use tracekit_perf::record::{self as plan, RecordOptions, Target};
+use tracekit_perf::record::{self as plan, CallGraph, RecordOptions, Target};
 use tracekit_perf::text::{Progress, TextSource};
 
 use crate::common::input::{self, Family, Kind};
@@ -32,39 +33,6 @@ pub enum Command {
     Decode(DecodeArgs),
     /// Record a program (or a running process) with perf, then decode it.
     Record(RecordArgs),
-}
-
-/// Which address spaces were traced.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum Scope {
-    /// User space only.
-    User,
-    /// Kernel only.
-    Kernel,
-    /// User space and kernel.
-    #[value(name = "user+kernel")]
-    UserKernel,
-}
-
-impl From<Scope> for TraceScope {
-    fn from(s: Scope) -> Self {
-        match s {
-            Scope::User => TraceScope::User,
-            Scope::Kernel => TraceScope::Kernel,
-            Scope::UserKernel => TraceScope::UserAndKernel,
-        }
-    }
-}
-
-/// How a perf.data file was recorded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Mode {
-    /// Look at the recorded events (`perf evlist`).
-    Auto,
-    /// Intel Processor Trace branches (`perf script --itrace=bep`).
-    IntelPt,
-    /// Sampled call stacks (`cycles`, `cpu-clock`, ...).
-    Sampling,
 }
 
 /// Options of `tracekit perf decode`.
@@ -83,7 +51,7 @@ pub struct DecodeArgs {
     no_echo: bool,
     /// What was traced: user space, kernel, or both.
     #[arg(long, value_enum, default_value = "user")]
-    scope: Scope,
+    scope: TraceScope,
     /// For perf.data input: branch trace (Intel PT) or sampled stacks.
     #[arg(long, value_enum, default_value = "auto")]
     mode: Mode,
@@ -137,7 +105,7 @@ pub struct RecordArgs {
     frequency: u32,
     /// What to trace: user space, kernel, or both (kernel needs privileges).
     #[arg(long, value_enum, default_value = "user")]
-    scope: Scope,
+    scope: TraceScope,
     /// Intel PT: trace the whole run instead of keeping the last snapshot at exit.
     #[arg(long)]
     full_execution: bool,
@@ -155,30 +123,11 @@ pub struct RecordArgs {
     command: Vec<String>,
 }
 
-/// How perf unwinds sampled stacks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum CallGraph {
-    /// Frame pointers (cheap; needs code built with frame pointers).
-    Fp,
-    /// DWARF unwinding of copied stacks (works without frame pointers; large files).
-    Dwarf,
-}
-
 /// Runs one `tracekit perf` subcommand.
 pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
     match cmd {
         Command::Decode(args) => decode(&args),
         Command::Record(args) => record(&args),
-    }
-}
-
-impl From<Mode> for tracekit_perf::Mode {
-    fn from(m: Mode) -> Self {
-        match m {
-            Mode::Auto => tracekit_perf::Mode::Auto,
-            Mode::IntelPt => tracekit_perf::Mode::IntelPt,
-            Mode::Sampling => tracekit_perf::Mode::Sampling,
-        }
     }
 }
 
@@ -209,7 +158,7 @@ fn config_of(args: &DecodeArgs) -> anyhow::Result<Config> {
         None
     };
     Ok(Config {
-        scope: args.scope.into(),
+        scope: args.scope,
         annotate_inferred_start_times: args.annotate_inferred_start_times || args.transcript,
         ocaml_exception_info,
         transactions: !args.no_transactions,
@@ -229,7 +178,7 @@ fn source_of(args: &DecodeArgs) -> anyhow::Result<TextSource> {
         TextSource::PerfData {
             path,
             perf: args.perf.clone(),
-            mode: args.mode.into(),
+            mode: args.mode,
         }
     } else {
         TextSource::File(path)
@@ -245,7 +194,7 @@ fn progress(name: String, quiet: bool) -> impl FnMut(Progress) {
         Progress::PerfScriptStarted(mode) => {
             if !quiet {
                 let what = match mode {
-                    tracekit_perf::Mode::IntelPt => "Intel PT branches",
+                    Mode::IntelPt => "Intel PT branches",
                     _ => "sampled stacks",
                 };
                 eprintln!("running perf script on {name} ({what})");
@@ -380,13 +329,10 @@ fn record(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         perf: args.perf.clone(),
         data: data.clone(),
         target,
-        scope: args.scope.into(),
+        scope: args.scope,
         sampling: args.sampling,
         has_intel_pt: plan::has_intel_pt(),
-        call_graph: match args.call_graph {
-            CallGraph::Fp => plan::CallGraph::FramePointers,
-            CallGraph::Dwarf => plan::CallGraph::Dwarf,
-        },
+        call_graph: args.call_graph,
         frequency: args.frequency,
         full_execution: args.full_execution,
     });
