@@ -22,10 +22,11 @@ use std::path::PathBuf;
 use std::process::ExitStatus;
 
 /// How a `perf.data` file was recorded, which decides how it is read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Mode {
     /// Look at the recorded events (`perf evlist`).
+    #[default]
     Auto,
     /// Intel Processor Trace branches (`perf script --itrace=bep`).
     IntelPt,

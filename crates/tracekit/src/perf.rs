@@ -36,7 +36,7 @@ pub enum Command {
 }
 
 /// Options of `tracekit perf decode`.
-#[derive(Args)]
+#[derive(Args, Default)]
 pub struct DecodeArgs {
     /// `perf script` text or a perf.data file; `-` or nothing reads text from stdin.
     input: Option<PathBuf>,
@@ -369,21 +369,15 @@ fn record(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         input: Some(final_data),
         output: (!args.transcript).then(|| args.output_dir.join("trace.fxt")),
         transcript: args.transcript,
-        no_echo: false,
         scope: args.scope,
         mode: if plan.intel_pt {
             Mode::IntelPt
         } else {
             Mode::Sampling
         },
-        annotate_inferred_start_times: false,
-        filter: None,
-        ocaml_pushtraps: None,
-        ocaml_poptraps: None,
-        ocaml_entertraps: None,
-        no_transactions: false,
         perf: args.perf.clone(),
         quiet: args.quiet,
+        ..DecodeArgs::default()
     };
     let decoded = decode(&decode_args);
     // The recorded program's failure is the command's, as if it had run alone
