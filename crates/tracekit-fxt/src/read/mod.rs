@@ -24,11 +24,19 @@
 //! providers plus the strings it was given.
 
 pub mod args;
+mod blobs;
 mod cursor;
+mod events;
+mod log;
+mod metadata;
+mod objects;
 mod parse;
 pub mod records;
+mod scheduling;
 mod stream;
+mod strings;
 pub mod tables;
+mod threads;
 
 pub use args::{Args, RawArgs};
 pub use records::{
