@@ -404,7 +404,7 @@ impl<S: Sink> TraceWriter<S> {
     /// [`Self::write_event`], showing `observer` each event processed in the filter's
     /// region (events queued in a TSX transaction are shown when they are processed).
     // Not `#[inline]`: inlined into the decoder's loop it kept resolving and the TSX
-    // layer out of line, which cost the FXT decode 2% more instructions (callgrind).
+    // layer out of line, which cost the FXT decode more (docs/performance.md).
     pub(crate) fn write_event_observed(
         &mut self,
         event: &Event<'_>,

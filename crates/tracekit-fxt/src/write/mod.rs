@@ -308,7 +308,7 @@ impl<D: Destination> Writer<D> {
     pub(crate) fn reserve(&mut self, bytes: usize) -> Result<Words<'_>, WriteError> {
         // One bounds check per record, on the slice the destination hands out. (Safe
         // slicing after a check of a separately kept capacity cost two more compares
-        // and branches per record, a tenth of a small event's instructions.) Both
+        // and branches per record; see docs/performance.md.) Both
         // paths yield a start pointer, so the record's length stays a constant the
         // compiler folds into the writes. A closed writer has `pos == usize::MAX`,
         // so it always takes the slow path, which fails.

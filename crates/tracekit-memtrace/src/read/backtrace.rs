@@ -90,21 +90,16 @@ impl BacktraceCache {
     ///
     /// The cursor and the frame buffer's length stay in locals for the whole
     /// backtrace and are written back once: through `&mut` they were
-    /// reloaded and stored at every frame (callgrind on
-    /// `examples/read_speed 20 400000 1 bt`: 139 instructions per event
-    /// before, 129 after). The loop is a function marked `inline(always)`
-    /// rather than a closure called in place: LLVM inlined the closure in some
-    /// crates' builds of the reader and not in others, which cost a third
-    /// (callgrind, `tracekit-analysis`'s `examples/top_speed` reading 5.4 M
-    /// events: 205 instructions per event with the closure, 148 without).
+    /// reloaded and stored at every frame. The loop is a function marked
+    /// `inline(always)` rather than a closure called in place: LLVM inlined
+    /// the closure in some crates' builds of the reader and not in others.
     ///
     /// Inlined into a sink's loop ([`crate::Events::read_into`]), the loop's
     /// state spilled to the stack at every codeword; the fewer registers it
     /// needs, the less it spills. So the unread bytes are a shrinking slice,
     /// the frame buffer two pointers, the loop a countdown, and the cache one
-    /// allocation (the decoding side of `top_speed ... produce`: 1153.8 M
-    /// instructions before, 1120.6 M after; wall time 92 ms before, 88 ms
-    /// after; the reader alone unchanged at 771 M).
+    /// allocation. (The measurements behind each choice are in
+    /// `docs/performance.md`.)
     #[inline(always)]
     fn decode(
         &mut self,
