@@ -1,4 +1,8 @@
-//! Decoding backtraces (format § Backtrace_codec).
+//! Decoding the backtraces of allocation events: the codewords and the
+//! per-domain backtrace cache they refer to, and the cache verifier of packet
+//! headers. The encoder is [`crate::write`]'s `backtrace` module. The whole
+//! format: `docs/memtrace-format.md` at the repository root, §9 "Backtrace
+//! codewords and the cache verifier".
 //!
 //! An alloc event's backtrace is `nencoded` codewords (u16 each):
 //!
@@ -9,9 +13,19 @@
 //! | 2 | hit, then N predicted frames | u8 N |
 //! | 3 | miss: bucket `w >> 2` now holds the code | i64 code |
 //!
-//! Each domain has a cache of 2^14 buckets, each holding a location code and
-//! the bucket predicted to follow it. The decoded frames are appended, caller
-//! first, after the `common_prefix` frames kept from the previous backtrace.
+//! Each domain has a cache of 2^14 buckets, zero at the start of the trace,
+//! each holding a location code and the bucket predicted to follow it. For
+//! every codeword the decoder records the codeword's bucket as the prediction
+//! of the previous bucket, emits the bucket's code (a miss first stores the
+//! code that follows), then follows N predictions, emitting each predicted
+//! bucket's code. The previous bucket starts at 0 for every backtrace. The
+//! decoded frames are appended, caller first, after the `common_prefix` frames
+//! kept from the previous backtrace; when `common_prefix` is longer than that
+//! backtrace (the writer truncated it), the codewords only update the cache.
+//!
+//! The verifier in a packet header names a bucket (`0xffff`: none), the bucket
+//! it predicts and its code; a reader that decodes backtraces checks them
+//! against its cache before the packet's events.
 
 use super::buf::{Cursor, Eof};
 use super::packet::CacheVerifier;

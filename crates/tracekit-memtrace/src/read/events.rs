@@ -2,7 +2,8 @@
 //! short form), promotions and collections, and handing location events to
 //! the location decoder. The encoder is [`crate::write`]'s `events` module;
 //! the whole format is described in `docs/memtrace-format.md` at the
-//! repository root ("Events").
+//! repository root, §4 "Event header and event codes", §7 "Allocation events"
+//! and §8 "Promotions and collections".
 //!
 //! Every event starts with a 4-byte header word (see [`crate::format`]): the
 //! event code in its top 7 bits, the low 25 bits of its time (µs) below.

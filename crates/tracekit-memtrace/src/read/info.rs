@@ -1,7 +1,7 @@
 //! Decoding the trace-info packet: the first packet of every trace, which
 //! carries the trace's metadata ([`Info`]). Its encoder is
 //! [`crate::write`]'s `info` module; the whole format is described in
-//! `docs/memtrace-format.md` at the repository root ("Trace-info packet").
+//! `docs/memtrace-format.md` at the repository root, §5 "Trace-info packet".
 //!
 //! The packet is an ordinary packet (header layout in [`crate::format`])
 //! whose content is exactly one event, event code 0, stamped with the

@@ -14,6 +14,13 @@
 //! Packets written by another process and a truncated last packet are
 //! skipped with a [`Warning`]; every other inconsistency stops the pass with a
 //! [`ReadError`] that carries the byte offset.
+//!
+//! This module is the packet loop: the file structure, per-domain state and
+//! skipping rules of `docs/memtrace-format.md` (at the repository root), §2,
+//! §10 and §12. Each part of a packet is decoded by the submodule of the same
+//! name as its encoder in [`crate::write`]: `packet` (headers), `info` (the
+//! trace-info packet), `events` (event bodies), `location` (location events),
+//! `backtrace` (backtrace codewords) and `buf` (integers, strings, vints).
 
 mod backtrace;
 pub(crate) mod buf;

@@ -1,7 +1,8 @@
 //! Encoding the bodies of allocation, promotion and collection events into
 //! the current packet. It mirrors [`crate::read`]'s `events` module, whose
 //! docs give the byte layout of each body; the whole format is described in
-//! `docs/memtrace-format.md` at the repository root ("Events").
+//! `docs/memtrace-format.md` at the repository root, §7 "Allocation events"
+//! and §8 "Promotions and collections".
 //!
 //! What the writer decides, so that its bytes are the reference writer's:
 //!

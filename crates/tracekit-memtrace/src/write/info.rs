@@ -1,7 +1,7 @@
 //! Encoding the trace-info packet, the first packet of every trace, from an
 //! [`Info`]. It mirrors [`crate::read`]'s `info` module, whose docs give the
 //! byte layout of the event body; the whole format is described in
-//! `docs/memtrace-format.md` at the repository root ("Trace-info packet").
+//! `docs/memtrace-format.md` at the repository root, §5 "Trace-info packet".
 //!
 //! The writer fills the packet as a reader expects it: a header with
 //! `time_begin = time_end = start_time`, object ids 0 to 0 and the verifier

@@ -12,6 +12,12 @@
 //! Writers for several domains share one sink ([`Writer::for_domain`]);
 //! [`MultiplexedDomains`] switches between them for a stream of events from
 //! any domain, as memtrace's own trace copier does.
+//!
+//! This module decides when packets are written and hands out object ids:
+//! `docs/memtrace-format.md` (at the repository root), §2, §10 and §11. Each
+//! part of a packet is encoded by the submodule of the same name as its
+//! decoder in [`crate::read`]: `packet`, `info`, `events`, `location`,
+//! `backtrace` and `buf`.
 
 mod backtrace;
 pub(crate) mod buf;
