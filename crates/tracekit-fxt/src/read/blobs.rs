@@ -1,7 +1,7 @@
 //! Decoding blob records (type 5) and large blob records (type 15, large type 0),
 //! the mirror of [`crate::write::blobs`], whose docs give the header bits and both
 //! large-blob formats. The whole format: `docs/fxt-format.md` at the repository
-//! root ("Blob records" and "Large blob records").
+//! root, §10.
 //!
 //! A large record of another large type is [`Problem::UnknownLargeRecordType`], a
 //! large blob of a format other than 0 (with metadata) and 1 (without) is

@@ -1,6 +1,6 @@
 //! Decoding event records (type 4), the mirror of [`crate::write::events`] and
 //! [`crate::write::fast`], whose docs give the header bits and body order. The
-//! whole format: `docs/fxt-format.md` at the repository root ("Event records").
+//! whole format: `docs/fxt-format.md` at the repository root, §8 "Event records".
 //!
 //! The body is read in order: timestamp, inline thread koids (thread ref 0), inline
 //! category and name streams, the arguments ([`super::args`]), then the trailer

@@ -1,6 +1,6 @@
 //! Decoding log records (type 9), the mirror of [`crate::write::log`], whose docs
 //! give the header bits. The whole format: `docs/fxt-format.md` at the repository
-//! root ("Log records").
+//! root, §14 "Log records".
 //!
 //! The body is read in order: timestamp, inline thread koids (thread ref 0), then
 //! the message stream, whose length is in the header.

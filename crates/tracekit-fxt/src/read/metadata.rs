@@ -1,8 +1,8 @@
 //! Decoding metadata records (type 0: the magic number, provider info, provider
 //! section, provider event, other trace info) and initialization records (type 1:
 //! the tick rate), the mirror of [`crate::write::metadata`], whose docs give the
-//! header bits. The whole format: `docs/fxt-format.md` at the repository root
-//! ("Metadata" and "Initialization").
+//! header bits. The whole format: `docs/fxt-format.md` at the repository root,
+//! §4 "Metadata records" and §5 "Initialization record".
 //!
 //! What the decoder does with what it cannot use:
 //!

@@ -1,7 +1,7 @@
 //! Decoding userspace object records (type 6) and kernel object records (type 7),
 //! the mirror of [`crate::write::objects`], whose docs give the header bits. The
-//! whole format: `docs/fxt-format.md` at the repository root ("Userspace object
-//! records" and "Kernel object records").
+//! whole format: `docs/fxt-format.md` at the repository root, §11 and
+//! §12.
 //!
 //! A userspace object's *process* ref is a thread ref whose inline form (0) is
 //! followed by a single word, the process koid; it is returned as an inline

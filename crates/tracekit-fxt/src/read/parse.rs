@@ -4,7 +4,7 @@
 //! [`super::threads`], [`super::events`], [`super::blobs`], [`super::objects`],
 //! [`super::scheduling`], [`super::log`]; each mirrors the writer's module of the
 //! same name). Pure: no reader state is touched here. The whole format:
-//! `docs/fxt-format.md` at the repository root ("Records").
+//! `docs/fxt-format.md` at the repository root, §1 "Records".
 //!
 //! Framing: every record is a whole number of 64-bit words; header bits 4–15 give
 //! its size in words, header included, except for large records (type 15), whose

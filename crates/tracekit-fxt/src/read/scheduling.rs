@@ -1,7 +1,7 @@
 //! Decoding scheduling records (type 8): context switches, thread wakeups and
 //! legacy context switches, the mirror of [`crate::write::scheduling`], whose docs
 //! give the header bits of each subtype. The whole format: `docs/fxt-format.md` at
-//! the repository root ("Scheduling records").
+//! the repository root, §13 "Scheduling records".
 //!
 //! The subtype is in header bits 60–63; a subtype other than 0–2 is
 //! [`Problem::UnknownSchedulingType`] and the record is skipped.

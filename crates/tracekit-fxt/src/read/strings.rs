@@ -1,6 +1,6 @@
 //! Decoding string records (type 2), the mirror of [`crate::write::strings`], whose
 //! docs give the header bits. The whole format: `docs/fxt-format.md` at the
-//! repository root ("String records").
+//! repository root, §6 "String records".
 //!
 //! The record binds a string-table index to the bytes that follow; binding index 0
 //! is not allowed and the record is skipped with [`Problem::StringIndexZero`]. The

@@ -1,6 +1,6 @@
 //! Decoding thread records (type 3), the mirror of [`crate::write::threads`], whose
 //! docs give the layout. The whole format: `docs/fxt-format.md` at the repository
-//! root ("Thread records").
+//! root, §7 "Thread records".
 //!
 //! The record binds a thread-table index to a process and thread koid; binding
 //! index 0 is not allowed and the record is skipped with
