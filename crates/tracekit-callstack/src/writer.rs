@@ -1,6 +1,6 @@
 //! The call-stack state machine: turns branch, sample and error events into begin/end
-//! slices per thread (magic-trace's `Trace_writer`; spec `magic-trace.md` §1.6, corpus
-//! README §5.5).
+//! slices per thread (magic-trace's `Trace_writer`, `src/trace_writer.ml` in
+//! janestreet/magic-trace).
 //!
 //! Per perf thread it keeps the current call stack, a stack of inactive call stacks
 //! (code interrupted by a system call or an interrupt), the events of the current
