@@ -1,6 +1,7 @@
 //! The event model: what one `perf script` record means once parsed.
 //!
-//! Mirrors magic-trace's `Event.t` (spec `magic-trace.md` §1.5): a record is either a
+//! Mirrors magic-trace's `Event.t` (`src/event.ml` in janestreet/magic-trace): a
+//! record is either a
 //! sample (a branch, a power/frequency change, a sampled call stack or a counted event
 //! such as a branch miss) or an instruction-trace decode error. Events borrow their
 //! text (symbol names, DSOs, messages) from the input buffer, so parsing allocates

@@ -1,7 +1,9 @@
 //! magic-trace's event dump (`-output FILE.sexp`/`.binio`): every written event with
 //! the thread's call stack before it, the stack compressed against earlier ones
-//! (corpus README §7; magic-trace's `Callstack_compression`, itself a simplified
-//! memtrace backtrace codec): symbols get ids on first sight, and a run of ids that
+//! (magic-trace's `Callstack_compression`, `src/callstack_compression.ml` in
+//! janestreet/magic-trace, itself a simplified memtrace backtrace codec; the corpus
+//! case `test_events_output__hello_world_binio` checks it): symbols get ids on first
+//! sight, and a run of ids that
 //! follows the "follow table" (the id seen after each id last time) is sent as the
 //! first id and a step count.
 //!

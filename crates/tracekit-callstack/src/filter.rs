@@ -1,5 +1,6 @@
 //! `-filter START..STOP`: keep only what happens between a call to START and the
-//! next call to STOP (magic-trace's `For_range`; corpus README §5.6).
+//! next call to STOP (magic-trace's `For_range` and `Trace_filter`,
+//! `src/for_range.ml` and `src/trace_filter.ml` in janestreet/magic-trace).
 //!
 //! Two passes over the events: the first collects the calls to either symbol (for a
 //! sampled stack, the frame nearest the leaf decides) and pairs them; the second walks

@@ -1,5 +1,5 @@
-//! The FXT sink: writes the trace writer's output as a Fuchsia trace (spec
-//! `magic-trace.md` §1.8) through `tracekit-fxt`.
+//! The FXT sink: writes the trace writer's output as a Fuchsia trace (the format:
+//! `docs/fxt-format.md` at the repository root) through `tracekit-fxt`.
 //!
 //! As magic-trace does: one FXT process per perf thread (named `[pid=P] [tid=T]`,
 //! prefixed by the command name when known) holding a thread named `main`; process and

@@ -1,6 +1,7 @@
 //! Call-stack timelines from `perf script` text: magic-trace's decoder and trace writer.
 //!
-//! The pipeline (spec `magic-trace.md` §1.2): [`script`] splits `perf script` output
+//! The pipeline is magic-trace's (janestreet/magic-trace: `src/perf_decode.ml`, then
+//! `src/trace_writer.ml`): [`script`] splits `perf script` output
 //! into records and parses each into an [`event::Event`] (branches from Intel PT,
 //! sampled call stacks, power events, decode errors); the [`writer::TraceWriter`] state
 //! machine turns those into begin/end slices per thread and hands them to a

@@ -1,6 +1,7 @@
 //! OCaml exception (trap) information: the addresses of the compiler's pushtrap,
 //! poptrap and entertrap instructions (`.note.ocaml_eh` in OxCaml executables). The
-//! trace writer uses them to follow `try ... with` blocks precisely (spec §1.6).
+//! trace writer uses them to follow `try ... with` blocks precisely (magic-trace's
+//! `src/ocaml_exception_info.ml` and its use in `src/trace_writer.ml`).
 
 use crate::event::Address;
 

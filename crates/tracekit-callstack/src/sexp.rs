@@ -1,5 +1,6 @@
-//! S-expressions in the shape of magic-trace's `Event.t` and `Symbol.t` dumps (corpus
-//! README §6 and §7): atoms quoted as Sexplib does, events printed on one line.
+//! S-expressions in the shape of magic-trace's `Event.t` and `Symbol.t` dumps (what
+//! the decoder's expect tests in `src/perf_decode.ml` and the `-output FILE.sexp` event
+//! dump print): atoms quoted as Sexplib does, events printed on one line.
 
 use std::fmt::Write as _;
 

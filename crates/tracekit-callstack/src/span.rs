@@ -1,6 +1,6 @@
 //! Printing nanosecond spans the way Core's `Time_ns.Span` does, for transcripts
 //! (`to_string_hum`: `19ns`, `2.253us`, `132.297ms`) and S-expression dumps
-//! (`to_string`: `52d4h33m11.343298468s`). Corpus README §5.3 and §6.
+//! (`to_string`: `52d4h33m11.343298468s`), as magic-trace's expect tests print them.
 
 use std::fmt::Write as _;
 

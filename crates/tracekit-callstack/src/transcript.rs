@@ -1,4 +1,5 @@
-//! The transcript format of magic-trace's expect tests (corpus README §5): echoed input
+//! The transcript format of magic-trace's expect tests (`test/perf_script.ml` in
+//! janestreet/magic-trace prints it): echoed input
 //! records interleaved with `-> TIME BEGIN|END NAME` lines. It is the conformance
 //! harness of this crate and `tracekit perf decode --transcript`.
 

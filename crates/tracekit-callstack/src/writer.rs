@@ -1,6 +1,6 @@
 //! The call-stack state machine: turns branch, sample and error events into begin/end
-//! slices per thread (magic-trace's `Trace_writer`; spec `magic-trace.md` §1.6, corpus
-//! README §5.5).
+//! slices per thread (magic-trace's `Trace_writer`, `src/trace_writer.ml` in
+//! janestreet/magic-trace).
 //!
 //! Per perf thread it keeps the current call stack, a stack of inactive call stacks
 //! (code interrupted by a system call or an interrupt), the events of the current
@@ -406,7 +406,7 @@ impl<S: Sink> TraceWriter<S> {
     /// [`Self::write_event`], showing `observer` each event processed in the filter's
     /// region (events queued in a TSX transaction are shown when they are processed).
     // Not `#[inline]`: inlined into the decoder's loop it kept resolving and the TSX
-    // layer out of line, which cost the FXT decode 2% more instructions (callgrind).
+    // layer out of line, which cost the FXT decode more (docs/performance.md).
     pub(crate) fn write_event_observed(
         &mut self,
         event: &Event<'_>,

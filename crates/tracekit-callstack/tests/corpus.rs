@@ -1,5 +1,6 @@
 //! Conformance against `$TRACEKIT_CORPUS/magic-trace`: magic-trace's own expect tests
-//! (README there §3-§8). Transcript cases compare line for line after ppx_expect's
+//! (the `test/*.ml` transcript tests and the decoder tests inline in
+//! `src/perf_decode.ml`). Transcript cases compare line for line after ppx_expect's
 //! normalisation, decode cases compare S-expressions structurally.
 
 use std::collections::BTreeMap;

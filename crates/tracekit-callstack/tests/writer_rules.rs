@@ -1,4 +1,4 @@
-//! State-machine rules the corpus does not exercise (its README §9 lists them): system
+//! State-machine rules the corpus does not exercise: system
 //! calls and interrupts without a trace-state change, kernel-only scope, TSX
 //! transactions, several threads, decode errors without a timestamp, scope warnings,
 //! branches the reference thought impossible, snapshot hits, inlined frames in samples,

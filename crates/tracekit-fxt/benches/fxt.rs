@@ -1,17 +1,14 @@
 //! Writer fast path (ns/event) and reader throughput (records/s, MB/s).
 //!
 //! Writer: events go to a `DiscardDestination` (an in-memory buffer that is reused
-//! when full, like the seed's black-hole destination) with caller-supplied
+//! when full, like `black_hole_destination` in Jane Street's `tracing`) with caller-supplied
 //! timestamps, 1024 events per iteration. Baselines in the same run: the general
 //! (`&[Arg]`) path, and two plain 8-byte stores per event into a slice.
 //!
 //! Each loop checks every write's result, as a caller does (`?`), keeps its timestamp
 //! (and the baseline its position) in a local, and hands the writer to `black_box` once per batch so that no write
-//! can be optimised away. Until 2026-11-22 the loops instead passed each 32-byte
-//! `Result` to `black_box` (stored to the stack, about 8 instructions per event that
-//! no caller spends) and incremented the timestamp variable outside the closure for
-//! every event (a load and store through memory that chained each event to the
-//! previous one's store); both measured the harness rather than the writer.
+//! can be optimised away. (Earlier loops measured the harness rather than the
+//! writer; how, and what it cost, is in `docs/performance.md`.)
 //!
 //! `TRACEKIT_CORPUS=../shared/corpus cargo bench -p tracekit-fxt --bench fxt -- --warm-up-time 1 --measurement-time 3`
 //!

@@ -1,7 +1,9 @@
-//! Validation against the readers in the spec's compatibility matrix (§6.1): every
-//! [`Problem`] the strict reader would stop at, plus what is legal FXT but breaks or is
-//! ignored by a particular reader (Perfetto, the Fuchsia readers, PyPI `fxt` 0.3.0,
-//! Jane Street's `tracing_parser`).
+//! Validation against other readers: every [`Problem`] the strict reader would stop
+//! at, plus what is legal FXT but breaks or is ignored by a particular reader
+//! (Perfetto, the Fuchsia readers, PyPI `fxt` 0.3.0, Jane Street's `tracing_parser`).
+//! What each reader does is recorded, with a matrix of every [`Issue`], in
+//! `docs/fxt-readers.md` at the repository root; `tests/check_matrix.rs` holds this
+//! module to it.
 
 use core::fmt;
 use std::collections::HashMap;
@@ -183,10 +185,9 @@ impl Issue {
         }
     }
 
-    /// Readers that skip the record (or value) without failing (`ftf.md` §6.1 and
-    /// the readers' notes: an unknown record, argument or subtype is skipped by
-    /// size; index 0 of a table is ignored; Jane Street's parser counts what it
-    /// does not parse and goes on).
+    /// Readers that skip the record (or value) without failing (`docs/fxt-readers.md`:
+    /// an unknown record, argument or subtype is skipped by size; index 0 of a table
+    /// is ignored; Jane Street's parser counts what it does not parse and goes on).
     pub fn ignored_by(&self) -> Readers {
         use Readers as R;
         let (p, f, j) = (R::PERFETTO, R::FUCHSIA, R::JANE_STREET);

@@ -9,8 +9,8 @@
 //!   the empty name the reader gives it); a second provider info for the same id
 //!   becomes a provider section (PyPI `fxt` rejects duplicates);
 //! - a provider whose timestamped records come before any initialization record gets
-//!   a 2-word one with 1e9 ticks per second (the spec's default, which the reader
-//!   also applies);
+//!   a 2-word one with 1e9 ticks per second (the default the format's documentation
+//!   gives, which the reader also applies);
 //! - a string or thread ref that is unbound where it is used is written inline, as
 //!   the placeholder the reader resolved it to;
 //! - records the reader skips (unknown types, malformed content) are dropped, and

@@ -1,7 +1,8 @@
 //! Vocabulary shared by the [`read`](crate::read) and [`write`](crate::write) sides:
 //! record and event type codes, string and thread refs, arguments, and the record
-//! values both sides carry (initialization, provider events) (spec §1.2-§1.5, §1.8,
-//! §1.15).
+//! values both sides carry (initialization, provider events). The whole format is
+//! described in `docs/fxt-format.md` at the repository root; this module holds §1
+//! (records), §2 (refs) and the type codes of §3, §4, §5 and §8.
 //!
 //! Every record is a sequence of little-endian 64-bit words. The first word is the
 //! record header:
@@ -27,7 +28,8 @@ pub const MAGIC: u64 = 0x0016_5478_4604_0010;
 /// Largest record a normal (non-large) header can describe, in words.
 pub const MAX_RECORD_WORDS: usize = 0xFFF;
 
-/// Largest string length the writer accepts (the spec's conservative limit).
+/// Largest string length the writer accepts: a conservative limit below the 15-bit
+/// length fields' 32767, which the format's own documentation recommends.
 pub const MAX_STRING_LEN: usize = 32000;
 
 /// Most arguments one record can carry (the count fields are 4 bits).
@@ -203,7 +205,8 @@ impl ThreadId {
         if index == 0 { None } else { Some(Self(index)) }
     }
 
-    /// The id for a zero-based slot `0..=254` (the seed's `set_thread_slot` numbering).
+    /// The id for a zero-based slot `0..=254` (slot `s` is index `s + 1`, the
+    /// numbering of `set_thread_slot` in Jane Street's `tracing` writer).
     pub const fn from_slot(slot: u8) -> Option<Self> {
         if slot == u8::MAX {
             None
@@ -461,7 +464,7 @@ pub enum ArgType {
     Koid = 8,
     /// 9: boolean in header bit 32.
     Bool = 9,
-    /// 10: blob (newer spec text; PyPI `fxt` rejects it).
+    /// 10: blob (a late addition to the format; PyPI `fxt` rejects it).
     Blob = 10,
 }
 
@@ -622,7 +625,8 @@ impl BlobType {
     pub const PERFETTO: Self = Self(3);
 }
 
-/// Provider event ids (bits 52–55 of a provider event record, spec §1.4).
+/// Provider event ids (bits 52–55 of a provider event record, a metadata record of
+/// subtype 3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProviderEvent(pub u8);
 
@@ -641,8 +645,7 @@ pub struct ClockAnchor {
     pub unix_ns: u64,
 }
 
-/// The initialization record (type 1, spec §1.5): the tick rate, and optionally a time
-/// base.
+/// The initialization record (type 1): the tick rate, and optionally a time base.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Initialization {
     /// Ticks per second; 1e9 makes ticks nanoseconds.

@@ -2,27 +2,26 @@
 //!
 //! For every issue [`check`] can detect, a small trace exhibits it; the test asserts
 //! that the finding is reported at the byte offset of the offending record, and that
-//! [`Issue::breaks`] / [`Issue::ignored_by`] name the readers the *specification*
-//! (`shared/spec/ftf.md`) says: the §6.1 "Compatibility matrix" and the per-reader
-//! notes (§2.3 Jane Street's parser, §3 Perfetto, §4 table row "Fuchsia C++
-//! trace-reader", §4.1 PyPI `fxt` 0.3.0, §4.2 Fuchsia's Rust crate). The expected
-//! cells are written below from the spec, not from `check.rs`.
+//! [`Issue::breaks`] / [`Issue::ignored_by`] name the readers that the matrix in
+//! `docs/fxt-readers.md` (at the repository root) says. `CASES` below is that matrix,
+//! row for row under the same names; the notes there say why each cell is what it
+//! is. The cells are copied from the document, not from `check.rs`.
 //!
 //! Vocabulary for a cell (one reader, one issue):
-//! - `Breaks`: the spec says the reader fails, reports an error and drops the data,
-//!   mis-frames, or mis-reads it (truncates, mis-attributes, collapses).
-//! - `Ignores`: the spec says the reader skips the record or value ("skip",
-//!   "ignored", "skipped with a warning"): `ignored_by` must name it, `breaks` not.
-//! - `Fine`: the spec says the reader accepts it ("ok", "kept", "no"): neither set.
-//! - `Silent`: the spec says nothing (or something ambiguous); not asserted.
+//! - `Breaks`: the reader fails, reports an error and drops the data, mis-frames, or
+//!   mis-reads it (truncates, mis-attributes, collapses): "**breaks**" in the matrix.
+//! - `Ignores`: the reader skips the record or value: `ignored_by` must name it,
+//!   `breaks` not ("skips").
+//! - `Fine`: the reader accepts it: neither set ("ok").
+//! - `Silent`: not known ("?"); not asserted.
 //!
 //! [`Readers::FUCHSIA`] stands for both Fuchsia readers (C++ and Rust); its expected
 //! cell is: `Breaks` if either breaks, else `Silent` if either is silent, else
 //! `Ignores` if either ignores, else `Fine`.
 //!
-//! The test first found 24 cells where `check.rs` left out readers the spec says
-//! skip a record or value; `Issue::ignored_by` now names them, and every asserted
-//! cell agrees.
+//! The test first found 24 cells where `check.rs` left out readers that skip a
+//! record or value; `Issue::ignored_by` now names them, and every asserted cell
+//! agrees.
 
 #![allow(clippy::unwrap_used)]
 
@@ -89,7 +88,7 @@ fn found(bytes: Vec<u8>, offset: u64, issue: Issue) -> (Vec<u8>, Finding) {
     (bytes, Finding { offset, issue })
 }
 
-// Record header fields (spec §1.2, §1.8, §1.15).
+// Record header fields (`docs/fxt-format.md` §1, §3 and §8).
 const EVENT: u64 = 4;
 const fn size(words: u64) -> u64 {
     words << 4
@@ -104,7 +103,7 @@ const fn event_header(words: u64, ty: u64, nargs: u64) -> u64 {
 // One builder per issue. Each returns the trace and the finding it must produce.
 
 fn zero_size_record() -> (Vec<u8>, Finding) {
-    // An instant-event header with size 0: framing cannot go on (§1.2).
+    // An instant-event header with size 0: framing cannot go on.
     let (b, off) = then_raw(writer(), &[EVENT]);
     found(b, off, Issue::Problem(Problem::ZeroSizeRecord))
 }
@@ -533,7 +532,7 @@ fn empty() -> (Vec<u8>, Finding) {
 }
 
 // ---------------------------------------------------------------------------------
-// The expected matrix, from the spec.
+// The expected matrix, from `docs/fxt-readers.md`.
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Cell {
@@ -571,160 +570,60 @@ const fn case(
 }
 
 /// Columns: Perfetto, PyPI fxt 0.3.0, Fuchsia C++, Fuchsia Rust, Jane Street parser
-/// (the order of the §6.1 matrix, without Tracy, which `check` does not model).
+/// (the columns of the matrix in `docs/fxt-readers.md`, without the notes).
 #[rustfmt::skip]
 const CASES: &[Case] = &[
-    // §1.2 "A size of 0 is fatal. Perfetto, the C++ reader, and the Fuchsia Rust reader
-    // all stop there"; §3 Framing "Size 0 returns the error". PyPI fxt, JST: not said.
     case("zero size record", zero_size_record, [Breaks, Silent, Breaks, Breaks, Silent]),
-    // §2.3 Errors "Incomplete_record" (JST). §4.1 PyPI fxt: "Truncation at EOF is
-    // reported as had_unexpected_eof" (a flag: not said whether that fails). Others: not said.
     case("truncated", truncated, [Silent, Silent, Silent, Silent, Breaks]),
-    // §4.1 "A record may not be over-read"; §2.3 "Invalid_size_on_record: a read past
-    // the record end".
     case("field out of record", field_out_of_record, [Silent, Breaks, Silent, Silent, Breaks]),
-    // Same two notes (an argument read past the record end).
     case("arg out of record", arg_out_of_record, [Silent, Breaks, Silent, Silent, Breaks]),
-    // §4.1 "Each arg must consume exactly its declared size"; §4.2 "Each argument must
-    // exactly fill its declared size ... fatal InvalidSize" (a 0-word argument cannot).
     case("arg size zero", arg_size_zero, [Silent, Breaks, Silent, Breaks, Silent]),
-    // §4.1 and §4.2 as above; §4.2 "stricter than Perfetto, which jumps to arg_base +
-    // size" (Perfetto reads it).
     case("arg padding", arg_padding, [Fine, Breaks, Silent, Breaks, Silent]),
-    // §6.1 row "magic must be first": Perfetto "yes (sniff)", fxt-py "yes (if present it
-    // must be exact)" (ambiguous: Silent), Fuchsia C++ "no", Fuchsia Rust "**yes**",
-    // JST parser "no".
     case("missing magic", missing_magic, [Breaks, Silent, Fine, Breaks, Fine]),
-    // A wrong magic word first: §3 Detection "The first 8 bytes must equal the magic";
-    // §4.1 "The header must equal the magic exactly"; §4.2 "SessionParser errors with
-    // MissingMagicNumber unless the magic record comes first". C++, JST: not said.
     case("bad magic", bad_magic, [Breaks, Breaks, Silent, Breaks, Silent]),
-    // §4 table, Fuchsia C++ trace-reader "validates ... tps ≠ 0"; §2.3 "ticks_per_second
-    // ≤ 0 is an error".
     case("zero ticks per second", zero_ticks_per_second, [Silent, Silent, Breaks, Silent, Breaks]),
-    // §6.1 row "unknown record type": skip | **error** | skip | warning | skip/warn.
-    // (§4.2: unknown types "become warnings, and the record is skipped".)
     case("unknown record type", unknown_record_type, [Ignores, Breaks, Ignores, Ignores, Ignores]),
-    // §4.1 unknown metadata types are an error; §4 C++ "unknown types skipped with an
-    // error report"; §4.2 unknown metadata types "become warnings, and the record is
-    // skipped"; §2.3 metadata other than provider info/section/magic "counts as an
-    // unparsed record". Perfetto: not said.
     case("unknown metadata type", unknown_metadata_type, [Silent, Breaks, Ignores, Ignores, Ignores]),
-    // §4.1 unknown event types are an error; §4 C++ skips unknown types. §4.2 does not
-    // list event types; Perfetto, JST: not said.
     case("unknown event type", unknown_event_type, [Silent, Breaks, Ignores, Silent, Silent]),
-    // §4.1 error; §3 value mapping "unknown → \"unknown\"" (and §6.1 blob-arg row
-    // "skipped by size"); §4 C++ skips unknown types; §4.2 unknown arg types "become
-    // warnings, and the record is skipped"; §2.4 JST test "An unknown arg type (15) is skipped".
     case("unknown arg type", unknown_arg_type, [Ignores, Breaks, Ignores, Ignores, Ignores]),
-    // §4.1 error; §4 C++ skips; §4.2 unknown scheduling types skipped with a warning;
-    // §2.3 record type 8 is "framed and skipped". Perfetto: not said.
     case("unknown scheduling type", unknown_scheduling_type, [Silent, Breaks, Ignores, Ignores, Ignores]),
-    // §4.1 unknown large-record types are an error; §3 "Ignored entirely: large records
-    // (15)" (2 words: framed right); §4 C++ requires large type 0, skips unknown types;
-    // §4.2 reads the large type as the format (not said); §2.3 type 15 "framed (with the
-    // 32-bit size) and skipped".
     case("unknown large record type", unknown_large_record_type, [Ignores, Breaks, Ignores, Silent, Ignores]),
-    // A large blob of format 2: §3 ignores all large records; §4.1 does not name the
-    // format; §4 C++ reads the format from bits 40–43 and skips unknown types; §4.2 not
-    // said; §2.3 skips type 15.
     case("unknown large blob format", unknown_large_blob_format, [Ignores, Silent, Ignores, Silent, Ignores]),
-    // §3 "An unknown string index for a category, name, or arg name drops the event
-    // with fuchsia_invalid_string_ref"; §4.1 "Unknown string or thread refs are errors";
-    // §4.2 Rust: a warning and "<unknown>"; C++: not said; §2.3 "Invalid_string_ref".
     case("unknown string ref", unknown_string_ref, [Breaks, Breaks, Silent, Fine, Breaks]),
-    // §3 "An unknown thread index yields pid = tid = 0" (mis-attributed); §4.1 error;
-    // §4.2 Rust: a warning and u64::MAX; C++: not said; §2.3 "Invalid_thread_ref".
     case("unknown thread ref", unknown_thread_ref, [Breaks, Breaks, Silent, Fine, Breaks]),
-    // §1.3 "A record that sets index 0 must be ignored"; §3 "index 0 is ignored"; §2.3
-    // "String records. Index 0 is ignored." Others: not said.
     case("string index zero", string_index_zero, [Ignores, Silent, Silent, Silent, Ignores]),
-    // §1.3 "Thread records that set index 0 must be ignored"; §3 and §2.3 likewise.
     case("thread index zero", thread_index_zero, [Ignores, Silent, Silent, Silent, Ignores]),
-    // A limit of this crate's reader; the spec says nothing of other readers.
     case("too many providers", too_many_providers, [Silent, Silent, Silent, Silent, Silent]),
-    // §6.1 row "provider info required": no (default 0) | **yes, before any data** | no
-    // (default 0) | no | no.
     case("no provider info", no_provider_info, [Fine, Breaks, Fine, Fine, Fine]),
-    // §6.1 row "init missing": 1e9 | **error** | raw ticks handed to the consumer |
-    // **tps = 1** (§4.2: timestamps "treated as seconds, contrary to the spec") | 1e9.
     case("no initialization", no_initialization, [Fine, Breaks, Fine, Breaks, Fine]),
-    // §6.1 row "4-word init (JST)": ok | ok | ok | **error** | ok.
     case("extended initialization", extended_initialization, [Fine, Fine, Fine, Breaks, Fine]),
-    // §4.1 "A duplicate provider info for the same id is an error". Others: not said.
     case("duplicate provider info", duplicate_provider_info, [Silent, Breaks, Silent, Silent, Silent]),
-    // A provider section for a provider never announced: not said for any reader.
     case("unannounced provider", unannounced_provider, [Silent, Silent, Silent, Silent, Silent]),
-    // §3 "Provider event is ignored"; §2.3 metadata other than provider info/section/
-    // magic "counts as an unparsed record" and provider events are "Not supported".
     case("unknown provider event", unknown_provider_event, [Ignores, Silent, Silent, Silent, Ignores]),
-    // A trace-info record other than the magic: §2.3 "Anything else counts as an
-    // unparsed record". Others: not said.
     case("trace info", trace_info, [Silent, Silent, Silent, Silent, Ignores]),
-    // §6.1 row "inline thread refs": ok | ok | ok | ok | **error**.
     case("inline thread", inline_thread, [Fine, Fine, Fine, Fine, Breaks]),
-    // §6.1 row "inline strings": ok | ok | ok | ok | ok (except kernel-object names);
-    // §2.3 "Kernel-object names given as inline strings. They are treated as indexes."
     case("inline kernel object name", inline_kernel_object_name, [Fine, Fine, Fine, Fine, Breaks]),
-    // §6.1 row "large record (15)": **mis-framed** (12-bit size) | ok | ok | format
-    // decoding differs | skipped (32-bit size). C++ caps large records at a size the
-    // spec does not give; JST's skipping is the "large record" issue below.
     case("huge large record", huge_large_record, [Breaks, Fine, Silent, Silent, Silent]),
-    // Format 1: §6.1 fxt-py "ok"; §4 C++ reads the format from bits 40–43; §4.2 Rust
-    // "format decoding differs" (which format it gets wrong is not said). Perfetto and
-    // JST skip every large record (the "large record" issue).
     case("large blob without metadata", large_blob_without_metadata, [Silent, Fine, Fine, Silent, Silent]),
-    // §6.1 row "large record (15)" for a record under 4096 words (12-bit framing is
-    // then right): §3 "Ignored entirely ... large records (15)" | ok | ok | format
-    // decoding differs | skipped (32-bit size).
     case("large record", large_record, [Ignores, Fine, Fine, Silent, Ignores]),
-    // §6.1 row "log (9) / userspace (6)": ignored | ok | ok | ok | skipped.
     case("log", log, [Ignores, Fine, Fine, Fine, Ignores]),
     case("userspace object", userspace_object, [Ignores, Fine, Fine, Fine, Ignores]),
-    // A blob record of type 1: §3 "Only blob type 3 ... is used ... Other blob types are
-    // ignored"; §4.1 synthetic file with every record type "OK"; §4 C++ "all records";
-    // §4.2 TraceRecord has Blob; §2.3 record type 5 "framed ... and skipped".
     case("blob", blob, [Ignores, Fine, Fine, Fine, Ignores]),
-    // Context switch / wakeup: §3 "Context switch (1) and wakeup (2) drive the sched and
-    // thread_state tables"; §4.1 synthetic file "OK"; §4 C++ "legacy and new
-    // scheduling"; §4.2 TraceRecord has Scheduling; §2.3 record type 8 skipped.
     case("context switch", scheduling_context_switch, [Fine, Fine, Fine, Fine, Ignores]),
     case("thread wakeup", scheduling_thread_wakeup, [Fine, Fine, Fine, Fine, Ignores]),
-    // §3 "Legacy (0): uses thread refs and priorities"; §4.1 "Legacy context switches
-    // ... are rejected"; §4 C++ "legacy and new scheduling"; §4.2 Scheduling; §2.3
-    // record type 8 skipped.
     case("legacy context switch", legacy_context_switch, [Fine, Breaks, Fine, Fine, Ignores]),
-    // §6.1 row "blob arg (10)": skipped by size, stored as value "unknown" | **error** |
-    // skipped (error reported) | skipped with a warning | skipped, counted.
     case("blob arg", blob_arg, [Ignores, Breaks, Ignores, Ignores, Ignores]),
-    // Kernel object type 250: §3 "Other object types are skipped"; §4.1 unknown
-    // kernel-object types are an error. Others: not said.
     case("kernel object type", kernel_object_type, [Ignores, Breaks, Silent, Silent, Silent]),
-    // §3 "If the arg is missing, pid is 0" / "Threads with no process koid arg end up
-    // under pid 0"; §2.3 "For a thread object, the first arg must be a koid named
-    // process". Others: not said.
     case("thread without process", thread_without_process, [Breaks, Silent, Silent, Silent, Breaks]),
-    // §3 counter: "numeric types ... only, others raise fuchsia_non_numeric_counters".
     case("non-numeric counter", non_numeric_counter, [Breaks, Silent, Silent, Silent, Silent]),
-    // §6.1 row "duplicate arg names": kept | collapsed | kept | kept | kept.
     case("duplicate arg name", duplicate_arg_name, [Fine, Breaks, Fine, Fine, Fine]),
-    // §6.1 row "pid/tid > 2^32": truncated | ok | ok | ok | OCaml int (63-bit).
     case("wide koid", wide_koid, [Breaks, Fine, Fine, Fine, Fine]),
-    // §3 duration complete: "a negative duration raises fuchsia_timestamp_overflow".
     case("end before start", end_before_start, [Breaks, Silent, Silent, Silent, Silent]),
-    // §1.1 "Strings are UTF-8"; no reader note says what a reader does otherwise.
     case("not UTF-8", not_utf8, [Silent, Silent, Silent, Silent, Silent]),
-    // §6.1 row "uint32/uint64/koid/null args": ok | ok | ok | ok | skipped/warn (null →
-    // Int 0) | ok; §2.3 "uint32, uint64, koid, and blob args are skipped by size".
     case("uint32 arg", uint32_arg, [Fine, Fine, Fine, Fine, Ignores]),
     case("uint64 arg", uint64_arg, [Fine, Fine, Fine, Fine, Ignores]),
     case("koid arg", koid_arg, [Fine, Fine, Fine, Fine, Ignores]),
-    // Null: §2.3 JST decodes it "as Int 0" (neither skipped nor kept: Silent); Perfetto:
-    // §6.1 "ok" but §0 "ignores ... the null arg's value" (Silent).
     case("null arg", null_arg, [Silent, Fine, Fine, Fine, Silent]),
-    // No bytes: no magic. §3 Detection (Perfetto), §4.1 (PyPI fxt), §4.2 (Rust) need it
-    // first. C++ and JST do not need the magic (§6.1) and nothing says what they make
-    // of an empty input.
     case("empty", empty, [Breaks, Breaks, Silent, Breaks, Silent]),
 ];
 
@@ -763,7 +662,7 @@ fn cell_of(issue: Issue, reader: Readers) -> Cell {
         (true, false) => Breaks,
         (false, true) => Ignores,
         (false, false) => Fine,
-        // A reader both broken and ignoring: never what the spec says.
+        // A reader both broken and ignoring: never a cell of the matrix.
         (true, true) => Silent,
     }
 }
@@ -772,11 +671,11 @@ fn is_reported(report: &Report, want: Finding) -> bool {
     report.findings.contains(&want) || report.fatal == Some(want)
 }
 
-/// (case, reader, the spec's cell, check's cell).
+/// (case, reader, the matrix's cell, check's cell).
 type Disagreement = (&'static str, &'static str, Cell, Cell);
 
 /// Runs every case; returns the failures (a finding missing or at the wrong offset)
-/// and the cells where check does not say what the spec says.
+/// and the cells where check does not say what the matrix says.
 fn run_matrix() -> (Vec<String>, Vec<Disagreement>) {
     let mut failures = Vec::new();
     let mut disagreements = Vec::new();
@@ -804,11 +703,11 @@ fn run_matrix() -> (Vec<String>, Vec<Disagreement>) {
 }
 
 #[test]
-fn every_detectable_issue_is_found_at_its_record_and_maps_to_the_spec_readers() {
+fn every_detectable_issue_is_found_at_its_record_and_maps_to_the_documented_readers() {
     let (mut failures, disagreements) = run_matrix();
-    for (name, reader, spec, actual) in &disagreements {
+    for (name, reader, documented, actual) in &disagreements {
         failures.push(format!(
-            "{name}: {reader}: the spec says {spec:?}, check says {actual:?}"
+            "{name}: {reader}: docs/fxt-readers.md says {documented:?}, check says {actual:?}"
         ));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -850,8 +749,9 @@ fn a_clean_trace_is_clean() {
 
 #[test]
 fn a_log_record_is_a_note_not_a_break() {
-    // §6.1 row "log (9)": ignored by Perfetto, skipped by JST, ok elsewhere: no reader
-    // breaks, so the trace stays clean while the finding is reported.
+    // Log records are skipped by Perfetto and Jane Street's parser and read
+    // elsewhere: no reader breaks, so the trace stays clean while the finding is
+    // reported.
     let mut w = clean_trace();
     let off = at(&mut w);
     w.log(ThreadId::new(1).unwrap(), 300, b"hello").unwrap();
@@ -870,8 +770,8 @@ fn a_log_record_is_a_note_not_a_break() {
 
 #[test]
 fn broken_readers_are_the_union_of_the_findings() {
-    // An inline thread (§6.1: breaks only the JST parser) and duplicate argument names
-    // (§6.1: break only PyPI fxt's args dict).
+    // An inline thread (breaks only Jane Street's parser) and duplicate argument names
+    // (break only PyPI fxt's argument dictionary).
     let mut w = clean_trace();
     let inline = ThreadRef::Inline {
         process: Koid(1),
@@ -908,7 +808,7 @@ fn a_fatal_problem_makes_the_report_unclean() {
     let report = check(&bytes);
     assert_eq!(report.fatal, Some(want));
     assert!(!report.is_clean());
-    // §1.2: Perfetto and both Fuchsia readers stop at a size-0 record.
+    // Perfetto and both Fuchsia readers stop at a size-0 record.
     let broken = report.broken_readers();
     assert!(
         broken.contains(Readers::PERFETTO.with(Readers::FUCHSIA)),

@@ -1,6 +1,7 @@
-//! The Jane Street demo trace (`jst_tracing_demo.fxt`): its records decode to exactly
-//! what the corpus README lists, and the writer given the demo's calls reproduces its
-//! 832 bytes.
+//! The Jane Street demo trace (`jst_tracing_demo.fxt`, the trace of the demo program
+//! in janestreet/tracing's writer tests): its records decode to exactly the list in
+//! `golden_decodes_to_the_demo_records`, and the writer given the demo's calls
+//! reproduces its 832 bytes.
 
 #![allow(clippy::unwrap_used)]
 
@@ -223,7 +224,7 @@ fn write_demo_fast() -> Vec<u8> {
     let async_begin = EventHeader::<(Int32,)>::async_begin(t, c, n);
     w.emit_with_id(&async_begin, 23_000_000, (Int32(c, 2),), 1)
         .unwrap();
-    // Flow events: empty category and name, as the seed writes them.
+    // Flow events: empty category and name, as Jane Street's `tracing` writes them.
     w.flow_begin(t, 2_000_000, 1).unwrap();
     w.emit(&EventHeader::<()>::instant(t, c, n), 17_000_000, ())
         .unwrap();
@@ -304,7 +305,7 @@ fn writer_reproduces_golden_bytes() {
     assert_eq!(first_difference(&fast, &golden), None, "fast path differs");
 }
 
-/// One line per record, in the order the README lists them.
+/// One line per record, in the form of the expected list below.
 fn describe(r: &Record<'_>) -> String {
     let args = |a: tracekit_fxt::read::Args<'_>| {
         a.iter()
@@ -336,7 +337,7 @@ fn describe(r: &Record<'_>) -> String {
 }
 
 #[test]
-fn golden_decodes_to_readme_records() {
+fn golden_decodes_to_the_demo_records() {
     let Some(golden) = corpus_file("jst_tracing_demo.fxt") else {
         eprintln!("TRACEKIT_CORPUS unset; skipping");
         return;

@@ -7,8 +7,7 @@
 //! * `write/alloc_20_frames`: ns per allocation with 20-frame backtraces
 //!   that share prefixes, as a tracer writes them.
 //!
-//! Reading speed against the target (issue #2, >= 80 M events/s with
-//! backtraces on both traces):
+//! Reading speed against the target in `docs/performance.md`:
 //! `cargo bench -p tracekit-memtrace --bench memtrace -- read_events --warm-up-time 1 --measurement-time 4`
 //! (`read_bytes` gives the same passes as MB/s). For instruction counts
 //! of one pass: `valgrind --tool=callgrind --toggle-collect='read_speed::pass'

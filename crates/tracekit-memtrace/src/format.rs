@@ -1,4 +1,6 @@
-//! Constants of the on-disk format shared by the reader and the writer.
+//! Constants of the on-disk format shared by the reader and the writer, and
+//! the packet header's layout. The whole format, section by section, is in
+//! `docs/memtrace-format.md` at the repository root.
 //!
 //! A trace is a bare concatenation of CTF-style packets, all integers
 //! little-endian. Every packet starts with this header:
@@ -19,8 +21,9 @@
 //! | 50 | 52 | i64 | alloc_id_begin |
 //! | 58 | 60 | i64 | alloc_id_end (exclusive) |
 //!
-//! Each event then starts with a u32 whose top 7 bits are the event code and
-//! whose low 25 bits are the low bits of its timestamp.
+//! The header is 66 bytes in v1 and v2, 68 in v3. Each event then starts with
+//! a u32 whose top 7 bits (25–31) are the event code and whose low 25 bits are
+//! the low bits of its timestamp.
 
 pub(crate) const MAGIC: u32 = 0xc1fc_1fc1;
 

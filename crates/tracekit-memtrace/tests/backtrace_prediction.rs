@@ -2,10 +2,10 @@
 //! item 6): when an allocation's `common_prefix` is longer than the backtrace the
 //! reader holds (the writer truncated the previous one), the reader does not decode
 //! the frames but still walks the codewords to keep its cache in step with the
-//! writer's (spec memtrace.md §6 "Truncation"). A codeword "hit, then N predicted
-//! frames" moves the decoder's `pred` along N predictions (§6 decoder:
-//! `repeat n times: pred = cache_pred[pred]`), and the next codeword records itself
-//! as the prediction of *that* bucket (`cache_pred[pred] = b`). Skipping the walk
+//! writer's (`docs/memtrace-format.md` §7 "Backtraces" and §9). A codeword "hit,
+//! then N predicted frames" moves the decoder's `pred` along N predictions (N times
+//! `pred = predicted[pred]`), and the next codeword records itself as the
+//! prediction of *that* bucket (`predicted[pred] = bucket`). Skipping the walk
 //! records it as the prediction of the hit bucket instead, and a later backtrace
 //! that follows the chain decodes to the wrong frames.
 

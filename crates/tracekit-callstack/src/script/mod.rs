@@ -1,4 +1,4 @@
-//! Reading `perf script` text (spec `magic-trace.md` §1.4; corpus README §5.1, §5.4).
+//! Reading `perf script` text, as magic-trace's `src/perf_decode.ml` does.
 //!
 //! A record is a header line followed by zero or more continuation lines that start
 //! with a TAB (the sampled call chain, leaf first); an empty line also ends a record.
@@ -30,7 +30,7 @@ use location::{LocationCache, Locations, Uncached};
 use crate::event::{Address, CountedEvent, Event, EventSample, Location, Sample, SampleData};
 
 /// `perf script -F` fields for an Intel PT recording, to go with [`INTEL_PT_ITRACE`]
-/// and `--ns`: magic-trace's list (spec `magic-trace.md` §1.4) plus `comm`.
+/// and `--ns`: magic-trace's list (`src/perf_tool_backend.ml`) plus `comm`.
 ///
 /// What the parser reads from each: `pid`, `tid` and `time` are the header's thread and
 /// timestamp; `event` names the kind of record (`branches`, `cbr`, `psb`, ...) and

@@ -1,4 +1,9 @@
-//! Argument decoding (spec §1.15), the mirror of [`crate::write::args`].
+//! Argument decoding, the mirror of [`crate::write::args`], whose docs give the
+//! layout. The whole format: `docs/fxt-format.md` at the repository root, §3
+//! "Arguments". An argument of size 0 ([`Problem::ArgSizeZero`]) or reaching past its
+//! record ([`Problem::ArgOutOfRecord`]) makes the record unusable; one with unused
+//! words at its end ([`Problem::ArgPadding`]) is noted and read anyway, the next
+//! argument starting where its size says.
 //!
 //! Arguments are validated once when their record is read; iterating [`RawArgs`] or
 //! [`Args`] afterwards cannot fail. Unknown argument types are skipped by their size

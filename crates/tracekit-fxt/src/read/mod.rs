@@ -3,7 +3,11 @@
 //! each provider as they change.
 //!
 //! Submodules mirror [`crate::write`]: [`records`] (what is yielded), [`args`],
-//! [`tables`] (strings, threads, providers); `parse` decodes each record type.
+//! [`tables`] (strings, threads, providers); `parse` frames records and hands each
+//! to the private module named like the writer's module for its type (`metadata`,
+//! `strings`, `threads`, `events`, `blobs`, `objects`, `scheduling`, `log`). The
+//! whole format is described in `docs/fxt-format.md` at the repository root; what
+//! this reader does with damage is its §16.
 //!
 //! Records come in two layers. [`RawRecord`] keeps string and thread refs as written
 //! (for copying, or checking); [`Record`] resolves them against the tables as they
@@ -24,11 +28,19 @@
 //! providers plus the strings it was given.
 
 pub mod args;
+mod blobs;
 mod cursor;
+mod events;
+mod log;
+mod metadata;
+mod objects;
 mod parse;
 pub mod records;
+mod scheduling;
 mod stream;
+mod strings;
 pub mod tables;
+mod threads;
 
 pub use args::{Args, RawArgs};
 pub use records::{
@@ -167,7 +179,7 @@ pub enum Problem {
     /// A thread index with no thread record before it.
     #[error("thread ref {0} is not bound")]
     UnknownThreadRef(u8),
-    /// A string record for index 0 (ignored, as the spec says).
+    /// A string record for index 0 (ignored: index 0 is the empty string).
     #[error("string record for index 0")]
     StringIndexZero,
     /// A thread record for index 0 (ignored).

@@ -1,6 +1,7 @@
 //! Per-provider reader state: the string table, the thread table and the tick rate
-//! (spec §1.3). Tables change as records arrive; a record's refs resolve against the
-//! tables as they were when it was read.
+//! (`docs/fxt-format.md` at the repository root, §2, §4 and §5). Tables change as
+//! records arrive; a record's refs resolve against the tables as they were when it
+//! was read.
 
 use super::records::{Str, Thread};
 use crate::format::{StringId, StringRef, ThreadId, ThreadRef};
@@ -144,7 +145,8 @@ impl TickRate {
 }
 
 /// Converts ticks to nanoseconds: `ticks * 1e9 / tps` without overflow (u128), clamped
-/// to `u64::MAX`. A missing rate counts as 1e9 (the spec's default).
+/// to `u64::MAX`. A missing rate counts as 1e9 (the default the format's documentation
+/// gives, which Perfetto and Jane Street's parser apply too).
 pub fn ticks_to_ns(ticks: u64, ticks_per_second: Option<u64>) -> u64 {
     match ticks_per_second {
         None | Some(1_000_000_000) => ticks,

@@ -1,4 +1,5 @@
-//! Argument encoding (spec §1.15).
+//! Argument encoding; [`crate::read::args`] decodes it. The whole format:
+//! `docs/fxt-format.md` at the repository root, §3 "Arguments".
 //!
 //! | bits  | field                                  |
 //! |-------|----------------------------------------|

@@ -1,10 +1,19 @@
-//! Blob (type 5, spec §1.9) and large blob (type 15, large type 0, spec §1.14) records.
+//! Blob records (type 5) and large blob records (type 15, large type 0); the reader's
+//! `blobs` module decodes them. The whole format: `docs/fxt-format.md` at the
+//! repository root, §10.
 //!
-//! Blob header: 16–31 name ref, 32–46 payload size in bytes, 48–55 blob type; body:
-//! \[name stream\], payload stream. Several blobs with one name form one logical blob,
-//! so payloads over 32767 bytes can be split across records.
+//! | bits  | blob (type 5)                          | large blob (type 15)     |
+//! |-------|----------------------------------------|--------------------------|
+//! | 0–3   | 5                                      | 15                       |
+//! | 4–15  | size in words                          | size in words (4–35)     |
+//! | 16–31 | name ref                               |                          |
+//! | 32–46 | payload size in bytes                  |                          |
+//! | 36–39 |                                        | large type: 0            |
+//! | 40–43 |                                        | blob format (0 or 1)     |
+//! | 48–55 | blob type (1 data, 2 last-branch records, 3 Perfetto trace) |  |
 //!
-//! Large blob header: 4–35 size in words, 36–39 large type (0), 40–43 blob format.
+//! Blob body: \[name stream\], payload stream. Several blobs with one name form one
+//! logical blob, so payloads over 32767 bytes can be split across records.
 //!
 //! | format | body |
 //! |--------|------|

@@ -195,8 +195,8 @@ impl Destination for SliceDestination<'_> {
     }
 }
 
-/// Reuses one in-memory buffer and drops what was written each time it fills, like the
-/// seed's black-hole destination. For benchmarks and for tracing that is switched off.
+/// Reuses one in-memory buffer and drops what was written each time it fills, like
+/// `black_hole_destination` in Jane Street's `tracing` (janestreet/tracing). For benchmarks and for tracing that is switched off.
 #[derive(Debug)]
 pub struct DiscardDestination {
     buf: Box<[u8]>,

@@ -1,6 +1,7 @@
-//! Event records (type 4, spec §1.8), general path: any thread ref, inline or indexed
-//! strings, arguments as values. The precomputed-header fast path is in
-//! [`fast`](super::fast).
+//! Event records (type 4), general path: any thread ref, inline or indexed strings,
+//! arguments as values. The precomputed-header fast path is in [`fast`](super::fast);
+//! the reader's `events` module decodes both. The whole format: `docs/fxt-format.md`
+//! at the repository root, §8 "Event records".
 //!
 //! | bits  | field             |
 //! |-------|-------------------|
@@ -14,6 +15,14 @@
 //!
 //! Body: timestamp, \[process koid, thread koid\], \[category stream\], \[name stream\],
 //! arguments, \[trailer word: counter id, end timestamp, async or flow id\].
+//!
+//! | event type | trailer |
+//! |------------|---------|
+//! | 0 instant, 2 duration begin, 3 duration end | none |
+//! | 1 counter | counter id |
+//! | 4 duration complete | end timestamp (ticks) |
+//! | 5 async begin, 6 async instant, 7 async end | correlation id |
+//! | 8 flow begin, 9 flow step, 10 flow end | flow id |
 
 use super::args::{args_words, count, ref_words, write_args};
 use super::{Destination, WriteError, Writer};

@@ -3,7 +3,8 @@
 //!
 //! The argument signature is a type: `EventHeader<(Int32, Int64)>` can only be written
 //! with an `(Int32, Int64)` value, so writing the wrong number or kind of arguments for
-//! a header (a runtime check in the seed) does not compile, and neither does a 16th
+//! a header (a runtime check in Jane Street's `tracing` writer) does not compile, and
+//! neither does a 16th
 //! argument: tuples implement [`FixedArgs`] up to 15 elements, and since tuples nest
 //! (`((A, B), C)` is three arguments), building a header checks the total count with
 //! a compile-time assertion (see [`EventHeader`]). Which trailer an event
@@ -292,7 +293,8 @@ impl<A: FixedArgs, K> EventHeader<A, K> {
         }
     }
 
-    /// The same header with another name (the seed's `set_name`).
+    /// The same header with another name (`header_set_name` in Jane Street's
+    /// `tracing` writer).
     pub const fn with_name(self, name: StringId) -> Self {
         Self {
             word: (self.word & 0x0000_FFFF_FFFF_FFFF) | (name.get() as u64) << 48,

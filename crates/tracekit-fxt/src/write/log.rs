@@ -1,7 +1,14 @@
-//! Log records (type 9, spec §1.13).
+//! Log records (type 9); the reader's `log` module decodes them. The whole format:
+//! `docs/fxt-format.md` at the repository root, §14.
 //!
-//! Header: 16–30 message length in bytes, 32–39 thread ref. Body: timestamp,
-//! \[pid, tid\], message stream. Perfetto, Tracy and Jane Street's parser ignore log
+//! | bits  | field                   |
+//! |-------|-------------------------|
+//! | 0–3   | 9                       |
+//! | 4–15  | size in words           |
+//! | 16–30 | message length in bytes |
+//! | 32–39 | thread ref              |
+//!
+//! Body: timestamp, \[pid, tid\] if the thread ref is inline, message stream. Perfetto, Tracy and Jane Street's parser ignore log
 //! records (Perfetto issue #611); PyPI `fxt` and the Fuchsia readers decode them.
 
 use super::{Destination, WriteError, Writer};

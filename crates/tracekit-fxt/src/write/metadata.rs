@@ -1,4 +1,6 @@
-//! Metadata (type 0) and initialization (type 1) records (spec §1.4, §1.5).
+//! Metadata (type 0) and initialization (type 1) records; the reader's `metadata`
+//! module decodes them. The whole format: `docs/fxt-format.md` at the repository
+//! root, §4 and §5.
 //!
 //! | record            | header bits                                             | body |
 //! |-------------------|---------------------------------------------------------|------|

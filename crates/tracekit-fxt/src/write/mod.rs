@@ -5,6 +5,10 @@
 //! [`events`] (with the precomputed-header fast path in [`fast`]), [`objects`] (kernel
 //! and userspace objects), [`blobs`] (blob and large blob), [`scheduling`] and [`log`].
 //!
+//! The whole format is described in `docs/fxt-format.md` at the repository root; each
+//! submodule's docs give the bits of its records. This module frames records (§1) and
+//! writes the default header (§15).
+//!
 //! Every method either writes one whole record or returns an error and writes nothing.
 //! Limits the format cannot express (more than 15 arguments, strings over 32000 bytes,
 //! records over 4095 words, a complete event ending before it starts) are errors, never
@@ -131,7 +135,8 @@ pub struct WriterOptions<'a> {
     /// (PyPI `fxt` rejects timestamped records before one; Fuchsia's Rust reader
     /// then takes ticks as seconds).
     pub initialization: Option<Initialization>,
-    /// Number of temp string slots (ids 19.. for the seed's layout).
+    /// Number of temp string slots (ids 19.., the layout of Jane Street's `tracing`
+    /// writer).
     pub num_temp_strings: u16,
 }
 
@@ -155,7 +160,8 @@ impl Default for WriterOptions<'_> {
 /// them still hands over and flushes what it holds, ignoring errors, so that a
 /// forgotten `close` does not cut the trace short (as `std::io::BufWriter` does).
 ///
-/// String ids follow the seed's layout: 0 is the empty string, 1 is `"process"`, 2..=18
+/// String ids follow the layout of Jane Street's `tracing` writer: 0 is the empty
+/// string, 1 is `"process"`, 2..=18
 /// are 17 "dyn" slots, then `num_temp_strings` temp slots, then permanent ids handed
 /// out by [`intern`](Self::intern) up to 32767.
 pub struct Writer<D: Destination> {
@@ -308,7 +314,7 @@ impl<D: Destination> Writer<D> {
     pub(crate) fn reserve(&mut self, bytes: usize) -> Result<Words<'_>, WriteError> {
         // One bounds check per record, on the slice the destination hands out. (Safe
         // slicing after a check of a separately kept capacity cost two more compares
-        // and branches per record, a tenth of a small event's instructions.) Both
+        // and branches per record; see docs/performance.md.) Both
         // paths yield a start pointer, so the record's length stays a constant the
         // compiler folds into the writes. A closed writer has `pos == usize::MAX`,
         // so it always takes the slow path, which fails.
@@ -408,7 +414,7 @@ fn fits(pos: usize, len: usize, bytes: usize) -> bool {
     pos <= len && len - pos >= bytes
 }
 
-/// Checks a string length against the spec limit.
+/// Checks a string length against [`MAX_STRING_LEN`].
 #[inline]
 pub(crate) fn check_len(len: usize) -> Result<(), WriteError> {
     if len > MAX_STRING_LEN {

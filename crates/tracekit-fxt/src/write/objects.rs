@@ -1,13 +1,22 @@
-//! Kernel object (type 7, spec §1.11) and userspace object (type 6, spec §1.10) records.
+//! Kernel object (type 7) and userspace object (type 6) records; the reader's
+//! `objects` module decodes them. The whole format: `docs/fxt-format.md` at the
+//! repository root, §9, §11 and §12.
 //!
-//! Kernel object header: 16–23 object type, 24–39 name ref, 40–43 argument count;
-//! body: koid, \[name stream\], arguments. Process and thread names are kernel objects
-//! of type 1 and 2; a thread object carries a koid argument `process` with its pid,
-//! which Perfetto, Tracy and Jane Street's parser need to attach it to its process.
+//! | bits  | kernel object (type 7) | userspace object (type 6)  |
+//! |-------|------------------------|----------------------------|
+//! | 0–3   | 7                      | 6                          |
+//! | 4–15  | size in words          | size in words              |
+//! | 16–23 | object type            | *process* (a thread ref)   |
+//! | 24–39 | name ref               | name ref                   |
+//! | 40–43 | argument count         | argument count             |
 //!
-//! Userspace object header: 16–23 *process* thread ref, 24–39 name ref, 40–43 argument
-//! count; body: pointer, \[process koid (one word) if the ref is inline\], \[name
-//! stream\], arguments. Perfetto and Jane Street's parser ignore these records.
+//! Kernel object body: koid, \[name stream\], arguments. Process and thread names are
+//! kernel objects of type 1 and 2; a thread object carries a koid argument `process`
+//! with its pid, which Perfetto, Tracy and Jane Street's parser need to attach it to
+//! its process.
+//!
+//! Userspace object body: pointer, \[process koid (one word) if the ref is inline\],
+//! \[name stream\], arguments. Perfetto and Jane Street's parser ignore these records.
 
 use super::args::{args_words, count, ref_words, write_args};
 use super::{Destination, WriteError, Writer};

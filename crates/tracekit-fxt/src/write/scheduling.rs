@@ -1,4 +1,6 @@
-//! Scheduling records (type 8, spec §1.12); the subtype is in bits 60–63.
+//! Scheduling records (type 8); the reader's `scheduling` module decodes them. The
+//! whole format: `docs/fxt-format.md` at the repository root, §13. The subtype is in
+//! bits 60–63.
 //!
 //! | subtype | header bits | body |
 //! |---------|-------------|------|

@@ -1,4 +1,6 @@
-//! String records (type 2, spec §1.6) and the writer's string-id allocation.
+//! String records (type 2) and the writer's string-id allocation; the reader's
+//! `strings` module decodes them. The whole format: `docs/fxt-format.md` at the
+//! repository root, §6.
 //!
 //! | bits  | field                     |
 //! |-------|---------------------------|

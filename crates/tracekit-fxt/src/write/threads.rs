@@ -1,4 +1,5 @@
-//! Thread records (type 3, spec §1.7).
+//! Thread records (type 3); the reader's `threads` module decodes them. The whole
+//! format: `docs/fxt-format.md` at the repository root, §7.
 //!
 //! | word | content                                     |
 //! |------|---------------------------------------------|
@@ -27,7 +28,8 @@ impl<D: Destination> Writer<D> {
         Ok(())
     }
 
-    /// Binds the zero-based slot `slot` (`0..=254`, id `slot + 1`) as the seed does.
+    /// Binds the zero-based slot `slot` (`0..=254`, id `slot + 1`), as Jane Street's
+    /// `tracing` writer numbers them.
     pub fn set_thread_slot(
         &mut self,
         slot: u8,

@@ -1,4 +1,8 @@
-//! Decoding backtraces (format § Backtrace_codec).
+//! Decoding the backtraces of allocation events: the codewords and the
+//! per-domain backtrace cache they refer to, and the cache verifier of packet
+//! headers. The encoder is [`crate::write`]'s `backtrace` module. The whole
+//! format: `docs/memtrace-format.md` at the repository root, §9 "Backtrace
+//! codewords and the cache verifier".
 //!
 //! An alloc event's backtrace is `nencoded` codewords (u16 each):
 //!
@@ -9,9 +13,19 @@
 //! | 2 | hit, then N predicted frames | u8 N |
 //! | 3 | miss: bucket `w >> 2` now holds the code | i64 code |
 //!
-//! Each domain has a cache of 2^14 buckets, each holding a location code and
-//! the bucket predicted to follow it. The decoded frames are appended, caller
-//! first, after the `common_prefix` frames kept from the previous backtrace.
+//! Each domain has a cache of 2^14 buckets, zero at the start of the trace,
+//! each holding a location code and the bucket predicted to follow it. For
+//! every codeword the decoder records the codeword's bucket as the prediction
+//! of the previous bucket, emits the bucket's code (a miss first stores the
+//! code that follows), then follows N predictions, emitting each predicted
+//! bucket's code. The previous bucket starts at 0 for every backtrace. The
+//! decoded frames are appended, caller first, after the `common_prefix` frames
+//! kept from the previous backtrace; when `common_prefix` is longer than that
+//! backtrace (the writer truncated it), the codewords only update the cache.
+//!
+//! The verifier in a packet header names a bucket (`0xffff`: none), the bucket
+//! it predicts and its code; a reader that decodes backtraces checks them
+//! against its cache before the packet's events.
 
 use super::buf::{Cursor, Eof};
 use super::packet::CacheVerifier;
@@ -90,21 +104,16 @@ impl BacktraceCache {
     ///
     /// The cursor and the frame buffer's length stay in locals for the whole
     /// backtrace and are written back once: through `&mut` they were
-    /// reloaded and stored at every frame (callgrind on
-    /// `examples/read_speed 20 400000 1 bt`: 139 instructions per event
-    /// before, 129 after). The loop is a function marked `inline(always)`
-    /// rather than a closure called in place: LLVM inlined the closure in some
-    /// crates' builds of the reader and not in others, which cost a third
-    /// (callgrind, `tracekit-analysis`'s `examples/top_speed` reading 5.4 M
-    /// events: 205 instructions per event with the closure, 148 without).
+    /// reloaded and stored at every frame. The loop is a function marked
+    /// `inline(always)` rather than a closure called in place: LLVM inlined
+    /// the closure in some crates' builds of the reader and not in others.
     ///
     /// Inlined into a sink's loop ([`crate::Events::read_into`]), the loop's
     /// state spilled to the stack at every codeword; the fewer registers it
     /// needs, the less it spills. So the unread bytes are a shrinking slice,
     /// the frame buffer two pointers, the loop a countdown, and the cache one
-    /// allocation (the decoding side of `top_speed ... produce`: 1153.8 M
-    /// instructions before, 1120.6 M after; wall time 92 ms before, 88 ms
-    /// after; the reader alone unchanged at 771 M).
+    /// allocation. (The measurements behind each choice are in
+    /// `docs/performance.md`.)
     #[inline(always)]
     fn decode(
         &mut self,

@@ -1,8 +1,17 @@
 //! Little-endian primitive decoding over a byte slice (the `Buf.Read` half of
-//! the reference): fixed-width integers, NUL-terminated strings and vints.
+//! the OCaml reference, janestreet/memtrace): fixed-width integers,
+//! NUL-terminated strings and vints. The encoder is [`crate::write`]'s `buf`
+//! module. Described in `docs/memtrace-format.md` at the repository root (the
+//! conventions, and the vint table in §7).
 //!
-//! A vint is one tag byte `c`: 0–252 is the value itself; 253 is followed by
-//! a u16, 254 by a sign-extended i32, 255 by an i64.
+//! A vint is one tag byte `c`:
+//!
+//! | tag `c` | followed by | value |
+//! | --- | --- | --- |
+//! | 0–252 | – | `c` |
+//! | 253 | u16 | the u16 |
+//! | 254 | i32 | the i32, sign-extended |
+//! | 255 | i64 | the i64, its low 63 bits sign-extended (an OCaml int) |
 
 use crate::format::ocaml_int;
 

@@ -1,4 +1,8 @@
-//! Decoding location events (format § location event, Location_codec).
+//! Decoding location events: a location code and its source locations, with
+//! file and definition names move-to-front coded per domain, into the
+//! trace's [`LocationTable`]. The encoder is [`crate::write`]'s `location`
+//! module. The whole format: `docs/memtrace-format.md` at the repository root,
+//! §6 "Location events".
 //!
 //! | field | type |
 //! | --- | --- |
@@ -9,7 +13,14 @@
 //! The 48-bit word holds line (bits 0–19), start_char (20–27), end_char
 //! (28–37), the file name's MTF code (38–42) and the definition name's MTF
 //! code (43–47). Names are move-to-front coded per domain: a table of the 31
-//! most recent file names, each with its own table of 31 definition names.
+//! most recent file names, each with its own table of 31 definition names. A
+//! code below 31 takes that slot's name and moves it to the front (an empty
+//! slot is an error); 31 means the name follows as a NUL-terminated string and
+//! is pushed at the front, the last entry falling off. A new file name pushed
+//! into a full table takes over the definition table of the entry falling off,
+//! not an empty one: v1 traces rely on it.
+//!
+//! A code sent again must come with the same locations.
 
 use super::buf::{Cursor, Eof};
 use crate::error::ReadErrorKind;

@@ -14,29 +14,32 @@
 //! Packets written by another process and a truncated last packet are
 //! skipped with a [`Warning`]; every other inconsistency stops the pass with a
 //! [`ReadError`] that carries the byte offset.
+//!
+//! This module is the packet loop: the file structure, per-domain state and
+//! skipping rules of `docs/memtrace-format.md` (at the repository root), §2,
+//! §10 and §12. Each part of a packet is decoded by the submodule of the same
+//! name as its encoder in [`crate::write`]: `packet` (headers), `info` (the
+//! trace-info packet), `events` (event bodies), `location` (location events),
+//! `backtrace` (backtrace codewords) and `buf` (integers, strings, vints).
 
 mod backtrace;
 pub(crate) mod buf;
+mod events;
+mod info;
 mod location;
 mod packet;
 mod stream;
 
-use std::borrow::Cow;
-
 use crate::error::{ReadError, ReadErrorKind, Warning};
 use crate::event::{Alloc, Event};
-use crate::format::{
-    EV_ALLOC, EV_COLLECT, EV_LOCATION, EV_PROMOTE, EV_SHORT_ALLOC_BASE, EV_TRACE_INFO, ocaml_int,
-};
-use crate::types::{
-    AllocationSource, DomainId, FormatVersion, Info, Location, LocationCode, Name, ObjId,
-    Timedelta, Timestamp,
-};
-use backtrace::{BacktraceCache, BtError, skip_backtrace};
-use buf::{Cursor, Eof};
+use crate::format::ocaml_int;
+use crate::types::{DomainId, FormatVersion, Info, Location, LocationCode, ObjId, Timedelta};
+use backtrace::BacktraceCache;
+use events::RawEvent;
+use info::read_trace_info;
+use location::LocationDecoder;
 pub use location::LocationTable;
-use location::{LocError, LocationDecoder};
-use packet::{PacketClock, PacketHeader, event_code, event_time, read_packet_header};
+use packet::{PacketClock, PacketHeader, read_packet_header};
 use rustc_hash::FxHashMap;
 pub use stream::{PacketEvents, StreamReader};
 
@@ -220,60 +223,6 @@ impl<'d> Reader<'d> {
     }
 }
 
-/// Decodes the trace-info packet at the start of `data`.
-fn read_trace_info(data: &[u8]) -> Result<(Info, FormatVersion, usize), ReadError> {
-    let header = read_packet_header(data, 0)?;
-    let start = header.header_size;
-    let end = start + header.content_size;
-    let bad = |kind, at: usize| ReadError::new(kind, at as u64);
-    if data.len() < end {
-        return Err(bad(ReadErrorKind::UnexpectedEof, data.len()));
-    }
-    let mut c = Cursor {
-        data: &data[..end],
-        pos: start,
-    };
-    let eof = |c: &Cursor<'_>| bad(ReadErrorKind::UnexpectedEof, c.pos);
-    let word = c.u32().map_err(|_| eof(&c))?;
-    let time = event_time(word, header.time_begin);
-    if event_code(word) != EV_TRACE_INFO || time != header.time_begin {
-        return Err(bad(ReadErrorKind::BadTraceInfo, start));
-    }
-    let info = (|| -> Result<Info, Eof> {
-        let sample_rate = c.f64()?;
-        let word_size = c.u8()?;
-        let executable_name = Name::new(c.string()?);
-        let host_name = Name::new(c.string()?);
-        let ocaml_runtime_params = Name::new(c.string()?);
-        let pid = c.i64()?;
-        let context = if header.version >= 2 {
-            match c.string()? {
-                b"" => None,
-                s => Some(Name::new(s)),
-            }
-        } else {
-            None
-        };
-        Ok(Info {
-            sample_rate,
-            word_size,
-            executable_name,
-            host_name,
-            ocaml_runtime_params,
-            pid,
-            initial_domain: DomainId::new(header.domain),
-            start_time: Timestamp::from_micros(header.time_begin),
-            context,
-        })
-    })()
-    .map_err(|_| eof(&c))?;
-    if c.remaining() != 0 {
-        return Err(bad(ReadErrorKind::BadTraceInfo, c.pos));
-    }
-    let version = FormatVersion::from_number(header.version).unwrap_or(FormatVersion::V3);
-    Ok((info, version, end))
-}
-
 /// Decoder state of one domain, kept across its packets.
 struct DomainState {
     id: DomainId,
@@ -281,77 +230,6 @@ struct DomainState {
     cache: Option<Box<BacktraceCache>>,
     backtrace: Vec<LocationCode>,
     last_time: i64,
-}
-
-/// What an event code is, looked up in [`EVENT_CLASS`].
-const CLASS_UNKNOWN: u8 = 0;
-const CLASS_TRACE_INFO: u8 = 1;
-const CLASS_LOCATION: u8 = 2;
-const CLASS_ALLOC: u8 = 3;
-const CLASS_SHORT_ALLOC: u8 = 4;
-const CLASS_PROMOTE: u8 = 5;
-const CLASS_COLLECT: u8 = 6;
-
-const EVENT_CLASS: [u8; 256] = {
-    let mut t = [CLASS_UNKNOWN; 256];
-    t[EV_TRACE_INFO as usize] = CLASS_TRACE_INFO;
-    t[EV_LOCATION as usize] = CLASS_LOCATION;
-    t[EV_ALLOC as usize] = CLASS_ALLOC;
-    t[EV_PROMOTE as usize] = CLASS_PROMOTE;
-    t[EV_COLLECT as usize] = CLASS_COLLECT;
-    let mut n = 1;
-    while n <= 16 {
-        t[(EV_SHORT_ALLOC_BASE + n) as usize] = CLASS_SHORT_ALLOC;
-        n += 1;
-    }
-    t
-};
-
-/// The last decoded event, before its backtrace is lent out.
-#[derive(Clone, Copy)]
-struct RawEvent {
-    class: u8,
-    source: AllocationSource,
-    time: i64,
-    obj_id: u64,
-    length: u64,
-    nsamples: u64,
-    common_prefix: usize,
-}
-
-impl RawEvent {
-    const EMPTY: RawEvent = RawEvent {
-        class: CLASS_UNKNOWN,
-        source: AllocationSource::Minor,
-        time: 0,
-        obj_id: 0,
-        length: 0,
-        nsamples: 0,
-        common_prefix: 0,
-    };
-
-    /// The event, an alloc's backtrace lent from `domain`'s buffer.
-    #[inline(always)]
-    fn to_event<'d>(self, domain: &'d DomainState, parse_backtraces: bool) -> Event<'d> {
-        let obj_id = ObjId::new(self.obj_id);
-        match self.class {
-            CLASS_PROMOTE => Event::Promote(obj_id, domain.id),
-            CLASS_COLLECT => Event::Collect(obj_id, domain.id),
-            _ => Event::Alloc(Alloc {
-                obj_id,
-                length: self.length,
-                domain: domain.id,
-                nsamples: self.nsamples,
-                source: self.source,
-                backtrace: if parse_backtraces {
-                    Cow::Borrowed(&domain.backtrace[..])
-                } else {
-                    Cow::Borrowed(&[])
-                },
-                common_prefix: self.common_prefix,
-            }),
-        }
-    }
 }
 
 /// Where [`Events::decode_event`] puts an event: a [`RawEvent`] for
@@ -747,162 +625,6 @@ impl<'r> Events<'r> {
             return Ok(true);
         }
     }
-
-    /// Decodes the event at `self.pos` into `out`; `Ok(false)` for a
-    /// location event.
-    #[inline(always)]
-    fn decode_event<O: Output>(&mut self, out: &mut O) -> Result<bool, ReadError> {
-        let start = self.pos;
-        let mut c = Cursor {
-            data: self.content,
-            pos: start,
-        };
-        let eof = |c: &Cursor<'_>| at(ReadErrorKind::UnexpectedEof, c.pos);
-        let word = c.u32().map_err(|_| eof(&c))?;
-        let time = self.clock.event_time(word);
-        // `event_time` never yields a time before `time_begin`.
-        if time > self.time_end {
-            return Err(at(ReadErrorKind::TimeOutOfPacketBounds, start));
-        }
-        let code = event_code(word);
-        let class = EVENT_CLASS[usize::from(code)];
-        if class == CLASS_UNKNOWN {
-            return Err(at(ReadErrorKind::UnknownEventCode(code), start));
-        }
-        debug_assert!(self.domain < self.state.domains.len());
-        // SAFETY: an event is decoded only inside a packet (see
-        // `current_domain`).
-        let state = unsafe { self.state.domains.get_unchecked_mut(self.domain) };
-        if state.last_time > time {
-            return Err(at(ReadErrorKind::TimestampsNotMonotone, start));
-        }
-        state.last_time = time;
-        match class {
-            CLASS_SHORT_ALLOC | CLASS_ALLOC => {
-                let (length, nsamples, source);
-                if class == CLASS_SHORT_ALLOC {
-                    length = u64::from(code - EV_SHORT_ALLOC_BASE);
-                    nsamples = 1;
-                    source = AllocationSource::Minor;
-                } else {
-                    let length_v = c.vint().map_err(|_| eof(&c))?;
-                    let nsamples_v = c.vint().map_err(|_| eof(&c))?;
-                    let s = c.u8().map_err(|_| eof(&c))?;
-                    source = match s {
-                        0 => AllocationSource::Minor,
-                        1 => AllocationSource::Major,
-                        2 => AllocationSource::External,
-                        _ => return Err(at(ReadErrorKind::BadAllocationSource(s), c.pos - 1)),
-                    };
-                    let range = |v: i64| {
-                        u64::try_from(v).map_err(|_| at(ReadErrorKind::ValueOutOfRange, start))
-                    };
-                    length = range(length_v)?;
-                    nsamples = range(nsamples_v)?;
-                }
-                let (nencoded, common_prefix);
-                match c.data.get(c.pos..).and_then(<[u8]>::first_chunk::<2>) {
-                    // The usual short alloc: a one-byte common prefix and count.
-                    Some(&[prefix @ 0..=252, count]) if class == CLASS_SHORT_ALLOC => {
-                        c.pos += 2;
-                        common_prefix = usize::from(prefix);
-                        nencoded = usize::from(count);
-                    }
-                    _ => {
-                        let v = c.vint().map_err(|_| eof(&c))?;
-                        common_prefix = usize::try_from(v)
-                            .map_err(|_| at(ReadErrorKind::ValueOutOfRange, start))?;
-                        nencoded = if class == CLASS_SHORT_ALLOC {
-                            c.u8().map(usize::from)
-                        } else {
-                            c.u16().map(usize::from)
-                        }
-                        .map_err(|_| eof(&c))?;
-                    }
-                }
-                if self.parse_backtraces {
-                    let cache = state
-                        .cache
-                        .get_or_insert_with(|| Box::new(BacktraceCache::new()));
-                    cache
-                        .read_backtrace(
-                            &mut c,
-                            nencoded,
-                            common_prefix,
-                            &mut state.backtrace,
-                            &mut self.state.backtrace_budget,
-                        )
-                        .map_err(|e| match e {
-                            BtError::Eof => eof(&c),
-                            BtError::TooLong => at(ReadErrorKind::BacktraceTooLong, start),
-                        })?;
-                } else {
-                    skip_backtrace(&mut c, nencoded).map_err(|_| eof(&c))?;
-                }
-                if self.alloc_id < 0 {
-                    return Err(at(ReadErrorKind::ValueOutOfRange, start));
-                }
-                let obj_id = self.alloc_id as u64;
-                self.alloc_id += 1;
-                self.pos = c.pos;
-                let e = RawEvent {
-                    class: CLASS_ALLOC,
-                    source,
-                    time,
-                    obj_id,
-                    length,
-                    nsamples,
-                    common_prefix,
-                };
-                out.event(&e, state, self.locations);
-            }
-            CLASS_PROMOTE | CLASS_COLLECT => {
-                let delta = c.vint().map_err(|_| eof(&c))?;
-                if class == CLASS_PROMOTE && delta < 0 {
-                    return Err(at(ReadErrorKind::PromoteIdSync, start));
-                }
-                let id = self.alloc_id.wrapping_sub(1).wrapping_sub(delta);
-                let obj_id =
-                    u64::try_from(id).map_err(|_| at(ReadErrorKind::ValueOutOfRange, start))?;
-                self.pos = c.pos;
-                let e = RawEvent {
-                    class,
-                    time,
-                    obj_id,
-                    ..RawEvent::EMPTY
-                };
-                out.event(&e, state, self.locations);
-            }
-            CLASS_LOCATION => {
-                self.pos = self.location_event(c.pos, start)?;
-                return Ok(false);
-            }
-            _ => return Err(at(ReadErrorKind::MultipleTraceInfo, start)),
-        }
-        Ok(true)
-    }
-
-    /// Decodes the body of a location event at `pos` into the location
-    /// table; returns the offset after it.
-    #[inline(never)]
-    fn location_event(&mut self, pos: usize, start: usize) -> Result<usize, ReadError> {
-        let mut c = Cursor {
-            data: self.content,
-            pos,
-        };
-        let state = &mut self.state;
-        let code = state.domains[self.domain]
-            .locations
-            .location_event(&mut c, &mut self.locations.names, &mut state.scratch_locs)
-            .map_err(|e| match e {
-                LocError::Eof => at(ReadErrorKind::UnexpectedEof, c.pos),
-                LocError::Kind(k) => at(k, c.pos),
-            })?;
-        self.locations
-            .insert(code, &mut state.scratch_locs)
-            .map_err(|k| at(k, start))?;
-        Ok(c.pos)
-    }
 }
 
 /// A standard [`Iterator`] over owned events; see [`Events::owned`].
@@ -929,148 +651,5 @@ impl Iterator for OwnedEvents<'_> {
         self.events
             .next_event()
             .map(|r| r.map(|(t, e)| (t, e.into_owned())))
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-    use crate::format::EV_ALLOC;
-    use crate::write::buf::{put_i64, put_u8, put_u16, put_vint};
-    use crate::{Writer, synth::synth_info};
-
-    /// A trace-info packet followed by one event packet with `content`.
-    fn trace_with_packet(content: &[u8], alloc_ids: (i64, i64)) -> Vec<u8> {
-        let info = synth_info();
-        let mut out = Writer::new(Vec::new(), &info)
-            .unwrap()
-            .into_inner()
-            .unwrap();
-        let mut p = Vec::new();
-        crate::write::packet::put_header(&mut p, 3, info.pid, 0, None);
-        p.extend_from_slice(content);
-        let t = info.start_time.as_micros();
-        crate::write::packet::finish_header(&mut p, t, t, alloc_ids.0 as u64, alloc_ids.1 as u64);
-        out.extend_from_slice(&p);
-        out
-    }
-
-    #[test]
-    fn prediction_runs_beyond_the_memory_bound_are_an_error() {
-        // One alloc of 65535 codewords, each a hit followed by 255
-        // predictions: 16.7M frames from 196 KB.
-        let t = synth_info().start_time.as_micros();
-        let mut c = Vec::new();
-        crate::write::packet::put_event_header(&mut c, EV_ALLOC, t);
-        put_vint(&mut c, 1);
-        put_vint(&mut c, 1);
-        put_u8(&mut c, 0);
-        put_vint(&mut c, 0);
-        put_u16(&mut c, 0xffff);
-        for _ in 0..0xffff {
-            put_u16(&mut c, 2);
-            put_u8(&mut c, 255);
-        }
-        let trace = trace_with_packet(&c, (0, 1));
-        let mut reader = Reader::from_bytes(&trace).unwrap();
-        let err = reader.events(true).next_event().unwrap().unwrap_err();
-        assert_eq!(err.kind, ReadErrorKind::BacktraceTooLong);
-        // Without backtraces nothing is buffered, so the event decodes.
-        let mut events = reader.events(false);
-        assert!(events.next_event().unwrap().is_ok());
-    }
-
-    #[test]
-    fn common_prefix_beyond_the_backtrace_repeats_it() {
-        let t = synth_info().start_time.as_micros();
-        let mut c = Vec::new();
-        // Short alloc: common prefix 0, one miss.
-        crate::write::packet::put_event_header(&mut c, EV_SHORT_ALLOC_BASE + 1, t);
-        put_vint(&mut c, 0);
-        put_u8(&mut c, 1);
-        put_u16(&mut c, (5 << 2) | 3);
-        put_i64(&mut c, 77);
-        // Then common prefix 9 > 1: the previous backtrace comes back.
-        crate::write::packet::put_event_header(&mut c, EV_SHORT_ALLOC_BASE + 1, t);
-        put_vint(&mut c, 9);
-        put_u8(&mut c, 1);
-        put_u16(&mut c, (6 << 2) | 3);
-        put_i64(&mut c, 78);
-        let trace = trace_with_packet(&c, (0, 2));
-        let mut reader = Reader::from_bytes(&trace).unwrap();
-        let events: Vec<_> = reader
-            .events(true)
-            .owned()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        let Event::Alloc(b) = &events[1].1 else {
-            panic!()
-        };
-        assert_eq!(b.common_prefix, 9);
-        assert_eq!(&*b.backtrace, &[LocationCode::new(77)]);
-    }
-
-    #[test]
-    fn negative_and_unknown_values_are_typed_errors() {
-        let t = synth_info().start_time.as_micros();
-        let cases: Vec<(Vec<u8>, ReadErrorKind)> = vec![
-            (
-                {
-                    let mut c = Vec::new();
-                    crate::write::packet::put_event_header(&mut c, 50, t);
-                    c
-                },
-                ReadErrorKind::UnknownEventCode(50),
-            ),
-            (
-                {
-                    let mut c = Vec::new();
-                    crate::write::packet::put_event_header(&mut c, EV_PROMOTE, t);
-                    put_vint(&mut c, -1);
-                    c
-                },
-                ReadErrorKind::PromoteIdSync,
-            ),
-            (
-                {
-                    let mut c = Vec::new();
-                    crate::write::packet::put_event_header(&mut c, EV_ALLOC, t);
-                    put_vint(&mut c, -5);
-                    put_vint(&mut c, 1);
-                    put_u8(&mut c, 0);
-                    put_vint(&mut c, 0);
-                    put_u16(&mut c, 0);
-                    c
-                },
-                ReadErrorKind::ValueOutOfRange,
-            ),
-            (
-                {
-                    let mut c = Vec::new();
-                    crate::write::packet::put_event_header(&mut c, EV_ALLOC, t);
-                    put_vint(&mut c, 5);
-                    put_vint(&mut c, 1);
-                    put_u8(&mut c, 7);
-                    c
-                },
-                ReadErrorKind::BadAllocationSource(7),
-            ),
-            (
-                {
-                    let mut c = Vec::new();
-                    crate::write::packet::put_event_header(&mut c, EV_TRACE_INFO, t);
-                    c
-                },
-                ReadErrorKind::MultipleTraceInfo,
-            ),
-        ];
-        for (content, kind) in cases {
-            let trace = trace_with_packet(&content, (0, 0));
-            let mut reader = Reader::from_bytes(&trace).unwrap();
-            let err = reader.events(true).next_event().unwrap().unwrap_err();
-            assert_eq!(err.kind, kind);
-            assert!(err.offset as usize >= trace.len() - content.len(), "{err}");
-        }
     }
 }

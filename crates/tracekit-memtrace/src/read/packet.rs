@@ -1,5 +1,14 @@
-//! Decoding packet headers and event headers (format § packet header, event
-//! header; the layout table is in [`crate::format`]).
+//! Decoding packet headers and event headers (the header layout is in
+//! [`crate::format`]; the whole format: `docs/memtrace-format.md` at the
+//! repository root, §3 "Packet header" and §4 "Event header and event
+//! codes"). The encoder is [`crate::write`]'s `packet` module.
+//!
+//! A header is rejected if its magic is wrong, its version above 3, its size
+//! (in bits) negative or smaller than the header, or its time or object-id
+//! range reversed. An event's time is the packet's `time_begin` with its low
+//! 25 bits replaced by the event's, plus 2^25 µs if those are lower than
+//! `time_begin`'s (the 25-bit counter wrapped within the packet; a packet
+//! spans at most 30 s, less than 2^25 µs).
 
 use super::buf::{Cursor, Eof};
 use crate::error::{ReadError, ReadErrorKind};

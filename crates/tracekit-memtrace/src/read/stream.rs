@@ -17,8 +17,9 @@
 use std::io::{self, Read};
 use std::ops::{Deref, DerefMut};
 
+use super::info::read_trace_info;
 use super::packet::read_packet_header;
-use super::{DecodeState, Events, LocationTable, read_trace_info};
+use super::{DecodeState, Events, LocationTable};
 use crate::error::{OpenError, Warning};
 use crate::format::header_size;
 use crate::types::{FormatVersion, Info, Location, LocationCode};

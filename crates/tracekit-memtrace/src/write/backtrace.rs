@@ -1,10 +1,21 @@
-//! Encoding backtraces (format § Backtrace_codec); mirrors [`crate::read`]'s
-//! backtrace decoder, where the codewords are laid out.
+//! Encoding backtraces and the packet headers' cache verifier; mirrors
+//! [`crate::read`]'s `backtrace` module, whose docs lay out the codewords.
+//! The whole format: `docs/memtrace-format.md` at the repository root, §9
+//! "Backtrace codewords and the cache verifier".
 //!
 //! The encoder keeps, per bucket, the cached code, when it was last used (an
 //! allocation id, for eviction) and the bucket that followed it last time (the
-//! prediction). A frame goes to one of two buckets chosen by two hashes; a
-//! run of correctly predicted frames costs nothing beyond a count.
+//! prediction). A frame goes to one of two buckets chosen by two hashes of its
+//! code, `((code × 0x4983723) >> 11) & 0x3fff` and
+//! `((code × 0xfdea731) >> 21) & 0x3fff`: a hit if either holds the code, else
+//! a miss that evicts the one used less recently. After a hit, a run of
+//! correctly predicted frames costs nothing beyond a count (up to 255 per
+//! codeword). Frames are coded from the outermost new frame inwards; the
+//! coding stops once the backtrace's codewords pass 4096 − 10 bytes, dropping
+//! the innermost frames.
+//!
+//! The verifier's bucket index starts at 4242 and advances by 5413 modulo
+//! 2^14 with every packet.
 
 use super::buf::{put_i64, put_u8, put_u16};
 use crate::format::{BACKTRACE_MAX_LENGTH, CACHE_MASK, CACHE_SIZE};

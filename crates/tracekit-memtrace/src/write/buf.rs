@@ -1,5 +1,8 @@
 //! Little-endian primitive encoding into a byte vector (the `Buf.Write` half
-//! of the reference), mirroring [`crate::read`]'s cursor.
+//! of the OCaml reference, janestreet/memtrace), mirroring [`crate::read`]'s
+//! `buf` module, whose docs give the vint table. A vint takes the first form
+//! that holds the value, so 2^31 to 2^32 − 1 need the 9-byte form: the 5-byte
+//! form is signed.
 
 #[inline(always)]
 pub(crate) fn put_u8(b: &mut Vec<u8>, v: u8) {

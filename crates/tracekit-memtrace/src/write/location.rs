@@ -1,5 +1,12 @@
-//! Encoding location events (format § location event); mirrors
-//! [`crate::read`]'s location decoder. See there for the layout.
+//! Encoding location events; mirrors [`crate::read`]'s `location` module,
+//! whose docs give the layout. The whole format: `docs/memtrace-format.md` at
+//! the repository root, §6 "Location events".
+//!
+//! Values too large for their bit field are clamped to the field's maximum
+//! (line 2^20 − 1, start_char 255, end_char 1023). A list of more than 255
+//! locations, or whose worst-case encoding (`9 + Σ (6 + file + 1 + def + 1)`
+//! bytes) is over 4096 bytes, is replaced by [`Location::unknown`], as the
+//! reference writer does.
 
 use super::buf::{put_i64, put_string, put_u8, put_u16, put_u32};
 use crate::format::{LOCATION_MAX_LENGTH, MTF_LENGTH, Mtf};

@@ -12,9 +12,17 @@
 //! Writers for several domains share one sink ([`Writer::for_domain`]);
 //! [`MultiplexedDomains`] switches between them for a stream of events from
 //! any domain, as memtrace's own trace copier does.
+//!
+//! This module decides when packets are written and hands out object ids:
+//! `docs/memtrace-format.md` (at the repository root), §2, §10 and §11. Each
+//! part of a packet is encoded by the submodule of the same name as its
+//! decoder in [`crate::read`]: `packet`, `info`, `events`, `location`,
+//! `backtrace` and `buf`.
 
 mod backtrace;
 pub(crate) mod buf;
+mod events;
+mod info;
 mod location;
 pub(crate) mod packet;
 
@@ -25,14 +33,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::error::WriteError;
 use crate::event::Event;
 use crate::format::{
-    EV_ALLOC, EV_COLLECT, EV_LOCATION, EV_PROMOTE, EV_SHORT_ALLOC_BASE, EV_TRACE_INFO,
-    LOCATION_MAX_LENGTH, MAX_EVENT_SIZE, MAX_PACKET_SIZE, OCAML_MAX_INT, PACKET_MAX_TIME,
+    EV_COLLECT, EV_LOCATION, EV_PROMOTE, LOCATION_MAX_LENGTH, MAX_EVENT_SIZE, MAX_PACKET_SIZE,
+    OCAML_MAX_INT, PACKET_MAX_TIME,
 };
 use crate::types::{
     AllocationSource, DomainId, FormatVersion, Info, Location, LocationCode, ObjId, Timestamp,
 };
 use backtrace::BacktraceEncoder;
-use buf::{put_f64, put_i64, put_string, put_u8, put_vint};
+use buf::put_vint;
+use info::trace_info_packet;
 use location::LocationEncoder;
 use packet::{finish_header, put_event_header, put_header};
 use rustc_hash::FxHashMap;
@@ -203,15 +212,6 @@ pub struct Writer<W: Write> {
     closed: bool,
 }
 
-/// Which frames of an allocation's backtrace [`Writer`] codes.
-#[derive(Clone, Copy, Debug)]
-struct Encoding {
-    /// The common prefix written in the event.
-    common_prefix: usize,
-    /// The frames to code: the innermost-first callstack up to here.
-    new_len: usize,
-}
-
 impl<W: Write> std::fmt::Debug for Writer<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Writer")
@@ -227,44 +227,6 @@ fn lock<W>(shared: &Shared<W>) -> Result<MutexGuard<'_, Sink<W>>, WriteError> {
         .sink
         .lock()
         .map_err(|_| WriteError::Io(std::io::Error::other("trace sink poisoned by a panic")))
-}
-
-/// Length of the longest common suffix of `prev[prev_start..]` and
-/// `curr[curr_start..]`.
-fn common_suffix_len(
-    prev: &[LocationCode],
-    prev_start: usize,
-    curr: &[LocationCode],
-    curr_start: usize,
-) -> usize {
-    let a = curr.get(curr_start..).unwrap_or(&[]);
-    let b = prev.get(prev_start..).unwrap_or(&[]);
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
-    // Whole blocks first: stacks share long suffixes (their outer frames).
-    // The block test does not short-circuit, so it compiles to vector code.
-    let mut k = n;
-    while k >= 8 {
-        let diff = a[k - 8..k]
-            .iter()
-            .zip(&b[k - 8..k])
-            .fold(0, |d, (x, y)| d | (x.get() ^ y.get()));
-        if diff != 0 {
-            break;
-        }
-        k -= 8;
-    }
-    while k > 0 && a[k - 1] == b[k - 1] {
-        k -= 1;
-    }
-    n - k
-}
-
-fn check_int(v: u64) -> Result<i64, WriteError> {
-    match i64::try_from(v) {
-        Ok(v) if v <= OCAML_MAX_INT => Ok(v),
-        _ => Err(WriteError::ValueOutOfRange),
-    }
 }
 
 impl<W: Write> Writer<W> {
@@ -290,23 +252,7 @@ impl<W: Write> Writer<W> {
             None => info.pid,
         };
         let start = info.start_time.as_micros();
-        let mut b = Vec::with_capacity(256);
-        put_header(
-            &mut b,
-            version.number(),
-            pid,
-            info.initial_domain.get(),
-            None,
-        );
-        put_event_header(&mut b, EV_TRACE_INFO, start);
-        put_f64(&mut b, info.sample_rate);
-        put_u8(&mut b, info.word_size);
-        put_string(&mut b, &info.executable_name);
-        put_string(&mut b, &info.host_name);
-        put_string(&mut b, &info.ocaml_runtime_params);
-        put_i64(&mut b, info.pid);
-        put_string(&mut b, info.context.as_deref().unwrap_or(b""));
-        finish_header(&mut b, start, start, 0, 0);
+        let b = trace_info_packet(version, pid, info);
         out.write_all(&b)?;
         out.flush()?;
         let shared = Arc::new(Shared {
@@ -521,138 +467,6 @@ impl<W: Write> Writer<W> {
         time.as_micros().max(self.packet_time_end)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn alloc<L: AsRef<[Location]>>(
-        &mut self,
-        now: i64,
-        length: u64,
-        nsamples: u64,
-        source: AllocationSource,
-        callstack: &[LocationCode],
-        drop_slots: usize,
-        decode: impl FnMut(LocationCode) -> L,
-    ) -> Result<ObjId, WriteError> {
-        let common_len = common_suffix_len(
-            &self.last_callstack,
-            self.last_dropped_slots,
-            callstack,
-            drop_slots,
-        );
-        let encoding = Encoding {
-            common_prefix: common_len,
-            new_len: callstack.len() - common_len,
-        };
-        self.encode_alloc::<false, L>(
-            now, length, nsamples, source, callstack, drop_slots, encoding, decode,
-        )
-    }
-
-    /// Writes an allocation of `callstack` (innermost first, the first
-    /// `drop_slots` left out) as `encoding` says, with the next object id.
-    /// `WHOLE` codes every frame and every location list whole, never
-    /// truncated (for [`Writer::put_event_exact`]); a constant, so that the
-    /// tracer's path carries none of that.
-    #[allow(clippy::too_many_arguments)]
-    fn encode_alloc<const WHOLE: bool, L: AsRef<[Location]>>(
-        &mut self,
-        now: i64,
-        length: u64,
-        nsamples: u64,
-        source: AllocationSource,
-        callstack: &[LocationCode],
-        drop_slots: usize,
-        encoding: Encoding,
-        mut decode: impl FnMut(LocationCode) -> L,
-    ) -> Result<ObjId, WriteError> {
-        let length = check_int(length)?;
-        let nsamples = check_int(nsamples)?;
-        let Encoding {
-            common_prefix,
-            new_len,
-        } = encoding;
-        let short = (1..=16).contains(&length)
-            && source == AllocationSource::Minor
-            && nsamples == 1
-            && new_len < 256;
-        let code = if short {
-            EV_SHORT_ALLOC_BASE + length as u8
-        } else {
-            EV_ALLOC
-        };
-        self.begin_event::<WHOLE>(code, now)?;
-        self.last_callstack.clear();
-        self.last_callstack.extend_from_slice(callstack);
-        self.last_dropped_slots = drop_slots;
-        let id = self.ids.next;
-        self.ids.next += 1;
-        let b = &mut self.packet;
-        let count_at = if short {
-            put_vint(b, common_prefix as i64);
-            put_u8(b, 0);
-            b.len() - 1
-        } else {
-            put_vint(b, length);
-            put_vint(b, nsamples);
-            put_u8(b, source.code());
-            put_vint(b, common_prefix as i64);
-            buf::put_u16(b, 0);
-            b.len() - 2
-        };
-        let locations = &mut self.locations;
-        let pending = &mut self.pending_locs;
-        let ends = &mut self.pending_loc_ends;
-        // Two calls, so that the tracer's path captures nothing it does not use.
-        let (nencoded, as_is) = if WHOLE {
-            let mut as_is = true;
-            let mut zero_sent = self.zero_sent;
-            let nencoded =
-                self.cache
-                    .put_backtrace::<true>(b, id, callstack, drop_slots, new_len, |index| {
-                        let code = callstack[index];
-                        as_is &= locations.put_location(pending, code, decode(code).as_ref(), true);
-                        ends.push(pending.len());
-                        zero_sent |= code.get() == 0;
-                    });
-            if !zero_sent && callstack[drop_slots..new_len].contains(&LocationCode::new(0)) {
-                // Code 0 hits the cache's never-written bucket 0, so the
-                // backtrace coder never reports it as new and the reference
-                // writer never sends its locations; a reader then cannot
-                // print it. Written whole, it is sent like any other code.
-                let code = LocationCode::new(0);
-                as_is &= locations.put_location(pending, code, decode(code).as_ref(), true);
-                ends.push(pending.len());
-                zero_sent = true;
-            }
-            self.zero_sent = zero_sent;
-            (nencoded, as_is)
-        } else {
-            let nencoded =
-                self.cache
-                    .put_backtrace::<false>(b, id, callstack, drop_slots, new_len, |index| {
-                        let code = callstack[index];
-                        locations.put_location(pending, code, decode(code).as_ref(), false);
-                        ends.push(pending.len());
-                    });
-            (nencoded, true)
-        };
-        if short {
-            b[count_at] = nencoded as u8;
-        } else {
-            buf::patch_u16(b, count_at, nencoded as u16);
-        }
-        if WHOLE && (nencoded > usize::from(u16::MAX) || !as_is) {
-            // The packet holds an event that would not read back as given;
-            // nothing more may be written (not even by `drop`).
-            self.closed = true;
-            return Err(WriteError::NotReproducible(if as_is {
-                "a backtrace needing more than 65535 codewords"
-            } else {
-                "a location code with more than 255 locations"
-            }));
-        }
-        Ok(ObjId::new(id))
-    }
-
     /// Writes an allocation and returns its object id.
     ///
     /// `callstack` is the allocation's backtrace **innermost frame first**
@@ -689,24 +503,6 @@ impl<W: Write> Writer<W> {
     ) -> Result<ObjId, WriteError> {
         let now = self.clamp_time(time);
         self.alloc(now, length, nsamples, source, callstack, drop_slots, decode)
-    }
-
-    fn promote_or_collect(&mut self, code: u8, now: i64, id: ObjId) -> Result<(), WriteError> {
-        let raw = id.get();
-        let id = check_int(raw)?;
-        // A collect may name another domain's object (a negative delta, which
-        // current readers accept); a promote may not. The next id only grows
-        // (a new packet may take a new chunk), so checking before the event
-        // starts is enough; the delta is taken after, against the packet's ids.
-        if code == EV_PROMOTE && id >= self.ids.next as i64 {
-            return Err(WriteError::PromoteOfUnallocated {
-                id: raw,
-                next: self.ids.next,
-            });
-        }
-        self.begin_event::<false>(code, now)?;
-        put_vint(&mut self.packet, self.ids.next as i64 - 1 - id);
-        Ok(())
     }
 
     /// Writes that object `id` was collected.
@@ -857,48 +653,6 @@ impl<W: Write> Writer<W> {
         self.ids.start = start;
         self.ids.next = start;
         self.ids.last = start.saturating_add(self.ids.chunk);
-        Ok(())
-    }
-
-    /// [`Writer::put_event_exact`]'s allocation, its ids already in place;
-    /// `callstack` is its backtrace innermost first.
-    fn alloc_exact<L: AsRef<[Location]>>(
-        &mut self,
-        now: i64,
-        a: &crate::event::Alloc<'_>,
-        callstack: &[LocationCode],
-        decode: impl FnMut(LocationCode) -> L,
-    ) -> Result<(), WriteError> {
-        let stored = a.common_prefix;
-        let (len, prev_len) = (callstack.len(), self.last_callstack.len());
-        // What a reader does with the stored prefix: keep that much of the
-        // previous backtrace and decode the rest, or, if the previous one is
-        // shorter, keep it whole and decode nothing into it.
-        let new_len = if stored <= prev_len {
-            let kept = len >= stored
-                && callstack[len - stored..] == self.last_callstack[prev_len - stored..];
-            if !kept {
-                return Err(WriteError::NotReproducible(
-                    "a backtrace that does not start with its common prefix",
-                ));
-            }
-            len - stored
-        } else {
-            if callstack != self.last_callstack.as_slice() {
-                return Err(WriteError::NotReproducible(
-                    "a common prefix beyond the previous backtrace, which differs",
-                ));
-            }
-            0
-        };
-        let encoding = Encoding {
-            common_prefix: stored,
-            new_len,
-        };
-        let id = self.encode_alloc::<true, L>(
-            now, a.length, a.nsamples, a.source, callstack, 0, encoding, decode,
-        )?;
-        debug_assert_eq!(id, a.obj_id);
         Ok(())
     }
 

@@ -1,6 +1,8 @@
 //! Writing packet headers and event headers; mirrors [`crate::read`]'s
-//! packet decoding (layout in [`crate::format`]). Fields known only when a
-//! packet is complete are left as zeros and patched by [`finish_header`].
+//! `packet` module (the header layout is in [`crate::format`]; the whole
+//! format: `docs/memtrace-format.md` at the repository root, §3 and §4).
+//! Fields known only when a packet is complete (its size, time range and id
+//! range) are left as zeros and patched by [`finish_header`].
 
 use super::backtrace::BacktraceEncoder;
 use super::buf::{patch_i64, patch_u32, put_i64, put_u16, put_u32};
