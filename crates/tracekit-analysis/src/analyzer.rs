@@ -13,24 +13,24 @@ use std::collections::BinaryHeap;
 
 use crate::backtrace::{BacktraceId, Backtraces};
 use crate::curve::{Peak, PeakTracker, Timeline};
-use crate::event::{Alloc, DomainId, Event, Frame, LocationCode, ObjId, Sampling, Source};
+use crate::event::{Alloc, Event, Frame, Sampling};
 use crate::live::LiveTable;
 use crate::symbols::FrameSkip;
-use crate::time::Micros;
+use tracekit_memtrace::{AllocationSource, DomainId, LocationCode, ObjId, Timedelta};
 
 /// Which allocations count. An allocation that fails the filter is ignored, and so are
 /// its promotion and collection.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Filter {
     /// Keep only these sources (`None`: all).
-    pub sources: Option<Vec<Source>>,
+    pub sources: Option<Vec<AllocationSource>>,
     /// Keep only objects whose own size (`length` words times the word size) is at
     /// least this many bytes.
     pub min_size_bytes: u64,
     /// Keep only allocations of these domains (`None`: all).
     pub domains: Option<Vec<DomainId>>,
     /// Keep only allocations made in this time range (inclusive).
-    pub allocated_between: Option<(Micros, Micros)>,
+    pub allocated_between: Option<(Timedelta, Timedelta)>,
     /// Keep only allocations whose backtrace has a frame the caller's location
     /// predicate accepts (see [`Analyzer::push_matching`]).
     pub by_location: bool,
@@ -60,7 +60,7 @@ impl Filter {
             out.push(format!("backtrace location contains {l:?}"));
         }
         for d in self.domains.iter().flatten() {
-            out.push(format!("domain {}", d.0));
+            out.push(format!("domain {d}"));
         }
         if let Some((a, b)) = self.allocated_between {
             out.push(format!("allocated between {a} and {b}"));
@@ -83,7 +83,7 @@ impl Filter {
 pub enum FilterError {
     /// `allocated_between` ends before it starts.
     #[error("--between: {0} is after {1}")]
-    EmptyRange(Micros, Micros),
+    EmptyRange(Timedelta, Timedelta),
 }
 
 /// What to compute.
@@ -92,7 +92,7 @@ pub struct Options {
     /// Which allocations count.
     pub filter: Filter,
     /// Also count what is live at this time (`alloc time <= T < collect time`).
-    pub live_at: Option<Micros>,
+    pub live_at: Option<Timedelta>,
     /// Intern backtraces. Off, every allocation is charged to the empty backtrace,
     /// which is enough for the timeline and the peak and lets a reader skip decoding
     /// backtraces.
@@ -143,7 +143,7 @@ pub struct SiteCounts {
     pub allocs: u64,
     /// Samples allocated.
     pub samples: u64,
-    /// Samples allocated, by [`Source`] (minor, major, external).
+    /// Samples allocated, by [`AllocationSource`] (minor, major, external).
     pub samples_by_source: [u64; 3],
     /// Words of the sampled objects themselves (`length`).
     pub words: u64,
@@ -194,7 +194,7 @@ impl SiteCounts {
 #[derive(Clone, Copy, Debug)]
 struct LiveObject {
     samples: u64,
-    time: Micros,
+    time: Timedelta,
     site: u32,
     domain: DomainId,
     promoted: bool,
@@ -208,13 +208,13 @@ pub struct BigAlloc {
     /// Samples.
     pub nsamples: u64,
     /// Allocation time.
-    pub time: Micros,
+    pub time: Timedelta,
     /// Object id.
     pub obj_id: ObjId,
     /// Allocating domain.
     pub domain: DomainId,
     /// Source.
-    pub source: Source,
+    pub source: AllocationSource,
     /// Backtrace.
     pub backtrace: BacktraceId,
 }
@@ -260,7 +260,7 @@ pub struct Analyzer {
     peak: PeakTracker,
     big: BinaryHeap<Reverse<BigAlloc>>,
     counts: EventCounts,
-    end: Micros,
+    end: Timedelta,
 }
 
 const NO_SITE: u32 = u32::MAX;
@@ -292,7 +292,7 @@ impl Analyzer {
             live: LiveTable::new(),
             big: BinaryHeap::new(),
             counts: EventCounts::default(),
-            end: Micros(0),
+            end: Timedelta::default(),
         }
     }
 
@@ -324,10 +324,10 @@ impl Analyzer {
 
     /// Feeds a promote event (what [`Analyzer::push`] does with one).
     #[inline]
-    pub fn promote(&mut self, time: Micros, obj_id: ObjId) {
+    pub fn promote(&mut self, time: Timedelta, obj_id: ObjId) {
         self.counts.promotes += 1;
         self.see(time);
-        match self.live.get_mut(obj_id.0) {
+        match self.live.get_mut(obj_id.get()) {
             Some(obj) if !obj.promoted => {
                 obj.promoted = true;
                 if let Some((_, c)) = self.sites.get_mut(obj.site as usize) {
@@ -342,17 +342,17 @@ impl Analyzer {
     /// Feeds a collect event of `obj_id` reported by `domain` (what
     /// [`Analyzer::push`] does with one).
     #[inline]
-    pub fn collect(&mut self, time: Micros, obj_id: ObjId, domain: DomainId) {
+    pub fn collect(&mut self, time: Timedelta, obj_id: ObjId, domain: DomainId) {
         self.counts.collects += 1;
         self.see(time);
-        match self.live.remove(obj_id.0) {
+        match self.live.remove(obj_id.get()) {
             Some(obj) => self.release(obj, time, domain),
             None => self.counts.untracked += 1,
         }
     }
 
     #[inline]
-    fn see(&mut self, time: Micros) {
+    fn see(&mut self, time: Timedelta) {
         if time > self.end {
             self.end = time;
         }
@@ -442,7 +442,7 @@ impl Analyzer {
             domain: a.domain,
             promoted: false,
         };
-        if let Some(old) = self.live.insert(a.obj_id.0, obj) {
+        if let Some(old) = self.live.insert(a.obj_id.get(), obj) {
             self.counts.duplicate_ids += 1;
             self.release(old, a.time, a.domain);
         }
@@ -553,7 +553,7 @@ impl Analyzer {
     /// allocation (another domain's clock; synthetic traces have them) ends the object
     /// at its allocation time: it was never live.
     #[inline(always)]
-    fn release(&mut self, obj: LiveObject, time: Micros, by: DomainId) {
+    fn release(&mut self, obj: LiveObject, time: Timedelta, by: DomainId) {
         let end = time.max(obj.time);
         let live_at = match self.options.live_at {
             Some(t) => obj.time <= t && t < end,
@@ -629,7 +629,7 @@ pub struct Profile {
     /// Sample rate and word size, to turn samples into bytes.
     pub sampling: Sampling,
     /// The time [`SiteCounts::live_at`] refers to.
-    pub live_at: Option<Micros>,
+    pub live_at: Option<Timedelta>,
     /// The interned backtraces.
     pub backtraces: Backtraces,
     /// Counts per allocating backtrace, in order of first allocation.
@@ -647,7 +647,7 @@ pub struct Profile {
     /// Sampled objects never collected.
     pub live_objects_at_end: u64,
     /// Time of the last event.
-    pub end: Micros,
+    pub end: Timedelta,
 }
 
 /// Runs the analysis over `events`.
@@ -666,14 +666,18 @@ where
 mod tests {
     use super::*;
 
+    fn us(t: i64) -> Timedelta {
+        Timedelta::from_micros(t)
+    }
+
     #[test]
     fn filters_in_words() {
         assert!(Filter::default().describe(None).is_empty());
         let f = Filter {
-            sources: Some(vec![Source::Minor, Source::External]),
+            sources: Some(vec![AllocationSource::Minor, AllocationSource::External]),
             min_size_bytes: 65536,
-            domains: Some(vec![DomainId(2)]),
-            allocated_between: Some((Micros(1_500_000), Micros(2_000_000))),
+            domains: Some(vec![DomainId::new(2)]),
+            allocated_between: Some((us(1_500_000), us(2_000_000))),
             by_location: true,
         };
         assert_eq!(
@@ -689,13 +693,13 @@ mod tests {
         );
         assert!(f.check().is_ok());
         let backwards = Filter {
-            allocated_between: Some((Micros(2), Micros(1))),
+            allocated_between: Some((us(2), us(1))),
             ..Filter::default()
         };
-        assert!(matches!(
+        assert_eq!(
             backwards.check(),
-            Err(FilterError::EmptyRange(Micros(2), Micros(1)))
-        ));
+            Err(FilterError::EmptyRange(us(2), us(1)))
+        );
     }
 
     const SAMPLING: Sampling = Sampling {
@@ -704,17 +708,17 @@ mod tests {
     };
 
     fn alloc<'a>(
-        t: u64,
+        t: i64,
         id: u64,
         samples: u64,
-        source: Source,
+        source: AllocationSource,
         bt: &'a [u64],
         cp: usize,
     ) -> Event<'a, u64> {
         Event::Alloc(Alloc {
-            time: Micros(t),
-            obj_id: ObjId(id),
-            domain: DomainId(0),
+            time: us(t),
+            obj_id: ObjId::new(id),
+            domain: DomainId::new(0),
             length: samples * 2,
             nsamples: samples,
             source,
@@ -723,30 +727,30 @@ mod tests {
         })
     }
 
-    fn collect(t: u64, id: u64) -> Event<'static, u64> {
+    fn collect(t: i64, id: u64) -> Event<'static, u64> {
         Event::Collect {
-            time: Micros(t),
-            obj_id: ObjId(id),
-            domain: DomainId(0),
+            time: us(t),
+            obj_id: ObjId::new(id),
+            domain: DomainId::new(0),
         }
     }
 
-    fn promote(t: u64, id: u64) -> Event<'static, u64> {
+    fn promote(t: i64, id: u64) -> Event<'static, u64> {
         Event::Promote {
-            time: Micros(t),
-            obj_id: ObjId(id),
-            domain: DomainId(0),
+            time: us(t),
+            obj_id: ObjId::new(id),
+            domain: DomainId::new(0),
         }
     }
 
     fn sample_events() -> Vec<Event<'static, u64>> {
         vec![
-            alloc(10, 0, 1, Source::Minor, &[1, 2], 0),
-            alloc(20, 1, 3, Source::Major, &[1, 3], 1),
-            alloc(30, 2, 2, Source::Minor, &[1, 2], 1),
+            alloc(10, 0, 1, AllocationSource::Minor, &[1, 2], 0),
+            alloc(20, 1, 3, AllocationSource::Major, &[1, 3], 1),
+            alloc(30, 2, 2, AllocationSource::Minor, &[1, 2], 1),
             promote(35, 0),
             collect(40, 1),
-            alloc(50, 3, 5, Source::External, &[1, 2], 2),
+            alloc(50, 3, 5, AllocationSource::External, &[1, 2], 2),
             collect(60, 3),
             collect(70, 99),
         ]
@@ -765,9 +769,9 @@ mod tests {
         assert_eq!(p.events.untracked, 1);
         assert_eq!(p.sites.len(), 2);
         // Live: 1, 4, 6, 3 (t=40), 8 (t=50), 3.
-        assert_eq!((p.peak.live, p.peak.time), (8, Micros(50)));
+        assert_eq!((p.peak.live, p.peak.time), (8, us(50)));
         assert_eq!(SAMPLING.bytes(p.totals.samples), 11 * 16);
-        assert_eq!(p.end, Micros(70));
+        assert_eq!(p.end, us(70));
     }
 
     #[test]
@@ -782,7 +786,7 @@ mod tests {
             (1000, 3),
         ] {
             let opts = Options {
-                live_at: Some(Micros(t)),
+                live_at: Some(us(t)),
                 ..Options::default()
             };
             let p = analyze(SAMPLING, opts, sample_events());
@@ -800,7 +804,7 @@ mod tests {
             analyze(SAMPLING, opts, sample_events())
         };
         let p = run(Filter {
-            sources: Some(vec![Source::Minor]),
+            sources: Some(vec![AllocationSource::Minor]),
             ..Filter::default()
         });
         assert_eq!((p.totals.allocs, p.totals.samples), (2, 3));
@@ -812,12 +816,12 @@ mod tests {
         });
         assert_eq!((p.totals.allocs, p.totals.samples), (2, 8));
         let p = run(Filter {
-            allocated_between: Some((Micros(20), Micros(30))),
+            allocated_between: Some((us(20), us(30))),
             ..Filter::default()
         });
         assert_eq!((p.totals.allocs, p.totals.samples), (2, 5));
         let p = run(Filter {
-            domains: Some(vec![DomainId(1)]),
+            domains: Some(vec![DomainId::new(1)]),
             ..Filter::default()
         });
         assert_eq!(p.totals.allocs, 0);
@@ -836,8 +840,8 @@ mod tests {
         let mut asked = Vec::new();
         for ev in sample_events() {
             a.push_matching(&ev, &mut |c| {
-                asked.push(c.0);
-                c.0 == 3
+                asked.push(c.get());
+                c.get() == 3
             });
         }
         let p = a.finish();
@@ -851,41 +855,41 @@ mod tests {
     fn collect_stamped_before_alloc_was_never_live() {
         // Domain 1 reports the collect of domain 0's object at an earlier time.
         let a = Event::Alloc(Alloc {
-            time: Micros(50),
-            obj_id: ObjId(7),
-            domain: DomainId(0),
+            time: us(50),
+            obj_id: ObjId::new(7),
+            domain: DomainId::new(0),
             length: 1,
             nsamples: 4,
-            source: Source::Minor,
+            source: AllocationSource::Minor,
             backtrace: &[] as &[u64],
             common_prefix: 0,
         });
         let c = Event::Collect {
-            time: Micros(40),
-            obj_id: ObjId(7),
-            domain: DomainId(1),
+            time: us(40),
+            obj_id: ObjId::new(7),
+            domain: DomainId::new(1),
         };
         let other = Event::Alloc(Alloc {
-            time: Micros(45),
-            obj_id: ObjId(8),
-            domain: DomainId(1),
+            time: us(45),
+            obj_id: ObjId::new(8),
+            domain: DomainId::new(1),
             length: 1,
             nsamples: 1,
-            source: Source::Minor,
+            source: AllocationSource::Minor,
             backtrace: &[] as &[u64],
             common_prefix: 0,
         });
         for at in [40, 45, 50, 60] {
             let opts = Options {
-                live_at: Some(Micros(at)),
-                domains: vec![DomainId(0), DomainId(1)],
+                live_at: Some(us(at)),
+                domains: vec![DomainId::new(0), DomainId::new(1)],
                 ..Options::default()
             };
             let p = analyze(SAMPLING, opts, vec![a, c, other]);
             assert_eq!(p.totals.live_at, u64::from(at >= 45), "at {at}");
             assert_eq!(
                 (p.peak.live, p.peak.time, p.peak.late_events),
-                (1, Micros(45), 0)
+                (1, us(45), 0)
             );
             let pts = p.timeline.points(1000);
             assert!(pts.iter().all(|pt| pt.live <= 1));

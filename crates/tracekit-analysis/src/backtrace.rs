@@ -11,8 +11,9 @@
 //! Memory is one node per distinct prefix, so it is bounded by the total length of the
 //! distinct backtraces, independent of the number of events.
 
-use crate::event::{DomainId, Frame, LocationCode};
+use crate::event::Frame;
 use rustc_hash::FxHashMap;
+use tracekit_memtrace::{DomainId, LocationCode};
 
 /// An interned backtrace: a node of the trie. The root ([`BacktraceId::EMPTY`]) is the
 /// empty backtrace; every other node is its parent's backtrace plus one entry.
@@ -57,7 +58,8 @@ const EDGE_CACHE_BITS: u32 = 12;
 
 #[inline]
 fn edge_slot(parent: u32, code: LocationCode) -> usize {
-    let h = (code.0 ^ u64::from(parent).rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let h =
+        (code.get() as u64 ^ u64::from(parent).rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     (h >> (64 - EDGE_CACHE_BITS)) as usize
 }
 
@@ -65,7 +67,7 @@ fn edge_slot(parent: u32, code: LocationCode) -> usize {
 #[derive(Debug)]
 pub struct Backtraces {
     nodes: Vec<Node>,
-    children: FxHashMap<(u32, u64), u32>,
+    children: FxHashMap<(u32, LocationCode), u32>,
     edges: Vec<Edge>,
     /// Per domain, the node path of its previous alloc's backtrace (`path[i]` is the
     /// node of its first `i + 1` entries).
@@ -84,8 +86,8 @@ impl Backtraces {
     pub fn new() -> Self {
         Backtraces {
             nodes: vec![Node {
-                code: LocationCode(0),
-                last_child_code: LocationCode(0),
+                code: LocationCode::new(0),
+                last_child_code: LocationCode::new(0),
                 parent: 0,
                 last_child: NONE,
                 depth: 0,
@@ -94,7 +96,7 @@ impl Backtraces {
             children: FxHashMap::default(),
             edges: vec![
                 Edge {
-                    code: LocationCode(0),
+                    code: LocationCode::new(0),
                     parent: 0,
                     child: NONE,
                 };
@@ -245,14 +247,14 @@ impl Backtraces {
             // than overflow ids. Memory runs out long before this in practice.
             return parent;
         }
-        let node = *self.children.entry((parent, code.0)).or_insert(next);
+        let node = *self.children.entry((parent, code)).or_insert(next);
         if node == next {
             let depth = self.nodes[parent as usize].depth + 1;
             crate::huge::push(
                 &mut self.nodes,
                 Node {
                     code,
-                    last_child_code: LocationCode(0),
+                    last_child_code: LocationCode::new(0),
                     parent,
                     last_child: NONE,
                     depth,
@@ -339,13 +341,13 @@ mod tests {
     use super::*;
 
     fn codes(v: &[u64]) -> Vec<LocationCode> {
-        v.iter().map(|&c| LocationCode(c)).collect()
+        v.iter().map(|&c| LocationCode::new(c as i64)).collect()
     }
 
     #[test]
     fn prefix_reuse_matches_full_interning() {
         let mut t = Backtraces::new();
-        let d = DomainId(0);
+        let d = DomainId::new(0);
         let a = t.intern(d, 0, &[1u64, 2, 3]);
         let b = t.intern(d, 2, &[1u64, 2, 4]);
         let c = t.intern(d, 3, &[1u64, 2, 4]);
@@ -355,7 +357,7 @@ mod tests {
         assert_eq!(t.codes(b), codes(&[1, 2, 4]));
         assert_eq!(t.intern_full(&[1u64, 2, 3]), a);
         assert_eq!(t.parent(a), t.parent(b));
-        assert_eq!(t.leaf(a), Some(LocationCode(3)));
+        assert_eq!(t.leaf(a), Some(LocationCode::new(3)));
         assert_eq!(t.depth(a), 3);
         assert_eq!(t.len(), 5);
     }
@@ -365,7 +367,7 @@ mod tests {
         // After a truncated backtrace the reference reader reports a common prefix
         // larger than the backtrace it returns.
         let mut t = Backtraces::new();
-        let d = DomainId(0);
+        let d = DomainId::new(0);
         let a = t.intern(d, 0, &[5u64, 6]);
         assert_eq!(t.intern(d, 3005, &[5u64, 6]), a);
         assert_eq!(t.intern(d, 10, &[5u64]), t.parent(a));
@@ -374,10 +376,10 @@ mod tests {
     #[test]
     fn domains_have_separate_paths() {
         let mut t = Backtraces::new();
-        let a = t.intern(DomainId(0), 0, &[1u64, 2]);
-        let b = t.intern(DomainId(1), 0, &[7u64, 8]);
+        let a = t.intern(DomainId::new(0), 0, &[1u64, 2]);
+        let b = t.intern(DomainId::new(1), 0, &[7u64, 8]);
         // Domain 0's prefix is still its own, not domain 1's.
-        let c = t.intern(DomainId(0), 2, &[1u64, 2, 3]);
+        let c = t.intern(DomainId::new(0), 2, &[1u64, 2, 3]);
         assert_eq!(t.codes(c), codes(&[1, 2, 3]));
         assert_eq!(t.parent(c), a);
         assert_eq!(t.codes(b), codes(&[7, 8]));
@@ -386,7 +388,7 @@ mod tests {
     #[test]
     fn empty_backtrace_is_the_root() {
         let mut t = Backtraces::new();
-        let e = t.intern::<u64>(DomainId(0), 0, &[]);
+        let e = t.intern::<u64>(DomainId::new(0), 0, &[]);
         assert_eq!(e, BacktraceId::EMPTY);
         assert_eq!(t.leaf(e), None);
         assert!(t.codes(e).is_empty());
@@ -406,7 +408,7 @@ mod tests {
                 let cp = before
                     .map(|b| b.iter().zip(bt).take_while(|(x, y)| x == y).count())
                     .unwrap_or(0);
-                let id = t.intern(DomainId(*dom), cp, bt);
+                let id = t.intern(DomainId::new(*dom), cp, bt);
                 proptest::prop_assert_eq!(t.codes(id), codes(bt));
                 let first = *seen.entry(bt.clone()).or_insert(id);
                 proptest::prop_assert_eq!(first, id);

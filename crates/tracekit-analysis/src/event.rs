@@ -5,63 +5,13 @@
 //! The types borrow the backtrace from the event source, so a reader that reuses one
 //! backtrace buffer (as the reference reader does) can feed the analysis without a copy.
 
-use crate::time::Micros;
-
-/// How an object was first allocated (the `source` byte of an alloc event).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    /// On the minor heap.
-    Minor = 0,
-    /// Directly on the major heap.
-    Major = 1,
-    /// Outside the OCaml heap, reported through the `External` API.
-    External = 2,
-}
-
-impl Source {
-    /// All sources, in byte order.
-    pub const ALL: [Source; 3] = [Source::Minor, Source::Major, Source::External];
-
-    /// The lower-case name used on the command line and in JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Source::Minor => "minor",
-            Source::Major => "major",
-            Source::External => "external",
-        }
-    }
-
-    /// Parses [`Source::name`].
-    pub fn from_name(name: &str) -> Option<Source> {
-        Source::ALL.into_iter().find(|s| s.name() == name)
-    }
-}
-
-/// An object id (`Obj_id.t`): allocation order within a domain's chunk of ids.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjId(pub u64);
-
-/// A domain id (`Domain_id.t`); always 0 in v1 and v2 traces.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct DomainId(pub u16);
-
-/// A location code: one backtrace slot, resolved to source locations through the
-/// trace's location table. The bits are the signed 63-bit OCaml int, sign-extended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct LocationCode(pub u64);
-
-impl LocationCode {
-    /// The code as the signed OCaml int that `Event.to_string` prints after `$`.
-    pub fn as_signed(self) -> i64 {
-        self.0 as i64
-    }
-}
+use tracekit_memtrace::{AllocationSource, DomainId, LocationCode, ObjId, Timedelta};
 
 /// One entry of a backtrace as an event source stores it.
 ///
 /// Implemented for [`LocationCode`], `u64` and `i64` so that sources can hand over
-/// their own buffers without converting them.
+/// their own buffers without converting them; integers are codes as
+/// [`LocationCode::new`] takes them.
 pub trait Frame: Copy {
     /// The location code of this entry.
     fn code(self) -> LocationCode;
@@ -77,14 +27,14 @@ impl Frame for LocationCode {
 impl Frame for u64 {
     #[inline]
     fn code(self) -> LocationCode {
-        LocationCode(self)
+        LocationCode::new(self as i64)
     }
 }
 
 impl Frame for i64 {
     #[inline]
     fn code(self) -> LocationCode {
-        LocationCode(self as u64)
+        LocationCode::new(self)
     }
 }
 
@@ -92,7 +42,7 @@ impl Frame for i64 {
 #[derive(Clone, Copy, Debug)]
 pub struct Alloc<'a, F> {
     /// Time since the trace start.
-    pub time: Micros,
+    pub time: Timedelta,
     /// The new object's id.
     pub obj_id: ObjId,
     /// Domain that allocated it.
@@ -102,7 +52,7 @@ pub struct Alloc<'a, F> {
     /// Number of samples that fell in this object (at least 1 in real traces).
     pub nsamples: u64,
     /// Where it was allocated.
-    pub source: Source,
+    pub source: AllocationSource,
     /// The backtrace, caller first: index 0 is the entry point, the last entry is the
     /// allocation site.
     pub backtrace: &'a [F],
@@ -120,7 +70,7 @@ pub enum Event<'a, F> {
     /// A minor-heap object survived into the major heap.
     Promote {
         /// Time since the trace start.
-        time: Micros,
+        time: Timedelta,
         /// The object.
         obj_id: ObjId,
         /// Domain that reported it.
@@ -129,7 +79,7 @@ pub enum Event<'a, F> {
     /// An object was collected (or an external allocation freed).
     Collect {
         /// Time since the trace start.
-        time: Micros,
+        time: Timedelta,
         /// The object.
         obj_id: ObjId,
         /// Domain that reported it.
@@ -139,7 +89,7 @@ pub enum Event<'a, F> {
 
 impl<F> Event<'_, F> {
     /// The event's time.
-    pub fn time(&self) -> Micros {
+    pub fn time(&self) -> Timedelta {
         match self {
             Event::Alloc(a) => a.time,
             Event::Promote { time, .. } | Event::Collect { time, .. } => *time,

@@ -32,7 +32,7 @@ pub use analyzer::{
 };
 pub use backtrace::{BacktraceId, Backtraces};
 pub use curve::{Peak, PeakTracker, Timeline, TimelinePoint};
-pub use event::{Alloc, DomainId, Event, Frame, LocationCode, ObjId, Sampling, Source};
+pub use event::{Alloc, Event, Frame, Sampling};
 pub use symbols::{Location, LocationTable, NoSymbols, Symbols};
-pub use time::{Micros, TimeParseError, parse_time};
+pub use time::{TimeParseError, parse_time};
 pub use units::{SizeParseError, parse_bytes};

@@ -8,10 +8,10 @@ use serde_json::{Value, json};
 
 use crate::analyzer::{Profile, SiteCounts};
 use crate::curve::TimelinePoint;
-use crate::event::{Sampling, Source};
+use crate::event::Sampling;
 use crate::report::{DiffRow, GroupBy, Rank, Top};
 use crate::svg::human_bytes;
-use crate::time::Micros;
+use tracekit_memtrace::{AllocationSource, Timedelta};
 
 /// The trace-info fields the reports show.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -63,7 +63,7 @@ fn info_json(info: &TraceInfo, profile: &Profile) -> Value {
         "sample_rate": info.sampling.sample_rate,
         "word_size": info.sampling.word_size_bits,
         "bytes_per_sample": info.sampling.bytes_per_sample(),
-        "duration_s": profile.end.as_secs_f64(),
+        "duration_s": profile.end.to_secs_f64(),
     })
 }
 
@@ -73,7 +73,7 @@ fn counts_json(s: Sampling, c: &SiteCounts, live_at: bool) -> serde_json::Map<St
     m.insert("allocs".into(), c.allocs.into());
     m.insert("samples".into(), c.samples.into());
     m.insert("bytes".into(), s.bytes(c.samples).into());
-    for src in Source::ALL {
+    for src in AllocationSource::ALL {
         let v = c.samples_by_source[src as usize];
         m.insert(format!("{}_samples", src.name()), v.into());
         m.insert(format!("{}_bytes", src.name()), s.bytes(v).into());
@@ -105,7 +105,7 @@ fn share(part: u64, total: u64) -> f64 {
 #[derive(Clone, Debug, Default)]
 pub struct TopContext {
     /// `--at` or the peak's time.
-    pub at: Option<Micros>,
+    pub at: Option<Timedelta>,
     /// Whether `at` is the peak.
     pub at_peak: bool,
     /// Filter description (empty when none).
@@ -145,7 +145,7 @@ pub fn top_json(info: &TraceInfo, profile: &Profile, top: &Top, ctx: &TopContext
         "trace": info_json(info, profile),
         "by": top.by,
         "rank": top.rank,
-        "at_s": ctx.at.map(|t| t.as_secs_f64()),
+        "at_s": ctx.at.map(|t| t.to_secs_f64()),
         "at_peak": ctx.at_peak,
         "filters": ctx.filters,
         "peak": peak_json(profile),
@@ -158,7 +158,7 @@ pub fn top_json(info: &TraceInfo, profile: &Profile, top: &Top, ctx: &TopContext
 
 fn peak_json(profile: &Profile) -> Value {
     json!({
-        "time_s": profile.peak.time.as_secs_f64(),
+        "time_s": profile.peak.time.to_secs_f64(),
         "samples": profile.peak.live,
         "bytes": profile.sampling.bytes(profile.peak.live),
         "exact": profile.peak.late_events == 0,
@@ -400,12 +400,12 @@ pub fn timeline_csv(profile: &Profile, points: &[TimelinePoint]) -> String {
     let domains = profile.timeline.domains();
     if domains.len() > 1 {
         for d in domains {
-            let _ = write!(out, ",live_bytes_domain_{}", d.0);
+            let _ = write!(out, ",live_bytes_domain_{d}");
         }
     }
     out.push('\n');
     for p in points {
-        let secs = p.interval.as_secs_f64();
+        let secs = p.interval.to_secs_f64();
         let rate = if secs > 0.0 {
             s.bytes(p.allocated) as f64 / secs
         } else {
@@ -414,7 +414,7 @@ pub fn timeline_csv(profile: &Profile, points: &[TimelinePoint]) -> String {
         let _ = write!(
             out,
             "{:.6},{},{},{},{:.0},{},{},{}",
-            p.time.as_secs_f64(),
+            p.time.to_secs_f64(),
             s.bytes(p.live),
             s.bytes(p.allocated),
             s.bytes(p.freed),
@@ -436,13 +436,13 @@ pub fn timeline_csv(profile: &Profile, points: &[TimelinePoint]) -> String {
 /// Timeline as JSON.
 pub fn timeline_json(info: &TraceInfo, profile: &Profile, points: &[TimelinePoint]) -> Value {
     let s = profile.sampling;
-    let domains: Vec<u16> = profile.timeline.domains().iter().map(|d| d.0).collect();
+    let domains: Vec<u16> = profile.timeline.domains().iter().map(|d| d.get()).collect();
     let pts: Vec<Value> = points
         .iter()
         .map(|p| {
-            let secs = p.interval.as_secs_f64();
+            let secs = p.interval.to_secs_f64();
             json!({
-                "time_s": p.time.as_secs_f64(),
+                "time_s": p.time.to_secs_f64(),
                 "interval_s": secs,
                 "live_bytes": s.bytes(p.live),
                 "allocated_bytes": s.bytes(p.allocated),
@@ -730,7 +730,7 @@ mod tests {
 
     #[test]
     fn weights_in_words() {
-        let t = Some(Micros(1_500_000));
+        let t = Some(Timedelta::from_micros(1_500_000));
         assert_eq!(Weight::Allocated.describe(None, false), "allocated");
         assert_eq!(Weight::LiveAt.describe(t, false), "live at 1.5s");
         assert_eq!(Weight::LiveAt.describe(t, true), "live at the peak (1.5s)");

@@ -9,8 +9,9 @@ use std::collections::HashMap;
 
 use crate::analyzer::{Profile, SiteCounts};
 use crate::backtrace::BacktraceId;
-use crate::event::{LocationCode, Sampling};
+use crate::event::Sampling;
 use crate::symbols::{FrameLabel, FrameSkip, Symbols, entry_labels, leaf_label, site_label};
+use tracekit_memtrace::{LocationCode, Timedelta};
 
 /// How allocations are grouped into sites.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -77,7 +78,7 @@ pub fn sites_skipping(
 ) -> Vec<Site> {
     let mut out: Vec<Site> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    let mut leaf_names: HashMap<u64, String> = HashMap::new();
+    let mut leaf_names: HashMap<LocationCode, String> = HashMap::new();
     let label = match by {
         GroupBy::Leaf | GroupBy::Backtrace => FrameLabel::Location,
         GroupBy::Function => FrameLabel::Function,
@@ -93,7 +94,7 @@ pub fn sites_skipping(
                     .unwrap_or_else(|| EMPTY_BACKTRACE.to_string())
             }
             Some(code) => leaf_names
-                .entry(code.0)
+                .entry(code)
                 .or_insert_with(|| leaf_label(symbols, code, label))
                 .clone(),
         };
@@ -337,7 +338,7 @@ impl Weight {
     /// What the weight is, in words: `allocated`, `live at 1.5s`, `live at the peak
     /// (1.5s)`, `live at the end`. `at` is the profile's `live_at` time, `at_peak`
     /// whether that is the heap's peak.
-    pub fn describe(self, at: Option<crate::Micros>, at_peak: bool) -> String {
+    pub fn describe(self, at: Option<Timedelta>, at_peak: bool) -> String {
         match (self, at) {
             (Weight::LiveAt, Some(t)) if at_peak => format!("live at the peak ({t})"),
             (Weight::LiveAt, Some(t)) => format!("live at {t}"),
@@ -397,7 +398,7 @@ pub fn folded(
         collapse_recursion,
     } = options;
     let mut stacks: HashMap<String, u64> = HashMap::new();
-    let mut names: HashMap<u64, Vec<String>> = HashMap::new();
+    let mut names: HashMap<LocationCode, Vec<String>> = HashMap::new();
     let mut codes: Vec<LocationCode> = Vec::new();
     for (bt, counts) in &profile.sites {
         let w = match weight {
@@ -444,7 +445,7 @@ fn stack_string(
     label: FrameLabel,
     collapse_recursion: bool,
     codes: &mut Vec<LocationCode>,
-    names: &mut HashMap<u64, Vec<String>>,
+    names: &mut HashMap<LocationCode, Vec<String>>,
 ) -> String {
     profile.backtraces.codes_into(bt, codes);
     if codes.is_empty() {
@@ -453,7 +454,7 @@ fn stack_string(
     let mut s = String::new();
     let mut last_len = 0;
     for code in codes.iter() {
-        let labels = names.entry(code.0).or_insert_with(|| {
+        let labels = names.entry(*code).or_insert_with(|| {
             let mut v = Vec::new();
             entry_labels(symbols, *code, label, &mut v);
             v.iter().map(|l| folded_frame(l)).collect()
@@ -491,9 +492,9 @@ fn folded_frame(name: &str) -> String {
 mod tests {
     use super::*;
     use crate::analyzer::{Options, analyze};
-    use crate::event::{Alloc, DomainId, Event, ObjId, Source};
+    use crate::event::{Alloc, Event};
     use crate::symbols::{Location, LocationTable};
-    use crate::time::Micros;
+    use tracekit_memtrace::{AllocationSource, DomainId, ObjId};
 
     fn loc(def: &str, file: &str, line: u32) -> Location {
         Location {
@@ -507,31 +508,31 @@ mod tests {
 
     fn fixture() -> (Profile, LocationTable) {
         let mut table = LocationTable::new();
-        table.insert(LocationCode(1), vec![loc("main", "main.ml", 1)]);
+        table.insert(LocationCode::new(1), vec![loc("main", "main.ml", 1)]);
         table.insert(
-            LocationCode(2),
+            LocationCode::new(2),
             vec![loc("f", "a.ml", 10), loc("g;h", "a.ml", 20)],
         );
-        table.insert(LocationCode(3), vec![loc("f", "a.ml", 30)]);
-        table.insert(LocationCode(4), vec![loc("k", "b.ml", 5)]);
+        table.insert(LocationCode::new(3), vec![loc("f", "a.ml", 30)]);
+        table.insert(LocationCode::new(4), vec![loc("k", "b.ml", 5)]);
         let bts: [&[u64]; 5] = [&[1, 2], &[1, 3], &[1, 4], &[1, 2], &[]];
         let mut events = Vec::new();
         for (i, bt) in bts.iter().enumerate() {
             events.push(Event::Alloc(Alloc {
-                time: Micros(i as u64),
-                obj_id: ObjId(i as u64),
-                domain: DomainId(0),
+                time: Timedelta::from_micros(i as i64),
+                obj_id: ObjId::new(i as u64),
+                domain: DomainId::new(0),
                 length: 1,
                 nsamples: i as u64 + 1,
-                source: Source::Minor,
+                source: AllocationSource::Minor,
                 backtrace: bt,
                 common_prefix: 0,
             }));
         }
         events.push(Event::Collect {
-            time: Micros(9),
-            obj_id: ObjId(2),
-            domain: DomainId(0),
+            time: Timedelta::from_micros(9),
+            obj_id: ObjId::new(2),
+            domain: DomainId::new(0),
         });
         let sampling = Sampling {
             sample_rate: 0.3,
@@ -611,17 +612,17 @@ mod tests {
     #[test]
     fn collapse_recursion() {
         let mut table = LocationTable::new();
-        table.insert(LocationCode(1), vec![loc("main", "m.ml", 1)]);
-        table.insert(LocationCode(2), vec![loc("f", "a.ml", 1)]);
-        table.insert(LocationCode(3), vec![loc("f", "a.ml", 2)]);
+        table.insert(LocationCode::new(1), vec![loc("main", "m.ml", 1)]);
+        table.insert(LocationCode::new(2), vec![loc("f", "a.ml", 1)]);
+        table.insert(LocationCode::new(3), vec![loc("f", "a.ml", 2)]);
         let bt: &[u64] = &[1, 2, 3, 2, 3, 1];
         let ev = vec![Event::Alloc(Alloc {
-            time: Micros(0),
-            obj_id: ObjId(0),
-            domain: DomainId(0),
+            time: Timedelta::from_micros(0),
+            obj_id: ObjId::new(0),
+            domain: DomainId::new(0),
             length: 1,
             nsamples: 2,
-            source: Source::Minor,
+            source: AllocationSource::Minor,
             backtrace: bt,
             common_prefix: 0,
         })];

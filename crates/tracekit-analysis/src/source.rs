@@ -9,23 +9,11 @@ use std::collections::HashMap;
 use tracekit_memtrace as mt;
 
 use crate::analyzer::{Analyzer, Options, Profile};
-use crate::event::{Alloc, DomainId, Event, Frame, LocationCode, ObjId, Sampling, Source};
+use crate::event::{Alloc, Event, Frame, Sampling};
 use crate::render::TraceInfo;
 use crate::symbols::{FrameSkip, Location, Symbols};
-use crate::time::Micros;
 use rustc_hash::FxHashMap;
-
-impl Frame for mt::LocationCode {
-    #[inline]
-    fn code(self) -> LocationCode {
-        LocationCode(self.get() as u64)
-    }
-}
-
-/// The reader's code for one of ours (the inverse of [`Frame::code`]).
-fn reader_code(code: LocationCode) -> mt::LocationCode {
-    mt::LocationCode::new(code.0 as i64)
-}
+use tracekit_memtrace::{AllocationSource, DomainId, LocationCode, ObjId, Timedelta};
 
 /// Sample rate and word size of a trace.
 pub fn sampling(info: &mt::Info) -> Sampling {
@@ -48,47 +36,29 @@ pub fn trace_info(path: &str, info: &mt::Info) -> TraceInfo {
     }
 }
 
-/// Ours for the reader's allocation source.
-#[inline(always)]
-fn source_of(source: mt::AllocationSource) -> Source {
-    match source {
-        mt::AllocationSource::Minor => Source::Minor,
-        mt::AllocationSource::Major => Source::Major,
-        mt::AllocationSource::External => Source::External,
-    }
-}
-
-/// Time since the trace start. The reader keeps every domain's times at or after
-/// the trace start; `max` only guards.
-#[inline(always)]
-fn micros(dt: mt::Timedelta) -> Micros {
-    Micros(dt.as_micros().max(0) as u64)
-}
-
 /// Converts a reader event; the backtrace is borrowed, not copied.
 #[inline]
-pub fn convert<'a>(dt: mt::Timedelta, event: &'a mt::Event<'_>) -> Event<'a, mt::LocationCode> {
-    let time = micros(dt);
+pub fn convert<'a>(time: Timedelta, event: &'a mt::Event<'_>) -> Event<'a, LocationCode> {
     match event {
         mt::Event::Alloc(a) => Event::Alloc(Alloc {
             time,
-            obj_id: ObjId(a.obj_id.get()),
-            domain: DomainId(a.domain.get()),
+            obj_id: a.obj_id,
+            domain: a.domain,
             length: a.length,
             nsamples: a.nsamples,
-            source: source_of(a.source),
+            source: a.source,
             backtrace: &a.backtrace,
             common_prefix: a.common_prefix,
         }),
-        mt::Event::Promote(id, d) => Event::Promote {
+        &mt::Event::Promote(obj_id, domain) => Event::Promote {
             time,
-            obj_id: ObjId(id.get()),
-            domain: DomainId(d.get()),
+            obj_id,
+            domain,
         },
-        mt::Event::Collect(id, d) => Event::Collect {
+        &mt::Event::Collect(obj_id, domain) => Event::Collect {
             time,
-            obj_id: ObjId(id.get()),
-            domain: DomainId(d.get()),
+            obj_id,
+            domain,
         },
     }
 }
@@ -110,7 +80,7 @@ pub struct ReaderSymbols<'a>(pub &'a mt::LocationTable);
 
 impl Symbols for ReaderSymbols<'_> {
     fn locations(&self, code: LocationCode) -> Cow<'_, [Location]> {
-        match self.0.get(reader_code(code)) {
+        match self.0.get(code) {
             Some(locs) => Cow::Owned(locs.iter().map(location).collect()),
             None => Cow::Borrowed(&[]),
         }
@@ -119,7 +89,7 @@ impl Symbols for ReaderSymbols<'_> {
 
 /// Does a location code match `needle`: does one of its locations, printed as
 /// `defname@file:line:start-end` (or `$code` when it has none), contain it?
-fn code_matches(table: &mt::LocationTable, code: mt::LocationCode, needle: &str) -> bool {
+fn code_matches(table: &mt::LocationTable, code: LocationCode, needle: &str) -> bool {
     match table.get(code) {
         Some(locs) if !locs.is_empty() => locs.iter().any(|l| l.to_string().contains(needle)),
         _ => format!("${}", code.get()).contains(needle),
@@ -163,7 +133,7 @@ impl<'s> SiteStart<'s> {
     /// the caller and the memo are out of line, so that the decoding loop around this
     /// stays small.
     #[inline(always)]
-    fn start(&mut self, table: &mt::LocationTable, backtrace: &[mt::LocationCode]) -> usize {
+    fn start(&mut self, table: &mt::LocationTable, backtrace: &[LocationCode]) -> usize {
         let leaf = backtrace.len().saturating_sub(1);
         if self.skip_empty {
             return leaf;
@@ -189,7 +159,7 @@ impl<'s> SiteStart<'s> {
     }
 
     #[inline(never)]
-    fn walk(&mut self, table: &mt::LocationTable, backtrace: &[mt::LocationCode]) -> usize {
+    fn walk(&mut self, table: &mt::LocationTable, backtrace: &[LocationCode]) -> usize {
         let leaf = backtrace.len().saturating_sub(1);
         for (i, &code) in backtrace.iter().enumerate().rev() {
             if self.names_site(table, code) {
@@ -201,7 +171,7 @@ impl<'s> SiteStart<'s> {
     }
 
     #[inline]
-    fn names_site(&mut self, table: &mt::LocationTable, code: mt::LocationCode) -> bool {
+    fn names_site(&mut self, table: &mt::LocationTable, code: LocationCode) -> bool {
         let c = code.get();
         if let Some(v) = self.cached(c) {
             return v;
@@ -253,7 +223,7 @@ pub fn analyze_reader(
     let mut events = reader.events(parse_backtraces);
     let mut error = None;
     let mut count: u64 = 0;
-    let mut memo: HashMap<u64, bool> = HashMap::new();
+    let mut memo: HashMap<LocationCode, bool> = HashMap::new();
     loop {
         let item = match events.next_event_with_locations() {
             None => break,
@@ -283,8 +253,8 @@ pub fn analyze_reader(
             },
             Some(needle) => analyzer.push_matching(&ev, &mut |code| {
                 *memo
-                    .entry(code.0)
-                    .or_insert_with(|| code_matches(table, reader_code(code), needle))
+                    .entry(code)
+                    .or_insert_with(|| code_matches(table, code, needle))
             }),
         }
         if count & 0xFFFF == 0 {
@@ -306,13 +276,13 @@ pub fn analyze_reader(
 #[derive(Clone, Copy, Debug)]
 struct Packed {
     kind: u8,
-    source: Source,
+    source: AllocationSource,
     domain: DomainId,
     /// For [`KIND_ALLOC`], how many leading entries the analysis keeps (low 32 bits)
     /// and how many new ones follow in the frame buffer (high 32 bits); for
     /// [`KIND_ALLOC_LEAF`], the one new entry's location code; else 0.
     bt: u64,
-    time: Micros,
+    time: Timedelta,
     obj_id: ObjId,
     length: u64,
     nsamples: u64,
@@ -336,14 +306,14 @@ impl Packed {
 
     /// A promote or collect.
     #[inline(always)]
-    fn other(kind: u8, time: Micros, id: mt::ObjId, domain: mt::DomainId) -> Packed {
+    fn other(kind: u8, time: Timedelta, obj_id: ObjId, domain: DomainId) -> Packed {
         Packed {
             kind,
-            source: Source::Minor,
-            domain: DomainId(domain.get()),
+            source: AllocationSource::Minor,
+            domain,
             bt: 0,
             time,
-            obj_id: ObjId(id.get()),
+            obj_id,
             length: 0,
             nsamples: 0,
         }
@@ -360,7 +330,7 @@ const KIND_ALLOC_LEAF: u8 = 3;
 #[derive(Default)]
 struct Batch {
     events: Vec<Packed>,
-    frames: Vec<mt::LocationCode>,
+    frames: Vec<LocationCode>,
 }
 
 impl Batch {
@@ -666,12 +636,12 @@ impl<const LEAF: bool> Packer<'_, '_, LEAF> {
     /// How many leading entries of an alloc's backtrace the analysis already has.
     #[inline(always)]
     fn keep(&mut self, a: &mt::Alloc<'_>, table: &mt::LocationTable) -> usize {
-        let backtrace: &[mt::LocationCode] = &a.backtrace;
+        let backtrace: &[LocationCode] = &a.backtrace;
         if LEAF {
             return self.site_start.start(table, backtrace);
         }
         let len = backtrace.len();
-        let domain = DomainId(a.domain.get());
+        let domain = a.domain;
         if self
             .prev_len
             .get(self.last_slot)
@@ -696,7 +666,7 @@ impl<const LEAF: bool> Packer<'_, '_, LEAF> {
 
 impl<const LEAF: bool> mt::EventSink for Packer<'_, '_, LEAF> {
     #[inline(always)]
-    fn alloc(&mut self, dt: mt::Timedelta, a: &mt::Alloc<'_>, table: &mt::LocationTable) {
+    fn alloc(&mut self, dt: Timedelta, a: &mt::Alloc<'_>, table: &mt::LocationTable) {
         let keep = self.keep(a, table);
         let new = a.backtrace.get(keep..).unwrap_or(&[]);
         let (kind, bt) = match new {
@@ -711,27 +681,27 @@ impl<const LEAF: bool> mt::EventSink for Packer<'_, '_, LEAF> {
         };
         self.batch.events.push(Packed {
             kind,
-            source: source_of(a.source),
-            domain: DomainId(a.domain.get()),
+            source: a.source,
+            domain: a.domain,
             bt,
-            time: micros(dt),
-            obj_id: ObjId(a.obj_id.get()),
+            time: dt,
+            obj_id: a.obj_id,
             length: a.length,
             nsamples: a.nsamples,
         });
     }
 
     #[inline(always)]
-    fn promote(&mut self, dt: mt::Timedelta, id: mt::ObjId, d: mt::DomainId) {
+    fn promote(&mut self, dt: Timedelta, id: ObjId, d: DomainId) {
         self.batch
             .events
-            .push(Packed::other(KIND_PROMOTE, micros(dt), id, d));
+            .push(Packed::other(KIND_PROMOTE, dt, id, d));
     }
 
     #[inline(always)]
-    fn collect(&mut self, dt: mt::Timedelta, id: mt::ObjId, d: mt::DomainId) {
+    fn collect(&mut self, dt: Timedelta, id: ObjId, d: DomainId) {
         self.batch
             .events
-            .push(Packed::other(KIND_COLLECT, micros(dt), id, d));
+            .push(Packed::other(KIND_COLLECT, dt, id, d));
     }
 }

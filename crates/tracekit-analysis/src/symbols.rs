@@ -9,8 +9,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::event::LocationCode;
 use rustc_hash::FxHashMap;
+use tracekit_memtrace::LocationCode;
 
 /// One source location (`Location.t`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -49,7 +49,7 @@ pub trait Symbols {
 /// A location table built from a trace's location events.
 #[derive(Clone, Debug, Default)]
 pub struct LocationTable {
-    table: FxHashMap<u64, Vec<Location>>,
+    table: FxHashMap<LocationCode, Vec<Location>>,
 }
 
 impl LocationTable {
@@ -60,7 +60,7 @@ impl LocationTable {
 
     /// Sets the locations of `code`.
     pub fn insert(&mut self, code: LocationCode, locations: Vec<Location>) {
-        self.table.insert(code.0, locations);
+        self.table.insert(code, locations);
     }
 
     /// Number of codes.
@@ -76,7 +76,7 @@ impl LocationTable {
 
 impl Symbols for LocationTable {
     fn locations(&self, code: LocationCode) -> Cow<'_, [Location]> {
-        Cow::Borrowed(self.table.get(&code.0).map(Vec::as_slice).unwrap_or(&[]))
+        Cow::Borrowed(self.table.get(&code).map(Vec::as_slice).unwrap_or(&[]))
     }
 }
 
@@ -111,7 +111,7 @@ pub fn entry_labels(
 ) {
     let locs = symbols.locations(code);
     if locs.is_empty() {
-        out.push(format!("${}", code.as_signed()));
+        out.push(format!("${code}"));
         return;
     }
     for loc in locs.iter() {
@@ -201,7 +201,7 @@ pub fn site_label(
         codes,
         skip,
         |loc| location_label(loc, label),
-        |code| format!("${}", code.as_signed()),
+        |code| format!("${code}"),
     )
 }
 
@@ -253,7 +253,7 @@ fn location_label(loc: &Location, label: FrameLabel) -> String {
 /// The label of the allocation site of an entry: its last location, or `$code`.
 pub fn leaf_label(symbols: &dyn Symbols, code: LocationCode, label: FrameLabel) -> String {
     match symbols.locations(code).last() {
-        None => format!("${}", code.as_signed()),
+        None => format!("${code}"),
         Some(loc) => location_label(loc, label),
     }
 }
@@ -276,9 +276,12 @@ mod tests {
     /// inside it (short name, std path); code 3: hashbrown; code 4: unknown.
     fn table() -> LocationTable {
         let mut t = LocationTable::new();
-        t.insert(LocationCode(1), vec![loc("app::work", "src/main.rs", 10)]);
         t.insert(
-            LocationCode(2),
+            LocationCode::new(1),
+            vec![loc("app::work", "src/main.rs", 10)],
+        );
+        t.insert(
+            LocationCode::new(2),
             vec![
                 loc(
                     "alloc::vec::Vec<T>::push",
@@ -293,7 +296,7 @@ mod tests {
             ],
         );
         t.insert(
-            LocationCode(3),
+            LocationCode::new(3),
             vec![loc(
                 "do_alloc<Global>",
                 "/rust/deps/hashbrown-0.16.1/src/raw/alloc.rs",
@@ -304,7 +307,7 @@ mod tests {
     }
 
     fn codes(c: &[u64]) -> Vec<LocationCode> {
-        c.iter().map(|&c| LocationCode(c)).collect()
+        c.iter().map(|&c| LocationCode::new(c as i64)).collect()
     }
 
     #[test]
@@ -326,7 +329,7 @@ mod tests {
     fn a_site_without_a_line_is_told_apart() {
         let mut t = table();
         // A program built without line tables: its frames have line 0.
-        t.insert(LocationCode(5), vec![loc("app::main", "app", 0)]);
+        t.insert(LocationCode::new(5), vec![loc("app::main", "app", 0)]);
         let skip = FrameSkip::rust_std();
         let has_line = |c: &[u64]| site_has_line(&t, &codes(c), &skip);
         assert_eq!(has_line(&[1, 2, 3]), Some(true));

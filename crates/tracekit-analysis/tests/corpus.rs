@@ -7,13 +7,19 @@ mod dump;
 
 use std::collections::HashMap;
 
+use tracekit_analysis::Options;
 use tracekit_analysis::fxt::{FxtOptions, TICKS_PER_SECOND, write_profile};
 use tracekit_analysis::render::{self, TopContext};
 use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank, Unit, Weight};
 use tracekit_analysis::source::{self, Pass, ReaderSymbols};
 use tracekit_analysis::symbols::FrameLabel;
-use tracekit_analysis::{Micros, Options};
 use tracekit_memtrace::Reader;
+use tracekit_memtrace::Timedelta;
+
+/// A time from the trace start, as the dump's microseconds give it.
+fn us(t: u64) -> Timedelta {
+    Timedelta::from_micros(i64::try_from(t).unwrap())
+}
 
 fn run(reader: &mut Reader<'_>, options: Options) -> Pass {
     let p = source::analyze_reader(reader, options, None, &mut |_| {});
@@ -70,7 +76,7 @@ fn totals_equal_the_dump_sums() {
         let (peak, peak_t) = d.peak();
         assert_eq!(p.profile.peak.live, peak, "{name}: peak");
         if peak > 0 {
-            assert_eq!(p.profile.peak.time, Micros(peak_t), "{name}: peak time");
+            assert_eq!(p.profile.peak.time, us(peak_t), "{name}: peak time");
         }
     }
 }
@@ -84,7 +90,7 @@ fn live_at_time_equals_the_dump() {
             let p = run(
                 &mut reader,
                 Options {
-                    live_at: Some(Micros(t)),
+                    live_at: Some(us(t)),
                     backtraces: false,
                     ..Options::default()
                 },
@@ -185,7 +191,7 @@ fn folded_stacks_sum_to_the_total() {
         let p = run(
             &mut reader,
             Options {
-                live_at: Some(Micros(at)),
+                live_at: Some(us(at)),
                 ..Options::default()
             },
         );
@@ -240,7 +246,7 @@ fn timeline_points_equal_the_dump() {
         for pt in points.iter().step_by(7).chain(points.last()) {
             assert_eq!(
                 pt.live,
-                d.live_at(pt.time.0),
+                d.live_at(pt.time.as_micros() as u64),
                 "{} at {}",
                 trace.display(),
                 pt.time
@@ -384,7 +390,7 @@ fn pipelined_pass_equals_the_single_thread_pass() {
     for (trace, _) in &rows {
         let mut reader = Reader::open(trace).unwrap();
         let options = Options {
-            live_at: Some(Micros(20_000)),
+            live_at: Some(us(20_000)),
             big: 7,
             ..Options::default()
         };

@@ -4,9 +4,9 @@
 use tracekit_analysis::render::{self, DiffContext, TopContext, TraceInfo};
 use tracekit_analysis::report::{self, GroupBy, Rank};
 use tracekit_analysis::{
-    Alloc, DomainId, Event, Location, LocationCode, LocationTable, Micros, ObjId, Options, Profile,
-    Sampling, Source, analyze,
+    Alloc, Event, Location, LocationTable, Options, Profile, Sampling, analyze,
 };
+use tracekit_memtrace::{AllocationSource, DomainId, LocationCode, ObjId, Timedelta};
 
 const SAMPLING: Sampling = Sampling {
     sample_rate: 1e-3,
@@ -22,20 +22,20 @@ fn table() -> LocationTable {
         end_char: 20,
         defname: def.into(),
     };
-    t.insert(LocationCode(1), vec![loc("Main", "main.ml", 10)]);
-    t.insert(LocationCode(2), vec![loc("Main.build", "main.ml", 3)]);
+    t.insert(LocationCode::new(1), vec![loc("Main", "main.ml", 10)]);
+    t.insert(LocationCode::new(2), vec![loc("Main.build", "main.ml", 3)]);
     t.insert(
-        LocationCode(3),
+        LocationCode::new(3),
         vec![
             loc("Stdlib__List.map", "list.ml", 92),
             loc("Stdlib__List.rev", "list.ml", 60),
         ],
     );
     t.insert(
-        LocationCode(4),
+        LocationCode::new(4),
         vec![loc("Stdlib__Hashtbl.resize", "hashtbl.ml", 130)],
     );
-    t.insert(LocationCode(5), vec![loc("Main.cache", "main.ml", 40)]);
+    t.insert(LocationCode::new(5), vec![loc("Main.cache", "main.ml", 40)]);
     t
 }
 
@@ -48,16 +48,16 @@ fn events(scale: u64) -> Vec<Event<'static, u64>> {
             let i = i as u64;
             let t = round * 100_000 + i * 10_000;
             ev.push(Event::Alloc(Alloc {
-                time: Micros(t),
-                obj_id: ObjId(id),
-                domain: DomainId(0),
+                time: Timedelta::from_micros(t as i64),
+                obj_id: ObjId::new(id),
+                domain: DomainId::new(0),
                 length: 3 + i * 500 * scale,
                 nsamples: 1 + i * scale,
                 source: [
-                    Source::Minor,
-                    Source::Major,
-                    Source::Major,
-                    Source::External,
+                    AllocationSource::Minor,
+                    AllocationSource::Major,
+                    AllocationSource::Major,
+                    AllocationSource::External,
                 ][i as usize],
                 backtrace: bt,
                 common_prefix: 0,
@@ -65,9 +65,9 @@ fn events(scale: u64) -> Vec<Event<'static, u64>> {
             // Everything but the cache entries dies 50 ms later.
             if i != 3 {
                 ev.push(Event::Collect {
-                    time: Micros(t + 50_000),
-                    obj_id: ObjId(id),
-                    domain: DomainId(0),
+                    time: Timedelta::from_micros(t as i64 + 50_000),
+                    obj_id: ObjId::new(id),
+                    domain: DomainId::new(0),
                 });
             }
             id += 1;
@@ -77,7 +77,7 @@ fn events(scale: u64) -> Vec<Event<'static, u64>> {
     ev
 }
 
-fn profile(scale: u64, live_at: Option<Micros>) -> Profile {
+fn profile(scale: u64, live_at: Option<Timedelta>) -> Profile {
     let opts = Options {
         live_at,
         ..Options::default()
@@ -111,7 +111,7 @@ fn top_by_leaf() {
 
 #[test]
 fn top_by_function_at_time() {
-    let at = Micros(2_020_000);
+    let at = Timedelta::from_micros(2_020_000);
     let p = profile(1, Some(at));
     let t = report::top(&p, &table(), GroupBy::Function, Rank::LiveAt, 10);
     let ctx = TopContext {
@@ -226,7 +226,7 @@ fn fxt_counters_read_back() {
     for (t, v) in &live {
         let mut alive = std::collections::HashMap::new();
         for e in events(1) {
-            if e.time().0 > *t {
+            if e.time().as_micros() as u64 > *t {
                 continue;
             }
             match e {

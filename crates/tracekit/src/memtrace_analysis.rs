@@ -15,10 +15,10 @@ use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank, Unit, Weight};
 use tracekit_analysis::source::{self, Pass, ReaderSymbols};
 use tracekit_analysis::svg::human_bytes;
 use tracekit_analysis::symbols::{FrameLabel, FrameSkip};
-use tracekit_analysis::{DomainId, Filter, Micros, Options, Source, parse_bytes, parse_time};
+use tracekit_analysis::{Filter, Options, parse_bytes, parse_time};
 use tracekit_fxt::io::IoDestination;
 use tracekit_fxt::write::{Initialization, Writer as FxtWriter, WriterOptions};
-use tracekit_memtrace::Reader;
+use tracekit_memtrace::{AllocationSource, DomainId, Reader, Timedelta};
 
 use crate::common::output::{OutputFile, print, print_json, write_file};
 use crate::common::{PROGRESS_THRESHOLD_BYTES, input, progress_bar, progress_spinner};
@@ -76,7 +76,7 @@ pub struct FilterArgs {
     domain: Vec<u16>,
     /// Keep only allocations made between two times (inclusive).
     #[arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = parse_time_arg)]
-    between: Option<Vec<Micros>>,
+    between: Option<Vec<Timedelta>>,
 }
 
 /// How allocation sites are named (shared by `top` and `diff`).
@@ -166,7 +166,7 @@ pub struct TopArgs {
     limit: usize,
     /// Rank by bytes live at this time instead of allocated bytes.
     #[arg(long, value_parser = parse_time_arg, conflicts_with = "peak")]
-    at: Option<Micros>,
+    at: Option<Timedelta>,
     /// Rank by bytes live at the peak of the live heap (reports when that is).
     #[arg(long)]
     peak: bool,
@@ -204,7 +204,7 @@ pub struct FlameArgs {
     file: PathBuf,
     /// Weigh stacks by bytes live at this time instead of allocated bytes.
     #[arg(long, value_parser = parse_time_arg, conflicts_with_all = ["peak", "live_end"])]
-    at: Option<Micros>,
+    at: Option<Timedelta>,
     /// Weigh stacks by bytes live at the peak of the live heap.
     #[arg(long, conflicts_with = "live_end")]
     peak: bool,
@@ -279,7 +279,7 @@ pub struct DiffArgs {
     json: bool,
 }
 
-fn parse_time_arg(s: &str) -> Result<Micros, String> {
+fn parse_time_arg(s: &str) -> Result<Timedelta, String> {
     parse_time(s).map_err(|e| e.to_string())
 }
 
@@ -294,15 +294,15 @@ impl FilterArgs {
                 self.source
                     .iter()
                     .map(|s| match s {
-                        SourceArg::Minor => Source::Minor,
-                        SourceArg::Major => Source::Major,
-                        SourceArg::External => Source::External,
+                        SourceArg::Minor => AllocationSource::Minor,
+                        SourceArg::Major => AllocationSource::Major,
+                        SourceArg::External => AllocationSource::External,
                     })
                     .collect()
             }),
             min_size_bytes: self.min_size.unwrap_or(0),
             domains: (!self.domain.is_empty())
-                .then(|| self.domain.iter().map(|d| DomainId(*d)).collect()),
+                .then(|| self.domain.iter().map(|d| DomainId::new(*d)).collect()),
             allocated_between: self
                 .between
                 .as_ref()
