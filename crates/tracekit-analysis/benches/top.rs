@@ -26,7 +26,7 @@ use std::hint::black_box;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tracekit_analysis::Options;
 use tracekit_analysis::report::{self, GroupBy, Rank};
-use tracekit_analysis::source::{self, ReaderSymbols};
+use tracekit_analysis::source;
 use tracekit_analysis::symbols::FrameSkip;
 use tracekit_memtrace::synth::{
     Rng, SynthConfig, synth_code, synth_info, synth_locations, write_synthetic,
@@ -145,7 +145,7 @@ fn top(reader: &mut Reader<'_>, pipelined: bool, leaf_only: bool) -> usize {
     };
     let t = report::top_skipping(
         &p.profile,
-        &ReaderSymbols(reader.locations()),
+        &reader.locations(),
         GroupBy::Leaf,
         Rank::Allocated,
         20,

@@ -22,8 +22,8 @@ use tracekit_fxt::write::{Destination, WriteError, Writer};
 use crate::analyzer::Profile;
 use crate::render::TraceInfo;
 use crate::report::EMPTY_BACKTRACE;
-use crate::symbols::{FrameLabel, Symbols, entry_labels};
-use tracekit_memtrace::{DomainId, Timedelta};
+use crate::symbols::{FrameLabel, entry_labels};
+use tracekit_memtrace::{DomainId, LocationLookup, Timedelta};
 
 /// FXT ticks per second used by [`write_profile`]: ticks are microseconds, like
 /// memtrace's own timestamps. Pass it to the writer's initialization record.
@@ -79,7 +79,7 @@ pub fn domain_koid(process: Koid, domain: DomainId) -> Koid {
 /// frames.
 fn backtrace_text(
     profile: &Profile,
-    symbols: &dyn Symbols,
+    symbols: &dyn LocationLookup,
     bt: crate::BacktraceId,
     max: usize,
 ) -> (String, String) {
@@ -137,7 +137,7 @@ enum Item {
 pub fn write_profile<D: Destination>(
     w: &mut Writer<D>,
     profile: &Profile,
-    symbols: &dyn Symbols,
+    symbols: &dyn LocationLookup,
     info: &TraceInfo,
     options: &FxtOptions,
 ) -> Result<FxtSummary, WriteError> {

@@ -33,6 +33,5 @@ pub use analyzer::{
 pub use backtrace::{BacktraceId, Backtraces};
 pub use curve::{Peak, PeakTracker, Timeline, TimelinePoint};
 pub use event::{Alloc, Event, Frame, Sampling};
-pub use symbols::{Location, LocationTable, NoSymbols, Symbols};
 pub use time::{TimeParseError, parse_time};
 pub use units::{SizeParseError, parse_bytes};

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use crate::analyzer::{Profile, SiteCounts};
 use crate::backtrace::BacktraceId;
 use crate::event::Sampling;
-use crate::symbols::{FrameLabel, FrameSkip, Symbols, entry_labels, leaf_label, site_label};
-use tracekit_memtrace::{LocationCode, Timedelta};
+use crate::symbols::{FrameLabel, FrameSkip, entry_labels, leaf_label, site_label};
+use tracekit_memtrace::{LocationCode, LocationLookup, Timedelta};
 
 /// How allocations are grouped into sites.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -63,7 +63,7 @@ pub struct Site {
 }
 
 /// The sites of `profile`, grouped, unordered; each named by its innermost frame.
-pub fn sites(profile: &Profile, symbols: &dyn Symbols, by: GroupBy) -> Vec<Site> {
+pub fn sites(profile: &Profile, symbols: &dyn LocationLookup, by: GroupBy) -> Vec<Site> {
     sites_skipping(profile, symbols, by, &FrameSkip::none())
 }
 
@@ -72,7 +72,7 @@ pub fn sites(profile: &Profile, symbols: &dyn Symbols, by: GroupBy) -> Vec<Site>
 /// [`Options::leaf_only`](crate::analyzer::Options::leaf_only) off.
 pub fn sites_skipping(
     profile: &Profile,
-    symbols: &dyn Symbols,
+    symbols: &dyn LocationLookup,
     by: GroupBy,
     skip: &FrameSkip,
 ) -> Vec<Site> {
@@ -145,7 +145,7 @@ pub fn sites_skipping(
 /// The share of allocated samples whose site ([`sites_skipping`]'s) has no source
 /// line. Near 1 for a program built without line tables (a Rust release build
 /// without `debug = "line-tables-only"`), near 0 for OCaml traces.
-pub fn lineless_share(profile: &Profile, symbols: &dyn Symbols, skip: &FrameSkip) -> f64 {
+pub fn lineless_share(profile: &Profile, symbols: &dyn LocationLookup, skip: &FrameSkip) -> f64 {
     let mut codes = Vec::new();
     let (mut lineless, mut all) = (0u64, 0u64);
     for (bt, counts) in &profile.sites {
@@ -196,14 +196,20 @@ pub struct Top {
 /// Builds the `top` report: sites grouped by `by`, ranked by `rank`, the first `limit`
 /// kept (sites whose ranked quantity is zero are dropped when ranking by a live
 /// quantity, since "live at T" lists only what is live).
-pub fn top(profile: &Profile, symbols: &dyn Symbols, by: GroupBy, rank: Rank, limit: usize) -> Top {
+pub fn top(
+    profile: &Profile,
+    symbols: &dyn LocationLookup,
+    by: GroupBy,
+    rank: Rank,
+    limit: usize,
+) -> Top {
     top_skipping(profile, symbols, by, rank, limit, &FrameSkip::none())
 }
 
 /// [`top`] with sites named past the frames `skip` skips.
 pub fn top_skipping(
     profile: &Profile,
-    symbols: &dyn Symbols,
+    symbols: &dyn LocationLookup,
     by: GroupBy,
     rank: Rank,
     limit: usize,
@@ -264,8 +270,8 @@ impl DiffRow {
 /// sample rates), ranked by the largest absolute change of allocated bytes (or of live
 /// bytes at the end with `by_live`).
 pub fn diff(
-    a: (&Profile, &dyn Symbols),
-    b: (&Profile, &dyn Symbols),
+    a: (&Profile, &dyn LocationLookup),
+    b: (&Profile, &dyn LocationLookup),
     by: GroupBy,
     by_live: bool,
 ) -> Vec<DiffRow> {
@@ -274,8 +280,8 @@ pub fn diff(
 
 /// [`diff`] with sites named past the frames `skip` skips.
 pub fn diff_skipping(
-    a: (&Profile, &dyn Symbols),
-    b: (&Profile, &dyn Symbols),
+    a: (&Profile, &dyn LocationLookup),
+    b: (&Profile, &dyn LocationLookup),
     by: GroupBy,
     by_live: bool,
     skip: &FrameSkip,
@@ -388,7 +394,7 @@ impl Default for FoldOptions {
 /// previous one, so the lines sum exactly to the rounded total of the profile.
 pub fn folded(
     profile: &Profile,
-    symbols: &dyn Symbols,
+    symbols: &dyn LocationLookup,
     options: FoldOptions,
 ) -> Vec<(String, u64)> {
     let FoldOptions {
@@ -440,7 +446,7 @@ pub fn folded(
 
 fn stack_string(
     profile: &Profile,
-    symbols: &dyn Symbols,
+    symbols: &dyn LocationLookup,
     bt: BacktraceId,
     label: FrameLabel,
     collapse_recursion: bool,
@@ -493,16 +499,17 @@ mod tests {
     use super::*;
     use crate::analyzer::{Options, analyze};
     use crate::event::{Alloc, Event};
-    use crate::symbols::{Location, LocationTable};
-    use tracekit_memtrace::{AllocationSource, DomainId, ObjId};
+    use tracekit_memtrace::{AllocationSource, DomainId, Location, ObjId};
+
+    type LocationTable = HashMap<LocationCode, Vec<Location>>;
 
     fn loc(def: &str, file: &str, line: u32) -> Location {
         Location {
-            filename: file.to_string(),
+            filename: file.into(),
             line,
             start_char: 1,
             end_char: 9,
-            defname: def.to_string(),
+            defname: def.into(),
         }
     }
 

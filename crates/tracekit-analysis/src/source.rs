@@ -1,9 +1,8 @@
 //! Feeding the analysis from `tracekit-memtrace`'s reader: event conversion (borrowing
-//! the reader's backtrace buffer), symbols from its location table, and drivers that
+//! the reader's backtrace buffer) and drivers that
 //! run one pass over a [`Reader`](tracekit_memtrace::Reader): [`analyze_reader`] on
 //! one thread, [`analyze_reader_pipelined`] with decoding and analysis on two.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 
 use tracekit_memtrace as mt;
@@ -11,7 +10,7 @@ use tracekit_memtrace as mt;
 use crate::analyzer::{Analyzer, Options, Profile};
 use crate::event::{Alloc, Event, Frame, Sampling};
 use crate::render::TraceInfo;
-use crate::symbols::{FrameSkip, Location, Symbols};
+use crate::symbols::FrameSkip;
 use rustc_hash::FxHashMap;
 use tracekit_memtrace::{AllocationSource, DomainId, LocationCode, ObjId, Timedelta};
 
@@ -60,30 +59,6 @@ pub fn convert<'a>(time: Timedelta, event: &'a mt::Event<'_>) -> Event<'a, Locat
             obj_id,
             domain,
         },
-    }
-}
-
-/// Converts a reader location (names are shown lossily if they are not UTF-8).
-pub fn location(loc: &mt::Location) -> Location {
-    Location {
-        filename: loc.filename.to_str_lossy().into_owned(),
-        line: loc.line,
-        start_char: loc.start_char,
-        end_char: loc.end_char,
-        defname: loc.defname.to_str_lossy().into_owned(),
-    }
-}
-
-/// [`Symbols`] over the reader's location table.
-#[derive(Clone, Copy)]
-pub struct ReaderSymbols<'a>(pub &'a mt::LocationTable);
-
-impl Symbols for ReaderSymbols<'_> {
-    fn locations(&self, code: LocationCode) -> Cow<'_, [Location]> {
-        match self.0.get(code) {
-            Some(locs) => Cow::Owned(locs.iter().map(location).collect()),
-            None => Cow::Borrowed(&[]),
-        }
     }
 }
 
@@ -180,7 +155,7 @@ impl<'s> SiteStart<'s> {
         let v = *self.memo.entry(c).or_insert_with(|| match table.get(code) {
             // Nothing is known about a code without locations: it is not plumbing.
             None => true,
-            Some(locs) => locs.is_empty() || locs.iter().any(|l| !skip.skips(&location(l))),
+            Some(locs) => locs.is_empty() || locs.iter().any(|l| !skip.skips(l)),
         });
         if let Some(e) = self.cache.get_mut(Self::slot(c)) {
             *e = (c, v);

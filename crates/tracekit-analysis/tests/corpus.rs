@@ -11,7 +11,7 @@ use tracekit_analysis::Options;
 use tracekit_analysis::fxt::{FxtOptions, TICKS_PER_SECOND, write_profile};
 use tracekit_analysis::render::{self, TopContext};
 use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank, Unit, Weight};
-use tracekit_analysis::source::{self, Pass, ReaderSymbols};
+use tracekit_analysis::source::{self, Pass};
 use tracekit_analysis::symbols::FrameLabel;
 use tracekit_memtrace::Reader;
 use tracekit_memtrace::Timedelta;
@@ -155,7 +155,7 @@ fn sites_by_leaf_equal_the_dump() {
     for (trace, d) in &rows {
         let mut reader = Reader::open(trace).unwrap();
         let p = run(&mut reader, Options::default());
-        let symbols = ReaderSymbols(reader.locations());
+        let symbols = reader.locations();
         let sites = report::sites(&p.profile, &symbols, GroupBy::Leaf);
         let got: HashMap<String, u64> = sites
             .iter()
@@ -195,7 +195,7 @@ fn folded_stacks_sum_to_the_total() {
                 ..Options::default()
             },
         );
-        let symbols = ReaderSymbols(reader.locations());
+        let symbols = reader.locations();
         let e = d.totals();
         for (weight, expect) in [
             (Weight::Allocated, e.samples),
@@ -298,7 +298,7 @@ fn to_fxt_counters_read_back() {
         let summary = write_profile(
             &mut w,
             &p.profile,
-            &ReaderSymbols(reader.locations()),
+            &reader.locations(),
             &info,
             &FxtOptions {
                 points: 50,
@@ -364,7 +364,7 @@ fn snapshot_top(file: &str, by: GroupBy, peak: bool) -> Option<String> {
     }
     let p = run(&mut reader, options);
     let rank = if peak { Rank::LiveAt } else { Rank::Allocated };
-    let symbols = ReaderSymbols(reader.locations());
+    let symbols = reader.locations();
     let top = report::top(&p.profile, &symbols, by, rank, 12);
     let info = source::trace_info(&format!("traces/{file}"), reader.info());
     Some(render::top_table(&info, &p.profile, &top, &ctx))
@@ -405,7 +405,7 @@ fn pipelined_pass_equals_the_single_thread_pass() {
         assert_eq!(a.events, b.events, "{name}");
         assert_eq!(a.big, b.big, "{name}");
         assert_eq!(a.timeline.points(100), b.timeline.points(100), "{name}");
-        let symbols = ReaderSymbols(reader.locations());
+        let symbols = reader.locations();
         let sa = report::sites(&a, &symbols, GroupBy::Backtrace);
         let sb = report::sites(&b, &symbols, GroupBy::Backtrace);
         assert_eq!(sa, sb, "{name}");
@@ -424,7 +424,7 @@ fn leaf_only_gives_the_same_sites() {
         };
         let one = run(&mut reader, leaf_options.clone());
         let two = source::analyze_reader_pipelined(&mut reader, leaf_options, &mut |_| {});
-        let symbols = ReaderSymbols(reader.locations());
+        let symbols = reader.locations();
         for by in [GroupBy::Leaf, GroupBy::Function, GroupBy::File] {
             let mut a = report::sites(&full.profile, &symbols, by);
             let mut b = report::sites(&one.profile, &symbols, by);

@@ -7,7 +7,7 @@
 
 use tracekit_analysis::Options;
 use tracekit_analysis::report::{self, GroupBy, Rank};
-use tracekit_analysis::source::{self, ReaderSymbols};
+use tracekit_analysis::source;
 use tracekit_analysis::symbols::FrameSkip;
 use tracekit_memtrace::Reader;
 use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
@@ -49,7 +49,7 @@ fn trimmed_backtraces_name_the_same_sites() {
         let one = source::analyze_reader(&mut reader, options.clone(), None, &mut |_| {});
         let two = source::analyze_reader_pipelined(&mut reader, options, &mut |_| {});
         assert!(one.profile.backtraces.len() < full.profile.backtraces.len());
-        let symbols = ReaderSymbols(reader.locations());
+        let symbols = reader.locations();
         for by in [GroupBy::Leaf, GroupBy::Function, GroupBy::File] {
             let mut a = report::sites_skipping(&full.profile, &symbols, by, skip);
             let mut b = report::sites_skipping(&one.profile, &symbols, by, skip);

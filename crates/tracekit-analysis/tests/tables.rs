@@ -1,20 +1,20 @@
 //! Snapshot tests of the human-readable tables on a small hand-made trace.
 #![allow(clippy::unwrap_used)]
 
+use std::collections::HashMap;
+
 use tracekit_analysis::render::{self, DiffContext, TopContext, TraceInfo};
 use tracekit_analysis::report::{self, GroupBy, Rank};
-use tracekit_analysis::{
-    Alloc, Event, Location, LocationTable, Options, Profile, Sampling, analyze,
-};
-use tracekit_memtrace::{AllocationSource, DomainId, LocationCode, ObjId, Timedelta};
+use tracekit_analysis::{Alloc, Event, Options, Profile, Sampling, analyze};
+use tracekit_memtrace::{AllocationSource, DomainId, Location, LocationCode, ObjId, Timedelta};
 
 const SAMPLING: Sampling = Sampling {
     sample_rate: 1e-3,
     word_size_bits: 64,
 };
 
-fn table() -> LocationTable {
-    let mut t = LocationTable::new();
+fn table() -> HashMap<LocationCode, Vec<Location>> {
+    let mut t = HashMap::new();
     let loc = |def: &str, file: &str, line| Location {
         filename: file.into(),
         line,

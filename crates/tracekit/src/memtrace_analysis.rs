@@ -12,7 +12,7 @@ use tracekit_analysis::fxt::{self, FxtOptions};
 use tracekit_analysis::passes::{self, Stage};
 use tracekit_analysis::render::{self, DiffContext, TopContext};
 use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank, Unit, Weight};
-use tracekit_analysis::source::{self, Pass, ReaderSymbols};
+use tracekit_analysis::source::{self, Pass};
 use tracekit_analysis::svg::human_bytes;
 use tracekit_analysis::symbols::{FrameLabel, FrameSkip};
 use tracekit_analysis::{Filter, Options, parse_bytes, parse_time};
@@ -440,7 +440,7 @@ fn top(args: TopArgs) -> Result<ExitCode> {
     } else {
         Rank::Allocated
     };
-    let symbols = ReaderSymbols(reader.locations());
+    let symbols = reader.locations();
     let by = args.by.into();
     let t = report::top_skipping(&p.profile, &symbols, by, rank, limit(args.limit), &skip);
     if args.json {
@@ -540,7 +540,7 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
         false => Unit::Bytes,
     };
     let spinner = post_pass(&reader, "folding");
-    let symbols = ReaderSymbols(reader.locations());
+    let symbols = reader.locations();
     let fold = FoldOptions {
         weight,
         label,
@@ -591,7 +591,7 @@ fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
     };
     let mut w = FxtWriter::with_options(IoDestination::new(file), &init)
         .map_err(|e| fxt_write_error(&args.output, e, None))?;
-    let symbols = ReaderSymbols(reader.locations());
+    let symbols = reader.locations();
     let fxt_options = FxtOptions {
         points: args.points.max(1),
         ..FxtOptions::default()
@@ -663,7 +663,7 @@ fn diff(args: DiffArgs) -> Result<ExitCode> {
     };
     let (ra, pa) = analyse(&args.a)?;
     let (rb, pb) = analyse(&args.b)?;
-    let (sa, sb) = (ReaderSymbols(ra.locations()), ReaderSymbols(rb.locations()));
+    let (sa, sb) = (ra.locations(), rb.locations());
     let rows = report::diff_skipping(
         (&pa.profile, &sa),
         (&pb.profile, &sb),
