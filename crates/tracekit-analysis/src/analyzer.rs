@@ -13,10 +13,10 @@ use std::collections::BinaryHeap;
 
 use crate::backtrace::{BacktraceId, Backtraces};
 use crate::curve::{Peak, PeakTracker, Timeline};
-use crate::event::{Alloc, Event, Frame, Sampling};
 use crate::live::LiveTable;
+use crate::sampling::Sampling;
 use crate::symbols::FrameSkip;
-use tracekit_memtrace::{AllocationSource, DomainId, LocationCode, ObjId, Timedelta};
+use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, LocationCode, ObjId, Timedelta};
 
 /// Which allocations count. An allocation that fails the filter is ignored, and so are
 /// its promotion and collection.
@@ -296,29 +296,26 @@ impl Analyzer {
         }
     }
 
-    /// Feeds one event.
+    /// Feeds one event, at `time` from the trace start (as the reader yields them).
     #[inline]
-    pub fn push<F: Frame>(&mut self, event: &Event<'_, F>) {
-        self.push_matching(event, &mut |_| true);
+    pub fn push(&mut self, time: Timedelta, event: &Event<'_>) {
+        self.push_matching(time, event, &mut |_| true);
     }
 
     /// Feeds one event. When the filter has [`Filter::by_location`], an allocation is
     /// kept only if `matches` accepts one of its backtrace's location codes. The
     /// predicate is asked once per new trie node, not per event.
     #[inline]
-    pub fn push_matching<F: Frame>(
+    pub fn push_matching(
         &mut self,
-        event: &Event<'_, F>,
+        time: Timedelta,
+        event: &Event<'_>,
         matches: &mut dyn FnMut(LocationCode) -> bool,
     ) {
         match event {
-            Event::Alloc(a) => self.alloc(a, matches),
-            Event::Promote { time, obj_id, .. } => self.promote(*time, *obj_id),
-            Event::Collect {
-                time,
-                obj_id,
-                domain,
-            } => self.collect(*time, *obj_id, *domain),
+            Event::Alloc(a) => self.alloc(time, a, matches),
+            &Event::Promote(obj_id, _) => self.promote(time, obj_id),
+            &Event::Collect(obj_id, domain) => self.collect(time, obj_id, domain),
         }
     }
 
@@ -366,18 +363,18 @@ impl Analyzer {
     /// For sources that ship events elsewhere and want to send only new entries; see
     /// [`Backtraces::intern_suffix`] for what `keep` may be.
     #[inline]
-    pub fn push_alloc_suffix<F: Frame>(&mut self, a: &Alloc<'_, F>, keep: usize) {
+    pub fn push_alloc_suffix(&mut self, time: Timedelta, a: &Alloc<'_>, keep: usize) {
         self.counts.allocs += 1;
-        self.see(a.time);
+        self.see(time);
         let bt = if !self.options.backtraces {
             BacktraceId::EMPTY
         } else if self.options.leaf_only {
             // The source sends the leaf alone.
-            self.backtraces.intern_full(a.backtrace)
+            self.backtraces.intern_full(&a.backtrace)
         } else {
-            self.backtraces.intern_suffix(a.domain, keep, a.backtrace)
+            self.backtraces.intern_suffix(a.domain, keep, &a.backtrace)
         };
-        self.alloc_interned(a, bt, &mut |_| true);
+        self.alloc_interned(time, a, bt, &mut |_| true);
     }
 
     /// Length of `domain`'s previous backtrace as the analysis has it (what
@@ -387,9 +384,14 @@ impl Analyzer {
     }
 
     #[inline]
-    fn alloc<F: Frame>(&mut self, a: &Alloc<'_, F>, matches: &mut dyn FnMut(LocationCode) -> bool) {
+    fn alloc(
+        &mut self,
+        time: Timedelta,
+        a: &Alloc<'_>,
+        matches: &mut dyn FnMut(LocationCode) -> bool,
+    ) {
         self.counts.allocs += 1;
-        self.see(a.time);
+        self.see(time);
         // The trie must follow every alloc of a domain, kept or not, because the next
         // alloc's common prefix refers to this one.
         let bt = if !self.options.backtraces {
@@ -400,19 +402,20 @@ impl Analyzer {
                 .intern_full(&a.backtrace[n.saturating_sub(1)..])
         } else {
             self.backtraces
-                .intern(a.domain, a.common_prefix, a.backtrace)
+                .intern(a.domain, a.common_prefix, &a.backtrace)
         };
-        self.alloc_interned(a, bt, matches);
+        self.alloc_interned(time, a, bt, matches);
     }
 
     #[inline(always)]
-    fn alloc_interned<F: Frame>(
+    fn alloc_interned(
         &mut self,
-        a: &Alloc<'_, F>,
+        time: Timedelta,
+        a: &Alloc<'_>,
         bt: BacktraceId,
         matches: &mut dyn FnMut(LocationCode) -> bool,
     ) {
-        if !self.keep(a, bt, matches) {
+        if !self.keep(time, a, bt, matches) {
             self.counts.filtered_allocs += 1;
             return;
         }
@@ -425,33 +428,34 @@ impl Analyzer {
             c.words = c.words.saturating_add(a.length);
         }
         if self.timeline_on {
-            self.timeline.allocated(a.time, a.domain, a.nsamples);
+            self.timeline.allocated(time, a.domain, a.nsamples);
         }
         self.peak.change(
-            a.time,
+            time,
             a.domain,
             i64::try_from(a.nsamples).unwrap_or(i64::MAX),
         );
         if self.options.big > 0 {
-            self.note_big(a, bt);
+            self.note_big(time, a, bt);
         }
         let obj = LiveObject {
             samples: a.nsamples,
-            time: a.time,
+            time,
             site,
             domain: a.domain,
             promoted: false,
         };
         if let Some(old) = self.live.insert(a.obj_id.get(), obj) {
             self.counts.duplicate_ids += 1;
-            self.release(old, a.time, a.domain);
+            self.release(old, time, a.domain);
         }
     }
 
     #[inline]
-    fn keep<F: Frame>(
+    fn keep(
         &mut self,
-        a: &Alloc<'_, F>,
+        time: Timedelta,
+        a: &Alloc<'_>,
         bt: BacktraceId,
         matches: &mut dyn FnMut(LocationCode) -> bool,
     ) -> bool {
@@ -468,7 +472,7 @@ impl Analyzer {
             return false;
         }
         if let Some((lo, hi)) = f.allocated_between
-            && !(lo <= a.time && a.time <= hi)
+            && !(lo <= time && time <= hi)
         {
             return false;
         }
@@ -526,11 +530,11 @@ impl Analyzer {
         s
     }
 
-    fn note_big<F: Frame>(&mut self, a: &Alloc<'_, F>, bt: BacktraceId) {
+    fn note_big(&mut self, time: Timedelta, a: &Alloc<'_>, bt: BacktraceId) {
         let entry = BigAlloc {
             length: a.length,
             nsamples: a.nsamples,
-            time: a.time,
+            time,
             obj_id: a.obj_id,
             domain: a.domain,
             source: a.source,
@@ -650,14 +654,14 @@ pub struct Profile {
     pub end: Timedelta,
 }
 
-/// Runs the analysis over `events`.
-pub fn analyze<'a, F: Frame + 'a, I>(sampling: Sampling, options: Options, events: I) -> Profile
+/// Runs the analysis over `events`, each with its time from the trace start.
+pub fn analyze<'a, I>(sampling: Sampling, options: Options, events: I) -> Profile
 where
-    I: IntoIterator<Item = Event<'a, F>>,
+    I: IntoIterator<Item = (Timedelta, Event<'a>)>,
 {
     let mut a = Analyzer::new(sampling, options);
-    for ev in events {
-        a.push(&ev);
+    for (time, ev) in events {
+        a.push(time, &ev);
     }
     a.finish()
 }
@@ -707,43 +711,40 @@ mod tests {
         word_size_bits: 64,
     };
 
-    fn alloc<'a>(
+    /// A backtrace of the codes `bt`, caller first.
+    fn backtrace(bt: &[i64]) -> std::borrow::Cow<'static, [LocationCode]> {
+        bt.iter().map(|&c| LocationCode::new(c)).collect()
+    }
+
+    fn alloc(
         t: i64,
         id: u64,
         samples: u64,
         source: AllocationSource,
-        bt: &'a [u64],
+        bt: &[i64],
         cp: usize,
-    ) -> Event<'a, u64> {
-        Event::Alloc(Alloc {
-            time: us(t),
+    ) -> (Timedelta, Event<'static>) {
+        let a = Alloc {
             obj_id: ObjId::new(id),
             domain: DomainId::new(0),
             length: samples * 2,
             nsamples: samples,
             source,
-            backtrace: bt,
+            backtrace: backtrace(bt),
             common_prefix: cp,
-        })
+        };
+        (us(t), Event::Alloc(a))
     }
 
-    fn collect(t: i64, id: u64) -> Event<'static, u64> {
-        Event::Collect {
-            time: us(t),
-            obj_id: ObjId::new(id),
-            domain: DomainId::new(0),
-        }
+    fn collect(t: i64, id: u64) -> (Timedelta, Event<'static>) {
+        (us(t), Event::Collect(ObjId::new(id), DomainId::new(0)))
     }
 
-    fn promote(t: i64, id: u64) -> Event<'static, u64> {
-        Event::Promote {
-            time: us(t),
-            obj_id: ObjId::new(id),
-            domain: DomainId::new(0),
-        }
+    fn promote(t: i64, id: u64) -> (Timedelta, Event<'static>) {
+        (us(t), Event::Promote(ObjId::new(id), DomainId::new(0)))
     }
 
-    fn sample_events() -> Vec<Event<'static, u64>> {
+    fn sample_events() -> Vec<(Timedelta, Event<'static>)> {
         vec![
             alloc(10, 0, 1, AllocationSource::Minor, &[1, 2], 0),
             alloc(20, 1, 3, AllocationSource::Major, &[1, 3], 1),
@@ -838,8 +839,8 @@ mod tests {
         };
         let mut a = Analyzer::new(SAMPLING, opts);
         let mut asked = Vec::new();
-        for ev in sample_events() {
-            a.push_matching(&ev, &mut |c| {
+        for (t, ev) in sample_events() {
+            a.push_matching(t, &ev, &mut |c| {
                 asked.push(c.get());
                 c.get() == 3
             });
@@ -855,28 +856,22 @@ mod tests {
     fn collect_stamped_before_alloc_was_never_live() {
         // Domain 1 reports the collect of domain 0's object at an earlier time.
         let a = Event::Alloc(Alloc {
-            time: us(50),
             obj_id: ObjId::new(7),
             domain: DomainId::new(0),
             length: 1,
             nsamples: 4,
             source: AllocationSource::Minor,
-            backtrace: &[] as &[u64],
+            backtrace: backtrace(&[]),
             common_prefix: 0,
         });
-        let c = Event::Collect {
-            time: us(40),
-            obj_id: ObjId::new(7),
-            domain: DomainId::new(1),
-        };
+        let c = Event::Collect(ObjId::new(7), DomainId::new(1));
         let other = Event::Alloc(Alloc {
-            time: us(45),
             obj_id: ObjId::new(8),
             domain: DomainId::new(1),
             length: 1,
             nsamples: 1,
             source: AllocationSource::Minor,
-            backtrace: &[] as &[u64],
+            backtrace: backtrace(&[]),
             common_prefix: 0,
         });
         for at in [40, 45, 50, 60] {
@@ -885,7 +880,8 @@ mod tests {
                 domains: vec![DomainId::new(0), DomainId::new(1)],
                 ..Options::default()
             };
-            let p = analyze(SAMPLING, opts, vec![a, c, other]);
+            let events = [(us(50), &a), (us(40), &c), (us(45), &other)];
+            let p = analyze(SAMPLING, opts, events.map(|(t, e)| (t, e.clone())));
             assert_eq!(p.totals.live_at, u64::from(at >= 45), "at {at}");
             assert_eq!(
                 (p.peak.live, p.peak.time, p.peak.late_events),

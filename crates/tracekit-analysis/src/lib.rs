@@ -2,7 +2,8 @@
 //! live heap at a time or at its peak, the live heap and allocation rate over time,
 //! folded stacks and flame graphs.
 //!
-//! The core is one pass over a trace's events ([`Analyzer`], fed [`Event`]s from any
+//! The core is one pass over a trace's events ([`Analyzer`], fed the codec's
+//! [`Event`](tracekit_memtrace::Event)s with their times, from a reader or any other
 //! source) that keeps each live sampled object's allocation until it is collected and
 //! aggregates per interned backtrace ([`Backtraces`]). It does no I/O: the reports and
 //! the SVG writers render into strings.
@@ -14,13 +15,13 @@
 pub mod analyzer;
 pub mod backtrace;
 pub mod curve;
-pub mod event;
 pub mod fxt;
 mod huge;
 mod live;
 pub mod passes;
 pub mod render;
 pub mod report;
+pub mod sampling;
 pub mod source;
 pub mod svg;
 pub mod symbols;
@@ -32,6 +33,6 @@ pub use analyzer::{
 };
 pub use backtrace::{BacktraceId, Backtraces};
 pub use curve::{Peak, PeakTracker, Timeline, TimelinePoint};
-pub use event::{Alloc, Event, Frame, Sampling};
+pub use sampling::Sampling;
 pub use time::{TimeParseError, parse_time};
 pub use units::{SizeParseError, parse_bytes};

@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 
 use crate::analyzer::{Profile, SiteCounts};
 use crate::curve::TimelinePoint;
-use crate::event::Sampling;
 use crate::report::{DiffRow, GroupBy, Rank, Top};
+use crate::sampling::Sampling;
 use crate::svg::human_bytes;
 use tracekit_memtrace::{AllocationSource, Timedelta};
 

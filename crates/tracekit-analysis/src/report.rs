@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use crate::analyzer::{Profile, SiteCounts};
 use crate::backtrace::BacktraceId;
-use crate::event::Sampling;
+use crate::sampling::Sampling;
 use crate::symbols::{FrameLabel, FrameSkip, entry_labels, leaf_label, site_label};
 use tracekit_memtrace::{LocationCode, LocationLookup, Timedelta};
 
@@ -498,10 +498,22 @@ fn folded_frame(name: &str) -> String {
 mod tests {
     use super::*;
     use crate::analyzer::{Options, analyze};
-    use crate::event::{Alloc, Event};
-    use tracekit_memtrace::{AllocationSource, DomainId, Location, ObjId};
+    use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, Location, ObjId};
 
     type LocationTable = HashMap<LocationCode, Vec<Location>>;
+
+    /// An allocation of `nsamples` at `backtrace` (codes, caller first).
+    fn alloc(id: u64, nsamples: u64, backtrace: &[i64]) -> Event<'static> {
+        Event::Alloc(Alloc {
+            obj_id: ObjId::new(id),
+            domain: DomainId::new(0),
+            length: 1,
+            nsamples,
+            source: AllocationSource::Minor,
+            backtrace: backtrace.iter().map(|&c| LocationCode::new(c)).collect(),
+            common_prefix: 0,
+        })
+    }
 
     fn loc(def: &str, file: &str, line: u32) -> Location {
         Location {
@@ -522,25 +534,16 @@ mod tests {
         );
         table.insert(LocationCode::new(3), vec![loc("f", "a.ml", 30)]);
         table.insert(LocationCode::new(4), vec![loc("k", "b.ml", 5)]);
-        let bts: [&[u64]; 5] = [&[1, 2], &[1, 3], &[1, 4], &[1, 2], &[]];
+        let bts: [&[i64]; 5] = [&[1, 2], &[1, 3], &[1, 4], &[1, 2], &[]];
         let mut events = Vec::new();
         for (i, bt) in bts.iter().enumerate() {
-            events.push(Event::Alloc(Alloc {
-                time: Timedelta::from_micros(i as i64),
-                obj_id: ObjId::new(i as u64),
-                domain: DomainId::new(0),
-                length: 1,
-                nsamples: i as u64 + 1,
-                source: AllocationSource::Minor,
-                backtrace: bt,
-                common_prefix: 0,
-            }));
+            let time = Timedelta::from_micros(i as i64);
+            events.push((time, alloc(i as u64, i as u64 + 1, bt)));
         }
-        events.push(Event::Collect {
-            time: Timedelta::from_micros(9),
-            obj_id: ObjId::new(2),
-            domain: DomainId::new(0),
-        });
+        events.push((
+            Timedelta::from_micros(9),
+            Event::Collect(ObjId::new(2), DomainId::new(0)),
+        ));
         let sampling = Sampling {
             sample_rate: 0.3,
             word_size_bits: 64,
@@ -622,17 +625,7 @@ mod tests {
         table.insert(LocationCode::new(1), vec![loc("main", "m.ml", 1)]);
         table.insert(LocationCode::new(2), vec![loc("f", "a.ml", 1)]);
         table.insert(LocationCode::new(3), vec![loc("f", "a.ml", 2)]);
-        let bt: &[u64] = &[1, 2, 3, 2, 3, 1];
-        let ev = vec![Event::Alloc(Alloc {
-            time: Timedelta::from_micros(0),
-            obj_id: ObjId::new(0),
-            domain: DomainId::new(0),
-            length: 1,
-            nsamples: 2,
-            source: AllocationSource::Minor,
-            backtrace: bt,
-            common_prefix: 0,
-        })];
+        let ev = [(Timedelta::default(), alloc(0, 2, &[1, 2, 3, 2, 3, 1]))];
         let p = analyze(Sampling::default(), Options::default(), ev);
         let opts = FoldOptions {
             unit: Unit::Samples,
@@ -659,7 +652,7 @@ mod tests {
         let (b, _) = fixture();
         let rows = diff((&a, &t), (&b, &t), GroupBy::Leaf, false);
         assert!(rows.iter().all(|r| r.allocated_delta() == 0));
-        let empty = analyze(a.sampling, Options::default(), Vec::<Event<'_, u64>>::new());
+        let empty = analyze(a.sampling, Options::default(), []);
         let rows = diff((&a, &t), (&empty, &t), GroupBy::Leaf, false);
         assert_eq!(rows[0].allocated_bytes.1, 0);
         assert!(rows[0].allocated_delta() < 0);

@@ -1,26 +1,18 @@
-//! Feeding the analysis from `tracekit-memtrace`'s reader: event conversion (borrowing
-//! the reader's backtrace buffer) and drivers that
-//! run one pass over a [`Reader`](tracekit_memtrace::Reader): [`analyze_reader`] on
+//! Feeding the analysis from `tracekit-memtrace`'s reader (its events as they come,
+//! backtraces borrowed from its buffer): drivers that run one pass over a [`Reader`](tracekit_memtrace::Reader): [`analyze_reader`] on
 //! one thread, [`analyze_reader_pipelined`] with decoding and analysis on two.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use tracekit_memtrace as mt;
 
 use crate::analyzer::{Analyzer, Options, Profile};
-use crate::event::{Alloc, Event, Frame, Sampling};
 use crate::render::TraceInfo;
+use crate::sampling::Sampling;
 use crate::symbols::FrameSkip;
 use rustc_hash::FxHashMap;
-use tracekit_memtrace::{AllocationSource, DomainId, LocationCode, ObjId, Timedelta};
-
-/// Sample rate and word size of a trace.
-pub fn sampling(info: &mt::Info) -> Sampling {
-    Sampling {
-        sample_rate: info.sample_rate,
-        word_size_bits: u32::from(info.word_size),
-    }
-}
+use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, LocationCode, ObjId, Timedelta};
 
 /// The report header fields of a trace read from `path`.
 pub fn trace_info(path: &str, info: &mt::Info) -> TraceInfo {
@@ -31,34 +23,7 @@ pub fn trace_info(path: &str, info: &mt::Info) -> TraceInfo {
         pid: info.pid,
         start_time_us: info.start_time.as_micros(),
         context: info.context.as_ref().map(|c| c.to_string()),
-        sampling: sampling(info),
-    }
-}
-
-/// Converts a reader event; the backtrace is borrowed, not copied.
-#[inline]
-pub fn convert<'a>(time: Timedelta, event: &'a mt::Event<'_>) -> Event<'a, LocationCode> {
-    match event {
-        mt::Event::Alloc(a) => Event::Alloc(Alloc {
-            time,
-            obj_id: a.obj_id,
-            domain: a.domain,
-            length: a.length,
-            nsamples: a.nsamples,
-            source: a.source,
-            backtrace: &a.backtrace,
-            common_prefix: a.common_prefix,
-        }),
-        &mt::Event::Promote(obj_id, domain) => Event::Promote {
-            time,
-            obj_id,
-            domain,
-        },
-        &mt::Event::Collect(obj_id, domain) => Event::Collect {
-            time,
-            obj_id,
-            domain,
-        },
+        sampling: Sampling::from(info),
     }
 }
 
@@ -187,7 +152,7 @@ pub fn analyze_reader(
     location: Option<&str>,
     progress: &mut dyn FnMut(u64),
 ) -> Pass {
-    let sampling = sampling(reader.info());
+    let sampling = Sampling::from(reader.info());
     options.filter.by_location = location.is_some();
     let parse_backtraces = options.backtraces || location.is_some();
     options.backtraces = parse_backtraces;
@@ -212,21 +177,20 @@ pub fn analyze_reader(
             }
         };
         count += 1;
-        let ev = convert(dt, &event);
         match location {
-            None => match &ev {
+            None => match &event {
                 Event::Alloc(a) if leaf_sites => {
-                    let k = site_start.start(table, a.backtrace);
+                    let k = site_start.start(table, &a.backtrace);
                     let site = Alloc {
-                        backtrace: a.backtrace.get(k..).unwrap_or(&[]),
+                        backtrace: Cow::Borrowed(a.backtrace.get(k..).unwrap_or(&[])),
                         common_prefix: 0,
                         ..*a
                     };
-                    analyzer.push_alloc_suffix(&site, 0);
+                    analyzer.push_alloc_suffix(dt, &site, 0);
                 }
-                _ => analyzer.push(&ev),
+                _ => analyzer.push(dt, &event),
             },
-            Some(needle) => analyzer.push_matching(&ev, &mut |code| {
+            Some(needle) => analyzer.push_matching(dt, &event, &mut |code| {
                 *memo
                     .entry(code)
                     .or_insert_with(|| code_matches(table, code, needle))
@@ -266,15 +230,14 @@ struct Packed {
 impl Packed {
     /// The alloc this record holds, with the new backtrace entries `new`.
     #[inline(always)]
-    fn alloc<'f, F: Frame>(&self, new: &'f [F]) -> Alloc<'f, F> {
+    fn alloc<'f>(&self, new: &'f [LocationCode]) -> Alloc<'f> {
         Alloc {
-            time: self.time,
             obj_id: self.obj_id,
             domain: self.domain,
             length: self.length,
             nsamples: self.nsamples,
             source: self.source,
-            backtrace: new,
+            backtrace: Cow::Borrowed(new),
             common_prefix: 0,
         }
     }
@@ -330,7 +293,7 @@ pub fn analyze_reader_pipelined(
     progress: &mut dyn FnMut(u64),
 ) -> Pass {
     use std::sync::mpsc;
-    let sampling = sampling(reader.info());
+    let sampling = Sampling::from(reader.info());
     let parse_backtraces = options.backtraces;
     let leaf_only = options.leaf_only;
     let skip = options.site_skip.clone();
@@ -346,14 +309,14 @@ pub fn analyze_reader_pipelined(
                 for p in &batch.events {
                     match p.kind {
                         KIND_ALLOC_LEAF => {
-                            let leaf = [p.bt as i64];
-                            analyzer.push_alloc_suffix(&p.alloc(&leaf), 0);
+                            let leaf = [LocationCode::new(p.bt as i64)];
+                            analyzer.push_alloc_suffix(p.time, &p.alloc(&leaf), 0);
                         }
                         KIND_ALLOC => {
                             let (keep, frames) = (p.bt as u32, (p.bt >> 32) as usize);
                             let end = at + frames;
                             let new = batch.frames.get(at..end).unwrap_or(&[]);
-                            analyzer.push_alloc_suffix(&p.alloc(new), keep as usize);
+                            analyzer.push_alloc_suffix(p.time, &p.alloc(new), keep as usize);
                             at = end;
                         }
                         KIND_PROMOTE => analyzer.promote(p.time, p.obj_id),

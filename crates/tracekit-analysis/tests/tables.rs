@@ -5,8 +5,10 @@ use std::collections::HashMap;
 
 use tracekit_analysis::render::{self, DiffContext, TopContext, TraceInfo};
 use tracekit_analysis::report::{self, GroupBy, Rank};
-use tracekit_analysis::{Alloc, Event, Options, Profile, Sampling, analyze};
-use tracekit_memtrace::{AllocationSource, DomainId, Location, LocationCode, ObjId, Timedelta};
+use tracekit_analysis::{Options, Profile, Sampling, analyze};
+use tracekit_memtrace::{
+    Alloc, AllocationSource, DomainId, Event, Location, LocationCode, ObjId, Timedelta,
+};
 
 const SAMPLING: Sampling = Sampling {
     sample_rate: 1e-3,
@@ -39,16 +41,15 @@ fn table() -> HashMap<LocationCode, Vec<Location>> {
     t
 }
 
-fn events(scale: u64) -> Vec<Event<'static, u64>> {
-    const BTS: [&[u64]; 4] = [&[1, 2, 3], &[1, 2, 4], &[1, 5, 4], &[1, 5]];
+fn events(scale: u64) -> Vec<(Timedelta, Event<'static>)> {
+    const BTS: [&[i64]; 4] = [&[1, 2, 3], &[1, 2, 4], &[1, 5, 4], &[1, 5]];
     let mut ev = Vec::new();
     let mut id = 0;
     for round in 0..40u64 {
         for (i, bt) in BTS.iter().enumerate() {
             let i = i as u64;
             let t = round * 100_000 + i * 10_000;
-            ev.push(Event::Alloc(Alloc {
-                time: Timedelta::from_micros(t as i64),
+            let alloc = Alloc {
                 obj_id: ObjId::new(id),
                 domain: DomainId::new(0),
                 length: 3 + i * 500 * scale,
@@ -59,21 +60,21 @@ fn events(scale: u64) -> Vec<Event<'static, u64>> {
                     AllocationSource::Major,
                     AllocationSource::External,
                 ][i as usize],
-                backtrace: bt,
+                backtrace: bt.iter().map(|&c| LocationCode::new(c)).collect(),
                 common_prefix: 0,
-            }));
+            };
+            ev.push((Timedelta::from_micros(t as i64), Event::Alloc(alloc)));
             // Everything but the cache entries dies 50 ms later.
             if i != 3 {
-                ev.push(Event::Collect {
-                    time: Timedelta::from_micros(t as i64 + 50_000),
-                    obj_id: ObjId::new(id),
-                    domain: DomainId::new(0),
-                });
+                ev.push((
+                    Timedelta::from_micros(t as i64 + 50_000),
+                    Event::Collect(ObjId::new(id), DomainId::new(0)),
+                ));
             }
             id += 1;
         }
     }
-    ev.sort_by_key(|e| e.time());
+    ev.sort_by_key(|(t, _)| *t);
     ev
 }
 
@@ -225,18 +226,18 @@ fn fxt_counters_read_back() {
     // The live heap from the events themselves at each sample time.
     for (t, v) in &live {
         let mut alive = std::collections::HashMap::new();
-        for e in events(1) {
-            if e.time().as_micros() as u64 > *t {
+        for (time, e) in events(1) {
+            if time.as_micros() as u64 > *t {
                 continue;
             }
             match e {
                 Event::Alloc(a) => {
                     alive.insert(a.obj_id, a.nsamples);
                 }
-                Event::Collect { obj_id, .. } => {
+                Event::Collect(obj_id, _) => {
                     alive.remove(&obj_id);
                 }
-                Event::Promote { .. } => {}
+                Event::Promote(..) => {}
             }
         }
         let samples: u64 = alive.values().sum();

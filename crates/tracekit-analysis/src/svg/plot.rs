@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use super::{escape, human_bytes};
 use crate::curve::TimelinePoint;
-use crate::event::Sampling;
+use crate::sampling::Sampling;
 use tracekit_memtrace::Timedelta;
 
 /// Labels and size of a timeline plot.
