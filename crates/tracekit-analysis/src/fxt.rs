@@ -20,10 +20,9 @@ use tracekit_fxt::format::{Arg, ArgValue, Koid, StringRef, ThreadRef};
 use tracekit_fxt::write::{Destination, WriteError, Writer};
 
 use crate::analyzer::Profile;
-use crate::render::TraceInfo;
 use crate::report::EMPTY_BACKTRACE;
 use crate::symbols::{FrameLabel, entry_labels};
-use tracekit_memtrace::{DomainId, LocationLookup, Timedelta};
+use tracekit_memtrace::{DomainId, Info, LocationLookup, Timedelta};
 
 /// FXT ticks per second used by [`write_profile`]: ticks are microseconds, like
 /// memtrace's own timestamps. Pass it to the writer's initialization record.
@@ -62,7 +61,7 @@ pub struct FxtSummary {
 
 /// Process koid: the traced pid when it is a plausible one. Perfetto keeps only the
 /// low 32 bits of koids, so they must stay small.
-fn process_koid(info: &TraceInfo) -> Koid {
+fn process_koid(info: &Info) -> Koid {
     match u64::try_from(info.pid) {
         Ok(p) if (1..1 << 31).contains(&p) => Koid(p),
         _ => Koid(1),
@@ -138,15 +137,16 @@ pub fn write_profile<D: Destination>(
     w: &mut Writer<D>,
     profile: &Profile,
     symbols: &dyn LocationLookup,
-    info: &TraceInfo,
+    info: &Info,
     options: &FxtOptions,
 ) -> Result<FxtSummary, WriteError> {
     let s = profile.sampling;
     let pid = process_koid(info);
-    let exe = std::path::Path::new(&info.executable_name)
+    let exe_path = info.executable_name.to_str_lossy();
+    let exe = std::path::Path::new(&*exe_path)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| info.executable_name.clone());
+        .unwrap_or_else(|| exe_path.to_string());
     let pname = truncate(format!("{exe} (memtrace)"), 1000);
     let pname = w.intern(&pname)?;
     w.set_process_name(pid, pname)?;

@@ -8,24 +8,10 @@ use std::collections::HashMap;
 use tracekit_memtrace as mt;
 
 use crate::analyzer::{Analyzer, Options, Profile};
-use crate::render::TraceInfo;
 use crate::sampling::Sampling;
 use crate::symbols::FrameSkip;
 use rustc_hash::FxHashMap;
 use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, LocationCode, ObjId, Timedelta};
-
-/// The report header fields of a trace read from `path`.
-pub fn trace_info(path: &str, info: &mt::Info) -> TraceInfo {
-    TraceInfo {
-        path: path.to_string(),
-        executable_name: info.executable_name.to_string(),
-        host_name: info.host_name.to_string(),
-        pid: info.pid,
-        start_time_us: info.start_time.as_micros(),
-        context: info.context.as_ref().map(|c| c.to_string()),
-        sampling: Sampling::from(info),
-    }
-}
 
 /// Does a location code match `needle`: does one of its locations, printed as
 /// `defname@file:line:start-end` (or `$code` when it has none), contain it?

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use tracekit_analysis::Options;
 use tracekit_analysis::fxt::{FxtOptions, TICKS_PER_SECOND, write_profile};
-use tracekit_analysis::render::{self, TopContext};
+use tracekit_analysis::render::{self, TopContext, TraceFile};
 use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank, Unit, Weight};
 use tracekit_analysis::source::{self, Pass};
 use tracekit_analysis::symbols::FrameLabel;
@@ -286,7 +286,6 @@ fn to_fxt_counters_read_back() {
                 ..Options::default()
             },
         );
-        let info = source::trace_info(&trace.display().to_string(), reader.info());
         let mut w = Writer::with_options(
             VecDestination::new(),
             &WriterOptions {
@@ -299,7 +298,7 @@ fn to_fxt_counters_read_back() {
             &mut w,
             &p.profile,
             &reader.locations(),
-            &info,
+            reader.info(),
             &FxtOptions {
                 points: 50,
                 ..FxtOptions::default()
@@ -366,7 +365,7 @@ fn snapshot_top(file: &str, by: GroupBy, peak: bool) -> Option<String> {
     let rank = if peak { Rank::LiveAt } else { Rank::Allocated };
     let symbols = reader.locations();
     let top = report::top(&p.profile, &symbols, by, rank, 12);
-    let info = source::trace_info(&format!("traces/{file}"), reader.info());
+    let info = TraceFile::new(format!("traces/{file}"), reader.info());
     Some(render::top_table(&info, &p.profile, &top, &ctx))
 }
 

@@ -3,11 +3,12 @@
 
 use std::collections::HashMap;
 
-use tracekit_analysis::render::{self, DiffContext, TopContext, TraceInfo};
+use tracekit_analysis::render::{self, DiffContext, TopContext, TraceFile};
 use tracekit_analysis::report::{self, GroupBy, Rank};
 use tracekit_analysis::{Options, Profile, Sampling, analyze};
 use tracekit_memtrace::{
-    Alloc, AllocationSource, DomainId, Event, Location, LocationCode, ObjId, Timedelta,
+    Alloc, AllocationSource, DomainId, Event, Info, Location, LocationCode, ObjId, Timedelta,
+    Timestamp,
 };
 
 const SAMPLING: Sampling = Sampling {
@@ -86,16 +87,19 @@ fn profile(scale: u64, live_at: Option<Timedelta>) -> Profile {
     analyze(SAMPLING, opts, events(scale))
 }
 
-fn info(path: &str) -> TraceInfo {
-    TraceInfo {
-        path: path.to_string(),
-        executable_name: "/bin/example.exe".to_string(),
-        host_name: "host".to_string(),
+fn info(path: &str) -> TraceFile {
+    let info = Info {
+        sample_rate: SAMPLING.sample_rate,
+        word_size: 64,
+        executable_name: "/bin/example.exe".into(),
+        host_name: "host".into(),
+        ocaml_runtime_params: "".into(),
         pid: 42,
-        start_time_us: 1_700_000_000_000_000,
+        initial_domain: DomainId::MAIN,
+        start_time: Timestamp::from_micros(1_700_000_000_000_000),
         context: None,
-        sampling: SAMPLING,
-    }
+    };
+    TraceFile::new(path, &info)
 }
 
 /// The `top` table of the unscaled profile, with no time, peak or filter.
@@ -212,7 +216,7 @@ fn fxt_counters_read_back() {
         &mut w,
         &p,
         &table(),
-        &info("a.ctf"),
+        &info("a.ctf").info,
         &FxtOptions {
             points: 8,
             ..FxtOptions::default()

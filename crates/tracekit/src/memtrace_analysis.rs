@@ -10,9 +10,9 @@ use clap::{Args, Subcommand, ValueEnum};
 use indicatif::ProgressBar;
 use tracekit_analysis::fxt::{self, FxtOptions};
 use tracekit_analysis::passes::{self, Stage};
-use tracekit_analysis::render::{self, DiffContext, TopContext};
+use tracekit_analysis::render::{self, DiffContext, TopContext, TraceFile};
 use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank, Unit, Weight};
-use tracekit_analysis::source::{self, Pass};
+use tracekit_analysis::source::Pass;
 use tracekit_analysis::svg::human_bytes;
 use tracekit_analysis::symbols::{FrameLabel, FrameSkip};
 use tracekit_analysis::{Filter, Options, parse_bytes, parse_time};
@@ -397,7 +397,7 @@ fn require_svg(path: &Path, flag: &str) -> Result<()> {
 fn top(args: TopArgs) -> Result<ExitCode> {
     let filter = args.filter.filter()?;
     let mut reader = open(&args.file)?;
-    let info = source::trace_info(&input::display(&args.file), reader.info());
+    let info = TraceFile::new(input::display(&args.file), reader.info());
     let mut ctx = TopContext {
         at: args.at,
         at_peak: false,
@@ -465,7 +465,7 @@ fn timeline(args: TimelineArgs) -> Result<ExitCode> {
         require_svg(plot, "--plot")?;
     }
     let mut reader = open(&args.file)?;
-    let info = source::trace_info(&input::display(&args.file), reader.info());
+    let info = TraceFile::new(input::display(&args.file), reader.info());
     let options = Options {
         filter,
         backtraces: false,
@@ -551,7 +551,7 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
     spinner.finish_and_clear();
     let what = weight.describe(at, args.peak);
     if let Some(out) = &args.svg {
-        let info = source::trace_info(&input::display(&args.file), reader.info());
+        let info = TraceFile::new(input::display(&args.file), reader.info());
         let spinner = post_pass(&reader, "drawing");
         let svg = render::flame_graph_svg(&info, &p.profile, &lines, unit, &what, args.inverted);
         write_file(out, &[&args.file], &svg)?;
@@ -573,7 +573,7 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
 fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
     let filter = args.filter.filter()?;
     let mut reader = open(&args.file)?;
-    let info = source::trace_info(&input::display(&args.file), reader.info());
+    let info = TraceFile::new(input::display(&args.file), reader.info());
     let options = Options {
         filter,
         big: args.big,
@@ -596,7 +596,7 @@ fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
         points: args.points.max(1),
         ..FxtOptions::default()
     };
-    let summary = fxt::write_profile(&mut w, &p.profile, &symbols, &info, &fxt_options);
+    let summary = fxt::write_profile(&mut w, &p.profile, &symbols, &info.info, &fxt_options);
     let s = match summary.and_then(|s| w.close().map(|()| s)) {
         Ok(s) => s,
         Err(e) => {
@@ -672,8 +672,8 @@ fn diff(args: DiffArgs) -> Result<ExitCode> {
         &args.sites.skip(),
     );
     let ctx = DiffContext {
-        a: source::trace_info(&input::display(&args.a), ra.info()),
-        b: source::trace_info(&input::display(&args.b), rb.info()),
+        a: TraceFile::new(input::display(&args.a), ra.info()),
+        b: TraceFile::new(input::display(&args.b), rb.info()),
         by: Some(args.by.into()),
         by_live: args.live,
     };
