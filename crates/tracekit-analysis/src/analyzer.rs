@@ -14,6 +14,7 @@ use std::collections::BinaryHeap;
 use crate::backtrace::{BacktraceId, Backtraces};
 use crate::curve::{Peak, PeakTracker, Timeline};
 use crate::live::LiveTable;
+use crate::passes::Threads;
 use crate::sampling::Sampling;
 use crate::symbols::FrameSkip;
 use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, LocationCode, ObjId, Timedelta};
@@ -103,10 +104,11 @@ pub struct Options {
     /// Ignored with a location filter, which needs whole backtraces.
     pub leaf_only: bool,
     /// With [`Options::leaf_only`], the frames that naming a site looks past
-    /// ([`FrameSkip`]): the drivers of [`crate::source`], which have the trace's
-    /// locations, then keep the backtrace from its innermost entry that names the site
-    /// (nearly always the leaf alone), so that the site is named exactly as from the
-    /// whole backtrace. [`Analyzer::push`] has no locations and keeps the leaf.
+    /// ([`FrameSkip`]): a pass over a reader ([`crate::passes::analyze`]), which has
+    /// the trace's locations, then keeps the backtrace from its innermost entry that
+    /// names the site (nearly always the leaf alone), so that the site is named
+    /// exactly as from the whole backtrace. [`Analyzer::push`] has no locations and
+    /// keeps the leaf.
     pub site_skip: FrameSkip,
     /// Keep the `big` largest allocations (by object size).
     pub big: usize,
@@ -118,6 +120,9 @@ pub struct Options {
     /// peak only when a domain's first events arrive after later-stamped events of
     /// another; [`Peak::late_events`] says when a rerun with [`Peak::domains`] helps.
     pub domains: Vec<DomainId>,
+    /// How a pass over a reader ([`crate::passes::analyze`]) spreads its work; the
+    /// [`Analyzer`] itself ignores it.
+    pub threads: Threads,
 }
 
 impl Default for Options {
@@ -131,6 +136,7 @@ impl Default for Options {
             big: 0,
             timeline_buckets: 1 << 14,
             domains: Vec::new(),
+            threads: Threads::Auto,
         }
     }
 }
@@ -654,8 +660,10 @@ pub struct Profile {
     pub end: Timedelta,
 }
 
-/// Runs the analysis over `events`, each with its time from the trace start.
-pub fn analyze<'a, I>(sampling: Sampling, options: Options, events: I) -> Profile
+/// Runs the analysis over `events`, each with its time from the trace start: the
+/// [`Analyzer`] over events already in hand (a reader's go through
+/// [`crate::passes::analyze`]).
+pub fn analyze_events<'a, I>(sampling: Sampling, options: Options, events: I) -> Profile
 where
     I: IntoIterator<Item = (Timedelta, Event<'a>)>,
 {
@@ -759,7 +767,7 @@ mod tests {
 
     #[test]
     fn totals_live_and_peak() {
-        let p = analyze(SAMPLING, Options::default(), sample_events());
+        let p = analyze_events(SAMPLING, Options::default(), sample_events());
         assert_eq!(p.totals.allocs, 4);
         assert_eq!(p.totals.samples, 11);
         assert_eq!(p.totals.samples_by_source, [3, 3, 5]);
@@ -790,7 +798,7 @@ mod tests {
                 live_at: Some(us(t)),
                 ..Options::default()
             };
-            let p = analyze(SAMPLING, opts, sample_events());
+            let p = analyze_events(SAMPLING, opts, sample_events());
             assert_eq!(p.totals.live_at, expect, "at {t}");
         }
     }
@@ -802,7 +810,7 @@ mod tests {
                 filter,
                 ..Options::default()
             };
-            analyze(SAMPLING, opts, sample_events())
+            analyze_events(SAMPLING, opts, sample_events())
         };
         let p = run(Filter {
             sources: Some(vec![AllocationSource::Minor]),
@@ -881,7 +889,7 @@ mod tests {
                 ..Options::default()
             };
             let events = [(us(50), &a), (us(40), &c), (us(45), &other)];
-            let p = analyze(SAMPLING, opts, events.map(|(t, e)| (t, e.clone())));
+            let p = analyze_events(SAMPLING, opts, events.map(|(t, e)| (t, e.clone())));
             assert_eq!(p.totals.live_at, u64::from(at >= 45), "at {at}");
             assert_eq!(
                 (p.peak.live, p.peak.time, p.peak.late_events),
@@ -898,7 +906,7 @@ mod tests {
             big: 2,
             ..Options::default()
         };
-        let p = analyze(SAMPLING, opts, sample_events());
+        let p = analyze_events(SAMPLING, opts, sample_events());
         let lengths: Vec<u64> = p.big.iter().map(|b| b.length).collect();
         assert_eq!(lengths, vec![10, 6]);
         assert_eq!(p.backtraces.codes(p.big[0].backtrace).len(), 2);

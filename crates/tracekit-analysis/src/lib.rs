@@ -22,17 +22,18 @@ pub mod passes;
 pub mod render;
 pub mod report;
 pub mod sampling;
-pub mod source;
 pub mod svg;
 pub mod symbols;
 pub mod time;
 pub mod units;
 
 pub use analyzer::{
-    Analyzer, BigAlloc, EventCounts, Filter, FilterError, Options, Profile, SiteCounts, analyze,
+    Analyzer, BigAlloc, EventCounts, Filter, FilterError, Options, Profile, SiteCounts,
+    analyze_events,
 };
 pub use backtrace::{BacktraceId, Backtraces};
 pub use curve::{Peak, PeakTracker, Timeline, TimelinePoint};
+pub use passes::{Pass, Threads, analyze};
 pub use sampling::Sampling;
 pub use time::{TimeParseError, parse_time};
 pub use units::{SizeParseError, parse_bytes};

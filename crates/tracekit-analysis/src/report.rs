@@ -497,7 +497,7 @@ fn folded_frame(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyzer::{Options, analyze};
+    use crate::analyzer::{Options, analyze_events};
     use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, Location, ObjId};
 
     type LocationTable = HashMap<LocationCode, Vec<Location>>;
@@ -548,7 +548,7 @@ mod tests {
             sample_rate: 0.3,
             word_size_bits: 64,
         };
-        (analyze(sampling, Options::default(), events), table)
+        (analyze_events(sampling, Options::default(), events), table)
     }
 
     #[test]
@@ -626,7 +626,7 @@ mod tests {
         table.insert(LocationCode::new(2), vec![loc("f", "a.ml", 1)]);
         table.insert(LocationCode::new(3), vec![loc("f", "a.ml", 2)]);
         let ev = [(Timedelta::default(), alloc(0, 2, &[1, 2, 3, 2, 3, 1]))];
-        let p = analyze(Sampling::default(), Options::default(), ev);
+        let p = analyze_events(Sampling::default(), Options::default(), ev);
         let opts = FoldOptions {
             unit: Unit::Samples,
             collapse_recursion: true,
@@ -652,7 +652,7 @@ mod tests {
         let (b, _) = fixture();
         let rows = diff((&a, &t), (&b, &t), GroupBy::Leaf, false);
         assert!(rows.iter().all(|r| r.allocated_delta() == 0));
-        let empty = analyze(a.sampling, Options::default(), []);
+        let empty = analyze_events(a.sampling, Options::default(), []);
         let rows = diff((&a, &t), (&empty, &t), GroupBy::Leaf, false);
         assert_eq!(rows[0].allocated_bytes.1, 0);
         assert!(rows[0].allocated_delta() < 0);

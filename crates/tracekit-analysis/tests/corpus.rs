@@ -7,12 +7,11 @@ mod dump;
 
 use std::collections::HashMap;
 
-use tracekit_analysis::Options;
 use tracekit_analysis::fxt::{FxtOptions, TICKS_PER_SECOND, write_profile};
 use tracekit_analysis::render::{self, TopContext, TraceFile};
 use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank, Unit, Weight};
-use tracekit_analysis::source::{self, Pass};
 use tracekit_analysis::symbols::FrameLabel;
+use tracekit_analysis::{Options, Pass, Threads, analyze};
 use tracekit_memtrace::Reader;
 use tracekit_memtrace::Timedelta;
 
@@ -21,8 +20,14 @@ fn us(t: u64) -> Timedelta {
     Timedelta::from_micros(i64::try_from(t).unwrap())
 }
 
+/// One pass over `reader` on `threads` threads.
+fn pass(reader: &mut Reader<'_>, options: Options, threads: Threads) -> Pass {
+    analyze(reader, Options { threads, ..options }, None, &mut |_, _| {})
+}
+
+/// One pass on one thread, which must read the whole trace.
 fn run(reader: &mut Reader<'_>, options: Options) -> Pass {
-    let p = source::analyze_reader(reader, options, None, &mut |_| {});
+    let p = pass(reader, options, Threads::One);
     assert!(p.error.is_none(), "{:?}", p.error);
     p
 }
@@ -394,7 +399,7 @@ fn pipelined_pass_equals_the_single_thread_pass() {
             ..Options::default()
         };
         let a = run(&mut reader, options.clone());
-        let b = source::analyze_reader_pipelined(&mut reader, options, &mut |_| {});
+        let b = pass(&mut reader, options, Threads::Two);
         assert!(b.error.is_none());
         assert_eq!(a.events, b.events);
         let (a, b) = (a.profile, b.profile);
@@ -422,7 +427,7 @@ fn leaf_only_gives_the_same_sites() {
             ..Options::default()
         };
         let one = run(&mut reader, leaf_options.clone());
-        let two = source::analyze_reader_pipelined(&mut reader, leaf_options, &mut |_| {});
+        let two = pass(&mut reader, leaf_options, Threads::Two);
         let symbols = reader.locations();
         for by in [GroupBy::Leaf, GroupBy::Function, GroupBy::File] {
             let mut a = report::sites(&full.profile, &symbols, by);
@@ -438,7 +443,7 @@ fn leaf_only_gives_the_same_sites() {
     }
 }
 
-/// On damaged traces both drivers stop at the same error, after the same events, with
+/// On damaged traces one- and two-thread passes stop at the same error, after the same events, with
 /// the same totals (the pipelined one counts the events of its unfinished batch).
 #[test]
 fn pipelined_pass_stops_where_the_single_thread_pass_does() {
@@ -464,8 +469,8 @@ fn pipelined_pass_stops_where_the_single_thread_pass_does() {
             leaf_only: round % 2 == 0,
             ..Options::default()
         };
-        let a = source::analyze_reader(&mut reader, options.clone(), None, &mut |_| {});
-        let b = source::analyze_reader_pipelined(&mut reader, options, &mut |_| {});
+        let a = pass(&mut reader, options.clone(), Threads::One);
+        let b = pass(&mut reader, options, Threads::Two);
         errors += usize::from(a.error.is_some());
         assert_eq!(a.error, b.error, "flip at {at}");
         assert_eq!(a.events, b.events, "flip at {at}");

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use tracekit_analysis::render::{self, DiffContext, TopContext, TraceFile};
 use tracekit_analysis::report::{self, GroupBy, Rank};
-use tracekit_analysis::{Options, Profile, Sampling, analyze};
+use tracekit_analysis::{Options, Profile, Sampling, analyze_events};
 use tracekit_memtrace::{
     Alloc, AllocationSource, DomainId, Event, Info, Location, LocationCode, ObjId, Timedelta,
     Timestamp,
@@ -84,7 +84,7 @@ fn profile(scale: u64, live_at: Option<Timedelta>) -> Profile {
         live_at,
         ..Options::default()
     };
-    analyze(SAMPLING, opts, events(scale))
+    analyze_events(SAMPLING, opts, events(scale))
 }
 
 fn info(path: &str) -> TraceFile {
@@ -203,7 +203,7 @@ fn fxt_counters_read_back() {
         big: 3,
         ..Options::default()
     };
-    let p = analyze(SAMPLING, opts, events(1));
+    let p = analyze_events(SAMPLING, opts, events(1));
     let mut w = Writer::with_options(
         VecDestination::new(),
         &WriterOptions {

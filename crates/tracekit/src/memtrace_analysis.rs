@@ -12,10 +12,9 @@ use tracekit_analysis::fxt::{self, FxtOptions};
 use tracekit_analysis::passes::{self, Stage};
 use tracekit_analysis::render::{self, DiffContext, TopContext, TraceFile};
 use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank, Unit, Weight};
-use tracekit_analysis::source::Pass;
 use tracekit_analysis::svg::human_bytes;
 use tracekit_analysis::symbols::{FrameLabel, FrameSkip};
-use tracekit_analysis::{Filter, Options, parse_bytes, parse_time};
+use tracekit_analysis::{Filter, Options, Pass, parse_bytes, parse_time};
 use tracekit_fxt::io::IoDestination;
 use tracekit_fxt::write::{Initialization, Writer as FxtWriter, WriterOptions};
 use tracekit_memtrace::{AllocationSource, DomainId, Reader, Timedelta};
@@ -423,13 +422,7 @@ fn top(args: TopArgs) -> Result<ExitCode> {
     };
     let location = args.filter.location.as_deref();
     let mut progress = progress(reader.size_bytes());
-    let mut p = passes::run(
-        &mut reader,
-        options.clone(),
-        location,
-        Stage::Analysing,
-        &mut progress,
-    );
+    let mut p = passes::analyze(&mut reader, options.clone(), location, &mut progress);
     match whole_peak {
         Some(peak) => p.profile.peak = peak,
         None => passes::settle_peak(&mut reader, &mut p, &options, location, &mut progress),
@@ -517,13 +510,7 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
     };
     let location = args.filter.location.as_deref();
     let mut progress = progress(reader.size_bytes());
-    let p = passes::run(
-        &mut reader,
-        options,
-        location,
-        Stage::Analysing,
-        &mut progress,
-    );
+    let p = passes::analyze(&mut reader, options, location, &mut progress);
     drop(progress);
     let weight = match (at, args.live_end) {
         (Some(_), _) => Weight::LiveAt,
@@ -657,8 +644,7 @@ fn diff(args: DiffArgs) -> Result<ExitCode> {
     let analyse = |path: &Path| -> Result<(Reader<'static>, Pass)> {
         let mut reader = open(path)?;
         let mut progress = progress(reader.size_bytes());
-        let stage = Stage::Analysing;
-        let p = passes::run(&mut reader, options.clone(), location, stage, &mut progress);
+        let p = passes::analyze(&mut reader, options.clone(), location, &mut progress);
         Ok((reader, p))
     };
     let (ra, pa) = analyse(&args.a)?;

@@ -1,13 +1,14 @@
-//! Feeding the analysis from `tracekit-memtrace`'s reader (its events as they come,
-//! backtraces borrowed from its buffer): drivers that run one pass over a [`Reader`](tracekit_memtrace::Reader): [`analyze_reader`] on
-//! one thread, [`analyze_reader_pipelined`] with decoding and analysis on two.
+//! The two ways [`analyze`](super::analyze) runs a pass over a reader: [`one_thread`],
+//! and [`two_threads`] with decoding and analysis on two. Both feed the [`Analyzer`]
+//! the reader's events as they come, backtraces borrowed from its buffer.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 
 use tracekit_memtrace as mt;
 
-use crate::analyzer::{Analyzer, Options, Profile};
+use super::Pass;
+use crate::analyzer::{Analyzer, Options};
 use crate::sampling::Sampling;
 use crate::symbols::FrameSkip;
 use rustc_hash::FxHashMap;
@@ -115,24 +116,11 @@ impl<'s> SiteStart<'s> {
     }
 }
 
-/// How a pass over a trace went.
-#[derive(Debug)]
-pub struct Pass {
-    /// What the analysis found (over the events before `error`, if any).
-    pub profile: Profile,
-    /// Packets the reader skipped.
-    pub warnings: Vec<mt::Warning>,
-    /// Why the pass stopped early, if it did.
-    pub error: Option<mt::ReadError>,
-    /// Events read.
-    pub events: u64,
-}
-
-/// Runs one analysis pass over `reader`. Backtraces are decoded only when the options
-/// need them. `location` keeps only allocations with a backtrace location containing
-/// the text (it needs backtraces). `progress` is called now and then with the byte
-/// position reached.
-pub fn analyze_reader(
+/// Runs one analysis pass over `reader` on this thread. Backtraces are decoded only
+/// when the options need them. `location` keeps only allocations with a backtrace
+/// location containing the text (it needs backtraces). `progress` is called now and
+/// then with the byte position reached.
+pub(super) fn one_thread(
     reader: &mut mt::Reader<'_>,
     mut options: Options,
     location: Option<&str>,
@@ -268,12 +256,12 @@ impl Batch {
 
 const BATCH_EVENTS: usize = 32768;
 
-/// Like [`analyze_reader`] without a location filter, but with the analysis on a
-/// second thread fed in batches, so that on a host with an idle core a pass can take
-/// about as long as the slower of decoding and analysing rather than their sum. Only
-/// the backtrace entries past each alloc's common prefix cross threads. The result is
-/// the same as [`analyze_reader`]'s.
-pub fn analyze_reader_pipelined(
+/// Like [`one_thread`] without a location filter, but with the analysis on a second
+/// thread fed in batches, so that on a host with an idle core a pass can take about
+/// as long as the slower of decoding and analysing rather than their sum. Only the
+/// backtrace entries past each alloc's common prefix cross threads. The result is
+/// the same as [`one_thread`]'s.
+pub(super) fn two_threads(
     reader: &mut mt::Reader<'_>,
     options: Options,
     progress: &mut dyn FnMut(u64),
@@ -457,7 +445,7 @@ fn send_patiently<T>(
     )
 }
 
-/// The decoding side of [`analyze_reader_pipelined`] alone, its batches dropped
+/// The decoding side of [`two_threads`] alone, its batches dropped
 /// instead of analysed: for measuring how much of the pipeline's time it takes
 /// (`examples/top_speed.rs`). Returns the events read.
 #[doc(hidden)]
@@ -478,7 +466,7 @@ pub fn decode_side_only(reader: &mut mt::Reader<'_>, options: &Options) -> u64 {
     count
 }
 
-/// The decoding side of [`analyze_reader_pipelined`]: reads every event of `events`,
+/// The decoding side of [`two_threads`]: reads every event of `events`,
 /// packs it, and hands each full batch to `ship`, which returns an empty one, or
 /// `None` when the analysis is gone. Returns the events read, the error that stopped
 /// the pass (if any), and the last, partly filled batch.
