@@ -1,35 +1,44 @@
-//! Arbitrary bytes through the memtrace reader into the analysis (both drivers) and
-//! every report: nothing may panic, and both drivers must agree.
+//! Arbitrary bytes through the memtrace reader into the analysis (on one thread and on
+//! two) and every report: nothing may panic, and both must agree.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use tracekit_analysis::render::TraceFile;
 use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank};
-use tracekit_analysis::source::{self, ReaderSymbols};
-use tracekit_analysis::{Micros, Options};
-use tracekit_memtrace::Reader;
+use tracekit_analysis::{Options, Threads, analyze};
+use tracekit_memtrace::{Reader, Timedelta};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(mut reader) = Reader::from_bytes(data) else {
         return;
     };
     let options = Options {
-        live_at: Some(Micros(1000)),
+        live_at: Some(Timedelta::from_micros(1000)),
         big: 3,
         timeline_buckets: 64,
         ..Options::default()
     };
-    let a = source::analyze_reader(&mut reader, options.clone(), Some("a"), &mut |_| {});
-    let b = source::analyze_reader_pipelined(&mut reader, options.clone(), &mut |_| {});
-    let c = source::analyze_reader(&mut reader, options, None, &mut |_| {});
+    let one = Options {
+        threads: Threads::One,
+        ..options.clone()
+    };
+    let two = Options {
+        threads: Threads::Two,
+        ..options
+    };
+    let a = analyze(&mut reader, one.clone(), Some("a"), &mut |_, _| {});
+    let b = analyze(&mut reader, two, None, &mut |_, _| {});
+    let c = analyze(&mut reader, one, None, &mut |_, _| {});
     assert_eq!((b.events, b.error), (c.events, c.error));
     assert_eq!(b.profile.totals, c.profile.totals);
     assert_eq!(b.profile.peak, c.profile.peak);
     assert!(a.profile.totals.samples <= c.profile.totals.samples);
-    let symbols = ReaderSymbols(reader.locations());
+    let symbols = reader.locations();
+    let trace = TraceFile::new("fuzz", reader.info());
     for by in [GroupBy::Leaf, GroupBy::Function, GroupBy::File, GroupBy::Backtrace] {
         let t = report::top(&b.profile, &symbols, by, Rank::LiveAt, 5);
         let _ = tracekit_analysis::render::top_table(
-            &Default::default(),
+            &trace,
             &b.profile,
             &t,
             &Default::default(),

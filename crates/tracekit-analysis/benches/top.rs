@@ -4,7 +4,7 @@
 //! * `top_one_thread`: the same pass feeding the analysis, then the site report
 //!   (`report::top`), i.e. what `tracekit memtrace top` does minus printing.
 //! * `top`: the same with decoding on this thread and the analysis on a second one
-//!   (`analyze_reader_pipelined`).
+//!   (`Threads::Two`).
 //! * `top_by_backtrace`: pipelined, interning whole backtraces (`top --by backtrace`,
 //!   and what `flamegraph` and `to-fxt` need); the others charge allocation sites.
 //!
@@ -24,10 +24,9 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use tracekit_analysis::Options;
 use tracekit_analysis::report::{self, GroupBy, Rank};
-use tracekit_analysis::source::{self, ReaderSymbols};
 use tracekit_analysis::symbols::FrameSkip;
+use tracekit_analysis::{Options, Threads, analyze};
 use tracekit_memtrace::synth::{
     Rng, SynthConfig, synth_code, synth_info, synth_locations, write_synthetic,
 };
@@ -136,16 +135,17 @@ fn top(reader: &mut Reader<'_>, pipelined: bool, leaf_only: bool) -> usize {
         leaf_only,
         site_skip: skip.clone(),
         timeline_buckets: 0,
+        threads: if pipelined {
+            Threads::Two
+        } else {
+            Threads::One
+        },
         ..Options::default()
     };
-    let p = if pipelined {
-        source::analyze_reader_pipelined(reader, options, &mut |_| {})
-    } else {
-        source::analyze_reader(reader, options, None, &mut |_| {})
-    };
+    let p = analyze(reader, options, None, &mut |_, _| {});
     let t = report::top_skipping(
         &p.profile,
-        &ReaderSymbols(reader.locations()),
+        &reader.locations(),
         GroupBy::Leaf,
         Rank::Allocated,
         20,

@@ -15,9 +15,9 @@
 
 use std::hint::black_box;
 
-use tracekit_analysis::Options;
-use tracekit_analysis::source;
+use tracekit_analysis::passes::decode_side_only;
 use tracekit_analysis::symbols::FrameSkip;
+use tracekit_analysis::{Options, Threads, analyze};
 use tracekit_memtrace::{Event, Reader};
 
 fn options() -> Options {
@@ -75,14 +75,19 @@ fn read_all(reader: &mut Reader<'_>) -> u64 {
     n
 }
 
+/// One `top` pass on `threads` threads; its events.
+fn analyze_on(reader: &mut Reader<'_>, options: Options, threads: Threads) -> u64 {
+    analyze(reader, Options { threads, ..options }, None, &mut |_, _| {}).events
+}
+
 #[inline(never)]
 fn top(reader: &mut Reader<'_>) -> u64 {
-    source::analyze_reader(reader, options(), None, &mut |_| {}).events
+    analyze_on(reader, options(), Threads::One)
 }
 
 #[inline(never)]
 fn pipelined(reader: &mut Reader<'_>) -> u64 {
-    source::analyze_reader_pipelined(reader, options(), &mut |_| {}).events
+    analyze_on(reader, options(), Threads::Two)
 }
 
 #[inline(never)]
@@ -91,12 +96,12 @@ fn pipelined_by_backtrace(reader: &mut Reader<'_>) -> u64 {
         leaf_only: false,
         ..options()
     };
-    source::analyze_reader_pipelined(reader, options, &mut |_| {}).events
+    analyze_on(reader, options, Threads::Two)
 }
 
 #[inline(never)]
 fn produce(reader: &mut Reader<'_>) -> u64 {
-    source::decode_side_only(reader, &options())
+    decode_side_only(reader, &options())
 }
 
 #[inline(never)]

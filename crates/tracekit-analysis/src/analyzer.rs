@@ -13,24 +13,25 @@ use std::collections::BinaryHeap;
 
 use crate::backtrace::{BacktraceId, Backtraces};
 use crate::curve::{Peak, PeakTracker, Timeline};
-use crate::event::{Alloc, DomainId, Event, Frame, LocationCode, ObjId, Sampling, Source};
 use crate::live::LiveTable;
+use crate::passes::Threads;
+use crate::sampling::Sampling;
 use crate::symbols::FrameSkip;
-use crate::time::Micros;
+use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, LocationCode, ObjId, Timedelta};
 
 /// Which allocations count. An allocation that fails the filter is ignored, and so are
 /// its promotion and collection.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Filter {
     /// Keep only these sources (`None`: all).
-    pub sources: Option<Vec<Source>>,
+    pub sources: Option<Vec<AllocationSource>>,
     /// Keep only objects whose own size (`length` words times the word size) is at
     /// least this many bytes.
     pub min_size_bytes: u64,
     /// Keep only allocations of these domains (`None`: all).
     pub domains: Option<Vec<DomainId>>,
     /// Keep only allocations made in this time range (inclusive).
-    pub allocated_between: Option<(Micros, Micros)>,
+    pub allocated_between: Option<(Timedelta, Timedelta)>,
     /// Keep only allocations whose backtrace has a frame the caller's location
     /// predicate accepts (see [`Analyzer::push_matching`]).
     pub by_location: bool,
@@ -60,7 +61,7 @@ impl Filter {
             out.push(format!("backtrace location contains {l:?}"));
         }
         for d in self.domains.iter().flatten() {
-            out.push(format!("domain {}", d.0));
+            out.push(format!("domain {d}"));
         }
         if let Some((a, b)) = self.allocated_between {
             out.push(format!("allocated between {a} and {b}"));
@@ -83,7 +84,7 @@ impl Filter {
 pub enum FilterError {
     /// `allocated_between` ends before it starts.
     #[error("--between: {0} is after {1}")]
-    EmptyRange(Micros, Micros),
+    EmptyRange(Timedelta, Timedelta),
 }
 
 /// What to compute.
@@ -92,7 +93,7 @@ pub struct Options {
     /// Which allocations count.
     pub filter: Filter,
     /// Also count what is live at this time (`alloc time <= T < collect time`).
-    pub live_at: Option<Micros>,
+    pub live_at: Option<Timedelta>,
     /// Intern backtraces. Off, every allocation is charged to the empty backtrace,
     /// which is enough for the timeline and the peak and lets a reader skip decoding
     /// backtraces.
@@ -103,10 +104,11 @@ pub struct Options {
     /// Ignored with a location filter, which needs whole backtraces.
     pub leaf_only: bool,
     /// With [`Options::leaf_only`], the frames that naming a site looks past
-    /// ([`FrameSkip`]): the drivers of [`crate::source`], which have the trace's
-    /// locations, then keep the backtrace from its innermost entry that names the site
-    /// (nearly always the leaf alone), so that the site is named exactly as from the
-    /// whole backtrace. [`Analyzer::push`] has no locations and keeps the leaf.
+    /// ([`FrameSkip`]): a pass over a reader ([`crate::passes::analyze`]), which has
+    /// the trace's locations, then keeps the backtrace from its innermost entry that
+    /// names the site (nearly always the leaf alone), so that the site is named
+    /// exactly as from the whole backtrace. [`Analyzer::push`] has no locations and
+    /// keeps the leaf.
     pub site_skip: FrameSkip,
     /// Keep the `big` largest allocations (by object size).
     pub big: usize,
@@ -118,6 +120,9 @@ pub struct Options {
     /// peak only when a domain's first events arrive after later-stamped events of
     /// another; [`Peak::late_events`] says when a rerun with [`Peak::domains`] helps.
     pub domains: Vec<DomainId>,
+    /// How a pass over a reader ([`crate::passes::analyze`]) spreads its work; the
+    /// [`Analyzer`] itself ignores it.
+    pub threads: Threads,
 }
 
 impl Default for Options {
@@ -131,6 +136,7 @@ impl Default for Options {
             big: 0,
             timeline_buckets: 1 << 14,
             domains: Vec::new(),
+            threads: Threads::Auto,
         }
     }
 }
@@ -143,7 +149,7 @@ pub struct SiteCounts {
     pub allocs: u64,
     /// Samples allocated.
     pub samples: u64,
-    /// Samples allocated, by [`Source`] (minor, major, external).
+    /// Samples allocated, by [`AllocationSource`] (minor, major, external).
     pub samples_by_source: [u64; 3],
     /// Words of the sampled objects themselves (`length`).
     pub words: u64,
@@ -194,7 +200,7 @@ impl SiteCounts {
 #[derive(Clone, Copy, Debug)]
 struct LiveObject {
     samples: u64,
-    time: Micros,
+    time: Timedelta,
     site: u32,
     domain: DomainId,
     promoted: bool,
@@ -208,13 +214,13 @@ pub struct BigAlloc {
     /// Samples.
     pub nsamples: u64,
     /// Allocation time.
-    pub time: Micros,
+    pub time: Timedelta,
     /// Object id.
     pub obj_id: ObjId,
     /// Allocating domain.
     pub domain: DomainId,
     /// Source.
-    pub source: Source,
+    pub source: AllocationSource,
     /// Backtrace.
     pub backtrace: BacktraceId,
 }
@@ -260,7 +266,7 @@ pub struct Analyzer {
     peak: PeakTracker,
     big: BinaryHeap<Reverse<BigAlloc>>,
     counts: EventCounts,
-    end: Micros,
+    end: Timedelta,
 }
 
 const NO_SITE: u32 = u32::MAX;
@@ -292,42 +298,39 @@ impl Analyzer {
             live: LiveTable::new(),
             big: BinaryHeap::new(),
             counts: EventCounts::default(),
-            end: Micros(0),
+            end: Timedelta::default(),
         }
     }
 
-    /// Feeds one event.
+    /// Feeds one event, at `time` from the trace start (as the reader yields them).
     #[inline]
-    pub fn push<F: Frame>(&mut self, event: &Event<'_, F>) {
-        self.push_matching(event, &mut |_| true);
+    pub fn push(&mut self, time: Timedelta, event: &Event<'_>) {
+        self.push_matching(time, event, &mut |_| true);
     }
 
     /// Feeds one event. When the filter has [`Filter::by_location`], an allocation is
     /// kept only if `matches` accepts one of its backtrace's location codes. The
     /// predicate is asked once per new trie node, not per event.
     #[inline]
-    pub fn push_matching<F: Frame>(
+    pub fn push_matching(
         &mut self,
-        event: &Event<'_, F>,
+        time: Timedelta,
+        event: &Event<'_>,
         matches: &mut dyn FnMut(LocationCode) -> bool,
     ) {
         match event {
-            Event::Alloc(a) => self.alloc(a, matches),
-            Event::Promote { time, obj_id, .. } => self.promote(*time, *obj_id),
-            Event::Collect {
-                time,
-                obj_id,
-                domain,
-            } => self.collect(*time, *obj_id, *domain),
+            Event::Alloc(a) => self.alloc(time, a, matches),
+            &Event::Promote(obj_id, _) => self.promote(time, obj_id),
+            &Event::Collect(obj_id, domain) => self.collect(time, obj_id, domain),
         }
     }
 
     /// Feeds a promote event (what [`Analyzer::push`] does with one).
     #[inline]
-    pub fn promote(&mut self, time: Micros, obj_id: ObjId) {
+    pub fn promote(&mut self, time: Timedelta, obj_id: ObjId) {
         self.counts.promotes += 1;
         self.see(time);
-        match self.live.get_mut(obj_id.0) {
+        match self.live.get_mut(obj_id.get()) {
             Some(obj) if !obj.promoted => {
                 obj.promoted = true;
                 if let Some((_, c)) = self.sites.get_mut(obj.site as usize) {
@@ -342,17 +345,17 @@ impl Analyzer {
     /// Feeds a collect event of `obj_id` reported by `domain` (what
     /// [`Analyzer::push`] does with one).
     #[inline]
-    pub fn collect(&mut self, time: Micros, obj_id: ObjId, domain: DomainId) {
+    pub fn collect(&mut self, time: Timedelta, obj_id: ObjId, domain: DomainId) {
         self.counts.collects += 1;
         self.see(time);
-        match self.live.remove(obj_id.0) {
+        match self.live.remove(obj_id.get()) {
             Some(obj) => self.release(obj, time, domain),
             None => self.counts.untracked += 1,
         }
     }
 
     #[inline]
-    fn see(&mut self, time: Micros) {
+    fn see(&mut self, time: Timedelta) {
         if time > self.end {
             self.end = time;
         }
@@ -366,18 +369,18 @@ impl Analyzer {
     /// For sources that ship events elsewhere and want to send only new entries; see
     /// [`Backtraces::intern_suffix`] for what `keep` may be.
     #[inline]
-    pub fn push_alloc_suffix<F: Frame>(&mut self, a: &Alloc<'_, F>, keep: usize) {
+    pub fn push_alloc_suffix(&mut self, time: Timedelta, a: &Alloc<'_>, keep: usize) {
         self.counts.allocs += 1;
-        self.see(a.time);
+        self.see(time);
         let bt = if !self.options.backtraces {
             BacktraceId::EMPTY
         } else if self.options.leaf_only {
             // The source sends the leaf alone.
-            self.backtraces.intern_full(a.backtrace)
+            self.backtraces.intern_full(&a.backtrace)
         } else {
-            self.backtraces.intern_suffix(a.domain, keep, a.backtrace)
+            self.backtraces.intern_suffix(a.domain, keep, &a.backtrace)
         };
-        self.alloc_interned(a, bt, &mut |_| true);
+        self.alloc_interned(time, a, bt, &mut |_| true);
     }
 
     /// Length of `domain`'s previous backtrace as the analysis has it (what
@@ -387,9 +390,14 @@ impl Analyzer {
     }
 
     #[inline]
-    fn alloc<F: Frame>(&mut self, a: &Alloc<'_, F>, matches: &mut dyn FnMut(LocationCode) -> bool) {
+    fn alloc(
+        &mut self,
+        time: Timedelta,
+        a: &Alloc<'_>,
+        matches: &mut dyn FnMut(LocationCode) -> bool,
+    ) {
         self.counts.allocs += 1;
-        self.see(a.time);
+        self.see(time);
         // The trie must follow every alloc of a domain, kept or not, because the next
         // alloc's common prefix refers to this one.
         let bt = if !self.options.backtraces {
@@ -400,19 +408,20 @@ impl Analyzer {
                 .intern_full(&a.backtrace[n.saturating_sub(1)..])
         } else {
             self.backtraces
-                .intern(a.domain, a.common_prefix, a.backtrace)
+                .intern(a.domain, a.common_prefix, &a.backtrace)
         };
-        self.alloc_interned(a, bt, matches);
+        self.alloc_interned(time, a, bt, matches);
     }
 
     #[inline(always)]
-    fn alloc_interned<F: Frame>(
+    fn alloc_interned(
         &mut self,
-        a: &Alloc<'_, F>,
+        time: Timedelta,
+        a: &Alloc<'_>,
         bt: BacktraceId,
         matches: &mut dyn FnMut(LocationCode) -> bool,
     ) {
-        if !self.keep(a, bt, matches) {
+        if !self.keep(time, a, bt, matches) {
             self.counts.filtered_allocs += 1;
             return;
         }
@@ -425,33 +434,34 @@ impl Analyzer {
             c.words = c.words.saturating_add(a.length);
         }
         if self.timeline_on {
-            self.timeline.allocated(a.time, a.domain, a.nsamples);
+            self.timeline.allocated(time, a.domain, a.nsamples);
         }
         self.peak.change(
-            a.time,
+            time,
             a.domain,
             i64::try_from(a.nsamples).unwrap_or(i64::MAX),
         );
         if self.options.big > 0 {
-            self.note_big(a, bt);
+            self.note_big(time, a, bt);
         }
         let obj = LiveObject {
             samples: a.nsamples,
-            time: a.time,
+            time,
             site,
             domain: a.domain,
             promoted: false,
         };
-        if let Some(old) = self.live.insert(a.obj_id.0, obj) {
+        if let Some(old) = self.live.insert(a.obj_id.get(), obj) {
             self.counts.duplicate_ids += 1;
-            self.release(old, a.time, a.domain);
+            self.release(old, time, a.domain);
         }
     }
 
     #[inline]
-    fn keep<F: Frame>(
+    fn keep(
         &mut self,
-        a: &Alloc<'_, F>,
+        time: Timedelta,
+        a: &Alloc<'_>,
         bt: BacktraceId,
         matches: &mut dyn FnMut(LocationCode) -> bool,
     ) -> bool {
@@ -468,7 +478,7 @@ impl Analyzer {
             return false;
         }
         if let Some((lo, hi)) = f.allocated_between
-            && !(lo <= a.time && a.time <= hi)
+            && !(lo <= time && time <= hi)
         {
             return false;
         }
@@ -526,11 +536,11 @@ impl Analyzer {
         s
     }
 
-    fn note_big<F: Frame>(&mut self, a: &Alloc<'_, F>, bt: BacktraceId) {
+    fn note_big(&mut self, time: Timedelta, a: &Alloc<'_>, bt: BacktraceId) {
         let entry = BigAlloc {
             length: a.length,
             nsamples: a.nsamples,
-            time: a.time,
+            time,
             obj_id: a.obj_id,
             domain: a.domain,
             source: a.source,
@@ -553,7 +563,7 @@ impl Analyzer {
     /// allocation (another domain's clock; synthetic traces have them) ends the object
     /// at its allocation time: it was never live.
     #[inline(always)]
-    fn release(&mut self, obj: LiveObject, time: Micros, by: DomainId) {
+    fn release(&mut self, obj: LiveObject, time: Timedelta, by: DomainId) {
         let end = time.max(obj.time);
         let live_at = match self.options.live_at {
             Some(t) => obj.time <= t && t < end,
@@ -629,7 +639,7 @@ pub struct Profile {
     /// Sample rate and word size, to turn samples into bytes.
     pub sampling: Sampling,
     /// The time [`SiteCounts::live_at`] refers to.
-    pub live_at: Option<Micros>,
+    pub live_at: Option<Timedelta>,
     /// The interned backtraces.
     pub backtraces: Backtraces,
     /// Counts per allocating backtrace, in order of first allocation.
@@ -647,17 +657,19 @@ pub struct Profile {
     /// Sampled objects never collected.
     pub live_objects_at_end: u64,
     /// Time of the last event.
-    pub end: Micros,
+    pub end: Timedelta,
 }
 
-/// Runs the analysis over `events`.
-pub fn analyze<'a, F: Frame + 'a, I>(sampling: Sampling, options: Options, events: I) -> Profile
+/// Runs the analysis over `events`, each with its time from the trace start: the
+/// [`Analyzer`] over events already in hand (a reader's go through
+/// [`crate::passes::analyze`]).
+pub fn analyze_events<'a, I>(sampling: Sampling, options: Options, events: I) -> Profile
 where
-    I: IntoIterator<Item = Event<'a, F>>,
+    I: IntoIterator<Item = (Timedelta, Event<'a>)>,
 {
     let mut a = Analyzer::new(sampling, options);
-    for ev in events {
-        a.push(&ev);
+    for (time, ev) in events {
+        a.push(time, &ev);
     }
     a.finish()
 }
@@ -666,14 +678,18 @@ where
 mod tests {
     use super::*;
 
+    fn us(t: i64) -> Timedelta {
+        Timedelta::from_micros(t)
+    }
+
     #[test]
     fn filters_in_words() {
         assert!(Filter::default().describe(None).is_empty());
         let f = Filter {
-            sources: Some(vec![Source::Minor, Source::External]),
+            sources: Some(vec![AllocationSource::Minor, AllocationSource::External]),
             min_size_bytes: 65536,
-            domains: Some(vec![DomainId(2)]),
-            allocated_between: Some((Micros(1_500_000), Micros(2_000_000))),
+            domains: Some(vec![DomainId::new(2)]),
+            allocated_between: Some((us(1_500_000), us(2_000_000))),
             by_location: true,
         };
         assert_eq!(
@@ -689,13 +705,13 @@ mod tests {
         );
         assert!(f.check().is_ok());
         let backwards = Filter {
-            allocated_between: Some((Micros(2), Micros(1))),
+            allocated_between: Some((us(2), us(1))),
             ..Filter::default()
         };
-        assert!(matches!(
+        assert_eq!(
             backwards.check(),
-            Err(FilterError::EmptyRange(Micros(2), Micros(1)))
-        ));
+            Err(FilterError::EmptyRange(us(2), us(1)))
+        );
     }
 
     const SAMPLING: Sampling = Sampling {
@@ -703,50 +719,47 @@ mod tests {
         word_size_bits: 64,
     };
 
-    fn alloc<'a>(
-        t: u64,
+    /// A backtrace of the codes `bt`, caller first.
+    fn backtrace(bt: &[i64]) -> std::borrow::Cow<'static, [LocationCode]> {
+        bt.iter().map(|&c| LocationCode::new(c)).collect()
+    }
+
+    fn alloc(
+        t: i64,
         id: u64,
         samples: u64,
-        source: Source,
-        bt: &'a [u64],
+        source: AllocationSource,
+        bt: &[i64],
         cp: usize,
-    ) -> Event<'a, u64> {
-        Event::Alloc(Alloc {
-            time: Micros(t),
-            obj_id: ObjId(id),
-            domain: DomainId(0),
+    ) -> (Timedelta, Event<'static>) {
+        let a = Alloc {
+            obj_id: ObjId::new(id),
+            domain: DomainId::new(0),
             length: samples * 2,
             nsamples: samples,
             source,
-            backtrace: bt,
+            backtrace: backtrace(bt),
             common_prefix: cp,
-        })
+        };
+        (us(t), Event::Alloc(a))
     }
 
-    fn collect(t: u64, id: u64) -> Event<'static, u64> {
-        Event::Collect {
-            time: Micros(t),
-            obj_id: ObjId(id),
-            domain: DomainId(0),
-        }
+    fn collect(t: i64, id: u64) -> (Timedelta, Event<'static>) {
+        (us(t), Event::Collect(ObjId::new(id), DomainId::new(0)))
     }
 
-    fn promote(t: u64, id: u64) -> Event<'static, u64> {
-        Event::Promote {
-            time: Micros(t),
-            obj_id: ObjId(id),
-            domain: DomainId(0),
-        }
+    fn promote(t: i64, id: u64) -> (Timedelta, Event<'static>) {
+        (us(t), Event::Promote(ObjId::new(id), DomainId::new(0)))
     }
 
-    fn sample_events() -> Vec<Event<'static, u64>> {
+    fn sample_events() -> Vec<(Timedelta, Event<'static>)> {
         vec![
-            alloc(10, 0, 1, Source::Minor, &[1, 2], 0),
-            alloc(20, 1, 3, Source::Major, &[1, 3], 1),
-            alloc(30, 2, 2, Source::Minor, &[1, 2], 1),
+            alloc(10, 0, 1, AllocationSource::Minor, &[1, 2], 0),
+            alloc(20, 1, 3, AllocationSource::Major, &[1, 3], 1),
+            alloc(30, 2, 2, AllocationSource::Minor, &[1, 2], 1),
             promote(35, 0),
             collect(40, 1),
-            alloc(50, 3, 5, Source::External, &[1, 2], 2),
+            alloc(50, 3, 5, AllocationSource::External, &[1, 2], 2),
             collect(60, 3),
             collect(70, 99),
         ]
@@ -754,7 +767,7 @@ mod tests {
 
     #[test]
     fn totals_live_and_peak() {
-        let p = analyze(SAMPLING, Options::default(), sample_events());
+        let p = analyze_events(SAMPLING, Options::default(), sample_events());
         assert_eq!(p.totals.allocs, 4);
         assert_eq!(p.totals.samples, 11);
         assert_eq!(p.totals.samples_by_source, [3, 3, 5]);
@@ -765,9 +778,9 @@ mod tests {
         assert_eq!(p.events.untracked, 1);
         assert_eq!(p.sites.len(), 2);
         // Live: 1, 4, 6, 3 (t=40), 8 (t=50), 3.
-        assert_eq!((p.peak.live, p.peak.time), (8, Micros(50)));
+        assert_eq!((p.peak.live, p.peak.time), (8, us(50)));
         assert_eq!(SAMPLING.bytes(p.totals.samples), 11 * 16);
-        assert_eq!(p.end, Micros(70));
+        assert_eq!(p.end, us(70));
     }
 
     #[test]
@@ -782,10 +795,10 @@ mod tests {
             (1000, 3),
         ] {
             let opts = Options {
-                live_at: Some(Micros(t)),
+                live_at: Some(us(t)),
                 ..Options::default()
             };
-            let p = analyze(SAMPLING, opts, sample_events());
+            let p = analyze_events(SAMPLING, opts, sample_events());
             assert_eq!(p.totals.live_at, expect, "at {t}");
         }
     }
@@ -797,10 +810,10 @@ mod tests {
                 filter,
                 ..Options::default()
             };
-            analyze(SAMPLING, opts, sample_events())
+            analyze_events(SAMPLING, opts, sample_events())
         };
         let p = run(Filter {
-            sources: Some(vec![Source::Minor]),
+            sources: Some(vec![AllocationSource::Minor]),
             ..Filter::default()
         });
         assert_eq!((p.totals.allocs, p.totals.samples), (2, 3));
@@ -812,12 +825,12 @@ mod tests {
         });
         assert_eq!((p.totals.allocs, p.totals.samples), (2, 8));
         let p = run(Filter {
-            allocated_between: Some((Micros(20), Micros(30))),
+            allocated_between: Some((us(20), us(30))),
             ..Filter::default()
         });
         assert_eq!((p.totals.allocs, p.totals.samples), (2, 5));
         let p = run(Filter {
-            domains: Some(vec![DomainId(1)]),
+            domains: Some(vec![DomainId::new(1)]),
             ..Filter::default()
         });
         assert_eq!(p.totals.allocs, 0);
@@ -834,10 +847,10 @@ mod tests {
         };
         let mut a = Analyzer::new(SAMPLING, opts);
         let mut asked = Vec::new();
-        for ev in sample_events() {
-            a.push_matching(&ev, &mut |c| {
-                asked.push(c.0);
-                c.0 == 3
+        for (t, ev) in sample_events() {
+            a.push_matching(t, &ev, &mut |c| {
+                asked.push(c.get());
+                c.get() == 3
             });
         }
         let p = a.finish();
@@ -851,41 +864,36 @@ mod tests {
     fn collect_stamped_before_alloc_was_never_live() {
         // Domain 1 reports the collect of domain 0's object at an earlier time.
         let a = Event::Alloc(Alloc {
-            time: Micros(50),
-            obj_id: ObjId(7),
-            domain: DomainId(0),
+            obj_id: ObjId::new(7),
+            domain: DomainId::new(0),
             length: 1,
             nsamples: 4,
-            source: Source::Minor,
-            backtrace: &[] as &[u64],
+            source: AllocationSource::Minor,
+            backtrace: backtrace(&[]),
             common_prefix: 0,
         });
-        let c = Event::Collect {
-            time: Micros(40),
-            obj_id: ObjId(7),
-            domain: DomainId(1),
-        };
+        let c = Event::Collect(ObjId::new(7), DomainId::new(1));
         let other = Event::Alloc(Alloc {
-            time: Micros(45),
-            obj_id: ObjId(8),
-            domain: DomainId(1),
+            obj_id: ObjId::new(8),
+            domain: DomainId::new(1),
             length: 1,
             nsamples: 1,
-            source: Source::Minor,
-            backtrace: &[] as &[u64],
+            source: AllocationSource::Minor,
+            backtrace: backtrace(&[]),
             common_prefix: 0,
         });
         for at in [40, 45, 50, 60] {
             let opts = Options {
-                live_at: Some(Micros(at)),
-                domains: vec![DomainId(0), DomainId(1)],
+                live_at: Some(us(at)),
+                domains: vec![DomainId::new(0), DomainId::new(1)],
                 ..Options::default()
             };
-            let p = analyze(SAMPLING, opts, vec![a, c, other]);
+            let events = [(us(50), &a), (us(40), &c), (us(45), &other)];
+            let p = analyze_events(SAMPLING, opts, events.map(|(t, e)| (t, e.clone())));
             assert_eq!(p.totals.live_at, u64::from(at >= 45), "at {at}");
             assert_eq!(
                 (p.peak.live, p.peak.time, p.peak.late_events),
-                (1, Micros(45), 0)
+                (1, us(45), 0)
             );
             let pts = p.timeline.points(1000);
             assert!(pts.iter().all(|pt| pt.live <= 1));
@@ -898,7 +906,7 @@ mod tests {
             big: 2,
             ..Options::default()
         };
-        let p = analyze(SAMPLING, opts, sample_events());
+        let p = analyze_events(SAMPLING, opts, sample_events());
         let lengths: Vec<u64> = p.big.iter().map(|b| b.length).collect();
         assert_eq!(lengths, vec![10, 6]);
         assert_eq!(p.backtraces.codes(p.big[0].backtrace).len(), 2);

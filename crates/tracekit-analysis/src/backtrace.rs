@@ -11,8 +11,8 @@
 //! Memory is one node per distinct prefix, so it is bounded by the total length of the
 //! distinct backtraces, independent of the number of events.
 
-use crate::event::{DomainId, Frame, LocationCode};
 use rustc_hash::FxHashMap;
+use tracekit_memtrace::{DomainId, LocationCode};
 
 /// An interned backtrace: a node of the trie. The root ([`BacktraceId::EMPTY`]) is the
 /// empty backtrace; every other node is its parent's backtrace plus one entry.
@@ -57,7 +57,8 @@ const EDGE_CACHE_BITS: u32 = 12;
 
 #[inline]
 fn edge_slot(parent: u32, code: LocationCode) -> usize {
-    let h = (code.0 ^ u64::from(parent).rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let h =
+        (code.get() as u64 ^ u64::from(parent).rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     (h >> (64 - EDGE_CACHE_BITS)) as usize
 }
 
@@ -65,7 +66,7 @@ fn edge_slot(parent: u32, code: LocationCode) -> usize {
 #[derive(Debug)]
 pub struct Backtraces {
     nodes: Vec<Node>,
-    children: FxHashMap<(u32, u64), u32>,
+    children: FxHashMap<(u32, LocationCode), u32>,
     edges: Vec<Edge>,
     /// Per domain, the node path of its previous alloc's backtrace (`path[i]` is the
     /// node of its first `i + 1` entries).
@@ -84,8 +85,8 @@ impl Backtraces {
     pub fn new() -> Self {
         Backtraces {
             nodes: vec![Node {
-                code: LocationCode(0),
-                last_child_code: LocationCode(0),
+                code: LocationCode::new(0),
+                last_child_code: LocationCode::new(0),
                 parent: 0,
                 last_child: NONE,
                 depth: 0,
@@ -94,7 +95,7 @@ impl Backtraces {
             children: FxHashMap::default(),
             edges: vec![
                 Edge {
-                    code: LocationCode(0),
+                    code: LocationCode::new(0),
                     parent: 0,
                     child: NONE,
                 };
@@ -121,11 +122,11 @@ impl Backtraces {
     /// `common_prefix` may be larger than either backtrace; only the entries both have
     /// are reused.
     #[inline]
-    pub fn intern<F: Frame>(
+    pub fn intern(
         &mut self,
         domain: DomainId,
         common_prefix: usize,
-        backtrace: &[F],
+        backtrace: &[LocationCode],
     ) -> BacktraceId {
         let slot = self.path_slot(domain);
         let path_len = self.paths[slot].1.len();
@@ -139,11 +140,11 @@ impl Backtraces {
     ///
     /// This is [`Backtraces::intern`] for a source that sends only the new entries.
     #[inline]
-    pub fn intern_suffix<F: Frame>(
+    pub fn intern_suffix(
         &mut self,
         domain: DomainId,
         keep: usize,
-        suffix: &[F],
+        suffix: &[LocationCode],
     ) -> BacktraceId {
         let slot = self.path_slot(domain);
         let keep = keep.min(self.paths[slot].1.len());
@@ -159,7 +160,7 @@ impl Backtraces {
     }
 
     #[inline]
-    fn intern_at<F: Frame>(&mut self, slot: usize, keep: usize, suffix: &[F]) -> BacktraceId {
+    fn intern_at(&mut self, slot: usize, keep: usize, suffix: &[LocationCode]) -> BacktraceId {
         let path = &self.paths[slot].1;
         if suffix.is_empty() && keep == path.len() {
             // Same backtrace as last time: nothing to walk.
@@ -171,8 +172,8 @@ impl Backtraces {
             Some(&n) => n,
             None => 0,
         };
-        for frame in suffix {
-            node = self.child(node, frame.code());
+        for &code in suffix {
+            node = self.child(node, code);
             path.push(node);
         }
         self.paths[slot].1 = path;
@@ -181,10 +182,10 @@ impl Backtraces {
 
     /// Interns `backtrace` without any prefix hint.
     #[inline]
-    pub fn intern_full<F: Frame>(&mut self, backtrace: &[F]) -> BacktraceId {
+    pub fn intern_full(&mut self, backtrace: &[LocationCode]) -> BacktraceId {
         let mut node = 0;
-        for frame in backtrace {
-            node = self.child(node, frame.code());
+        for &code in backtrace {
+            node = self.child(node, code);
         }
         BacktraceId(node)
     }
@@ -245,14 +246,14 @@ impl Backtraces {
             // than overflow ids. Memory runs out long before this in practice.
             return parent;
         }
-        let node = *self.children.entry((parent, code.0)).or_insert(next);
+        let node = *self.children.entry((parent, code)).or_insert(next);
         if node == next {
             let depth = self.nodes[parent as usize].depth + 1;
             crate::huge::push(
                 &mut self.nodes,
                 Node {
                     code,
-                    last_child_code: LocationCode(0),
+                    last_child_code: LocationCode::new(0),
                     parent,
                     last_child: NONE,
                     depth,
@@ -339,23 +340,23 @@ mod tests {
     use super::*;
 
     fn codes(v: &[u64]) -> Vec<LocationCode> {
-        v.iter().map(|&c| LocationCode(c)).collect()
+        v.iter().map(|&c| LocationCode::new(c as i64)).collect()
     }
 
     #[test]
     fn prefix_reuse_matches_full_interning() {
         let mut t = Backtraces::new();
-        let d = DomainId(0);
-        let a = t.intern(d, 0, &[1u64, 2, 3]);
-        let b = t.intern(d, 2, &[1u64, 2, 4]);
-        let c = t.intern(d, 3, &[1u64, 2, 4]);
+        let d = DomainId::new(0);
+        let a = t.intern(d, 0, &codes(&[1, 2, 3]));
+        let b = t.intern(d, 2, &codes(&[1, 2, 4]));
+        let c = t.intern(d, 3, &codes(&[1, 2, 4]));
         assert_eq!(b, c);
         assert_ne!(a, b);
         assert_eq!(t.codes(a), codes(&[1, 2, 3]));
         assert_eq!(t.codes(b), codes(&[1, 2, 4]));
-        assert_eq!(t.intern_full(&[1u64, 2, 3]), a);
+        assert_eq!(t.intern_full(&codes(&[1, 2, 3])), a);
         assert_eq!(t.parent(a), t.parent(b));
-        assert_eq!(t.leaf(a), Some(LocationCode(3)));
+        assert_eq!(t.leaf(a), Some(LocationCode::new(3)));
         assert_eq!(t.depth(a), 3);
         assert_eq!(t.len(), 5);
     }
@@ -365,19 +366,19 @@ mod tests {
         // After a truncated backtrace the reference reader reports a common prefix
         // larger than the backtrace it returns.
         let mut t = Backtraces::new();
-        let d = DomainId(0);
-        let a = t.intern(d, 0, &[5u64, 6]);
-        assert_eq!(t.intern(d, 3005, &[5u64, 6]), a);
-        assert_eq!(t.intern(d, 10, &[5u64]), t.parent(a));
+        let d = DomainId::new(0);
+        let a = t.intern(d, 0, &codes(&[5, 6]));
+        assert_eq!(t.intern(d, 3005, &codes(&[5, 6])), a);
+        assert_eq!(t.intern(d, 10, &codes(&[5])), t.parent(a));
     }
 
     #[test]
     fn domains_have_separate_paths() {
         let mut t = Backtraces::new();
-        let a = t.intern(DomainId(0), 0, &[1u64, 2]);
-        let b = t.intern(DomainId(1), 0, &[7u64, 8]);
+        let a = t.intern(DomainId::new(0), 0, &codes(&[1, 2]));
+        let b = t.intern(DomainId::new(1), 0, &codes(&[7, 8]));
         // Domain 0's prefix is still its own, not domain 1's.
-        let c = t.intern(DomainId(0), 2, &[1u64, 2, 3]);
+        let c = t.intern(DomainId::new(0), 2, &codes(&[1, 2, 3]));
         assert_eq!(t.codes(c), codes(&[1, 2, 3]));
         assert_eq!(t.parent(c), a);
         assert_eq!(t.codes(b), codes(&[7, 8]));
@@ -386,7 +387,7 @@ mod tests {
     #[test]
     fn empty_backtrace_is_the_root() {
         let mut t = Backtraces::new();
-        let e = t.intern::<u64>(DomainId(0), 0, &[]);
+        let e = t.intern(DomainId::new(0), 0, &[]);
         assert_eq!(e, BacktraceId::EMPTY);
         assert_eq!(t.leaf(e), None);
         assert!(t.codes(e).is_empty());
@@ -406,7 +407,7 @@ mod tests {
                 let cp = before
                     .map(|b| b.iter().zip(bt).take_while(|(x, y)| x == y).count())
                     .unwrap_or(0);
-                let id = t.intern(DomainId(*dom), cp, bt);
+                let id = t.intern(DomainId::new(*dom), cp, &codes(bt));
                 proptest::prop_assert_eq!(t.codes(id), codes(bt));
                 let first = *seen.entry(bt.clone()).or_insert(id);
                 proptest::prop_assert_eq!(first, id);

@@ -14,8 +14,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::event::DomainId;
-use crate::time::Micros;
+use tracekit_memtrace::{DomainId, Timedelta};
 
 /// Allocated and freed samples of one domain, per bucket.
 #[derive(Clone, Debug, Default)]
@@ -41,16 +40,16 @@ pub struct Timeline {
     domains: Vec<DomainId>,
     series: Vec<Series>,
     last: usize,
-    end: Micros,
+    end: Timedelta,
 }
 
 /// One point of a timeline: totals over an interval ending at `time`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TimelinePoint {
     /// End of the interval (inclusive): the live values hold at this instant.
-    pub time: Micros,
+    pub time: Timedelta,
     /// Length of the interval.
-    pub interval: Micros,
+    pub interval: Timedelta,
     /// Live samples at `time`, all domains.
     pub live: u64,
     /// Live samples at `time`, per domain, in the order of [`Timeline::domains`].
@@ -77,7 +76,7 @@ impl Timeline {
             domains: Vec::new(),
             series: Vec::new(),
             last: 0,
-            end: Micros(0),
+            end: Timedelta::default(),
         }
     }
 
@@ -87,25 +86,25 @@ impl Timeline {
     }
 
     /// Latest event time seen.
-    pub fn end(&self) -> Micros {
+    pub fn end(&self) -> Timedelta {
         self.end
     }
 
     /// Current bucket width.
-    pub fn resolution(&self) -> Micros {
-        Micros(self.width)
+    pub fn resolution(&self) -> Timedelta {
+        Timedelta::from_micros(i64::try_from(self.width).unwrap_or(i64::MAX))
     }
 
     /// Marks `time` as seen (an event that changes nothing, e.g. a promote), so the
     /// timeline covers the whole trace.
     #[inline]
-    pub fn touch(&mut self, time: Micros) {
+    pub fn touch(&mut self, time: Timedelta) {
         self.end = self.end.max(time);
     }
 
     /// Records `samples` allocated at `time` on `domain`.
     #[inline]
-    pub fn allocated(&mut self, time: Micros, domain: DomainId, samples: u64) {
+    pub fn allocated(&mut self, time: Timedelta, domain: DomainId, samples: u64) {
         let (s, b) = self.slot(time, domain);
         let v = &mut self.series[s].allocated[b];
         *v = v.saturating_add(samples);
@@ -113,26 +112,28 @@ impl Timeline {
 
     /// Records `samples` freed at `time`, charged to the allocating `domain`.
     #[inline]
-    pub fn freed(&mut self, time: Micros, domain: DomainId, samples: u64) {
+    pub fn freed(&mut self, time: Timedelta, domain: DomainId, samples: u64) {
         let (s, b) = self.slot(time, domain);
         let v = &mut self.series[s].freed[b];
         *v = v.saturating_add(samples);
     }
 
+    /// The bucket of `time`; times before the trace start (which the reader never
+    /// yields) count as time 0.
     #[inline]
-    fn bucket(&self, time: Micros) -> usize {
-        if time.0 == 0 {
-            0
-        } else {
-            ((time.0 - 1) / self.width) as usize
+    fn bucket(&self, time: Timedelta) -> usize {
+        match micros(time) {
+            0 => 0,
+            t => ((t - 1) / self.width) as usize,
         }
     }
 
     #[inline]
-    fn slot(&mut self, time: Micros, domain: DomainId) -> (usize, usize) {
+    fn slot(&mut self, time: Timedelta, domain: DomainId) -> (usize, usize) {
         self.touch(time);
         let (lo, hi, cached) = self.cached;
-        let b = if time.0 > lo && time.0 <= hi {
+        let t = micros(time);
+        let b = if t > lo && t <= hi {
             cached
         } else {
             self.slot_slow(time)
@@ -147,7 +148,7 @@ impl Timeline {
     }
 
     #[cold]
-    fn slot_slow(&mut self, time: Micros) -> usize {
+    fn slot_slow(&mut self, time: Timedelta) -> usize {
         let mut b = self.bucket(time);
         while b >= self.max_buckets {
             self.coarsen();
@@ -204,7 +205,7 @@ impl Timeline {
             .max()
             .unwrap_or(0)
             .max(self.bucket(self.end) + 1);
-        if self.series.is_empty() && self.end == Micros(0) {
+        if self.series.is_empty() && self.end == Timedelta::default() {
             return Vec::new();
         }
         let needed = nbuckets.div_ceil(max_points).max(1);
@@ -248,8 +249,8 @@ impl Timeline {
                 .iter()
                 .fold(0u64, |a, b| a.saturating_add(*b));
             out.push(TimelinePoint {
-                time: Micros((hi as u64).saturating_mul(width)),
-                interval: Micros(((hi - lo) as u64).saturating_mul(width)),
+                time: from_micros((hi as u64).saturating_mul(width)),
+                interval: from_micros(((hi - lo) as u64).saturating_mul(width)),
                 live,
                 live_by_domain,
                 allocated,
@@ -258,6 +259,18 @@ impl Timeline {
         }
         out
     }
+}
+
+/// The microseconds of a time from the trace start; one before the start (which the
+/// reader never yields) counts as the start.
+#[inline(always)]
+fn micros(time: Timedelta) -> u64 {
+    time.as_micros().max(0) as u64
+}
+
+/// A time from the trace start of `us` microseconds, saturating.
+fn from_micros(us: u64) -> Timedelta {
+    Timedelta::from_micros(i64::try_from(us).unwrap_or(i64::MAX))
 }
 
 /// The factor from one round width to the next: 1 -> 2 -> 10 -> 20 -> 100 ...
@@ -276,7 +289,7 @@ pub struct Peak {
     pub live: u64,
     /// The earliest time at which the live heap reached that size (events at that
     /// instant included).
-    pub time: Micros,
+    pub time: Timedelta,
     /// Events that arrived later than the merge could wait for (see
     /// [`PeakTracker`]); when non-zero the peak is approximate.
     pub late_events: u64,
@@ -301,13 +314,13 @@ pub struct Peak {
 #[derive(Debug)]
 pub struct PeakTracker {
     live: i128,
-    group_time: u64,
+    group_time: i64,
     peak: i128,
-    peak_time: u64,
+    peak_time: i64,
     late: u64,
-    domains: Vec<(DomainId, u64)>,
+    domains: Vec<(DomainId, i64)>,
     seen: Vec<DomainId>,
-    pending: BinaryHeap<Reverse<(u64, i64)>>,
+    pending: BinaryHeap<Reverse<(i64, i64)>>,
     budget: usize,
 }
 
@@ -347,8 +360,8 @@ impl PeakTracker {
 
     /// Records a change of `delta` samples at `time` on `domain`.
     #[inline]
-    pub fn change(&mut self, time: Micros, domain: DomainId, delta: i64) {
-        let t = time.0;
+    pub fn change(&mut self, time: Timedelta, domain: DomainId, delta: i64) {
+        let t = time.as_micros();
         match self.domains.as_mut_slice() {
             [(d, last)] if *d == domain && self.pending.is_empty() => {
                 *last = (*last).max(t);
@@ -361,8 +374,8 @@ impl PeakTracker {
     /// Records a change at `time` that no domain's clock vouches for (the end of an
     /// object that another domain reported collected before its allocation time): it
     /// is merged in time order but does not advance any domain.
-    pub fn change_unclocked(&mut self, time: Micros, delta: i64) {
-        let t = time.0;
+    pub fn change_unclocked(&mut self, time: Timedelta, delta: i64) {
+        let t = time.as_micros();
         if self.domains.len() <= 1 && self.pending.is_empty() {
             if let Some((_, last)) = self.domains.first_mut() {
                 *last = (*last).max(t);
@@ -374,7 +387,7 @@ impl PeakTracker {
         }
     }
 
-    fn change_merged(&mut self, t: u64, domain: DomainId, delta: i64) {
+    fn change_merged(&mut self, t: i64, domain: DomainId, delta: i64) {
         match self.domains.iter_mut().find(|(d, _)| *d == domain) {
             Some((_, last)) => *last = (*last).max(t),
             None => self.domains.push((domain, t)),
@@ -415,7 +428,7 @@ impl PeakTracker {
     }
 
     #[inline]
-    fn apply(&mut self, t: u64, delta: i64) {
+    fn apply(&mut self, t: i64, delta: i64) {
         if t > self.group_time {
             // Every change up to `group_time` is in: that instant is a candidate.
             if self.live > self.peak {
@@ -440,7 +453,7 @@ impl PeakTracker {
         }
         Peak {
             live: u64::try_from(self.peak.max(0)).unwrap_or(u64::MAX),
-            time: Micros(self.peak_time),
+            time: Timedelta::from_micros(self.peak_time),
             late_events: self.late,
             domains: self.seen,
         }
@@ -455,6 +468,10 @@ impl PeakTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn us(t: u64) -> Timedelta {
+        Timedelta::from_micros(t as i64)
+    }
 
     fn brute_peak(changes: &[(u64, i64)]) -> (u64, u64) {
         let mut times: Vec<u64> = changes.iter().map(|c| c.0).collect();
@@ -473,48 +490,45 @@ mod tests {
     #[test]
     fn single_domain_peak() {
         let mut p = PeakTracker::default();
-        let d = DomainId(0);
-        p.change(Micros(1), d, 5);
-        p.change(Micros(2), d, 5);
-        p.change(Micros(2), d, -5);
-        p.change(Micros(3), d, 3);
-        p.change(Micros(4), d, -8);
+        let d = DomainId::new(0);
+        p.change(us(1), d, 5);
+        p.change(us(2), d, 5);
+        p.change(us(2), d, -5);
+        p.change(us(3), d, 3);
+        p.change(us(4), d, -8);
         let peak = p.finish();
-        assert_eq!((peak.live, peak.time, peak.late_events), (8, Micros(3), 0));
+        assert_eq!((peak.live, peak.time, peak.late_events), (8, us(3), 0));
     }
 
     #[test]
     fn interleaved_domains_are_merged() {
         // Domain 1's packet covering times 1..=9 arrives after domain 0's 5..=6.
         let run = |mut p: PeakTracker| {
-            p.change(Micros(5), DomainId(0), 10);
-            p.change(Micros(6), DomainId(0), -10);
-            p.change(Micros(1), DomainId(1), 4);
-            p.change(Micros(9), DomainId(1), -4);
+            p.change(us(5), DomainId::new(0), 10);
+            p.change(us(6), DomainId::new(0), -10);
+            p.change(us(1), DomainId::new(1), 4);
+            p.change(us(9), DomainId::new(1), -4);
             p.finish()
         };
         // Not told about domain 1, the tracker has applied domain 0 already.
         let peak = run(PeakTracker::default());
         assert_eq!(peak.late_events, 1);
-        assert_eq!(peak.domains, vec![DomainId(0), DomainId(1)]);
+        assert_eq!(peak.domains, vec![DomainId::new(0), DomainId::new(1)]);
         let peak = run(PeakTracker::with_domains(16, &peak.domains));
-        assert_eq!((peak.live, peak.time, peak.late_events), (14, Micros(5), 0));
+        assert_eq!((peak.live, peak.time, peak.late_events), (14, us(5), 0));
     }
 
     #[test]
     fn budget_bounds_the_buffer() {
         // Domain 1 reports once and falls silent; domain 0 goes on.
-        let mut p = PeakTracker::with_domains(8, &[DomainId(0), DomainId(1)]);
-        p.change(Micros(0), DomainId(1), 1);
+        let mut p = PeakTracker::with_domains(8, &[DomainId::new(0), DomainId::new(1)]);
+        p.change(us(0), DomainId::new(1), 1);
         for t in 1..100 {
-            p.change(Micros(t), DomainId(0), 1);
+            p.change(us(t), DomainId::new(0), 1);
             assert!(p.pending() <= 8);
         }
         let peak = p.finish();
-        assert_eq!(
-            (peak.live, peak.time, peak.late_events),
-            (100, Micros(99), 0)
-        );
+        assert_eq!((peak.live, peak.time, peak.late_events), (100, us(99), 0));
     }
 
     proptest::proptest! {
@@ -533,7 +547,7 @@ mod tests {
                 })
                 .collect();
             let mut all = Vec::new();
-            let doms: Vec<DomainId> = (0..per_domain.len() as u16).map(DomainId).collect();
+            let doms: Vec<DomainId> = (0..per_domain.len() as u16).map(DomainId::new).collect();
             let mut p = PeakTracker::with_domains(1 << 10, &doms);
             let mut pick = order.into_iter();
             loop {
@@ -542,14 +556,14 @@ mod tests {
                 let i = live[pick.next().unwrap_or(0) % live.len()];
                 let (t, d) = per_domain[i].remove(0);
                 all.push((t, d));
-                p.change(Micros(t), DomainId(i as u16), d);
+                p.change(us(t), DomainId::new(i as u16), d);
             }
             let peak = p.finish();
             let (live, time) = brute_peak(&all);
             proptest::prop_assert_eq!(peak.late_events, 0);
             proptest::prop_assert_eq!(peak.live, live);
             if live > 0 {
-                proptest::prop_assert_eq!(peak.time, Micros(time));
+                proptest::prop_assert_eq!(peak.time, us(time));
             }
         }
 
@@ -562,9 +576,9 @@ mod tests {
             let mut tl = Timeline::new(buckets);
             for &(t, d, s, is_alloc) in &events {
                 if is_alloc {
-                    tl.allocated(Micros(t), DomainId(d), s);
+                    tl.allocated(us(t), DomainId::new(d), s);
                 } else {
-                    tl.freed(Micros(t), DomainId(d), s);
+                    tl.freed(us(t), DomainId::new(d), s);
                 }
             }
             let pts = tl.points(points);
@@ -574,17 +588,17 @@ mod tests {
             for p in &pts {
                 for (i, d) in tl.domains().iter().enumerate() {
                     let expect: i64 = events.iter()
-                        .filter(|e| e.1 == d.0 && e.0 <= p.time.0)
+                        .filter(|e| e.1 == d.get() && e.0 <= (p.time.as_micros() as u64))
                         .map(|e| if e.3 { e.2 as i64 } else { -(e.2 as i64) })
                         .sum();
                     proptest::prop_assert_eq!(p.live_by_domain[i] as i64, expect.max(0));
                 }
                 let alloc: u64 = events.iter()
-                    .filter(|e| e.3 && e.0 <= p.time.0 && (e.0 > prev_time || (prev_time == 0 && e.0 == 0)))
+                    .filter(|e| e.3 && e.0 <= (p.time.as_micros() as u64) && (e.0 > prev_time || (prev_time == 0 && e.0 == 0)))
                     .map(|e| e.2).sum();
                 proptest::prop_assert_eq!(p.allocated, alloc);
-                proptest::prop_assert_eq!(p.interval.0, p.time.0 - prev_time);
-                prev_time = p.time.0;
+                proptest::prop_assert_eq!(p.interval.as_micros() as u64, p.time.as_micros() as u64 - prev_time);
+                prev_time = p.time.as_micros() as u64;
             }
         }
     }

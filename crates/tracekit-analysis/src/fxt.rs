@@ -20,11 +20,9 @@ use tracekit_fxt::format::{Arg, ArgValue, Koid, StringRef, ThreadRef};
 use tracekit_fxt::write::{Destination, WriteError, Writer};
 
 use crate::analyzer::Profile;
-use crate::event::DomainId;
-use crate::render::TraceInfo;
 use crate::report::EMPTY_BACKTRACE;
-use crate::symbols::{FrameLabel, Symbols, entry_labels};
-use crate::time::Micros;
+use crate::symbols::{FrameLabel, entry_labels};
+use tracekit_memtrace::{DomainId, Info, LocationLookup, Timedelta};
 
 /// FXT ticks per second used by [`write_profile`]: ticks are microseconds, like
 /// memtrace's own timestamps. Pass it to the writer's initialization record.
@@ -63,7 +61,7 @@ pub struct FxtSummary {
 
 /// Process koid: the traced pid when it is a plausible one. Perfetto keeps only the
 /// low 32 bits of koids, so they must stay small.
-fn process_koid(info: &TraceInfo) -> Koid {
+fn process_koid(info: &Info) -> Koid {
     match u64::try_from(info.pid) {
         Ok(p) if (1..1 << 31).contains(&p) => Koid(p),
         _ => Koid(1),
@@ -73,14 +71,14 @@ fn process_koid(info: &TraceInfo) -> Koid {
 /// Thread koid of a domain: the process koid for the main domain (as for a
 /// process's main thread), the process koid plus the domain id for the others.
 pub fn domain_koid(process: Koid, domain: DomainId) -> Koid {
-    Koid(process.0 + u64::from(domain.0))
+    Koid(process.0 + u64::from(domain.get()))
 }
 
 /// The allocation site and the backtrace text, innermost frame first, at most `max`
 /// frames.
 fn backtrace_text(
     profile: &Profile,
-    symbols: &dyn Symbols,
+    symbols: &dyn LocationLookup,
     bt: crate::BacktraceId,
     max: usize,
 ) -> (String, String) {
@@ -138,16 +136,17 @@ enum Item {
 pub fn write_profile<D: Destination>(
     w: &mut Writer<D>,
     profile: &Profile,
-    symbols: &dyn Symbols,
-    info: &TraceInfo,
+    symbols: &dyn LocationLookup,
+    info: &Info,
     options: &FxtOptions,
 ) -> Result<FxtSummary, WriteError> {
     let s = profile.sampling;
     let pid = process_koid(info);
-    let exe = std::path::Path::new(&info.executable_name)
+    let exe_path = info.executable_name.to_str_lossy();
+    let exe = std::path::Path::new(&*exe_path)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| info.executable_name.clone());
+        .unwrap_or_else(|| exe_path.to_string());
     let pname = truncate(format!("{exe} (memtrace)"), 1000);
     let pname = w.intern(&pname)?;
     w.set_process_name(pid, pname)?;
@@ -158,12 +157,12 @@ pub fn write_profile<D: Destination>(
         }
     }
     if domains.is_empty() {
-        domains.push(DomainId(0));
+        domains.push(DomainId::MAIN);
     }
     // Thread-table slots for the first 255 domains, inline refs beyond.
     let mut slots: Vec<(DomainId, ThreadRef)> = Vec::new();
     for (i, d) in domains.iter().enumerate() {
-        let name = w.intern(&format!("domain {}", d.0))?;
+        let name = w.intern(&format!("domain {d}"))?;
         let tid = domain_koid(pid, *d);
         w.set_thread_name(pid, tid, name)?;
         let r = match u8::try_from(i) {
@@ -193,7 +192,7 @@ pub fn write_profile<D: Destination>(
         .timeline
         .domains()
         .iter()
-        .map(|d| w.intern(&format!("live heap (domain {})", d.0)))
+        .map(|d| w.intern(&format!("live heap (domain {d})")))
         .collect::<Result<_, _>>()?;
     let total_name = w.intern("live heap")?;
     let alloc_rate = w.intern("allocation rate")?;
@@ -225,8 +224,8 @@ pub fn write_profile<D: Destination>(
     let points = profile.timeline.points(options.points.max(1));
     let tl_domains = profile.timeline.domains();
     let multi = tl_domains.len() > 1;
-    let mut items: Vec<(Micros, Item)> = Vec::new();
-    let mut start = Micros(0);
+    let mut items: Vec<(Timedelta, Item)> = Vec::new();
+    let mut start = Timedelta::default();
     for p in &points {
         for (d, live) in tl_domains.iter().zip(&p.live_by_domain) {
             items.push((
@@ -245,7 +244,7 @@ pub fn write_profile<D: Destination>(
                 },
             ));
         }
-        let secs = p.interval.as_secs_f64();
+        let secs = p.interval.to_secs_f64();
         let rate = if secs > 0.0 {
             s.bytes(p.allocated) as f64 / secs
         } else {
@@ -276,7 +275,8 @@ pub fn write_profile<D: Destination>(
         ..FxtSummary::default()
     };
     for (t, item) in &items {
-        let ticks = t.0;
+        // Times from the trace start are never negative.
+        let ticks = u64::try_from(t.as_micros()).unwrap_or(0);
         match item {
             Item::Live { domain, bytes } => {
                 let ix = tl_domains.iter().position(|d| d == domain).unwrap_or(0);
@@ -285,7 +285,7 @@ pub fn write_profile<D: Destination>(
                     cat,
                     live_names[ix],
                     ticks,
-                    u64::from(domain.0),
+                    u64::from(domain.get()),
                     &[Arg::new(bytes_name, ArgValue::Int64(i64s(*bytes)))],
                 )?;
                 summary.counters += 1;
@@ -322,7 +322,7 @@ pub fn write_profile<D: Destination>(
                     Arg::new(words, ArgValue::Int64(i64s(b.length))),
                     Arg::new(nsamples, ArgValue::Int64(i64s(b.nsamples))),
                     Arg::new(source, ArgValue::String(StringRef::from(b.source.name()))),
-                    Arg::new(obj_id, ArgValue::Int64(i64s(b.obj_id.0))),
+                    Arg::new(obj_id, ArgValue::Int64(i64s(b.obj_id.get()))),
                     Arg::new(site_name, ArgValue::String(StringRef::from(site.as_str()))),
                     Arg::new(
                         backtrace_name,

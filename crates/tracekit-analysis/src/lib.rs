@@ -2,7 +2,8 @@
 //! live heap at a time or at its peak, the live heap and allocation rate over time,
 //! folded stacks and flame graphs.
 //!
-//! The core is one pass over a trace's events ([`Analyzer`], fed [`Event`]s from any
+//! The core is one pass over a trace's events ([`Analyzer`], fed the codec's
+//! [`Event`](tracekit_memtrace::Event)s with their times, from a reader or any other
 //! source) that keeps each live sampled object's allocation until it is collected and
 //! aggregates per interned backtrace ([`Backtraces`]). It does no I/O: the reports and
 //! the SVG writers render into strings.
@@ -14,25 +15,25 @@
 pub mod analyzer;
 pub mod backtrace;
 pub mod curve;
-pub mod event;
 pub mod fxt;
 mod huge;
 mod live;
 pub mod passes;
 pub mod render;
 pub mod report;
-pub mod source;
+pub mod sampling;
 pub mod svg;
 pub mod symbols;
 pub mod time;
 pub mod units;
 
 pub use analyzer::{
-    Analyzer, BigAlloc, EventCounts, Filter, FilterError, Options, Profile, SiteCounts, analyze,
+    Analyzer, BigAlloc, EventCounts, Filter, FilterError, Options, Profile, SiteCounts,
+    analyze_events,
 };
 pub use backtrace::{BacktraceId, Backtraces};
 pub use curve::{Peak, PeakTracker, Timeline, TimelinePoint};
-pub use event::{Alloc, DomainId, Event, Frame, LocationCode, ObjId, Sampling, Source};
-pub use symbols::{Location, LocationTable, NoSymbols, Symbols};
-pub use time::{Micros, TimeParseError, parse_time};
+pub use passes::{Pass, Threads, analyze};
+pub use sampling::Sampling;
+pub use time::{TimeParseError, parse_time};
 pub use units::{SizeParseError, parse_bytes};

@@ -8,28 +8,29 @@ use serde_json::{Value, json};
 
 use crate::analyzer::{Profile, SiteCounts};
 use crate::curve::TimelinePoint;
-use crate::event::{Sampling, Source};
 use crate::report::{DiffRow, GroupBy, Rank, Top};
+use crate::sampling::Sampling;
 use crate::svg::human_bytes;
-use crate::time::Micros;
+use tracekit_memtrace::{AllocationSource, Info, Timedelta};
 
-/// The trace-info fields the reports show.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct TraceInfo {
-    /// File the trace was read from.
+/// A trace as the report headers name it: the file it was read from and its trace
+/// info.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceFile {
+    /// File the trace was read from, as the reports show it.
     pub path: String,
-    /// `info.executable_name`.
-    pub executable_name: String,
-    /// `info.host_name`.
-    pub host_name: String,
-    /// `info.pid`.
-    pub pid: i64,
-    /// `info.start_time`, microseconds since the Unix epoch.
-    pub start_time_us: i64,
-    /// `info.context`.
-    pub context: Option<String>,
-    /// Sample rate and word size.
-    pub sampling: Sampling,
+    /// The trace-info record.
+    pub info: Info,
+}
+
+impl TraceFile {
+    /// The trace read from `path`, with trace info `info`.
+    pub fn new(path: impl Into<String>, info: &Info) -> TraceFile {
+        TraceFile {
+            path: path.into(),
+            info: info.clone(),
+        }
+    }
 }
 
 /// Describes what one sample stands for, for headers and help.
@@ -52,18 +53,19 @@ fn fmt_float(v: f64) -> String {
     }
 }
 
-fn info_json(info: &TraceInfo, profile: &Profile) -> Value {
+fn info_json(trace: &TraceFile, profile: &Profile) -> Value {
+    let info = &trace.info;
     json!({
-        "path": info.path,
-        "executable_name": info.executable_name,
-        "host_name": info.host_name,
+        "path": trace.path,
+        "executable_name": info.executable_name.to_string(),
+        "host_name": info.host_name.to_string(),
         "pid": info.pid,
-        "start_time_us": info.start_time_us,
-        "context": info.context,
-        "sample_rate": info.sampling.sample_rate,
-        "word_size": info.sampling.word_size_bits,
-        "bytes_per_sample": info.sampling.bytes_per_sample(),
-        "duration_s": profile.end.as_secs_f64(),
+        "start_time_us": info.start_time.as_micros(),
+        "context": info.context.as_ref().map(|c| c.to_string()),
+        "sample_rate": info.sample_rate,
+        "word_size": info.word_size,
+        "bytes_per_sample": Sampling::from(info).bytes_per_sample(),
+        "duration_s": profile.end.to_secs_f64(),
     })
 }
 
@@ -73,7 +75,7 @@ fn counts_json(s: Sampling, c: &SiteCounts, live_at: bool) -> serde_json::Map<St
     m.insert("allocs".into(), c.allocs.into());
     m.insert("samples".into(), c.samples.into());
     m.insert("bytes".into(), s.bytes(c.samples).into());
-    for src in Source::ALL {
+    for src in AllocationSource::ALL {
         let v = c.samples_by_source[src as usize];
         m.insert(format!("{}_samples", src.name()), v.into());
         m.insert(format!("{}_bytes", src.name()), s.bytes(v).into());
@@ -105,7 +107,7 @@ fn share(part: u64, total: u64) -> f64 {
 #[derive(Clone, Debug, Default)]
 pub struct TopContext {
     /// `--at` or the peak's time.
-    pub at: Option<Micros>,
+    pub at: Option<Timedelta>,
     /// Whether `at` is the peak.
     pub at_peak: bool,
     /// Filter description (empty when none).
@@ -113,7 +115,7 @@ pub struct TopContext {
 }
 
 /// `top --json`.
-pub fn top_json(info: &TraceInfo, profile: &Profile, top: &Top, ctx: &TopContext) -> Value {
+pub fn top_json(trace: &TraceFile, profile: &Profile, top: &Top, ctx: &TopContext) -> Value {
     let s = profile.sampling;
     let live_at = profile.live_at.is_some();
     let total_ranked = top.rank.of(&top.totals);
@@ -142,10 +144,10 @@ pub fn top_json(info: &TraceInfo, profile: &Profile, top: &Top, ctx: &TopContext
         share(top.rank.of(&top.others), total_ranked).into(),
     );
     json!({
-        "trace": info_json(info, profile),
+        "trace": info_json(trace, profile),
         "by": top.by,
         "rank": top.rank,
-        "at_s": ctx.at.map(|t| t.as_secs_f64()),
+        "at_s": ctx.at.map(|t| t.to_secs_f64()),
         "at_peak": ctx.at_peak,
         "filters": ctx.filters,
         "peak": peak_json(profile),
@@ -158,7 +160,7 @@ pub fn top_json(info: &TraceInfo, profile: &Profile, top: &Top, ctx: &TopContext
 
 fn peak_json(profile: &Profile) -> Value {
     json!({
-        "time_s": profile.peak.time.as_secs_f64(),
+        "time_s": profile.peak.time.to_secs_f64(),
         "samples": profile.peak.live,
         "bytes": profile.sampling.bytes(profile.peak.live),
         "exact": profile.peak.late_events == 0,
@@ -235,9 +237,10 @@ fn pct(part: u64, total: u64) -> String {
 const BACKTRACE_LINES: usize = 12;
 
 /// `top` as a table.
-pub fn top_table(info: &TraceInfo, profile: &Profile, top: &Top, ctx: &TopContext) -> String {
+pub fn top_table(trace: &TraceFile, profile: &Profile, top: &Top, ctx: &TopContext) -> String {
     let s = profile.sampling;
     let t = &top.totals;
+    let info = &trace.info;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -400,12 +403,12 @@ pub fn timeline_csv(profile: &Profile, points: &[TimelinePoint]) -> String {
     let domains = profile.timeline.domains();
     if domains.len() > 1 {
         for d in domains {
-            let _ = write!(out, ",live_bytes_domain_{}", d.0);
+            let _ = write!(out, ",live_bytes_domain_{d}");
         }
     }
     out.push('\n');
     for p in points {
-        let secs = p.interval.as_secs_f64();
+        let secs = p.interval.to_secs_f64();
         let rate = if secs > 0.0 {
             s.bytes(p.allocated) as f64 / secs
         } else {
@@ -414,7 +417,7 @@ pub fn timeline_csv(profile: &Profile, points: &[TimelinePoint]) -> String {
         let _ = write!(
             out,
             "{:.6},{},{},{},{:.0},{},{},{}",
-            p.time.as_secs_f64(),
+            p.time.to_secs_f64(),
             s.bytes(p.live),
             s.bytes(p.allocated),
             s.bytes(p.freed),
@@ -434,15 +437,15 @@ pub fn timeline_csv(profile: &Profile, points: &[TimelinePoint]) -> String {
 }
 
 /// Timeline as JSON.
-pub fn timeline_json(info: &TraceInfo, profile: &Profile, points: &[TimelinePoint]) -> Value {
+pub fn timeline_json(trace: &TraceFile, profile: &Profile, points: &[TimelinePoint]) -> Value {
     let s = profile.sampling;
-    let domains: Vec<u16> = profile.timeline.domains().iter().map(|d| d.0).collect();
+    let domains: Vec<u16> = profile.timeline.domains().iter().map(|d| d.get()).collect();
     let pts: Vec<Value> = points
         .iter()
         .map(|p| {
-            let secs = p.interval.as_secs_f64();
+            let secs = p.interval.to_secs_f64();
             json!({
-                "time_s": p.time.as_secs_f64(),
+                "time_s": p.time.to_secs_f64(),
                 "interval_s": secs,
                 "live_bytes": s.bytes(p.live),
                 "allocated_bytes": s.bytes(p.allocated),
@@ -454,7 +457,7 @@ pub fn timeline_json(info: &TraceInfo, profile: &Profile, points: &[TimelinePoin
         })
         .collect();
     json!({
-        "trace": info_json(info, profile),
+        "trace": info_json(trace, profile),
         "peak": peak_json(profile),
         "domains": domains,
         "totals": Value::Object(counts_json(s, &profile.totals, false)),
@@ -463,12 +466,12 @@ pub fn timeline_json(info: &TraceInfo, profile: &Profile, points: &[TimelinePoin
 }
 
 /// Names of the two traces of a diff.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct DiffContext {
     /// First trace.
-    pub a: TraceInfo,
+    pub a: TraceFile,
     /// Second trace.
-    pub b: TraceInfo,
+    pub b: TraceFile,
     /// Grouping.
     pub by: Option<GroupBy>,
     /// Ranked by live bytes at the end.
@@ -496,8 +499,8 @@ pub fn diff_table(
 ) -> String {
     let mut out = String::new();
     let (sa, sb) = (a.sampling, b.sampling);
-    let _ = writeln!(out, "A: {} ({})", ctx.a.path, ctx.a.executable_name);
-    let _ = writeln!(out, "B: {} ({})", ctx.b.path, ctx.b.executable_name);
+    let _ = writeln!(out, "A: {} ({})", ctx.a.path, ctx.a.info.executable_name);
+    let _ = writeln!(out, "B: {} ({})", ctx.b.path, ctx.b.info.executable_name);
     let ta = sa.bytes(a.totals.samples);
     let tb = sb.bytes(b.totals.samples);
     let la = sa.bytes(a.totals.live_end());
@@ -642,7 +645,7 @@ fn file_name(path: &str) -> String {
 /// (and allocation rate) over `points`, its peak marked; `filters` describes the
 /// filter ([`crate::Filter::describe`]).
 pub fn timeline_svg(
-    info: &TraceInfo,
+    trace: &TraceFile,
     profile: &Profile,
     points: &[TimelinePoint],
     filters: &[String],
@@ -650,7 +653,7 @@ pub fn timeline_svg(
     let s = profile.sampling;
     let mut subtitle = format!(
         "{} — sample rate {}: 1 sample ≈ {} (estimated sizes)",
-        file_name(&info.path),
+        file_name(&trace.path),
         s.sample_rate,
         human_bytes(s.bytes_per_sample())
     );
@@ -663,8 +666,8 @@ pub fn timeline_svg(
         &crate::svg::PlotOptions {
             title: format!(
                 "Live heap of {} (pid {})",
-                file_name(&info.executable_name),
-                info.pid
+                file_name(&trace.info.executable_name.to_str_lossy()),
+                trace.info.pid
             ),
             subtitle,
             peak: Some((profile.peak.time, s.bytes(profile.peak.live))),
@@ -685,7 +688,7 @@ pub fn folded_total(lines: &[(String, u64)], unit: crate::report::Unit) -> Strin
 /// The flame graph (or icicle graph, `inverted`) of folded stacks, titled with
 /// the trace's program and file; `what` says what the weights measure.
 pub fn flame_graph_svg(
-    info: &TraceInfo,
+    trace: &TraceFile,
     profile: &Profile,
     lines: &[(String, u64)],
     unit: crate::report::Unit,
@@ -695,10 +698,13 @@ pub fn flame_graph_svg(
     crate::svg::flame_graph(
         lines,
         &crate::svg::FlameGraphOptions {
-            title: format!("Memory {what}: {}", file_name(&info.executable_name)),
+            title: format!(
+                "Memory {what}: {}",
+                file_name(&trace.info.executable_name.to_str_lossy())
+            ),
             subtitle: format!(
                 "{} — total {}; 1 sample ≈ {} (estimated sizes)",
-                file_name(&info.path),
+                file_name(&trace.path),
                 folded_total(lines, unit),
                 human_bytes(profile.sampling.bytes_per_sample()),
             ),
@@ -730,7 +736,7 @@ mod tests {
 
     #[test]
     fn weights_in_words() {
-        let t = Some(Micros(1_500_000));
+        let t = Some(Timedelta::from_micros(1_500_000));
         assert_eq!(Weight::Allocated.describe(None, false), "allocated");
         assert_eq!(Weight::LiveAt.describe(t, false), "live at 1.5s");
         assert_eq!(Weight::LiveAt.describe(t, true), "live at the peak (1.5s)");

@@ -9,8 +9,9 @@ use std::collections::HashMap;
 
 use crate::analyzer::{Profile, SiteCounts};
 use crate::backtrace::BacktraceId;
-use crate::event::{LocationCode, Sampling};
-use crate::symbols::{FrameLabel, FrameSkip, Symbols, entry_labels, leaf_label, site_label};
+use crate::sampling::Sampling;
+use crate::symbols::{FrameLabel, FrameSkip, entry_labels, leaf_label, site_label};
+use tracekit_memtrace::{LocationCode, LocationLookup, Timedelta};
 
 /// How allocations are grouped into sites.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -62,7 +63,7 @@ pub struct Site {
 }
 
 /// The sites of `profile`, grouped, unordered; each named by its innermost frame.
-pub fn sites(profile: &Profile, symbols: &dyn Symbols, by: GroupBy) -> Vec<Site> {
+pub fn sites(profile: &Profile, symbols: &dyn LocationLookup, by: GroupBy) -> Vec<Site> {
     sites_skipping(profile, symbols, by, &FrameSkip::none())
 }
 
@@ -71,13 +72,13 @@ pub fn sites(profile: &Profile, symbols: &dyn Symbols, by: GroupBy) -> Vec<Site>
 /// [`Options::leaf_only`](crate::analyzer::Options::leaf_only) off.
 pub fn sites_skipping(
     profile: &Profile,
-    symbols: &dyn Symbols,
+    symbols: &dyn LocationLookup,
     by: GroupBy,
     skip: &FrameSkip,
 ) -> Vec<Site> {
     let mut out: Vec<Site> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    let mut leaf_names: HashMap<u64, String> = HashMap::new();
+    let mut leaf_names: HashMap<LocationCode, String> = HashMap::new();
     let label = match by {
         GroupBy::Leaf | GroupBy::Backtrace => FrameLabel::Location,
         GroupBy::Function => FrameLabel::Function,
@@ -93,7 +94,7 @@ pub fn sites_skipping(
                     .unwrap_or_else(|| EMPTY_BACKTRACE.to_string())
             }
             Some(code) => leaf_names
-                .entry(code.0)
+                .entry(code)
                 .or_insert_with(|| leaf_label(symbols, code, label))
                 .clone(),
         };
@@ -144,7 +145,7 @@ pub fn sites_skipping(
 /// The share of allocated samples whose site ([`sites_skipping`]'s) has no source
 /// line. Near 1 for a program built without line tables (a Rust release build
 /// without `debug = "line-tables-only"`), near 0 for OCaml traces.
-pub fn lineless_share(profile: &Profile, symbols: &dyn Symbols, skip: &FrameSkip) -> f64 {
+pub fn lineless_share(profile: &Profile, symbols: &dyn LocationLookup, skip: &FrameSkip) -> f64 {
     let mut codes = Vec::new();
     let (mut lineless, mut all) = (0u64, 0u64);
     for (bt, counts) in &profile.sites {
@@ -195,14 +196,20 @@ pub struct Top {
 /// Builds the `top` report: sites grouped by `by`, ranked by `rank`, the first `limit`
 /// kept (sites whose ranked quantity is zero are dropped when ranking by a live
 /// quantity, since "live at T" lists only what is live).
-pub fn top(profile: &Profile, symbols: &dyn Symbols, by: GroupBy, rank: Rank, limit: usize) -> Top {
+pub fn top(
+    profile: &Profile,
+    symbols: &dyn LocationLookup,
+    by: GroupBy,
+    rank: Rank,
+    limit: usize,
+) -> Top {
     top_skipping(profile, symbols, by, rank, limit, &FrameSkip::none())
 }
 
 /// [`top`] with sites named past the frames `skip` skips.
 pub fn top_skipping(
     profile: &Profile,
-    symbols: &dyn Symbols,
+    symbols: &dyn LocationLookup,
     by: GroupBy,
     rank: Rank,
     limit: usize,
@@ -263,8 +270,8 @@ impl DiffRow {
 /// sample rates), ranked by the largest absolute change of allocated bytes (or of live
 /// bytes at the end with `by_live`).
 pub fn diff(
-    a: (&Profile, &dyn Symbols),
-    b: (&Profile, &dyn Symbols),
+    a: (&Profile, &dyn LocationLookup),
+    b: (&Profile, &dyn LocationLookup),
     by: GroupBy,
     by_live: bool,
 ) -> Vec<DiffRow> {
@@ -273,8 +280,8 @@ pub fn diff(
 
 /// [`diff`] with sites named past the frames `skip` skips.
 pub fn diff_skipping(
-    a: (&Profile, &dyn Symbols),
-    b: (&Profile, &dyn Symbols),
+    a: (&Profile, &dyn LocationLookup),
+    b: (&Profile, &dyn LocationLookup),
     by: GroupBy,
     by_live: bool,
     skip: &FrameSkip,
@@ -337,7 +344,7 @@ impl Weight {
     /// What the weight is, in words: `allocated`, `live at 1.5s`, `live at the peak
     /// (1.5s)`, `live at the end`. `at` is the profile's `live_at` time, `at_peak`
     /// whether that is the heap's peak.
-    pub fn describe(self, at: Option<crate::Micros>, at_peak: bool) -> String {
+    pub fn describe(self, at: Option<Timedelta>, at_peak: bool) -> String {
         match (self, at) {
             (Weight::LiveAt, Some(t)) if at_peak => format!("live at the peak ({t})"),
             (Weight::LiveAt, Some(t)) => format!("live at {t}"),
@@ -387,7 +394,7 @@ impl Default for FoldOptions {
 /// previous one, so the lines sum exactly to the rounded total of the profile.
 pub fn folded(
     profile: &Profile,
-    symbols: &dyn Symbols,
+    symbols: &dyn LocationLookup,
     options: FoldOptions,
 ) -> Vec<(String, u64)> {
     let FoldOptions {
@@ -397,7 +404,7 @@ pub fn folded(
         collapse_recursion,
     } = options;
     let mut stacks: HashMap<String, u64> = HashMap::new();
-    let mut names: HashMap<u64, Vec<String>> = HashMap::new();
+    let mut names: HashMap<LocationCode, Vec<String>> = HashMap::new();
     let mut codes: Vec<LocationCode> = Vec::new();
     for (bt, counts) in &profile.sites {
         let w = match weight {
@@ -439,12 +446,12 @@ pub fn folded(
 
 fn stack_string(
     profile: &Profile,
-    symbols: &dyn Symbols,
+    symbols: &dyn LocationLookup,
     bt: BacktraceId,
     label: FrameLabel,
     collapse_recursion: bool,
     codes: &mut Vec<LocationCode>,
-    names: &mut HashMap<u64, Vec<String>>,
+    names: &mut HashMap<LocationCode, Vec<String>>,
 ) -> String {
     profile.backtraces.codes_into(bt, codes);
     if codes.is_empty() {
@@ -453,7 +460,7 @@ fn stack_string(
     let mut s = String::new();
     let mut last_len = 0;
     for code in codes.iter() {
-        let labels = names.entry(code.0).or_insert_with(|| {
+        let labels = names.entry(*code).or_insert_with(|| {
             let mut v = Vec::new();
             entry_labels(symbols, *code, label, &mut v);
             v.iter().map(|l| folded_frame(l)).collect()
@@ -490,54 +497,58 @@ fn folded_frame(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyzer::{Options, analyze};
-    use crate::event::{Alloc, DomainId, Event, ObjId, Source};
-    use crate::symbols::{Location, LocationTable};
-    use crate::time::Micros;
+    use crate::analyzer::{Options, analyze_events};
+    use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, Location, ObjId};
+
+    type LocationTable = HashMap<LocationCode, Vec<Location>>;
+
+    /// An allocation of `nsamples` at `backtrace` (codes, caller first).
+    fn alloc(id: u64, nsamples: u64, backtrace: &[i64]) -> Event<'static> {
+        Event::Alloc(Alloc {
+            obj_id: ObjId::new(id),
+            domain: DomainId::new(0),
+            length: 1,
+            nsamples,
+            source: AllocationSource::Minor,
+            backtrace: backtrace.iter().map(|&c| LocationCode::new(c)).collect(),
+            common_prefix: 0,
+        })
+    }
 
     fn loc(def: &str, file: &str, line: u32) -> Location {
         Location {
-            filename: file.to_string(),
+            filename: file.into(),
             line,
             start_char: 1,
             end_char: 9,
-            defname: def.to_string(),
+            defname: def.into(),
         }
     }
 
     fn fixture() -> (Profile, LocationTable) {
         let mut table = LocationTable::new();
-        table.insert(LocationCode(1), vec![loc("main", "main.ml", 1)]);
+        table.insert(LocationCode::new(1), vec![loc("main", "main.ml", 1)]);
         table.insert(
-            LocationCode(2),
+            LocationCode::new(2),
             vec![loc("f", "a.ml", 10), loc("g;h", "a.ml", 20)],
         );
-        table.insert(LocationCode(3), vec![loc("f", "a.ml", 30)]);
-        table.insert(LocationCode(4), vec![loc("k", "b.ml", 5)]);
-        let bts: [&[u64]; 5] = [&[1, 2], &[1, 3], &[1, 4], &[1, 2], &[]];
+        table.insert(LocationCode::new(3), vec![loc("f", "a.ml", 30)]);
+        table.insert(LocationCode::new(4), vec![loc("k", "b.ml", 5)]);
+        let bts: [&[i64]; 5] = [&[1, 2], &[1, 3], &[1, 4], &[1, 2], &[]];
         let mut events = Vec::new();
         for (i, bt) in bts.iter().enumerate() {
-            events.push(Event::Alloc(Alloc {
-                time: Micros(i as u64),
-                obj_id: ObjId(i as u64),
-                domain: DomainId(0),
-                length: 1,
-                nsamples: i as u64 + 1,
-                source: Source::Minor,
-                backtrace: bt,
-                common_prefix: 0,
-            }));
+            let time = Timedelta::from_micros(i as i64);
+            events.push((time, alloc(i as u64, i as u64 + 1, bt)));
         }
-        events.push(Event::Collect {
-            time: Micros(9),
-            obj_id: ObjId(2),
-            domain: DomainId(0),
-        });
+        events.push((
+            Timedelta::from_micros(9),
+            Event::Collect(ObjId::new(2), DomainId::new(0)),
+        ));
         let sampling = Sampling {
             sample_rate: 0.3,
             word_size_bits: 64,
         };
-        (analyze(sampling, Options::default(), events), table)
+        (analyze_events(sampling, Options::default(), events), table)
     }
 
     #[test]
@@ -611,21 +622,11 @@ mod tests {
     #[test]
     fn collapse_recursion() {
         let mut table = LocationTable::new();
-        table.insert(LocationCode(1), vec![loc("main", "m.ml", 1)]);
-        table.insert(LocationCode(2), vec![loc("f", "a.ml", 1)]);
-        table.insert(LocationCode(3), vec![loc("f", "a.ml", 2)]);
-        let bt: &[u64] = &[1, 2, 3, 2, 3, 1];
-        let ev = vec![Event::Alloc(Alloc {
-            time: Micros(0),
-            obj_id: ObjId(0),
-            domain: DomainId(0),
-            length: 1,
-            nsamples: 2,
-            source: Source::Minor,
-            backtrace: bt,
-            common_prefix: 0,
-        })];
-        let p = analyze(Sampling::default(), Options::default(), ev);
+        table.insert(LocationCode::new(1), vec![loc("main", "m.ml", 1)]);
+        table.insert(LocationCode::new(2), vec![loc("f", "a.ml", 1)]);
+        table.insert(LocationCode::new(3), vec![loc("f", "a.ml", 2)]);
+        let ev = [(Timedelta::default(), alloc(0, 2, &[1, 2, 3, 2, 3, 1]))];
+        let p = analyze_events(Sampling::default(), Options::default(), ev);
         let opts = FoldOptions {
             unit: Unit::Samples,
             collapse_recursion: true,
@@ -651,7 +652,7 @@ mod tests {
         let (b, _) = fixture();
         let rows = diff((&a, &t), (&b, &t), GroupBy::Leaf, false);
         assert!(rows.iter().all(|r| r.allocated_delta() == 0));
-        let empty = analyze(a.sampling, Options::default(), Vec::<Event<'_, u64>>::new());
+        let empty = analyze_events(a.sampling, Options::default(), []);
         let rows = diff((&a, &t), (&empty, &t), GroupBy::Leaf, false);
         assert_eq!(rows[0].allocated_bytes.1, 0);
         assert!(rows[0].allocated_delta() < 0);

@@ -1,93 +1,19 @@
 //! Source locations of location codes (format notes section 4): what the reports print
-//! for a backtrace entry.
+//! for a backtrace entry. The reports look codes up through the codec's
+//! [`LocationLookup`], which a reader's [`LocationTable`](tracekit_memtrace::LocationTable)
+//! implements.
 //!
 //! A location code stands for one backtrace slot, which expands to one or more source
 //! locations when functions were inlined, caller first; the last location of the last
 //! entry is the allocation site. A code with no locations prints as `$<code>`, as the
 //! reference `Event.to_string` does.
 
-use std::borrow::Cow;
-use std::fmt;
+use tracekit_memtrace::{Location, LocationCode, LocationLookup};
 
-use crate::event::LocationCode;
-use rustc_hash::FxHashMap;
-
-/// One source location (`Location.t`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Location {
-    /// Source file.
-    pub filename: String,
-    /// Line number.
-    pub line: u32,
-    /// First character on the line.
-    pub start_char: u32,
-    /// Last character on the line.
-    pub end_char: u32,
-    /// Name of the enclosing definition (function).
-    pub defname: String,
-}
-
-impl fmt::Display for Location {
-    /// `defname@filename:line:start_char-end_char`, as `Location.to_string`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}@{}:{}:{}-{}",
-            self.defname, self.filename, self.line, self.start_char, self.end_char
-        )
-    }
-}
-
-/// Resolves location codes to source locations.
-pub trait Symbols {
-    /// The locations of `code`, caller first; empty when the code has none or is
-    /// unknown. Callers look each code up once per report, so converting on the fly
-    /// is fine.
-    fn locations(&self, code: LocationCode) -> Cow<'_, [Location]>;
-}
-
-/// A location table built from a trace's location events.
-#[derive(Clone, Debug, Default)]
-pub struct LocationTable {
-    table: FxHashMap<u64, Vec<Location>>,
-}
-
-impl LocationTable {
-    /// An empty table.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Sets the locations of `code`.
-    pub fn insert(&mut self, code: LocationCode, locations: Vec<Location>) {
-        self.table.insert(code.0, locations);
-    }
-
-    /// Number of codes.
-    pub fn len(&self) -> usize {
-        self.table.len()
-    }
-
-    /// True when no code is known.
-    pub fn is_empty(&self) -> bool {
-        self.table.is_empty()
-    }
-}
-
-impl Symbols for LocationTable {
-    fn locations(&self, code: LocationCode) -> Cow<'_, [Location]> {
-        Cow::Borrowed(self.table.get(&code.0).map(Vec::as_slice).unwrap_or(&[]))
-    }
-}
-
-/// Symbols that know nothing: every entry prints as `$<code>`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NoSymbols;
-
-impl Symbols for NoSymbols {
-    fn locations(&self, _code: LocationCode) -> Cow<'_, [Location]> {
-        Cow::Borrowed(&[])
-    }
+/// The locations of `code`, caller first; empty when the code has none or is
+/// unknown.
+fn locations_of(symbols: &dyn LocationLookup, code: LocationCode) -> &[Location] {
+    symbols.locations(code).unwrap_or(&[])
 }
 
 /// What one frame of a report shows.
@@ -104,17 +30,17 @@ pub enum FrameLabel {
 /// Pushes the labels of one backtrace entry (one per location, caller first; `$code`
 /// when it has none) onto `out`.
 pub fn entry_labels(
-    symbols: &dyn Symbols,
+    symbols: &dyn LocationLookup,
     code: LocationCode,
     label: FrameLabel,
     out: &mut Vec<String>,
 ) {
-    let locs = symbols.locations(code);
+    let locs = locations_of(symbols, code);
     if locs.is_empty() {
-        out.push(format!("${}", code.as_signed()));
+        out.push(format!("${code}"));
         return;
     }
-    for loc in locs.iter() {
+    for loc in locs {
         out.push(location_label(loc, label));
     }
 }
@@ -174,16 +100,22 @@ impl FrameSkip {
         self.name_prefixes.is_empty() && self.path_fragments.is_empty()
     }
 
-    /// True when `loc` is to be looked past.
+    /// True when `loc` is to be looked past. Names are matched as the trace stores
+    /// them, as bytes.
     pub fn skips(&self, loc: &Location) -> bool {
         self.name_prefixes
             .iter()
-            .any(|p| loc.defname.starts_with(p.as_str()))
+            .any(|p| loc.defname.starts_with(p.as_bytes()))
             || self
                 .path_fragments
                 .iter()
-                .any(|p| loc.filename.contains(p.as_str()))
+                .any(|p| contains(&loc.filename, p.as_bytes()))
     }
+}
+
+/// Whether `needle` occurs in `haystack`.
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// The label of the allocation site of a backtrace (`codes`, caller first): the
@@ -191,7 +123,7 @@ impl FrameSkip {
 /// search (nothing is known about it, so it is not plumbing); when every location is
 /// skipped the innermost one names the site.
 pub fn site_label(
-    symbols: &dyn Symbols,
+    symbols: &dyn LocationLookup,
     codes: &[LocationCode],
     label: FrameLabel,
     skip: &FrameSkip,
@@ -201,7 +133,7 @@ pub fn site_label(
         codes,
         skip,
         |loc| location_label(loc, label),
-        |code| format!("${}", code.as_signed()),
+        |code| format!("${code}"),
     )
 }
 
@@ -209,7 +141,7 @@ pub fn site_label(
 /// `Some(false)` for a location with line 0, which is what a program built without
 /// line tables yields; `None` for an empty backtrace or a code without locations.
 pub fn site_has_line(
-    symbols: &dyn Symbols,
+    symbols: &dyn LocationLookup,
     codes: &[LocationCode],
     skip: &FrameSkip,
 ) -> Option<bool> {
@@ -219,7 +151,7 @@ pub fn site_has_line(
 /// The search behind [`site_label`]: `found` of the site's location, or `unknown`
 /// of the first code (from the innermost) without locations.
 fn find_site<T>(
-    symbols: &dyn Symbols,
+    symbols: &dyn LocationLookup,
     codes: &[LocationCode],
     skip: &FrameSkip,
     found: impl Fn(&Location) -> T,
@@ -227,7 +159,7 @@ fn find_site<T>(
 ) -> Option<T> {
     let leaf = *codes.last()?;
     for &code in codes.iter().rev() {
-        let locs = symbols.locations(code);
+        let locs = locations_of(symbols, code);
         if locs.is_empty() {
             return Some(unknown(code));
         }
@@ -235,25 +167,25 @@ fn find_site<T>(
             return Some(found(loc));
         }
     }
-    let locs = symbols.locations(leaf);
-    Some(match locs.last() {
+    Some(match locations_of(symbols, leaf).last() {
         None => unknown(leaf),
         Some(loc) => found(loc),
     })
 }
 
+/// The label of a location; names that are not UTF-8 are shown lossily.
 fn location_label(loc: &Location, label: FrameLabel) -> String {
     match label {
         FrameLabel::Location => loc.to_string(),
-        FrameLabel::Function => loc.defname.clone(),
-        FrameLabel::File => loc.filename.clone(),
+        FrameLabel::Function => loc.defname.to_string(),
+        FrameLabel::File => loc.filename.to_string(),
     }
 }
 
 /// The label of the allocation site of an entry: its last location, or `$code`.
-pub fn leaf_label(symbols: &dyn Symbols, code: LocationCode, label: FrameLabel) -> String {
-    match symbols.locations(code).last() {
-        None => format!("${}", code.as_signed()),
+pub fn leaf_label(symbols: &dyn LocationLookup, code: LocationCode, label: FrameLabel) -> String {
+    match locations_of(symbols, code).last() {
+        None => format!("${code}"),
         Some(loc) => location_label(loc, label),
     }
 }
@@ -261,14 +193,17 @@ pub fn leaf_label(symbols: &dyn Symbols, code: LocationCode, label: FrameLabel) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
+
+    type LocationTable = HashMap<LocationCode, Vec<Location>>;
 
     fn loc(defname: &str, filename: &str, line: u32) -> Location {
         Location {
-            filename: filename.to_string(),
+            filename: filename.into(),
             line,
             start_char: 1,
             end_char: 2,
-            defname: defname.to_string(),
+            defname: defname.into(),
         }
     }
 
@@ -276,9 +211,12 @@ mod tests {
     /// inside it (short name, std path); code 3: hashbrown; code 4: unknown.
     fn table() -> LocationTable {
         let mut t = LocationTable::new();
-        t.insert(LocationCode(1), vec![loc("app::work", "src/main.rs", 10)]);
         t.insert(
-            LocationCode(2),
+            LocationCode::new(1),
+            vec![loc("app::work", "src/main.rs", 10)],
+        );
+        t.insert(
+            LocationCode::new(2),
             vec![
                 loc(
                     "alloc::vec::Vec<T>::push",
@@ -293,7 +231,7 @@ mod tests {
             ],
         );
         t.insert(
-            LocationCode(3),
+            LocationCode::new(3),
             vec![loc(
                 "do_alloc<Global>",
                 "/rust/deps/hashbrown-0.16.1/src/raw/alloc.rs",
@@ -304,7 +242,7 @@ mod tests {
     }
 
     fn codes(c: &[u64]) -> Vec<LocationCode> {
-        c.iter().map(|&c| LocationCode(c)).collect()
+        c.iter().map(|&c| LocationCode::new(c as i64)).collect()
     }
 
     #[test]
@@ -326,7 +264,7 @@ mod tests {
     fn a_site_without_a_line_is_told_apart() {
         let mut t = table();
         // A program built without line tables: its frames have line 0.
-        t.insert(LocationCode(5), vec![loc("app::main", "app", 0)]);
+        t.insert(LocationCode::new(5), vec![loc("app::main", "app", 0)]);
         let skip = FrameSkip::rust_std();
         let has_line = |c: &[u64]| site_has_line(&t, &codes(c), &skip);
         assert_eq!(has_line(&[1, 2, 3]), Some(true));
@@ -343,6 +281,28 @@ mod tests {
         assert_eq!(
             label(&[1, 2]).as_deref(),
             Some("grow_one<u8>@/rustc/abc/library/alloc/src/raw_vec/mod.rs:2:1-2")
+        );
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_are_matched_as_bytes_and_shown_lossily() {
+        let mut t = table();
+        let odd = Location {
+            filename: b"/rustc/abc/\xffvec.rs".as_slice().into(),
+            defname: b"alloc::\xfe".as_slice().into(),
+            ..loc("", "", 3)
+        };
+        t.insert(LocationCode::new(6), vec![odd]);
+        let skip = FrameSkip::rust_std();
+        assert!(skip.skips(&t[&LocationCode::new(6)][0]));
+        let label = |c: &[u64], l| site_label(&t, &codes(c), l, &FrameSkip::none());
+        assert_eq!(
+            label(&[1, 6], FrameLabel::Function).as_deref(),
+            Some("alloc::\u{fffd}")
+        );
+        assert_eq!(
+            site_label(&t, &codes(&[1, 6]), FrameLabel::Function, &skip).as_deref(),
+            Some("app::work")
         );
     }
 

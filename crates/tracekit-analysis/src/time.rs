@@ -2,34 +2,10 @@
 //! `300ms`, `1500us` or `2m`, and their display.
 //!
 //! Memtrace timestamps are whole microseconds (section 2.2 of the format notes), so
-//! every time here is a [`Micros`] offset from `info.start_time`.
+//! every time here is a [`Timedelta`] from `info.start_time`, which displays as the
+//! parser reads it (`12.5s`).
 
-use std::fmt;
-
-/// A time offset from the start of a trace, in microseconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct Micros(pub u64);
-
-impl Micros {
-    /// The offset in seconds.
-    pub fn as_secs_f64(self) -> f64 {
-        self.0 as f64 / 1e6
-    }
-}
-
-impl fmt::Display for Micros {
-    /// Seconds with microsecond precision and trailing zeros trimmed: `12.5s`, `0s`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let secs = self.0 / 1_000_000;
-        let frac = self.0 % 1_000_000;
-        if frac == 0 {
-            write!(f, "{secs}s")
-        } else {
-            let digits = format!("{frac:06}");
-            write!(f, "{secs}.{}s", digits.trim_end_matches('0'))
-        }
-    }
-}
+use tracekit_memtrace::Timedelta;
 
 /// Why a time argument was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -43,7 +19,8 @@ pub enum TimeParseError {
     /// The unit is not one of `us`, `ms`, `s`, `m`, `h`.
     #[error("unknown unit (use us, ms, s, m or h)")]
     BadUnit,
-    /// The value does not fit in 64-bit microseconds or is negative.
+    /// The value does not fit in 63-bit microseconds (about 292 000 years) or is
+    /// negative.
     #[error("time out of range")]
     OutOfRange,
 }
@@ -53,7 +30,7 @@ pub enum TimeParseError {
 /// Accepts a non-negative decimal number followed by an optional unit: `us` (or `µs`),
 /// `ms`, `s`, `m` (or `min`), `h`. A bare number means seconds. The result is rounded to
 /// the nearest microsecond. Decimal arithmetic is exact: `0.1s` is 100000 µs.
-pub fn parse_time(text: &str) -> Result<Micros, TimeParseError> {
+pub fn parse_time(text: &str) -> Result<Timedelta, TimeParseError> {
     let text = text.trim();
     if text.is_empty() {
         return Err(TimeParseError::Empty);
@@ -107,8 +84,8 @@ pub fn parse_time(text: &str) -> Result<Micros, TimeParseError> {
         .and_then(|v| v.checked_mul(scale_us))
         .ok_or(TimeParseError::OutOfRange)?;
     let us = (fixed + one / 2) / one;
-    u64::try_from(us)
-        .map(Micros)
+    i64::try_from(us)
+        .map(Timedelta::from_micros)
         .map_err(|_| TimeParseError::OutOfRange)
 }
 
@@ -116,21 +93,25 @@ pub fn parse_time(text: &str) -> Result<Micros, TimeParseError> {
 mod tests {
     use super::*;
 
+    fn us(t: i64) -> Timedelta {
+        Timedelta::from_micros(t)
+    }
+
     #[test]
     fn units() {
-        assert_eq!(parse_time("12.5s"), Ok(Micros(12_500_000)));
-        assert_eq!(parse_time("300ms"), Ok(Micros(300_000)));
-        assert_eq!(parse_time("1500us"), Ok(Micros(1500)));
-        assert_eq!(parse_time("1500µs"), Ok(Micros(1500)));
-        assert_eq!(parse_time("2m"), Ok(Micros(120_000_000)));
-        assert_eq!(parse_time("1h"), Ok(Micros(3_600_000_000)));
-        assert_eq!(parse_time("3"), Ok(Micros(3_000_000)));
-        assert_eq!(parse_time(" 0.1s "), Ok(Micros(100_000)));
-        assert_eq!(parse_time(".5s"), Ok(Micros(500_000)));
-        assert_eq!(parse_time("7."), Ok(Micros(7_000_000)));
-        assert_eq!(parse_time("0.0000004s"), Ok(Micros(0)));
-        assert_eq!(parse_time("0.0000005s"), Ok(Micros(1)));
-        assert_eq!(parse_time("1.23456789ms"), Ok(Micros(1235)));
+        assert_eq!(parse_time("12.5s"), Ok(us(12_500_000)));
+        assert_eq!(parse_time("300ms"), Ok(us(300_000)));
+        assert_eq!(parse_time("1500us"), Ok(us(1500)));
+        assert_eq!(parse_time("1500µs"), Ok(us(1500)));
+        assert_eq!(parse_time("2m"), Ok(us(120_000_000)));
+        assert_eq!(parse_time("1h"), Ok(us(3_600_000_000)));
+        assert_eq!(parse_time("3"), Ok(us(3_000_000)));
+        assert_eq!(parse_time(" 0.1s "), Ok(us(100_000)));
+        assert_eq!(parse_time(".5s"), Ok(us(500_000)));
+        assert_eq!(parse_time("7."), Ok(us(7_000_000)));
+        assert_eq!(parse_time("0.0000004s"), Ok(us(0)));
+        assert_eq!(parse_time("0.0000005s"), Ok(us(1)));
+        assert_eq!(parse_time("1.23456789ms"), Ok(us(1235)));
     }
 
     #[test]
@@ -149,20 +130,22 @@ mod tests {
             parse_time("99999999999999s"),
             Err(TimeParseError::OutOfRange)
         );
-    }
-
-    #[test]
-    fn display() {
-        assert_eq!(Micros(0).to_string(), "0s");
-        assert_eq!(Micros(12_500_000).to_string(), "12.5s");
-        assert_eq!(Micros(1).to_string(), "0.000001s");
-        assert_eq!(Micros(300_000).to_string(), "0.3s");
+        // A Timedelta holds up to i64::MAX microseconds.
+        assert_eq!(
+            parse_time("9223372036854s"),
+            Ok(us(9_223_372_036_854_000_000))
+        );
+        assert_eq!(
+            parse_time("9223372036855s"),
+            Err(TimeParseError::OutOfRange)
+        );
     }
 
     proptest::proptest! {
         #[test]
-        fn display_round_trips(us in 0u64..u64::MAX / 2) {
-            proptest::prop_assert_eq!(parse_time(&Micros(us).to_string()), Ok(Micros(us)));
+        fn display_round_trips(t in 0i64..i64::MAX) {
+            // The codec's Display of a Timedelta is what the parser reads.
+            proptest::prop_assert_eq!(parse_time(&us(t).to_string()), Ok(us(t)));
         }
     }
 }

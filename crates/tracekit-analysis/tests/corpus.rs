@@ -8,15 +8,26 @@ mod dump;
 use std::collections::HashMap;
 
 use tracekit_analysis::fxt::{FxtOptions, TICKS_PER_SECOND, write_profile};
-use tracekit_analysis::render::{self, TopContext};
+use tracekit_analysis::render::{self, TopContext, TraceFile};
 use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank, Unit, Weight};
-use tracekit_analysis::source::{self, Pass, ReaderSymbols};
 use tracekit_analysis::symbols::FrameLabel;
-use tracekit_analysis::{Micros, Options};
+use tracekit_analysis::{Options, Pass, Threads, analyze};
 use tracekit_memtrace::Reader;
+use tracekit_memtrace::Timedelta;
 
+/// A time from the trace start, as the dump's microseconds give it.
+fn us(t: u64) -> Timedelta {
+    Timedelta::from_micros(i64::try_from(t).unwrap())
+}
+
+/// One pass over `reader` on `threads` threads.
+fn pass(reader: &mut Reader<'_>, options: Options, threads: Threads) -> Pass {
+    analyze(reader, Options { threads, ..options }, None, &mut |_, _| {})
+}
+
+/// One pass on one thread, which must read the whole trace.
 fn run(reader: &mut Reader<'_>, options: Options) -> Pass {
-    let p = source::analyze_reader(reader, options, None, &mut |_| {});
+    let p = pass(reader, options, Threads::One);
     assert!(p.error.is_none(), "{:?}", p.error);
     p
 }
@@ -70,7 +81,7 @@ fn totals_equal_the_dump_sums() {
         let (peak, peak_t) = d.peak();
         assert_eq!(p.profile.peak.live, peak, "{name}: peak");
         if peak > 0 {
-            assert_eq!(p.profile.peak.time, Micros(peak_t), "{name}: peak time");
+            assert_eq!(p.profile.peak.time, us(peak_t), "{name}: peak time");
         }
     }
 }
@@ -84,7 +95,7 @@ fn live_at_time_equals_the_dump() {
             let p = run(
                 &mut reader,
                 Options {
-                    live_at: Some(Micros(t)),
+                    live_at: Some(us(t)),
                     backtraces: false,
                     ..Options::default()
                 },
@@ -149,7 +160,7 @@ fn sites_by_leaf_equal_the_dump() {
     for (trace, d) in &rows {
         let mut reader = Reader::open(trace).unwrap();
         let p = run(&mut reader, Options::default());
-        let symbols = ReaderSymbols(reader.locations());
+        let symbols = reader.locations();
         let sites = report::sites(&p.profile, &symbols, GroupBy::Leaf);
         let got: HashMap<String, u64> = sites
             .iter()
@@ -185,11 +196,11 @@ fn folded_stacks_sum_to_the_total() {
         let p = run(
             &mut reader,
             Options {
-                live_at: Some(Micros(at)),
+                live_at: Some(us(at)),
                 ..Options::default()
             },
         );
-        let symbols = ReaderSymbols(reader.locations());
+        let symbols = reader.locations();
         let e = d.totals();
         for (weight, expect) in [
             (Weight::Allocated, e.samples),
@@ -240,7 +251,7 @@ fn timeline_points_equal_the_dump() {
         for pt in points.iter().step_by(7).chain(points.last()) {
             assert_eq!(
                 pt.live,
-                d.live_at(pt.time.0),
+                d.live_at(pt.time.as_micros() as u64),
                 "{} at {}",
                 trace.display(),
                 pt.time
@@ -280,7 +291,6 @@ fn to_fxt_counters_read_back() {
                 ..Options::default()
             },
         );
-        let info = source::trace_info(&trace.display().to_string(), reader.info());
         let mut w = Writer::with_options(
             VecDestination::new(),
             &WriterOptions {
@@ -292,8 +302,8 @@ fn to_fxt_counters_read_back() {
         let summary = write_profile(
             &mut w,
             &p.profile,
-            &ReaderSymbols(reader.locations()),
-            &info,
+            &reader.locations(),
+            reader.info(),
             &FxtOptions {
                 points: 50,
                 ..FxtOptions::default()
@@ -358,9 +368,9 @@ fn snapshot_top(file: &str, by: GroupBy, peak: bool) -> Option<String> {
     }
     let p = run(&mut reader, options);
     let rank = if peak { Rank::LiveAt } else { Rank::Allocated };
-    let symbols = ReaderSymbols(reader.locations());
+    let symbols = reader.locations();
     let top = report::top(&p.profile, &symbols, by, rank, 12);
-    let info = source::trace_info(&format!("traces/{file}"), reader.info());
+    let info = TraceFile::new(format!("traces/{file}"), reader.info());
     Some(render::top_table(&info, &p.profile, &top, &ctx))
 }
 
@@ -384,12 +394,12 @@ fn pipelined_pass_equals_the_single_thread_pass() {
     for (trace, _) in &rows {
         let mut reader = Reader::open(trace).unwrap();
         let options = Options {
-            live_at: Some(Micros(20_000)),
+            live_at: Some(us(20_000)),
             big: 7,
             ..Options::default()
         };
         let a = run(&mut reader, options.clone());
-        let b = source::analyze_reader_pipelined(&mut reader, options, &mut |_| {});
+        let b = pass(&mut reader, options, Threads::Two);
         assert!(b.error.is_none());
         assert_eq!(a.events, b.events);
         let (a, b) = (a.profile, b.profile);
@@ -399,7 +409,7 @@ fn pipelined_pass_equals_the_single_thread_pass() {
         assert_eq!(a.events, b.events, "{name}");
         assert_eq!(a.big, b.big, "{name}");
         assert_eq!(a.timeline.points(100), b.timeline.points(100), "{name}");
-        let symbols = ReaderSymbols(reader.locations());
+        let symbols = reader.locations();
         let sa = report::sites(&a, &symbols, GroupBy::Backtrace);
         let sb = report::sites(&b, &symbols, GroupBy::Backtrace);
         assert_eq!(sa, sb, "{name}");
@@ -417,8 +427,8 @@ fn leaf_only_gives_the_same_sites() {
             ..Options::default()
         };
         let one = run(&mut reader, leaf_options.clone());
-        let two = source::analyze_reader_pipelined(&mut reader, leaf_options, &mut |_| {});
-        let symbols = ReaderSymbols(reader.locations());
+        let two = pass(&mut reader, leaf_options, Threads::Two);
+        let symbols = reader.locations();
         for by in [GroupBy::Leaf, GroupBy::Function, GroupBy::File] {
             let mut a = report::sites(&full.profile, &symbols, by);
             let mut b = report::sites(&one.profile, &symbols, by);
@@ -433,7 +443,7 @@ fn leaf_only_gives_the_same_sites() {
     }
 }
 
-/// On damaged traces both drivers stop at the same error, after the same events, with
+/// On damaged traces one- and two-thread passes stop at the same error, after the same events, with
 /// the same totals (the pipelined one counts the events of its unfinished batch).
 #[test]
 fn pipelined_pass_stops_where_the_single_thread_pass_does() {
@@ -459,8 +469,8 @@ fn pipelined_pass_stops_where_the_single_thread_pass_does() {
             leaf_only: round % 2 == 0,
             ..Options::default()
         };
-        let a = source::analyze_reader(&mut reader, options.clone(), None, &mut |_| {});
-        let b = source::analyze_reader_pipelined(&mut reader, options, &mut |_| {});
+        let a = pass(&mut reader, options.clone(), Threads::One);
+        let b = pass(&mut reader, options, Threads::Two);
         errors += usize::from(a.error.is_some());
         assert_eq!(a.error, b.error, "flip at {at}");
         assert_eq!(a.events, b.events, "flip at {at}");

@@ -5,12 +5,16 @@
 
 #![allow(clippy::unwrap_used)]
 
-use tracekit_analysis::Options;
 use tracekit_analysis::report::{self, GroupBy, Rank};
-use tracekit_analysis::source::{self, ReaderSymbols};
 use tracekit_analysis::symbols::FrameSkip;
+use tracekit_analysis::{Options, Pass, Threads, analyze};
 use tracekit_memtrace::Reader;
 use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+
+/// One pass over `reader` on `threads` threads.
+fn pass(reader: &mut Reader<'_>, options: Options, threads: Threads) -> Pass {
+    analyze(reader, Options { threads, ..options }, None, &mut |_, _| {})
+}
 
 #[test]
 fn trimmed_backtraces_name_the_same_sites() {
@@ -25,7 +29,7 @@ fn trimmed_backtraces_name_the_same_sites() {
     )
     .unwrap();
     let mut reader = Reader::from_bytes(&data).unwrap();
-    let full = source::analyze_reader(&mut reader, Options::default(), None, &mut |_| {});
+    let full = pass(&mut reader, Options::default(), Threads::One);
     // The synthetic functions are `Module_NNN.fn_M` in `src/module_NNN.ml`: skip some
     // modules, nearly all of them (the innermost frames then name sites far up the
     // stack, or every frame is skipped and the leaf names the site), or none.
@@ -46,10 +50,10 @@ fn trimmed_backtraces_name_the_same_sites() {
             site_skip: skip.clone(),
             ..Options::default()
         };
-        let one = source::analyze_reader(&mut reader, options.clone(), None, &mut |_| {});
-        let two = source::analyze_reader_pipelined(&mut reader, options, &mut |_| {});
+        let one = pass(&mut reader, options.clone(), Threads::One);
+        let two = pass(&mut reader, options, Threads::Two);
         assert!(one.profile.backtraces.len() < full.profile.backtraces.len());
-        let symbols = ReaderSymbols(reader.locations());
+        let symbols = reader.locations();
         for by in [GroupBy::Leaf, GroupBy::Function, GroupBy::File] {
             let mut a = report::sites_skipping(&full.profile, &symbols, by, skip);
             let mut b = report::sites_skipping(&one.profile, &symbols, by, skip);

@@ -1,11 +1,14 @@
 //! Snapshot tests of the human-readable tables on a small hand-made trace.
 #![allow(clippy::unwrap_used)]
 
-use tracekit_analysis::render::{self, DiffContext, TopContext, TraceInfo};
+use std::collections::HashMap;
+
+use tracekit_analysis::render::{self, DiffContext, TopContext, TraceFile};
 use tracekit_analysis::report::{self, GroupBy, Rank};
-use tracekit_analysis::{
-    Alloc, DomainId, Event, Location, LocationCode, LocationTable, Micros, ObjId, Options, Profile,
-    Sampling, Source, analyze,
+use tracekit_analysis::{Options, Profile, Sampling, analyze_events};
+use tracekit_memtrace::{
+    Alloc, AllocationSource, DomainId, Event, Info, Location, LocationCode, ObjId, Timedelta,
+    Timestamp,
 };
 
 const SAMPLING: Sampling = Sampling {
@@ -13,8 +16,8 @@ const SAMPLING: Sampling = Sampling {
     word_size_bits: 64,
 };
 
-fn table() -> LocationTable {
-    let mut t = LocationTable::new();
+fn table() -> HashMap<LocationCode, Vec<Location>> {
+    let mut t = HashMap::new();
     let loc = |def: &str, file: &str, line| Location {
         filename: file.into(),
         line,
@@ -22,79 +25,81 @@ fn table() -> LocationTable {
         end_char: 20,
         defname: def.into(),
     };
-    t.insert(LocationCode(1), vec![loc("Main", "main.ml", 10)]);
-    t.insert(LocationCode(2), vec![loc("Main.build", "main.ml", 3)]);
+    t.insert(LocationCode::new(1), vec![loc("Main", "main.ml", 10)]);
+    t.insert(LocationCode::new(2), vec![loc("Main.build", "main.ml", 3)]);
     t.insert(
-        LocationCode(3),
+        LocationCode::new(3),
         vec![
             loc("Stdlib__List.map", "list.ml", 92),
             loc("Stdlib__List.rev", "list.ml", 60),
         ],
     );
     t.insert(
-        LocationCode(4),
+        LocationCode::new(4),
         vec![loc("Stdlib__Hashtbl.resize", "hashtbl.ml", 130)],
     );
-    t.insert(LocationCode(5), vec![loc("Main.cache", "main.ml", 40)]);
+    t.insert(LocationCode::new(5), vec![loc("Main.cache", "main.ml", 40)]);
     t
 }
 
-fn events(scale: u64) -> Vec<Event<'static, u64>> {
-    const BTS: [&[u64]; 4] = [&[1, 2, 3], &[1, 2, 4], &[1, 5, 4], &[1, 5]];
+fn events(scale: u64) -> Vec<(Timedelta, Event<'static>)> {
+    const BTS: [&[i64]; 4] = [&[1, 2, 3], &[1, 2, 4], &[1, 5, 4], &[1, 5]];
     let mut ev = Vec::new();
     let mut id = 0;
     for round in 0..40u64 {
         for (i, bt) in BTS.iter().enumerate() {
             let i = i as u64;
             let t = round * 100_000 + i * 10_000;
-            ev.push(Event::Alloc(Alloc {
-                time: Micros(t),
-                obj_id: ObjId(id),
-                domain: DomainId(0),
+            let alloc = Alloc {
+                obj_id: ObjId::new(id),
+                domain: DomainId::new(0),
                 length: 3 + i * 500 * scale,
                 nsamples: 1 + i * scale,
                 source: [
-                    Source::Minor,
-                    Source::Major,
-                    Source::Major,
-                    Source::External,
+                    AllocationSource::Minor,
+                    AllocationSource::Major,
+                    AllocationSource::Major,
+                    AllocationSource::External,
                 ][i as usize],
-                backtrace: bt,
+                backtrace: bt.iter().map(|&c| LocationCode::new(c)).collect(),
                 common_prefix: 0,
-            }));
+            };
+            ev.push((Timedelta::from_micros(t as i64), Event::Alloc(alloc)));
             // Everything but the cache entries dies 50 ms later.
             if i != 3 {
-                ev.push(Event::Collect {
-                    time: Micros(t + 50_000),
-                    obj_id: ObjId(id),
-                    domain: DomainId(0),
-                });
+                ev.push((
+                    Timedelta::from_micros(t as i64 + 50_000),
+                    Event::Collect(ObjId::new(id), DomainId::new(0)),
+                ));
             }
             id += 1;
         }
     }
-    ev.sort_by_key(|e| e.time());
+    ev.sort_by_key(|(t, _)| *t);
     ev
 }
 
-fn profile(scale: u64, live_at: Option<Micros>) -> Profile {
+fn profile(scale: u64, live_at: Option<Timedelta>) -> Profile {
     let opts = Options {
         live_at,
         ..Options::default()
     };
-    analyze(SAMPLING, opts, events(scale))
+    analyze_events(SAMPLING, opts, events(scale))
 }
 
-fn info(path: &str) -> TraceInfo {
-    TraceInfo {
-        path: path.to_string(),
-        executable_name: "/bin/example.exe".to_string(),
-        host_name: "host".to_string(),
+fn info(path: &str) -> TraceFile {
+    let info = Info {
+        sample_rate: SAMPLING.sample_rate,
+        word_size: 64,
+        executable_name: "/bin/example.exe".into(),
+        host_name: "host".into(),
+        ocaml_runtime_params: "".into(),
         pid: 42,
-        start_time_us: 1_700_000_000_000_000,
+        initial_domain: DomainId::MAIN,
+        start_time: Timestamp::from_micros(1_700_000_000_000_000),
         context: None,
-        sampling: SAMPLING,
-    }
+    };
+    TraceFile::new(path, &info)
 }
 
 /// The `top` table of the unscaled profile, with no time, peak or filter.
@@ -111,7 +116,7 @@ fn top_by_leaf() {
 
 #[test]
 fn top_by_function_at_time() {
-    let at = Micros(2_020_000);
+    let at = Timedelta::from_micros(2_020_000);
     let p = profile(1, Some(at));
     let t = report::top(&p, &table(), GroupBy::Function, Rank::LiveAt, 10);
     let ctx = TopContext {
@@ -198,7 +203,7 @@ fn fxt_counters_read_back() {
         big: 3,
         ..Options::default()
     };
-    let p = analyze(SAMPLING, opts, events(1));
+    let p = analyze_events(SAMPLING, opts, events(1));
     let mut w = Writer::with_options(
         VecDestination::new(),
         &WriterOptions {
@@ -211,7 +216,7 @@ fn fxt_counters_read_back() {
         &mut w,
         &p,
         &table(),
-        &info("a.ctf"),
+        &info("a.ctf").info,
         &FxtOptions {
             points: 8,
             ..FxtOptions::default()
@@ -225,18 +230,18 @@ fn fxt_counters_read_back() {
     // The live heap from the events themselves at each sample time.
     for (t, v) in &live {
         let mut alive = std::collections::HashMap::new();
-        for e in events(1) {
-            if e.time().0 > *t {
+        for (time, e) in events(1) {
+            if time.as_micros() as u64 > *t {
                 continue;
             }
             match e {
                 Event::Alloc(a) => {
                     alive.insert(a.obj_id, a.nsamples);
                 }
-                Event::Collect { obj_id, .. } => {
+                Event::Collect(obj_id, _) => {
                     alive.remove(&obj_id);
                 }
-                Event::Promote { .. } => {}
+                Event::Promote(..) => {}
             }
         }
         let samples: u64 = alive.values().sum();

@@ -75,6 +75,27 @@ impl Timedelta {
     pub const fn as_micros(self) -> i64 {
         self.0
     }
+
+    /// The delta in seconds.
+    pub fn to_secs_f64(self) -> f64 {
+        self.0 as f64 / 1_000_000.0
+    }
+}
+
+/// Seconds with microsecond precision and trailing zeros trimmed: `12.5s`,
+/// `0s`, `0.000001s`; `-1.5s` before the start.
+impl fmt::Display for Timedelta {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let us = self.0.unsigned_abs();
+        let (secs, frac) = (us / 1_000_000, us % 1_000_000);
+        if frac == 0 {
+            write!(f, "{sign}{secs}s")
+        } else {
+            let digits = format!("{frac:06}");
+            write!(f, "{sign}{secs}.{}s", digits.trim_end_matches('0'))
+        }
+    }
 }
 
 /// The identifier of one sampled allocation.
@@ -175,6 +196,24 @@ pub enum AllocationSource {
 }
 
 impl AllocationSource {
+    /// Every source, in the order of their codes (minor, major, external): the
+    /// order in which per-source arrays, indexed by `source as usize`, hold them.
+    pub const ALL: [AllocationSource; 3] = [
+        AllocationSource::Minor,
+        AllocationSource::Major,
+        AllocationSource::External,
+    ];
+
+    /// The lower-case name, as command lines and JSON reports spell the source:
+    /// `minor`, `major`, `external`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            AllocationSource::Minor => "minor",
+            AllocationSource::Major => "major",
+            AllocationSource::External => "external",
+        }
+    }
+
     /// The byte that encodes this source in a long alloc event.
     pub(crate) const fn code(self) -> u8 {
         match self {
@@ -433,6 +472,27 @@ mod tests {
         let mut out = Vec::new();
         Location::unknown().write_to(&mut out).unwrap();
         assert_eq!(out, b"??@<unknown>:1:1-1");
+    }
+
+    #[test]
+    fn timedelta_displays_as_seconds() {
+        let d = Timedelta::from_micros;
+        assert_eq!(d(0).to_string(), "0s");
+        assert_eq!(d(12_500_000).to_string(), "12.5s");
+        assert_eq!(d(1).to_string(), "0.000001s");
+        assert_eq!(d(300_000).to_string(), "0.3s");
+        assert_eq!(d(-1_500_000).to_string(), "-1.5s");
+        assert_eq!(d(i64::MIN).to_string(), "-9223372036854.775808s");
+        assert_eq!(d(2_500_000).to_secs_f64(), 2.5);
+    }
+
+    #[test]
+    fn allocation_sources_in_code_order() {
+        for (i, s) in AllocationSource::ALL.into_iter().enumerate() {
+            assert_eq!(s as usize, i);
+            assert_eq!(usize::from(s.code()), i);
+        }
+        assert_eq!(AllocationSource::External.name(), "external");
     }
 
     #[test]

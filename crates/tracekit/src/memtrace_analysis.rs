@@ -10,15 +10,14 @@ use clap::{Args, Subcommand, ValueEnum};
 use indicatif::ProgressBar;
 use tracekit_analysis::fxt::{self, FxtOptions};
 use tracekit_analysis::passes::{self, Stage};
-use tracekit_analysis::render::{self, DiffContext, TopContext};
+use tracekit_analysis::render::{self, DiffContext, TopContext, TraceFile};
 use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank, Unit, Weight};
-use tracekit_analysis::source::{self, Pass, ReaderSymbols};
 use tracekit_analysis::svg::human_bytes;
 use tracekit_analysis::symbols::{FrameLabel, FrameSkip};
-use tracekit_analysis::{DomainId, Filter, Micros, Options, Source, parse_bytes, parse_time};
+use tracekit_analysis::{Filter, Options, Pass, parse_bytes, parse_time};
 use tracekit_fxt::io::{FinishError, IoDestination};
 use tracekit_fxt::write::{Initialization, Writer as FxtWriter, WriterOptions};
-use tracekit_memtrace::Reader;
+use tracekit_memtrace::{AllocationSource, DomainId, Reader, Timedelta};
 
 use crate::common::output::{OutputFile, print, write_file};
 use crate::common::print_json;
@@ -77,7 +76,7 @@ pub struct FilterArgs {
     domain: Vec<u16>,
     /// Keep only allocations made between two times (inclusive).
     #[arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = parse_time_arg)]
-    between: Option<Vec<Micros>>,
+    between: Option<Vec<Timedelta>>,
 }
 
 /// How allocation sites are named (shared by `top` and `diff`).
@@ -167,7 +166,7 @@ pub struct TopArgs {
     limit: usize,
     /// Rank by bytes live at this time instead of allocated bytes.
     #[arg(long, value_parser = parse_time_arg, conflicts_with = "peak")]
-    at: Option<Micros>,
+    at: Option<Timedelta>,
     /// Rank by bytes live at the peak of the live heap (reports when that is).
     #[arg(long)]
     peak: bool,
@@ -205,7 +204,7 @@ pub struct FlameArgs {
     file: PathBuf,
     /// Weigh stacks by bytes live at this time instead of allocated bytes.
     #[arg(long, value_parser = parse_time_arg, conflicts_with_all = ["peak", "live_end"])]
-    at: Option<Micros>,
+    at: Option<Timedelta>,
     /// Weigh stacks by bytes live at the peak of the live heap.
     #[arg(long, conflicts_with = "live_end")]
     peak: bool,
@@ -280,7 +279,7 @@ pub struct DiffArgs {
     json: bool,
 }
 
-fn parse_time_arg(s: &str) -> Result<Micros, String> {
+fn parse_time_arg(s: &str) -> Result<Timedelta, String> {
     parse_time(s).map_err(|e| e.to_string())
 }
 
@@ -295,15 +294,15 @@ impl FilterArgs {
                 self.source
                     .iter()
                     .map(|s| match s {
-                        SourceArg::Minor => Source::Minor,
-                        SourceArg::Major => Source::Major,
-                        SourceArg::External => Source::External,
+                        SourceArg::Minor => AllocationSource::Minor,
+                        SourceArg::Major => AllocationSource::Major,
+                        SourceArg::External => AllocationSource::External,
                     })
                     .collect()
             }),
             min_size_bytes: self.min_size.unwrap_or(0),
             domains: (!self.domain.is_empty())
-                .then(|| self.domain.iter().map(|d| DomainId(*d)).collect()),
+                .then(|| self.domain.iter().map(|d| DomainId::new(*d)).collect()),
             allocated_between: self
                 .between
                 .as_ref()
@@ -398,7 +397,7 @@ fn require_svg(path: &Path, flag: &str) -> Result<()> {
 fn top(args: TopArgs) -> Result<ExitCode> {
     let filter = args.filter.filter()?;
     let mut reader = open(&args.file)?;
-    let info = source::trace_info(&input::display(&args.file), reader.info());
+    let info = TraceFile::new(input::display(&args.file), reader.info());
     let mut ctx = TopContext {
         at: args.at,
         at_peak: false,
@@ -424,13 +423,7 @@ fn top(args: TopArgs) -> Result<ExitCode> {
     };
     let location = args.filter.location.as_deref();
     let mut progress = progress(reader.size_bytes());
-    let mut p = passes::run(
-        &mut reader,
-        options.clone(),
-        location,
-        Stage::Analysing,
-        &mut progress,
-    );
+    let mut p = passes::analyze(&mut reader, options.clone(), location, &mut progress);
     match whole_peak {
         Some(peak) => p.profile.peak = peak,
         None => passes::settle_peak(&mut reader, &mut p, &options, location, &mut progress),
@@ -441,7 +434,7 @@ fn top(args: TopArgs) -> Result<ExitCode> {
     } else {
         Rank::Allocated
     };
-    let symbols = ReaderSymbols(reader.locations());
+    let symbols = reader.locations();
     let by = args.by.into();
     let t = report::top_skipping(&p.profile, &symbols, by, rank, limit(args.limit), &skip);
     if args.json {
@@ -466,7 +459,7 @@ fn timeline(args: TimelineArgs) -> Result<ExitCode> {
         require_svg(plot, "--plot")?;
     }
     let mut reader = open(&args.file)?;
-    let info = source::trace_info(&input::display(&args.file), reader.info());
+    let info = TraceFile::new(input::display(&args.file), reader.info());
     let options = Options {
         filter,
         backtraces: false,
@@ -518,13 +511,7 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
     };
     let location = args.filter.location.as_deref();
     let mut progress = progress(reader.size_bytes());
-    let p = passes::run(
-        &mut reader,
-        options,
-        location,
-        Stage::Analysing,
-        &mut progress,
-    );
+    let p = passes::analyze(&mut reader, options, location, &mut progress);
     drop(progress);
     let weight = match (at, args.live_end) {
         (Some(_), _) => Weight::LiveAt,
@@ -541,7 +528,7 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
         false => Unit::Bytes,
     };
     let spinner = post_pass(&reader, "folding");
-    let symbols = ReaderSymbols(reader.locations());
+    let symbols = reader.locations();
     let fold = FoldOptions {
         weight,
         label,
@@ -552,7 +539,7 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
     spinner.finish_and_clear();
     let what = weight.describe(at, args.peak);
     if let Some(out) = &args.svg {
-        let info = source::trace_info(&input::display(&args.file), reader.info());
+        let info = TraceFile::new(input::display(&args.file), reader.info());
         let spinner = post_pass(&reader, "drawing");
         let svg = render::flame_graph_svg(&info, &p.profile, &lines, unit, &what, args.inverted);
         write_file(out, &[&args.file], &svg)?;
@@ -574,7 +561,7 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
 fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
     let filter = args.filter.filter()?;
     let mut reader = open(&args.file)?;
-    let info = source::trace_info(&input::display(&args.file), reader.info());
+    let info = TraceFile::new(input::display(&args.file), reader.info());
     let options = Options {
         filter,
         big: args.big,
@@ -592,12 +579,12 @@ fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
     };
     let mut w = FxtWriter::with_options(IoDestination::new(file), &init)
         .map_err(|e| fxt_write_error(&args.output, FinishError::Write(e)))?;
-    let symbols = ReaderSymbols(reader.locations());
+    let symbols = reader.locations();
     let fxt_options = FxtOptions {
         points: args.points.max(1),
         ..FxtOptions::default()
     };
-    let summary = fxt::write_profile(&mut w, &p.profile, &symbols, &info, &fxt_options);
+    let summary = fxt::write_profile(&mut w, &p.profile, &symbols, &info.info, &fxt_options);
     let s = summary.map_err(|e| fxt_write_error(&args.output, w.explain(e)))?;
     let file = w
         .finish_io()
@@ -647,13 +634,12 @@ fn diff(args: DiffArgs) -> Result<ExitCode> {
     let analyse = |path: &Path| -> Result<(Reader<'static>, Pass)> {
         let mut reader = open(path)?;
         let mut progress = progress(reader.size_bytes());
-        let stage = Stage::Analysing;
-        let p = passes::run(&mut reader, options.clone(), location, stage, &mut progress);
+        let p = passes::analyze(&mut reader, options.clone(), location, &mut progress);
         Ok((reader, p))
     };
     let (ra, pa) = analyse(&args.a)?;
     let (rb, pb) = analyse(&args.b)?;
-    let (sa, sb) = (ReaderSymbols(ra.locations()), ReaderSymbols(rb.locations()));
+    let (sa, sb) = (ra.locations(), rb.locations());
     let rows = report::diff_skipping(
         (&pa.profile, &sa),
         (&pb.profile, &sb),
@@ -662,8 +648,8 @@ fn diff(args: DiffArgs) -> Result<ExitCode> {
         &args.sites.skip(),
     );
     let ctx = DiffContext {
-        a: source::trace_info(&input::display(&args.a), ra.info()),
-        b: source::trace_info(&input::display(&args.b), rb.info()),
+        a: TraceFile::new(input::display(&args.a), ra.info()),
+        b: TraceFile::new(input::display(&args.b), rb.info()),
         by: Some(args.by.into()),
         by_live: args.live,
     };

@@ -6,8 +6,8 @@ use std::fmt::Write;
 
 use super::{escape, human_bytes};
 use crate::curve::TimelinePoint;
-use crate::event::Sampling;
-use crate::time::Micros;
+use crate::sampling::Sampling;
+use tracekit_memtrace::Timedelta;
 
 /// Labels and size of a timeline plot.
 #[derive(Clone, Debug)]
@@ -21,7 +21,7 @@ pub struct PlotOptions {
     /// Height of one panel in pixels.
     pub panel_height: u32,
     /// The peak to mark: time and live bytes.
-    pub peak: Option<(Micros, u64)>,
+    pub peak: Option<(Timedelta, u64)>,
 }
 
 impl Default for PlotOptions {
@@ -113,7 +113,7 @@ pub fn timeline_plot(
     let plot_w = width - LEFT - RIGHT;
     let x_max_s = points
         .last()
-        .map(|p| p.time.as_secs_f64())
+        .map(|p| p.time.to_secs_f64())
         .unwrap_or(0.0)
         .max(1e-6);
 
@@ -121,9 +121,9 @@ pub fn timeline_plot(
     let mut rate = Vec::new();
     let mut prev = 0.0;
     for p in points {
-        let t = p.time.as_secs_f64();
+        let t = p.time.to_secs_f64();
         live.push((t, sampling.bytes(p.live) as f64));
-        let secs = p.interval.as_secs_f64();
+        let secs = p.interval.to_secs_f64();
         let r = if secs > 0.0 {
             sampling.bytes(p.allocated) as f64 / secs
         } else {
@@ -257,7 +257,7 @@ text {{ font-family: sans-serif; font-size: 12px; fill: #222; }}
         if !panel.step
             && let Some((t, bytes)) = options.peak
         {
-            let x = x_of(t.as_secs_f64());
+            let x = x_of(t.to_secs_f64());
             let y = y_of(bytes as f64);
             let anchor = if x > LEFT + plot_w * 0.7 {
                 "end"
@@ -302,8 +302,8 @@ mod tests {
         };
         let points: Vec<TimelinePoint> = (1..=10)
             .map(|i| TimelinePoint {
-                time: Micros(i * 100_000),
-                interval: Micros(100_000),
+                time: Timedelta::from_micros(i as i64 * 100_000),
+                interval: Timedelta::from_micros(100_000),
                 live: i * 1000,
                 live_by_domain: vec![i * 1000],
                 allocated: 2000,
@@ -314,7 +314,7 @@ mod tests {
             &points,
             sampling,
             &PlotOptions {
-                peak: Some((Micros(1_000_000), 80_000)),
+                peak: Some((Timedelta::from_micros(1_000_000), 80_000)),
                 ..PlotOptions::default()
             },
         );

@@ -1,125 +1,22 @@
-//! Feeding the analysis from `tracekit-memtrace`'s reader: event conversion (borrowing
-//! the reader's backtrace buffer), symbols from its location table, and drivers that
-//! run one pass over a [`Reader`](tracekit_memtrace::Reader): [`analyze_reader`] on
-//! one thread, [`analyze_reader_pipelined`] with decoding and analysis on two.
+//! The two ways [`analyze`](super::analyze) runs a pass over a reader: [`one_thread`],
+//! and [`two_threads`] with decoding and analysis on two. Both feed the [`Analyzer`]
+//! the reader's events as they come, backtraces borrowed from its buffer.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 
 use tracekit_memtrace as mt;
 
-use crate::analyzer::{Analyzer, Options, Profile};
-use crate::event::{Alloc, DomainId, Event, Frame, LocationCode, ObjId, Sampling, Source};
-use crate::render::TraceInfo;
-use crate::symbols::{FrameSkip, Location, Symbols};
-use crate::time::Micros;
+use super::Pass;
+use crate::analyzer::{Analyzer, Options};
+use crate::sampling::Sampling;
+use crate::symbols::FrameSkip;
 use rustc_hash::FxHashMap;
-
-impl Frame for mt::LocationCode {
-    #[inline]
-    fn code(self) -> LocationCode {
-        LocationCode(self.get() as u64)
-    }
-}
-
-/// The reader's code for one of ours (the inverse of [`Frame::code`]).
-fn reader_code(code: LocationCode) -> mt::LocationCode {
-    mt::LocationCode::new(code.0 as i64)
-}
-
-/// Sample rate and word size of a trace.
-pub fn sampling(info: &mt::Info) -> Sampling {
-    Sampling {
-        sample_rate: info.sample_rate,
-        word_size_bits: u32::from(info.word_size),
-    }
-}
-
-/// The report header fields of a trace read from `path`.
-pub fn trace_info(path: &str, info: &mt::Info) -> TraceInfo {
-    TraceInfo {
-        path: path.to_string(),
-        executable_name: info.executable_name.to_string(),
-        host_name: info.host_name.to_string(),
-        pid: info.pid,
-        start_time_us: info.start_time.as_micros(),
-        context: info.context.as_ref().map(|c| c.to_string()),
-        sampling: sampling(info),
-    }
-}
-
-/// Ours for the reader's allocation source.
-#[inline(always)]
-fn source_of(source: mt::AllocationSource) -> Source {
-    match source {
-        mt::AllocationSource::Minor => Source::Minor,
-        mt::AllocationSource::Major => Source::Major,
-        mt::AllocationSource::External => Source::External,
-    }
-}
-
-/// Time since the trace start. The reader keeps every domain's times at or after
-/// the trace start; `max` only guards.
-#[inline(always)]
-fn micros(dt: mt::Timedelta) -> Micros {
-    Micros(dt.as_micros().max(0) as u64)
-}
-
-/// Converts a reader event; the backtrace is borrowed, not copied.
-#[inline]
-pub fn convert<'a>(dt: mt::Timedelta, event: &'a mt::Event<'_>) -> Event<'a, mt::LocationCode> {
-    let time = micros(dt);
-    match event {
-        mt::Event::Alloc(a) => Event::Alloc(Alloc {
-            time,
-            obj_id: ObjId(a.obj_id.get()),
-            domain: DomainId(a.domain.get()),
-            length: a.length,
-            nsamples: a.nsamples,
-            source: source_of(a.source),
-            backtrace: &a.backtrace,
-            common_prefix: a.common_prefix,
-        }),
-        mt::Event::Promote(id, d) => Event::Promote {
-            time,
-            obj_id: ObjId(id.get()),
-            domain: DomainId(d.get()),
-        },
-        mt::Event::Collect(id, d) => Event::Collect {
-            time,
-            obj_id: ObjId(id.get()),
-            domain: DomainId(d.get()),
-        },
-    }
-}
-
-/// Converts a reader location (names are shown lossily if they are not UTF-8).
-pub fn location(loc: &mt::Location) -> Location {
-    Location {
-        filename: loc.filename.to_str_lossy().into_owned(),
-        line: loc.line,
-        start_char: loc.start_char,
-        end_char: loc.end_char,
-        defname: loc.defname.to_str_lossy().into_owned(),
-    }
-}
-
-/// [`Symbols`] over the reader's location table.
-#[derive(Clone, Copy)]
-pub struct ReaderSymbols<'a>(pub &'a mt::LocationTable);
-
-impl Symbols for ReaderSymbols<'_> {
-    fn locations(&self, code: LocationCode) -> Cow<'_, [Location]> {
-        match self.0.get(reader_code(code)) {
-            Some(locs) => Cow::Owned(locs.iter().map(location).collect()),
-            None => Cow::Borrowed(&[]),
-        }
-    }
-}
+use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, LocationCode, ObjId, Timedelta};
 
 /// Does a location code match `needle`: does one of its locations, printed as
 /// `defname@file:line:start-end` (or `$code` when it has none), contain it?
-fn code_matches(table: &mt::LocationTable, code: mt::LocationCode, needle: &str) -> bool {
+fn code_matches(table: &mt::LocationTable, code: LocationCode, needle: &str) -> bool {
     match table.get(code) {
         Some(locs) if !locs.is_empty() => locs.iter().any(|l| l.to_string().contains(needle)),
         _ => format!("${}", code.get()).contains(needle),
@@ -163,7 +60,7 @@ impl<'s> SiteStart<'s> {
     /// the caller and the memo are out of line, so that the decoding loop around this
     /// stays small.
     #[inline(always)]
-    fn start(&mut self, table: &mt::LocationTable, backtrace: &[mt::LocationCode]) -> usize {
+    fn start(&mut self, table: &mt::LocationTable, backtrace: &[LocationCode]) -> usize {
         let leaf = backtrace.len().saturating_sub(1);
         if self.skip_empty {
             return leaf;
@@ -189,7 +86,7 @@ impl<'s> SiteStart<'s> {
     }
 
     #[inline(never)]
-    fn walk(&mut self, table: &mt::LocationTable, backtrace: &[mt::LocationCode]) -> usize {
+    fn walk(&mut self, table: &mt::LocationTable, backtrace: &[LocationCode]) -> usize {
         let leaf = backtrace.len().saturating_sub(1);
         for (i, &code) in backtrace.iter().enumerate().rev() {
             if self.names_site(table, code) {
@@ -201,7 +98,7 @@ impl<'s> SiteStart<'s> {
     }
 
     #[inline]
-    fn names_site(&mut self, table: &mt::LocationTable, code: mt::LocationCode) -> bool {
+    fn names_site(&mut self, table: &mt::LocationTable, code: LocationCode) -> bool {
         let c = code.get();
         if let Some(v) = self.cached(c) {
             return v;
@@ -210,7 +107,7 @@ impl<'s> SiteStart<'s> {
         let v = *self.memo.entry(c).or_insert_with(|| match table.get(code) {
             // Nothing is known about a code without locations: it is not plumbing.
             None => true,
-            Some(locs) => locs.is_empty() || locs.iter().any(|l| !skip.skips(&location(l))),
+            Some(locs) => locs.is_empty() || locs.iter().any(|l| !skip.skips(l)),
         });
         if let Some(e) = self.cache.get_mut(Self::slot(c)) {
             *e = (c, v);
@@ -219,30 +116,17 @@ impl<'s> SiteStart<'s> {
     }
 }
 
-/// How a pass over a trace went.
-#[derive(Debug)]
-pub struct Pass {
-    /// What the analysis found (over the events before `error`, if any).
-    pub profile: Profile,
-    /// Packets the reader skipped.
-    pub warnings: Vec<mt::Warning>,
-    /// Why the pass stopped early, if it did.
-    pub error: Option<mt::ReadError>,
-    /// Events read.
-    pub events: u64,
-}
-
-/// Runs one analysis pass over `reader`. Backtraces are decoded only when the options
-/// need them. `location` keeps only allocations with a backtrace location containing
-/// the text (it needs backtraces). `progress` is called now and then with the byte
-/// position reached.
-pub fn analyze_reader(
+/// Runs one analysis pass over `reader` on this thread. Backtraces are decoded only
+/// when the options need them. `location` keeps only allocations with a backtrace
+/// location containing the text (it needs backtraces). `progress` is called now and
+/// then with the byte position reached.
+pub(super) fn one_thread(
     reader: &mut mt::Reader<'_>,
     mut options: Options,
     location: Option<&str>,
     progress: &mut dyn FnMut(u64),
 ) -> Pass {
-    let sampling = sampling(reader.info());
+    let sampling = Sampling::from(reader.info());
     options.filter.by_location = location.is_some();
     let parse_backtraces = options.backtraces || location.is_some();
     options.backtraces = parse_backtraces;
@@ -253,7 +137,7 @@ pub fn analyze_reader(
     let mut events = reader.events(parse_backtraces);
     let mut error = None;
     let mut count: u64 = 0;
-    let mut memo: HashMap<u64, bool> = HashMap::new();
+    let mut memo: HashMap<LocationCode, bool> = HashMap::new();
     loop {
         let item = match events.next_event_with_locations() {
             None => break,
@@ -267,24 +151,23 @@ pub fn analyze_reader(
             }
         };
         count += 1;
-        let ev = convert(dt, &event);
         match location {
-            None => match &ev {
+            None => match &event {
                 Event::Alloc(a) if leaf_sites => {
-                    let k = site_start.start(table, a.backtrace);
+                    let k = site_start.start(table, &a.backtrace);
                     let site = Alloc {
-                        backtrace: a.backtrace.get(k..).unwrap_or(&[]),
+                        backtrace: Cow::Borrowed(a.backtrace.get(k..).unwrap_or(&[])),
                         common_prefix: 0,
                         ..*a
                     };
-                    analyzer.push_alloc_suffix(&site, 0);
+                    analyzer.push_alloc_suffix(dt, &site, 0);
                 }
-                _ => analyzer.push(&ev),
+                _ => analyzer.push(dt, &event),
             },
-            Some(needle) => analyzer.push_matching(&ev, &mut |code| {
+            Some(needle) => analyzer.push_matching(dt, &event, &mut |code| {
                 *memo
-                    .entry(code.0)
-                    .or_insert_with(|| code_matches(table, reader_code(code), needle))
+                    .entry(code)
+                    .or_insert_with(|| code_matches(table, code, needle))
             }),
         }
         if count & 0xFFFF == 0 {
@@ -306,13 +189,13 @@ pub fn analyze_reader(
 #[derive(Clone, Copy, Debug)]
 struct Packed {
     kind: u8,
-    source: Source,
+    source: AllocationSource,
     domain: DomainId,
     /// For [`KIND_ALLOC`], how many leading entries the analysis keeps (low 32 bits)
     /// and how many new ones follow in the frame buffer (high 32 bits); for
     /// [`KIND_ALLOC_LEAF`], the one new entry's location code; else 0.
     bt: u64,
-    time: Micros,
+    time: Timedelta,
     obj_id: ObjId,
     length: u64,
     nsamples: u64,
@@ -321,29 +204,28 @@ struct Packed {
 impl Packed {
     /// The alloc this record holds, with the new backtrace entries `new`.
     #[inline(always)]
-    fn alloc<'f, F: Frame>(&self, new: &'f [F]) -> Alloc<'f, F> {
+    fn alloc<'f>(&self, new: &'f [LocationCode]) -> Alloc<'f> {
         Alloc {
-            time: self.time,
             obj_id: self.obj_id,
             domain: self.domain,
             length: self.length,
             nsamples: self.nsamples,
             source: self.source,
-            backtrace: new,
+            backtrace: Cow::Borrowed(new),
             common_prefix: 0,
         }
     }
 
     /// A promote or collect.
     #[inline(always)]
-    fn other(kind: u8, time: Micros, id: mt::ObjId, domain: mt::DomainId) -> Packed {
+    fn other(kind: u8, time: Timedelta, obj_id: ObjId, domain: DomainId) -> Packed {
         Packed {
             kind,
-            source: Source::Minor,
-            domain: DomainId(domain.get()),
+            source: AllocationSource::Minor,
+            domain,
             bt: 0,
             time,
-            obj_id: ObjId(id.get()),
+            obj_id,
             length: 0,
             nsamples: 0,
         }
@@ -360,7 +242,7 @@ const KIND_ALLOC_LEAF: u8 = 3;
 #[derive(Default)]
 struct Batch {
     events: Vec<Packed>,
-    frames: Vec<mt::LocationCode>,
+    frames: Vec<LocationCode>,
 }
 
 impl Batch {
@@ -374,18 +256,18 @@ impl Batch {
 
 const BATCH_EVENTS: usize = 32768;
 
-/// Like [`analyze_reader`] without a location filter, but with the analysis on a
-/// second thread fed in batches, so that on a host with an idle core a pass can take
-/// about as long as the slower of decoding and analysing rather than their sum. Only
-/// the backtrace entries past each alloc's common prefix cross threads. The result is
-/// the same as [`analyze_reader`]'s.
-pub fn analyze_reader_pipelined(
+/// Like [`one_thread`] without a location filter, but with the analysis on a second
+/// thread fed in batches, so that on a host with an idle core a pass can take about
+/// as long as the slower of decoding and analysing rather than their sum. Only the
+/// backtrace entries past each alloc's common prefix cross threads. The result is
+/// the same as [`one_thread`]'s.
+pub(super) fn two_threads(
     reader: &mut mt::Reader<'_>,
     options: Options,
     progress: &mut dyn FnMut(u64),
 ) -> Pass {
     use std::sync::mpsc;
-    let sampling = sampling(reader.info());
+    let sampling = Sampling::from(reader.info());
     let parse_backtraces = options.backtraces;
     let leaf_only = options.leaf_only;
     let skip = options.site_skip.clone();
@@ -401,14 +283,14 @@ pub fn analyze_reader_pipelined(
                 for p in &batch.events {
                     match p.kind {
                         KIND_ALLOC_LEAF => {
-                            let leaf = [p.bt as i64];
-                            analyzer.push_alloc_suffix(&p.alloc(&leaf), 0);
+                            let leaf = [LocationCode::new(p.bt as i64)];
+                            analyzer.push_alloc_suffix(p.time, &p.alloc(&leaf), 0);
                         }
                         KIND_ALLOC => {
                             let (keep, frames) = (p.bt as u32, (p.bt >> 32) as usize);
                             let end = at + frames;
                             let new = batch.frames.get(at..end).unwrap_or(&[]);
-                            analyzer.push_alloc_suffix(&p.alloc(new), keep as usize);
+                            analyzer.push_alloc_suffix(p.time, &p.alloc(new), keep as usize);
                             at = end;
                         }
                         KIND_PROMOTE => analyzer.promote(p.time, p.obj_id),
@@ -563,7 +445,7 @@ fn send_patiently<T>(
     )
 }
 
-/// The decoding side of [`analyze_reader_pipelined`] alone, its batches dropped
+/// The decoding side of [`two_threads`] alone, its batches dropped
 /// instead of analysed: for measuring how much of the pipeline's time it takes
 /// (`examples/top_speed.rs`). Returns the events read.
 #[doc(hidden)]
@@ -584,7 +466,7 @@ pub fn decode_side_only(reader: &mut mt::Reader<'_>, options: &Options) -> u64 {
     count
 }
 
-/// The decoding side of [`analyze_reader_pipelined`]: reads every event of `events`,
+/// The decoding side of [`two_threads`]: reads every event of `events`,
 /// packs it, and hands each full batch to `ship`, which returns an empty one, or
 /// `None` when the analysis is gone. Returns the events read, the error that stopped
 /// the pass (if any), and the last, partly filled batch.
@@ -666,12 +548,12 @@ impl<const LEAF: bool> Packer<'_, '_, LEAF> {
     /// How many leading entries of an alloc's backtrace the analysis already has.
     #[inline(always)]
     fn keep(&mut self, a: &mt::Alloc<'_>, table: &mt::LocationTable) -> usize {
-        let backtrace: &[mt::LocationCode] = &a.backtrace;
+        let backtrace: &[LocationCode] = &a.backtrace;
         if LEAF {
             return self.site_start.start(table, backtrace);
         }
         let len = backtrace.len();
-        let domain = DomainId(a.domain.get());
+        let domain = a.domain;
         if self
             .prev_len
             .get(self.last_slot)
@@ -696,7 +578,7 @@ impl<const LEAF: bool> Packer<'_, '_, LEAF> {
 
 impl<const LEAF: bool> mt::EventSink for Packer<'_, '_, LEAF> {
     #[inline(always)]
-    fn alloc(&mut self, dt: mt::Timedelta, a: &mt::Alloc<'_>, table: &mt::LocationTable) {
+    fn alloc(&mut self, dt: Timedelta, a: &mt::Alloc<'_>, table: &mt::LocationTable) {
         let keep = self.keep(a, table);
         let new = a.backtrace.get(keep..).unwrap_or(&[]);
         let (kind, bt) = match new {
@@ -711,27 +593,27 @@ impl<const LEAF: bool> mt::EventSink for Packer<'_, '_, LEAF> {
         };
         self.batch.events.push(Packed {
             kind,
-            source: source_of(a.source),
-            domain: DomainId(a.domain.get()),
+            source: a.source,
+            domain: a.domain,
             bt,
-            time: micros(dt),
-            obj_id: ObjId(a.obj_id.get()),
+            time: dt,
+            obj_id: a.obj_id,
             length: a.length,
             nsamples: a.nsamples,
         });
     }
 
     #[inline(always)]
-    fn promote(&mut self, dt: mt::Timedelta, id: mt::ObjId, d: mt::DomainId) {
+    fn promote(&mut self, dt: Timedelta, id: ObjId, d: DomainId) {
         self.batch
             .events
-            .push(Packed::other(KIND_PROMOTE, micros(dt), id, d));
+            .push(Packed::other(KIND_PROMOTE, dt, id, d));
     }
 
     #[inline(always)]
-    fn collect(&mut self, dt: mt::Timedelta, id: mt::ObjId, d: mt::DomainId) {
+    fn collect(&mut self, dt: Timedelta, id: ObjId, d: DomainId) {
         self.batch
             .events
-            .push(Packed::other(KIND_COLLECT, micros(dt), id, d));
+            .push(Packed::other(KIND_COLLECT, dt, id, d));
     }
 }

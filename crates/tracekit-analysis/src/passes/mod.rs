@@ -1,11 +1,11 @@
-//! The passes a report makes over a trace: which driver each pass uses, finding the
-//! peak of the whole live heap before a pass that weighs what is live at it, and
-//! making a pass's peak exact when its domains interleaved.
+//! Passes over a trace read by `tracekit-memtrace`'s [`Reader`]: [`analyze`] runs one,
+//! the others find the peak of the whole live heap before a pass that weighs what is
+//! live at it ([`find_peak`]), and make a pass's peak exact when its domains
+//! interleaved ([`settle_peak`], [`settled`]).
 //!
 //! A pass decodes on one thread and analyses on another when the machine has two
-//! cores and nothing needs backtrace locations as they are decoded
-//! ([`source::analyze_reader_pipelined`]); otherwise on one thread
-//! ([`source::analyze_reader`]). Both give the same [`Pass`].
+//! cores and nothing needs backtrace locations as they are decoded; otherwise on one
+//! thread ([`Threads`]). Both give the same [`Pass`].
 //!
 //! The live heap's peak is found as the events go, per domain. When domains'
 //! events interleave in the trace (a multi-domain OCaml 5 program), an event can
@@ -13,11 +13,44 @@
 //! the pass counts such events ([`Peak::late_events`]) and names the domains. One
 //! more pass, told the domains upfront, then finds the exact peak.
 
-use tracekit_memtrace::{ReadError, Reader};
+mod drive;
 
-use crate::analyzer::Options;
+use tracekit_memtrace::{ReadError, Reader, Warning};
+
+use crate::analyzer::{Options, Profile};
 use crate::curve::Peak;
-use crate::source::{self, Pass};
+
+#[doc(hidden)]
+pub use drive::decode_side_only;
+
+/// How a pass over a reader spreads its work ([`Options::threads`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Threads {
+    /// [`Threads::Two`] when the host has at least two cores, else [`Threads::One`].
+    #[default]
+    Auto,
+    /// Decoding and analysis on the calling thread.
+    One,
+    /// Decoding on the calling thread and analysis on a second, fed in batches, so
+    /// that on a host with an idle core a pass takes about as long as the slower of
+    /// the two rather than their sum. A location filter matches locations as
+    /// backtraces are decoded, which only the one-thread pass does: with one, the pass
+    /// runs on one thread.
+    Two,
+}
+
+/// How a pass over a trace went.
+#[derive(Debug)]
+pub struct Pass {
+    /// What the analysis found (over the events before `error`, if any).
+    pub profile: Profile,
+    /// Packets the reader skipped.
+    pub warnings: Vec<Warning>,
+    /// Why the pass stopped early, if it did.
+    pub error: Option<ReadError>,
+    /// Events read.
+    pub events: u64,
+}
 
 /// What a pass is for, for progress reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,9 +78,22 @@ impl Stage {
 /// with the byte position reached.
 pub type Progress<'a> = &'a mut dyn FnMut(Stage, u64);
 
-/// One pass over `reader` with `options`. `location` keeps only allocations with a
-/// backtrace location containing the text.
-pub fn run(
+/// One analysis pass over `reader` with `options` (its [`Options::threads`] say on how
+/// many threads). `location` keeps only allocations with a backtrace location
+/// containing the text (locations print as `defname@file:line:start-end`, or `$code`
+/// for a code without any). `progress` hears [`Stage::Analysing`] at position 0, then
+/// now and then the byte position reached.
+pub fn analyze(
+    reader: &mut Reader<'_>,
+    options: Options,
+    location: Option<&str>,
+    progress: Progress<'_>,
+) -> Pass {
+    run(reader, options, location, Stage::Analysing, progress)
+}
+
+/// [`analyze`], its progress reported as `stage`.
+fn run(
     reader: &mut Reader<'_>,
     options: Options,
     location: Option<&str>,
@@ -56,13 +102,17 @@ pub fn run(
 ) -> Pass {
     progress(stage, 0);
     let mut position = |pos| progress(stage, pos);
+    let two = match options.threads {
+        Threads::One => false,
+        Threads::Two => true,
+        Threads::Auto => std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
+    };
     // The location filter matches locations as backtraces are decoded, which only
-    // the one-thread driver does.
-    let two_cores = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-    if location.is_none() && two_cores {
-        source::analyze_reader_pipelined(reader, options, &mut position)
+    // the one-thread pass does.
+    if two && location.is_none() {
+        drive::two_threads(reader, options, &mut position)
     } else {
-        source::analyze_reader(reader, options, location, &mut position)
+        drive::one_thread(reader, options, location, &mut position)
     }
 }
 
@@ -123,20 +173,14 @@ pub fn settle_peak(
     }
 }
 
-/// One pass with `options`, its peak made exact ([`run`], then [`settle_peak`]).
+/// One pass with `options`, its peak made exact ([`analyze`], then [`settle_peak`]).
 pub fn settled(
     reader: &mut Reader<'_>,
     options: Options,
     location: Option<&str>,
     progress: Progress<'_>,
 ) -> Pass {
-    let mut pass = run(
-        reader,
-        options.clone(),
-        location,
-        Stage::Analysing,
-        &mut *progress,
-    );
+    let mut pass = analyze(reader, options.clone(), location, &mut *progress);
     settle_peak(reader, &mut pass, &options, location, progress);
     pass
 }
@@ -205,16 +249,34 @@ mod tests {
     }
 
     #[test]
+    fn a_location_filter_runs_on_one_thread_whatever_the_threads() {
+        let config = SynthConfig {
+            allocs: 3000,
+            ..SynthConfig::default()
+        };
+        let bytes = write_synthetic(Vec::new(), &config).unwrap();
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let mut pass = |threads, location| {
+            let options = Options {
+                threads,
+                ..Options::default()
+            };
+            analyze(&mut reader, options, location, &mut |_, _| {})
+        };
+        let all = pass(Threads::Two, None);
+        let one = pass(Threads::One, Some("module_003"));
+        let two = pass(Threads::Two, Some("module_003"));
+        assert!(0 < one.profile.totals.allocs);
+        assert!(one.profile.totals.allocs < all.profile.totals.allocs);
+        assert_eq!(one.profile.totals, two.profile.totals);
+        assert_eq!(one.profile.events, two.profile.events);
+    }
+
+    #[test]
     fn an_interleaved_peak_is_settled() {
         let bytes = interleaved();
         let mut reader = Reader::from_bytes(&bytes).unwrap();
-        let once = run(
-            &mut reader,
-            Options::default(),
-            None,
-            Stage::Analysing,
-            &mut |_, _| {},
-        );
+        let once = analyze(&mut reader, Options::default(), None, &mut |_, _| {});
         assert!(once.profile.peak.late_events > 0, "{:?}", once.profile.peak);
         let mut stages = Vec::new();
         let settled = settled(&mut reader, Options::default(), None, &mut |s, _| {
