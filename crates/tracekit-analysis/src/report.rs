@@ -15,6 +15,7 @@ use tracekit_memtrace::{LocationCode, LocationLookup, Timedelta};
 
 /// How allocations are grouped into sites.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum GroupBy {
     /// The allocation site: the last location of the backtrace.

@@ -18,12 +18,13 @@ fn locations_of(symbols: &dyn LocationLookup, code: LocationCode) -> &[Location]
 
 /// What one frame of a report shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum FrameLabel {
-    /// `defname@file:line:start-end`.
-    Location,
-    /// `defname`.
+    /// Function names (defname).
     Function,
-    /// `file`.
+    /// Full locations, `defname@file:line:start-end`.
+    Location,
+    /// Source files.
     File,
 }
 

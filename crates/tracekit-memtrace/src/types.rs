@@ -186,6 +186,7 @@ impl fmt::Display for LocationCode {
 
 /// How a sampled object was allocated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum AllocationSource {
     /// On the minor heap.
     Minor,

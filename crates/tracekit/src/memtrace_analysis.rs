@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use indicatif::ProgressBar;
 use tracekit_analysis::fxt::{self, FxtOptions};
 use tracekit_analysis::passes::{self, Stage};
@@ -62,7 +62,7 @@ pub enum Command {
 pub struct FilterArgs {
     /// Keep only allocations from this source (repeatable).
     #[arg(long, value_enum)]
-    source: Vec<SourceArg>,
+    source: Vec<AllocationSource>,
     /// Keep only objects at least this large (the object's own size, length x word size;
     /// e.g. 4096, 64k, 1MiB).
     #[arg(long, value_name = "SIZE", value_parser = parse_size_arg)]
@@ -108,49 +108,9 @@ impl SiteArgs {
 
     /// Sites grouped by leaf, function or file need only each backtrace's innermost
     /// entries (the analysis keeps them up to the one that names the site).
-    fn leaf_only(by: ByArg) -> bool {
-        by != ByArg::Backtrace
+    fn leaf_only(by: GroupBy) -> bool {
+        by != GroupBy::Backtrace
     }
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum SourceArg {
-    Minor,
-    Major,
-    External,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-enum ByArg {
-    /// The allocation site (last location of the backtrace).
-    Leaf,
-    /// The function (defname) of the allocation site.
-    Function,
-    /// The source file of the allocation site.
-    File,
-    /// The whole backtrace.
-    Backtrace,
-}
-
-impl From<ByArg> for GroupBy {
-    fn from(b: ByArg) -> GroupBy {
-        match b {
-            ByArg::Leaf => GroupBy::Leaf,
-            ByArg::Function => GroupBy::Function,
-            ByArg::File => GroupBy::File,
-            ByArg::Backtrace => GroupBy::Backtrace,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-enum FramesArg {
-    /// Function names (defname).
-    Function,
-    /// Full locations, defname@file:line:start-end.
-    Location,
-    /// Source files.
-    File,
 }
 
 /// `top` arguments.
@@ -160,7 +120,7 @@ pub struct TopArgs {
     file: PathBuf,
     /// Group allocations by.
     #[arg(long, value_enum, default_value = "leaf")]
-    by: ByArg,
+    by: GroupBy,
     /// Show this many sites (0: all).
     #[arg(long, default_value_t = 20)]
     limit: usize,
@@ -213,7 +173,7 @@ pub struct FlameArgs {
     live_end: bool,
     /// What a frame shows.
     #[arg(long, value_enum, default_value = "function")]
-    frames: FramesArg,
+    frames: FrameLabel,
     /// Weights in samples instead of estimated bytes.
     #[arg(long)]
     samples: bool,
@@ -263,7 +223,7 @@ pub struct DiffArgs {
     b: PathBuf,
     /// Group allocations by.
     #[arg(long, value_enum, default_value = "leaf")]
-    by: ByArg,
+    by: GroupBy,
     /// Show this many sites (0: all).
     #[arg(long, default_value_t = 20)]
     limit: usize,
@@ -293,11 +253,7 @@ impl FilterArgs {
             sources: (!self.source.is_empty()).then(|| {
                 self.source
                     .iter()
-                    .map(|s| match s {
-                        SourceArg::Minor => AllocationSource::Minor,
-                        SourceArg::Major => AllocationSource::Major,
-                        SourceArg::External => AllocationSource::External,
-                    })
+                    .copied()
                     .collect()
             }),
             min_size_bytes: self.min_size.unwrap_or(0),
@@ -435,7 +391,7 @@ fn top(args: TopArgs) -> Result<ExitCode> {
         Rank::Allocated
     };
     let symbols = reader.locations();
-    let by = args.by.into();
+    let by = args.by;
     let t = report::top_skipping(&p.profile, &symbols, by, rank, limit(args.limit), &skip);
     if args.json {
         print_json(&render::top_json(&info, &p.profile, &t, &ctx))?;
@@ -518,11 +474,7 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
         (None, true) => Weight::LiveEnd,
         (None, false) => Weight::Allocated,
     };
-    let label = match args.frames {
-        FramesArg::Function => FrameLabel::Function,
-        FramesArg::Location => FrameLabel::Location,
-        FramesArg::File => FrameLabel::File,
-    };
+    let label = args.frames;
     let unit = match args.samples {
         true => Unit::Samples,
         false => Unit::Bytes,
@@ -643,14 +595,14 @@ fn diff(args: DiffArgs) -> Result<ExitCode> {
     let rows = report::diff_skipping(
         (&pa.profile, &sa),
         (&pb.profile, &sb),
-        args.by.into(),
+        args.by,
         args.live,
         &args.sites.skip(),
     );
     let ctx = DiffContext {
         a: TraceFile::new(input::display(&args.a), ra.info()),
         b: TraceFile::new(input::display(&args.b), rb.info()),
-        by: Some(args.by.into()),
+        by: Some(args.by),
         by_live: args.live,
     };
     let (a, b, n) = (&pa.profile, &pb.profile, limit(args.limit));
