@@ -3,7 +3,7 @@
 //! backtrace. Everything the subcommands print is derived from the resulting
 //! [`Profile`].
 //!
-//! Memory is bounded by the number of live sampled objects (one [`LiveObject`] each),
+//! Memory is bounded by the number of live sampled objects (one `LiveObject` each),
 //! plus the backtrace trie and one [`SiteCounts`] per distinct allocating backtrace,
 //! plus fixed-size buffers (timeline buckets, the peak reorder buffer, the `--big`
 //! heap). Nothing is kept per event.
@@ -14,7 +14,6 @@ use std::collections::BinaryHeap;
 use crate::backtrace::{BacktraceId, Backtraces};
 use crate::curve::{Peak, PeakTracker, Timeline};
 use crate::live::LiveTable;
-use crate::passes::Threads;
 use crate::sampling::Sampling;
 use crate::symbols::FrameSkip;
 use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, LocationCode, ObjId, Timedelta};
@@ -85,6 +84,22 @@ pub enum FilterError {
     /// `allocated_between` ends before it starts.
     #[error("--between: {0} is after {1}")]
     EmptyRange(Timedelta, Timedelta),
+}
+
+/// How a pass over a reader spreads its work ([`Options::threads`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Threads {
+    /// [`Threads::Two`] when the host has at least two cores, else [`Threads::One`].
+    #[default]
+    Auto,
+    /// Decoding and analysis on the calling thread.
+    One,
+    /// Decoding on the calling thread and analysis on a second, fed in batches, so
+    /// that on a host with an idle core a pass takes about as long as the slower of
+    /// the two rather than their sum. A location filter matches locations as
+    /// backtraces are decoded, which only the one-thread pass does: with one, the pass
+    /// runs on one thread.
+    Two,
 }
 
 /// What to compute.

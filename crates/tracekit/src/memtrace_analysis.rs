@@ -250,12 +250,7 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
 impl FilterArgs {
     fn filter(&self) -> Result<Filter> {
         let f = Filter {
-            sources: (!self.source.is_empty()).then(|| {
-                self.source
-                    .iter()
-                    .copied()
-                    .collect()
-            }),
+            sources: (!self.source.is_empty()).then(|| self.source.to_vec()),
             min_size_bytes: self.min_size.unwrap_or(0),
             domains: (!self.domain.is_empty())
                 .then(|| self.domain.iter().map(|d| DomainId::new(*d)).collect()),

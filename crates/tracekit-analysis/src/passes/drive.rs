@@ -485,8 +485,8 @@ fn produce(
 }
 
 /// [`produce`] for one value of [`Options::leaf_only`], so that the decoding loop
-/// holds the code of one way of packing alone (callgrind, `top_speed ... produce`:
-/// 1112.4 M instructions with the choice made per event, 1091.3 M without).
+/// holds the code of one way of packing alone (fewer instructions than choosing per
+/// event; figures in `docs/performance.md`).
 ///
 /// Out of line, so that its code (the pipeline's critical path) does not depend on
 /// the caller's.

@@ -21,23 +21,8 @@ use crate::analyzer::{Options, Profile};
 use crate::curve::Peak;
 
 #[doc(hidden)]
+pub use crate::analyzer::Threads;
 pub use drive::decode_side_only;
-
-/// How a pass over a reader spreads its work ([`Options::threads`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Threads {
-    /// [`Threads::Two`] when the host has at least two cores, else [`Threads::One`].
-    #[default]
-    Auto,
-    /// Decoding and analysis on the calling thread.
-    One,
-    /// Decoding on the calling thread and analysis on a second, fed in batches, so
-    /// that on a host with an idle core a pass takes about as long as the slower of
-    /// the two rather than their sum. A location filter matches locations as
-    /// backtraces are decoded, which only the one-thread pass does: with one, the pass
-    /// runs on one thread.
-    Two,
-}
 
 /// How a pass over a trace went.
 #[derive(Debug)]
