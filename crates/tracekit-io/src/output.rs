@@ -434,15 +434,17 @@ pub fn write_file(path: &Path, inputs: &[&Path], text: &str) -> Result<()> {
 /// An output named on the command line: a file written atomically (see
 /// [`OutputFile`]), or standard output for `-`. A name ending in `.gz` is written
 /// gzip-compressed.
-pub struct Output(Compression);
+pub struct Output(io::BufWriter<Compression>);
 
+// The buffer is the outer layer, so that a writer's many small writes cost a
+// copy each, not a dispatch through the layers below.
 enum Compression {
     Plain(Target),
     Gzip(flate2::write::GzEncoder<Target>),
 }
 
 enum Target {
-    File(io::BufWriter<OutputFile>),
+    File(OutputFile),
     Stdout(Stdout),
 }
 
@@ -453,28 +455,26 @@ impl Output {
         let target = if crate::input::is_stdin(path) {
             Target::Stdout(Stdout::new())
         } else {
-            let file = OutputFile::create(path, inputs)?;
-            Target::File(io::BufWriter::with_capacity(1 << 16, file))
+            Target::File(OutputFile::create(path, inputs)?)
         };
-        Ok(Output(if path.extension().is_some_and(|e| e == "gz") {
-            Compression::Gzip(flate2::write::GzEncoder::new(
-                target,
-                flate2::Compression::default(),
-            ))
+        let inner = if path.extension().is_some_and(|e| e == "gz") {
+            let gz = flate2::write::GzEncoder::new(target, flate2::Compression::default());
+            Compression::Gzip(gz)
         } else {
             Compression::Plain(target)
-        }))
+        };
+        Ok(Output(io::BufWriter::with_capacity(1 << 16, inner)))
     }
 
     /// Finishes the output: the compressed stream's end, then the file's commit
     /// (or standard output's flush). An error names the output.
     pub fn finish(self) -> Result<()> {
-        let target = match self.0 {
+        let target = match self.0.into_inner().map_err(|e| e.into_error())? {
             Compression::Plain(t) => t,
             Compression::Gzip(g) => g.finish()?,
         };
         match target {
-            Target::File(f) => f.into_inner().map_err(|e| e.into_error())?.commit(),
+            Target::File(f) => f.commit(),
             Target::Stdout(s) => s.finish(),
         }
     }
@@ -496,19 +496,35 @@ impl Write for Target {
     }
 }
 
-impl Write for Output {
+impl Write for Compression {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match &mut self.0 {
+        match self {
             Compression::Plain(t) => t.write(buf),
             Compression::Gzip(g) => g.write(buf),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match &mut self.0 {
+        match self {
             Compression::Plain(t) => t.flush(),
             Compression::Gzip(g) => g.flush(),
         }
+    }
+}
+
+impl Write for Output {
+    #[inline]
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    #[inline]
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.0.write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
     }
 }
 
