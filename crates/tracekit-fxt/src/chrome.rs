@@ -129,14 +129,7 @@ pub fn write_chrome_json(
                 s.push_str("}}");
             }
             Record::KernelObject(o) if o.object_type == ObjectType::THREAD => {
-                let pid = o
-                    .args
-                    .iter()
-                    .find_map(|a| match a.value {
-                        ArgValue::Koid(k) if a.name == "process" => Some(k),
-                        _ => None,
-                    })
-                    .unwrap_or(Koid(0));
+                let pid = o.process().unwrap_or(Koid(0));
                 let _ = write!(
                     s,
                     "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":",

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::format::{ArgValue, EventKind, Koid, ObjectType};
+use crate::format::{EventKind, Koid, ObjectType};
 use crate::read::{Entry, ReadError, Record, Records, Str, Thread};
 
 /// The events and name of one thread.
@@ -89,14 +89,7 @@ impl Stats {
                     st.processes.insert(o.koid.0, Some(o.name.to_string()));
                 }
                 Record::KernelObject(o) if o.object_type == ObjectType::THREAD => {
-                    let pid = o
-                        .args
-                        .iter()
-                        .find_map(|a| match a.value {
-                            ArgValue::Koid(k) if a.name == "process" => Some(k),
-                            _ => None,
-                        })
-                        .unwrap_or(Koid(0));
+                    let pid = o.process().unwrap_or(Koid(0));
                     let t = Thread {
                         process: pid,
                         thread: o.koid,

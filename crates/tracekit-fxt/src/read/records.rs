@@ -132,6 +132,16 @@ pub struct KernelObject<S, A> {
     pub args: A,
 }
 
+impl KernelObject<Str<'_>, Args<'_>> {
+    /// The process of a thread object: its koid argument `process`, if it has one.
+    pub fn process(&self) -> Option<Koid> {
+        self.args.iter().find_map(|a| match a.value {
+            crate::format::ArgValue::Koid(k) if a.name == "process" => Some(k),
+            _ => None,
+        })
+    }
+}
+
 /// A context switch record (type 8, subtype 1).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ContextSwitch<A> {
