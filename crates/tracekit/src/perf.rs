@@ -241,8 +241,9 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let mut source = source_of(args)?;
-    let inputs: Vec<PathBuf> = source.path().map(PathBuf::from).into_iter().collect();
-    let inputs: Vec<&std::path::Path> = inputs.iter().map(PathBuf::as_path).collect();
+    // Owned: the source is borrowed mutably while the output is written.
+    let input = source.path().map(PathBuf::from);
+    let inputs: Vec<&std::path::Path> = input.as_deref().into_iter().collect();
     if args.transcript {
         let output = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
         let mut out = Output::create(&output, &inputs)?;
