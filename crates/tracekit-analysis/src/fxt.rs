@@ -16,8 +16,11 @@
 //! own live-heap track. Counter values are exact at their timestamps: a timeline point
 //! holds the live heap including every event at that instant.
 
+use std::io::Write;
+
 use tracekit_fxt::format::{Arg, ArgValue, Koid, StringRef, ThreadRef};
-use tracekit_fxt::write::{Destination, WriteError, Writer};
+use tracekit_fxt::io::{FinishError, IoDestination};
+use tracekit_fxt::write::{Destination, Initialization, WriteError, Writer, WriterOptions};
 
 use crate::analyzer::Profile;
 use crate::report::EMPTY_BACKTRACE;
@@ -57,6 +60,18 @@ pub struct FxtSummary {
     pub points: u64,
     /// Domain threads.
     pub domains: u64,
+}
+
+impl std::fmt::Display for FxtSummary {
+    /// `120 counter samples (40 per live-heap track, 2 domains), 20 instant events`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = if self.domains == 1 { "" } else { "s" };
+        write!(
+            f,
+            "{} counter samples ({} per live-heap track, {} domain{s}), {} instant events",
+            self.counters, self.points, self.domains, self.instants
+        )
+    }
 }
 
 /// Process koid: the traced pid when it is a plausible one. Perfetto keeps only the
@@ -129,6 +144,26 @@ enum Item {
     Rate { bytes_per_s: f64 },
     Big(usize),
     Peak { bytes: u64 },
+}
+
+/// Writes `profile` as a whole FXT trace into `out` (the magic number, the
+/// initialization record, then [`write_profile`]'s records) and returns `out`, the
+/// trace closed, with what was written. An error is `out`'s own when it caused it.
+pub fn write_trace<W: Write>(
+    out: W,
+    profile: &Profile,
+    symbols: &dyn LocationLookup,
+    info: &Info,
+    options: &FxtOptions,
+) -> Result<(W, FxtSummary), FinishError> {
+    let init = WriterOptions {
+        initialization: Some(Initialization::new(TICKS_PER_SECOND)),
+        ..WriterOptions::default()
+    };
+    let mut w = Writer::with_options(IoDestination::new(out), &init).map_err(FinishError::Write)?;
+    let summary = write_profile(&mut w, profile, symbols, info, options);
+    let summary = summary.map_err(|e| w.explain(e))?;
+    Ok((w.finish_io()?, summary))
 }
 
 /// Writes `profile` into `w` (whose initialization record must say

@@ -19,6 +19,7 @@ pub mod fxt;
 mod huge;
 mod live;
 pub mod passes;
+pub mod query;
 pub mod render;
 pub mod report;
 pub mod sampling;

@@ -7,7 +7,7 @@ mod dump;
 
 use std::collections::HashMap;
 
-use tracekit_analysis::fxt::{FxtOptions, TICKS_PER_SECOND, write_profile};
+use tracekit_analysis::fxt::{FxtOptions, write_trace};
 use tracekit_analysis::render::{self, TopContext, TraceFile};
 use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank, Unit, Weight};
 use tracekit_analysis::symbols::FrameLabel;
@@ -280,7 +280,6 @@ fn fxt_counters(bytes: &[u8]) -> Vec<(u64, String, u64)> {
 
 #[test]
 fn to_fxt_counters_read_back() {
-    use tracekit_fxt::write::{Initialization, VecDestination, Writer, WriterOptions};
     let Some(rows) = corpus_rows() else { return };
     for (trace, d) in &rows {
         let mut reader = Reader::open(trace).unwrap();
@@ -291,16 +290,8 @@ fn to_fxt_counters_read_back() {
                 ..Options::default()
             },
         );
-        let mut w = Writer::with_options(
-            VecDestination::new(),
-            &WriterOptions {
-                initialization: Some(Initialization::new(TICKS_PER_SECOND)),
-                ..WriterOptions::default()
-            },
-        )
-        .unwrap();
-        let summary = write_profile(
-            &mut w,
+        let (bytes, summary) = write_trace(
+            Vec::new(),
             &p.profile,
             &reader.locations(),
             reader.info(),
@@ -310,7 +301,6 @@ fn to_fxt_counters_read_back() {
             },
         )
         .unwrap();
-        let bytes = w.finish().unwrap().into_vec();
         assert_eq!(
             summary.instants,
             p.profile.big.len() as u64 + u64::from(p.profile.peak.live > 0)

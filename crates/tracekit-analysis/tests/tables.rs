@@ -197,23 +197,14 @@ fn counters(bytes: &[u8], name: &str, arg: &str) -> Vec<(u64, f64)> {
 
 #[test]
 fn fxt_counters_read_back() {
-    use tracekit_analysis::fxt::{FxtOptions, TICKS_PER_SECOND, write_profile};
-    use tracekit_fxt::write::{Initialization, VecDestination, Writer, WriterOptions};
+    use tracekit_analysis::fxt::{FxtOptions, write_trace};
     let opts = Options {
         big: 3,
         ..Options::default()
     };
     let p = analyze_events(SAMPLING, opts, events(1));
-    let mut w = Writer::with_options(
-        VecDestination::new(),
-        &WriterOptions {
-            initialization: Some(Initialization::new(TICKS_PER_SECOND)),
-            ..WriterOptions::default()
-        },
-    )
-    .unwrap();
-    let summary = write_profile(
-        &mut w,
+    let (bytes, summary) = write_trace(
+        Vec::new(),
         &p,
         &table(),
         &info("a.ctf").info,
@@ -223,7 +214,6 @@ fn fxt_counters_read_back() {
         },
     )
     .unwrap();
-    let bytes = w.finish().unwrap().into_vec();
     assert_eq!(summary.instants, 4);
     let live = counters(&bytes, "live heap (domain 0)", "bytes");
     assert_eq!(live.len() as u64, summary.points);

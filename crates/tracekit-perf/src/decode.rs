@@ -12,14 +12,115 @@ use std::io::Write;
 use tracekit_callstack::decode::{DecodeStats, Decoder, HitCollector};
 use tracekit_callstack::filter::RangeFilter;
 use tracekit_callstack::fxt_sink::FxtSink;
+use tracekit_callstack::ocaml::OcamlExceptionInfo;
 use tracekit_callstack::sink::Sink;
 use tracekit_callstack::transcript::{self, Transcriber, Transcript, TranscriptOptions};
-use tracekit_callstack::writer::{Config, Warning};
+use tracekit_callstack::writer::{Config, TraceScope, Warning};
 use tracekit_fxt::io::IoDestination;
 use tracekit_fxt::write::Writer;
 
 use crate::text::{Progress, TextSource};
-use crate::{Error, Result};
+use crate::{Error, Mode, Result};
+
+/// What the decoder is told beyond its input and output: the options of `tracekit
+/// perf decode` (with the `clap` feature, its command line).
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct DecodeOptions {
+    /// What was traced: user space, kernel, or both.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value = "user"))]
+    pub scope: TraceScope,
+    /// For perf.data input: branch trace (Intel PT) or sampled stacks.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value = "auto"))]
+    pub mode: Mode,
+    /// Append " [inferred start time]" to frames whose start was inferred (default with --transcript).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub annotate_inferred_start_times: bool,
+    /// Keep only what happens between calls to START and STOP (`START..STOP`).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "START..STOP", value_parser = range_filter))]
+    pub filter: Option<RangeFilter>,
+    /// OCaml pushtrap addresses (hex, comma-separated); with the two below enables
+    /// precise OCaml exception tracking.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "ADDRS", value_delimiter = ',', num_args = 0..)
+    )]
+    pub ocaml_pushtraps: Option<Vec<String>>,
+    /// OCaml poptrap addresses (hex, comma-separated).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "ADDRS", value_delimiter = ',', num_args = 0..)
+    )]
+    pub ocaml_poptraps: Option<Vec<String>>,
+    /// OCaml entertrap addresses (hex, comma-separated).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "ADDRS", value_delimiter = ',', num_args = 0..)
+    )]
+    pub ocaml_entertraps: Option<Vec<String>>,
+    /// Do not queue events inside TSX transactions.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub no_transactions: bool,
+}
+
+#[cfg(feature = "clap")]
+fn range_filter(s: &str) -> std::result::Result<RangeFilter, String> {
+    RangeFilter::parse(s).ok_or_else(|| "wants START..STOP".to_string())
+}
+
+impl DecodeOptions {
+    /// The decoder's configuration; `transcript` annotates inferred start times, as
+    /// magic-trace's transcripts do. An error names a trap address that is not hex.
+    pub fn config(&self, transcript: bool) -> Result<Config> {
+        let traps = [
+            &self.ocaml_pushtraps,
+            &self.ocaml_poptraps,
+            &self.ocaml_entertraps,
+        ];
+        let ocaml_exception_info = match traps.iter().any(|t| t.is_some()) {
+            true => Some(OcamlExceptionInfo::new(
+                &hex_list(traps[0])?,
+                &hex_list(traps[1])?,
+                &hex_list(traps[2])?,
+            )),
+            false => None,
+        };
+        Ok(Config {
+            scope: self.scope,
+            annotate_inferred_start_times: self.annotate_inferred_start_times || transcript,
+            ocaml_exception_info,
+            transactions: !self.no_transactions,
+        })
+    }
+
+    /// The options of a transcript (`echo`: the input records too); times start at
+    /// the first event.
+    pub fn transcript(&self, echo: bool) -> Result<TranscriptOptions> {
+        let config = self.config(true)?;
+        Ok(TranscriptOptions {
+            scope: config.scope,
+            annotate_inferred_start_times: config.annotate_inferred_start_times,
+            echo,
+            time_origin_first_event: true,
+            ocaml_exception_info: config.ocaml_exception_info,
+            filter: self.filter.clone(),
+            events_output: false,
+        })
+    }
+}
+
+/// Hex addresses (`0x` optional); empty items are left out, so that a script can pass
+/// an empty list as `""`.
+fn hex_list(v: &Option<Vec<String>>) -> Result<Vec<u64>> {
+    v.iter()
+        .flatten()
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            u64::from_str_radix(s.trim_start_matches("0x"), 16)
+                .map_err(|_| Error::NotHexAddress(s.clone()))
+        })
+        .collect()
+}
 
 /// Decodes `source` into `sink`; returns the sink and what was read.
 ///
@@ -68,6 +169,47 @@ pub struct FxtDecoded {
     pub records: u64,
     /// Names longer than FXT's limit, cut.
     pub truncated_strings: u64,
+}
+
+impl FxtDecoded {
+    /// What a user should know about the input and the trace: records that were not
+    /// `perf script` output (the first few on indented lines below), names cut to
+    /// FXT's limit.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let s = &self.stats;
+        if s.unparsed > 0 {
+            let examples: String = s
+                .first_unparsed
+                .iter()
+                .map(|e| format!("\n  {e}"))
+                .collect();
+            out.push(format!(
+                "skipped {} of {} records that were not perf script output tracekit knows{examples}",
+                s.unparsed, s.records
+            ));
+        }
+        if self.truncated_strings > 0 {
+            out.push(format!(
+                "{} names longer than FXT's 32,000 bytes were cut (they end in \"{}\")",
+                self.truncated_strings,
+                tracekit_callstack::fxt_sink::TRUNCATED_MARKER
+            ));
+        }
+        out
+    }
+}
+
+impl std::fmt::Display for FxtDecoded {
+    /// `decoded 120 records (118 events, 0 decode errors)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = &self.stats;
+        write!(
+            f,
+            "decoded {} records ({} events, {} decode errors)",
+            s.records, s.events, s.decode_errors
+        )
+    }
 }
 
 /// Decodes `source` into an FXT trace written to `out` (named `name` in
@@ -189,6 +331,45 @@ mod tests {
     }
 
     #[test]
+    fn trap_addresses_are_hex_with_or_without_0x_and_empty_items_are_left_out() {
+        let some = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let options = DecodeOptions {
+            ocaml_pushtraps: some(&["0x41100b", "41100c"]),
+            ocaml_poptraps: some(&[""]),
+            ..DecodeOptions::default()
+        };
+        let with_traps = options.config(false).unwrap();
+        let expected = OcamlExceptionInfo::new(&[0x41100b, 0x41100c], &[], &[]);
+        assert_eq!(with_traps.ocaml_exception_info, Some(expected));
+        assert_eq!(
+            DecodeOptions::default()
+                .config(false)
+                .unwrap()
+                .ocaml_exception_info,
+            None
+        );
+        let bad = DecodeOptions {
+            ocaml_entertraps: some(&["0x12", "zz"]),
+            ..DecodeOptions::default()
+        };
+        assert!(matches!(bad.config(false), Err(Error::NotHexAddress(s)) if s == "zz"));
+    }
+
+    #[test]
+    fn a_transcript_annotates_inferred_starts_and_keeps_the_filter() {
+        let options = DecodeOptions {
+            filter: RangeFilter::parse("start..stop"),
+            no_transactions: true,
+            ..DecodeOptions::default()
+        };
+        assert!(!options.config(false).unwrap().annotate_inferred_start_times);
+        assert!(!options.config(false).unwrap().transactions);
+        let t = options.transcript(false).unwrap();
+        assert!(t.annotate_inferred_start_times && !t.echo && t.time_origin_first_event);
+        assert_eq!(t.filter, RangeFilter::parse("start..stop"));
+    }
+
+    #[test]
     fn a_transcript_is_written_and_counted() {
         let (_dir, mut source) = text_file(SAMPLES);
         let mut out = String::new();
@@ -243,6 +424,27 @@ mod tests {
         // Read to its end without error: the trace was closed and flushed.
         let events = stats.event_types.values().sum::<u64>();
         assert!(events >= 2 && events <= d.records, "{stats:?}");
+        assert!(d.warnings().is_empty());
+        assert_eq!(
+            d.to_string(),
+            "decoded 2 records (2 events, 0 decode errors)"
+        );
+    }
+
+    #[test]
+    fn records_that_are_not_perf_script_output_are_warned_about_with_examples() {
+        let (_dir, mut source) = text_file(&format!("this is not perf output\n\n{SAMPLES}"));
+        let out = (Vec::new(), "out.fxt");
+        let (_, d) =
+            decode_to_fxt(&mut source, Config::default(), None, out, |_| {}, |_| {}).unwrap();
+        let warnings = d.warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let (first, example) = warnings[0].split_once('\n').unwrap();
+        assert_eq!(
+            first,
+            "skipped 1 of 3 records that were not perf script output tracekit knows"
+        );
+        assert_eq!(example, "  no timestamp column (record at byte 0)");
     }
 
     #[test]

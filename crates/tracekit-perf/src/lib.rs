@@ -66,6 +66,15 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// `perf record` was given nothing to record.
+    #[error("nothing to record: give `-- COMMAND [ARGS...]` or `--pid PID`")]
+    NothingToRecord,
+    /// The program to record cannot be started.
+    #[error("cannot run {0}: no such executable file (nor on PATH)")]
+    NotRunnable(String),
+    /// An OCaml trap address was not hexadecimal.
+    #[error("not a hex address: {0}")]
+    NotHexAddress(String),
     /// Standard input was asked for a second pass.
     #[error("standard input can be read only once")]
     StdinTwice,

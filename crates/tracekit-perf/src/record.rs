@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::{Error, Result};
 use tracekit_callstack::writer::TraceScope;
 
 /// The sysfs folder of the Intel PT PMU, present where perf can record it.
@@ -41,6 +42,20 @@ pub enum Target {
         /// How long.
         seconds: Option<f64>,
     },
+}
+
+impl Target {
+    /// The target a command line names: the running process `pid` (for `seconds`, or
+    /// until interrupted), else `command` (a program and its arguments), which must be
+    /// one that can be started.
+    pub fn new(pid: Option<u32>, seconds: Option<f64>, command: &[String]) -> Result<Target> {
+        match (pid, command.first()) {
+            (Some(pid), _) => Ok(Target::Pid { pid, seconds }),
+            (None, Some(program)) if !runnable(program) => Err(Error::NotRunnable(program.clone())),
+            (None, Some(_)) => Ok(Target::Command(command.to_vec())),
+            (None, None) => Err(Error::NothingToRecord),
+        }
+    }
 }
 
 /// What `perf record` is asked for.
@@ -155,8 +170,34 @@ pub fn runnable(program: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_target_is_a_process_or_a_command_that_can_run() {
+        let pid = Target::new(Some(42), Some(1.5), &[]).unwrap();
+        assert_eq!(
+            pid,
+            Target::Pid {
+                pid: 42,
+                seconds: Some(1.5)
+            }
+        );
+        let sh = ["sh".to_string(), "-c".to_string(), "true".to_string()];
+        assert_eq!(
+            Target::new(None, None, &sh).unwrap(),
+            Target::Command(sh.to_vec())
+        );
+        let missing = ["/nonexistent/prog".to_string()];
+        assert!(
+            matches!(Target::new(None, None, &missing), Err(Error::NotRunnable(p)) if p == missing[0])
+        );
+        assert!(matches!(
+            Target::new(None, None, &[]),
+            Err(Error::NothingToRecord)
+        ));
+    }
 
     fn options(has_intel_pt: bool) -> RecordOptions {
         RecordOptions {

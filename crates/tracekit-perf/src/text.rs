@@ -9,7 +9,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use tracekit_callstack::script::complete_prefix;
-use tracekit_io::input::{self, Bytes};
+use tracekit_io::input::{self, Bytes, Family, Kind};
 
 use crate::script::PerfScript;
 use crate::{Error, Mode, Result};
@@ -47,6 +47,32 @@ pub enum Progress {
 }
 
 impl TextSource {
+    /// Opens `path` (`-`: standard input), its kind checked: `perf script` text, or a
+    /// `perf.data` file to be read through `perf` (the executable) as recorded in
+    /// `mode`. Any other kind of input is an error that says what it is (an empty
+    /// one too: there is nothing to decode).
+    pub fn open(path: &Path, perf: &Path, mode: Mode) -> Result<TextSource> {
+        let stream = input::open_stream(path, Family::Perf)?;
+        Ok(match stream.kind() {
+            _ if input::is_stdin(path) => TextSource::Stream(Some(Box::new(stream))),
+            Kind::PerfData => TextSource::PerfData {
+                path: path.to_path_buf(),
+                perf: perf.to_path_buf(),
+                mode,
+            },
+            _ => TextSource::File(path.to_path_buf()),
+        })
+    }
+
+    /// Where an FXT trace of this source goes when no output is named: beside the
+    /// input file, with the extension `.fxt`; `trace.fxt` for standard input.
+    pub fn default_fxt_output(&self) -> PathBuf {
+        match self.path() {
+            Some(p) => p.with_extension("fxt"),
+            None => PathBuf::from("trace.fxt"),
+        }
+    }
+
     /// The input's name in messages.
     pub fn name(&self) -> String {
         match self {
@@ -220,6 +246,35 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn open_tells_text_from_recordings_and_refuses_empty_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, bytes: &[u8]| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, bytes).unwrap();
+            p
+        };
+        let perf = Path::new("perf");
+        let text = write("out.txt", records(1).as_bytes());
+        let source = TextSource::open(&text, perf, Mode::Auto).unwrap();
+        assert!(matches!(&source, TextSource::File(p) if *p == text));
+        assert_eq!(source.default_fxt_output(), dir.path().join("out.fxt"));
+        let data = write("perf.data", b"PERFILE2\x68\0\0\0\0\0\0\0");
+        let source = TextSource::open(&data, perf, Mode::Sampling).unwrap();
+        assert!(
+            matches!(&source, TextSource::PerfData { path, mode: Mode::Sampling, .. } if *path == data)
+        );
+        let empty = write("empty.txt", b"");
+        let err = TextSource::open(&empty, perf, Mode::Auto)
+            .err()
+            .unwrap()
+            .to_string();
+        let expected = "empty.txt: not `perf script` text or a perf.data file; it is empty";
+        assert!(err.ends_with(expected), "{err}");
+        let stdin = TextSource::Stream(None);
+        assert_eq!(stdin.default_fxt_output(), PathBuf::from("trace.fxt"));
     }
 
     #[test]

@@ -8,16 +8,15 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use indicatif::ProgressBar;
-use tracekit_analysis::fxt::{self, FxtOptions};
-use tracekit_analysis::passes::{self, Stage};
-use tracekit_analysis::render::{self, DiffContext, TopContext, TraceFile};
-use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank, Unit, Weight};
-use tracekit_analysis::svg::human_bytes;
-use tracekit_analysis::symbols::{FrameLabel, FrameSkip};
-use tracekit_analysis::{Filter, Options, Pass, parse_bytes, parse_time};
-use tracekit_fxt::io::{FinishError, IoDestination};
-use tracekit_fxt::write::{Initialization, Writer as FxtWriter, WriterOptions};
-use tracekit_memtrace::{AllocationSource, DomainId, Reader, Timedelta};
+use tracekit_analysis::Pass;
+use tracekit_analysis::fxt;
+use tracekit_analysis::passes::Stage;
+use tracekit_analysis::query::{
+    DiffQuery, FlameQuery, FxtQuery, QueryError, TimelineQuery, TopQuery,
+};
+use tracekit_analysis::render::TraceFile;
+use tracekit_fxt::io::FinishError;
+use tracekit_memtrace::Reader;
 
 use crate::common::output::{OutputFile, print, write_file};
 use crate::common::print_json;
@@ -57,83 +56,13 @@ pub enum Command {
     Diff(DiffArgs),
 }
 
-/// Which allocations count (shared by the analysis commands).
-#[derive(Args, Clone, Debug, Default)]
-pub struct FilterArgs {
-    /// Keep only allocations from this source (repeatable).
-    #[arg(long, value_enum)]
-    source: Vec<AllocationSource>,
-    /// Keep only objects at least this large (the object's own size, length x word size;
-    /// e.g. 4096, 64k, 1MiB).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size_arg)]
-    min_size: Option<u64>,
-    /// Keep only allocations whose backtrace has a location containing this text
-    /// (locations print as defname@file:line:start-end).
-    #[arg(long, value_name = "SUBSTRING")]
-    location: Option<String>,
-    /// Keep only allocations made by this domain (repeatable).
-    #[arg(long, value_name = "ID")]
-    domain: Vec<u16>,
-    /// Keep only allocations made between two times (inclusive).
-    #[arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = parse_time_arg)]
-    between: Option<Vec<Timedelta>>,
-}
-
-/// How allocation sites are named (shared by `top` and `diff`).
-#[derive(Args, Clone, Debug, Default)]
-pub struct SiteArgs {
-    /// Name sites by their innermost frame even when it is Rust standard-library code
-    /// (by default frames from std, alloc, core and hashbrown are looked past, so that a
-    /// Rust program's site is its own code rather than RawVec growth; OCaml traces have
-    /// no such frames).
-    #[arg(long)]
-    std_frames: bool,
-    /// Also look past frames whose function name starts with, or whose file path
-    /// contains, this text (repeatable; e.g. a wrapper crate's name).
-    #[arg(long, value_name = "PATTERN")]
-    skip_frames: Vec<String>,
-}
-
-impl SiteArgs {
-    fn skip(&self) -> FrameSkip {
-        let base = if self.std_frames {
-            FrameSkip::none()
-        } else {
-            FrameSkip::rust_std()
-        };
-        self.skip_frames
-            .iter()
-            .fold(base, |skip, p| skip.with_pattern(p))
-    }
-
-    /// Sites grouped by leaf, function or file need only each backtrace's innermost
-    /// entries (the analysis keeps them up to the one that names the site).
-    fn leaf_only(by: GroupBy) -> bool {
-        by != GroupBy::Backtrace
-    }
-}
-
 /// `top` arguments.
 #[derive(Args, Debug)]
 pub struct TopArgs {
     /// The trace (.ctf).
     file: PathBuf,
-    /// Group allocations by.
-    #[arg(long, value_enum, default_value = "leaf")]
-    by: GroupBy,
-    /// Show this many sites (0: all).
-    #[arg(long, default_value_t = 20)]
-    limit: usize,
-    /// Rank by bytes live at this time instead of allocated bytes.
-    #[arg(long, value_parser = parse_time_arg, conflicts_with = "peak")]
-    at: Option<Timedelta>,
-    /// Rank by bytes live at the peak of the live heap (reports when that is).
-    #[arg(long)]
-    peak: bool,
     #[command(flatten)]
-    sites: SiteArgs,
-    #[command(flatten)]
-    filter: FilterArgs,
+    query: TopQuery,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -144,14 +73,11 @@ pub struct TopArgs {
 pub struct TimelineArgs {
     /// The trace (.ctf).
     file: PathBuf,
-    /// At most this many points (intervals end on round times).
-    #[arg(long, default_value_t = 500)]
-    points: usize,
     /// Draw the curves to this SVG file instead of printing CSV (only SVG is supported).
     #[arg(long, value_name = "OUT.svg")]
     plot: Option<PathBuf>,
     #[command(flatten)]
-    filter: FilterArgs,
+    query: TimelineQuery,
     /// Print JSON instead of CSV.
     #[arg(long)]
     json: bool,
@@ -162,32 +88,14 @@ pub struct TimelineArgs {
 pub struct FlameArgs {
     /// The trace (.ctf).
     file: PathBuf,
-    /// Weigh stacks by bytes live at this time instead of allocated bytes.
-    #[arg(long, value_parser = parse_time_arg, conflicts_with_all = ["peak", "live_end"])]
-    at: Option<Timedelta>,
-    /// Weigh stacks by bytes live at the peak of the live heap.
-    #[arg(long, conflicts_with = "live_end")]
-    peak: bool,
-    /// Weigh stacks by bytes still live at the end of the trace.
-    #[arg(long)]
-    live_end: bool,
-    /// What a frame shows.
-    #[arg(long, value_enum, default_value = "function")]
-    frames: FrameLabel,
-    /// Weights in samples instead of estimated bytes.
-    #[arg(long)]
-    samples: bool,
-    /// Merge runs of the same frame (direct recursion) into one frame.
-    #[arg(long)]
-    collapse_recursion: bool,
+    #[command(flatten)]
+    query: FlameQuery,
     /// Write an interactive SVG flame graph to this file instead of folded stacks.
     #[arg(long, value_name = "OUT.svg")]
     svg: Option<PathBuf>,
     /// Icicle graph (callers at the top) in the SVG.
     #[arg(long)]
     inverted: bool,
-    #[command(flatten)]
-    filter: FilterArgs,
     /// Print the stacks as JSON.
     #[arg(long)]
     json: bool,
@@ -201,14 +109,8 @@ pub struct ToFxtArgs {
     /// The FXT file to write.
     #[arg(short, long, value_name = "OUT.fxt")]
     output: PathBuf,
-    /// Instant events (with backtraces) for this many of the largest allocations.
-    #[arg(long, value_name = "N", default_value_t = 20)]
-    big: usize,
-    /// At most this many counter samples per track.
-    #[arg(long, default_value_t = 2000)]
-    points: usize,
     #[command(flatten)]
-    filter: FilterArgs,
+    query: FxtQuery,
     /// Print a JSON summary.
     #[arg(long)]
     json: bool,
@@ -221,54 +123,11 @@ pub struct DiffArgs {
     a: PathBuf,
     /// The second trace.
     b: PathBuf,
-    /// Group allocations by.
-    #[arg(long, value_enum, default_value = "leaf")]
-    by: GroupBy,
-    /// Show this many sites (0: all).
-    #[arg(long, default_value_t = 20)]
-    limit: usize,
-    /// Rank by the change of bytes live at the end instead of allocated bytes.
-    #[arg(long)]
-    live: bool,
     #[command(flatten)]
-    sites: SiteArgs,
-    #[command(flatten)]
-    filter: FilterArgs,
+    query: DiffQuery,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
-}
-
-fn parse_time_arg(s: &str) -> Result<Timedelta, String> {
-    parse_time(s).map_err(|e| e.to_string())
-}
-
-fn parse_size_arg(s: &str) -> Result<u64, String> {
-    parse_bytes(s).map_err(|e| e.to_string())
-}
-
-impl FilterArgs {
-    fn filter(&self) -> Result<Filter> {
-        let f = Filter {
-            sources: (!self.source.is_empty()).then(|| self.source.to_vec()),
-            min_size_bytes: self.min_size.unwrap_or(0),
-            domains: (!self.domain.is_empty())
-                .then(|| self.domain.iter().map(|d| DomainId::new(*d)).collect()),
-            allocated_between: self
-                .between
-                .as_ref()
-                .and_then(|v| Some((*v.first()?, *v.get(1)?))),
-            by_location: self.location.is_some(),
-        };
-        f.check()?;
-        Ok(f)
-    }
-
-    fn describe(&self) -> Vec<String> {
-        self.filter()
-            .map(|f| f.describe(self.location.as_deref()))
-            .unwrap_or_default()
-    }
 }
 
 /// Runs one analysis subcommand.
@@ -319,18 +178,16 @@ fn finish(path: &Path, p: &Pass) -> ExitCode {
     }
 }
 
-fn find_peak(reader: &mut Reader<'_>, path: &Path) -> Result<tracekit_analysis::Peak> {
-    let mut progress = progress(reader.size_bytes());
-    passes::find_peak(reader, &mut progress)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", input::display(path)))
+/// A query's error, naming the trace.
+fn query_error(path: &Path) -> impl FnOnce(QueryError) -> anyhow::Error + '_ {
+    move |e| match e {
+        QueryError::Filter(e) => anyhow::Error::new(e),
+        QueryError::Peak(e) => anyhow::anyhow!("{}: {e}", input::display(path)),
+    }
 }
 
-fn limit(n: usize) -> usize {
-    if n == 0 { usize::MAX } else { n }
-}
-
-/// A spinner for the work after the passes (folding stacks, drawing, writing),
-/// shown when the trace was large enough for that to take a while.
+/// A spinner for the work after the passes (drawing, writing), shown when the trace
+/// was large enough for that to take a while.
 fn post_pass(reader: &Reader<'_>, what: &str) -> ProgressBar {
     progress_spinner(what, reader.size_bytes() >= PROGRESS_THRESHOLD_BYTES, false)
 }
@@ -346,54 +203,18 @@ fn require_svg(path: &Path, flag: &str) -> Result<()> {
 }
 
 fn top(args: TopArgs) -> Result<ExitCode> {
-    let filter = args.filter.filter()?;
+    args.query.filter.filter()?;
     let mut reader = open(&args.file)?;
-    let info = TraceFile::new(input::display(&args.file), reader.info());
-    let mut ctx = TopContext {
-        at: args.at,
-        at_peak: false,
-        filters: args.filter.describe(),
-    };
-    let whole_peak = if args.peak {
-        let peak = find_peak(&mut reader, &args.file)?;
-        ctx.at = Some(peak.time);
-        ctx.at_peak = true;
-        Some(peak)
-    } else {
-        None
-    };
-    let skip = args.sites.skip();
-    let options = Options {
-        filter,
-        live_at: ctx.at,
-        leaf_only: SiteArgs::leaf_only(args.by),
-        site_skip: skip.clone(),
-        // The table does not show the timeline.
-        timeline_buckets: 0,
-        ..Options::default()
-    };
-    let location = args.filter.location.as_deref();
     let mut progress = progress(reader.size_bytes());
-    let mut p = passes::analyze(&mut reader, options.clone(), location, &mut progress);
-    match whole_peak {
-        Some(peak) => p.profile.peak = peak,
-        None => passes::settle_peak(&mut reader, &mut p, &options, location, &mut progress),
-    }
+    let answer = args.query.run(&mut reader, &mut progress);
     drop(progress);
-    let rank = if ctx.at.is_some() {
-        Rank::LiveAt
-    } else {
-        Rank::Allocated
-    };
-    let symbols = reader.locations();
-    let by = args.by;
-    let t = report::top_skipping(&p.profile, &symbols, by, rank, limit(args.limit), &skip);
-    if args.json {
-        print_json(&render::top_json(&info, &p.profile, &t, &ctx))?;
-    } else {
-        print(&render::top_table(&info, &p.profile, &t, &ctx))?;
+    let answer = answer.map_err(query_error(&args.file))?;
+    let info = TraceFile::new(input::display(&args.file), reader.info());
+    match args.json {
+        true => print_json(&answer.json(&info))?,
+        false => print(&answer.table(&info))?,
     }
-    if report::lineless_share(&p.profile, &symbols, &skip) > 0.5 {
+    if answer.mostly_lineless {
         eprintln!(
             "note: {}: most allocation sites have no source line (line 0): the traced program \
              was built without line tables. For a Rust program, add `[profile.release] debug = \
@@ -401,163 +222,80 @@ fn top(args: TopArgs) -> Result<ExitCode> {
             input::display(&args.file)
         );
     }
-    Ok(finish(&args.file, &p))
+    Ok(finish(&args.file, &answer.pass))
 }
 
 fn timeline(args: TimelineArgs) -> Result<ExitCode> {
-    let filter = args.filter.filter()?;
+    args.query.filter.filter()?;
     if let Some(plot) = &args.plot {
         require_svg(plot, "--plot")?;
     }
     let mut reader = open(&args.file)?;
-    let info = TraceFile::new(input::display(&args.file), reader.info());
-    let options = Options {
-        filter,
-        backtraces: false,
-        ..Options::default()
-    };
-    let location = args.filter.location.as_deref();
     let mut progress = progress(reader.size_bytes());
-    let p = passes::settled(&mut reader, options, location, &mut progress);
+    let answer = args.query.run(&mut reader, &mut progress);
     drop(progress);
-    let points = p.profile.timeline.points(args.points.max(1));
+    let answer = answer.map_err(query_error(&args.file))?;
+    let info = TraceFile::new(input::display(&args.file), reader.info());
     if let Some(plot) = &args.plot {
-        let svg = render::timeline_svg(&info, &p.profile, &points, &args.filter.describe());
-        write_file(plot, &[&args.file], &svg)?;
+        write_file(plot, &[&args.file], &answer.svg(&info))?;
         if !args.json {
-            let s = p.profile.sampling;
-            print(&format!(
-                "wrote {}: {} points over {}, peak {} at {}\n",
-                plot.display(),
-                points.len(),
-                p.profile.end,
-                human_bytes(s.bytes(p.profile.peak.live) as f64),
-                p.profile.peak.time,
-            ))?;
+            print(&format!("wrote {}: {}\n", plot.display(), answer.summary()))?;
         }
     }
     if args.json {
-        print_json(&render::timeline_json(&info, &p.profile, &points))?;
+        print_json(&answer.json(&info))?;
     } else if args.plot.is_none() {
-        print(&render::timeline_csv(&p.profile, &points))?;
+        print(&answer.csv())?;
     }
-    Ok(finish(&args.file, &p))
+    Ok(finish(&args.file, &answer.pass))
 }
 
 fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
-    let filter = args.filter.filter()?;
+    args.query.filter.filter()?;
     if let Some(out) = &args.svg {
         require_svg(out, "--svg")?;
     }
     let mut reader = open(&args.file)?;
-    let at = match args.peak {
-        true => Some(find_peak(&mut reader, &args.file)?.time),
-        false => args.at,
-    };
-    let options = Options {
-        filter,
-        live_at: at,
-        timeline_buckets: 0,
-        ..Options::default()
-    };
-    let location = args.filter.location.as_deref();
     let mut progress = progress(reader.size_bytes());
-    let p = passes::analyze(&mut reader, options, location, &mut progress);
+    let answer = args.query.run(&mut reader, &mut progress);
     drop(progress);
-    let weight = match (at, args.live_end) {
-        (Some(_), _) => Weight::LiveAt,
-        (None, true) => Weight::LiveEnd,
-        (None, false) => Weight::Allocated,
-    };
-    let label = args.frames;
-    let unit = match args.samples {
-        true => Unit::Samples,
-        false => Unit::Bytes,
-    };
-    let spinner = post_pass(&reader, "folding");
-    let symbols = reader.locations();
-    let fold = FoldOptions {
-        weight,
-        label,
-        unit,
-        collapse_recursion: args.collapse_recursion,
-    };
-    let lines = report::folded(&p.profile, &symbols, fold);
-    spinner.finish_and_clear();
-    let what = weight.describe(at, args.peak);
+    let answer = answer.map_err(query_error(&args.file))?;
     if let Some(out) = &args.svg {
         let info = TraceFile::new(input::display(&args.file), reader.info());
         let spinner = post_pass(&reader, "drawing");
-        let svg = render::flame_graph_svg(&info, &p.profile, &lines, unit, &what, args.inverted);
-        write_file(out, &[&args.file], &svg)?;
+        write_file(out, &[&args.file], &answer.svg(&info, args.inverted))?;
         spinner.finish_and_clear();
-        let total = render::folded_total(&lines, unit);
-        let shown = out.display();
-        print(&format!(
-            "wrote {shown}: {} stacks, {total} {what}\n",
-            lines.len()
-        ))?;
+        print(&format!("wrote {}: {}\n", out.display(), answer.summary()))?;
     } else if args.json {
-        print_json(&render::folded_json(&lines, unit, &what))?;
+        print_json(&answer.json())?;
     } else {
-        print(&render::folded_text(&lines))?;
+        print(&answer.text())?;
     }
-    Ok(finish(&args.file, &p))
+    Ok(finish(&args.file, &answer.pass))
 }
 
 fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
-    let filter = args.filter.filter()?;
+    args.query.filter.filter()?;
     let mut reader = open(&args.file)?;
-    let info = TraceFile::new(input::display(&args.file), reader.info());
-    let options = Options {
-        filter,
-        big: args.big,
-        ..Options::default()
-    };
-    let location = args.filter.location.as_deref();
     let mut progress = progress(reader.size_bytes());
-    let p = passes::settled(&mut reader, options, location, &mut progress);
+    let pass = args.query.run(&mut reader, &mut progress);
     drop(progress);
+    let pass = pass.map_err(query_error(&args.file))?;
     let file = OutputFile::create(&args.output, &[&args.file])?;
     let spinner = post_pass(&reader, "writing");
-    let init = WriterOptions {
-        initialization: Some(Initialization::new(fxt::TICKS_PER_SECOND)),
-        ..WriterOptions::default()
-    };
-    let mut w = FxtWriter::with_options(IoDestination::new(file), &init)
-        .map_err(|e| fxt_write_error(&args.output, FinishError::Write(e)))?;
-    let symbols = reader.locations();
-    let fxt_options = FxtOptions {
-        points: args.points.max(1),
-        ..FxtOptions::default()
-    };
-    let summary = fxt::write_profile(&mut w, &p.profile, &symbols, &info.info, &fxt_options);
-    let s = summary.map_err(|e| fxt_write_error(&args.output, w.explain(e)))?;
-    let file = w
-        .finish_io()
-        .map_err(|e| fxt_write_error(&args.output, e))?;
+    let (symbols, options) = (reader.locations(), args.query.fxt_options());
+    let written = fxt::write_trace(file, &pass.profile, symbols, reader.info(), &options);
+    let (file, s) = written.map_err(|e| fxt_write_error(&args.output, e))?;
     file.commit()?;
     spinner.finish_and_clear();
     if args.json {
-        print_json(&serde_json::json!({
-            "output": args.output.display().to_string(),
-            "counters": s.counters,
-            "instants": s.instants,
-            "points": s.points,
-            "domains": s.domains,
-        }))?;
+        let mut summary = serde_json::to_value(s)?;
+        summary["output"] = args.output.display().to_string().into();
+        print_json(&summary)?;
     } else {
-        print(&format!(
-            "wrote {}: {} counter samples ({} per live-heap track, {} domain{}), {} instant events\n",
-            args.output.display(),
-            s.counters,
-            s.points,
-            s.domains,
-            if s.domains == 1 { "" } else { "s" },
-            s.instants,
-        ))?;
+        print(&format!("wrote {}: {s}\n", args.output.display()))?;
     }
-    Ok(finish(&args.file, &p))
+    Ok(finish(&args.file, &pass))
 }
 
 /// The error of an FXT writer over an [`OutputFile`]: the I/O error (which names
@@ -570,43 +308,27 @@ pub fn fxt_write_error(path: &Path, e: FinishError) -> anyhow::Error {
 }
 
 fn diff(args: DiffArgs) -> Result<ExitCode> {
-    let options = Options {
-        filter: args.filter.filter()?,
-        leaf_only: SiteArgs::leaf_only(args.by),
-        site_skip: args.sites.skip(),
-        timeline_buckets: 0,
-        ..Options::default()
-    };
-    let location = args.filter.location.as_deref();
+    args.query.filter.filter()?;
     let analyse = |path: &Path| -> Result<(Reader<'static>, Pass)> {
         let mut reader = open(path)?;
         let mut progress = progress(reader.size_bytes());
-        let p = passes::analyze(&mut reader, options.clone(), location, &mut progress);
-        Ok((reader, p))
+        let pass = args.query.pass(&mut reader, &mut progress);
+        Ok((reader, pass.map_err(query_error(path))?))
     };
     let (ra, pa) = analyse(&args.a)?;
     let (rb, pb) = analyse(&args.b)?;
-    let (sa, sb) = (ra.locations(), rb.locations());
-    let rows = report::diff_skipping(
-        (&pa.profile, &sa),
-        (&pb.profile, &sb),
-        args.by,
-        args.live,
-        &args.sites.skip(),
+    let answer = args
+        .query
+        .compare((pa, ra.locations()), (pb, rb.locations()));
+    let ctx = args.query.context(
+        TraceFile::new(input::display(&args.a), ra.info()),
+        TraceFile::new(input::display(&args.b), rb.info()),
     );
-    let ctx = DiffContext {
-        a: TraceFile::new(input::display(&args.a), ra.info()),
-        b: TraceFile::new(input::display(&args.b), rb.info()),
-        by: Some(args.by),
-        by_live: args.live,
-    };
-    let (a, b, n) = (&pa.profile, &pb.profile, limit(args.limit));
-    if args.json {
-        print_json(&render::diff_json(&ctx, a, b, &rows, n))?;
-    } else {
-        print(&render::diff_table(&ctx, a, b, &rows, n))?;
+    match args.json {
+        true => print_json(&answer.json(&ctx))?,
+        false => print(&answer.table(&ctx))?,
     }
-    let ca = finish(&args.a, &pa);
-    let cb = finish(&args.b, &pb);
-    Ok(if pa.error.is_some() { ca } else { cb })
+    let ca = finish(&args.a, &answer.a);
+    let cb = finish(&args.b, &answer.b);
+    Ok(if answer.a.error.is_some() { ca } else { cb })
 }

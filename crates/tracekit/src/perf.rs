@@ -12,17 +12,12 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use tracekit_callstack::filter::RangeFilter;
-use tracekit_callstack::fxt_sink::TRUNCATED_MARKER;
-use tracekit_callstack::ocaml::OcamlExceptionInfo;
-use tracekit_callstack::transcript::TranscriptOptions;
-use tracekit_callstack::writer::{Config, TraceScope, Warning};
+use tracekit_callstack::writer::{TraceScope, Warning};
 use tracekit_perf::Mode;
-use tracekit_perf::decode::{decode_to_fxt, require_events, transcribe};
+use tracekit_perf::decode::{DecodeOptions, decode_to_fxt, require_events, transcribe};
 use tracekit_perf::record::{self as plan, CallGraph, RecordOptions, Target};
 use tracekit_perf::text::{Progress, TextSource};
 
-use crate::common::input::{self, Family, Kind};
 use crate::common::output::{ChildHandlesInterrupts, Output, TempDir};
 use crate::common::{progress_bar, progress_spinner};
 
@@ -49,31 +44,8 @@ pub struct DecodeArgs {
     /// With --transcript: do not echo input records.
     #[arg(long, requires = "transcript")]
     no_echo: bool,
-    /// What was traced: user space, kernel, or both.
-    #[arg(long, value_enum, default_value = "user")]
-    scope: TraceScope,
-    /// For perf.data input: branch trace (Intel PT) or sampled stacks.
-    #[arg(long, value_enum, default_value = "auto")]
-    mode: Mode,
-    /// Append " [inferred start time]" to frames whose start was inferred (default with --transcript).
-    #[arg(long)]
-    annotate_inferred_start_times: bool,
-    /// Keep only what happens between calls to START and STOP (`START..STOP`).
-    #[arg(long, value_name = "START..STOP")]
-    filter: Option<String>,
-    /// OCaml pushtrap addresses (hex, comma-separated); with the two below enables
-    /// precise OCaml exception tracking.
-    #[arg(long, value_name = "ADDRS", value_delimiter = ',', num_args = 0..)]
-    ocaml_pushtraps: Option<Vec<String>>,
-    /// OCaml poptrap addresses (hex, comma-separated).
-    #[arg(long, value_name = "ADDRS", value_delimiter = ',', num_args = 0..)]
-    ocaml_poptraps: Option<Vec<String>>,
-    /// OCaml entertrap addresses (hex, comma-separated).
-    #[arg(long, value_name = "ADDRS", value_delimiter = ',', num_args = 0..)]
-    ocaml_entertraps: Option<Vec<String>>,
-    /// Do not queue events inside TSX transactions.
-    #[arg(long)]
-    no_transactions: bool,
+    #[command(flatten)]
+    options: DecodeOptions,
     /// The perf executable.
     #[arg(long, default_value = "perf")]
     perf: PathBuf,
@@ -131,60 +103,6 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn parse_hex_list(v: &Option<Vec<String>>) -> anyhow::Result<Vec<u64>> {
-    v.iter()
-        .flatten()
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            u64::from_str_radix(s.trim_start_matches("0x"), 16)
-                .with_context(|| format!("not a hex address: {s}"))
-        })
-        .collect()
-}
-
-fn config_of(args: &DecodeArgs) -> anyhow::Result<Config> {
-    let traps = [
-        &args.ocaml_pushtraps,
-        &args.ocaml_poptraps,
-        &args.ocaml_entertraps,
-    ];
-    let ocaml_exception_info = if traps.iter().any(|t| t.is_some()) {
-        Some(OcamlExceptionInfo::new(
-            &parse_hex_list(traps[0])?,
-            &parse_hex_list(traps[1])?,
-            &parse_hex_list(traps[2])?,
-        ))
-    } else {
-        None
-    };
-    Ok(Config {
-        scope: args.scope,
-        annotate_inferred_start_times: args.annotate_inferred_start_times || args.transcript,
-        ocaml_exception_info,
-        transactions: !args.no_transactions,
-    })
-}
-
-/// The input, its kind checked: `perf script` text or a perf.data file.
-fn source_of(args: &DecodeArgs) -> anyhow::Result<TextSource> {
-    let path = args.input.clone().unwrap_or_else(|| PathBuf::from("-"));
-    let stream = input::open_stream(&path, Family::Perf)?;
-    if stream.kind() == Kind::Empty {
-        bail!("{}: empty input: nothing to decode", input::display(&path));
-    }
-    Ok(if input::is_stdin(&path) {
-        TextSource::Stream(Some(Box::new(stream)))
-    } else if stream.kind() == Kind::PerfData {
-        TextSource::PerfData {
-            path,
-            perf: args.perf.clone(),
-            mode: args.mode,
-        }
-    } else {
-        TextSource::File(path)
-    })
-}
-
 /// Progress of a decode: a bar over a file, a spinner over a stream, and a
 /// line when `perf script` starts.
 fn progress(name: String, quiet: bool) -> impl FnMut(Progress) {
@@ -235,41 +153,24 @@ impl Drop for WarningPrinter {
 }
 
 fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
-    let config = config_of(args)?;
-    let filter = match &args.filter {
-        Some(f) => Some(RangeFilter::parse(f).context("--filter wants START..STOP")?),
-        None => None,
-    };
-    let mut source = source_of(args)?;
+    let config = args.options.config(args.transcript)?;
+    let filter = args.options.filter.clone();
+    let path = args.input.clone().unwrap_or_else(|| PathBuf::from("-"));
+    let mut source = TextSource::open(&path, &args.perf, args.options.mode)?;
     // Owned: the source is borrowed mutably while the output is written.
     let input = source.path().map(PathBuf::from);
     let inputs: Vec<&std::path::Path> = input.as_deref().into_iter().collect();
     if args.transcript {
         let output = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
         let mut out = Output::create(&output, &inputs)?;
-        let opts = TranscriptOptions {
-            scope: config.scope,
-            annotate_inferred_start_times: config.annotate_inferred_start_times,
-            echo: !args.no_echo,
-            time_origin_first_event: true,
-            ocaml_exception_info: config.ocaml_exception_info,
-            filter,
-            events_output: false,
-        };
+        let opts = args.options.transcript(!args.no_echo)?;
         // Out before the next piece is waited for.
         let write = |s: &str| out.write_all(s.as_bytes()).and_then(|()| out.flush());
         transcribe(&mut source, &opts, write, |line| eprintln!("{line}"))?;
         out.finish()?;
         return Ok(ExitCode::SUCCESS);
     }
-    let output = match (&args.output, &source) {
-        (Some(o), _) => o.clone(),
-        (None, TextSource::Stream(_)) => PathBuf::from("trace.fxt"),
-        (None, s) => s
-            .path()
-            .map(|p| p.with_extension("fxt"))
-            .unwrap_or_default(),
-    };
+    let output = (args.output.clone()).unwrap_or_else(|| source.default_fxt_output());
     let shown = output.display().to_string();
     let out = Output::create(&output, &inputs)?;
     let started = Instant::now();
@@ -278,47 +179,20 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
     let warn = |w: &Warning| printer.print(w);
     let (out, decoded) = decode_to_fxt(&mut source, config, filter, (out, &shown), progress, warn)?;
     drop(printer);
-    let (stats, records, truncated) = (decoded.stats, decoded.records, decoded.truncated_strings);
-    if stats.unparsed > 0 {
-        eprintln!(
-            "warning: skipped {} of {} records that were not perf script output tracekit knows",
-            stats.unparsed, stats.records
-        );
-        for e in &stats.first_unparsed {
-            eprintln!("  {e}");
-        }
+    for w in decoded.warnings() {
+        eprintln!("warning: {w}");
     }
-    require_events(&source.name(), &stats)?;
+    require_events(&source.name(), &decoded.stats)?;
     out.finish()?;
-    if truncated > 0 {
-        eprintln!(
-            "warning: {truncated} names longer than FXT's 32,000 bytes were cut (they end in \"{TRUNCATED_MARKER}\")"
-        );
-    }
     if !args.quiet {
-        eprintln!(
-            "decoded {} records ({} events, {} decode errors) in {:.2?}: wrote {records} FXT records to {shown}",
-            stats.records,
-            stats.events,
-            stats.decode_errors,
-            started.elapsed(),
-        );
+        let (took, records) = (started.elapsed(), decoded.records);
+        eprintln!("{decoded} in {took:.2?}: wrote {records} FXT records to {shown}");
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn record(args: &RecordArgs) -> anyhow::Result<ExitCode> {
-    let target = match (args.pid, args.command.first()) {
-        (Some(pid), _) => Target::Pid {
-            pid,
-            seconds: args.duration,
-        },
-        (None, Some(program)) if !plan::runnable(program) => {
-            bail!("cannot run {program}: no such executable file (nor on PATH)")
-        }
-        (None, Some(_)) => Target::Command(args.command.clone()),
-        (None, None) => bail!("nothing to record: give `-- COMMAND [ARGS...]` or `--pid PID`"),
-    };
+    let target = Target::new(args.pid, args.duration, &args.command)?;
     std::fs::create_dir_all(&args.output_dir)
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
     // perf writes into a fresh folder; its file replaces DIR/perf.data only once
@@ -370,11 +244,14 @@ fn record(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         input: Some(final_data),
         output: (!args.transcript).then(|| args.output_dir.join("trace.fxt")),
         transcript: args.transcript,
-        scope: args.scope,
-        mode: if plan.intel_pt {
-            Mode::IntelPt
-        } else {
-            Mode::Sampling
+        options: DecodeOptions {
+            scope: args.scope,
+            mode: if plan.intel_pt {
+                Mode::IntelPt
+            } else {
+                Mode::Sampling
+            },
+            ..DecodeOptions::default()
         },
         perf: args.perf.clone(),
         quiet: args.quiet,

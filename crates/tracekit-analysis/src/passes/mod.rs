@@ -37,7 +37,7 @@ pub struct Pass {
     pub events: u64,
 }
 
-/// What a pass is for, for progress reports.
+/// What a pass is for (or, for [`Stage::Folding`], what follows the passes), for progress reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stage {
     /// The pass whose results the report shows.
@@ -46,6 +46,8 @@ pub enum Stage {
     FindingPeak,
     /// A quick pass to make the peak exact.
     SettlingPeak,
+    /// After the passes: folding the profile's stacks (reported at the input's end).
+    Folding,
 }
 
 impl Stage {
@@ -55,6 +57,7 @@ impl Stage {
             Stage::Analysing => "analysing",
             Stage::FindingPeak => "finding the peak",
             Stage::SettlingPeak => "settling the peak",
+            Stage::Folding => "folding",
         }
     }
 }

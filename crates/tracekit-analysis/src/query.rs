@@ -1,0 +1,784 @@
+//! The questions asked of a trace, as the command line asks them (and the viewer will):
+//! each a plain struct of options whose `run` makes the passes it needs over a
+//! [`Reader`] and returns an answer that renders itself as a table, CSV, JSON or SVG.
+//!
+//! With the `clap` feature each query is also a `clap::Args`, its fields' docs the
+//! command line's help, so the command line and the library name an option once.
+//!
+//! What a query decides, beyond the one pass of [`crate::passes::analyze`]:
+//! - a question about the live heap at its peak first finds the peak of the whole heap
+//!   (unfiltered) and then weighs what is live at that time ([`passes::find_peak`]);
+//! - a report that shows the peak of its own pass makes it exact when domains
+//!   interleaved ([`passes::settle_peak`]);
+//! - sites named by leaf, function or file need only each backtrace's innermost
+//!   entries, which the pass keeps up to the one that names the site.
+
+use serde_json::Value;
+use tracekit_memtrace::{AllocationSource, DomainId, LocationLookup, ReadError, Reader, Timedelta};
+
+use crate::analyzer::{Filter, FilterError, Options};
+use crate::curve::TimelinePoint;
+use crate::passes::{self, Pass, Progress, Stage};
+use crate::render::{self, DiffContext, TopContext, TraceFile};
+use crate::report::{self, DiffRow, FoldOptions, GroupBy, Rank, Top, Unit, Weight};
+use crate::svg::human_bytes;
+use crate::symbols::{FrameLabel, FrameSkip};
+
+/// Why a query could not be answered.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum QueryError {
+    /// The filter keeps nothing by construction.
+    #[error(transparent)]
+    Filter(#[from] FilterError),
+    /// The pass that looks for the peak of the live heap stopped at damage.
+    #[error(transparent)]
+    Peak(ReadError),
+}
+
+/// Which allocations count (shared by every query).
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct FilterSpec {
+    /// Keep only allocations from this source (repeatable).
+    #[cfg_attr(feature = "clap", arg(long, value_enum))]
+    pub source: Vec<AllocationSource>,
+    /// Keep only objects at least this large (the object's own size, length x word size;
+    /// e.g. 4096, 64k, 1MiB).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE", value_parser = size_arg))]
+    pub min_size: Option<u64>,
+    /// Keep only allocations whose backtrace has a location containing this text
+    /// (locations print as defname@file:line:start-end).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SUBSTRING"))]
+    pub location: Option<String>,
+    /// Keep only allocations made by this domain (repeatable).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "ID"))]
+    pub domain: Vec<u16>,
+    /// Keep only allocations made between two times (inclusive).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = time_arg)
+    )]
+    pub between: Option<Vec<Timedelta>>,
+}
+
+impl FilterSpec {
+    /// The analyser's filter; an error when it keeps nothing by construction.
+    pub fn filter(&self) -> Result<Filter, FilterError> {
+        let f = Filter {
+            sources: (!self.source.is_empty()).then(|| self.source.clone()),
+            min_size_bytes: self.min_size.unwrap_or(0),
+            domains: (!self.domain.is_empty())
+                .then(|| self.domain.iter().map(|d| DomainId::new(*d)).collect()),
+            allocated_between: self
+                .between
+                .as_ref()
+                .and_then(|v| Some((*v.first()?, *v.get(1)?))),
+            by_location: self.location.is_some(),
+        };
+        f.check()?;
+        Ok(f)
+    }
+
+    /// The filter in words, a clause each, for report headers.
+    pub fn describe(&self) -> Vec<String> {
+        self.filter()
+            .map(|f| f.describe(self.location.as_deref()))
+            .unwrap_or_default()
+    }
+
+    /// One pass with `options` and this filter, its progress reported as
+    /// [`Stage::Analysing`]; with `settle`, its peak made exact.
+    fn pass(
+        &self,
+        reader: &mut Reader<'_>,
+        options: Options,
+        settle: bool,
+        progress: Progress<'_>,
+    ) -> Pass {
+        let location = self.location.as_deref();
+        match settle {
+            true => passes::settled(reader, options, location, progress),
+            false => passes::analyze(reader, options, location, progress),
+        }
+    }
+}
+
+/// A time argument (`12.5s`, `300ms`, a bare number of seconds).
+#[cfg(feature = "clap")]
+fn time_arg(s: &str) -> Result<Timedelta, String> {
+    crate::time::parse_time(s).map_err(|e| e.to_string())
+}
+
+/// A size argument (`4096`, `64k`, `1MiB`).
+#[cfg(feature = "clap")]
+fn size_arg(s: &str) -> Result<u64, String> {
+    crate::units::parse_bytes(s).map_err(|e| e.to_string())
+}
+
+/// How allocation sites are named (shared by `top` and `diff`).
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct SiteSpec {
+    /// Name sites by their innermost frame even when it is Rust standard-library code
+    /// (by default frames from std, alloc, core and hashbrown are looked past, so that a
+    /// Rust program's site is its own code rather than RawVec growth; OCaml traces have
+    /// no such frames).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub std_frames: bool,
+    /// Also look past frames whose function name starts with, or whose file path
+    /// contains, this text (repeatable; e.g. a wrapper crate's name).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "PATTERN"))]
+    pub skip_frames: Vec<String>,
+}
+
+impl SiteSpec {
+    /// The frames looked past when naming a site.
+    pub fn skip(&self) -> FrameSkip {
+        let base = match self.std_frames {
+            true => FrameSkip::none(),
+            false => FrameSkip::rust_std(),
+        };
+        self.skip_frames
+            .iter()
+            .fold(base, |skip, p| skip.with_pattern(p))
+    }
+
+    /// The pass's options for sites grouped `by`, with `filter`.
+    fn options(&self, by: GroupBy, filter: Filter) -> Options {
+        Options {
+            filter,
+            leaf_only: by != GroupBy::Backtrace,
+            site_skip: self.skip(),
+            // Site tables do not show the timeline.
+            timeline_buckets: 0,
+            ..Options::default()
+        }
+    }
+}
+
+/// `0` means no limit.
+fn limit(n: usize) -> usize {
+    if n == 0 { usize::MAX } else { n }
+}
+
+/// The peak of the whole live heap, when `peak` asks for it.
+fn whole_peak(
+    peak: bool,
+    reader: &mut Reader<'_>,
+    progress: Progress<'_>,
+) -> Result<Option<crate::Peak>, QueryError> {
+    match peak {
+        true => passes::find_peak(reader, progress)
+            .map(Some)
+            .map_err(QueryError::Peak),
+        false => Ok(None),
+    }
+}
+
+/// Allocation sites ranked by allocated bytes, or by bytes live at a time or at the
+/// peak of the live heap.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct TopQuery {
+    /// Group allocations by.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value = "leaf"))]
+    pub by: GroupBy,
+    /// Show this many sites (0: all).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 20))]
+    pub limit: usize,
+    /// Rank by bytes live at this time instead of allocated bytes.
+    #[cfg_attr(feature = "clap", arg(long, value_parser = time_arg, conflicts_with = "peak"))]
+    pub at: Option<Timedelta>,
+    /// Rank by bytes live at the peak of the live heap (reports when that is).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub peak: bool,
+    #[allow(missing_docs)]
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub sites: SiteSpec,
+    #[allow(missing_docs)]
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub filter: FilterSpec,
+}
+
+/// The answer to a [`TopQuery`].
+#[derive(Debug)]
+pub struct TopAnswer {
+    /// The pass (its profile, warnings and error).
+    pub pass: Pass,
+    /// The ranked sites.
+    pub top: Top,
+    /// How the query was asked, for the headers.
+    pub context: TopContext,
+    /// Whether most of the profile's sites have no source line (the traced program
+    /// was built without line tables).
+    pub mostly_lineless: bool,
+}
+
+impl TopQuery {
+    /// Runs the passes the query needs over `reader`.
+    pub fn run(
+        &self,
+        reader: &mut Reader<'_>,
+        progress: Progress<'_>,
+    ) -> Result<TopAnswer, QueryError> {
+        let filter = self.filter.filter()?;
+        let peak = whole_peak(self.peak, reader, &mut *progress)?;
+        let context = TopContext {
+            at: peak.as_ref().map(|p| p.time).or(self.at),
+            at_peak: peak.is_some(),
+            filters: self.filter.describe(),
+        };
+        let options = Options {
+            live_at: context.at,
+            ..self.sites.options(self.by, filter)
+        };
+        // The header shows the peak: the whole heap's, or this pass's made exact.
+        let mut pass = self.filter.pass(reader, options, peak.is_none(), progress);
+        if let Some(peak) = peak {
+            pass.profile.peak = peak;
+        }
+        let rank = match context.at {
+            Some(_) => Rank::LiveAt,
+            None => Rank::Allocated,
+        };
+        let (symbols, skip) = (reader.locations(), self.sites.skip());
+        let top = report::top_skipping(
+            &pass.profile,
+            symbols,
+            self.by,
+            rank,
+            limit(self.limit),
+            &skip,
+        );
+        let mostly_lineless = report::lineless_share(&pass.profile, symbols, &skip) > 0.5;
+        Ok(TopAnswer {
+            pass,
+            top,
+            context,
+            mostly_lineless,
+        })
+    }
+}
+
+impl TopAnswer {
+    /// The table `tracekit memtrace top` prints.
+    pub fn table(&self, trace: &TraceFile) -> String {
+        render::top_table(trace, &self.pass.profile, &self.top, &self.context)
+    }
+
+    /// The same as JSON.
+    pub fn json(&self, trace: &TraceFile) -> Value {
+        render::top_json(trace, &self.pass.profile, &self.top, &self.context)
+    }
+}
+
+/// The live heap and the allocation rate over time.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct TimelineQuery {
+    /// At most this many points (intervals end on round times).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 500))]
+    pub points: usize,
+    #[allow(missing_docs)]
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub filter: FilterSpec,
+}
+
+/// The answer to a [`TimelineQuery`].
+#[derive(Debug)]
+pub struct TimelineAnswer {
+    /// The pass, its peak exact.
+    pub pass: Pass,
+    /// The curve's points.
+    pub points: Vec<TimelinePoint>,
+    /// The filter in words.
+    pub filters: Vec<String>,
+}
+
+impl TimelineQuery {
+    /// Runs the pass (without backtraces) over `reader`.
+    pub fn run(
+        &self,
+        reader: &mut Reader<'_>,
+        progress: Progress<'_>,
+    ) -> Result<TimelineAnswer, QueryError> {
+        let options = Options {
+            filter: self.filter.filter()?,
+            backtraces: false,
+            ..Options::default()
+        };
+        let pass = self.filter.pass(reader, options, true, progress);
+        let points = pass.profile.timeline.points(self.points.max(1));
+        Ok(TimelineAnswer {
+            pass,
+            points,
+            filters: self.filter.describe(),
+        })
+    }
+}
+
+impl TimelineAnswer {
+    /// CSV, a line per point.
+    pub fn csv(&self) -> String {
+        render::timeline_csv(&self.pass.profile, &self.points)
+    }
+
+    /// JSON.
+    pub fn json(&self, trace: &TraceFile) -> Value {
+        render::timeline_json(trace, &self.pass.profile, &self.points)
+    }
+
+    /// An SVG plot of both curves.
+    pub fn svg(&self, trace: &TraceFile) -> String {
+        render::timeline_svg(trace, &self.pass.profile, &self.points, &self.filters)
+    }
+
+    /// What the plot shows, in a line: `500 points over 2.5s, peak 1.2 MiB at 1.1s`.
+    pub fn summary(&self) -> String {
+        let p = &self.pass.profile;
+        format!(
+            "{} points over {}, peak {} at {}",
+            self.points.len(),
+            p.end,
+            human_bytes(p.sampling.bytes(p.peak.live) as f64),
+            p.peak.time,
+        )
+    }
+}
+
+/// Folded stacks of allocated bytes, or of bytes live at a time.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct FlameQuery {
+    /// Weigh stacks by bytes live at this time instead of allocated bytes.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_parser = time_arg, conflicts_with_all = ["peak", "live_end"])
+    )]
+    pub at: Option<Timedelta>,
+    /// Weigh stacks by bytes live at the peak of the live heap.
+    #[cfg_attr(feature = "clap", arg(long, conflicts_with = "live_end"))]
+    pub peak: bool,
+    /// Weigh stacks by bytes still live at the end of the trace.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub live_end: bool,
+    /// What a frame shows.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value = "function"))]
+    pub frames: FrameLabel,
+    /// Weights in samples instead of estimated bytes.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub samples: bool,
+    /// Merge runs of the same frame (direct recursion) into one frame.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub collapse_recursion: bool,
+    #[allow(missing_docs)]
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub filter: FilterSpec,
+}
+
+/// The answer to a [`FlameQuery`].
+#[derive(Debug)]
+pub struct FlameAnswer {
+    /// The pass.
+    pub pass: Pass,
+    /// One `(stack, weight)` per distinct stack, frames caller first joined with `;`.
+    pub lines: Vec<(String, u64)>,
+    /// The weights' unit.
+    pub unit: Unit,
+    /// What the weights are, in words (`allocated`, `live at the peak (1.5s)`).
+    pub what: String,
+}
+
+impl FlameQuery {
+    /// Runs the passes the query needs over `reader`, then folds the stacks (reported
+    /// to `progress` as [`Stage::Folding`]).
+    pub fn run(
+        &self,
+        reader: &mut Reader<'_>,
+        progress: Progress<'_>,
+    ) -> Result<FlameAnswer, QueryError> {
+        let filter = self.filter.filter()?;
+        let peak = whole_peak(self.peak, reader, &mut *progress)?;
+        let at = peak.map(|p| p.time).or(self.at);
+        let options = Options {
+            filter,
+            live_at: at,
+            timeline_buckets: 0,
+            ..Options::default()
+        };
+        let pass = self.filter.pass(reader, options, false, &mut *progress);
+        let weight = match (at, self.live_end) {
+            (Some(_), _) => Weight::LiveAt,
+            (None, true) => Weight::LiveEnd,
+            (None, false) => Weight::Allocated,
+        };
+        let unit = match self.samples {
+            true => Unit::Samples,
+            false => Unit::Bytes,
+        };
+        progress(Stage::Folding, reader.size_bytes());
+        let fold = FoldOptions {
+            weight,
+            label: self.frames,
+            unit,
+            collapse_recursion: self.collapse_recursion,
+        };
+        let lines = report::folded(&pass.profile, reader.locations(), fold);
+        Ok(FlameAnswer {
+            pass,
+            lines,
+            unit,
+            what: weight.describe(at, self.peak),
+        })
+    }
+}
+
+impl FlameAnswer {
+    /// Folded stacks, `stack weight` a line, as flamegraph.pl and inferno read them.
+    pub fn text(&self) -> String {
+        render::folded_text(&self.lines)
+    }
+
+    /// JSON.
+    pub fn json(&self) -> Value {
+        render::folded_json(&self.lines, self.unit, &self.what)
+    }
+
+    /// An interactive SVG flame graph (an icicle graph when `inverted`).
+    pub fn svg(&self, trace: &TraceFile, inverted: bool) -> String {
+        let p = &self.pass.profile;
+        render::flame_graph_svg(trace, p, &self.lines, self.unit, &self.what, inverted)
+    }
+
+    /// What the graph shows, in a line: `120 stacks, 1.2 MiB allocated`.
+    pub fn summary(&self) -> String {
+        let total = render::folded_total(&self.lines, self.unit);
+        format!("{} stacks, {total} {}", self.lines.len(), self.what)
+    }
+}
+
+/// The live-heap and allocation-rate counters and the largest allocations, for an FXT
+/// trace ([`crate::fxt::write_profile`]).
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct FxtQuery {
+    /// Instant events (with backtraces) for this many of the largest allocations.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N", default_value_t = 20))]
+    pub big: usize,
+    /// At most this many counter samples per track.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 2000))]
+    pub points: usize,
+    #[allow(missing_docs)]
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub filter: FilterSpec,
+}
+
+impl FxtQuery {
+    /// Runs the pass over `reader`, its peak exact.
+    pub fn run(&self, reader: &mut Reader<'_>, progress: Progress<'_>) -> Result<Pass, QueryError> {
+        let options = Options {
+            filter: self.filter.filter()?,
+            big: self.big,
+            ..Options::default()
+        };
+        Ok(self.filter.pass(reader, options, true, progress))
+    }
+
+    /// The writer's options for this query.
+    pub fn fxt_options(&self) -> crate::fxt::FxtOptions {
+        crate::fxt::FxtOptions {
+            points: self.points.max(1),
+            ..crate::fxt::FxtOptions::default()
+        }
+    }
+}
+
+/// Sites whose allocated (or live) bytes changed most between two traces.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct DiffQuery {
+    /// Group allocations by.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value = "leaf"))]
+    pub by: GroupBy,
+    /// Show this many sites (0: all).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 20))]
+    pub limit: usize,
+    /// Rank by the change of bytes live at the end instead of allocated bytes.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub live: bool,
+    #[allow(missing_docs)]
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub sites: SiteSpec,
+    #[allow(missing_docs)]
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub filter: FilterSpec,
+}
+
+/// The answer to a [`DiffQuery`].
+#[derive(Debug)]
+pub struct DiffAnswer {
+    /// The baseline's pass.
+    pub a: Pass,
+    /// The second trace's pass.
+    pub b: Pass,
+    /// Sites by the size of their change.
+    pub rows: Vec<DiffRow>,
+    /// How many rows to show.
+    pub limit: usize,
+}
+
+impl DiffQuery {
+    /// One of the two passes, over `reader` (each trace its own, so that each can
+    /// report its own progress).
+    pub fn pass(
+        &self,
+        reader: &mut Reader<'_>,
+        progress: Progress<'_>,
+    ) -> Result<Pass, QueryError> {
+        let options = self.sites.options(self.by, self.filter.filter()?);
+        Ok(self.filter.pass(reader, options, false, progress))
+    }
+
+    /// Compares the two passes, each with its trace's locations.
+    pub fn compare(
+        &self,
+        (a, la): (Pass, &dyn LocationLookup),
+        (b, lb): (Pass, &dyn LocationLookup),
+    ) -> DiffAnswer {
+        let skip = self.sites.skip();
+        let rows = report::diff_skipping(
+            (&a.profile, la),
+            (&b.profile, lb),
+            self.by,
+            self.live,
+            &skip,
+        );
+        DiffAnswer {
+            a,
+            b,
+            rows,
+            limit: limit(self.limit),
+        }
+    }
+
+    /// The names of the two traces, for the headers.
+    pub fn context(&self, a: TraceFile, b: TraceFile) -> DiffContext {
+        DiffContext {
+            a,
+            b,
+            by: Some(self.by),
+            by_live: self.live,
+        }
+    }
+}
+
+impl DiffAnswer {
+    /// The table `tracekit memtrace diff` prints.
+    pub fn table(&self, ctx: &DiffContext) -> String {
+        render::diff_table(
+            ctx,
+            &self.a.profile,
+            &self.b.profile,
+            &self.rows,
+            self.limit,
+        )
+    }
+
+    /// The same as JSON.
+    pub fn json(&self, ctx: &DiffContext) -> Value {
+        render::diff_json(
+            ctx,
+            &self.a.profile,
+            &self.b.profile,
+            &self.rows,
+            self.limit,
+        )
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+
+    fn trace(seed: u64) -> Vec<u8> {
+        let config = SynthConfig {
+            allocs: 20_000,
+            seed,
+            ..SynthConfig::default()
+        };
+        write_synthetic(Vec::new(), &config).unwrap()
+    }
+
+    fn top(peak: bool, filter: FilterSpec) -> TopQuery {
+        TopQuery {
+            by: GroupBy::Leaf,
+            limit: 0,
+            at: None,
+            peak,
+            sites: SiteSpec::default(),
+            filter,
+        }
+    }
+
+    fn major_only() -> FilterSpec {
+        FilterSpec {
+            source: vec![AllocationSource::Major],
+            ..FilterSpec::default()
+        }
+    }
+
+    #[test]
+    fn top_at_the_peak_weighs_the_filtered_sites_at_the_whole_heaps_peak() {
+        let bytes = trace(3);
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let whole = passes::find_peak(&mut reader, &mut |_, _| {}).unwrap();
+        let mut stages = Vec::new();
+        let answer = top(true, major_only())
+            .run(&mut reader, &mut |s, _| stages.push(s))
+            .unwrap();
+        stages.dedup();
+        assert_eq!(stages, [Stage::FindingPeak, Stage::Analysing]);
+        assert_eq!(answer.context.at, Some(whole.time));
+        assert!(answer.context.at_peak);
+        assert_eq!(answer.context.filters, ["source major"]);
+        // The header's peak is the whole heap's, not the filtered pass's.
+        assert_eq!(answer.pass.profile.peak, whole);
+        assert_eq!(answer.top.rank, Rank::LiveAt);
+        let live: Vec<u64> = answer.top.sites.iter().map(|s| s.counts.live_at).collect();
+        assert!(live.windows(2).all(|w| w[0] >= w[1]), "{live:?}");
+        assert!(live.iter().sum::<u64>() > 0);
+        let table = answer.table(&TraceFile::new("t.ctf", reader.info()));
+        assert!(table.contains("peak"), "{table}");
+    }
+
+    #[test]
+    fn top_ranks_by_allocation_and_keeps_only_the_limit() {
+        let bytes = trace(4);
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let all = top(false, FilterSpec::default())
+            .run(&mut reader, &mut |_, _| {})
+            .unwrap();
+        assert_eq!(all.top.rank, Rank::Allocated);
+        assert!(all.top.sites.len() > 5 && all.top.other_sites == 0);
+        let five = TopQuery {
+            limit: 5,
+            ..top(false, FilterSpec::default())
+        };
+        let five = five.run(&mut reader, &mut |_, _| {}).unwrap();
+        let names = |a: &TopAnswer| {
+            a.top
+                .sites
+                .iter()
+                .map(|s| s.name.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&five), names(&all)[..5]);
+        assert_eq!(five.top.other_sites, all.top.sites.len() - 5);
+        assert!(!five.mostly_lineless);
+    }
+
+    #[test]
+    fn an_empty_time_range_is_refused_before_any_pass() {
+        let bytes = trace(5);
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let filter = FilterSpec {
+            between: Some(vec![Timedelta::from_micros(5), Timedelta::from_micros(1)]),
+            ..FilterSpec::default()
+        };
+        let mut passes_made = 0;
+        let r = top(false, filter).run(&mut reader, &mut |_, pos| {
+            passes_made += usize::from(pos == 0)
+        });
+        assert!(matches!(
+            r,
+            Err(QueryError::Filter(FilterError::EmptyRange(..)))
+        ));
+        assert_eq!(passes_made, 0);
+    }
+
+    #[test]
+    fn a_flame_graph_at_the_peak_folds_what_is_live_then() {
+        let bytes = trace(6);
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let whole = passes::find_peak(&mut reader, &mut |_, _| {}).unwrap();
+        let query = FlameQuery {
+            at: None,
+            peak: true,
+            live_end: false,
+            frames: FrameLabel::Function,
+            samples: true,
+            collapse_recursion: false,
+            filter: FilterSpec::default(),
+        };
+        let mut stages = Vec::new();
+        let answer = query.run(&mut reader, &mut |s, _| stages.push(s)).unwrap();
+        assert_eq!(stages.last(), Some(&Stage::Folding));
+        assert_eq!(answer.what, format!("live at the peak ({})", whole.time));
+        let folded: u64 = answer.lines.iter().map(|(_, w)| w).sum();
+        // Every sample live at the peak is in exactly one stack.
+        assert_eq!(folded, whole.live);
+        assert!(
+            answer
+                .summary()
+                .starts_with(&format!("{} stacks, ", answer.lines.len()))
+        );
+    }
+
+    #[test]
+    fn a_trace_diffed_with_itself_changes_nothing() {
+        let bytes = trace(7);
+        let query = DiffQuery {
+            by: GroupBy::Function,
+            limit: 20,
+            live: false,
+            sites: SiteSpec::default(),
+            filter: FilterSpec::default(),
+        };
+        let (mut ra, mut rb) = (
+            Reader::from_bytes(&bytes).unwrap(),
+            Reader::from_bytes(&bytes).unwrap(),
+        );
+        let pa = query.pass(&mut ra, &mut |_, _| {}).unwrap();
+        let pb = query.pass(&mut rb, &mut |_, _| {}).unwrap();
+        let answer = query.compare((pa, ra.locations()), (pb, rb.locations()));
+        assert!(!answer.rows.is_empty());
+        assert!(
+            answer
+                .rows
+                .iter()
+                .all(|r| r.allocated_delta() == 0 && r.a == r.b)
+        );
+    }
+
+    #[test]
+    fn a_timeline_has_at_most_the_points_asked_for_and_an_exact_peak() {
+        let bytes = trace(8);
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let whole = passes::find_peak(&mut reader, &mut |_, _| {}).unwrap();
+        let query = TimelineQuery {
+            points: 40,
+            filter: FilterSpec::default(),
+        };
+        let answer = query.run(&mut reader, &mut |_, _| {}).unwrap();
+        assert!(!answer.points.is_empty() && answer.points.len() <= 40);
+        assert_eq!(answer.pass.profile.peak.live, whole.live);
+        assert_eq!(answer.csv().lines().count(), answer.points.len() + 1);
+        assert!(
+            answer
+                .summary()
+                .starts_with(&format!("{} points over", answer.points.len()))
+        );
+    }
+
+    #[test]
+    fn site_specs_look_past_std_frames_unless_told_not_to() {
+        let mut spec = SiteSpec::default();
+        assert_eq!(spec.skip(), FrameSkip::rust_std());
+        spec.std_frames = true;
+        assert_eq!(spec.skip(), FrameSkip::none());
+        spec.skip_frames.push("wrapper".into());
+        assert_eq!(spec.skip(), FrameSkip::none().with_pattern("wrapper"));
+    }
+}
