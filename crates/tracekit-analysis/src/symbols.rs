@@ -1,4 +1,4 @@
-//! Source locations of location codes (format notes section 4): what the reports print
+//! Source locations of location codes (`docs/memtrace-format.md` §6 "Location events"): what the reports print
 //! for a backtrace entry. The reports look codes up through the codec's
 //! [`LocationLookup`], which a reader's [`LocationTable`](tracekit_memtrace::LocationTable)
 //! implements.
