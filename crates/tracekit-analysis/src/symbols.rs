@@ -1,5 +1,5 @@
-//! Source locations of location codes (`docs/memtrace-format.md` §6 "Location events"): what the reports print
-//! for a backtrace entry. The reports look codes up through the codec's
+//! Source locations of location codes (`docs/memtrace-format.md` §6 "Location
+//! events"): what the reports print for a backtrace entry. The reports look codes up through the codec's
 //! [`LocationLookup`], which a reader's [`LocationTable`](tracekit_memtrace::LocationTable)
 //! implements.
 //!
