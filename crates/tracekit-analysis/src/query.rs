@@ -680,6 +680,40 @@ mod tests {
     }
 
     #[test]
+    fn sites_by_backtrace_keep_whole_backtraces() {
+        let bytes = trace(9);
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let query = TopQuery {
+            by: GroupBy::Backtrace,
+            ..top(false, FilterSpec::default())
+        };
+        let answer = query.run(&mut reader, &mut |_, _| {}).unwrap();
+        // The same pass with every backtrace entry kept, ranked the same way.
+        let whole = passes::analyze(&mut reader, Options::default(), None, &mut |_, _| {});
+        let symbols = reader.locations();
+        let expected = report::top(
+            &whole.profile,
+            symbols,
+            GroupBy::Backtrace,
+            Rank::Allocated,
+            usize::MAX,
+        );
+        let depth = |t: &Top| {
+            t.sites
+                .iter()
+                .map(|s| s.backtrace.as_ref().map_or(0, Vec::len))
+                .sum::<usize>()
+        };
+        assert!(
+            depth(&expected) > 2 * expected.sites.len(),
+            "synthetic stacks are deep"
+        );
+        assert_eq!(depth(&answer.top), depth(&expected));
+        let names = |t: &Top| t.sites.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&answer.top), names(&expected));
+    }
+
+    #[test]
     fn an_empty_time_range_is_refused_before_any_pass() {
         let bytes = trace(5);
         let mut reader = Reader::from_bytes(&bytes).unwrap();
