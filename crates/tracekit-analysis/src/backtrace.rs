@@ -53,14 +53,24 @@ struct Edge {
     child: u32,
 }
 
-const EDGE_CACHE_BITS: u32 = 12;
+/// The edge cache starts with 2^12 entries and doubles as the trie grows, up to 2^21
+/// (32 MiB): a cache much smaller than the trie misses on nearly every step of a
+/// backtrace that differs from the previous one, and each miss is a hash-map lookup.
+const EDGE_CACHE_MIN_BITS: u32 = 12;
+const EDGE_CACHE_MAX_BITS: u32 = 21;
 
 #[inline]
-fn edge_slot(parent: u32, code: LocationCode) -> usize {
+fn edge_slot(parent: u32, code: LocationCode, bits: u32) -> usize {
     let h =
         (code.get() as u64 ^ u64::from(parent).rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (h >> (64 - EDGE_CACHE_BITS)) as usize
+    (h >> (64 - bits)) as usize
 }
+
+const NO_EDGE: Edge = Edge {
+    code: LocationCode::new(0),
+    parent: 0,
+    child: NONE,
+};
 
 /// The trie of backtraces.
 #[derive(Debug)]
@@ -68,6 +78,7 @@ pub struct Backtraces {
     nodes: Vec<Node>,
     children: FxHashMap<(u32, LocationCode), u32>,
     edges: Vec<Edge>,
+    edge_bits: u32,
     /// Per domain, the node path of its previous alloc's backtrace (`path[i]` is the
     /// node of its first `i + 1` entries).
     paths: Vec<(DomainId, Vec<u32>)>,
@@ -93,14 +104,8 @@ impl Backtraces {
                 site: NONE,
             }],
             children: FxHashMap::default(),
-            edges: vec![
-                Edge {
-                    code: LocationCode::new(0),
-                    parent: 0,
-                    child: NONE,
-                };
-                1 << EDGE_CACHE_BITS
-            ],
+            edges: vec![NO_EDGE; 1 << EDGE_CACHE_MIN_BITS],
+            edge_bits: EDGE_CACHE_MIN_BITS,
             paths: Vec::new(),
             last_domain: 0,
         }
@@ -217,7 +222,7 @@ impl Backtraces {
         // A small direct-mapped cache of edges in front of the hash map: a node with
         // many children that alternate (the root, when only allocation sites are
         // interned) misses the one-entry cache above nearly every time.
-        let slot = edge_slot(parent, code);
+        let slot = edge_slot(parent, code, self.edge_bits);
         if let Some(e) = self.edges.get(slot)
             && e.parent == parent
             && e.code == code
@@ -248,6 +253,11 @@ impl Backtraces {
         }
         let node = *self.children.entry((parent, code)).or_insert(next);
         if node == next {
+            if self.nodes.len() >= self.edges.len() && self.edge_bits < EDGE_CACHE_MAX_BITS {
+                // Emptied, not rehashed: it refills as the walks go on.
+                self.edge_bits += 1;
+                self.edges = vec![NO_EDGE; 1 << self.edge_bits];
+            }
             let depth = self.nodes[parent as usize].depth + 1;
             crate::huge::push(
                 &mut self.nodes,

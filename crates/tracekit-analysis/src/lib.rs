@@ -15,6 +15,7 @@
 pub mod analyzer;
 pub mod backtrace;
 pub mod curve;
+pub mod frames;
 pub mod fxt;
 mod huge;
 mod live;

@@ -18,6 +18,7 @@ use tracekit_memtrace::{AllocationSource, DomainId, LocationLookup, ReadError, R
 
 use crate::analyzer::{Filter, FilterError, Options};
 use crate::curve::TimelinePoint;
+use crate::frames::FrameTree;
 use crate::passes::{self, Pass, Progress, Stage};
 use crate::render::{self, DiffContext, TopContext, TraceFile};
 use crate::report::{self, DiffRow, FoldOptions, GroupBy, Rank, Top, Unit, Weight};
@@ -381,8 +382,8 @@ pub struct FlameQuery {
 pub struct FlameAnswer {
     /// The pass.
     pub pass: Pass,
-    /// One `(stack, weight)` per distinct stack, frames caller first joined with `;`.
-    pub lines: Vec<(String, u64)>,
+    /// The stacks, merged into a tree of frames.
+    pub tree: FrameTree,
     /// The weights' unit.
     pub unit: Unit,
     /// What the weights are, in words (`allocated`, `live at the peak (1.5s)`).
@@ -423,10 +424,10 @@ impl FlameQuery {
             unit,
             collapse_recursion: self.collapse_recursion,
         };
-        let lines = report::folded(&pass.profile, reader.locations(), fold);
+        let tree = report::fold_tree(&pass.profile, reader.locations(), fold);
         Ok(FlameAnswer {
             pass,
-            lines,
+            tree,
             unit,
             what: weight.describe(at, self.peak),
         })
@@ -434,26 +435,27 @@ impl FlameQuery {
 }
 
 impl FlameAnswer {
-    /// Folded stacks, `stack weight` a line, as flamegraph.pl and inferno read them.
-    pub fn text(&self) -> String {
-        render::folded_text(&self.lines)
+    /// Folded stacks, `stack weight` a line, as flamegraph.pl and inferno read them,
+    /// written to `out` as they are walked.
+    pub fn write_text(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        self.tree.write_folded(out)
     }
 
-    /// JSON.
-    pub fn json(&self) -> Value {
-        render::folded_json(&self.lines, self.unit, &self.what)
+    /// JSON, serialized as the stacks are walked.
+    pub fn json(&self) -> render::FoldedJson<'_> {
+        render::folded_json(&self.tree, self.unit, &self.what)
     }
 
     /// An interactive SVG flame graph (an icicle graph when `inverted`).
     pub fn svg(&self, trace: &TraceFile, inverted: bool) -> String {
         let p = &self.pass.profile;
-        render::flame_graph_svg(trace, p, &self.lines, self.unit, &self.what, inverted)
+        render::flame_graph_svg(trace, p, &self.tree, self.unit, &self.what, inverted)
     }
 
     /// What the graph shows, in a line: `120 stacks, 1.2 MiB allocated`.
     pub fn summary(&self) -> String {
-        let total = render::folded_total(&self.lines, self.unit);
-        format!("{} stacks, {total} {}", self.lines.len(), self.what)
+        let total = render::folded_total(&self.tree, self.unit);
+        format!("{} stacks, {total} {}", self.tree.stacks(), self.what)
     }
 }
 
@@ -750,14 +752,13 @@ mod tests {
         let answer = query.run(&mut reader, &mut |s, _| stages.push(s)).unwrap();
         assert_eq!(stages.last(), Some(&Stage::Folding));
         assert_eq!(answer.what, format!("live at the peak ({})", whole.time));
-        let folded: u64 = answer.lines.iter().map(|(_, w)| w).sum();
+        let lines = answer.tree.lines();
+        let folded: u64 = lines.iter().map(|(_, w)| w).sum();
         // Every sample live at the peak is in exactly one stack.
         assert_eq!(folded, whole.live);
-        assert!(
-            answer
-                .summary()
-                .starts_with(&format!("{} stacks, ", answer.lines.len()))
-        );
+        assert_eq!(answer.tree.total(), whole.live);
+        let stacks = format!("{} stacks, ", lines.len());
+        assert!(answer.summary().starts_with(&stacks));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::analyzer::{Profile, SiteCounts};
 use crate::curve::TimelinePoint;
+use crate::frames::{FrameTree, Unit};
 use crate::report::{DiffRow, GroupBy, Rank, Top};
 use crate::sampling::Sampling;
 use crate::svg::human_bytes;
@@ -602,36 +603,47 @@ pub fn diff_json(
     })
 }
 
-/// Folded stacks as flamegraph.pl, inferno and speedscope read them: `frame;frame
-/// weight`, one stack a line.
-pub fn folded_text(lines: &[(String, u64)]) -> String {
-    let mut text = String::with_capacity(lines.len() * 80);
-    for (stack, weight) in lines {
-        text.push_str(stack);
-        text.push(' ');
-        text.push_str(&weight.to_string());
-        text.push('\n');
+/// Folded stacks as JSON, serialized as they are walked (no document in memory):
+/// `{"stacks": [{"frames", "weight"}], "total", "unit", "weight"}`; `what` says what
+/// the weights measure ([`Weight::describe`](crate::report::Weight::describe)).
+pub fn folded_json<'a>(tree: &'a FrameTree, unit: Unit, what: &'a str) -> FoldedJson<'a> {
+    FoldedJson {
+        stacks: Stacks(tree),
+        total: tree.total(),
+        unit: match unit {
+            Unit::Samples => "samples",
+            Unit::Bytes => "bytes",
+        },
+        weight: what,
     }
-    text
 }
 
-/// Folded stacks as JSON: `{"unit", "weight", "total", "stacks": [{"frames",
-/// "weight"}]}`; `what` says what the weights measure ([`Weight::describe`](crate::report::Weight::describe)).
-pub fn folded_json(lines: &[(String, u64)], unit: crate::report::Unit, what: &str) -> Value {
-    let total: u64 = lines.iter().map(|l| l.1).sum();
-    let stacks: Vec<Value> = lines
-        .iter()
-        .map(|(s, w)| json!({"frames": s.split(';').collect::<Vec<_>>(), "weight": w}))
-        .collect();
-    json!({
-        "unit": match unit {
-            crate::report::Unit::Samples => "samples",
-            crate::report::Unit::Bytes => "bytes",
-        },
-        "weight": what,
-        "total": total,
-        "stacks": stacks,
-    })
+/// [`folded_json`]'s document.
+#[derive(serde::Serialize)]
+pub struct FoldedJson<'a> {
+    stacks: Stacks<'a>,
+    total: u64,
+    unit: &'static str,
+    weight: &'a str,
+}
+
+/// The stacks of a tree as a JSON array, each serialized as it is reached.
+struct Stacks<'a>(&'a FrameTree);
+
+impl serde::Serialize for Stacks<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        #[derive(serde::Serialize)]
+        struct Stack<'a> {
+            frames: &'a [&'a str],
+            weight: u64,
+        }
+        let mut seq = serializer.serialize_seq(Some(self.0.stacks()))?;
+        self.0.try_for_each_stack(|frames, weight| {
+            seq.serialize_element(&Stack { frames, weight })
+        })?;
+        seq.end()
+    }
 }
 
 /// The last part of a path, for titles.
@@ -676,27 +688,27 @@ pub fn timeline_svg(
     )
 }
 
-/// The total of folded stacks in words: `12.3 MiB`, or `42 samples`.
-pub fn folded_total(lines: &[(String, u64)], unit: crate::report::Unit) -> String {
-    let total: u64 = lines.iter().map(|l| l.1).sum();
+/// The total of a frame tree's stacks in words: `12.3 MiB`, or `42 samples`.
+pub fn folded_total(tree: &FrameTree, unit: Unit) -> String {
+    let total = tree.total();
     match unit {
-        crate::report::Unit::Samples => format!("{total} samples"),
-        crate::report::Unit::Bytes => human_bytes(total as f64),
+        Unit::Samples => format!("{total} samples"),
+        Unit::Bytes => human_bytes(total as f64),
     }
 }
 
-/// The flame graph (or icicle graph, `inverted`) of folded stacks, titled with
-/// the trace's program and file; `what` says what the weights measure.
+/// The flame graph (or icicle graph, `inverted`) of a frame tree, titled with the
+/// trace's program and file; `what` says what the weights measure.
 pub fn flame_graph_svg(
     trace: &TraceFile,
     profile: &Profile,
-    lines: &[(String, u64)],
-    unit: crate::report::Unit,
+    tree: &FrameTree,
+    unit: Unit,
     what: &str,
     inverted: bool,
 ) -> String {
     crate::svg::flame_graph(
-        lines,
+        tree,
         &crate::svg::FlameGraphOptions {
             title: format!(
                 "Memory {what}: {}",
@@ -705,10 +717,10 @@ pub fn flame_graph_svg(
             subtitle: format!(
                 "{} — total {}; 1 sample ≈ {} (estimated sizes)",
                 file_name(&trace.path),
-                folded_total(lines, unit),
+                folded_total(tree, unit),
                 human_bytes(profile.sampling.bytes_per_sample()),
             ),
-            bytes: unit == crate::report::Unit::Bytes,
+            bytes: unit == Unit::Bytes,
             inverted,
             ..crate::svg::FlameGraphOptions::default()
         },
@@ -723,15 +735,22 @@ mod tests {
 
     #[test]
     fn folded_stacks_as_text_and_json() {
-        let lines = vec![("main;f".to_string(), 30), ("main;g;h".to_string(), 12)];
-        assert_eq!(folded_text(&lines), "main;f 30\nmain;g;h 12\n");
-        let v = folded_json(&lines, Unit::Samples, "allocated");
+        let tree = FrameTree::from_folded(&[("main;g;h", 12), ("main;f", 30), ("main", 1)]);
+        let mut text = Vec::new();
+        tree.write_folded(&mut text).unwrap();
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "main 1\nmain;f 30\nmain;g;h 12\n"
+        );
+        let v = serde_json::to_value(folded_json(&tree, Unit::Samples, "allocated")).unwrap();
         assert_eq!(v["unit"], "samples");
-        assert_eq!(v["total"], 42);
-        assert_eq!(v["stacks"][1]["frames"], json!(["main", "g", "h"]));
-        assert_eq!(v["stacks"][1]["weight"], 12);
-        assert_eq!(folded_total(&lines, Unit::Samples), "42 samples");
-        assert_eq!(folded_total(&lines, Unit::Bytes), "42 B");
+        assert_eq!(v["weight"], "allocated");
+        assert_eq!(v["total"], 43);
+        assert_eq!(v["stacks"][2]["frames"], json!(["main", "g", "h"]));
+        assert_eq!(v["stacks"][2]["weight"], 12);
+        assert_eq!(v["stacks"].as_array().unwrap().len(), 3);
+        assert_eq!(folded_total(&tree, Unit::Samples), "43 samples");
+        assert_eq!(folded_total(&tree, Unit::Bytes), "43 B");
     }
 
     #[test]

@@ -8,8 +8,8 @@
 use std::collections::HashMap;
 
 use crate::analyzer::{Profile, SiteCounts};
-use crate::backtrace::BacktraceId;
-use crate::sampling::Sampling;
+pub use crate::frames::Unit;
+use crate::frames::{FrameTree, TreeOptions};
 use crate::symbols::{FrameLabel, FrameSkip, entry_labels, leaf_label, site_label};
 use tracekit_memtrace::{LocationCode, LocationLookup, Timedelta};
 
@@ -163,8 +163,7 @@ pub fn lineless_share(profile: &Profile, symbols: &dyn LocationLookup, skip: &Fr
     }
 }
 
-/// Label of allocations with an empty backtrace.
-pub const EMPTY_BACKTRACE: &str = "[empty backtrace]";
+pub use crate::symbols::EMPTY_BACKTRACE;
 
 /// Sorts sites by `rank` (largest first), then by allocated samples, then by name.
 pub fn rank_sites(sites: &mut [Site], rank: Rank) {
@@ -216,6 +215,9 @@ pub fn top_skipping(
     limit: usize,
     skip: &FrameSkip,
 ) -> Top {
+    if by == GroupBy::Backtrace {
+        return top_backtraces(profile, symbols, rank, limit, skip);
+    }
     let mut all = sites_skipping(profile, symbols, by, skip);
     if rank != Rank::Allocated {
         all.retain(|s| rank.of(&s.counts) > 0);
@@ -237,6 +239,111 @@ pub fn top_skipping(
         sites: all,
         others,
         other_sites: rest.len(),
+    }
+}
+
+/// [`top_skipping`] by whole backtrace. Backtraces are grouped by what they print
+/// through a frame tree (no string per backtrace), ranked by their counts, and named
+/// only when they are shown, so memory stays with the trie, not with the number of
+/// distinct backtraces times their depth.
+fn top_backtraces(
+    profile: &Profile,
+    symbols: &dyn LocationLookup,
+    rank: Rank,
+    limit: usize,
+    skip: &FrameSkip,
+) -> Top {
+    let options = TreeOptions {
+        label: FrameLabel::Location,
+        unit: Unit::Samples,
+        collapse_recursion: false,
+    };
+    let (tree, ids) = FrameTree::build_indexed(profile, symbols, options, |_| 1);
+    // Per printed backtrace its first site, which names it; the counts of the rare
+    // later sites that print the same are added to the first's aside.
+    let mut leader = vec![u32::MAX; tree.len()];
+    drop(tree);
+    let mut groups: Vec<u32> = Vec::new();
+    let mut merged: HashMap<u32, SiteCounts> = HashMap::new();
+    for (i, id) in ids.iter().enumerate() {
+        let i = i as u32;
+        match leader.get(id.index()).copied() {
+            Some(u32::MAX) => {
+                leader[id.index()] = i;
+                groups.push(i);
+            }
+            Some(first) => merged
+                .entry(first)
+                .or_insert_with(|| profile.sites[first as usize].1)
+                .add(&profile.sites[i as usize].1),
+            None => {}
+        }
+    }
+    drop((leader, ids));
+    let counts = |i: u32| match merged.get(&i) {
+        Some(c) => *c,
+        None => profile.sites[i as usize].1,
+    };
+    if rank != Rank::Allocated {
+        groups.retain(|&i| rank.of(&counts(i)) > 0);
+    }
+    let key = |i: u32| {
+        let c = counts(i);
+        (std::cmp::Reverse(rank.of(&c)), std::cmp::Reverse(c.samples))
+    };
+    groups.sort_by_cached_key(|&i| key(i));
+    // The shown sites, and those that tie with the last shown (names decide among them).
+    let mut head = groups.len().min(limit);
+    if let Some(&last) = head.checked_sub(1).and_then(|i| groups.get(i)) {
+        let k = key(last);
+        while groups.get(head).is_some_and(|&g| key(g) == k) {
+            head += 1;
+        }
+    }
+    let mut codes = Vec::new();
+    let mut sites: Vec<Site> = groups[..head]
+        .iter()
+        .map(|&i| {
+            let bt = profile.sites[i as usize].0;
+            profile.backtraces.codes_into(bt, &mut codes);
+            let name = match codes.last() {
+                None => EMPTY_BACKTRACE.to_string(),
+                Some(_) if !skip.is_empty() => {
+                    site_label(symbols, &codes, FrameLabel::Location, skip)
+                        .unwrap_or_else(|| EMPTY_BACKTRACE.to_string())
+                }
+                Some(&code) => leaf_label(symbols, code, FrameLabel::Location),
+            };
+            let mut frames = Vec::with_capacity(codes.len());
+            for code in &codes {
+                entry_labels(symbols, *code, FrameLabel::Location, &mut frames);
+            }
+            Site {
+                name,
+                backtrace: Some(frames),
+                counts: counts(i),
+            }
+        })
+        .collect();
+    rank_sites(&mut sites, rank);
+    let mut others = SiteCounts::default();
+    let mut other_sites = 0;
+    for s in sites.iter().skip(limit) {
+        others.add(&s.counts);
+        other_sites += 1;
+    }
+    sites.truncate(limit);
+    for &i in &groups[head..] {
+        others.add(&counts(i));
+        other_sites += 1;
+    }
+    Top {
+        by: GroupBy::Backtrace,
+        rank,
+        totals: profile.totals,
+        sites,
+        others,
+        other_sites,
     }
 }
 
@@ -342,6 +449,15 @@ pub enum Weight {
 }
 
 impl Weight {
+    /// This weight of a site, in samples.
+    pub fn of(self, c: &SiteCounts) -> u64 {
+        match self {
+            Weight::Allocated => c.samples,
+            Weight::LiveAt => c.live_at,
+            Weight::LiveEnd => c.live_end(),
+        }
+    }
+
     /// What the weight is, in words: `allocated`, `live at 1.5s`, `live at the peak
     /// (1.5s)`, `live at the end`. `at` is the profile's `live_at` time, `at_peak`
     /// whether that is the heap's peak.
@@ -353,15 +469,6 @@ impl Weight {
             _ => "allocated".to_string(),
         }
     }
-}
-
-/// Unit of folded-stack weights.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unit {
-    /// Estimated bytes (rounded so that the lines add up to the rounded total).
-    Bytes,
-    /// Samples.
-    Samples,
 }
 
 /// How to fold stacks.
@@ -389,115 +496,39 @@ impl Default for FoldOptions {
 }
 
 /// Folded stacks: one `(stack, weight)` per distinct stack, frames caller first and
-/// joined with `;`, sorted by stack. Stacks of zero weight are left out.
+/// joined with `;`, depth-first (a stack before its callees', callees by frame name).
+/// Stacks of zero weight are left out.
 ///
 /// With [`Unit::Bytes`] each line gets the rounded cumulative byte count minus the
 /// previous one, so the lines sum exactly to the rounded total of the profile.
+///
+/// This holds a string per stack; [`FrameTree`] streams them instead.
 pub fn folded(
     profile: &Profile,
     symbols: &dyn LocationLookup,
     options: FoldOptions,
 ) -> Vec<(String, u64)> {
-    let FoldOptions {
-        weight,
-        label,
-        unit,
-        collapse_recursion,
-    } = options;
-    let mut stacks: HashMap<String, u64> = HashMap::new();
-    let mut names: HashMap<LocationCode, Vec<String>> = HashMap::new();
-    let mut codes: Vec<LocationCode> = Vec::new();
-    for (bt, counts) in &profile.sites {
-        let w = match weight {
-            Weight::Allocated => counts.samples,
-            Weight::LiveAt => counts.live_at,
-            Weight::LiveEnd => counts.live_end(),
-        };
-        if w == 0 {
-            continue;
-        }
-        let stack = stack_string(
-            profile,
-            symbols,
-            *bt,
-            label,
-            collapse_recursion,
-            &mut codes,
-            &mut names,
-        );
-        let e = stacks.entry(stack).or_insert(0);
-        *e = e.saturating_add(w);
-    }
-    let mut lines: Vec<(String, u64)> = stacks.into_iter().collect();
-    lines.sort();
-    if unit == Unit::Bytes {
-        let sampling: Sampling = profile.sampling;
-        let mut cumulative: u64 = 0;
-        let mut emitted: u64 = 0;
-        for (_, w) in &mut lines {
-            cumulative = cumulative.saturating_add(*w);
-            let upto = sampling.bytes(cumulative);
-            *w = upto.saturating_sub(emitted);
-            emitted = upto;
-        }
-        lines.retain(|(_, w)| *w > 0);
-    }
-    lines
+    fold_tree(profile, symbols, options).lines()
 }
 
-fn stack_string(
+/// The frame tree of folded stacks ([`folded`] without a string per stack).
+pub fn fold_tree(
     profile: &Profile,
     symbols: &dyn LocationLookup,
-    bt: BacktraceId,
-    label: FrameLabel,
-    collapse_recursion: bool,
-    codes: &mut Vec<LocationCode>,
-    names: &mut HashMap<LocationCode, Vec<String>>,
-) -> String {
-    profile.backtraces.codes_into(bt, codes);
-    if codes.is_empty() {
-        return EMPTY_BACKTRACE.to_string();
-    }
-    let mut s = String::new();
-    let mut last_len = 0;
-    for code in codes.iter() {
-        let labels = names.entry(*code).or_insert_with(|| {
-            let mut v = Vec::new();
-            entry_labels(symbols, *code, label, &mut v);
-            v.iter().map(|l| folded_frame(l)).collect()
-        });
-        for l in labels.iter() {
-            if collapse_recursion && last_len > 0 && s[s.len() - last_len..] == *l {
-                continue;
-            }
-            if !s.is_empty() {
-                s.push(';');
-            }
-            s.push_str(l);
-            last_len = l.len();
-        }
-    }
-    s
-}
-
-/// A frame name made safe for the folded format, whose lines are `a;b;c weight`: `;`
-/// separates frames and line breaks end records. An empty name becomes `?`.
-fn folded_frame(name: &str) -> String {
-    if name.is_empty() {
-        return "?".to_string();
-    }
-    name.chars()
-        .map(|c| match c {
-            ';' => ',',
-            '\n' | '\r' => ' ',
-            c => c,
-        })
-        .collect()
+    options: FoldOptions,
+) -> FrameTree {
+    let tree = TreeOptions {
+        label: options.label,
+        unit: options.unit,
+        collapse_recursion: options.collapse_recursion,
+    };
+    FrameTree::build(profile, symbols, tree, |c| options.weight.of(c))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Sampling;
     use crate::analyzer::{Options, analyze_events};
     use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, Location, ObjId};
 

@@ -28,6 +28,9 @@ pub enum FrameLabel {
     File,
 }
 
+/// Label of allocations with an empty backtrace.
+pub const EMPTY_BACKTRACE: &str = "[empty backtrace]";
+
 /// Pushes the labels of one backtrace entry (one per location, caller first; `$code`
 /// when it has none) onto `out`.
 pub fn entry_labels(

@@ -18,7 +18,7 @@ use tracekit_analysis::render::TraceFile;
 use tracekit_fxt::io::FinishError;
 use tracekit_memtrace::Reader;
 
-use crate::common::output::{OutputFile, print, write_file};
+use crate::common::output::{OutputFile, Stdout, print, write_file};
 use crate::common::print_json;
 use crate::common::{PROGRESS_THRESHOLD_BYTES, input, progress_bar, progress_spinner};
 use crate::memtrace::open;
@@ -269,7 +269,9 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
     } else if args.json {
         print_json(&answer.json())?;
     } else {
-        print(&answer.text())?;
+        let mut out = Stdout::new();
+        answer.write_text(&mut out)?;
+        out.finish()?;
     }
     Ok(finish(&args.file, &answer.pass))
 }

@@ -3,8 +3,9 @@
 //! frames matching a regular expression and see the share they cover. Without script
 //! support it still shows the whole graph with labels and hover titles.
 
-use std::collections::HashMap;
 use std::fmt::Write;
+
+use crate::frames::{FrameId, FrameTree};
 
 use super::{escape, escaped, human_bytes};
 
@@ -35,12 +36,6 @@ impl Default for FlameGraphOptions {
     }
 }
 
-struct Node<'a> {
-    name: &'a str,
-    value: u64,
-    children: Vec<u32>,
-}
-
 const FRAME_HEIGHT: u32 = 16;
 const HEADER: u32 = 52;
 const FOOTER: u32 = 28;
@@ -49,66 +44,27 @@ const CHAR_WIDTH: f64 = 7.0;
 /// Frames narrower than this many pixels are not drawn (their weight still counts).
 const MIN_WIDTH: f64 = 0.1;
 
-/// Renders folded stacks (`frames` joined by `;`, and a weight) as an SVG flame graph.
-pub fn flame_graph(lines: &[(String, u64)], options: &FlameGraphOptions) -> String {
-    // Build the call tree; node 0 is the root ("all").
-    let mut nodes: Vec<Node<'_>> = vec![Node {
-        name: "all",
-        value: 0,
-        children: Vec::new(),
-    }];
-    let mut edges: HashMap<(u32, &str), u32> = HashMap::new();
-    for (stack, weight) in lines {
-        let weight = *weight;
-        if weight == 0 {
-            continue;
-        }
-        nodes[0].value = nodes[0].value.saturating_add(weight);
-        let mut cur = 0u32;
-        for frame in stack.split(';') {
-            let next = match edges.get(&(cur, frame)) {
-                Some(&n) => n,
-                None => {
-                    let n = nodes.len() as u32;
-                    nodes.push(Node {
-                        name: frame,
-                        value: 0,
-                        children: Vec::new(),
-                    });
-                    nodes[cur as usize].children.push(n);
-                    edges.insert((cur, frame), n);
-                    n
-                }
-            };
-            let v = &mut nodes[next as usize].value;
-            *v = v.saturating_add(weight);
-            cur = next;
-        }
-    }
-    for i in 0..nodes.len() {
-        let mut children = std::mem::take(&mut nodes[i].children);
-        children.sort_by(|a, b| nodes[*a as usize].name.cmp(nodes[*b as usize].name));
-        nodes[i].children = children;
-    }
-
-    let total = nodes[0].value;
+/// Renders a frame tree (from a profile, or from folded stacks with
+/// [`FrameTree::from_folded`]) as an SVG flame graph.
+pub fn flame_graph(tree: &FrameTree, options: &FlameGraphOptions) -> String {
+    let total = tree.total();
     let width = f64::from(options.width.max(200));
     let inner = width - 2.0 * PAD;
     // Lay out: (node, start offset in weight units, depth).
-    let mut placed: Vec<(u32, u64, u32)> = Vec::new();
-    let mut stack: Vec<(u32, u64, u32)> = vec![(0, 0, 0)];
+    let mut placed: Vec<(FrameId, u64, u32)> = Vec::new();
+    let mut stack: Vec<(FrameId, u64, u32)> = vec![(FrameId::ROOT, 0, 0)];
     let mut max_depth = 0;
     while let Some((n, start, depth)) = stack.pop() {
-        let node = &nodes[n as usize];
-        if total > 0 && (node.value as f64 / total as f64) * inner < MIN_WIDTH {
+        let value = tree.weight(n).1;
+        if total > 0 && (value as f64 / total as f64) * inner < MIN_WIDTH {
             continue;
         }
         placed.push((n, start, depth));
         max_depth = max_depth.max(depth);
         let mut s = start;
-        for &c in &node.children {
+        for c in tree.children(n) {
             stack.push((c, s, depth + 1));
-            s = s.saturating_add(nodes[c as usize].value);
+            s = s.saturating_add(tree.weight(c).1);
         }
     }
     placed.sort_by_key(|&(_, start, depth)| (depth, start));
@@ -172,27 +128,26 @@ text {{ font-family: monospace; font-size: 12px; fill: #000; }}
         unit = if options.bytes { "bytes" } else { "samples" },
     );
     for &(n, start, depth) in &placed {
-        let node = &nodes[n as usize];
+        let (value, name) = (tree.weight(n).1, tree.name(n));
         let x = PAD + start as f64 / total.max(1) as f64 * inner;
-        let w = node.value as f64 / total.max(1) as f64 * inner;
+        let w = value as f64 / total.max(1) as f64 * inner;
         let y = if options.inverted {
             HEADER + depth * FRAME_HEIGHT
         } else {
             height - FOOTER - (depth + 1) * FRAME_HEIGHT
         };
-        let (r, g, b) = color(node.name);
-        let share = 100.0 * node.value as f64 / total.max(1) as f64;
-        let name = escaped(node.name);
+        let (r, g, b) = color(name);
+        let share = 100.0 * value as f64 / total.max(1) as f64;
+        let escaped_name = escaped(name);
         let _ = write!(
             out,
-            r#"<g class="f" data-s="{start}" data-v="{v}" data-d="{depth}"><title>{name} — {val}, {share:.2}%</title><rect x="{x:.2}" y="{y}" width="{w:.2}" height="{fh}" fill="rgb({r},{g},{b})" rx="2"/><text x="{tx:.2}" y="{ty}">"#,
-            v = node.value,
-            val = fmt_value(node.value),
+            r#"<g class="f" data-s="{start}" data-v="{value}" data-d="{depth}"><title>{escaped_name} — {val}, {share:.2}%</title><rect x="{x:.2}" y="{y}" width="{w:.2}" height="{fh}" fill="rgb({r},{g},{b})" rx="2"/><text x="{tx:.2}" y="{ty}">"#,
+            val = fmt_value(value),
             fh = FRAME_HEIGHT - 1,
             tx = x + 3.0,
             ty = y + FRAME_HEIGHT - 4,
         );
-        escape(&mut out, &fit_label(node.name, w));
+        escape(&mut out, &fit_label(name, w));
         out.push_str("</text></g>\n");
     }
     out.push_str("</g>\n</svg>\n");
@@ -336,6 +291,10 @@ mod tests {
         ]
     }
 
+    fn flame_graph(lines: &[(String, u64)], options: &FlameGraphOptions) -> String {
+        super::flame_graph(&FrameTree::from_folded(lines), options)
+    }
+
     #[test]
     fn frames_have_inclusive_weights() {
         let svg = flame_graph(&lines(), &FlameGraphOptions::default());
@@ -390,6 +349,7 @@ mod tests {
     #[test]
     fn empty_input() {
         let svg = flame_graph(&[], &FlameGraphOptions::default());
+        assert_eq!(svg.matches("<g class=\"f\"").count(), 1, "only the root");
         assert!(svg.contains(r#"data-total="0""#));
         assert!(svg.ends_with("</svg>\n"));
     }

@@ -1,0 +1,624 @@
+//! Frame trees: the backtrace trie ([`Backtraces`](crate::Backtraces)) relabelled by
+//! what each entry prints as, with the weights of a profile's sites. This is what
+//! folded stacks, flame graphs and the backtrace report are made from.
+//!
+//! The trie has one node per distinct prefix of location codes. Printing an entry can
+//! give several frames (inlined functions, caller first), and distinct codes can print
+//! the same (two codes of one function when frames show functions), so the frame tree
+//! is built by walking the trie: each trie node that leads to a weighted site is mapped
+//! once to the frame-tree node of its printed frames, its parent's node extended by the
+//! entry's frames. Memory is a `u32` per trie node plus one node per distinct printed
+//! prefix; no stack is ever held as a string.
+//!
+//! Stacks come out depth-first, a node's own stack before its callees', callees in
+//! order of their frame names. With weights in bytes each stack's weight is the rounded
+//! cumulative byte count minus the previous one, so that the stacks add up exactly to
+//! the rounded total.
+
+use std::io;
+
+use rustc_hash::FxHashMap;
+use tracekit_memtrace::{LocationCode, LocationLookup};
+
+use crate::analyzer::{Profile, SiteCounts};
+use crate::backtrace::BacktraceId;
+use crate::sampling::Sampling;
+use crate::symbols::{EMPTY_BACKTRACE, FrameLabel, entry_labels};
+
+/// Not mapped yet.
+const NONE: u32 = u32::MAX;
+
+/// Unit of folded-stack weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Estimated bytes (rounded so that the lines add up to the rounded total).
+    Bytes,
+    /// Samples.
+    Samples,
+}
+
+/// A frame-tree node: a printed stack, its parent's plus one frame.
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    /// Index into [`FrameTree::names`].
+    name: u32,
+    parent: u32,
+    /// This stack's own weight (after rounding, in the tree's unit).
+    own: u64,
+    /// Own weight plus the callees'.
+    total: u64,
+}
+
+/// How to print and weigh the stacks of a [`FrameTree`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreeOptions {
+    /// What a frame shows.
+    pub label: FrameLabel,
+    /// Samples, or estimated bytes.
+    pub unit: Unit,
+    /// Merge runs of the same frame (direct recursion) into one.
+    pub collapse_recursion: bool,
+}
+
+/// The printed stacks of a profile's sites, merged into a tree, with their weights.
+#[derive(Debug)]
+pub struct FrameTree {
+    names: Vec<Box<str>>,
+    nodes: Vec<Node>,
+    /// Children of node `i`: `children[child_start[i]..child_start[i + 1]]`, in order of
+    /// their names.
+    child_start: Vec<u32>,
+    children: Vec<u32>,
+    /// Stacks of non-zero weight.
+    stacks: usize,
+}
+
+/// A node of a [`FrameTree`], as its readers see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FrameId(u32);
+
+impl FrameId {
+    /// The root: the empty stack, above every frame.
+    pub const ROOT: FrameId = FrameId(0);
+
+    /// The node's index, below [`FrameTree::len`].
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl FrameTree {
+    /// The tree of `profile`'s sites, each weighted by `weight` (in samples) and printed
+    /// through `symbols` as `options` say. Sites of weight 0 are left out.
+    pub fn build(
+        profile: &Profile,
+        symbols: &dyn LocationLookup,
+        options: TreeOptions,
+        weight: impl Fn(&SiteCounts) -> u64,
+    ) -> FrameTree {
+        Self::build_indexed(profile, symbols, options, weight).0
+    }
+
+    /// [`FrameTree::build`], and for each of `profile.sites` (in order) its stack's
+    /// node ([`FrameId::ROOT`] for a site of weight 0, which is left out).
+    pub fn build_indexed(
+        profile: &Profile,
+        symbols: &dyn LocationLookup,
+        options: TreeOptions,
+        weight: impl Fn(&SiteCounts) -> u64,
+    ) -> (FrameTree, Vec<FrameId>) {
+        let mut b = Builder {
+            profile,
+            symbols,
+            options,
+            map: vec![NONE; profile.backtraces.len()],
+            tree: Growing::new(),
+            code_names: FxHashMap::default(),
+            scratch: Vec::new(),
+            labels: Vec::new(),
+        };
+        if let Some(m) = b.map.first_mut() {
+            *m = 0;
+        }
+        let mut ids = Vec::with_capacity(profile.sites.len());
+        for (bt, counts) in &profile.sites {
+            let w = weight(counts);
+            let mut node = 0;
+            if w > 0 {
+                node = b.node_of(*bt);
+                b.tree.add(node, w);
+            }
+            ids.push(FrameId(node));
+        }
+        let bytes = (options.unit == Unit::Bytes).then_some(profile.sampling);
+        (b.tree.finish(bytes), ids)
+    }
+
+    /// The tree of folded stacks (`frame;frame;frame`, and a weight), their weights
+    /// taken as they are.
+    pub fn from_folded<S: AsRef<str>>(lines: &[(S, u64)]) -> FrameTree {
+        let mut t = Growing::new();
+        for (stack, w) in lines {
+            let mut node = 0;
+            for frame in stack.as_ref().split(';') {
+                let name = t.name_id(frame);
+                node = t.child(node, name);
+            }
+            t.add(node, *w);
+        }
+        t.finish(None)
+    }
+
+    /// Sorts each node's children by name, into one flat array.
+    fn index_children(&mut self) {
+        let mut order: Vec<u32> = (1..self.nodes.len() as u32).collect();
+        let (nodes, names) = (&self.nodes, &self.names);
+        order.sort_unstable_by(|&a, &b| {
+            let (na, nb) = (&nodes[a as usize], &nodes[b as usize]);
+            na.parent
+                .cmp(&nb.parent)
+                .then_with(|| names[na.name as usize].cmp(&names[nb.name as usize]))
+        });
+        let mut start = vec![0u32; self.nodes.len() + 1];
+        for &c in &order {
+            start[self.nodes[c as usize].parent as usize + 1] += 1;
+        }
+        for i in 1..start.len() {
+            start[i] += start[i - 1];
+        }
+        self.child_start = start;
+        self.children = order;
+    }
+
+    /// Turns own weights from samples into bytes when `bytes` gives the sampling
+    /// (rounded so that the stacks add up to the rounded total, in output order), then
+    /// sums the totals.
+    fn settle(&mut self, bytes: Option<Sampling>) {
+        let mut cumulative: u64 = 0;
+        let mut emitted: u64 = 0;
+        let mut stacks = 0;
+        let order = self.preorder();
+        for &n in &order {
+            let own = &mut self.nodes[n as usize].own;
+            if *own == 0 {
+                continue;
+            }
+            if let Some(sampling) = bytes {
+                cumulative = cumulative.saturating_add(*own);
+                let upto = sampling.bytes(cumulative);
+                *own = upto.saturating_sub(emitted);
+                emitted = upto;
+            }
+            stacks += usize::from(*own > 0);
+        }
+        self.stacks = stacks;
+        // Children come after their parents in node order: sum bottom-up.
+        for i in (0..self.nodes.len()).rev() {
+            let n = self.nodes[i];
+            let total = n.total.saturating_add(n.own);
+            self.nodes[i].total = total;
+            if i > 0 {
+                let p = &mut self.nodes[n.parent as usize];
+                p.total = p.total.saturating_add(total);
+            }
+        }
+    }
+
+    /// Every node, depth-first, callers before callees, siblings by name.
+    fn preorder(&self) -> Vec<u32> {
+        let mut out = Vec::with_capacity(self.nodes.len());
+        let mut stack = vec![0u32];
+        while let Some(n) = stack.pop() {
+            out.push(n);
+            stack.extend(self.children_of(n).iter().rev());
+        }
+        out
+    }
+
+    fn children_of(&self, n: u32) -> &[u32] {
+        let (s, e) = (
+            self.child_start[n as usize] as usize,
+            self.child_start[n as usize + 1] as usize,
+        );
+        self.children.get(s..e).unwrap_or(&[])
+    }
+
+    /// Number of nodes, the root included.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// True when the tree holds only the root.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.len() == 1
+    }
+
+    /// Number of stacks (of non-zero weight).
+    pub fn stacks(&self) -> usize {
+        self.stacks
+    }
+
+    /// The sum of all stacks' weights.
+    pub fn total(&self) -> u64 {
+        self.nodes[0].total
+    }
+
+    /// `node`'s frame name (`all` for the root).
+    pub fn name(&self, node: FrameId) -> &str {
+        let n = self.nodes[node.0 as usize].name;
+        &self.names[n as usize]
+    }
+
+    /// `node`'s own weight and its total with its callees'.
+    pub fn weight(&self, node: FrameId) -> (u64, u64) {
+        let n = &self.nodes[node.0 as usize];
+        (n.own, n.total)
+    }
+
+    /// `node`'s callees, in order of their names.
+    pub fn children(&self, node: FrameId) -> impl Iterator<Item = FrameId> + '_ {
+        self.children_of(node.0).iter().map(|&c| FrameId(c))
+    }
+
+    /// Calls `f` with each stack of non-zero weight (its frames, caller first) and
+    /// that weight, depth-first; stops at `f`'s first error.
+    pub fn try_for_each_stack<E>(
+        &self,
+        mut f: impl FnMut(&[&str], u64) -> Result<(), E>,
+    ) -> Result<(), E> {
+        // (node, depth) to visit; `path` holds the frames above the node being visited.
+        let mut stack: Vec<(u32, usize)> = vec![(0, 0)];
+        let mut path: Vec<&str> = Vec::new();
+        while let Some((n, depth)) = stack.pop() {
+            let node = &self.nodes[n as usize];
+            if node.total == 0 {
+                continue;
+            }
+            path.truncate(depth.saturating_sub(1));
+            if n != 0 {
+                path.push(&self.names[node.name as usize]);
+            }
+            if node.own > 0 {
+                f(&path, node.own)?;
+            }
+            for &c in self.children_of(n).iter().rev() {
+                stack.push((c, depth + 1));
+            }
+        }
+        Ok(())
+    }
+
+    /// The folded stacks as text, `frame;frame;frame weight` a line, written to `out`
+    /// as they are produced.
+    pub fn write_folded(&self, out: &mut dyn io::Write) -> io::Result<()> {
+        self.try_for_each_stack(|frames, w| {
+            let mut first = true;
+            for f in frames {
+                if !first {
+                    out.write_all(b";")?;
+                }
+                first = false;
+                out.write_all(f.as_bytes())?;
+            }
+            writeln!(out, " {w}")
+        })
+    }
+
+    /// The stacks as `(frames joined by ;, weight)` pairs: a string per stack, for small
+    /// profiles and tests ([`FrameTree::write_folded`] streams them instead).
+    pub fn lines(&self) -> Vec<(String, u64)> {
+        let mut out = Vec::with_capacity(self.stacks);
+        let _ = self.try_for_each_stack(|frames, w| {
+            out.push((frames.join(";"), w));
+            Ok::<(), ()>(())
+        });
+        out
+    }
+}
+
+/// A frame tree being grown: names and nodes, and the edges to find a child by name.
+struct Growing {
+    names: Vec<Box<str>>,
+    name_ids: FxHashMap<Box<str>, u32>,
+    nodes: Vec<Node>,
+    edges: FxHashMap<(u32, u32), u32>,
+}
+
+impl Growing {
+    fn new() -> Growing {
+        let mut g = Growing {
+            names: Vec::new(),
+            name_ids: FxHashMap::default(),
+            nodes: vec![Node {
+                name: 0,
+                parent: 0,
+                own: 0,
+                total: 0,
+            }],
+            edges: FxHashMap::default(),
+        };
+        // Name 0 is the root's.
+        g.name_id("all");
+        g
+    }
+
+    fn name_id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.name_ids.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.into());
+        self.name_ids.insert(name.into(), id);
+        id
+    }
+
+    fn child(&mut self, parent: u32, name: u32) -> u32 {
+        let next = self.nodes.len() as u32;
+        let id = *self.edges.entry((parent, name)).or_insert(next);
+        if id == next {
+            self.nodes.push(Node {
+                name,
+                parent,
+                own: 0,
+                total: 0,
+            });
+        }
+        id
+    }
+
+    fn add(&mut self, node: u32, w: u64) {
+        if let Some(n) = self.nodes.get_mut(node as usize) {
+            n.own = n.own.saturating_add(w);
+        }
+    }
+
+    fn finish(self, bytes: Option<Sampling>) -> FrameTree {
+        // The edges are only for growing: gone before the tree's own indexes are made.
+        let Growing { names, nodes, .. } = self;
+        let mut tree = FrameTree {
+            names,
+            nodes,
+            child_start: Vec::new(),
+            children: Vec::new(),
+            stacks: 0,
+        };
+        tree.index_children();
+        tree.settle(bytes);
+        tree
+    }
+}
+
+/// State while a [`FrameTree`] is built from a profile.
+struct Builder<'a> {
+    profile: &'a Profile,
+    symbols: &'a dyn LocationLookup,
+    options: TreeOptions,
+    /// Trie node → frame-tree node (`NONE`: not mapped yet).
+    map: Vec<u32>,
+    tree: Growing,
+    /// A location code's printed frames, as name ids.
+    code_names: FxHashMap<LocationCode, Box<[u32]>>,
+    scratch: Vec<BacktraceId>,
+    labels: Vec<String>,
+}
+
+impl Builder<'_> {
+    /// The frame-tree node of trie node `bt`, mapping the unmapped ones above it first.
+    fn node_of(&mut self, bt: BacktraceId) -> u32 {
+        if bt == BacktraceId::EMPTY {
+            let name = self.tree.name_id(EMPTY_BACKTRACE);
+            return self.tree.child(0, name);
+        }
+        let bts = &self.profile.backtraces;
+        self.scratch.clear();
+        let mut cur = bt;
+        while self.map.get(cur.0 as usize).is_some_and(|&m| m == NONE) {
+            self.scratch.push(cur);
+            cur = bts.parent(cur);
+        }
+        let mut node = self.map.get(cur.0 as usize).copied().unwrap_or(0);
+        while let Some(b) = self.scratch.pop() {
+            if let Some(code) = bts.leaf(b) {
+                node = self.extend(node, code);
+            }
+            if let Some(m) = self.map.get_mut(b.0 as usize) {
+                *m = node;
+            }
+        }
+        node
+    }
+
+    /// `node` extended by the frames `code` prints.
+    fn extend(&mut self, mut node: u32, code: LocationCode) -> u32 {
+        let names = match self.code_names.get(&code) {
+            Some(n) => n.clone(),
+            None => {
+                self.labels.clear();
+                entry_labels(self.symbols, code, self.options.label, &mut self.labels);
+                let labels = std::mem::take(&mut self.labels);
+                let ids: Box<[u32]> = labels
+                    .iter()
+                    .map(|l| self.tree.name_id(&folded_frame(l)))
+                    .collect();
+                self.labels = labels;
+                self.code_names.insert(code, ids.clone());
+                ids
+            }
+        };
+        for &name in names.iter() {
+            let repeat = self
+                .tree
+                .nodes
+                .get(node as usize)
+                .is_some_and(|n| n.name == name);
+            if self.options.collapse_recursion && node != 0 && repeat {
+                continue;
+            }
+            node = self.tree.child(node, name);
+        }
+        node
+    }
+}
+
+/// A frame name made safe for the folded format, whose lines are `a;b;c weight`: `;`
+/// separates frames and line breaks end records. An empty name becomes `?`.
+pub(crate) fn folded_frame(name: &str) -> String {
+    if name.is_empty() {
+        return "?".to_string();
+    }
+    name.chars()
+        .map(|c| match c {
+            ';' => ',',
+            '\n' | '\r' => ' ',
+            c => c,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::analyzer::Options;
+    use crate::report::GroupBy;
+    use crate::report::{FoldOptions, Rank, Weight, rank_sites, sites_skipping, top_skipping};
+    use crate::symbols::FrameSkip;
+    use crate::{Pass, passes};
+    use std::collections::HashMap;
+    use tracekit_memtrace::Reader;
+    use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+
+    fn pass(seed: u64) -> (Vec<u8>, Pass) {
+        let config = SynthConfig {
+            allocs: 30_000,
+            depth: 12,
+            functions: 60,
+            seed,
+            ..SynthConfig::default()
+        };
+        let bytes = write_synthetic(Vec::new(), &config).unwrap();
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let p = passes::analyze(&mut reader, Options::default(), None, &mut |_, _| {});
+        (bytes, p)
+    }
+
+    /// The folded stacks the slow way: a string per site, merged in a map.
+    fn naive(p: &Pass, symbols: &dyn LocationLookup, o: FoldOptions) -> Vec<(String, u64)> {
+        let mut stacks: HashMap<String, u64> = HashMap::new();
+        for (bt, counts) in &p.profile.sites {
+            let w = o.weight.of(counts);
+            if w == 0 {
+                continue;
+            }
+            let codes = p.profile.backtraces.codes(*bt);
+            let mut frames: Vec<String> = Vec::new();
+            for code in &codes {
+                let mut labels = Vec::new();
+                entry_labels(symbols, *code, o.label, &mut labels);
+                for l in labels {
+                    let l = folded_frame(&l);
+                    if o.collapse_recursion && frames.last() == Some(&l) {
+                        continue;
+                    }
+                    frames.push(l);
+                }
+            }
+            let key = match codes.is_empty() {
+                true => EMPTY_BACKTRACE.to_string(),
+                false => frames.join(";"),
+            };
+            *stacks.entry(key).or_insert(0) += w;
+        }
+        let mut v: Vec<_> = stacks.into_iter().collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn the_tree_folds_the_same_stacks_as_strings_do() {
+        let (bytes, p) = pass(11);
+        let reader = Reader::from_bytes(&bytes).unwrap();
+        let symbols = reader.locations();
+        for label in [FrameLabel::Function, FrameLabel::Location, FrameLabel::File] {
+            for collapse_recursion in [false, true] {
+                for weight in [Weight::Allocated, Weight::LiveEnd] {
+                    let o = FoldOptions {
+                        weight,
+                        label,
+                        unit: Unit::Samples,
+                        collapse_recursion,
+                    };
+                    let mut lines = crate::report::folded(&p.profile, symbols, o);
+                    assert!(lines.len() > 100);
+                    lines.sort();
+                    assert_eq!(lines, naive(&p, symbols, o), "{o:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn stacks_come_depth_first_and_text_json_and_lines_agree() {
+        let (bytes, p) = pass(12);
+        let reader = Reader::from_bytes(&bytes).unwrap();
+        let o = FoldOptions::default();
+        let tree = crate::report::fold_tree(&p.profile, reader.locations(), o);
+        let lines = tree.lines();
+        assert_eq!(lines.len(), tree.stacks());
+        // Bytes are rounded so that the stacks add up to the rounded total.
+        let sum: u64 = lines.iter().map(|l| l.1).sum();
+        assert_eq!(sum, p.profile.sampling.bytes(p.profile.totals.samples));
+        assert_eq!(tree.total(), sum);
+        // A stack's callees follow it, before any stack that is not its callee.
+        for w in lines.windows(2) {
+            let (a, b) = (&w[0].0, &w[1].0);
+            let common = a
+                .split(';')
+                .zip(b.split(';'))
+                .take_while(|(x, y)| x == y)
+                .count();
+            let (na, nb) = (a.split(';').nth(common), b.split(';').nth(common));
+            if let (Some(x), Some(y)) = (na, nb) {
+                assert!(x < y, "{a} before {b}");
+            }
+        }
+        let mut text = Vec::new();
+        tree.write_folded(&mut text).unwrap();
+        let expected: String = lines.iter().map(|(s, w)| format!("{s} {w}\n")).collect();
+        assert_eq!(String::from_utf8(text).unwrap(), expected);
+    }
+
+    #[test]
+    fn top_by_backtrace_ranks_what_whole_backtrace_sites_rank() {
+        let (bytes, p) = pass(13);
+        let reader = Reader::from_bytes(&bytes).unwrap();
+        let symbols = reader.locations();
+        let skip = FrameSkip::none();
+        for (rank, limit) in [
+            (Rank::Allocated, 25),
+            (Rank::LiveEnd, 7),
+            (Rank::Allocated, usize::MAX),
+        ] {
+            let top = top_skipping(&p.profile, symbols, GroupBy::Backtrace, rank, limit, &skip);
+            let mut all = sites_skipping(&p.profile, symbols, GroupBy::Backtrace, &skip);
+            if rank != Rank::Allocated {
+                all.retain(|s| rank.of(&s.counts) > 0);
+            }
+            rank_sites(&mut all, rank);
+            let shown = all.len().min(limit);
+            assert!(shown > 5);
+            let names = |s: &[crate::report::Site]| {
+                s.iter()
+                    .map(|s| (s.name.clone(), s.backtrace.clone(), s.counts))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(names(&top.sites), names(&all[..shown]), "{rank:?} {limit}");
+            assert_eq!(top.other_sites, all.len() - shown);
+            let mut others = SiteCounts::default();
+            for s in &all[shown..] {
+                others.add(&s.counts);
+            }
+            assert_eq!(top.others, others);
+        }
+    }
+}
