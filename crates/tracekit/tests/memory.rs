@@ -11,6 +11,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 /// Runs tracekit with `args` and returns its peak resident set size in KiB.
+// The child is reaped by `wait4`, which std's `Child` does not know of.
+#[allow(clippy::zombie_processes)]
 fn peak_rss_kib(args: &[&str]) -> i64 {
     let child = Command::new(env!("CARGO_BIN_EXE_tracekit"))
         .args(args)
@@ -37,10 +39,7 @@ fn backtrace_keyed_analyses_stay_within_3x_of_top() {
     std::fs::create_dir_all(&dir).unwrap();
     let trace: PathBuf = dir.join("sample.ctf");
     let t = trace.to_str().unwrap();
-    assert_eq!(
-        peak_rss_kib(&["memtrace", "sample", t, "--allocs", "600000"]) > 0,
-        true
-    );
+    peak_rss_kib(&["memtrace", "sample", t, "--allocs", "1000000"]);
     let top = peak_rss_kib(&["memtrace", "top", t]);
     for args in [
         &["memtrace", "flamegraph", t][..],
