@@ -5,8 +5,11 @@
 //!   (`report::top`), i.e. what `tracekit memtrace top` does minus printing.
 //! * `top`: the same with decoding on this thread and the analysis on a second one
 //!   (`Threads::Two`).
-//! * `top_by_backtrace`: pipelined, interning whole backtraces (`top --by backtrace`,
-//!   and what `flamegraph` and `to-fxt` need); the others charge allocation sites.
+//! * `top_by_backtrace`: pipelined, interning whole backtraces, then the report by
+//!   whole backtrace (`top --by backtrace`); the others charge allocation sites.
+//! * `flamegraph`: the same pass, then the stacks folded through the frame tree and
+//!   written as folded text (`tracekit memtrace flamegraph > out.folded`);
+//!   `flamegraph_svg` draws the SVG from the tree instead.
 //!
 //! Both are reported as events/s, so `top / read` is the share of the reader's speed
 //! that `top` keeps. Traces, each over 5 M events:
@@ -126,6 +129,30 @@ fn count(reader: &mut Reader<'_>) -> u64 {
     n
 }
 
+/// What `tracekit memtrace flamegraph` does (frames show functions, weights are
+/// allocated bytes), minus the file: the folded text, or the SVG when `svg`.
+fn flamegraph(reader: &mut Reader<'_>, svg: bool) -> usize {
+    let options = Options {
+        timeline_buckets: 0,
+        threads: Threads::Two,
+        ..Options::default()
+    };
+    let p = analyze(reader, options, None, &mut |_, _| {});
+    let tree = report::fold_tree(
+        &p.profile,
+        reader.locations(),
+        report::FoldOptions::default(),
+    );
+    if svg {
+        let options = tracekit_analysis::svg::FlameGraphOptions::default();
+        tracekit_analysis::svg::flame_graph(&tree, &options).len()
+    } else {
+        let mut out = std::io::BufWriter::new(std::io::sink());
+        tree.write_folded(&mut out).unwrap();
+        tree.stacks()
+    }
+}
+
 fn top(reader: &mut Reader<'_>, pipelined: bool, leaf_only: bool) -> usize {
     // `tracekit memtrace top` (sites by leaf) sets `leaf_only`; `--by backtrace` not.
     // As the CLI's `top` does: sites named past Rust std frames, and no timeline,
@@ -143,10 +170,15 @@ fn top(reader: &mut Reader<'_>, pipelined: bool, leaf_only: bool) -> usize {
         ..Options::default()
     };
     let p = analyze(reader, options, None, &mut |_, _| {});
+    let by = if leaf_only {
+        GroupBy::Leaf
+    } else {
+        GroupBy::Backtrace
+    };
     let t = report::top_skipping(
         &p.profile,
         &reader.locations(),
-        GroupBy::Leaf,
+        by,
         Rank::Allocated,
         20,
         &skip,
@@ -192,6 +224,12 @@ fn bench(c: &mut Criterion) {
         });
         g.bench_function("top_by_backtrace", |b| {
             b.iter(|| black_box(top(&mut reader, true, false)))
+        });
+        g.bench_function("flamegraph", |b| {
+            b.iter(|| black_box(flamegraph(&mut reader, false)))
+        });
+        g.bench_function("flamegraph_svg", |b| {
+            b.iter(|| black_box(flamegraph(&mut reader, true)))
         });
         g.finish();
     }
