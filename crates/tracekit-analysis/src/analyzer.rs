@@ -269,6 +269,9 @@ pub struct Analyzer {
     source_mask: [bool; 3],
     min_words: u64,
     backtraces: Backtraces,
+    /// Per trie node its site, when the trie is grown elsewhere
+    /// ([`Analyzer::push_alloc_interned`]); empty otherwise (the trie's nodes hold it).
+    site_of: Vec<u32>,
     sites: Vec<(BacktraceId, SiteCounts)>,
     /// Per trie node, whether the location predicate holds on the path: 0 unknown,
     /// 1 no, 2 yes.
@@ -308,6 +311,7 @@ impl Analyzer {
             source_mask,
             min_words,
             backtraces: Backtraces::new(),
+            site_of: Vec::new(),
             sites: Vec::new(),
             node_match: Vec::new(),
             live: LiveTable::new(),
@@ -401,6 +405,25 @@ impl Analyzer {
             self.backtraces.intern_suffix(a.domain, keep, &a.backtrace)
         };
         self.alloc_interned(time, a, bt, &mut |_| true);
+    }
+
+    /// An alloc whose backtrace was interned elsewhere, into a trie the analysis adopts
+    /// before it finishes ([`Analyzer::adopt_backtraces`]): so that a pipelined pass can
+    /// walk the trie on the decoding thread. `a`'s backtrace is ignored. Not for a
+    /// location filter, which matches the analysis's own trie.
+    pub(crate) fn push_alloc_interned(&mut self, time: Timedelta, a: &Alloc<'_>, bt: BacktraceId) {
+        self.counts.allocs += 1;
+        self.see(time);
+        self.alloc_interned(time, a, bt, &mut |_| true);
+    }
+
+    /// Takes the trie that [`Analyzer::push_alloc_interned`]'s ids are nodes of.
+    pub(crate) fn adopt_backtraces(&mut self, backtraces: Backtraces) {
+        self.backtraces = backtraces;
+        for (i, (bt, _)) in self.sites.iter().enumerate() {
+            self.backtraces.set_site(*bt, i as u32);
+        }
+        self.site_of = Vec::new();
     }
 
     /// Length of `domain`'s previous backtrace as the analysis has it (what
@@ -548,10 +571,33 @@ impl Analyzer {
         if let Some(s) = self.backtraces.site(bt) {
             return s;
         }
+        if bt.0 as usize >= self.backtraces.len() {
+            return self.site_elsewhere(bt);
+        }
         let s = u32::try_from(self.sites.len()).unwrap_or(NO_SITE);
         if s != NO_SITE {
             self.sites.push((bt, SiteCounts::default()));
             self.backtraces.set_site(bt, s);
+        }
+        s
+    }
+
+    /// [`Analyzer::site`] of a node of a trie grown elsewhere.
+    #[inline(never)]
+    fn site_elsewhere(&mut self, bt: BacktraceId) -> u32 {
+        let i = bt.0 as usize;
+        if i >= self.site_of.len() {
+            let more = i + 1 - self.site_of.len();
+            crate::huge::reserve(&mut self.site_of, more);
+            self.site_of.resize(i + 1, NO_SITE);
+        }
+        if self.site_of[i] != NO_SITE {
+            return self.site_of[i];
+        }
+        let s = u32::try_from(self.sites.len()).unwrap_or(NO_SITE);
+        if s != NO_SITE {
+            self.sites.push((bt, SiteCounts::default()));
+            self.site_of[i] = s;
         }
         s
     }

@@ -254,9 +254,7 @@ impl Backtraces {
         let node = *self.children.entry((parent, code)).or_insert(next);
         if node == next {
             if self.nodes.len() >= self.edges.len() && self.edge_bits < EDGE_CACHE_MAX_BITS {
-                // Emptied, not rehashed: it refills as the walks go on.
-                self.edge_bits += 1;
-                self.edges = vec![NO_EDGE; 1 << self.edge_bits];
+                self.grow_edge_cache();
             }
             let depth = self.nodes[parent as usize].depth + 1;
             crate::huge::push(
@@ -275,6 +273,20 @@ impl Backtraces {
         p.last_child = node;
         p.last_child_code = code;
         node
+    }
+
+    /// Doubles the edge cache, moving its entries over: an emptied cache would miss on
+    /// every step until it refilled, each miss a hash-map lookup.
+    #[cold]
+    fn grow_edge_cache(&mut self) {
+        self.edge_bits += 1;
+        let old = std::mem::replace(&mut self.edges, vec![NO_EDGE; 1 << self.edge_bits]);
+        for e in old.into_iter().filter(|e| e.child != NONE) {
+            let slot = edge_slot(e.parent, e.code, self.edge_bits);
+            if let Some(new) = self.edges.get_mut(slot) {
+                *new = e;
+            }
+        }
     }
 
     /// The caller's index attached to `id` by [`Backtraces::set_site`], if any. The

@@ -9,6 +9,7 @@ use tracekit_memtrace as mt;
 
 use super::Pass;
 use crate::analyzer::{Analyzer, Options};
+use crate::backtrace::{BacktraceId, Backtraces};
 use crate::sampling::Sampling;
 use crate::symbols::FrameSkip;
 use rustc_hash::FxHashMap;
@@ -235,6 +236,9 @@ impl Packed {
 const KIND_ALLOC: u8 = 0;
 const KIND_PROMOTE: u8 = 1;
 const KIND_COLLECT: u8 = 2;
+/// An alloc whose backtrace the decoding side interned: the record holds its
+/// [`BacktraceId`].
+const KIND_ALLOC_ID: u8 = 4;
 /// An alloc whose one new backtrace entry is in the record (the common case of
 /// [`Options::leaf_only`]), which spares the frame buffer a push and a read.
 const KIND_ALLOC_LEAF: u8 = 3;
@@ -293,6 +297,10 @@ pub(super) fn two_threads(
                             analyzer.push_alloc_suffix(p.time, &p.alloc(new), keep as usize);
                             at = end;
                         }
+                        KIND_ALLOC_ID => {
+                            let bt = BacktraceId(p.bt as u32);
+                            analyzer.push_alloc_interned(p.time, &p.alloc(&[]), bt);
+                        }
                         KIND_PROMOTE => analyzer.promote(p.time, p.obj_id),
                         _ => analyzer.collect(p.time, p.obj_id, p.domain),
                     }
@@ -303,14 +311,18 @@ pub(super) fn two_threads(
                 // The decoder may be gone already; then the batch is simply dropped.
                 let _ = empty_tx.send(batch);
             }
-            analyzer.finish()
+            analyzer
         });
 
         let mut events = reader.events(parse_backtraces);
         let mut patience = Patience::default();
+        // Whole backtraces are interned here, on the decoding thread: walking the trie
+        // is the larger part of such a pass, and the analysis thread is left the rest.
+        let mut trie = (!leaf_only && parse_backtraces).then(Backtraces::new);
         let (count, error, batch) = produce(
             &mut events,
             leaf_only,
+            trie.as_mut(),
             &mut site_start,
             &mut |full| {
                 let next = empty_rx
@@ -330,10 +342,14 @@ pub(super) fn two_threads(
         progress(events.position());
         let warnings = events.take_warnings();
         drop(full_tx);
-        let profile = match worker.join() {
-            Ok(p) => p,
+        let mut analyzer = match worker.join() {
+            Ok(a) => a,
             Err(panic) => std::panic::resume_unwind(panic),
         };
+        if let Some(trie) = trie {
+            analyzer.adopt_backtraces(trie);
+        }
+        let profile = analyzer.finish();
         Pass {
             profile,
             warnings,
@@ -452,9 +468,11 @@ fn send_patiently<T>(
 pub fn decode_side_only(reader: &mut mt::Reader<'_>, options: &Options) -> u64 {
     let mut site_start = SiteStart::new(&options.site_skip);
     let mut events = reader.events(options.backtraces);
+    let mut trie = (!options.leaf_only && options.backtraces).then(Backtraces::new);
     let (count, _, _) = produce(
         &mut events,
         options.leaf_only,
+        trie.as_mut(),
         &mut site_start,
         &mut |mut empty| {
             empty.events.clear();
@@ -473,14 +491,14 @@ pub fn decode_side_only(reader: &mut mt::Reader<'_>, options: &Options) -> u64 {
 fn produce(
     events: &mut mt::Events<'_>,
     leaf_only: bool,
+    trie: Option<&mut Backtraces>,
     site_start: &mut SiteStart<'_>,
     ship: &mut dyn FnMut(Batch) -> Option<Batch>,
     progress: &mut dyn FnMut(u64),
 ) -> (u64, Option<mt::ReadError>, Batch) {
-    if leaf_only {
-        produce_with::<true>(events, site_start, ship, progress)
-    } else {
-        produce_with::<false>(events, site_start, ship, progress)
+    match (leaf_only, trie) {
+        (true, _) => produce_with::<true>(events, None, site_start, ship, progress),
+        (false, trie) => produce_with::<false>(events, trie, site_start, ship, progress),
     }
 }
 
@@ -493,12 +511,14 @@ fn produce(
 #[inline(never)]
 fn produce_with<const LEAF: bool>(
     events: &mut mt::Events<'_>,
+    trie: Option<&mut Backtraces>,
     site_start: &mut SiteStart<'_>,
     ship: &mut dyn FnMut(Batch) -> Option<Batch>,
     progress: &mut dyn FnMut(u64),
 ) -> (u64, Option<mt::ReadError>, Batch) {
     let mut packer = Packer::<LEAF> {
         batch: Batch::with_capacity(),
+        trie,
         site_start,
         prev_len: Vec::new(),
         last_slot: 0,
@@ -537,6 +557,9 @@ fn produce_with<const LEAF: bool>(
 /// `LEAF` is [`Options::leaf_only`]: the analysis wants each allocation's site alone.
 struct Packer<'a, 's, const LEAF: bool> {
     batch: Batch,
+    /// The trie whole backtraces are interned into, when this side interns them
+    /// (then only their ids cross threads).
+    trie: Option<&'a mut Backtraces>,
     site_start: &'a mut SiteStart<'s>,
     /// Per domain, the length of its previous backtrace: the analysis can keep at
     /// most that many entries.
@@ -579,6 +602,20 @@ impl<const LEAF: bool> Packer<'_, '_, LEAF> {
 impl<const LEAF: bool> mt::EventSink for Packer<'_, '_, LEAF> {
     #[inline(always)]
     fn alloc(&mut self, dt: Timedelta, a: &mt::Alloc<'_>, table: &mt::LocationTable) {
+        if !LEAF && let Some(trie) = self.trie.as_deref_mut() {
+            let id = trie.intern(a.domain, a.common_prefix, &a.backtrace);
+            self.batch.events.push(Packed {
+                kind: KIND_ALLOC_ID,
+                source: a.source,
+                domain: a.domain,
+                bt: u64::from(id.0),
+                time: dt,
+                obj_id: a.obj_id,
+                length: a.length,
+                nsamples: a.nsamples,
+            });
+            return;
+        }
         let keep = self.keep(a, table);
         let new = a.backtrace.get(keep..).unwrap_or(&[]);
         let (kind, bt) = match new {
