@@ -11,7 +11,6 @@
 //! Memory is one node per distinct prefix, so it is bounded by the total length of the
 //! distinct backtraces, independent of the number of events.
 
-use rustc_hash::FxHashMap;
 use tracekit_memtrace::{DomainId, LocationCode};
 
 /// An interned backtrace: a node of the trie. The root ([`BacktraceId::EMPTY`]) is the
@@ -45,40 +44,27 @@ struct Node {
     site: u32,
 }
 
-/// An entry of the edge cache ([`Backtraces::child`]).
-#[derive(Clone, Copy, Debug)]
-struct Edge {
-    code: LocationCode,
-    parent: u32,
-    child: u32,
-}
+/// The child table starts with 2^12 slots and doubles whenever it is half full.
+const TABLE_MIN_BITS: u32 = 12;
 
-/// The edge cache starts with 2^12 entries and doubles as the trie grows, up to 2^21
-/// (32 MiB): a cache much smaller than the trie misses on nearly every step of a
-/// backtrace that differs from the previous one, and each miss is a hash-map lookup.
-const EDGE_CACHE_MIN_BITS: u32 = 12;
-const EDGE_CACHE_MAX_BITS: u32 = 21;
-
+/// The child table's first slot to probe for the child of `parent` with `code`.
 #[inline]
-fn edge_slot(parent: u32, code: LocationCode, bits: u32) -> usize {
+fn table_slot(parent: u32, code: LocationCode, bits: u32) -> usize {
     let h =
         (code.get() as u64 ^ u64::from(parent).rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     (h >> (64 - bits)) as usize
 }
 
-const NO_EDGE: Edge = Edge {
-    code: LocationCode::new(0),
-    parent: 0,
-    child: NONE,
-};
-
 /// The trie of backtraces.
 #[derive(Debug)]
 pub struct Backtraces {
     nodes: Vec<Node>,
-    children: FxHashMap<(u32, LocationCode), u32>,
-    edges: Vec<Edge>,
-    edge_bits: u32,
+    /// Every node but the root, by `(parent, code)`: open addressing with linear
+    /// probing, holding only node ids (a slot's key is its node's own `parent` and
+    /// `code`), so an edge costs 4 bytes at most twice over rather than a hash map's
+    /// copy of the key. `NONE` is an empty slot.
+    table: Vec<u32>,
+    table_bits: u32,
     /// Per domain, the node path of its previous alloc's backtrace (`path[i]` is the
     /// node of its first `i + 1` entries).
     paths: Vec<(DomainId, Vec<u32>)>,
@@ -103,9 +89,8 @@ impl Backtraces {
                 depth: 0,
                 site: NONE,
             }],
-            children: FxHashMap::default(),
-            edges: vec![NO_EDGE; 1 << EDGE_CACHE_MIN_BITS],
-            edge_bits: EDGE_CACHE_MIN_BITS,
+            table: vec![NONE; 1 << TABLE_MIN_BITS],
+            table_bits: TABLE_MIN_BITS,
             paths: Vec::new(),
             last_domain: 0,
         }
@@ -219,30 +204,35 @@ impl Backtraces {
         if p.last_child != NONE && p.last_child_code == code {
             return p.last_child;
         }
-        // A small direct-mapped cache of edges in front of the hash map: a node with
-        // many children that alternate (the root, when only allocation sites are
-        // interned) misses the one-entry cache above nearly every time.
-        let slot = edge_slot(parent, code, self.edge_bits);
-        if let Some(e) = self.edges.get(slot)
-            && e.parent == parent
-            && e.code == code
-            && e.child != NONE
-        {
-            return e.child;
-        }
-        let child = self.child_slow(parent, code);
-        if let Some(e) = self.edges.get_mut(slot) {
-            *e = Edge {
-                code,
-                parent,
-                child,
-            };
+        let child = self.find_or_add(parent, code);
+        if let Some(p) = self.nodes.get_mut(parent as usize) {
+            p.last_child = child;
+            p.last_child_code = code;
         }
         child
     }
 
+    /// The child of `parent` with `code`, made if it is new.
+    #[inline]
+    fn find_or_add(&mut self, parent: u32, code: LocationCode) -> u32 {
+        let mask = self.table.len() - 1;
+        let mut i = table_slot(parent, code, self.table_bits);
+        loop {
+            let c = self.table[i];
+            if c == NONE {
+                return self.add(i, parent, code);
+            }
+            let n = &self.nodes[c as usize];
+            if n.parent == parent && n.code == code {
+                return c;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// A new child of `parent` with `code`, in the empty table slot `slot`.
     #[cold]
-    fn child_slow(&mut self, parent: u32, code: LocationCode) -> u32 {
+    fn add(&mut self, slot: usize, parent: u32, code: LocationCode) -> u32 {
         let Ok(next) = u32::try_from(self.nodes.len()) else {
             return parent;
         };
@@ -251,41 +241,39 @@ impl Backtraces {
             // than overflow ids. Memory runs out long before this in practice.
             return parent;
         }
-        let node = *self.children.entry((parent, code)).or_insert(next);
-        if node == next {
-            if self.nodes.len() >= self.edges.len() && self.edge_bits < EDGE_CACHE_MAX_BITS {
-                self.grow_edge_cache();
-            }
-            let depth = self.nodes[parent as usize].depth + 1;
-            crate::huge::push(
-                &mut self.nodes,
-                Node {
-                    code,
-                    last_child_code: LocationCode::new(0),
-                    parent,
-                    last_child: NONE,
-                    depth,
-                    site: NONE,
-                },
-            );
+        let depth = self.nodes[parent as usize].depth + 1;
+        crate::huge::push(
+            &mut self.nodes,
+            Node {
+                code,
+                last_child_code: LocationCode::new(0),
+                parent,
+                last_child: NONE,
+                depth,
+                site: NONE,
+            },
+        );
+        self.table[slot] = next;
+        if self.nodes.len() * 2 > self.table.len() {
+            self.grow_table();
         }
-        let p = &mut self.nodes[parent as usize];
-        p.last_child = node;
-        p.last_child_code = code;
-        node
+        next
     }
 
-    /// Doubles the edge cache, moving its entries over: an emptied cache would miss on
-    /// every step until it refilled, each miss a hash-map lookup.
+    /// Doubles the child table and puts every node back.
     #[cold]
-    fn grow_edge_cache(&mut self) {
-        self.edge_bits += 1;
-        let old = std::mem::replace(&mut self.edges, vec![NO_EDGE; 1 << self.edge_bits]);
-        for e in old.into_iter().filter(|e| e.child != NONE) {
-            let slot = edge_slot(e.parent, e.code, self.edge_bits);
-            if let Some(new) = self.edges.get_mut(slot) {
-                *new = e;
+    fn grow_table(&mut self) {
+        self.table_bits += 1;
+        self.table = Vec::new();
+        crate::huge::reserve(&mut self.table, 1 << self.table_bits);
+        self.table.resize(1 << self.table_bits, NONE);
+        let mask = self.table.len() - 1;
+        for (id, n) in self.nodes.iter().enumerate().skip(1) {
+            let mut i = table_slot(n.parent, n.code, self.table_bits);
+            while self.table[i] != NONE {
+                i = (i + 1) & mask;
             }
+            self.table[i] = id as u32;
         }
     }
 
@@ -348,7 +336,7 @@ impl Backtraces {
     /// Approximate heap bytes held.
     pub fn heap_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()
-            + self.children.capacity() * (16 + 4 + 1)
+            + self.table.capacity() * 4
             + self
                 .paths
                 .iter()
@@ -404,6 +392,31 @@ mod tests {
         assert_eq!(t.codes(c), codes(&[1, 2, 3]));
         assert_eq!(t.parent(c), a);
         assert_eq!(t.codes(b), codes(&[7, 8]));
+    }
+
+    #[test]
+    fn a_trie_that_outgrows_its_child_table_finds_every_node_again() {
+        // Far more nodes than the first table's 4096 slots, with codes that collide in
+        // it (multiples of a large power of two) and one node with many children.
+        let mut t = Backtraces::new();
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut all = Vec::new();
+        for i in 0..20_000u64 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let depth = 1 + (rng % 9) as usize;
+            let bt: Vec<u64> = (0..depth)
+                .map(|d| ((rng >> (d * 3)) % 7) << 40 | (i % 300))
+                .collect();
+            let id = t.intern_full(&codes(&bt));
+            all.push((bt, id));
+        }
+        assert!(t.len() > 4 * (1 << TABLE_MIN_BITS), "{} nodes", t.len());
+        for (bt, id) in &all {
+            assert_eq!(t.codes(*id), codes(bt));
+            assert_eq!(t.intern_full(&codes(bt)), *id);
+        }
     }
 
     #[test]
