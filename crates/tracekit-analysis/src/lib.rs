@@ -5,8 +5,10 @@
 //! The core is one pass over a trace's events ([`Analyzer`], fed the codec's
 //! [`Event`](tracekit_memtrace::Event)s with their times, from a reader or any other
 //! source) that keeps each live sampled object's allocation until it is collected and
-//! aggregates per interned backtrace ([`Backtraces`]). It does no I/O: the reports and
-//! the SVG writers render into strings.
+//! aggregates per interned backtrace ([`Backtraces`]). Folded stacks, flame graphs and
+//! the backtrace report come from the trie relabelled by printed frames
+//! ([`frames::FrameTree`]). It does no I/O: the reports and the SVG writers render into
+//! strings or any `io::Write`.
 //!
 //! Sizes are estimates in bytes. Memtrace samples allocated words at a rate of
 //! `sample_rate`, so each sample stands for `1 / sample_rate` words, times the trace's

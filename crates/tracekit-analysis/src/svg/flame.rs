@@ -1,4 +1,5 @@
-//! An interactive flame graph from folded stacks, as one self-contained SVG file: click
+//! An interactive flame graph of a [`FrameTree`] (a profile's stacks, or folded stacks
+//! read with [`FrameTree::from_folded`]), as one self-contained SVG file: click
 //! a frame to zoom into it, "Reset zoom" to go back, "Search" (or Ctrl-F) to highlight
 //! frames matching a regular expression and see the share they cover. Without script
 //! support it still shows the whole graph with labels and hover titles.
