@@ -22,14 +22,36 @@ use tracekit_fxt::format::{Arg, ArgValue, Koid, StringRef, ThreadRef};
 use tracekit_fxt::io::{FinishError, IoDestination};
 use tracekit_fxt::write::{Destination, Initialization, WriteError, Writer, WriterOptions};
 
-use crate::analyzer::Profile;
+use crate::analyzer::{Options, Profile};
+use crate::passes::{self, Pass, Progress};
+use crate::query::{FxtQuery, QueryError};
 use crate::report::EMPTY_BACKTRACE;
 use crate::symbols::{FrameLabel, entry_labels};
-use tracekit_memtrace::{DomainId, Info, LocationLookup, Timedelta};
+use tracekit_memtrace::{DomainId, Info, LocationLookup, Reader, Timedelta};
 
 /// FXT ticks per second used by [`write_profile`]: ticks are microseconds, like
 /// memtrace's own timestamps. Pass it to the writer's initialization record.
 pub const TICKS_PER_SECOND: u64 = 1_000_000;
+
+/// The pass [`write_profile`] needs for `query` over `reader`, its peak exact: the
+/// timeline, the peak and the `query.big` largest allocations with their backtraces,
+/// no other backtrace ([`Options::big_backtraces_only`]).
+///
+/// [`FxtQuery::run`] interns every allocation's backtrace for the same output.
+pub fn analyze(
+    query: &FxtQuery,
+    reader: &mut Reader<'_>,
+    progress: Progress<'_>,
+) -> Result<Pass, QueryError> {
+    let options = Options {
+        filter: query.filter.filter()?,
+        big: query.big,
+        big_backtraces_only: true,
+        ..Options::default()
+    };
+    let location = query.filter.location.as_deref();
+    Ok(passes::settled(reader, options, location, progress))
+}
 
 /// What goes into the FXT trace.
 #[derive(Clone, Debug)]

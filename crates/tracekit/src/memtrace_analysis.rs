@@ -280,7 +280,7 @@ fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
     args.query.filter.filter()?;
     let mut reader = open(&args.file)?;
     let mut progress = progress(reader.size_bytes());
-    let pass = args.query.run(&mut reader, &mut progress);
+    let pass = fxt::analyze(&args.query, &mut reader, &mut progress);
     drop(progress);
     let pass = pass.map_err(query_error(&args.file))?;
     let file = OutputFile::create(&args.output, &[&args.file])?;
