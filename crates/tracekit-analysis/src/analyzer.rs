@@ -698,10 +698,13 @@ impl Analyzer {
             source: a.source,
             backtrace,
         };
-        if self.big.len() >= self.options.big {
-            self.big.pop();
+        if self.big.len() < self.options.big {
+            self.big.push(Reverse(entry));
+        } else if let Some(mut smallest) = self.big.peek_mut() {
+            // Replaced in place: one sift down, where a pop and a push sift twice
+            // (a fifth of `to-fxt --big 200000`'s time went to popping).
+            *smallest = Reverse(entry);
         }
-        self.big.push(Reverse(entry));
         if self.big.len() >= self.options.big {
             self.big_floor = self
                 .big
