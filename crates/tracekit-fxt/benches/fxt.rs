@@ -220,17 +220,19 @@ fn read_benches(c: &mut Criterion) {
 fn chrome_benches(c: &mut Criterion) {
     use tracekit_fxt::chrome::write_chrome_json;
     use tracekit_fxt::stats::Stats;
-    let data = common::shaped_trace(1_000_000).unwrap();
+    let data = common::shaped_trace(1_000_000).expect("write the shaped trace");
     let mut g = c.benchmark_group("to_json/shaped");
     g.throughput(Throughput::Bytes(data.len() as u64));
     g.sample_size(10);
     g.bench_function("stats", |b| {
-        b.iter(|| black_box(Stats::collect(&mut Reader::new(&data), |_| {}).unwrap()))
+        b.iter(|| black_box(Stats::collect(&mut Reader::new(&data), |_| {}).expect("read")))
     });
     g.bench_function("to_json", |b| {
         b.iter(|| {
             let mut out = std::io::sink();
-            black_box(write_chrome_json(&mut Reader::new(&data), &mut out, |_| {}).unwrap())
+            black_box(
+                write_chrome_json(&mut Reader::new(&data), &mut out, |_| {}).expect("convert"),
+            )
         })
     });
     g.finish();
