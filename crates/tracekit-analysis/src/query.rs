@@ -476,11 +476,14 @@ pub struct FxtQuery {
 }
 
 impl FxtQuery {
-    /// Runs the pass over `reader`, its peak exact.
+    /// Runs the pass over `reader`, its peak exact: the timeline, the peak and the
+    /// `big` largest allocations with their backtraces, no other backtrace
+    /// ([`Options::big_backtraces_only`]).
     pub fn run(&self, reader: &mut Reader<'_>, progress: Progress<'_>) -> Result<Pass, QueryError> {
         let options = Options {
             filter: self.filter.filter()?,
             big: self.big,
+            big_backtraces_only: true,
             ..Options::default()
         };
         Ok(self.filter.pass(reader, options, true, progress))

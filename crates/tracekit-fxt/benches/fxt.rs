@@ -14,11 +14,18 @@
 //!
 //! Reader: the corpus magic-trace file (needs `TRACEKIT_CORPUS`).
 //!
+//! Chrome JSON (`to_json/shaped`): `fxt to-json`'s conversion (into `io::sink`)
+//! against `fxt stats`' read of the same trace, in input MB/s (issue #17: the
+//! conversion at half the read speed or more). The trace is the real-shaped one of
+//! `benches/common` (1 M events, 40 MB; `examples/shaped_trace` writes it to a file).
+//!
 //! On a shared, loaded machine wall-clock medians mostly measure the scheduler; the
 //! examples `write_loop` and `read_loop` run the same loops for CPU-time measurement:
 //! `perf stat -e task-clock target/release/examples/write_loop pair32 200000000`.
 
 use std::hint::black_box;
+
+mod common;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tracekit_fxt::format::{Arg, ArgValue, Koid};
@@ -210,5 +217,26 @@ fn read_benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, write_benches, read_benches);
+fn chrome_benches(c: &mut Criterion) {
+    use tracekit_fxt::chrome::write_chrome_json;
+    use tracekit_fxt::stats::Stats;
+    let data = common::shaped_trace(1_000_000).expect("write the shaped trace");
+    let mut g = c.benchmark_group("to_json/shaped");
+    g.throughput(Throughput::Bytes(data.len() as u64));
+    g.sample_size(10);
+    g.bench_function("stats", |b| {
+        b.iter(|| black_box(Stats::collect(&mut Reader::new(&data), |_| {}).expect("read")))
+    });
+    g.bench_function("to_json", |b| {
+        b.iter(|| {
+            let mut out = std::io::sink();
+            black_box(
+                write_chrome_json(&mut Reader::new(&data), &mut out, |_| {}).expect("convert"),
+            )
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, write_benches, read_benches, chrome_benches);
 criterion_main!(benches);

@@ -28,7 +28,6 @@
 //! path (whole traces of hundreds of megabytes), and a tree per event cost most of
 //! the time.
 
-use core::fmt::Write as _;
 use std::io;
 
 use crate::ConvertError;
@@ -51,10 +50,10 @@ pub fn write_chrome_json(
     out: &mut dyn io::Write,
     mut progress: impl FnMut(u64),
 ) -> Result<ChromeSummary, ConvertError> {
-    out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
+    let mut s = Json::default();
+    s.raw("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
     let mut summary = ChromeSummary::default();
     let mut records = 0u64;
-    let mut s = String::with_capacity(512);
     while let Some(Entry {
         offset,
         record,
@@ -65,9 +64,10 @@ pub fn write_chrome_json(
         if records.is_multiple_of(8192) {
             progress(offset);
         }
-        s.clear();
+        // Where this record's text starts, to take it back if it has none.
+        let mark = s.0.len();
         if summary.events > 0 {
-            s.push_str(",\n");
+            s.raw(",\n");
         }
         let ns = |t| tick_rate.ns(t);
         match record {
@@ -86,68 +86,70 @@ pub fn write_chrome_json(
                     EventKind::FlowStep { id } => ("t", Some(Id::Dec(id))),
                     EventKind::FlowEnd { id } => ("f", Some(Id::Dec(id))),
                 };
-                s.push_str("{\"name\":");
-                string(&mut s, e.name);
-                s.push_str(",\"cat\":");
-                string(&mut s, e.category);
-                let _ = write!(s, ",\"ph\":\"{ph}\",\"ts\":");
-                micros(&mut s, ns(e.ticks));
+                s.raw("{\"name\":");
+                s.string(e.name);
+                s.raw(",\"cat\":");
+                s.string(e.category);
+                s.raw(",\"ph\":\"");
+                s.raw(ph);
+                s.raw("\",\"ts\":");
+                s.micros(ns(e.ticks));
                 if let EventKind::DurationComplete { end_ticks } = e.kind {
-                    s.push_str(",\"dur\":");
-                    micros(&mut s, ns(end_ticks).saturating_sub(ns(e.ticks)));
+                    s.raw(",\"dur\":");
+                    s.micros(ns(end_ticks).saturating_sub(ns(e.ticks)));
                 }
-                let _ = write!(s, ",\"pid\":{},\"tid\":{}", process.0, thread.0);
+                s.raw(",\"pid\":");
+                s.u64(process.0);
+                s.raw(",\"tid\":");
+                s.u64(thread.0);
                 match id {
                     Some(Id::Dec(id)) => {
-                        let _ = write!(s, ",\"id\":{id}");
+                        s.raw(",\"id\":");
+                        s.u64(id);
                     }
-                    Some(Id::Hex(id)) => {
-                        let _ = write!(s, ",\"id\":\"{id:#x}\"");
-                    }
+                    Some(Id::Hex(id)) => s.fmt(format_args!(",\"id\":\"{id:#x}\"")),
                     None => {}
                 }
                 match e.kind {
-                    EventKind::Instant => s.push_str(",\"s\":\"t\""),
+                    EventKind::Instant => s.raw(",\"s\":\"t\""),
                     EventKind::FlowStep { .. } | EventKind::FlowEnd { .. } => {
-                        s.push_str(",\"bp\":\"e\"")
+                        s.raw(",\"bp\":\"e\"")
                     }
                     _ => {}
                 }
                 if !e.args.is_empty() {
-                    s.push_str(",\"args\":");
-                    args(&mut s, e.args);
+                    s.raw(",\"args\":");
+                    s.args(e.args);
                 }
-                s.push('}');
+                s.raw("}");
             }
             Record::KernelObject(o) if o.object_type == ObjectType::PROCESS => {
-                let _ = write!(
-                    s,
-                    "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"name\":",
-                    o.koid.0
-                );
-                string(&mut s, o.name);
-                s.push_str("}}");
+                s.raw("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":");
+                s.u64(o.koid.0);
+                s.raw(",\"args\":{\"name\":");
+                s.string(o.name);
+                s.raw("}}");
             }
             Record::KernelObject(o) if o.object_type == ObjectType::THREAD => {
                 let pid = o.process().unwrap_or(Koid(0));
-                let _ = write!(
-                    s,
-                    "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":",
-                    pid.0, o.koid.0
-                );
-                string(&mut s, o.name);
-                s.push_str("}}");
+                s.raw("{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":");
+                s.u64(pid.0);
+                s.raw(",\"tid\":");
+                s.u64(o.koid.0);
+                s.raw(",\"args\":{\"name\":");
+                s.string(o.name);
+                s.raw("}}");
             }
             Record::Log(l) => {
-                s.push_str("{\"name\":");
-                string(&mut s, Str(l.message));
-                s.push_str(",\"cat\":\"log\",\"ph\":\"i\",\"ts\":");
-                micros(&mut s, ns(l.ticks));
-                let _ = write!(
-                    s,
-                    ",\"pid\":{},\"tid\":{},\"s\":\"t\"}}",
-                    l.thread.process.0, l.thread.thread.0
-                );
+                s.raw("{\"name\":");
+                s.string(Str(l.message));
+                s.raw(",\"cat\":\"log\",\"ph\":\"i\",\"ts\":");
+                s.micros(ns(l.ticks));
+                s.raw(",\"pid\":");
+                s.u64(l.thread.process.0);
+                s.raw(",\"tid\":");
+                s.u64(l.thread.thread.0);
+                s.raw(",\"s\":\"t\"}");
             }
             Record::ContextSwitch(_)
             | Record::ThreadWakeup(_)
@@ -156,17 +158,29 @@ pub fn write_chrome_json(
             | Record::LargeBlob(_)
             | Record::UserspaceObject(_)
             | Record::KernelObject(_) => {
+                s.0.truncate(mark);
                 summary.skipped += 1;
                 continue;
             }
-            _ => continue,
+            _ => {
+                s.0.truncate(mark);
+                continue;
+            }
         }
-        out.write_all(s.as_bytes())?;
         summary.events += 1;
+        if s.0.len() >= FLUSH_BYTES {
+            out.write_all(&s.0)?;
+            s.0.clear();
+        }
     }
-    out.write_all(b"\n]}\n")?;
+    s.raw("\n]}\n");
+    out.write_all(&s.0)?;
     Ok(summary)
 }
+
+/// The text is handed to the output in pieces of about this size: one write per
+/// event cost a call through `dyn Write` and a copy per event.
+const FLUSH_BYTES: usize = 1 << 16;
 
 /// An event id: a number, or (for async events, whose ids Chrome compares as
 /// strings) hexadecimal text.
@@ -175,69 +189,152 @@ enum Id {
     Hex(u64),
 }
 
-/// Nanoseconds as microseconds, exactly: `1797` is `1.797`.
-fn micros(s: &mut String, ns: u64) {
-    let _ = write!(s, "{}.{:03}", ns / 1000, ns % 1000);
-}
-
-/// The arguments as a JSON object, in record order.
-fn args(s: &mut String, args: Args<'_>) {
-    s.push('{');
-    for (i, a) in args.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        string(s, a.name);
-        s.push(':');
-        let _ = match a.value {
-            ArgValue::Null => write!(s, "null"),
-            ArgValue::Int32(x) => write!(s, "{x}"),
-            ArgValue::UInt32(x) => write!(s, "{x}"),
-            ArgValue::Int64(x) => write!(s, "{x}"),
-            ArgValue::UInt64(x) => write!(s, "{x}"),
-            // `{:?}` writes the shortest text that reads back as the same double,
-            // always with a fraction or an exponent: a JSON number.
-            ArgValue::Double(x) if x.is_finite() => write!(s, "{x:?}"),
-            ArgValue::Double(x) => write!(s, "\"{x}\""),
-            ArgValue::String(v) => {
-                string(s, v);
-                Ok(())
-            }
-            ArgValue::Pointer(p) => write!(s, "\"{p:#x}\""),
-            ArgValue::Koid(k) => write!(s, "{}", k.0),
-            ArgValue::Bool(b) => write!(s, "{b}"),
-            ArgValue::Blob(b) => write!(s, "\"<{} bytes>\"", b.len()),
-        };
+/// `00` to `99`, two bytes each, for [`Json::u64`].
+const DIGIT_PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
     }
-    s.push('}');
-}
+    t
+};
 
-/// `v` as a JSON string: quoted, with `"`, `\` and control characters escaped (bytes
-/// that are not UTF-8 become U+FFFD).
-fn string(s: &mut String, v: Str<'_>) {
-    let text = String::from_utf8_lossy(v.0);
-    s.push('"');
-    let mut start = 0;
-    for (i, b) in text.bytes().enumerate() {
-        let escape = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0..0x20 => "",
-            _ => continue,
-        };
-        s.push_str(&text[start..i]);
-        if escape.is_empty() {
-            let _ = write!(s, "\\u{b:04x}");
+/// JSON text being written, with writers for the few shapes a Chrome event has.
+/// Numbers are written without `core::fmt`, whose per-call dispatch and padding logic
+/// were a fifth of a conversion's time.
+#[derive(Default)]
+struct Json(Vec<u8>);
+
+impl Json {
+    #[inline]
+    fn raw(&mut self, text: &str) {
+        self.0.extend_from_slice(text.as_bytes());
+    }
+
+    /// Anything else, through `core::fmt` (rare shapes: hex ids, doubles, blobs).
+    fn fmt(&mut self, args: core::fmt::Arguments<'_>) {
+        // Writing to a Vec cannot fail.
+        let _ = io::Write::write_fmt(&mut self.0, args);
+    }
+
+    /// `v` in decimal, as `{v}` would write it.
+    #[inline]
+    fn u64(&mut self, mut v: u64) {
+        let mut tmp = [0u8; 20];
+        let mut i = tmp.len();
+        while v >= 100 {
+            let d = (v % 100) as usize * 2;
+            v /= 100;
+            i -= 2;
+            tmp[i..i + 2].copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
+        }
+        if v >= 10 {
+            let d = v as usize * 2;
+            i -= 2;
+            tmp[i..i + 2].copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
         } else {
-            s.push_str(escape);
+            i -= 1;
+            tmp[i] = b'0' + v as u8;
         }
-        start = i + 1;
+        self.0.extend_from_slice(&tmp[i..]);
     }
-    s.push_str(&text[start..]);
-    s.push('"');
+
+    #[inline]
+    fn i64(&mut self, v: i64) {
+        if v < 0 {
+            self.0.push(b'-');
+        }
+        self.u64(v.unsigned_abs());
+    }
+
+    /// Nanoseconds as microseconds, exactly: `1797` is `1.797`.
+    #[inline]
+    fn micros(&mut self, ns: u64) {
+        self.u64(ns / 1000);
+        let frac = (ns % 1000) as usize;
+        let d = (frac % 100) * 2;
+        self.0.extend_from_slice(&[
+            b'.',
+            b'0' + (frac / 100) as u8,
+            DIGIT_PAIRS[d],
+            DIGIT_PAIRS[d + 1],
+        ]);
+    }
+
+    /// The arguments as a JSON object, in record order.
+    fn args(&mut self, args: Args<'_>) {
+        self.0.push(b'{');
+        for (i, a) in args.iter().enumerate() {
+            if i > 0 {
+                self.0.push(b',');
+            }
+            self.string(a.name);
+            self.0.push(b':');
+            match a.value {
+                ArgValue::Null => self.raw("null"),
+                ArgValue::Int32(x) => self.i64(x.into()),
+                ArgValue::UInt32(x) => self.u64(x.into()),
+                ArgValue::Int64(x) => self.i64(x),
+                ArgValue::UInt64(x) => self.u64(x),
+                // `{:?}` writes the shortest text that reads back as the same double,
+                // always with a fraction or an exponent: a JSON number.
+                ArgValue::Double(x) if x.is_finite() => self.fmt(format_args!("{x:?}")),
+                ArgValue::Double(x) => self.fmt(format_args!("\"{x}\"")),
+                ArgValue::String(v) => self.string(v),
+                ArgValue::Pointer(p) => self.fmt(format_args!("\"{p:#x}\"")),
+                ArgValue::Koid(k) => self.u64(k.0),
+                ArgValue::Bool(b) => self.raw(if b { "true" } else { "false" }),
+                ArgValue::Blob(b) => self.fmt(format_args!("\"<{} bytes>\"", b.len())),
+            }
+        }
+        self.0.push(b'}');
+    }
+
+    /// `v` as a JSON string: quoted, with `"`, `\` and control characters escaped
+    /// (bytes that are not UTF-8 become U+FFFD).
+    #[inline]
+    fn string(&mut self, v: Str<'_>) {
+        let bytes = v.0;
+        self.0.push(b'"');
+        // Names, categories and most values are printable ASCII: copied as they are.
+        if bytes
+            .iter()
+            .all(|&b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+        {
+            self.0.extend_from_slice(bytes);
+        } else {
+            self.escaped(bytes);
+        }
+        self.0.push(b'"');
+    }
+
+    /// [`Json::string`]'s text when some byte needs a second look.
+    #[cold]
+    fn escaped(&mut self, bytes: &[u8]) {
+        let text = String::from_utf8_lossy(bytes);
+        let mut start = 0;
+        for (i, b) in text.bytes().enumerate() {
+            let escape = match b {
+                b'"' => "\\\"",
+                b'\\' => "\\\\",
+                b'\n' => "\\n",
+                b'\r' => "\\r",
+                b'\t' => "\\t",
+                0..0x20 => "",
+                _ => continue,
+            };
+            self.raw(&text[start..i]);
+            if escape.is_empty() {
+                self.fmt(format_args!("\\u{b:04x}"));
+            } else {
+                self.raw(escape);
+            }
+            start = i + 1;
+        }
+        self.raw(&text[start..]);
+    }
 }
 
 #[cfg(test)]
@@ -317,6 +414,26 @@ mod tests {
         assert_eq!(e[2]["id"], 3);
         assert_eq!(e[3]["ph"], "b");
         assert_eq!(e[3]["id"], "0x2a");
+    }
+
+    #[test]
+    fn numbers_are_written_as_core_fmt_writes_them() {
+        let mut u = vec![0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 65_535, u64::MAX];
+        u.extend((0..20).map(|p| 10u64.pow(p)));
+        u.extend((1..20).map(|p| 10u64.pow(p) - 1));
+        for v in u {
+            let mut j = Json::default();
+            j.u64(v);
+            assert_eq!(j.0, v.to_string().as_bytes());
+            let mut j = Json::default();
+            j.micros(v);
+            assert_eq!(j.0, format!("{}.{:03}", v / 1000, v % 1000).as_bytes());
+        }
+        for v in [0, -1, 7, -10, -99, 1234, i64::MIN, i64::MAX] {
+            let mut j = Json::default();
+            j.i64(v);
+            assert_eq!(j.0, v.to_string().as_bytes());
+        }
     }
 
     #[test]

@@ -274,6 +274,8 @@ pub(super) fn two_threads(
     let sampling = Sampling::from(reader.info());
     let parse_backtraces = options.backtraces;
     let leaf_only = options.leaf_only;
+    // The analysis then interns a few backtraces itself, from the frames it is sent.
+    let big_only = options.interns_big_only();
     let skip = options.site_skip.clone();
     let mut site_start = SiteStart::new(&skip);
     let mut analyzer = Analyzer::new(sampling, options);
@@ -318,7 +320,7 @@ pub(super) fn two_threads(
         let mut patience = Patience::default();
         // Whole backtraces are interned here, on the decoding thread: walking the trie
         // is the larger part of such a pass, and the analysis thread is left the rest.
-        let mut trie = (!leaf_only && parse_backtraces).then(Backtraces::new);
+        let mut trie = (!leaf_only && parse_backtraces && !big_only).then(Backtraces::new);
         let (count, error, batch) = produce(
             &mut events,
             leaf_only,
@@ -468,7 +470,8 @@ fn send_patiently<T>(
 pub fn decode_side_only(reader: &mut mt::Reader<'_>, options: &Options) -> u64 {
     let mut site_start = SiteStart::new(&options.site_skip);
     let mut events = reader.events(options.backtraces);
-    let mut trie = (!options.leaf_only && options.backtraces).then(Backtraces::new);
+    let mut trie = (!options.leaf_only && options.backtraces && !options.interns_big_only())
+        .then(Backtraces::new);
     let (count, _, _) = produce(
         &mut events,
         options.leaf_only,

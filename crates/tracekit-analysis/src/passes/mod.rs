@@ -261,6 +261,43 @@ mod tests {
     }
 
     #[test]
+    fn big_backtraces_alone_are_those_of_a_whole_pass() {
+        let config = SynthConfig {
+            allocs: 20_000,
+            depth: 40,
+            ..SynthConfig::default()
+        };
+        let bytes = write_synthetic(Vec::new(), &config).unwrap();
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let mut big = |threads, big_backtraces_only| {
+            let options = Options {
+                threads,
+                big: 50,
+                big_backtraces_only,
+                ..Options::default()
+            };
+            let p = analyze(&mut reader, options, None, &mut |_, _| {}).profile;
+            let big: Vec<_> = p
+                .big
+                .iter()
+                .map(|b| (b.obj_id, b.time, b.length, p.backtraces.codes(b.backtrace)))
+                .collect();
+            (big, p.sites.len(), p.peak.live)
+        };
+        let (whole, sites, peak) = big(Threads::One, false);
+        assert!(sites > 1);
+        assert_eq!(whole.len(), 50);
+        assert!(whole.iter().all(|(.., bt)| !bt.is_empty()));
+        for threads in [Threads::One, Threads::Two] {
+            let (alone, sites, alone_peak) = big(threads, true);
+            assert_eq!(alone, whole, "{threads:?}");
+            // Every allocation charged to the empty backtrace.
+            assert_eq!(sites, 1, "{threads:?}");
+            assert_eq!(alone_peak, peak);
+        }
+    }
+
+    #[test]
     fn an_interleaved_peak_is_settled() {
         let bytes = interleaved();
         let mut reader = Reader::from_bytes(&bytes).unwrap();
