@@ -44,8 +44,10 @@ fuzz_target!(|data: &[u8]| {
             &Default::default(),
         );
     }
-    let lines = report::folded(&b.profile, &symbols, FoldOptions::default());
-    let _ = tracekit_analysis::svg::flame_graph(&lines, &Default::default());
+    let tree = report::fold_tree(&b.profile, &symbols, FoldOptions::default());
+    let total: u64 = tree.lines().iter().map(|(_, w)| w).sum();
+    assert_eq!(total, tree.total());
+    let _ = tracekit_analysis::svg::flame_graph(&tree, &Default::default());
     let points = b.profile.timeline.points(50);
     let _ = tracekit_analysis::svg::timeline_plot(&points, b.profile.sampling, &Default::default());
 });

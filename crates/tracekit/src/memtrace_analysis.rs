@@ -192,25 +192,6 @@ fn post_pass(reader: &Reader<'_>, what: &str) -> ProgressBar {
     progress_spinner(what, reader.size_bytes() >= PROGRESS_THRESHOLD_BYTES, false)
 }
 
-/// A writer that counts its bytes on `bar`: the spinner of a long write (`to-fxt
-/// --big 200000` writes backtraces for seconds) then shows that it advances.
-struct Counted<'b, W> {
-    inner: W,
-    bar: &'b ProgressBar,
-}
-
-impl<W: std::io::Write> std::io::Write for Counted<'_, W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.bar.inc(n as u64);
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
 fn require_svg(path: &Path, flag: &str) -> Result<()> {
     match path.extension().and_then(|e| e.to_str()) {
         Some(e) if e.eq_ignore_ascii_case("svg") => Ok(()),
@@ -302,16 +283,14 @@ fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
     let pass = args.query.run(&mut reader, &mut progress);
     drop(progress);
     let pass = pass.map_err(query_error(&args.file))?;
-    let file = OutputFile::create(&args.output, &[&args.file])?;
+    let mut file = OutputFile::create(&args.output, &[&args.file])?;
+    // The spinner counts the bytes: `--big 200000` writes backtraces for seconds.
     let spinner = post_pass(&reader, "writing");
     let (symbols, options) = (reader.locations(), args.query.fxt_options());
-    let file = Counted {
-        inner: file,
-        bar: &spinner,
-    };
-    let written = fxt::write_trace(file, &pass.profile, symbols, reader.info(), &options);
-    let (file, s) = written.map_err(|e| fxt_write_error(&args.output, e))?;
-    file.inner.commit()?;
+    let out = spinner.wrap_write(&mut file);
+    let written = fxt::write_trace(out, &pass.profile, symbols, reader.info(), &options);
+    let (_, s) = written.map_err(|e| fxt_write_error(&args.output, e))?;
+    file.commit()?;
     spinner.finish_and_clear();
     if args.json {
         let mut summary = serde_json::to_value(s)?;
