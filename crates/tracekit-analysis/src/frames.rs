@@ -316,12 +316,14 @@ impl FrameTree {
     }
 }
 
-/// A frame tree being grown: names and nodes, and the edges to find a child by name.
+/// A frame tree being grown: names and nodes, and a table to find a child by name.
 struct Growing {
     names: Vec<Box<str>>,
     name_ids: FxHashMap<Box<str>, u32>,
     nodes: Vec<Node>,
-    edges: FxHashMap<(u32, u32), u32>,
+    /// Every node but the root by `(parent, name)`, as in the backtrace trie: open
+    /// addressing over node ids, whose own fields are the keys; `NONE` is empty.
+    table: Vec<u32>,
 }
 
 impl Growing {
@@ -335,7 +337,7 @@ impl Growing {
                 own: 0,
                 total: 0,
             }],
-            edges: FxHashMap::default(),
+            table: vec![NONE; 1 << 10],
         };
         // Name 0 is the root's.
         g.name_id("all");
@@ -353,17 +355,39 @@ impl Growing {
     }
 
     fn child(&mut self, parent: u32, name: u32) -> u32 {
-        let next = self.nodes.len() as u32;
-        let id = *self.edges.entry((parent, name)).or_insert(next);
-        if id == next {
-            self.nodes.push(Node {
-                name,
-                parent,
-                own: 0,
-                total: 0,
-            });
+        let mask = self.table.len() - 1;
+        let mut i = slot(parent, name, mask);
+        loop {
+            let c = self.table[i];
+            if c == NONE {
+                break;
+            }
+            let n = &self.nodes[c as usize];
+            if n.parent == parent && n.name == name {
+                return c;
+            }
+            i = (i + 1) & mask;
         }
-        id
+        let next = self.nodes.len() as u32;
+        self.nodes.push(Node {
+            name,
+            parent,
+            own: 0,
+            total: 0,
+        });
+        self.table[i] = next;
+        if self.nodes.len() * 2 > self.table.len() {
+            self.table = vec![NONE; self.table.len() * 2];
+            let mask = self.table.len() - 1;
+            for (id, n) in self.nodes.iter().enumerate().skip(1) {
+                let mut i = slot(n.parent, n.name, mask);
+                while self.table[i] != NONE {
+                    i = (i + 1) & mask;
+                }
+                self.table[i] = id as u32;
+            }
+        }
+        next
     }
 
     fn add(&mut self, node: u32, w: u64) {
@@ -373,7 +397,7 @@ impl Growing {
     }
 
     fn finish(self, bytes: Option<Sampling>) -> FrameTree {
-        // The edges are only for growing: gone before the tree's own indexes are made.
+        // The table is only for growing: gone before the tree's own indexes are made.
         let Growing { names, nodes, .. } = self;
         let mut tree = FrameTree {
             names,
@@ -458,6 +482,13 @@ impl Builder<'_> {
         }
         node
     }
+}
+
+/// The first slot of a `(parent, name)` table of `mask + 1` slots.
+#[inline]
+fn slot(parent: u32, name: u32, mask: usize) -> usize {
+    let h = (u64::from(parent) << 32 | u64::from(name)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> 32) as usize & mask
 }
 
 /// A frame name made safe for the folded format, whose lines are `a;b;c weight`: `;`
