@@ -44,7 +44,8 @@ struct Node {
     site: u32,
 }
 
-/// The child table starts with 2^12 slots and doubles whenever it is half full.
+/// The child table starts with 2^12 slots and doubles when it is over 60% full (linear
+/// probing then looks at under two slots on average to find a child).
 const TABLE_MIN_BITS: u32 = 12;
 
 /// The child table's first slot to probe for the child of `parent` with `code`.
@@ -254,7 +255,7 @@ impl Backtraces {
             },
         );
         self.table[slot] = next;
-        if self.nodes.len() * 2 > self.table.len() {
+        if self.nodes.len() * 5 > self.table.len() * 3 {
             self.grow_table();
         }
         next

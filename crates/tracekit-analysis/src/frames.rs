@@ -376,7 +376,7 @@ impl Growing {
             total: 0,
         });
         self.table[i] = next;
-        if self.nodes.len() * 2 > self.table.len() {
+        if self.nodes.len() * 5 > self.table.len() * 3 {
             self.table = vec![NONE; self.table.len() * 2];
             let mask = self.table.len() - 1;
             for (id, n) in self.nodes.iter().enumerate().skip(1) {
