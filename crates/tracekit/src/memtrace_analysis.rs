@@ -150,6 +150,8 @@ fn progress(size_bytes: u64) -> impl FnMut(Stage, u64) {
         if s != stage {
             stage = s;
             bar.set_message(s.describe());
+            // Redrawn while nothing moves: folding reports no position.
+            bar.enable_steady_tick(std::time::Duration::from_millis(200));
         }
         bar.set_position(pos);
     }
