@@ -13,6 +13,8 @@
 
 use tracekit_memtrace::{DomainId, LocationCode};
 
+use crate::idtable::IdTable;
+
 /// An interned backtrace: a node of the trie. The root ([`BacktraceId::EMPTY`]) is the
 /// empty backtrace; every other node is its parent's backtrace plus one entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -44,28 +46,18 @@ struct Node {
     site: u32,
 }
 
-/// The child table starts with 2^12 slots and doubles when it is over 60% full (linear
-/// probing then looks at under two slots on average to find a child).
-const TABLE_MIN_BITS: u32 = 12;
-
-/// The child table's first slot to probe for the child of `parent` with `code`.
+/// A node's key in the child table: its parent and its code.
 #[inline]
-fn table_slot(parent: u32, code: LocationCode, bits: u32) -> usize {
-    let h =
-        (code.get() as u64 ^ u64::from(parent).rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (h >> (64 - bits)) as usize
+fn child_key(parent: u32, code: LocationCode) -> u64 {
+    code.get() as u64 ^ u64::from(parent).rotate_left(32)
 }
 
 /// The trie of backtraces.
 #[derive(Debug)]
 pub struct Backtraces {
     nodes: Vec<Node>,
-    /// Every node but the root, by `(parent, code)`: open addressing with linear
-    /// probing, holding only node ids (a slot's key is its node's own `parent` and
-    /// `code`), so an edge costs 4 bytes at most twice over rather than a hash map's
-    /// copy of the key. `NONE` is an empty slot.
-    table: Vec<u32>,
-    table_bits: u32,
+    /// Every node but the root, by its `parent` and `code`.
+    children: IdTable,
     /// Per domain, the node path of its previous alloc's backtrace (`path[i]` is the
     /// node of its first `i + 1` entries).
     paths: Vec<(DomainId, Vec<u32>)>,
@@ -90,8 +82,7 @@ impl Backtraces {
                 depth: 0,
                 site: NONE,
             }],
-            table: vec![NONE; 1 << TABLE_MIN_BITS],
-            table_bits: TABLE_MIN_BITS,
+            children: IdTable::new(),
             paths: Vec::new(),
             last_domain: 0,
         }
@@ -216,18 +207,14 @@ impl Backtraces {
     /// The child of `parent` with `code`, made if it is new.
     #[inline]
     fn find_or_add(&mut self, parent: u32, code: LocationCode) -> u32 {
-        let mask = self.table.len() - 1;
-        let mut i = table_slot(parent, code, self.table_bits);
-        loop {
-            let c = self.table[i];
-            if c == NONE {
-                return self.add(i, parent, code);
-            }
-            let n = &self.nodes[c as usize];
-            if n.parent == parent && n.code == code {
-                return c;
-            }
-            i = (i + 1) & mask;
+        let nodes = &self.nodes;
+        let found = self.children.find(child_key(parent, code), |c| {
+            let n = &nodes[c as usize];
+            n.parent == parent && n.code == code
+        });
+        match found {
+            Ok(c) => c,
+            Err(slot) => self.add(slot, parent, code),
         }
     }
 
@@ -254,28 +241,13 @@ impl Backtraces {
                 site: NONE,
             },
         );
-        self.table[slot] = next;
-        if self.nodes.len() * 5 > self.table.len() * 3 {
-            self.grow_table();
-        }
+        let nodes = &self.nodes;
+        let key_of = |id: u32| {
+            let n = &nodes[id as usize];
+            child_key(n.parent, n.code)
+        };
+        self.children.insert(slot, next, nodes.len(), key_of);
         next
-    }
-
-    /// Doubles the child table and puts every node back.
-    #[cold]
-    fn grow_table(&mut self) {
-        self.table_bits += 1;
-        self.table = Vec::new();
-        crate::huge::reserve(&mut self.table, 1 << self.table_bits);
-        self.table.resize(1 << self.table_bits, NONE);
-        let mask = self.table.len() - 1;
-        for (id, n) in self.nodes.iter().enumerate().skip(1) {
-            let mut i = table_slot(n.parent, n.code, self.table_bits);
-            while self.table[i] != NONE {
-                i = (i + 1) & mask;
-            }
-            self.table[i] = id as u32;
-        }
     }
 
     /// The caller's index attached to `id` by [`Backtraces::set_site`], if any. The
@@ -337,7 +309,7 @@ impl Backtraces {
     /// Approximate heap bytes held.
     pub fn heap_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()
-            + self.table.capacity() * 4
+            + self.children.heap_bytes()
             + self
                 .paths
                 .iter()
@@ -397,7 +369,7 @@ mod tests {
 
     #[test]
     fn a_trie_that_outgrows_its_child_table_finds_every_node_again() {
-        // Far more nodes than the first table's 4096 slots, with codes that collide in
+        // Far more nodes than a first table's few thousand slots, with codes that collide in
         // it (multiples of a large power of two) and one node with many children.
         let mut t = Backtraces::new();
         let mut rng = 0x2545_f491_4f6c_dd1du64;
@@ -413,7 +385,7 @@ mod tests {
             let id = t.intern_full(&codes(&bt));
             all.push((bt, id));
         }
-        assert!(t.len() > 4 * (1 << TABLE_MIN_BITS), "{} nodes", t.len());
+        assert!(t.len() > 4 * 4096, "{} nodes", t.len());
         for (bt, id) in &all {
             assert_eq!(t.codes(*id), codes(bt));
             assert_eq!(t.intern_full(&codes(bt)), *id);

@@ -22,6 +22,7 @@ use tracekit_memtrace::{LocationCode, LocationLookup};
 
 use crate::analyzer::{Profile, SiteCounts};
 use crate::backtrace::BacktraceId;
+use crate::idtable::IdTable;
 use crate::sampling::Sampling;
 use crate::symbols::{EMPTY_BACKTRACE, FrameLabel, entry_labels};
 
@@ -321,9 +322,8 @@ struct Growing {
     names: Vec<Box<str>>,
     name_ids: FxHashMap<Box<str>, u32>,
     nodes: Vec<Node>,
-    /// Every node but the root by `(parent, name)`, as in the backtrace trie: open
-    /// addressing over node ids, whose own fields are the keys; `NONE` is empty.
-    table: Vec<u32>,
+    /// Every node but the root, by its `parent` and `name`.
+    children: IdTable,
 }
 
 impl Growing {
@@ -337,7 +337,7 @@ impl Growing {
                 own: 0,
                 total: 0,
             }],
-            table: vec![NONE; 1 << 10],
+            children: IdTable::new(),
         };
         // Name 0 is the root's.
         g.name_id("all");
@@ -355,19 +355,15 @@ impl Growing {
     }
 
     fn child(&mut self, parent: u32, name: u32) -> u32 {
-        let mask = self.table.len() - 1;
-        let mut i = slot(parent, name, mask);
-        loop {
-            let c = self.table[i];
-            if c == NONE {
-                break;
-            }
-            let n = &self.nodes[c as usize];
-            if n.parent == parent && n.name == name {
-                return c;
-            }
-            i = (i + 1) & mask;
-        }
+        let nodes = &self.nodes;
+        let found = self.children.find(child_key(parent, name), |c| {
+            let n = &nodes[c as usize];
+            n.parent == parent && n.name == name
+        });
+        let slot = match found {
+            Ok(c) => return c,
+            Err(slot) => slot,
+        };
         let next = self.nodes.len() as u32;
         self.nodes.push(Node {
             name,
@@ -375,18 +371,12 @@ impl Growing {
             own: 0,
             total: 0,
         });
-        self.table[i] = next;
-        if self.nodes.len() * 5 > self.table.len() * 3 {
-            self.table = vec![NONE; self.table.len() * 2];
-            let mask = self.table.len() - 1;
-            for (id, n) in self.nodes.iter().enumerate().skip(1) {
-                let mut i = slot(n.parent, n.name, mask);
-                while self.table[i] != NONE {
-                    i = (i + 1) & mask;
-                }
-                self.table[i] = id as u32;
-            }
-        }
+        let nodes = &self.nodes;
+        let key_of = |id: u32| {
+            let n = &nodes[id as usize];
+            child_key(n.parent, n.name)
+        };
+        self.children.insert(slot, next, nodes.len(), key_of);
         next
     }
 
@@ -397,7 +387,7 @@ impl Growing {
     }
 
     fn finish(self, bytes: Option<Sampling>) -> FrameTree {
-        // The table is only for growing: gone before the tree's own indexes are made.
+        // The child table is only for growing: gone before the tree's own indexes are made.
         let Growing { names, nodes, .. } = self;
         let mut tree = FrameTree {
             names,
@@ -484,11 +474,10 @@ impl Builder<'_> {
     }
 }
 
-/// The first slot of a `(parent, name)` table of `mask + 1` slots.
+/// A node's key in the child table: its parent and its name.
 #[inline]
-fn slot(parent: u32, name: u32, mask: usize) -> usize {
-    let h = (u64::from(parent) << 32 | u64::from(name)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (h >> 32) as usize & mask
+fn child_key(parent: u32, name: u32) -> u64 {
+    u64::from(parent) << 32 | u64::from(name)
 }
 
 /// A frame name made safe for the folded format, whose lines are `a;b;c weight`: `;`

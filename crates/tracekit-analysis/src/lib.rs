@@ -20,6 +20,7 @@ pub mod curve;
 pub mod frames;
 pub mod fxt;
 mod huge;
+mod idtable;
 mod live;
 pub mod passes;
 pub mod query;

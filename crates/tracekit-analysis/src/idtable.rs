@@ -1,0 +1,104 @@
+//! Finding a tree node's child by key: the backtrace trie's (parent, location code)
+//! and the frame tree's (parent, frame name).
+//!
+//! Open addressing with linear probing over node ids. A slot holds only an id; its key
+//! is the node's own fields, which the caller compares. An edge therefore costs 4
+//! bytes per slot rather than a hash map's copy of the key beside the value. The table
+//! doubles when it is over 60% full, where linear probing looks at under two slots on
+//! average to find an id.
+
+/// An empty slot.
+const EMPTY: u32 = u32::MAX;
+
+/// Slots of a new table: 2^10.
+const MIN_BITS: u32 = 10;
+
+/// The first slot of `key` in a table of 2^`bits` slots.
+#[inline]
+fn home(key: u64, bits: u32) -> usize {
+    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
+}
+
+/// Node ids by key (see the module docs).
+#[derive(Debug)]
+pub(crate) struct IdTable {
+    slots: Vec<u32>,
+    bits: u32,
+}
+
+impl IdTable {
+    pub(crate) fn new() -> IdTable {
+        IdTable {
+            slots: vec![EMPTY; 1 << MIN_BITS],
+            bits: MIN_BITS,
+        }
+    }
+
+    /// The id of `key` that `is_key` accepts, or the slot where it would go
+    /// ([`IdTable::insert`]).
+    #[inline]
+    pub(crate) fn find(&self, key: u64, is_key: impl Fn(u32) -> bool) -> Result<u32, usize> {
+        let mask = self.slots.len() - 1;
+        let mut i = home(key, self.bits);
+        loop {
+            match self.slots[i] {
+                EMPTY => return Err(i),
+                id if is_key(id) => return Ok(id),
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    /// Puts `id` in `slot` (from [`IdTable::find`]); the table then holds `len` ids. If
+    /// that fills it past 60%, it doubles and puts back the ids `1..len`, the key of
+    /// each given by `key_of`.
+    pub(crate) fn insert(&mut self, slot: usize, id: u32, len: usize, key_of: impl Fn(u32) -> u64) {
+        self.slots[slot] = id;
+        if len * 5 > self.slots.len() * 3 {
+            self.grow(len, key_of);
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self, len: usize, key_of: impl Fn(u32) -> u64) {
+        self.bits += 1;
+        self.slots = Vec::new();
+        crate::huge::reserve(&mut self.slots, 1 << self.bits);
+        self.slots.resize(1 << self.bits, EMPTY);
+        let mask = self.slots.len() - 1;
+        for id in 1..len as u32 {
+            let mut i = home(key_of(id), self.bits);
+            while self.slots[i] != EMPTY {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = id;
+        }
+    }
+
+    /// Bytes held.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.slots.capacity() * 4
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_found_again_after_the_table_grows() {
+        // Keys 1..n, of ids 1..n; every fourth key collides with the one before.
+        let key_of = |id: u32| u64::from(id / 4 * 4) << 40 | u64::from(id % 4);
+        let mut t = IdTable::new();
+        for id in 1..20_000u32 {
+            let slot = t.find(key_of(id), |c| key_of(c) == key_of(id)).unwrap_err();
+            t.insert(slot, id, id as usize + 1, key_of);
+        }
+        assert!(t.slots.len() > 20_000);
+        for id in 1..20_000u32 {
+            assert_eq!(t.find(key_of(id), |c| key_of(c) == key_of(id)), Ok(id));
+        }
+        assert!(t.find(u64::MAX, |_| false).is_err());
+    }
+}
