@@ -115,6 +115,7 @@ impl FrameTree {
             map: vec![NONE; profile.backtraces.len()],
             tree: Growing::new(),
             code_names: FxHashMap::default(),
+            frame_names: Vec::new(),
             scratch: Vec::new(),
             labels: Vec::new(),
         };
@@ -410,8 +411,10 @@ struct Builder<'a> {
     /// Trie node → frame-tree node (`NONE`: not mapped yet).
     map: Vec<u32>,
     tree: Growing,
-    /// A location code's printed frames, as name ids.
-    code_names: FxHashMap<LocationCode, Box<[u32]>>,
+    /// A location code's printed frames: a range of `frame_names`.
+    code_names: FxHashMap<LocationCode, (u32, u32)>,
+    /// The name ids of every code's frames, one run per code.
+    frame_names: Vec<u32>,
     scratch: Vec<BacktraceId>,
     labels: Vec<String>,
 }
@@ -444,22 +447,23 @@ impl Builder<'_> {
 
     /// `node` extended by the frames `code` prints.
     fn extend(&mut self, mut node: u32, code: LocationCode) -> u32 {
-        let names = match self.code_names.get(&code) {
-            Some(n) => n.clone(),
+        let (start, end) = match self.code_names.get(&code) {
+            Some(&range) => range,
             None => {
                 self.labels.clear();
                 entry_labels(self.symbols, code, self.options.label, &mut self.labels);
-                let labels = std::mem::take(&mut self.labels);
-                let ids: Box<[u32]> = labels
-                    .iter()
-                    .map(|l| self.tree.name_id(&folded_frame(l)))
-                    .collect();
-                self.labels = labels;
-                self.code_names.insert(code, ids.clone());
-                ids
+                let start = self.frame_names.len() as u32;
+                for l in &self.labels {
+                    let id = self.tree.name_id(&folded_frame(l));
+                    self.frame_names.push(id);
+                }
+                let range = (start, self.frame_names.len() as u32);
+                self.code_names.insert(code, range);
+                range
             }
         };
-        for &name in names.iter() {
+        for i in start..end {
+            let name = self.frame_names[i as usize];
             let repeat = self
                 .tree
                 .nodes
