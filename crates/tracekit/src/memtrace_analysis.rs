@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use indicatif::ProgressBar;
 use tracekit_analysis::Pass;
 use tracekit_analysis::fxt;
-use tracekit_analysis::passes::Stage;
+use tracekit_analysis::passes::{Progress, Stage};
 use tracekit_analysis::query::{
     DiffQuery, FlameQuery, FxtQuery, QueryError, TimelineQuery, TopQuery,
 };
@@ -180,12 +180,20 @@ fn finish(path: &Path, p: &Pass) -> ExitCode {
     }
 }
 
-/// A query's error, naming the trace.
-fn query_error(path: &Path) -> impl FnOnce(QueryError) -> anyhow::Error + '_ {
-    move |e| match e {
+/// Runs a query over `reader` (the trace at `path`) with a progress bar, cleared
+/// before anything is printed; an error names the trace.
+fn ask<T>(
+    path: &Path,
+    reader: &mut Reader<'_>,
+    query: impl FnOnce(&mut Reader<'_>, Progress<'_>) -> Result<T, QueryError>,
+) -> Result<T> {
+    let mut progress = progress(reader.size_bytes());
+    let answer = query(reader, &mut progress);
+    drop(progress);
+    answer.map_err(|e| match e {
         QueryError::Filter(e) => anyhow::Error::new(e),
         QueryError::Peak(e) => anyhow::anyhow!("{}: {e}", input::display(path)),
-    }
+    })
 }
 
 /// A spinner for the work after the passes (drawing, writing), shown when the trace
@@ -207,10 +215,7 @@ fn require_svg(path: &Path, flag: &str) -> Result<()> {
 fn top(args: TopArgs) -> Result<ExitCode> {
     args.query.filter.filter()?;
     let mut reader = open(&args.file)?;
-    let mut progress = progress(reader.size_bytes());
-    let answer = args.query.run(&mut reader, &mut progress);
-    drop(progress);
-    let answer = answer.map_err(query_error(&args.file))?;
+    let answer = ask(&args.file, &mut reader, |r, p| args.query.run(r, p))?;
     let info = TraceFile::new(input::display(&args.file), reader.info());
     match args.json {
         true => print_json(&answer.json(&info))?,
@@ -233,10 +238,7 @@ fn timeline(args: TimelineArgs) -> Result<ExitCode> {
         require_svg(plot, "--plot")?;
     }
     let mut reader = open(&args.file)?;
-    let mut progress = progress(reader.size_bytes());
-    let answer = args.query.run(&mut reader, &mut progress);
-    drop(progress);
-    let answer = answer.map_err(query_error(&args.file))?;
+    let answer = ask(&args.file, &mut reader, |r, p| args.query.run(r, p))?;
     let info = TraceFile::new(input::display(&args.file), reader.info());
     if let Some(plot) = &args.plot {
         write_file(plot, &[&args.file], &answer.svg(&info))?;
@@ -258,10 +260,7 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
         require_svg(out, "--svg")?;
     }
     let mut reader = open(&args.file)?;
-    let mut progress = progress(reader.size_bytes());
-    let answer = args.query.run(&mut reader, &mut progress);
-    drop(progress);
-    let answer = answer.map_err(query_error(&args.file))?;
+    let answer = ask(&args.file, &mut reader, |r, p| args.query.run(r, p))?;
     if let Some(out) = &args.svg {
         let info = TraceFile::new(input::display(&args.file), reader.info());
         let spinner = post_pass(&reader, "drawing");
@@ -281,10 +280,7 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
 fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
     args.query.filter.filter()?;
     let mut reader = open(&args.file)?;
-    let mut progress = progress(reader.size_bytes());
-    let pass = args.query.run(&mut reader, &mut progress);
-    drop(progress);
-    let pass = pass.map_err(query_error(&args.file))?;
+    let pass = ask(&args.file, &mut reader, |r, p| args.query.run(r, p))?;
     let mut file = OutputFile::create(&args.output, &[&args.file])?;
     // The spinner counts the bytes: `--big 200000` writes backtraces for seconds.
     let spinner = post_pass(&reader, "writing");
@@ -317,9 +313,8 @@ fn diff(args: DiffArgs) -> Result<ExitCode> {
     args.query.filter.filter()?;
     let analyse = |path: &Path| -> Result<(Reader<'static>, Pass)> {
         let mut reader = open(path)?;
-        let mut progress = progress(reader.size_bytes());
-        let pass = args.query.pass(&mut reader, &mut progress);
-        Ok((reader, pass.map_err(query_error(path))?))
+        let pass = ask(path, &mut reader, |r, p| args.query.pass(r, p))?;
+        Ok((reader, pass))
     };
     let (ra, pa) = analyse(&args.a)?;
     let (rb, pb) = analyse(&args.b)?;
