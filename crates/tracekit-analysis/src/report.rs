@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 
 use crate::analyzer::{Profile, SiteCounts};
+use crate::backtrace::BacktraceId;
 pub use crate::frames::Unit;
 use crate::frames::{FrameTree, TreeOptions};
 use crate::symbols::{FrameLabel, FrameSkip, entry_labels, leaf_label, site_label};
@@ -87,27 +88,19 @@ pub fn sites_skipping(
     };
     let mut codes = Vec::new();
     for (bt, counts) in &profile.sites {
-        let name = match profile.backtraces.leaf(*bt) {
-            None => EMPTY_BACKTRACE.to_string(),
-            Some(_) if !skip.is_empty() => {
-                profile.backtraces.codes_into(*bt, &mut codes);
-                site_label(symbols, &codes, label, skip)
-                    .unwrap_or_else(|| EMPTY_BACKTRACE.to_string())
-            }
-            Some(code) => leaf_names
-                .entry(code)
-                .or_insert_with(|| leaf_label(symbols, code, label))
-                .clone(),
-        };
+        let name = site_name(
+            profile,
+            symbols,
+            *bt,
+            label,
+            skip,
+            &mut codes,
+            &mut leaf_names,
+        );
         if by == GroupBy::Backtrace {
-            profile.backtraces.codes_into(*bt, &mut codes);
-            let mut frames = Vec::with_capacity(codes.len());
-            for code in &codes {
-                entry_labels(symbols, *code, FrameLabel::Location, &mut frames);
-            }
             out.push(Site {
                 name,
-                backtrace: Some(frames),
+                backtrace: Some(backtrace_frames(profile, symbols, *bt, &mut codes)),
                 counts: *counts,
             });
             continue;
@@ -141,6 +134,46 @@ pub fn sites_skipping(
         return merged;
     }
     out
+}
+
+/// The name of `bt`'s site: its innermost frame that `skip` does not skip, printed
+/// as `label` says. Leaf names are remembered in `leaf_names` (when nothing is
+/// skipped, the leaf alone decides); `codes` is scratch space.
+fn site_name(
+    profile: &Profile,
+    symbols: &dyn LocationLookup,
+    bt: BacktraceId,
+    label: FrameLabel,
+    skip: &FrameSkip,
+    codes: &mut Vec<LocationCode>,
+    leaf_names: &mut HashMap<LocationCode, String>,
+) -> String {
+    match profile.backtraces.leaf(bt) {
+        None => EMPTY_BACKTRACE.to_string(),
+        Some(_) if !skip.is_empty() => {
+            profile.backtraces.codes_into(bt, codes);
+            site_label(symbols, codes, label, skip).unwrap_or_else(|| EMPTY_BACKTRACE.to_string())
+        }
+        Some(code) => leaf_names
+            .entry(code)
+            .or_insert_with(|| leaf_label(symbols, code, label))
+            .clone(),
+    }
+}
+
+/// `bt`'s locations, caller first (a frame per inlined function); `codes` is scratch.
+fn backtrace_frames(
+    profile: &Profile,
+    symbols: &dyn LocationLookup,
+    bt: BacktraceId,
+    codes: &mut Vec<LocationCode>,
+) -> Vec<String> {
+    profile.backtraces.codes_into(bt, codes);
+    let mut frames = Vec::with_capacity(codes.len());
+    for code in codes.iter() {
+        entry_labels(symbols, *code, FrameLabel::Location, &mut frames);
+    }
+    frames
 }
 
 /// The share of allocated samples whose site ([`sites_skipping`]'s) has no source
@@ -300,27 +333,23 @@ fn top_backtraces(
             head += 1;
         }
     }
-    let mut codes = Vec::new();
+    let (mut codes, mut leaf_names) = (Vec::new(), HashMap::new());
     let mut sites: Vec<Site> = groups[..head]
         .iter()
         .map(|&i| {
             let bt = profile.sites[i as usize].0;
-            profile.backtraces.codes_into(bt, &mut codes);
-            let name = match codes.last() {
-                None => EMPTY_BACKTRACE.to_string(),
-                Some(_) if !skip.is_empty() => {
-                    site_label(symbols, &codes, FrameLabel::Location, skip)
-                        .unwrap_or_else(|| EMPTY_BACKTRACE.to_string())
-                }
-                Some(&code) => leaf_label(symbols, code, FrameLabel::Location),
-            };
-            let mut frames = Vec::with_capacity(codes.len());
-            for code in &codes {
-                entry_labels(symbols, *code, FrameLabel::Location, &mut frames);
-            }
+            let label = FrameLabel::Location;
             Site {
-                name,
-                backtrace: Some(frames),
+                name: site_name(
+                    profile,
+                    symbols,
+                    bt,
+                    label,
+                    skip,
+                    &mut codes,
+                    &mut leaf_names,
+                ),
+                backtrace: Some(backtrace_frames(profile, symbols, bt, &mut codes)),
                 counts: counts(i),
             }
         })
