@@ -605,30 +605,21 @@ impl<const LEAF: bool> Packer<'_, '_, LEAF> {
 impl<const LEAF: bool> mt::EventSink for Packer<'_, '_, LEAF> {
     #[inline(always)]
     fn alloc(&mut self, dt: Timedelta, a: &mt::Alloc<'_>, table: &mt::LocationTable) {
-        if !LEAF && let Some(trie) = self.trie.as_deref_mut() {
+        let (kind, bt) = if !LEAF && let Some(trie) = self.trie.as_deref_mut() {
             let id = trie.intern(a.domain, a.common_prefix, &a.backtrace);
-            self.batch.events.push(Packed {
-                kind: KIND_ALLOC_ID,
-                source: a.source,
-                domain: a.domain,
-                bt: u64::from(id.0),
-                time: dt,
-                obj_id: a.obj_id,
-                length: a.length,
-                nsamples: a.nsamples,
-            });
-            return;
-        }
-        let keep = self.keep(a, table);
-        let new = a.backtrace.get(keep..).unwrap_or(&[]);
-        let (kind, bt) = match new {
-            // With `LEAF` the analysis ignores `keep`.
-            [one] if LEAF => (KIND_ALLOC_LEAF, one.get() as u64),
-            _ => {
-                self.batch.frames.extend_from_slice(new);
-                // The reader caps a domain's backtrace far below 2^32 entries
-                // (ReadErrorKind::BacktraceTooLong), so these cannot truncate.
-                (KIND_ALLOC, keep as u64 | (new.len() as u64) << 32)
+            (KIND_ALLOC_ID, u64::from(id.0))
+        } else {
+            let keep = self.keep(a, table);
+            let new = a.backtrace.get(keep..).unwrap_or(&[]);
+            match new {
+                // With `LEAF` the analysis ignores `keep`.
+                [one] if LEAF => (KIND_ALLOC_LEAF, one.get() as u64),
+                _ => {
+                    self.batch.frames.extend_from_slice(new);
+                    // The reader caps a domain's backtrace far below 2^32 entries
+                    // (ReadErrorKind::BacktraceTooLong), so these cannot truncate.
+                    (KIND_ALLOC, keep as u64 | (new.len() as u64) << 32)
+                }
             }
         };
         self.batch.events.push(Packed {
