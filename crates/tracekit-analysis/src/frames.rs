@@ -82,7 +82,7 @@ impl FrameId {
     /// The root: the empty stack, above every frame.
     pub const ROOT: FrameId = FrameId(0);
 
-    /// The node's index, below [`FrameTree::len`].
+    /// The node's index.
     pub fn index(self) -> usize {
         self.0 as usize
     }
@@ -97,43 +97,39 @@ impl FrameTree {
         options: TreeOptions,
         weight: impl Fn(&SiteCounts) -> u64,
     ) -> FrameTree {
-        Self::build_indexed(profile, symbols, options, weight).0
-    }
-
-    /// [`FrameTree::build`], and for each of `profile.sites` (in order) its stack's
-    /// node ([`FrameId::ROOT`] for a site of weight 0, which is left out).
-    pub fn build_indexed(
-        profile: &Profile,
-        symbols: &dyn LocationLookup,
-        options: TreeOptions,
-        weight: impl Fn(&SiteCounts) -> u64,
-    ) -> (FrameTree, Vec<FrameId>) {
-        let mut b = Builder {
-            profile,
-            symbols,
-            options,
-            map: vec![NONE; profile.backtraces.len()],
-            tree: Growing::new(),
-            code_names: FxHashMap::default(),
-            frame_names: Vec::new(),
-            scratch: Vec::new(),
-            labels: Vec::new(),
-        };
-        if let Some(m) = b.map.first_mut() {
-            *m = 0;
-        }
-        let mut ids = Vec::with_capacity(profile.sites.len());
+        let mut b = Builder::new(profile, symbols, options);
         for (bt, counts) in &profile.sites {
             let w = weight(counts);
-            let mut node = 0;
             if w > 0 {
-                node = b.node_of(*bt);
+                let node = b.node_of(*bt);
                 b.tree.add(node, w);
             }
-            ids.push(FrameId(node));
         }
         let bytes = (options.unit == Unit::Bytes).then_some(profile.sampling);
-        (b.tree.finish(bytes), ids)
+        b.tree.finish(bytes)
+    }
+
+    /// For each of `profile.sites` (in order), the id of its printed stack, frames
+    /// shown as `label`: two sites have the same id exactly when their stacks print
+    /// the same. Also the number of ids (the largest is below it). Nothing is weighed
+    /// or sorted, so this is cheaper than [`FrameTree::build`].
+    pub fn site_stacks(
+        profile: &Profile,
+        symbols: &dyn LocationLookup,
+        label: FrameLabel,
+    ) -> (Vec<FrameId>, usize) {
+        let options = TreeOptions {
+            label,
+            unit: Unit::Samples,
+            collapse_recursion: false,
+        };
+        let mut b = Builder::new(profile, symbols, options);
+        let ids = profile
+            .sites
+            .iter()
+            .map(|(bt, _)| FrameId(b.node_of(*bt)))
+            .collect();
+        (ids, b.tree.nodes.len())
     }
 
     /// The tree of folded stacks (`frame;frame;frame`, and a weight), their weights
@@ -223,16 +219,6 @@ impl FrameTree {
             self.child_start[n as usize + 1] as usize,
         );
         self.children.get(s..e).unwrap_or(&[])
-    }
-
-    /// Number of nodes, the root included.
-    pub fn len(&self) -> usize {
-        self.nodes.len()
-    }
-
-    /// True when the tree holds only the root.
-    pub fn is_empty(&self) -> bool {
-        self.nodes.len() == 1
     }
 
     /// Number of stacks (of non-zero weight).
@@ -419,7 +405,26 @@ struct Builder<'a> {
     labels: Vec<String>,
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
+    fn new(profile: &'a Profile, symbols: &'a dyn LocationLookup, options: TreeOptions) -> Self {
+        let mut map = vec![NONE; profile.backtraces.len()];
+        if let Some(m) = map.first_mut() {
+            // The empty backtrace is the root (the trie's root maps to the tree's).
+            *m = 0;
+        }
+        Builder {
+            profile,
+            symbols,
+            options,
+            map,
+            tree: Growing::new(),
+            code_names: FxHashMap::default(),
+            frame_names: Vec::new(),
+            scratch: Vec::new(),
+            labels: Vec::new(),
+        }
+    }
+
     /// The frame-tree node of trie node `bt`, mapping the unmapped ones above it first.
     fn node_of(&mut self, bt: BacktraceId) -> u32 {
         if bt == BacktraceId::EMPTY {

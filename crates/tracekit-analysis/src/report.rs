@@ -286,16 +286,10 @@ fn top_backtraces(
     limit: usize,
     skip: &FrameSkip,
 ) -> Top {
-    let options = TreeOptions {
-        label: FrameLabel::Location,
-        unit: Unit::Samples,
-        collapse_recursion: false,
-    };
-    let (tree, ids) = FrameTree::build_indexed(profile, symbols, options, |_| 1);
+    let (ids, stacks) = FrameTree::site_stacks(profile, symbols, FrameLabel::Location);
     // Per printed backtrace its first site, which names it; the counts of the rare
     // later sites that print the same are added to the first's aside.
-    let mut leader = vec![u32::MAX; tree.len()];
-    drop(tree);
+    let mut leader = vec![u32::MAX; stacks];
     let mut groups: Vec<u32> = Vec::new();
     let mut merged: HashMap<u32, SiteCounts> = HashMap::new();
     for (i, id) in ids.iter().enumerate() {
