@@ -2,8 +2,11 @@
 //! (the synthetic model program of `tracekit_memtrace::synth`).
 //!
 //! * `read/*`: a full pass with and without backtraces, as events/s and as
-//!   MB/s, on a shallow (20-frame) and a deep (1000-frame) trace; `owned` is
-//!   the same pass copying every backtrace (a baseline for lending them).
+//!   MB/s, on a shallow (20-frame) and a deep (1000-frame) trace, and on a
+//!   real-shaped one: 5 M events of the recursive model, 520 frames deep on
+//!   average, whose codewords mix as an OCaml compiler trace's do (the
+//!   others are mostly single hits); `owned` is the same pass copying every
+//!   backtrace (a baseline for lending them).
 //! * `write/alloc_20_frames`: ns per allocation with 20-frame backtraces
 //!   that share prefixes, as a tracer writes them.
 //!
@@ -23,10 +26,11 @@ use tracekit_memtrace::synth::{
 };
 use tracekit_memtrace::{AllocationSource, Event, LocationCode, Reader, Timedelta, Writer};
 
-fn trace(depth: usize, allocs: u64) -> Vec<u8> {
+fn trace(depth: usize, allocs: u64, recursive: bool) -> Vec<u8> {
     let config = SynthConfig {
         allocs,
         depth,
+        recursive,
         ..SynthConfig::default()
     };
     write_synthetic(Vec::new(), &config).unwrap()
@@ -49,8 +53,12 @@ fn count(reader: &mut Reader<'_>, parse_backtraces: bool) -> (u64, u64) {
 }
 
 fn read(c: &mut Criterion) {
-    for (name, depth, allocs) in [("20_frames", 20, 400_000), ("1000_frames", 1000, 100_000)] {
-        let data = trace(depth, allocs);
+    for (name, depth, allocs, recursive) in [
+        ("20_frames", 20, 400_000, false),
+        ("1000_frames", 1000, 100_000, false),
+        ("recursive_5M_events", 700, 2_800_000, true),
+    ] {
+        let data = trace(depth, allocs, recursive);
         let mut reader = Reader::from_bytes(&data).unwrap();
         let (events, frames) = count(&mut reader, true);
         eprintln!(
@@ -64,7 +72,7 @@ fn read(c: &mut Criterion) {
         ] {
             let mut g = c.benchmark_group(format!("read_{unit}/{name}"));
             g.throughput(throughput);
-            g.sample_size(20);
+            g.sample_size(if recursive { 10 } else { 20 });
             g.bench_function("with_backtraces", |b| {
                 b.iter(|| black_box(count(&mut reader, true)))
             });

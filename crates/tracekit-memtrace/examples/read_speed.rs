@@ -1,6 +1,7 @@
 //! Times full passes over a trace: a synthetic one,
-//! `read_speed [depth] [allocs] [passes] [mode: both|bt|nobt]`, or a trace
-//! file, `read_speed FILE.ctf [passes] [mode]`.
+//! `read_speed [depth] [allocs] [passes] [mode: both|bt|nobt]` (depth `r500`:
+//! the recursive model, 500 frames deep), or a trace file,
+//! `read_speed FILE.ctf [passes] [mode]`.
 //!
 //! For instruction counts of the passes alone (the reader's hot loop):
 //! `valgrind --tool=callgrind --toggle-collect='read_speed::pass'
@@ -12,6 +13,10 @@ use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
 use tracekit_memtrace::{Event, Reader};
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let recursive = args.first().is_some_and(|a| a.starts_with('r'));
+    if recursive {
+        args[0].remove(0);
+    }
     // A first argument that is not a number names a trace file.
     let file = match args.first() {
         Some(a) if a.parse::<u64>().is_err() => Some(args.remove(0)),
@@ -24,6 +29,7 @@ fn main() {
             let config = SynthConfig {
                 depth: num(0, 20) as usize,
                 allocs: num(1, 400_000),
+                recursive,
                 ..SynthConfig::default()
             };
             (write_synthetic(Vec::new(), &config).unwrap(), 2)

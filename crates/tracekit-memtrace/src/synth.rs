@@ -6,6 +6,15 @@
 //! backtraces share long prefixes as in real programs. It allocates objects
 //! of varied sizes (minor, major and external), promotes some and collects
 //! most of them later. Time advances a few microseconds per event.
+//!
+//! With [`SynthConfig::recursive`] the model is shaped like an OCaml
+//! compiler instead: under a driver nest of about a quarter of `depth`
+//! frames, walks of recursion (a function calling itself, or two or three
+//! calling each other) go down and back up a few levels between samples,
+//! to about `depth` frames on average, with a few allocation-site frames on
+//! top. Its backtraces have long prediction runs around cycles and a mix of
+//! every codeword kind, as real deep traces do; the default model's are
+//! mostly single hits.
 
 use std::io::Write;
 
@@ -29,6 +38,8 @@ pub struct SynthConfig {
     pub seed: u64,
     /// Format to write.
     pub format_version: FormatVersion,
+    /// Whether the stacks are walks of deep recursion (see the module docs).
+    pub recursive: bool,
 }
 
 impl Default for SynthConfig {
@@ -39,6 +50,7 @@ impl Default for SynthConfig {
             functions: 400,
             seed: 1,
             format_version: FormatVersion::V3,
+            recursive: false,
         }
     }
 }
@@ -115,14 +127,15 @@ pub fn write_synthetic<W: Write>(out: W, config: &SynthConfig) -> Result<W, Writ
     let mut live: Vec<ObjId> = Vec::new();
     let mut time = info.start_time;
     let depth = config.depth.max(2);
+    let mut walk = Walk::default();
     for _ in 0..config.allocs {
-        // Move the stack: pop a few frames, push a few.
-        let pops = rng.below(4) as usize;
-        stack.truncate(stack.len().saturating_sub(pops));
-        while stack.len() < depth - 2 || (stack.len() < depth + 4 && rng.below(3) == 0) {
-            let caller = stack.last().map_or(0, |c| c.get() as u64);
-            let f = (caller.wrapping_mul(31).wrapping_add(rng.below(5)) % functions) as u32;
-            stack.push(synth_code(f, rng.below(4) as u32));
+        if config.recursive {
+            walk.step(&mut rng, depth, functions, &mut stack);
+        } else {
+            // Move the stack: pop a few frames, push a few.
+            let pops = rng.below(4) as usize;
+            stack.truncate(stack.len().saturating_sub(pops));
+            grow_stack(&mut rng, functions, &mut stack, depth);
         }
         callstack.clear();
         callstack.extend(stack.iter().rev());
@@ -152,4 +165,138 @@ pub fn write_synthetic<W: Write>(out: W, config: &SynthConfig) -> Result<W, Writ
         }
     }
     w.into_inner()
+}
+
+/// Pushes calls through the model's call graph until `stack` is about
+/// `depth` frames deep.
+fn grow_stack(rng: &mut Rng, functions: u64, stack: &mut Vec<LocationCode>, depth: usize) {
+    while stack.len() < depth.saturating_sub(2) || (stack.len() < depth + 4 && rng.below(3) == 0) {
+        let caller = stack.last().map_or(0, |c| c.get() as u64);
+        let f = (caller.wrapping_mul(31).wrapping_add(rng.below(5)) % functions) as u32;
+        stack.push(synth_code(f, rng.below(4) as u32));
+    }
+}
+
+/// The recursive model's state: a driver nest, and a walk of recursion
+/// under it that goes down to `target` levels and back up.
+#[derive(Default)]
+struct Walk {
+    /// Frames of the driver nest (the bottom of `stack`).
+    driver: usize,
+    /// The call sites one level of the recursion goes through.
+    cycle: Vec<LocationCode>,
+    level: usize,
+    target: usize,
+    descending: bool,
+}
+
+impl Walk {
+    /// Moves to the next sample's stack.
+    fn step(&mut self, rng: &mut Rng, depth: usize, functions: u64, stack: &mut Vec<LocationCode>) {
+        if self.cycle.is_empty() {
+            self.start(rng, depth, functions, stack);
+        }
+        // Samples are far apart in a walk: a few levels between two.
+        let moved = rng.below(12) as usize;
+        if self.descending {
+            self.level = (self.level + moved).min(self.target);
+            self.descending = self.level < self.target;
+        } else {
+            self.level = self.level.saturating_sub(moved);
+        }
+        stack.truncate(self.driver);
+        for l in 0..self.level {
+            stack.push(self.cycle[l % self.cycle.len()]);
+        }
+        // Allocation sites on top: the recursive function's own, or through
+        // a library's own paths: a buffer, a balanced map's insertion
+        // (itself recursive), a list map.
+        let f = (self.cycle[0].get() as u64 % functions) as u32;
+        stack.push(synth_code(f, 4 + rng.below(4) as u32));
+        let lib = |site| synth_code(0, site);
+        match rng.below(4) {
+            0 => {}
+            1 => stack.extend([lib(0), lib(1)]),
+            2 => {
+                stack.extend((0..2 + rng.below(6)).map(|_| lib(2)));
+                stack.push(lib(3));
+                if rng.below(2) == 0 {
+                    stack.push(lib(4));
+                }
+            }
+            _ => stack.extend((0..rng.below(20)).map(|_| lib(5))),
+        }
+        if self.level == 0 && !self.descending {
+            self.cycle.clear();
+        }
+    }
+
+    /// A new walk: another driver nest and another recursion.
+    fn start(
+        &mut self,
+        rng: &mut Rng,
+        depth: usize,
+        functions: u64,
+        stack: &mut Vec<LocationCode>,
+    ) {
+        let quarter = (depth / 4).max(1);
+        stack.truncate(self.driver.min(rng.below(quarter as u64) as usize));
+        let nest = quarter + rng.below(quarter as u64) as usize;
+        grow_stack(rng, functions, stack, nest);
+        self.driver = stack.len();
+        let period = match rng.below(10) {
+            0..=3 => 1,
+            4..=7 => 2,
+            _ => 3,
+        };
+        let f = rng.below(functions) as u32;
+        self.cycle = (0..period)
+            .map(|i| synth_code((f + i) % functions as u32, i))
+            .collect();
+        // Levels of `period` frames, to reach about `depth` frames at the
+        // bottom of the walk, between a tenth and twice as deep.
+        let levels = depth.saturating_sub(self.driver) / period as usize;
+        self.target = 1 + levels / 5 + rng.below(2 * levels as u64 + 1) as usize;
+        self.level = 0;
+        self.descending = true;
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::{Event, Reader};
+
+    /// Mean and deepest backtrace of a synthetic trace.
+    fn depths(config: &SynthConfig) -> (f64, usize) {
+        let data = write_synthetic(Vec::new(), config).unwrap();
+        let mut reader = Reader::from_bytes(&data).unwrap();
+        let mut events = reader.events(true);
+        let (mut n, mut sum, mut max) = (0usize, 0usize, 0usize);
+        while let Some(item) = events.next_event() {
+            if let (_, Event::Alloc(a)) = item.unwrap() {
+                n += 1;
+                sum += a.backtrace.len();
+                max = max.max(a.backtrace.len());
+            }
+        }
+        (sum as f64 / n as f64, max)
+    }
+
+    #[test]
+    fn the_recursive_model_is_about_as_deep_as_asked() {
+        for depth in [100, 700] {
+            let config = SynthConfig {
+                allocs: 20_000,
+                depth,
+                recursive: true,
+                ..SynthConfig::default()
+            };
+            let (mean, max) = depths(&config);
+            let d = depth as f64;
+            assert!(mean > 0.5 * d && mean < 1.5 * d, "depth {depth}: mean {mean}");
+            assert!(max > depth * 3 / 2, "depth {depth}: deepest {max}");
+        }
+    }
 }

@@ -351,6 +351,43 @@ fn more_locations_than_the_cache_holds() {
 }
 
 #[test]
+fn recursion_within_stacks_round_trips() {
+    // Deep recursion is a prediction run around a cycle of buckets, which the
+    // reader copies once the cycle closes. Cycles of 1 to 4 frames, entered
+    // after a few other frames and left for more, at depths that go up and
+    // down: the run must end on the right bucket for the frames after it.
+    let info = info(0, 0);
+    let mut w = Writer::new(Vec::new(), &info).unwrap();
+    let mut rng = Rng::new(11);
+    let mut expected = Vec::new();
+    for i in 0..3000u64 {
+        let period = 1 + rng.below(4) as i64;
+        let base = 100 * (1 + rng.below(3) as i64);
+        let mut stack: Vec<LocationCode> = (1..=3).map(LocationCode::new).collect();
+        stack.extend((0..rng.below(6)).map(|k| LocationCode::new(50 + k as i64)));
+        let depth = rng.below(400) as i64;
+        stack.extend((0..depth).map(|d| LocationCode::new(base + d % period)));
+        stack.extend((0..rng.below(4)).map(|k| LocationCode::new(900 + k as i64)));
+        let callstack: Vec<_> = stack.iter().rev().copied().collect();
+        let t = Timestamp::from_micros(i as i64);
+        let id = w
+            .put_alloc(t, 3, 1, AllocationSource::Minor, &callstack, locations_of)
+            .unwrap();
+        expected.push((id, stack));
+    }
+    let trace = w.into_inner().unwrap();
+    let (_, events, _) = read_back(&trace);
+    assert_eq!(events.len(), expected.len());
+    for ((_, ev), (id, bt)) in events.iter().zip(&expected) {
+        let Event::Alloc(a) = ev else {
+            panic!("not an alloc")
+        };
+        assert_eq!(a.obj_id, *id);
+        assert_eq!(&*a.backtrace, &bt[..], "allocation {id:?}");
+    }
+}
+
+#[test]
 fn truncated_backtrace_repeats_the_previous_one() {
     // 3000 new frames overflow the 4 KiB backtrace encoding; the next
     // allocation shares all of them, so its common prefix is larger than what

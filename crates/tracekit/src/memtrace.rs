@@ -59,6 +59,10 @@ pub enum Command {
         /// Seed of the pseudo-random model.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Model deep recursion under a driver nest, as a compiler's stacks
+        /// (long prediction runs; `--depth` is then the mean depth).
+        #[arg(long)]
+        recursive: bool,
     },
     #[command(flatten)]
     Analysis(crate::memtrace_analysis::Command),
@@ -79,7 +83,17 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             allocs,
             depth,
             seed,
-        } => sample(&output, allocs, depth, seed),
+            recursive,
+        } => sample(
+            &output,
+            SynthConfig {
+                allocs,
+                depth,
+                seed,
+                recursive,
+                ..SynthConfig::default()
+            },
+        ),
         Command::Analysis(cmd) => crate::memtrace_analysis::run(cmd),
     }
 }
@@ -226,20 +240,14 @@ enum CopySource {
     Stream(StreamReader<input::Peeked<Box<dyn std::io::Read + Send>>>),
 }
 
-fn sample(output: &Path, allocs: u64, depth: usize, seed: u64) -> Result<ExitCode> {
+fn sample(output: &Path, config: SynthConfig) -> Result<ExitCode> {
     let file = OutputFile::create(output, &[])?;
-    let config = SynthConfig {
-        allocs,
-        depth,
-        seed,
-        ..SynthConfig::default()
-    };
     let out =
         write_synthetic(BufWriter::with_capacity(1 << 16, file), &config).map_err(|e| match e {
             WriteError::Io(e) => anyhow::Error::new(e),
             e => anyhow::anyhow!("writing {}: {e}", output.display()),
         })?;
     out.into_inner().map_err(|e| e.into_error())?.commit()?;
-    eprintln!("wrote {} ({allocs} allocations)", output.display());
+    eprintln!("wrote {} ({} allocations)", output.display(), config.allocs);
     Ok(ExitCode::SUCCESS)
 }

@@ -150,28 +150,47 @@ impl BacktraceCache {
             let bucket = usize::from(w >> 2) & CACHE_MASK;
             pred_of[pred] = bucket as u16;
             pred = bucket;
-            let tag = w & 3;
-            let code;
-            let n = if tag == 3 {
-                code = ocaml_int(i64::from_le_bytes(*take::<8>(rest)?));
+            let tag = usize::from(w & 3);
+            if tag == 3 {
+                let code = ocaml_int(i64::from_le_bytes(*take::<8>(rest)?));
                 loc[bucket] = code;
-                0
-            } else {
-                code = loc[bucket];
-                match tag {
-                    0 => 0,
-                    1 => 1,
-                    _ => usize::from(take::<1>(rest)?[0]),
-                }
+                out.reserve(1, budget)?;
+                // SAFETY: `reserve` made room for the frame.
+                unsafe { out.push_unchecked(LocationCode::from_canonical(code)) };
+                continue;
+            }
+            // Tags 0, 1 and 2 come mixed in real traces, so a branch on the
+            // tag is mispredicted half the time: the count and the step past
+            // its byte are selected without one. Tag 2's count byte follows.
+            let wide = tag >> 1;
+            let byte = match rest.first() {
+                Some(&b) => usize::from(b),
+                None if wide == 0 => 0,
+                None => return Err(BtError::Eof),
             };
-            out.reserve(n + 1, budget)?;
-            // SAFETY: `reserve` made room for the `n + 1` frames.
+            // `wide` is 1 only when a byte was there.
+            *rest = rest.get(wide..).unwrap_or_default();
+            let n = if wide != 0 { byte } else { tag };
+            // One slot more than the run needs: the first predicted frame is
+            // written whether or not there is one, and counted only if there is.
+            out.reserve(n + 2, budget)?;
+            let next = usize::from(pred_of[bucket]) & CACHE_MASK;
+            // SAFETY: `reserve` made room for two frames, the second counted
+            // only when the run has one (`n >= 1`).
             unsafe {
-                out.push_unchecked(LocationCode::from_canonical(code));
-                for _ in 0..n {
-                    pred = usize::from(pred_of[pred]) & CACHE_MASK;
-                    out.push_unchecked(LocationCode::from_canonical(loc[pred]));
-                }
+                out.write_two(
+                    LocationCode::from_canonical(loc[bucket]),
+                    LocationCode::from_canonical(loc[next]),
+                    n != 0,
+                );
+            }
+            if n != 0 {
+                pred = next;
+            }
+            if n > 1 {
+                // SAFETY: `n - 1` frames of room are left; the run so far is
+                // the last two frames out.
+                pred = unsafe { follow(loc, pred_of, bucket, next, n, out) };
             }
         }
         Ok(())
@@ -225,6 +244,93 @@ impl BacktraceCache {
             self.update_cache(c, nencoded)
         }
     }
+}
+
+/// Emits the rest of a run of `n` frames predicted after `start`, whose first
+/// predicted frame, bucket `first`, is out; returns the bucket the run ends
+/// in.
+///
+/// Each step is a load whose address is the previous load's value, so a run
+/// costs a load latency per frame. But a run only reads the cache, so once
+/// the chain comes back to a bucket it has visited it repeats itself: deep
+/// OCaml stacks are recursion, and their runs are mostly a bucket predicting
+/// itself (a function calling itself from one site) or a short cycle through
+/// the run's first bucket (mutual recursion). From there the frames are a
+/// copy of the last period's, which costs no load chain.
+///
+/// # Safety
+///
+/// `out` has room for `n - 1` more frames.
+#[inline(always)]
+unsafe fn follow(
+    loc: &[i64; CACHE_SIZE],
+    pred_of: &[u16; CACHE_SIZE],
+    start: usize,
+    first: usize,
+    n: usize,
+    out: &mut FrameWriter<'_>,
+) -> usize {
+    let mut b = first;
+    for k in 1..n {
+        let next = usize::from(pred_of[b]) & CACHE_MASK;
+        if (next == b || next == start) && n - k >= LONG_REPEAT {
+            // SAFETY: `n - k` frames are left of the room the caller made;
+            // the last `k + 1` frames out are this run's.
+            return unsafe { repeat(loc, pred_of, start, b, next, k, n, out) };
+        }
+        b = next;
+        // SAFETY: the caller made room for `n - 1` frames; this is the `k`th.
+        unsafe { out.push_unchecked(LocationCode::from_canonical(loc[b])) };
+    }
+    b
+}
+
+/// How many frames must be left of a run for [`repeat`] to take it over: a
+/// call and a mispredicted branch cost more than a few steps of the chain.
+const LONG_REPEAT: usize = 16;
+
+/// The rest of a run from step `k` (of `n`), at bucket `b`, whose successor
+/// `next` is `b` itself or the run's first bucket `start`: the frames repeat
+/// with period 1 or `k + 1`.
+///
+/// # Safety
+///
+/// `out` has room for `n - k` more frames and its last `k + 1` frames are the
+/// run's so far (`start`'s frame and `k` predicted ones).
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn repeat(
+    loc: &[i64; CACHE_SIZE],
+    pred_of: &[u16; CACHE_SIZE],
+    start: usize,
+    b: usize,
+    next: usize,
+    k: usize,
+    n: usize,
+    out: &mut FrameWriter<'_>,
+) -> usize {
+    let left = n - k;
+    if next == b {
+        let code = LocationCode::from_canonical(loc[b]);
+        for _ in 0..left {
+            // SAFETY: the caller made room for `left` frames.
+            unsafe { out.push_unchecked(code) };
+        }
+        return b;
+    }
+    let period = k + 1;
+    for _ in 0..left {
+        // SAFETY: room for `left` frames (the caller's contract); the frame
+        // `period` back is initialised: the run's own, or one this loop wrote.
+        unsafe { out.push_back_copy(period) };
+    }
+    // The run ends `n` steps along a cycle of `period` buckets from `start`.
+    let mut end = start;
+    for _ in 0..n % period {
+        end = usize::from(pred_of[end]) & CACHE_MASK;
+    }
+    end
 }
 
 /// Appends to a frame buffer through raw pointers to the next slot and the
@@ -289,6 +395,38 @@ impl<'v> FrameWriter<'v> {
         unsafe {
             self.next.write(code);
             self.next = self.next.add(1);
+        }
+    }
+
+    /// Writes `first` and `second` to the next two slots and counts the
+    /// second only if `keep_second`, without a branch on it.
+    ///
+    /// # Safety
+    ///
+    /// At least two slots of room (`next + 1 < end`).
+    #[inline(always)]
+    unsafe fn write_two(&mut self, first: LocationCode, second: LocationCode, keep_second: bool) {
+        // SAFETY: both slots are within the allocation (the caller's
+        // contract); the slots before the new `next` are initialised.
+        unsafe {
+            self.next.write(first);
+            self.next.add(1).write(second);
+            self.next = self.next.add(1 + usize::from(keep_second));
+        }
+    }
+
+    /// Appends a copy of the frame `back` slots before the next one.
+    ///
+    /// # Safety
+    ///
+    /// `next < end`, and at least `back` frames are written (`back >= 1`).
+    #[inline(always)]
+    unsafe fn push_back_copy(&mut self, back: usize) {
+        // SAFETY: the frame `back` before `next` is initialised and in the
+        // allocation (the caller's contract); the write is as `push_unchecked`.
+        unsafe {
+            let code = self.next.sub(back).read();
+            self.push_unchecked(code);
         }
     }
 
