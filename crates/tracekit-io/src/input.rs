@@ -255,6 +255,56 @@ impl AsRef<[u8]> for Bytes {
     }
 }
 
+impl Bytes {
+    /// Tells the system that the bytes in `range` will not be read again soon,
+    /// so that a mapped file's pages there stop counting in the process's
+    /// memory: a pass over a trace larger than memory otherwise ends with the
+    /// whole file resident. The bytes stay readable (a later read maps them
+    /// again, from the page cache). Only whole pages inside `range` are
+    /// released; bytes read into memory are kept.
+    pub fn release(&self, range: std::ops::Range<usize>) {
+        let Bytes::Mapped(map) = self else { return };
+        const PAGE: usize = 4096;
+        let start = range.start.next_multiple_of(PAGE);
+        let end = range.end.min(map.len()) / PAGE * PAGE;
+        if start >= end {
+            return;
+        }
+        // SAFETY: the map is a read-only shared mapping of a file (`Mmap::map`),
+        // for which MADV_DONTNEED only drops the process's page-table entries:
+        // a later access maps the file's bytes again, the same bytes as long as
+        // the file does not change, which mapping it already requires (see
+        // `file_bytes`). So the borrows of the mapping stay valid. The range is
+        // within the map. A failure only means the pages stay resident.
+        let _ = unsafe {
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+        };
+    }
+}
+
+/// [`Bytes`] shared between a reader that owns them and whoever releases the
+/// pages it has read ([`Bytes::release`]).
+#[derive(Clone)]
+pub struct SharedBytes(std::sync::Arc<Bytes>);
+
+impl SharedBytes {
+    /// Shares `bytes`.
+    pub fn new(bytes: Bytes) -> SharedBytes {
+        SharedBytes(std::sync::Arc::new(bytes))
+    }
+
+    /// [`Bytes::release`].
+    pub fn release(&self, range: std::ops::Range<usize>) {
+        self.0.release(range);
+    }
+}
+
+impl AsRef<[u8]> for SharedBytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
 /// The bytes of an open file `name`: mapped when it is a large regular file, read
 /// otherwise.
 pub fn file_bytes(file: &File, name: &str) -> Result<Bytes> {
@@ -303,6 +353,48 @@ pub fn read_all(path: &Path, family: Family) -> Result<Bytes> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// Resident KiB of the mapping that starts at `addr`, from /proc/self/smaps.
+    #[cfg(target_os = "linux")]
+    fn resident_kib(addr: usize) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut lines = smaps.lines();
+        while let Some(line) = lines.next() {
+            let start = line.split('-').next().unwrap_or("");
+            if usize::from_str_radix(start, 16) == Ok(addr) {
+                for l in lines.by_ref() {
+                    if let Some(kb) = l.strip_prefix("Rss:") {
+                        return kb.trim().trim_end_matches(" kB").parse().unwrap();
+                    }
+                }
+            }
+        }
+        panic!("no mapping at {addr:#x}")
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn released_pages_leave_the_process_and_read_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.bin");
+        let data: Vec<u8> = (0..8u32 << 20).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let bytes = file_bytes(&File::open(&path).unwrap(), "t.bin").unwrap();
+        assert!(matches!(bytes, Bytes::Mapped(_)));
+        let addr = bytes.as_ptr() as usize;
+        assert_eq!(&bytes[..], &data[..]);
+        assert!(resident_kib(addr) >= 8 << 10, "{} KiB", resident_kib(addr));
+        // Not page-aligned ends: only the whole pages inside go.
+        bytes.release(100..(6 << 20) + 100);
+        let left = resident_kib(addr);
+        assert!(left <= (2 << 10) + 8, "{left} KiB still resident");
+        assert_eq!(&bytes[..], &data[..]);
+        SharedBytes::new(bytes).release(0..usize::MAX);
+        // Bytes read into memory are kept as they are.
+        let owned = Bytes::Owned(data.clone());
+        owned.release(0..data.len());
+        assert_eq!(&owned[..], &data[..]);
+    }
 
     #[test]
     fn kinds() {

@@ -102,14 +102,22 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
 /// into memory (the analyses read a trace more than once), a large file is
 /// memory-mapped.
 pub fn open(path: &Path) -> Result<Reader<'static>> {
-    let reader = if input::is_stdin(path) {
-        Reader::from_read(input::open_stream(path, Family::Memtrace)?)
-    } else {
-        let head = input::open_stream(path, Family::Memtrace)?;
-        drop(head);
-        Reader::from_owner(input::read_all(path, Family::Memtrace)?).map_err(OpenError::from)
-    };
-    reader.map_err(|e| open_error(path, e))
+    open_shared(path).map(|(reader, _)| reader)
+}
+
+/// [`open`], and the reader's bytes when they are a file's (not standard input's),
+/// shared so that the pages a pass has read can be released as it goes.
+pub fn open_shared(path: &Path) -> Result<(Reader<'static>, Option<input::SharedBytes>)> {
+    if input::is_stdin(path) {
+        let reader = Reader::from_read(input::open_stream(path, Family::Memtrace)?);
+        return Ok((reader.map_err(|e| open_error(path, e))?, None));
+    }
+    let head = input::open_stream(path, Family::Memtrace)?;
+    drop(head);
+    let bytes = input::SharedBytes::new(input::read_all(path, Family::Memtrace)?);
+    let reader =
+        Reader::from_owner(bytes.clone()).map_err(|e| open_error(path, OpenError::from(e)))?;
+    Ok((reader, Some(bytes)))
 }
 
 /// The error of a trace whose trace-info packet cannot be read.

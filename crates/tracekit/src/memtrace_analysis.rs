@@ -18,10 +18,11 @@ use tracekit_analysis::render::TraceFile;
 use tracekit_fxt::io::FinishError;
 use tracekit_memtrace::Reader;
 
+use crate::common::input::SharedBytes;
 use crate::common::output::{OutputFile, Stdout, print, write_file};
 use crate::common::print_json;
 use crate::common::{PROGRESS_THRESHOLD_BYTES, input, progress_bar, progress_spinner};
-use crate::memtrace::open;
+use crate::memtrace::open_shared;
 
 /// How sizes are estimated; shown in every analysis command's help.
 const SIZES: &str = "Sizes are estimates in bytes: memtrace samples allocated words at the trace's \
@@ -142,9 +143,13 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
 }
 
 /// Progress of the passes over `reader`: one bar, its message the pass's stage.
-fn progress(size_bytes: u64) -> impl FnMut(Stage, u64) {
+/// With the trace's `bytes`, the pages a pass has read are released as it goes
+/// (in steps of [`RELEASE_STEP`]), so that a mapped trace does not end up
+/// resident whole on top of the analysis's own memory.
+fn progress(size_bytes: u64, bytes: Option<SharedBytes>) -> impl FnMut(Stage, u64) {
     let bar = progress_bar(size_bytes, Stage::Analysing.describe(), false);
     let mut stage = Stage::Analysing;
+    let mut released = 0usize;
     // Dropped with the closure, the bar clears itself.
     move |s, pos| {
         if s != stage {
@@ -154,8 +159,22 @@ fn progress(size_bytes: u64) -> impl FnMut(Stage, u64) {
             bar.enable_steady_tick(std::time::Duration::from_millis(200));
         }
         bar.set_position(pos);
+        if let Some(bytes) = &bytes {
+            let pos = usize::try_from(pos).unwrap_or(usize::MAX);
+            if pos < released {
+                // Another pass, from the start.
+                released = 0;
+            }
+            if pos - released >= RELEASE_STEP {
+                bytes.release(released..pos);
+                released = pos;
+            }
+        }
     }
 }
+
+/// How far a pass reads between two releases of the pages behind it.
+const RELEASE_STEP: usize = 64 << 20;
 
 /// The pass's warnings (each skipped packet once, however many passes were made).
 fn warn(path: &Path, p: &Pass) {
@@ -185,9 +204,10 @@ fn finish(path: &Path, p: &Pass) -> ExitCode {
 fn ask<T>(
     path: &Path,
     reader: &mut Reader<'_>,
+    bytes: Option<SharedBytes>,
     query: impl FnOnce(&mut Reader<'_>, Progress<'_>) -> Result<T, QueryError>,
 ) -> Result<T> {
-    let mut progress = progress(reader.size_bytes());
+    let mut progress = progress(reader.size_bytes(), bytes);
     let answer = query(reader, &mut progress);
     drop(progress);
     answer.map_err(|e| match e {
@@ -214,8 +234,8 @@ fn require_svg(path: &Path, flag: &str) -> Result<()> {
 
 fn top(args: TopArgs) -> Result<ExitCode> {
     args.query.filter.filter()?;
-    let mut reader = open(&args.file)?;
-    let answer = ask(&args.file, &mut reader, |r, p| args.query.run(r, p))?;
+    let (mut reader, bytes) = open_shared(&args.file)?;
+    let answer = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
     let info = TraceFile::new(input::display(&args.file), reader.info());
     match args.json {
         true => print_json(&answer.json(&info))?,
@@ -237,8 +257,8 @@ fn timeline(args: TimelineArgs) -> Result<ExitCode> {
     if let Some(plot) = &args.plot {
         require_svg(plot, "--plot")?;
     }
-    let mut reader = open(&args.file)?;
-    let answer = ask(&args.file, &mut reader, |r, p| args.query.run(r, p))?;
+    let (mut reader, bytes) = open_shared(&args.file)?;
+    let answer = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
     let info = TraceFile::new(input::display(&args.file), reader.info());
     if let Some(plot) = &args.plot {
         write_file(plot, &[&args.file], &answer.svg(&info))?;
@@ -259,8 +279,8 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
     if let Some(out) = &args.svg {
         require_svg(out, "--svg")?;
     }
-    let mut reader = open(&args.file)?;
-    let answer = ask(&args.file, &mut reader, |r, p| args.query.run(r, p))?;
+    let (mut reader, bytes) = open_shared(&args.file)?;
+    let answer = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
     if let Some(out) = &args.svg {
         let info = TraceFile::new(input::display(&args.file), reader.info());
         let spinner = post_pass(&reader, "drawing");
@@ -279,8 +299,8 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
 
 fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
     args.query.filter.filter()?;
-    let mut reader = open(&args.file)?;
-    let pass = ask(&args.file, &mut reader, |r, p| args.query.run(r, p))?;
+    let (mut reader, bytes) = open_shared(&args.file)?;
+    let pass = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
     let mut file = OutputFile::create(&args.output, &[&args.file])?;
     // The spinner counts the bytes: `--big 200000` writes backtraces for seconds.
     let spinner = post_pass(&reader, "writing");
@@ -312,8 +332,8 @@ pub fn fxt_write_error(path: &Path, e: FinishError) -> anyhow::Error {
 fn diff(args: DiffArgs) -> Result<ExitCode> {
     args.query.filter.filter()?;
     let analyse = |path: &Path| -> Result<(Reader<'static>, Pass)> {
-        let mut reader = open(path)?;
-        let pass = ask(path, &mut reader, |r, p| args.query.pass(r, p))?;
+        let (mut reader, bytes) = open_shared(path)?;
+        let pass = ask(path, &mut reader, bytes, |r, p| args.query.pass(r, p))?;
         Ok((reader, pass))
     };
     let (ra, pa) = analyse(&args.a)?;
