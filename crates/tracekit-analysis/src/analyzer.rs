@@ -3,8 +3,9 @@
 //! backtrace. Everything the subcommands print is derived from the resulting
 //! [`Profile`].
 //!
-//! Memory is bounded by the number of live sampled objects (one `LiveObject` each),
-//! plus the backtrace trie and one [`SiteCounts`] per distinct allocating backtrace,
+//! Memory is bounded by the number of live sampled objects (16 bytes each, see
+//! `live`), plus the backtrace trie and one entry of the [`SiteTable`] per distinct
+//! allocating backtrace (its [`SiteCounts`], or a single weight for a flame graph),
 //! plus fixed-size buffers (timeline buckets, the peak reorder buffer, the `--big`
 //! heap). Nothing is kept per event.
 
@@ -13,8 +14,9 @@ use std::collections::BinaryHeap;
 
 use crate::backtrace::{BacktraceId, Backtraces};
 use crate::curve::{Peak, PeakTracker, Timeline};
-use crate::live::LiveTable;
+use crate::live::{LiveObject, LiveObjects};
 use crate::sampling::Sampling;
+use crate::sites::{PerSite, SiteCounts, SiteTable};
 use crate::symbols::FrameSkip;
 use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, LocationCode, ObjId, Timedelta};
 
@@ -146,6 +148,8 @@ pub struct Options {
     /// How a pass over a reader ([`crate::passes::analyze`]) spreads its work; the
     /// [`Analyzer`] itself ignores it.
     pub threads: Threads,
+    /// What to keep per site: every count, or only what a flame graph weighs.
+    pub per_site: PerSite,
 }
 
 impl Options {
@@ -170,73 +174,9 @@ impl Default for Options {
             timeline_buckets: 1 << 14,
             domains: Vec::new(),
             threads: Threads::Auto,
+            per_site: PerSite::All,
         }
     }
-}
-
-/// Counts for one backtrace (or, summed, for a site or the whole trace). All sizes are
-/// in samples; [`Sampling`] turns them into estimated bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct SiteCounts {
-    /// Allocation events (sampled objects).
-    pub allocs: u64,
-    /// Samples allocated.
-    pub samples: u64,
-    /// Samples allocated, by [`AllocationSource`] (minor, major, external).
-    pub samples_by_source: [u64; 3],
-    /// Words of the sampled objects themselves (`length`).
-    pub words: u64,
-    /// Sampled objects that were promoted to the major heap.
-    pub promoted: u64,
-    /// Sampled objects collected.
-    pub collected_allocs: u64,
-    /// Samples collected.
-    pub collected: u64,
-    /// Sampled objects live at [`Options::live_at`].
-    pub live_at_allocs: u64,
-    /// Samples live at [`Options::live_at`].
-    pub live_at: u64,
-}
-
-impl SiteCounts {
-    /// Samples still live at the end of the trace.
-    pub fn live_end(&self) -> u64 {
-        self.samples.saturating_sub(self.collected)
-    }
-
-    /// Objects still live at the end of the trace.
-    pub fn live_end_allocs(&self) -> u64 {
-        self.allocs.saturating_sub(self.collected_allocs)
-    }
-
-    /// Adds `other` into `self`.
-    pub fn add(&mut self, other: &SiteCounts) {
-        self.allocs += other.allocs;
-        self.samples += other.samples;
-        for (a, b) in self
-            .samples_by_source
-            .iter_mut()
-            .zip(other.samples_by_source)
-        {
-            *a += b;
-        }
-        self.words += other.words;
-        self.promoted += other.promoted;
-        self.collected_allocs += other.collected_allocs;
-        self.collected += other.collected;
-        self.live_at_allocs += other.live_at_allocs;
-        self.live_at += other.live_at;
-    }
-}
-
-/// A sampled object between its allocation and its collection.
-#[derive(Clone, Copy, Debug)]
-struct LiveObject {
-    samples: u64,
-    time: Timedelta,
-    site: u32,
-    domain: DomainId,
-    promoted: bool,
 }
 
 /// One of the largest allocations.
@@ -290,11 +230,11 @@ pub struct Analyzer {
     /// Per trie node its site, when the trie is grown elsewhere
     /// ([`Analyzer::push_alloc_interned`]); empty otherwise (the trie's nodes hold it).
     site_of: Vec<u32>,
-    sites: Vec<(BacktraceId, SiteCounts)>,
+    sites: SiteTable,
     /// Per trie node, whether the location predicate holds on the path: 0 unknown,
     /// 1 no, 2 yes.
     node_match: Vec<u8>,
-    live: LiveTable<LiveObject>,
+    live: LiveObjects,
     timeline: Timeline,
     timeline_on: bool,
     /// The filter keeps every allocation.
@@ -330,6 +270,7 @@ impl Analyzer {
         let min_words = options.filter.min_size_bytes.div_ceil(word_bytes);
         let big_only = options.interns_big_only();
         Analyzer {
+            sites: SiteTable::new(options.per_site),
             timeline: Timeline::new(options.timeline_buckets),
             timeline_on: options.timeline_buckets > 0,
             keep_all: options.filter.is_empty(),
@@ -340,9 +281,8 @@ impl Analyzer {
             min_words,
             backtraces: Backtraces::new(),
             site_of: Vec::new(),
-            sites: Vec::new(),
             node_match: Vec::new(),
-            live: LiveTable::new(),
+            live: LiveObjects::new(),
             big: BinaryHeap::new(),
             big_floor: None,
             big_only,
@@ -380,15 +320,10 @@ impl Analyzer {
     pub fn promote(&mut self, time: Timedelta, obj_id: ObjId) {
         self.counts.promotes += 1;
         self.see(time);
-        match self.live.get_mut(obj_id.get()) {
-            Some(obj) if !obj.promoted => {
-                obj.promoted = true;
-                if let Some((_, c)) = self.sites.get_mut(obj.site as usize) {
-                    c.promoted += 1;
-                }
-            }
-            Some(_) => {}
-            None => self.counts.untracked += 1,
+        match self.live.promote(obj_id.get()) {
+            Ok(Some(site)) => self.sites.promoted(site),
+            Ok(None) => {}
+            Err(()) => self.counts.untracked += 1,
         }
     }
 
@@ -472,8 +407,8 @@ impl Analyzer {
     /// Takes the trie that [`Analyzer::push_alloc_interned`]'s ids are nodes of.
     pub(crate) fn adopt_backtraces(&mut self, backtraces: Backtraces) {
         self.backtraces = backtraces;
-        for (i, (bt, _)) in self.sites.iter().enumerate() {
-            self.backtraces.set_site(*bt, i as u32);
+        for i in 0..self.sites.len() {
+            self.backtraces.set_site(self.sites.backtrace(i), i as u32);
         }
         self.site_of = Vec::new();
     }
@@ -536,13 +471,7 @@ impl Analyzer {
             return;
         }
         let site = self.site(bt);
-        if let Some((_, c)) = self.sites.get_mut(site as usize) {
-            c.allocs += 1;
-            c.samples = c.samples.saturating_add(a.nsamples);
-            let s = &mut c.samples_by_source[a.source as usize];
-            *s = s.saturating_add(a.nsamples);
-            c.words = c.words.saturating_add(a.length);
-        }
+        self.sites.allocated(site, a.nsamples, a.source, a.length);
         if self.timeline_on {
             self.timeline.allocated(time, a.domain, a.nsamples);
         }
@@ -647,7 +576,7 @@ impl Analyzer {
         }
         let s = u32::try_from(self.sites.len()).unwrap_or(NO_SITE);
         if s != NO_SITE {
-            self.sites.push((bt, SiteCounts::default()));
+            self.sites.push(bt);
             self.backtraces.set_site(bt, s);
         }
         s
@@ -667,7 +596,7 @@ impl Analyzer {
         }
         let s = u32::try_from(self.sites.len()).unwrap_or(NO_SITE);
         if s != NO_SITE {
-            self.sites.push((bt, SiteCounts::default()));
+            self.sites.push(bt);
             self.site_of[i] = s;
         }
         s
@@ -726,14 +655,7 @@ impl Analyzer {
             Some(t) => obj.time <= t && t < end,
             None => false,
         };
-        if let Some((_, c)) = self.sites.get_mut(obj.site as usize) {
-            c.collected_allocs += 1;
-            c.collected = c.collected.saturating_add(obj.samples);
-            if live_at {
-                c.live_at_allocs += 1;
-                c.live_at = c.live_at.saturating_add(obj.samples);
-            }
-        }
+        self.sites.collected(obj.site, obj.samples, live_at);
         if self.timeline_on {
             self.timeline.freed(end, obj.domain, obj.samples);
         }
@@ -755,18 +677,12 @@ impl Analyzer {
         let live_objects_at_end = self.live.len() as u64;
         if let Some(t) = self.options.live_at {
             for obj in self.live.values() {
-                if obj.time <= t
-                    && let Some((_, c)) = self.sites.get_mut(obj.site as usize)
-                {
-                    c.live_at_allocs += 1;
-                    c.live_at = c.live_at.saturating_add(obj.samples);
+                if obj.time <= t {
+                    self.sites.live_at_end(obj.site, obj.samples);
                 }
             }
         }
-        let mut totals = SiteCounts::default();
-        for (_, c) in &self.sites {
-            totals.add(c);
-        }
+        let totals = self.sites.totals();
         let mut big: Vec<BigAlloc> = self.big.into_iter().map(|Reverse(b)| b).collect();
         big.sort_by(|a, b| {
             (b.length, b.nsamples)
@@ -800,7 +716,7 @@ pub struct Profile {
     /// The interned backtraces.
     pub backtraces: Backtraces,
     /// Counts per allocating backtrace, in order of first allocation.
-    pub sites: Vec<(BacktraceId, SiteCounts)>,
+    pub sites: SiteTable,
     /// Sum over all sites.
     pub totals: SiteCounts,
     /// Live heap and allocations over time.

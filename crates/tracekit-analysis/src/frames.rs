@@ -20,10 +20,11 @@ use std::io;
 use rustc_hash::FxHashMap;
 use tracekit_memtrace::{LocationCode, LocationLookup};
 
-use crate::analyzer::{Profile, SiteCounts};
+use crate::analyzer::Profile;
 use crate::backtrace::BacktraceId;
 use crate::idtable::IdTable;
 use crate::sampling::Sampling;
+use crate::sites::SiteCounts;
 use crate::symbols::{EMPTY_BACKTRACE, FrameLabel, entry_labels};
 
 /// Not mapped yet.
@@ -98,10 +99,10 @@ impl FrameTree {
         weight: impl Fn(&SiteCounts) -> u64,
     ) -> FrameTree {
         let mut b = Builder::new(profile, symbols, options);
-        for (bt, counts) in &profile.sites {
-            let w = weight(counts);
+        for (bt, counts) in profile.sites.iter() {
+            let w = weight(&counts);
             if w > 0 {
-                let node = b.node_of(*bt);
+                let node = b.node_of(bt);
                 b.tree.add(node, w);
             }
         }
@@ -127,7 +128,7 @@ impl FrameTree {
         let ids = profile
             .sites
             .iter()
-            .map(|(bt, _)| FrameId(b.node_of(*bt)))
+            .map(|(bt, _)| FrameId(b.node_of(bt)))
             .collect();
         (ids, b.tree.nodes.len())
     }
@@ -510,7 +511,8 @@ mod tests {
     use super::*;
     use crate::analyzer::Options;
     use crate::report::GroupBy;
-    use crate::report::{FoldOptions, Rank, Weight, rank_sites, sites_skipping, top_skipping};
+    use crate::report::{FoldOptions, Rank, rank_sites, sites_skipping, top_skipping};
+    use crate::sites::Weight;
     use crate::symbols::FrameSkip;
     use crate::{Pass, passes};
     use std::collections::HashMap;
@@ -534,12 +536,12 @@ mod tests {
     /// The folded stacks the slow way: a string per site, merged in a map.
     fn naive(p: &Pass, symbols: &dyn LocationLookup, o: FoldOptions) -> Vec<(String, u64)> {
         let mut stacks: HashMap<String, u64> = HashMap::new();
-        for (bt, counts) in &p.profile.sites {
-            let w = o.weight.of(counts);
+        for (bt, counts) in p.profile.sites.iter() {
+            let w = o.weight.of(&counts);
             if w == 0 {
                 continue;
             }
-            let codes = p.profile.backtraces.codes(*bt);
+            let codes = p.profile.backtraces.codes(bt);
             let mut frames: Vec<String> = Vec::new();
             for code in &codes {
                 let mut labels = Vec::new();

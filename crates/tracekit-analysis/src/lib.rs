@@ -27,18 +27,19 @@ pub mod query;
 pub mod render;
 pub mod report;
 pub mod sampling;
+pub mod sites;
 pub mod svg;
 pub mod symbols;
 pub mod time;
 pub mod units;
 
 pub use analyzer::{
-    Analyzer, BigAlloc, EventCounts, Filter, FilterError, Options, Profile, SiteCounts,
-    analyze_events,
+    Analyzer, BigAlloc, EventCounts, Filter, FilterError, Options, Profile, analyze_events,
 };
 pub use backtrace::{BacktraceId, Backtraces};
 pub use curve::{Peak, PeakTracker, Timeline, TimelinePoint};
 pub use passes::{Pass, Threads, analyze};
 pub use sampling::Sampling;
+pub use sites::{PerSite, SiteCounts, SiteTable, Weight};
 pub use time::{TimeParseError, parse_time};
 pub use units::{SizeParseError, parse_bytes};

@@ -11,6 +11,7 @@
 //! number of live objects: at most four slots and one slab entry per live object.
 
 use rustc_hash::FxHashMap;
+use tracekit_memtrace::{DomainId, Timedelta};
 
 use crate::huge;
 
@@ -279,10 +280,229 @@ impl<T: Copy> LiveTable<T> {
     }
 }
 
+/// A sampled object between its allocation and its collection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LiveObject {
+    pub(crate) samples: u64,
+    pub(crate) time: Timedelta,
+    pub(crate) site: u32,
+    pub(crate) domain: DomainId,
+    pub(crate) promoted: bool,
+}
+
+/// A [`LiveObject`] in 16 bytes rather than 24: a long trace can hold tens of
+/// millions, most of an analysis's memory. The time (48 bits of microseconds,
+/// four years either way) shares a word with the domain, the samples have 32
+/// bits and the site 31, next to the promoted flag. An object that does not fit
+/// is kept whole aside ([`LiveObjects`]), its packed entry marked by
+/// [`OVERSIZE`] samples.
+#[derive(Clone, Copy, Debug)]
+struct Packed {
+    time_domain: u64,
+    samples: u32,
+    site_promoted: u32,
+}
+
+/// The samples of a packed entry whose object is kept whole aside.
+const OVERSIZE: u32 = u32::MAX;
+/// The packed site of an object charged to no site (`u32::MAX` unpacked).
+const PACKED_NO_SITE: u32 = (1 << 31) - 1;
+const PROMOTED: u32 = 1 << 31;
+
+impl Packed {
+    fn new(o: &LiveObject) -> Option<Packed> {
+        let t = o.time.as_micros();
+        let time_domain = ((t as u64) << 16) | u64::from(o.domain.get());
+        let site = match o.site {
+            u32::MAX => PACKED_NO_SITE,
+            s if s < PACKED_NO_SITE => s,
+            _ => return None,
+        };
+        let fits = (time_domain as i64) >> 16 == t && o.samples < u64::from(OVERSIZE);
+        fits.then_some(Packed {
+            time_domain,
+            samples: o.samples as u32,
+            site_promoted: site | if o.promoted { PROMOTED } else { 0 },
+        })
+    }
+
+    /// The object, unless it is kept aside.
+    fn get(self) -> Option<LiveObject> {
+        if self.samples == OVERSIZE {
+            return None;
+        }
+        let site = match self.site_promoted & !PROMOTED {
+            PACKED_NO_SITE => u32::MAX,
+            s => s,
+        };
+        Some(LiveObject {
+            samples: u64::from(self.samples),
+            time: Timedelta::from_micros((self.time_domain as i64) >> 16),
+            site,
+            domain: DomainId::new(self.time_domain as u16),
+            promoted: self.site_promoted & PROMOTED != 0,
+        })
+    }
+}
+
+/// The live objects by id: packed in a [`LiveTable`], and those that do not
+/// pack whole in a hash map.
+#[derive(Debug)]
+pub(crate) struct LiveObjects {
+    table: LiveTable<Packed>,
+    oversize: FxHashMap<u64, LiveObject>,
+}
+
+/// The packed entry of an object kept aside.
+const ASIDE: Packed = Packed {
+    time_domain: 0,
+    samples: OVERSIZE,
+    site_promoted: 0,
+};
+
+impl LiveObjects {
+    pub(crate) fn new() -> Self {
+        LiveObjects {
+            table: LiveTable::new(),
+            oversize: FxHashMap::default(),
+        }
+    }
+
+    /// Number of live objects.
+    pub(crate) fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// The object a packed entry of `id` stands for.
+    fn unpack(&mut self, id: u64, p: Packed) -> Option<LiveObject> {
+        p.get().or_else(|| self.oversize.remove(&id))
+    }
+
+    /// Adds `obj` under `id`, returning the object that had it.
+    #[inline]
+    pub(crate) fn insert(&mut self, id: u64, obj: LiveObject) -> Option<LiveObject> {
+        let (packed, aside) = match Packed::new(&obj) {
+            Some(p) => (p, None),
+            None => (ASIDE, Some(obj)),
+        };
+        let old = self.table.insert(id, packed);
+        let old = old.and_then(|p| self.unpack(id, p));
+        if let Some(obj) = aside {
+            self.oversize.insert(id, obj);
+        }
+        old
+    }
+
+    /// Removes and returns the object `id`.
+    #[inline]
+    pub(crate) fn remove(&mut self, id: u64) -> Option<LiveObject> {
+        let p = self.table.remove(id)?;
+        self.unpack(id, p)
+    }
+
+    /// Marks the object `id` promoted, returning its site if it was not yet;
+    /// `Err(())` if there is no such object.
+    #[inline]
+    pub(crate) fn promote(&mut self, id: u64) -> Result<Option<u32>, ()> {
+        let p = self.table.get_mut(id).ok_or(())?;
+        if p.samples == OVERSIZE {
+            let obj = self.oversize.get_mut(&id).ok_or(())?;
+            return Ok((!std::mem::replace(&mut obj.promoted, true)).then_some(obj.site));
+        }
+        if p.site_promoted & PROMOTED != 0 {
+            return Ok(None);
+        }
+        p.site_promoted |= PROMOTED;
+        Ok(p.get().map(|o| o.site))
+    }
+
+    /// Every live object.
+    pub(crate) fn values(&self) -> impl Iterator<Item = LiveObject> + '_ {
+        let packed = self.table.values().filter_map(|p| p.get());
+        packed.chain(self.oversize.values().copied())
+    }
+}
+
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn a_packed_object_is_16_bytes() {
+        assert_eq!(std::mem::size_of::<Packed>(), 16);
+    }
+
+    #[test]
+    fn objects_come_back_whole_packed_or_aside() {
+        let obj = |samples, time, site, promoted| LiveObject {
+            samples,
+            time: Timedelta::from_micros(time),
+            site,
+            domain: DomainId::new(7),
+            promoted,
+        };
+        let edge = [
+            obj(1, 0, 0, false),
+            obj(
+                u64::from(u32::MAX) - 1,
+                (1 << 47) - 1,
+                PACKED_NO_SITE - 1,
+                true,
+            ),
+            obj(3, -(1 << 47), u32::MAX, false),
+            // These do not pack.
+            obj(u64::from(u32::MAX), 5, 1, false),
+            obj(u64::MAX, 5, 1, true),
+            obj(2, 1 << 47, 1, false),
+            obj(2, i64::MIN, 1, false),
+            obj(2, 5, PACKED_NO_SITE, false),
+            obj(2, 5, u32::MAX - 1, false),
+        ];
+        for (i, o) in edge.iter().enumerate() {
+            assert_eq!(Packed::new(o).is_some(), i < 3, "{o:?}");
+        }
+        let mut live = LiveObjects::new();
+        for (id, o) in edge.iter().enumerate() {
+            assert_eq!(live.insert(id as u64, *o), None);
+        }
+        assert_eq!(live.len(), edge.len());
+        let mut all: Vec<LiveObject> = live.values().collect();
+        all.sort_by_key(|o| (o.samples, o.time, o.site));
+        let mut expected = edge.to_vec();
+        expected.sort_by_key(|o| (o.samples, o.time, o.site));
+        assert_eq!(all, expected);
+        // Promotion, once, packed or aside; an unknown id is an error.
+        for id in [0u64, 3] {
+            assert_eq!(live.promote(id), Ok(Some(edge[id as usize].site)));
+            assert_eq!(live.promote(id), Ok(None));
+        }
+        assert_eq!(live.promote(1), Ok(None), "promoted at allocation");
+        assert_eq!(live.promote(99), Err(()));
+        // A reused id gives back the old object, the new one replacing it aside.
+        let again = obj(u64::MAX - 1, 9, 2, false);
+        let old = live.insert(4, again).unwrap();
+        assert_eq!((old.samples, old.promoted), (u64::MAX, true));
+        assert_eq!(
+            live.insert(3, edge[0]).map(|o| o.samples),
+            Some(u64::from(u32::MAX))
+        );
+        for (id, o) in edge.iter().enumerate() {
+            let want = match id {
+                3 => edge[0],
+                4 => again,
+                0 => LiveObject {
+                    promoted: true,
+                    ..*o
+                },
+                _ => *o,
+            };
+            assert_eq!(live.remove(id as u64), Some(want), "{id}");
+        }
+        assert_eq!(live.len(), 0);
+        assert_eq!(live.values().count(), 0);
+    }
 
     proptest::proptest! {
         #[test]

@@ -21,7 +21,8 @@ use crate::curve::TimelinePoint;
 use crate::frames::FrameTree;
 use crate::passes::{self, Pass, Progress, Stage};
 use crate::render::{self, DiffContext, TopContext, TraceFile};
-use crate::report::{self, DiffRow, FoldOptions, GroupBy, Rank, Top, Unit, Weight};
+use crate::report::{self, DiffRow, FoldOptions, GroupBy, Rank, Top, Unit};
+use crate::sites::{PerSite, Weight};
 use crate::svg::human_bytes;
 use crate::symbols::{FrameLabel, FrameSkip};
 
@@ -401,18 +402,19 @@ impl FlameQuery {
         let filter = self.filter.filter()?;
         let peak = whole_peak(self.peak, reader, &mut *progress)?;
         let at = peak.map(|p| p.time).or(self.at);
-        let options = Options {
-            filter,
-            live_at: at,
-            timeline_buckets: 0,
-            ..Options::default()
-        };
-        let pass = self.filter.pass(reader, options, false, &mut *progress);
         let weight = match (at, self.live_end) {
             (Some(_), _) => Weight::LiveAt,
             (None, true) => Weight::LiveEnd,
             (None, false) => Weight::Allocated,
         };
+        let options = Options {
+            filter,
+            live_at: at,
+            timeline_buckets: 0,
+            per_site: PerSite::Weight(weight),
+            ..Options::default()
+        };
+        let pass = self.filter.pass(reader, options, false, &mut *progress);
         let unit = match self.samples {
             true => Unit::Samples,
             false => Unit::Bytes,

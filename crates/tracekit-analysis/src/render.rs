@@ -6,11 +6,12 @@ use std::fmt::Write;
 
 use serde_json::{Value, json};
 
-use crate::analyzer::{Profile, SiteCounts};
+use crate::analyzer::Profile;
 use crate::curve::TimelinePoint;
 use crate::frames::{FrameTree, Unit};
 use crate::report::{DiffRow, GroupBy, Rank, Top};
 use crate::sampling::Sampling;
+use crate::sites::SiteCounts;
 use crate::svg::human_bytes;
 use tracekit_memtrace::{AllocationSource, Info, Timedelta};
 
@@ -605,7 +606,7 @@ pub fn diff_json(
 
 /// Folded stacks as JSON, serialized as they are walked (no document in memory):
 /// `{"stacks": [{"frames", "weight"}], "total", "unit", "weight"}`; `what` says what
-/// the weights measure ([`Weight::describe`](crate::report::Weight::describe)).
+/// the weights measure ([`Weight::describe`](crate::sites::Weight::describe)).
 pub fn folded_json<'a>(tree: &'a FrameTree, unit: Unit, what: &'a str) -> FoldedJson<'a> {
     FoldedJson {
         stacks: Stacks(tree),
@@ -731,7 +732,8 @@ pub fn flame_graph_svg(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::report::{Unit, Weight};
+    use crate::report::Unit;
+    use crate::sites::Weight;
 
     #[test]
     fn folded_stacks_as_text_and_json() {

@@ -7,12 +7,13 @@
 
 use std::collections::HashMap;
 
-use crate::analyzer::{Profile, SiteCounts};
+use crate::analyzer::Profile;
 use crate::backtrace::BacktraceId;
 pub use crate::frames::Unit;
 use crate::frames::{FrameTree, TreeOptions};
+use crate::sites::{SiteCounts, Weight};
 use crate::symbols::{FrameLabel, FrameSkip, entry_labels, leaf_label, site_label};
-use tracekit_memtrace::{LocationCode, LocationLookup, Timedelta};
+use tracekit_memtrace::{LocationCode, LocationLookup};
 
 /// How allocations are grouped into sites.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -87,11 +88,11 @@ pub fn sites_skipping(
         GroupBy::File => FrameLabel::File,
     };
     let mut codes = Vec::new();
-    for (bt, counts) in &profile.sites {
+    for (bt, counts) in profile.sites.iter() {
         let name = site_name(
             profile,
             symbols,
-            *bt,
+            bt,
             label,
             skip,
             &mut codes,
@@ -100,19 +101,19 @@ pub fn sites_skipping(
         if by == GroupBy::Backtrace {
             out.push(Site {
                 name,
-                backtrace: Some(backtrace_frames(profile, symbols, *bt, &mut codes)),
-                counts: *counts,
+                backtrace: Some(backtrace_frames(profile, symbols, bt, &mut codes)),
+                counts,
             });
             continue;
         }
         match index.get(&name) {
-            Some(&i) => out[i].counts.add(counts),
+            Some(&i) => out[i].counts.add(&counts),
             None => {
                 index.insert(name.clone(), out.len());
                 out.push(Site {
                     name,
                     backtrace: None,
-                    counts: *counts,
+                    counts,
                 });
             }
         }
@@ -182,8 +183,8 @@ fn backtrace_frames(
 pub fn lineless_share(profile: &Profile, symbols: &dyn LocationLookup, skip: &FrameSkip) -> f64 {
     let mut codes = Vec::new();
     let (mut lineless, mut all) = (0u64, 0u64);
-    for (bt, counts) in &profile.sites {
-        profile.backtraces.codes_into(*bt, &mut codes);
+    for (bt, counts) in profile.sites.iter() {
+        profile.backtraces.codes_into(bt, &mut codes);
         all += counts.samples;
         if crate::symbols::site_has_line(symbols, &codes, skip) == Some(false) {
             lineless += counts.samples;
@@ -301,15 +302,15 @@ fn top_backtraces(
             }
             Some(first) => merged
                 .entry(first)
-                .or_insert_with(|| profile.sites[first as usize].1)
-                .add(&profile.sites[i as usize].1),
+                .or_insert_with(|| profile.sites.counts(first as usize))
+                .add(&profile.sites.counts(i as usize)),
             None => {}
         }
     }
     drop((leader, ids));
     let counts = |i: u32| match merged.get(&i) {
         Some(c) => *c,
-        None => profile.sites[i as usize].1,
+        None => profile.sites.counts(i as usize),
     };
     if rank != Rank::Allocated {
         groups.retain(|&i| rank.of(&counts(i)) > 0);
@@ -331,7 +332,7 @@ fn top_backtraces(
     let mut sites: Vec<Site> = groups[..head]
         .iter()
         .map(|&i| {
-            let bt = profile.sites[i as usize].0;
+            let bt = profile.sites.backtrace(i as usize);
             let label = FrameLabel::Location;
             Site {
                 name: site_name(
@@ -460,40 +461,6 @@ pub fn diff_skipping(
     rows
 }
 
-/// Which quantity a flame graph weighs stacks by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Weight {
-    /// Bytes allocated.
-    Allocated,
-    /// Bytes live at the profile's `live_at` time.
-    LiveAt,
-    /// Bytes live at the end.
-    LiveEnd,
-}
-
-impl Weight {
-    /// This weight of a site, in samples.
-    pub fn of(self, c: &SiteCounts) -> u64 {
-        match self {
-            Weight::Allocated => c.samples,
-            Weight::LiveAt => c.live_at,
-            Weight::LiveEnd => c.live_end(),
-        }
-    }
-
-    /// What the weight is, in words: `allocated`, `live at 1.5s`, `live at the peak
-    /// (1.5s)`, `live at the end`. `at` is the profile's `live_at` time, `at_peak`
-    /// whether that is the heap's peak.
-    pub fn describe(self, at: Option<Timedelta>, at_peak: bool) -> String {
-        match (self, at) {
-            (Weight::LiveAt, Some(t)) if at_peak => format!("live at the peak ({t})"),
-            (Weight::LiveAt, Some(t)) => format!("live at {t}"),
-            (Weight::LiveEnd, _) => "live at the end".to_string(),
-            _ => "allocated".to_string(),
-        }
-    }
-}
-
 /// How to fold stacks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FoldOptions {
@@ -553,7 +520,7 @@ mod tests {
     use super::*;
     use crate::Sampling;
     use crate::analyzer::{Options, analyze_events};
-    use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, Location, ObjId};
+    use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, Location, ObjId, Timedelta};
 
     type LocationTable = HashMap<LocationCode, Vec<Location>>;
 

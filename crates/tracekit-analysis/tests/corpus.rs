@@ -7,9 +7,10 @@ mod dump;
 
 use std::collections::HashMap;
 
+use tracekit_analysis::Weight;
 use tracekit_analysis::fxt::{FxtOptions, write_trace};
 use tracekit_analysis::render::{self, TopContext, TraceFile};
-use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank, Unit, Weight};
+use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank, Unit};
 use tracekit_analysis::symbols::FrameLabel;
 use tracekit_analysis::{Options, Pass, Threads, analyze};
 use tracekit_memtrace::Reader;

@@ -295,7 +295,10 @@ mod tests {
             };
             let (mean, max) = depths(&config);
             let d = depth as f64;
-            assert!(mean > 0.5 * d && mean < 1.5 * d, "depth {depth}: mean {mean}");
+            assert!(
+                mean > 0.5 * d && mean < 1.5 * d,
+                "depth {depth}: mean {mean}"
+            );
             assert!(max > depth * 3 / 2, "depth {depth}: deepest {max}");
         }
     }

@@ -3,7 +3,8 @@
 //! distinct backtraces. Their memory must grow with the trie of distinct backtraces
 //! (a node per new frame), not with a string or a copy per backtrace: before the frame
 //! tree, `flamegraph` needed 6.6x and `top --by backtrace` 32x `top`'s memory on a
-//! 1 M-allocation sample trace.
+//! 1 M-allocation sample trace; before a flame graph's pass kept one weight per
+//! site, 2.7x.
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -34,21 +35,27 @@ fn peak_rss_kib(args: &[&str]) -> i64 {
 }
 
 #[test]
-fn backtrace_keyed_analyses_stay_within_3x_of_top() {
+fn backtrace_keyed_analyses_stay_within_bounds_of_top() {
     let dir = std::env::temp_dir().join(format!("tracekit-memory-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let trace: PathBuf = dir.join("sample.ctf");
     let t = trace.to_str().unwrap();
     peak_rss_kib(&["memtrace", "sample", t, "--allocs", "1000000"]);
     let top = peak_rss_kib(&["memtrace", "top", t]);
-    for args in [
-        &["memtrace", "flamegraph", t][..],
-        &["memtrace", "top", "--by", "backtrace", t][..],
+    // A flame graph keeps one weight per distinct backtrace; `top --by backtrace`
+    // every count (88 bytes), which is most of its memory (2.5x top's here).
+    for (args, bound) in [
+        (&["memtrace", "flamegraph", t][..], 2),
+        (
+            &["memtrace", "flamegraph", "--frames", "location", t][..],
+            2,
+        ),
+        (&["memtrace", "top", "--by", "backtrace", t][..], 3),
     ] {
         let rss = peak_rss_kib(args);
         eprintln!("{args:?}: {rss} KiB, top: {top} KiB");
         assert!(
-            rss <= 3 * top,
+            rss <= bound * top,
             "{args:?}: {rss} KiB against top's {top} KiB"
         );
     }

@@ -1,0 +1,319 @@
+//! What a pass counts per allocation site: [`SiteCounts`], the quantities a
+//! report shows, and [`SiteTable`], which holds them per distinct allocating
+//! backtrace in the order of first allocation.
+//!
+//! A deep trace has millions of distinct backtraces, and a full [`SiteCounts`]
+//! is 88 bytes. A flame graph weighs each by one quantity ([`Weight`]), so a
+//! pass for one keeps that quantity alone ([`PerSite::Weight`]): 12 bytes a
+//! site with its backtrace id instead of 92, which is most of what a flame
+//! graph of a large trace holds. The table still sums every count over all
+//! sites, so the totals a report prints are whole either way.
+
+use tracekit_memtrace::{AllocationSource, Timedelta};
+
+use crate::backtrace::BacktraceId;
+
+/// Counts for one backtrace (or, summed, for a site or the whole trace). All sizes are
+/// in samples; [`Sampling`] turns them into estimated bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SiteCounts {
+    /// Allocation events (sampled objects).
+    pub allocs: u64,
+    /// Samples allocated.
+    pub samples: u64,
+    /// Samples allocated, by [`AllocationSource`] (minor, major, external).
+    pub samples_by_source: [u64; 3],
+    /// Words of the sampled objects themselves (`length`).
+    pub words: u64,
+    /// Sampled objects that were promoted to the major heap.
+    pub promoted: u64,
+    /// Sampled objects collected.
+    pub collected_allocs: u64,
+    /// Samples collected.
+    pub collected: u64,
+    /// Sampled objects live at [`Options::live_at`].
+    pub live_at_allocs: u64,
+    /// Samples live at [`Options::live_at`].
+    pub live_at: u64,
+}
+
+impl SiteCounts {
+    /// Samples still live at the end of the trace.
+    pub fn live_end(&self) -> u64 {
+        self.samples.saturating_sub(self.collected)
+    }
+
+    /// Objects still live at the end of the trace.
+    pub fn live_end_allocs(&self) -> u64 {
+        self.allocs.saturating_sub(self.collected_allocs)
+    }
+
+    /// Adds `other` into `self`.
+    pub fn add(&mut self, other: &SiteCounts) {
+        self.allocs += other.allocs;
+        self.samples += other.samples;
+        for (a, b) in self
+            .samples_by_source
+            .iter_mut()
+            .zip(other.samples_by_source)
+        {
+            *a += b;
+        }
+        self.words += other.words;
+        self.promoted += other.promoted;
+        self.collected_allocs += other.collected_allocs;
+        self.collected += other.collected;
+        self.live_at_allocs += other.live_at_allocs;
+        self.live_at += other.live_at;
+    }
+}
+
+/// Which quantity a flame graph weighs stacks by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Weight {
+    /// Bytes allocated.
+    Allocated,
+    /// Bytes live at the profile's `live_at` time.
+    LiveAt,
+    /// Bytes live at the end.
+    LiveEnd,
+}
+
+impl Weight {
+    /// This weight of a site, in samples.
+    pub fn of(self, c: &SiteCounts) -> u64 {
+        match self {
+            Weight::Allocated => c.samples,
+            Weight::LiveAt => c.live_at,
+            Weight::LiveEnd => c.live_end(),
+        }
+    }
+
+    /// What the weight is, in words: `allocated`, `live at 1.5s`, `live at the peak
+    /// (1.5s)`, `live at the end`. `at` is the profile's `live_at` time, `at_peak`
+    /// whether that is the heap's peak.
+    pub fn describe(self, at: Option<Timedelta>, at_peak: bool) -> String {
+        match (self, at) {
+            (Weight::LiveAt, Some(t)) if at_peak => format!("live at the peak ({t})"),
+            (Weight::LiveAt, Some(t)) => format!("live at {t}"),
+            (Weight::LiveEnd, _) => "live at the end".to_string(),
+            _ => "allocated".to_string(),
+        }
+    }
+}
+
+/// What a pass keeps for each site.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PerSite {
+    /// Every count ([`SiteCounts`]).
+    #[default]
+    All,
+    /// One quantity; the other counts of a site read as 0 (the totals stay
+    /// whole).
+    Weight(Weight),
+}
+
+/// Per distinct allocating backtrace its counts, in order of first allocation
+/// (a site's index is its place in that order). All sizes are in samples.
+#[derive(Clone, Debug, Default)]
+pub struct SiteTable {
+    keep: PerSite,
+    ids: Vec<BacktraceId>,
+    /// With [`PerSite::All`].
+    counts: Vec<SiteCounts>,
+    /// With [`PerSite::Weight`].
+    weights: Vec<u64>,
+    /// With [`PerSite::Weight`], the sum of every count over all sites (with
+    /// [`PerSite::All`] it is summed at the end).
+    totals: SiteCounts,
+}
+
+impl SiteTable {
+    /// An empty table keeping `keep`.
+    pub fn new(keep: PerSite) -> SiteTable {
+        SiteTable {
+            keep,
+            ..SiteTable::default()
+        }
+    }
+
+    /// What the table keeps per site.
+    pub fn keeps(&self) -> PerSite {
+        self.keep
+    }
+
+    /// Number of sites.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether there is no site.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The backtrace of site `i` (`i < len`).
+    pub fn backtrace(&self, i: usize) -> BacktraceId {
+        self.ids[i]
+    }
+
+    /// The counts of site `i` (`i < len`); with [`PerSite::Weight`] only that
+    /// weight's quantity is set (`samples` for [`Weight::Allocated`] and
+    /// [`Weight::LiveEnd`], `live_at` for [`Weight::LiveAt`]), so that
+    /// [`Weight::of`] reads it back.
+    pub fn counts(&self, i: usize) -> SiteCounts {
+        match self.keep {
+            PerSite::All => self.counts[i],
+            PerSite::Weight(Weight::LiveAt) => SiteCounts {
+                live_at: self.weights[i],
+                ..SiteCounts::default()
+            },
+            PerSite::Weight(_) => SiteCounts {
+                samples: self.weights[i],
+                ..SiteCounts::default()
+            },
+        }
+    }
+
+    /// Every site's backtrace and counts ([`SiteTable::counts`]), in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (BacktraceId, SiteCounts)> + '_ {
+        (0..self.len()).map(|i| (self.ids[i], self.counts(i)))
+    }
+
+    /// The sum over all sites of every count.
+    pub fn totals(&self) -> SiteCounts {
+        match self.keep {
+            PerSite::All => {
+                let mut t = SiteCounts::default();
+                for c in &self.counts {
+                    t.add(c);
+                }
+                t
+            }
+            PerSite::Weight(_) => self.totals,
+        }
+    }
+
+    /// Adds a site for `bt`, returning its index.
+    pub(crate) fn push(&mut self, bt: BacktraceId) -> usize {
+        crate::huge::push(&mut self.ids, bt);
+        match self.keep {
+            PerSite::All => crate::huge::push(&mut self.counts, SiteCounts::default()),
+            PerSite::Weight(_) => crate::huge::push(&mut self.weights, 0),
+        }
+        self.ids.len() - 1
+    }
+
+    /// Applies `f` to the counts of site `i` (if there is one). With
+    /// [`PerSite::Weight`], `f` changes the totals instead, and the site's
+    /// weight moves by as much as the totals' weight did.
+    #[inline(always)]
+    fn change(&mut self, i: u32, f: impl Fn(&mut SiteCounts)) {
+        match self.keep {
+            PerSite::All => {
+                if let Some(c) = self.counts.get_mut(i as usize) {
+                    f(c);
+                }
+            }
+            PerSite::Weight(w) => {
+                if let Some(slot) = self.weights.get_mut(i as usize) {
+                    let before = w.of(&self.totals);
+                    f(&mut self.totals);
+                    // The site's weight moves as the change moved the totals' weight.
+                    *slot = slot.wrapping_add(w.of(&self.totals).wrapping_sub(before));
+                }
+            }
+        }
+    }
+
+    /// An allocation of `samples` samples and `words` words from `source` at
+    /// site `i`.
+    #[inline(always)]
+    pub(crate) fn allocated(&mut self, i: u32, samples: u64, source: AllocationSource, words: u64) {
+        self.change(i, |c| {
+            c.allocs += 1;
+            c.samples = c.samples.saturating_add(samples);
+            let s = &mut c.samples_by_source[source as usize];
+            *s = s.saturating_add(samples);
+            c.words = c.words.saturating_add(words);
+        });
+    }
+
+    /// A promotion of an object of site `i`.
+    #[inline(always)]
+    pub(crate) fn promoted(&mut self, i: u32) {
+        self.change(i, |c| c.promoted += 1);
+    }
+
+    /// The collection of an object of `samples` samples of site `i`, which was
+    /// live at the pass's `live_at` time if `live_at`.
+    #[inline(always)]
+    pub(crate) fn collected(&mut self, i: u32, samples: u64, live_at: bool) {
+        self.change(i, |c| {
+            c.collected_allocs += 1;
+            c.collected = c.collected.saturating_add(samples);
+            if live_at {
+                c.live_at_allocs += 1;
+                c.live_at = c.live_at.saturating_add(samples);
+            }
+        });
+    }
+
+    /// An object of `samples` samples of site `i` never collected, live at the
+    /// pass's `live_at` time.
+    pub(crate) fn live_at_end(&mut self, i: u32, samples: u64) {
+        self.change(i, |c| {
+            c.live_at_allocs += 1;
+            c.live_at = c.live_at.saturating_add(samples);
+        });
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::analyzer::Options;
+    use crate::passes::{Threads, analyze};
+    use tracekit_memtrace::Reader;
+    use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+
+    #[test]
+    fn a_table_of_one_weight_keeps_that_weight_and_whole_totals() {
+        let config = SynthConfig {
+            allocs: 20_000,
+            depth: 12,
+            ..SynthConfig::default()
+        };
+        let bytes = write_synthetic(Vec::new(), &config).unwrap();
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let live_at = Some(Timedelta::from_micros(30_000));
+        for threads in [Threads::One, Threads::Two] {
+            let options = |per_site| Options {
+                live_at,
+                per_site,
+                threads,
+                ..Options::default()
+            };
+            let all = analyze(&mut reader, options(PerSite::All), None, &mut |_, _| {}).profile;
+            assert!(all.sites.len() > 1000);
+            for w in [Weight::Allocated, Weight::LiveAt, Weight::LiveEnd] {
+                let one = analyze(
+                    &mut reader,
+                    options(PerSite::Weight(w)),
+                    None,
+                    &mut |_, _| {},
+                )
+                .profile;
+                assert_eq!(one.sites.keeps(), PerSite::Weight(w));
+                assert_eq!(one.totals, all.totals, "{w:?}");
+                assert_eq!(one.sites.totals(), all.sites.totals(), "{w:?}");
+                let weights = |p: &crate::Profile| -> Vec<(BacktraceId, u64)> {
+                    p.sites.iter().map(|(bt, c)| (bt, w.of(&c))).collect()
+                };
+                assert_eq!(weights(&one), weights(&all), "{w:?} {threads:?}");
+                assert!(weights(&all).iter().any(|&(_, x)| x > 0), "{w:?}");
+            }
+        }
+    }
+}
