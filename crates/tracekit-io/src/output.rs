@@ -30,6 +30,9 @@ static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
 /// act on, and tracekit carries on with what it wrote.
 static CHILD_HANDLES_INTERRUPTS: AtomicBool = AtomicBool::new(false);
 
+/// Set by an interrupt once [`stop_on_interrupt`] was called.
+static STOP: Mutex<Option<std::sync::Arc<AtomicBool>>> = Mutex::new(None);
+
 #[derive(PartialEq, Eq)]
 enum Pending {
     File(PathBuf),
@@ -48,6 +51,10 @@ pub fn install_interrupt_handler() {
         if CHILD_HANDLES_INTERRUPTS.load(Ordering::SeqCst) {
             return;
         }
+        if let Some(stop) = STOP.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            stop.store(true, Ordering::SeqCst);
+            return;
+        }
         // Holding the lock also waits for a rename in progress to finish.
         let mut list = pending();
         for p in list.drain(..) {
@@ -59,6 +66,14 @@ pub fn install_interrupt_handler() {
         eprintln!("tracekit: interrupted; no output was written");
         std::process::exit(130);
     });
+}
+
+/// From now on, an interrupt (Ctrl-C, SIGTERM, SIGHUP) sets the returned flag
+/// rather than ending the process: for a command that runs until interrupted
+/// (a server) and then stops by itself, cleanly.
+pub fn stop_on_interrupt() -> std::sync::Arc<AtomicBool> {
+    let mut stop = STOP.lock().unwrap_or_else(|e| e.into_inner());
+    std::sync::Arc::clone(stop.get_or_insert_with(Default::default))
 }
 
 /// While alive, Ctrl-C is left to a child process (which receives it from the

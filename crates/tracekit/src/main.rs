@@ -13,6 +13,7 @@ mod fxt;
 mod memtrace;
 mod memtrace_analysis;
 mod perf;
+mod view;
 
 use std::process::ExitCode;
 

@@ -64,6 +64,9 @@ pub enum Command {
         #[arg(long)]
         recursive: bool,
     },
+    /// Serve the trace's analyses to a web browser: info, memory graph, filter,
+    /// top sites, flame graph, comparison
+    View(crate::view::ViewArgs),
     #[command(flatten)]
     Analysis(crate::memtrace_analysis::Command),
 }
@@ -94,6 +97,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
                 ..SynthConfig::default()
             },
         ),
+        Command::View(args) => crate::view::run(args),
         Command::Analysis(cmd) => crate::memtrace_analysis::run(cmd),
     }
 }

@@ -1,0 +1,457 @@
+// tracekit view: the page. Every figure comes from the server's /api/
+// endpoints, which answer what `tracekit memtrace <subcommand> --json` prints;
+// the page turns the filter into that subcommand's options.
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+const state = {
+  from: '', to: '', live: '', at: '', minsize: '', location: '',
+  sources: ['minor', 'major', 'external'], tab: 'top', zoom: [], orient: 'icicle',
+  sort: 'bytes',
+};
+let info = null;
+let full = null;        // the unfiltered timeline
+let features = { compare: false };
+let generation = 0;     // answers to an older filter are dropped
+
+// ---- the URL holds the view -------------------------------------------------
+
+function saveState() {
+  const p = new URLSearchParams();
+  for (const k of ['from', 'to', 'live', 'at', 'minsize', 'location', 'tab', 'orient', 'sort']) {
+    if (state[k]) p.set(k, state[k]);
+  }
+  if (state.sources.length !== 3) p.set('sources', state.sources.join(','));
+  if (state.zoom.length) p.set('zoom', JSON.stringify(state.zoom));
+  const hash = '#' + p.toString();
+  if (location.hash !== hash) history.replaceState(null, '', hash);
+}
+
+function loadState() {
+  const p = new URLSearchParams(location.hash.slice(1));
+  for (const k of ['from', 'to', 'live', 'at', 'minsize', 'location', 'tab', 'orient', 'sort']) {
+    if (p.has(k)) state[k] = p.get(k);
+  }
+  if (p.has('sources')) state.sources = p.get('sources').split(',').filter(Boolean);
+  try { state.zoom = p.has('zoom') ? JSON.parse(p.get('zoom')) : []; } catch (e) { state.zoom = []; }
+}
+
+// ---- the filter as command-line options ---------------------------------------
+
+function filterArgs() {
+  const a = [];
+  if (state.from || state.to) {
+    a.push('--between', state.from || '0s', state.to || (info.duration_us / 1e6) + 's');
+  }
+  if (state.minsize) a.push('--min-size', state.minsize);
+  if (state.location) a.push('--location', state.location);
+  if (state.sources.length !== 3) {
+    for (const s of state.sources) a.push('--source', s);
+  }
+  return a;
+}
+
+function liveArgs(flame) {
+  if (state.live === 'peak') return ['--peak'];
+  if (state.live === 'at' && state.at) return ['--at', state.at];
+  if (state.live === 'end' && flame) return ['--live-end'];
+  return [];
+}
+
+async function api(endpoint, args) {
+  const q = new URLSearchParams();
+  for (const a of args) q.append('arg', a);
+  const r = await fetch('/api/' + endpoint + '?' + q.toString());
+  const text = await r.text();
+  if (!r.ok) throw new Error(text);
+  return JSON.parse(text);
+}
+
+function setStatus(msg, error) {
+  $('status').textContent = msg || '';
+  $('status').className = error ? 'error' : '';
+}
+
+// ---- formatting -------------------------------------------------------------------
+
+function bytes(n) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  let v = n;
+  while (Math.abs(v) >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  return (i === 0 ? v.toFixed(0) : v.toFixed(1)) + ' ' + units[i];
+}
+const pct = (x) => (100 * x).toFixed(1) + '%';
+const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'text') e.textContent = v; else e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c);
+  return e;
+}
+
+// ---- info ---------------------------------------------------------------------------
+
+function renderInfo() {
+  const bytesPerSample = info.word_size / 8 / info.sample_rate;
+  const rows = [
+    ['executable', info.executable_name], ['pid', info.pid],
+    ['host', info.host_name], ['word size', info.word_size + ' bits'],
+    ['start time', info.start_time], ['duration', (info.duration_us / 1e6).toFixed(3) + ' s'],
+    ['sample rate', `${Number(info.sample_rate.toPrecision(6))} (1/${Math.round(bytesPerSample)} bytes)`],
+    ['context', info.context === null ? '(none)' : info.context],
+    ['allocations', info.allocs + ` (${info.minor} minor, ${info.major} major, ${info.external} external)`],
+    ['events', info.events],
+  ];
+  const dl = el('dl');
+  for (const [k, v] of rows) dl.append(el('dt', { text: k }), el('dd', { text: String(v) }));
+  $('info').replaceChildren(dl);
+  $('title').textContent = info.file;
+}
+
+// ---- memory graph --------------------------------------------------------------------
+
+const G = { left: 60, right: 10, top: 10, bottom: 22 };
+
+function graphScale() {
+  const svg = $('graph');
+  const w = svg.clientWidth || 800;
+  const h = svg.clientHeight || 180;
+  const tmax = info.duration_us / 1e6 || 1;
+  const ymax = Math.max(1, ...full.points.map((p) => p.live_bytes));
+  return {
+    w, h, tmax, ymax,
+    x: (t) => G.left + (w - G.left - G.right) * t / tmax,
+    y: (v) => h - G.bottom - (h - G.top - G.bottom) * v / ymax,
+    t: (px) => Math.min(tmax, Math.max(0, (px - G.left) / (w - G.left - G.right) * tmax)),
+  };
+}
+
+function area(points, s, key) {
+  if (!points.length) return '';
+  let d = `M${s.x(0)},${s.y(0)}`;
+  for (const p of points) d += `L${s.x(p.time_s)},${s.y(p[key])}`;
+  d += `L${s.x(points[points.length - 1].time_s)},${s.y(0)}Z`;
+  return d;
+}
+
+function renderGraph(filtered) {
+  const s = graphScale();
+  const svg = $('graph');
+  const ns = 'http://www.w3.org/2000/svg';
+  const path = (cls, d) => { const p = document.createElementNS(ns, 'path'); p.setAttribute('class', cls); p.setAttribute('d', d); return p; };
+  const text = (x, y, t, anchor) => { const e = document.createElementNS(ns, 'text'); e.setAttribute('x', x); e.setAttribute('y', y); if (anchor) e.setAttribute('text-anchor', anchor); e.textContent = t; return e; };
+  const parts = [path('full', area(full.points, s, 'live_bytes'))];
+  if (filtered) parts.push(path('filtered', area(filtered.points, s, 'live_bytes')));
+  if ($('show-rate').checked) {
+    const rmax = Math.max(1, ...full.points.map((p) => p.alloc_rate_bytes_per_s));
+    let d = '';
+    for (const p of full.points) d += (d ? 'L' : 'M') + s.x(p.time_s) + ',' + (s.h - G.bottom - (s.h - G.top - G.bottom) * p.alloc_rate_bytes_per_s / rmax);
+    parts.push(path('rate', d));
+  }
+  if (state.from || state.to) {
+    const a = s.x(parseTime(state.from) ?? 0);
+    const b = s.x(parseTime(state.to) ?? s.tmax);
+    const r = document.createElementNS(ns, 'rect');
+    r.setAttribute('class', 'range'); r.setAttribute('x', Math.min(a, b)); r.setAttribute('y', G.top);
+    r.setAttribute('width', Math.abs(b - a)); r.setAttribute('height', s.h - G.top - G.bottom);
+    parts.push(r);
+  }
+  parts.push(text(G.left - 4, G.top + 10, bytes(s.ymax), 'end'), text(G.left - 4, s.h - G.bottom, '0', 'end'),
+    text(G.left, s.h - 6, '0 s'), text(s.w - G.right, s.h - 6, s.tmax.toFixed(2) + ' s', 'end'));
+  svg.replaceChildren(...parts);
+}
+
+function parseTime(t) {
+  if (!t) return null;
+  const m = /^([0-9.]+)\s*(us|µs|ms|s|m|h)?$/.exec(t.trim());
+  if (!m) return null;
+  const k = { us: 1e-6, 'µs': 1e-6, ms: 1e-3, s: 1, m: 60, h: 3600 }[m[2] || 's'];
+  return parseFloat(m[1]) * k;
+}
+
+function setupDrag() {
+  const svg = $('graph');
+  let start = null;
+  svg.addEventListener('mousedown', (e) => { start = e.offsetX; });
+  svg.addEventListener('mouseup', (e) => {
+    if (start === null) return;
+    const s = graphScale();
+    const [a, b] = [start, e.offsetX].sort((x, y) => x - y);
+    start = null;
+    if (b - a < 3) return;
+    state.from = s.t(a).toFixed(6) + 's';
+    state.to = s.t(b).toFixed(6) + 's';
+    state.zoom = [];
+    writeForm();
+    refresh();
+  });
+}
+
+// ---- filter form -------------------------------------------------------------------
+
+function writeForm() {
+  $('f-from').value = state.from; $('f-to').value = state.to;
+  $('f-live').value = state.live; $('f-at').value = state.at;
+  $('f-minsize').value = state.minsize; $('f-location').value = state.location;
+  for (const c of document.querySelectorAll('input[name=source]')) c.checked = state.sources.includes(c.value);
+}
+
+function readForm() {
+  state.from = $('f-from').value.trim(); state.to = $('f-to').value.trim();
+  state.live = $('f-live').value; state.at = $('f-at').value.trim();
+  state.minsize = $('f-minsize').value.trim(); state.location = $('f-location').value.trim();
+  state.sources = [...document.querySelectorAll('input[name=source]:checked')].map((c) => c.value);
+}
+
+// ---- views -------------------------------------------------------------------------
+
+async function renderTop(gen) {
+  const t = await api('top', [...liveArgs(false), '--limit', '100', ...filterArgs()]);
+  if (gen !== generation) return;
+  const live = t.at_s !== null;
+  const cols = [['name', 'site'], ['bytes', 'allocated'], ['allocs', 'allocs'], ['share', 'share'],
+    ['live_end_bytes', 'live at end']];
+  if (live) cols.splice(1, 0, ['live_at_bytes', t.at_peak ? 'live at peak' : 'live at ' + t.at_s + ' s']);
+  const sites = [...t.sites];
+  const key = cols.some(([k]) => k === state.sort) ? state.sort : null;
+  if (key && key !== 'name') sites.sort((a, b) => b[key] - a[key]);
+  const head = el('tr', {}, ...cols.map(([k, label]) => {
+    const th = el('th', { class: k === 'name' ? 'name' : '', text: label });
+    th.addEventListener('click', () => { state.sort = k; saveState(); renderTop(generation); });
+    return th;
+  }));
+  const rows = sites.map((s) => el('tr', {}, ...cols.map(([k]) => {
+    const v = s[k];
+    const txt = k === 'name' ? v : k === 'share' ? pct(v) : k.endsWith('bytes') ? bytes(v) : String(v);
+    return el('td', { class: k === 'name' ? 'name' : '', text: txt });
+  })));
+  const table = el('table', { id: 'top-table' }, el('thead', {}, head), el('tbody', {}, ...rows));
+  const summary = el('p', { text: `${t.sites.length} sites shown` + (t.others.sites ? `, ${t.others.sites} more (${bytes(t.others.bytes)})` : '') });
+  $('view').replaceChildren(summary, table);
+  keyboardRows(table);
+}
+
+// The folded stacks of the filter, as a tree: {name, total, self, children: Map}.
+let stacksCache = { key: null, tree: null };
+async function stackTree(gen) {
+  const args = [...liveArgs(true), ...filterArgs()];
+  const key = JSON.stringify(args);
+  if (stacksCache.key === key) return stacksCache.tree;
+  const f = await api('flamegraph', args);
+  if (gen !== generation) return null;
+  const root = { name: 'all', total: 0, self: 0, children: new Map() };
+  for (const s of f.stacks) {
+    let n = root;
+    n.total += s.weight;
+    for (const fr of s.frames) {
+      let c = n.children.get(fr);
+      if (!c) { c = { name: fr, total: 0, self: 0, children: new Map(), parent: n }; n.children.set(fr, c); }
+      c.total += s.weight;
+      n = c;
+    }
+    n.self += s.weight;
+  }
+  root.unit = f.unit;
+  stacksCache = { key, tree: root };
+  return root;
+}
+
+function zoomNode(root) {
+  let n = root;
+  for (const name of state.zoom) {
+    const c = n.children.get(name);
+    if (!c) return { node: n, path: state.zoom.slice(0, state.zoom.indexOf(name)) };
+    n = c;
+  }
+  return { node: n, path: state.zoom };
+}
+
+async function renderFlame(gen) {
+  const root = await stackTree(gen);
+  if (!root || gen !== generation) return;
+  const { node, path } = zoomNode(root);
+  const crumbs = el('span', { id: 'crumbs' });
+  const names = ['all', ...path];
+  names.forEach((name, i) => {
+    const a = el('a', { text: name });
+    a.addEventListener('click', () => { state.zoom = path.slice(0, i); saveState(); renderFlame(generation); });
+    crumbs.append(i ? ' › ' : '', a);
+  });
+  const orient = el('select', { id: 'orient' }, el('option', { value: 'icicle', text: 'icicle (callers on top)' }), el('option', { value: 'flame', text: 'flame (callers below)' }));
+  orient.value = state.orient;
+  orient.addEventListener('change', () => { state.orient = orient.value; saveState(); renderFlame(generation); });
+  const total = el('span', { id: 'flame-total', 'data-total': String(root.total), text: `total ${root.unit === 'bytes' ? bytes(root.total) : root.total + ' samples'}; shown ${root.unit === 'bytes' ? bytes(node.total) : node.total}` });
+  const bar = el('div', { id: 'flame-bar' }, crumbs, orient, total);
+  const box = el('div', { id: 'flame' });
+  $('view').replaceChildren(bar, box);
+  const width = box.clientWidth || 1000;
+  const rows = [];
+  const place = (n, depth, x0, w) => {
+    if (w < 0.5) return;
+    rows.push([n, depth, x0, w]);
+    let x = x0;
+    for (const c of [...n.children.values()].sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const cw = n.total ? w * c.total / n.total : 0;
+      place(c, depth + 1, x, cw);
+      x += cw;
+    }
+  };
+  place(node, 0, 0, width);
+  const depthMax = rows.reduce((m, r) => Math.max(m, r[1]), 0);
+  box.style.height = (depthMax + 1) * 17 + 'px';
+  for (const [n, depth, x, w] of rows) {
+    const d = el('div', { title: `${n.name}\n${root.unit === 'bytes' ? bytes(n.total) : n.total} (${pct(n.total / (root.total || 1))})`, text: n.name });
+    const y = state.orient === 'flame' ? (depthMax - depth) * 17 : depth * 17;
+    d.style.left = x + 'px'; d.style.top = y + 'px'; d.style.width = w + 'px';
+    d.style.background = `hsl(${20 + (hash(n.name) % 40)}, 80%, ${60 + (hash(n.name) % 15)}%)`;
+    d.addEventListener('click', () => {
+      const p = [];
+      for (let m = n; m && m.parent; m = m.parent) p.unshift(m.name);
+      state.zoom = p;
+      saveState();
+      renderFlame(generation);
+    });
+    box.append(d);
+  }
+}
+
+function hash(s) { let h = 0; for (const c of s) h = (h * 31 + c.charCodeAt(0)) >>> 0; return h; }
+
+// Callee tree: the stacks from the callers down; caller tree: from the
+// allocation sites up (every stack reversed).
+async function renderTree(gen, callers) {
+  const root = await stackTree(gen);
+  if (!root || gen !== generation) return;
+  let tree = root;
+  if (callers) {
+    tree = { name: 'all', total: root.total, self: 0, children: new Map() };
+    const walk = (n, path) => {
+      if (n.self) {
+        let m = tree;
+        for (let i = path.length - 1; i >= 0; i--) {
+          let c = m.children.get(path[i]);
+          if (!c) { c = { name: path[i], total: 0, self: 0, children: new Map() }; m.children.set(path[i], c); }
+          c.total += n.self;
+          m = c;
+        }
+      }
+      for (const c of n.children.values()) walk(c, [...path, c.name]);
+    };
+    walk(root, []);
+  }
+  const body = el('tbody');
+  const table = el('table', { class: 'tree', id: callers ? 'caller-table' : 'callee-table' },
+    el('thead', {}, el('tr', {}, el('th', { class: 'name', text: callers ? 'allocation site, then callers' : 'caller, then callees' }), el('th', { text: 'allocated' }), el('th', { text: 'share' }))), body);
+  const addRows = (n, depth, after) => {
+    const kids = [...n.children.values()].sort((a, b) => b.total - a.total);
+    let last = after;
+    for (const c of kids) {
+      const tr = el('tr', {});
+      const toggle = el('span', { class: 'toggle', text: c.children.size ? '▸' : ' ' });
+      tr.append(el('td', { class: 'name' }, ' '.repeat(depth * 2), toggle, c.name),
+        el('td', { text: root.unit === 'bytes' ? bytes(c.total) : String(c.total) }), el('td', { text: pct(c.total / (root.total || 1)) }));
+      tr.expand = () => {
+        if (tr.open || !c.children.size) return;
+        tr.open = addRows(c, depth + 1, tr); toggle.textContent = '▾';
+      };
+      tr.collapse = () => {
+        if (!tr.open) return;
+        let r = tr.nextSibling;
+        while (r && r !== tr.open.nextSibling) { const nx = r.nextSibling; r.remove(); r = nx; }
+        tr.open = null; toggle.textContent = '▸';
+      };
+      tr.addEventListener('click', () => (tr.open ? tr.collapse() : tr.expand()));
+      if (last) last.after(tr); else body.append(tr);
+      last = tr;
+    }
+    return last;
+  };
+  addRows(tree, 0, null);
+  $('view').replaceChildren(el('p', { text: 'click or press → / ← to expand or collapse; ↑ ↓ move' }), table);
+  keyboardRows(table);
+}
+
+function keyboardRows(table) {
+  table.tabIndex = 0;
+  table.addEventListener('keydown', (e) => {
+    const rows = [...table.querySelectorAll('tbody tr')];
+    let i = rows.findIndex((r) => r.classList.contains('selected'));
+    if (e.key === 'ArrowDown') i = Math.min(rows.length - 1, i + 1);
+    else if (e.key === 'ArrowUp') i = Math.max(0, i - 1);
+    else if (e.key === 'ArrowRight' && rows[i] && rows[i].expand) rows[i].expand();
+    else if (e.key === 'ArrowLeft' && rows[i] && rows[i].collapse) rows[i].collapse();
+    else return;
+    e.preventDefault();
+    rows.forEach((r) => r.classList.remove('selected'));
+    if (rows[i]) { rows[i].classList.add('selected'); rows[i].scrollIntoView({ block: 'nearest' }); }
+  });
+}
+
+async function renderCompare(gen) {
+  const d = await api('diff', ['--limit', '100', ...filterArgs()]);
+  if (gen !== generation) return;
+  const rows = d.sites.map((r) => {
+    const delta = r.allocated_bytes_b - r.allocated_bytes_a;
+    return el('tr', {}, el('td', { class: 'name', text: r.site }),
+      el('td', { text: bytes(r.allocated_bytes_a) }), el('td', { text: bytes(r.allocated_bytes_b) }),
+      el('td', { class: delta > 0 ? 'delta-up' : 'delta-down', text: (delta > 0 ? '+' : '') + bytes(delta) }));
+  });
+  const table = el('table', { id: 'compare-table' }, el('thead', {}, el('tr', {}, el('th', { class: 'name', text: 'site' }),
+    el('th', { text: d.a.path }), el('th', { text: d.b.path }), el('th', { text: 'difference' }))), el('tbody', {}, ...rows));
+  $('view').replaceChildren(table);
+}
+
+// ---- putting it together --------------------------------------------------------------
+
+async function refresh() {
+  saveState();
+  const gen = ++generation;
+  setStatus('working…');
+  for (const b of document.querySelectorAll('#tabs button')) b.setAttribute('aria-selected', String(b.dataset.tab === state.tab));
+  try {
+    const args = filterArgs();
+    const filtered = args.length ? await api('timeline', ['--points', '450', ...args]) : null;
+    if (gen !== generation) return;
+    renderGraph(filtered);
+    const peak = full.peak;
+    $('summary').textContent = `peak live heap ${bytes(peak.bytes)} at ${peak.time_s.toFixed(3)} s` +
+      (filtered ? `; filtered: peak ${bytes(filtered.peak.bytes)} at ${filtered.peak.time_s.toFixed(3)} s` : '');
+    const view = { top: renderTop, flame: renderFlame, callees: (g) => renderTree(g, false), callers: (g) => renderTree(g, true), compare: renderCompare }[state.tab] || renderTop;
+    await view(gen);
+    if (gen === generation) setStatus('');
+  } catch (e) {
+    if (gen === generation) setStatus(e.message, true);
+  }
+}
+
+async function main() {
+  loadState();
+  try {
+    [info, full, features] = await Promise.all([api('info', []), api('timeline', ['--points', '450']), fetch('/api/features').then((r) => r.json())]);
+  } catch (e) {
+    setStatus('cannot load the trace: ' + e.message, true);
+    return;
+  }
+  $('compare-tab').hidden = !features.compare;
+  renderInfo();
+  writeForm();
+  setupDrag();
+  $('filter-form').addEventListener('submit', (e) => { e.preventDefault(); readForm(); state.zoom = []; refresh(); });
+  $('reset').addEventListener('click', () => {
+    Object.assign(state, { from: '', to: '', live: '', at: '', minsize: '', location: '', sources: ['minor', 'major', 'external'], zoom: [] });
+    writeForm(); refresh();
+  });
+  $('show-rate').addEventListener('change', () => refresh());
+  for (const b of document.querySelectorAll('#tabs button')) {
+    b.addEventListener('click', () => { state.tab = b.dataset.tab; refresh(); });
+  }
+  window.addEventListener('hashchange', () => { loadState(); writeForm(); refresh(); });
+  window.addEventListener('resize', () => refresh());
+  await refresh();
+  document.body.dataset.ready = 'true';
+}
+
+main();

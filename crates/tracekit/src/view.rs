@@ -1,0 +1,84 @@
+//! `tracekit memtrace view`: serves a trace's analyses to a browser.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use tracekit_view::{Bytes, Served, Trace, Viewer};
+
+use crate::common::input::{self, Family};
+use crate::common::output;
+use crate::common::progress_spinner;
+
+/// Options of `memtrace view`.
+#[derive(Args, Debug)]
+pub struct ViewArgs {
+    /// The trace.
+    file: PathBuf,
+    /// Another trace to compare with (the "Compare" view, as `memtrace diff OTHER FILE`).
+    #[arg(long, value_name = "OTHER")]
+    compare: Option<PathBuf>,
+    /// Port to listen on (default: a free one).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Address to listen on. Anything but a loopback address lets other machines read
+    /// the trace.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    bind: IpAddr,
+    /// Open the page in the default browser.
+    #[arg(long)]
+    open: bool,
+}
+
+/// Reads a trace for serving; its answers name it as the command line did.
+fn load(path: &Path) -> Result<Trace> {
+    let name = input::display(path);
+    let spinner = progress_spinner(&format!("reading {name}"), true, false);
+    let bytes = input::read_all(path, Family::Memtrace)?;
+    let trace = Trace::new(name.clone(), Bytes::new(bytes));
+    spinner.finish_and_clear();
+    trace.map_err(|e| anyhow::anyhow!("{name}: {e}"))
+}
+
+/// Runs `memtrace view`.
+pub fn run(args: ViewArgs) -> Result<ExitCode> {
+    let trace = load(&args.file)?;
+    let compare = args.compare.as_deref().map(load).transpose()?;
+    if !args.bind.is_loopback() {
+        eprintln!(
+            "warning: listening on {}: other machines that reach it can read the trace",
+            args.bind
+        );
+    }
+    let viewer = Viewer::bind(SocketAddr::new(args.bind, args.port))?;
+    let url = viewer.url();
+    output::print(&format!(
+        "serving {} at {url} (Ctrl-C stops)\n",
+        trace.name()
+    ))?;
+    if args.open {
+        open_browser(&url);
+    }
+    let stop = output::stop_on_interrupt();
+    viewer.serve(Arc::new(Served { trace, compare }), stop);
+    eprintln!("stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Starts the user's browser on `url` (`$BROWSER`, else `xdg-open`); a failure is a
+/// warning, the URL is printed anyway.
+fn open_browser(url: &str) {
+    let browser = std::env::var("BROWSER").unwrap_or_else(|_| "xdg-open".to_string());
+    let started = std::process::Command::new(&browser)
+        .arg(url)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .with_context(|| format!("cannot start {browser}"));
+    if let Err(e) = started {
+        eprintln!("warning: {e:#}; open {url} yourself");
+    }
+}

@@ -1,0 +1,255 @@
+//! `tracekit memtrace view` end to end: the server started as a user starts it,
+//! asked over HTTP. Its JSON endpoints answer what the subcommands print with
+//! `--json` for the same options, on every corpus trace; it refuses foreign Host
+//! headers, malformed arguments and paths outside its own; Ctrl-C stops it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+/// A running `tracekit memtrace view`, stopped (with SIGINT) when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start(args: &[&Path]) -> Server {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tracekit"));
+        cmd.args(["memtrace", "view"]);
+        let mut args = args.iter();
+        cmd.arg(args.next().unwrap());
+        if let Some(other) = args.next() {
+            cmd.arg("--compare").arg(other);
+        }
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run tracekit");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        // "serving NAME at http://127.0.0.1:PORT/ (Ctrl-C stops)"
+        let port = line
+            .split("http://127.0.0.1:")
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no URL in {line:?}"));
+        Server { child, port }
+    }
+
+    /// Status and body of `GET path` with `host` as the Host header (default: the
+    /// server's own address).
+    fn get_as(&self, path: &str, host: Option<&str>) -> (u16, String) {
+        let own = format!("127.0.0.1:{}", self.port);
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            host.unwrap_or(&own)
+        )
+        .unwrap();
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw).unwrap();
+        let split = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .expect("no header end");
+        let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
+        let body = &raw[split + 4..];
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        // tiny_http answers with a length, or in chunks for long bodies.
+        let body = if head.contains("transfer-encoding: chunked") {
+            dechunk(body)
+        } else {
+            body.to_vec()
+        };
+        (
+            status,
+            String::from_utf8(body).expect("the body is not UTF-8"),
+        )
+    }
+
+    fn get(&self, path: &str) -> (u16, String) {
+        self.get_as(path, None)
+    }
+
+    fn json(&self, endpoint: &str, args: &[&str]) -> Value {
+        let query: Vec<String> = args.iter().map(|a| format!("arg={}", encode(a))).collect();
+        let (status, body) = self.get(&format!("/api/{endpoint}?{}", query.join("&")));
+        assert_eq!(status, 200, "{endpoint} {args:?}: {body}");
+        serde_json::from_str(&body).unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
+        let status = self.child.wait().unwrap();
+        if !std::thread::panicking() {
+            assert!(status.success(), "view after Ctrl-C: {status}");
+        }
+    }
+}
+
+fn dechunk(mut s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = s.windows(2).position(|w| w == b"\r\n") {
+        let len = std::str::from_utf8(&s[..eol]).unwrap();
+        let n = usize::from_str_radix(len.trim(), 16).unwrap();
+        if n == 0 {
+            break;
+        }
+        let rest = &s[eol + 2..];
+        out.extend_from_slice(&rest[..n]);
+        s = &rest[n + 2..];
+    }
+    out
+}
+
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn cli_json(args: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn corpus_traces() -> Option<Vec<PathBuf>> {
+    let dir = tracekit_testutil::corpus_path("memtrace/traces")?;
+    let mut traces: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ctf"))
+        .collect();
+    traces.sort();
+    assert!(
+        traces.len() >= 8,
+        "corpus traces missing in {}",
+        dir.display()
+    );
+    Some(traces)
+}
+
+#[test]
+fn endpoints_answer_what_the_subcommands_print() {
+    let Some(traces) = corpus_traces() else {
+        tracekit_testutil::skip_without_corpus("endpoints_answer_what_the_subcommands_print");
+        return;
+    };
+    let queries: &[(&str, &[&str])] = &[
+        ("top", &[]),
+        ("top", &["--by", "function", "--limit", "5"]),
+        ("top", &["--peak", "--source", "major"]),
+        ("top", &["--between", "0s", "0.05s", "--min-size", "64"]),
+        ("timeline", &["--points", "450"]),
+        ("timeline", &["--location", "a"]),
+        ("flamegraph", &[]),
+        ("flamegraph", &["--live-end", "--frames", "location"]),
+    ];
+    for t in &traces {
+        let server = Server::start(&[t]);
+        let path = t.to_str().unwrap();
+        let info = server.json("info", &[]);
+        let same = info == cli_json(&["memtrace", "info", "--json", path]);
+        assert!(same, "{path}: info differs from the CLI's");
+        for (endpoint, args) in queries {
+            let mut cli = vec!["memtrace", endpoint, "--json"];
+            cli.extend_from_slice(args);
+            cli.push(path);
+            // Compared without printing them: they can be megabytes.
+            let same = server.json(endpoint, args) == cli_json(&cli);
+            assert!(same, "{path}: {endpoint} {args:?} differs from the CLI's");
+        }
+        assert_eq!(server.get("/api/diff").0, 400, "no --compare");
+    }
+}
+
+#[test]
+fn compare_answers_what_diff_prints() {
+    let Some(traces) = corpus_traces() else {
+        tracekit_testutil::skip_without_corpus("compare_answers_what_diff_prints");
+        return;
+    };
+    let (a, b) = (&traces[0], &traces[traces.len() - 1]);
+    let server = Server::start(&[b, a]);
+    for args in [&[][..], &["--by", "function", "--limit", "3"]] {
+        let mut cli = vec!["memtrace", "diff", "--json"];
+        cli.extend_from_slice(args);
+        cli.extend([a.to_str().unwrap(), b.to_str().unwrap()]);
+        let same = server.json("diff", args) == cli_json(&cli);
+        assert!(same, "diff {args:?} differs from the CLI's");
+    }
+}
+
+#[test]
+fn the_server_refuses_what_it_does_not_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.ctf");
+    let out = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args([
+            "memtrace",
+            "sample",
+            trace.to_str().unwrap(),
+            "--allocs",
+            "2000",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let server = Server::start(&[&trace]);
+    let (status, page) = server.get("/");
+    assert_eq!(status, 200);
+    assert!(page.contains("<script src=\"/app.js\">"));
+    assert_eq!(server.get("/app.js").0, 200);
+    // DNS rebinding: a foreign name for our address.
+    let (status, body) = server.get_as("/api/info", Some("evil.example:80"));
+    assert_eq!((status, body.contains("Host")), (403, true), "{body}");
+    assert_eq!(
+        server
+            .get_as("/", Some(&format!("localhost:{}", server.port)))
+            .0,
+        200
+    );
+    // Malformed arguments: 400 and the option parser's words.
+    let (status, body) = server.get("/api/top?arg=--by&arg=nonsense");
+    assert_eq!(status, 400);
+    assert!(body.contains("nonsense"), "{body}");
+    assert_eq!(server.get("/api/top?arg=--between&arg=2s&arg=1s").0, 400);
+    assert_eq!(server.get("/api/top?file=/etc/passwd").0, 400);
+    assert_eq!(server.get("/api/top?arg=/etc/passwd").0, 400);
+    assert_eq!(server.get("/api/nothing").0, 404);
+    assert_eq!(server.get("/../../etc/passwd").0, 404);
+    assert_eq!(server.get("/%2e%2e/Cargo.toml").0, 404);
+    // Still answering after all that.
+    assert_eq!(
+        server.json("top", &["--limit", "1"])["sites"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
