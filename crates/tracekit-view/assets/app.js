@@ -13,6 +13,7 @@ let info = null;
 let full = null;        // the unfiltered timeline
 let features = { compare: false };
 let generation = 0;     // answers to an older filter are dropped
+let lastFiltered = null; // the filtered timeline drawn last
 
 // ---- the URL holds the view -------------------------------------------------
 
@@ -212,21 +213,21 @@ async function renderTop(gen) {
   const t = await api('top', [...liveArgs(false), '--limit', '100', ...filterArgs()]);
   if (gen !== generation) return;
   const live = t.at_s !== null;
-  const cols = [['name', 'site'], ['bytes', 'allocated'], ['allocs', 'allocs'], ['share', 'share'],
+  const cols = [['site', 'site'], ['bytes', 'allocated'], ['allocs', 'allocs'], ['share', 'share'],
     ['live_end_bytes', 'live at end']];
   if (live) cols.splice(1, 0, ['live_at_bytes', t.at_peak ? 'live at peak' : 'live at ' + t.at_s + ' s']);
   const sites = [...t.sites];
   const key = cols.some(([k]) => k === state.sort) ? state.sort : null;
-  if (key && key !== 'name') sites.sort((a, b) => b[key] - a[key]);
+  if (key && key !== 'site') sites.sort((a, b) => b[key] - a[key]);
   const head = el('tr', {}, ...cols.map(([k, label]) => {
-    const th = el('th', { class: k === 'name' ? 'name' : '', text: label });
+    const th = el('th', { class: k === 'site' ? 'name' : '', text: label });
     th.addEventListener('click', () => { state.sort = k; saveState(); renderTop(generation); });
     return th;
   }));
   const rows = sites.map((s) => el('tr', {}, ...cols.map(([k]) => {
     const v = s[k];
-    const txt = k === 'name' ? v : k === 'share' ? pct(v) : k.endsWith('bytes') ? bytes(v) : String(v);
-    return el('td', { class: k === 'name' ? 'name' : '', text: txt });
+    const txt = k === 'site' ? v : k === 'share' ? pct(v) : k.endsWith('bytes') ? bytes(v) : String(v);
+    return el('td', { class: k === 'site' ? 'name' : '', text: txt });
   })));
   const table = el('table', { id: 'top-table' }, el('thead', {}, head), el('tbody', {}, ...rows));
   const summary = el('p', { text: `${t.sites.length} sites shown` + (t.others.sites ? `, ${t.others.sites} more (${bytes(t.others.bytes)})` : '') });
@@ -415,6 +416,7 @@ async function refresh() {
     const args = filterArgs();
     const filtered = args.length ? await api('timeline', ['--points', '450', ...args]) : null;
     if (gen !== generation) return;
+    lastFiltered = filtered;
     renderGraph(filtered);
     const peak = full.peak;
     $('summary').textContent = `peak live heap ${bytes(peak.bytes)} at ${peak.time_s.toFixed(3)} s` +
@@ -449,7 +451,7 @@ async function main() {
     b.addEventListener('click', () => { state.tab = b.dataset.tab; refresh(); });
   }
   window.addEventListener('hashchange', () => { loadState(); writeForm(); refresh(); });
-  window.addEventListener('resize', () => refresh());
+  window.addEventListener('resize', () => renderGraph(lastFiltered));
   await refresh();
   document.body.dataset.ready = 'true';
 }

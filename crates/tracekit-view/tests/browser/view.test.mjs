@@ -1,0 +1,167 @@
+// `tracekit memtrace view` in a real browser (Debian's chromium, driven by
+// playwright-core): the page's figures against the CLI's, the graph's drag,
+// the filter, the flame graph's zoom, a reload. Screenshots of each view go
+// to target/view-screenshots/.
+//
+//   TRACEKIT=target/release/tracekit CORPUS=../shared/corpus node --test view.test.mjs
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const root = path.resolve(import.meta.dirname, '../../../..');
+const tracekit = path.resolve(root, process.env.TRACEKIT ?? 'target/release/tracekit');
+const corpus = path.resolve(root, process.env.CORPUS ?? '../shared/corpus');
+const trace = path.join(corpus, 'memtrace/traces/synth_v2.ctf');
+const other = path.join(corpus, 'memtrace/traces/lists_hashtbl_v2.ctf');
+const shots = path.join(root, 'target/view-screenshots');
+const browserPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+
+let servers = [];
+let browser;
+
+function serve(args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(tracekit, ['memtrace', 'view', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    servers.push(child);
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.on('exit', (code) => reject(new Error(`view exited with ${code}: ${out}`)));
+  });
+}
+
+function cli(...args) {
+  return JSON.parse(execFileSync(tracekit, ['memtrace', ...args], { maxBuffer: 1 << 28 }).toString());
+}
+
+async function open(url) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on('pageerror', (e) => { throw e; });
+  await page.goto(url);
+  await page.waitForSelector('body[data-ready="true"]');
+  await page.waitForFunction(() => document.getElementById('status').textContent === '');
+  return page;
+}
+
+async function settled(page) {
+  await page.waitForFunction(() => document.getElementById('status').textContent === '');
+}
+
+async function topRows(page) {
+  return page.$$eval('#top-table tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+}
+
+before(async () => {
+  mkdirSync(shots, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: browserPath,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  for (const s of servers) s.kill('SIGINT');
+});
+
+test('the top table is what top --json ranks', async () => {
+  const page = await open(await serve([trace]));
+  const rows = await topRows(page);
+  const expected = cli('top', '--json', '--limit', '100', trace);
+  assert.deepEqual(rows.map((r) => r[0]), expected.sites.map((s) => s.site));
+  assert.deepEqual(rows.map((r) => r[2]), expected.sites.map((s) => String(s.allocs)));
+  const info = await page.textContent('#info');
+  assert.match(info, /0\.001 \(1\/8000 bytes\)/);
+  assert.match(info, /corpus-host/);
+  await page.screenshot({ path: path.join(shots, 'top.png'), fullPage: true });
+  await page.close();
+});
+
+test('a range dragged on the memory graph filters the table as top --between', async () => {
+  const page = await open(await serve([trace]));
+  const box = await page.locator('#graph').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.3, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.6, box.y + box.height / 2, { steps: 5 });
+  await page.mouse.up();
+  await page.waitForFunction(() => location.hash.includes('from='));
+  await settled(page);
+  const hash = new URLSearchParams(await page.evaluate(() => location.hash.slice(1)));
+  const expected = cli('top', '--json', '--limit', '100', '--between', hash.get('from'), hash.get('to'), trace);
+  const rows = await topRows(page);
+  assert.ok(rows.length > 0);
+  assert.deepEqual(rows.map((r) => r[0]), expected.sites.map((s) => s.site));
+  assert.deepEqual(rows.map((r) => r[2]), expected.sites.map((s) => String(s.allocs)));
+  const whole = cli('top', '--json', '--limit', '100', trace);
+  assert.notDeepEqual(rows.map((r) => r[2]), whole.sites.map((s) => String(s.allocs)));
+  await page.screenshot({ path: path.join(shots, 'graph-range.png'), fullPage: true });
+  await page.close();
+});
+
+test('a required function filters the flame graph as flamegraph --location; a click zooms; a reload keeps the view', async () => {
+  const url = await serve([trace]);
+  const page = await open(url);
+  await page.click('button[data-tab="flame"]');
+  await settled(page);
+  await page.fill('#f-location', 'Module_012');
+  await page.click('#apply');
+  await page.waitForFunction(() => location.hash.includes('location='));
+  await settled(page);
+  const total = Number(await page.getAttribute('#flame-total', 'data-total'));
+  const expected = cli('flamegraph', '--json', '--location', 'Module_012', trace);
+  assert.equal(total, expected.total);
+  const unfiltered = cli('flamegraph', '--json', trace);
+  assert.ok(total < unfiltered.total);
+  await page.screenshot({ path: path.join(shots, 'flame.png'), fullPage: true });
+  // Zoom: click the widest frame below the root.
+  const frames = page.locator('#flame div');
+  const before = await frames.count();
+  const widest = await page.$$eval('#flame div', (ds) => {
+    let best = 1;
+    for (let i = 1; i < ds.length; i++) if (parseFloat(ds[i].style.width) > parseFloat(ds[best].style.width) && parseFloat(ds[i].style.width) < parseFloat(ds[0].style.width)) best = i;
+    return best;
+  });
+  const name = await frames.nth(widest).textContent();
+  await frames.nth(widest).click();
+  await page.waitForFunction(() => location.hash.includes('zoom='));
+  const crumbs = await page.textContent('#crumbs');
+  assert.ok(crumbs.endsWith(name), `${crumbs} ends with ${name}`);
+  assert.equal(await page.$eval('#flame div', (d) => d.textContent), name);
+  assert.notEqual(await frames.count(), before);
+  await page.screenshot({ path: path.join(shots, 'flame-zoomed.png'), fullPage: true });
+  // The URL holds the view.
+  const zoomedUrl = page.url();
+  await page.close();
+  const again = await open(zoomedUrl);
+  assert.equal(await again.inputValue('#f-location'), 'Module_012');
+  assert.equal(await again.textContent('#crumbs'), crumbs);
+  assert.equal(await again.getAttribute('button[data-tab="flame"]', 'aria-selected'), 'true');
+  await again.close();
+});
+
+test('callee and caller tables expand; compare shows diff', async () => {
+  const page = await open(await serve([trace, '--compare', other]));
+  for (const [tab, table] of [['callees', '#callee-table'], ['callers', '#caller-table']]) {
+    await page.click(`button[data-tab="${tab}"]`);
+    await settled(page);
+    const rows = page.locator(`${table} tbody tr`);
+    const n = await rows.count();
+    assert.ok(n > 0);
+    await rows.first().click();
+    assert.ok(await rows.count() > n, `${tab}: a click expands`);
+    await page.screenshot({ path: path.join(shots, `${tab}.png`), fullPage: true });
+  }
+  await page.click('button[data-tab="compare"]');
+  await settled(page);
+  const names = await page.$$eval('#compare-table tbody tr', (rows) => rows.map((r) => r.cells[0].textContent));
+  const expected = cli('diff', '--json', '--limit', '100', other, trace);
+  assert.deepEqual(names, expected.sites.map((s) => s.site));
+  await page.screenshot({ path: path.join(shots, 'compare.png'), fullPage: true });
+  await page.close();
+});
