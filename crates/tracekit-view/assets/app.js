@@ -414,6 +414,10 @@ async function refresh() {
   for (const b of document.querySelectorAll('#tabs button')) b.setAttribute('aria-selected', String(b.dataset.tab === state.tab));
   try {
     const args = filterArgs();
+    const view = { top: renderTop, flame: renderFlame, callees: (g) => renderTree(g, false), callers: (g) => renderTree(g, true), compare: renderCompare }[state.tab] || renderTop;
+    // The graph's pass and the view's run side by side on the server.
+    const shown = view(gen);
+    shown.catch(() => {});
     const filtered = args.length ? await api('timeline', ['--points', '450', ...args]) : null;
     if (gen !== generation) return;
     lastFiltered = filtered;
@@ -421,8 +425,7 @@ async function refresh() {
     const peak = full.peak;
     $('summary').textContent = `peak live heap ${bytes(peak.bytes)} at ${peak.time_s.toFixed(3)} s` +
       (filtered ? `; filtered: peak ${bytes(filtered.peak.bytes)} at ${filtered.peak.time_s.toFixed(3)} s` : '');
-    const view = { top: renderTop, flame: renderFlame, callees: (g) => renderTree(g, false), callers: (g) => renderTree(g, true), compare: renderCompare }[state.tab] || renderTop;
-    await view(gen);
+    await shown;
     if (gen === generation) setStatus('');
   } catch (e) {
     if (gen === generation) setStatus(e.message, true);

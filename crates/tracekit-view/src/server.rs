@@ -12,9 +12,10 @@
 //! - Requests are answered by several threads, so one slow query does not
 //!   hold up the others.
 
+use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tiny_http::{Header, Method, Request, Response};
@@ -38,12 +39,60 @@ pub struct BindError {
     pub message: String,
 }
 
-/// The traces a viewer serves.
+/// The traces a viewer serves, and the answers it has given lately.
 pub struct Served {
-    /// The trace.
-    pub trace: Trace,
-    /// The trace to compare it with (`--compare`).
-    pub compare: Option<Trace>,
+    trace: Trace,
+    compare: Option<Trace>,
+    cache: Mutex<Cache>,
+}
+
+impl Served {
+    /// Serves `trace`, and `compare` to compare it with (`--compare`).
+    pub fn new(trace: Trace, compare: Option<Trace>) -> Served {
+        Served {
+            trace,
+            compare,
+            cache: Mutex::new(Cache::default()),
+        }
+    }
+}
+
+/// The latest answers, by endpoint and arguments: going back to a filter, or
+/// to a tab, is then immediate. Bounded by their total size.
+#[derive(Default)]
+struct Cache {
+    entries: VecDeque<(Key, Arc<String>)>,
+    bytes: usize,
+}
+
+/// What a request asks: an endpoint and its arguments.
+type Key = (Endpoint, Vec<String>);
+
+/// Most bytes of answers the cache keeps.
+const CACHE_BYTES: usize = 64 << 20;
+
+impl Cache {
+    fn get(&mut self, key: &Key) -> Option<Arc<String>> {
+        let i = self.entries.iter().position(|(k, _)| k == key)?;
+        let entry = self.entries.remove(i)?;
+        let answer = Arc::clone(&entry.1);
+        self.entries.push_front(entry);
+        Some(answer)
+    }
+
+    fn put(&mut self, key: Key, answer: Arc<String>) {
+        if answer.len() > CACHE_BYTES / 4 {
+            return;
+        }
+        self.bytes += answer.len();
+        self.entries.push_front((key, answer));
+        while self.bytes > CACHE_BYTES {
+            match self.entries.pop_back() {
+                Some((_, a)) => self.bytes -= a.len(),
+                None => break,
+            }
+        }
+    }
 }
 
 /// A listening viewer.
@@ -193,11 +242,26 @@ fn api_reply(endpoint: Endpoint, query: &str, served: &Served) -> Reply {
         }
         args.push(value.into_owned());
     }
-    match api::answer(&served.trace, served.compare.as_ref(), endpoint, &args) {
+    let key = (endpoint, args);
+    let cached = served
+        .cache
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&key);
+    let answer = match cached {
+        Some(a) => Ok(a),
+        None => api::answer(&served.trace, served.compare.as_ref(), endpoint, &key.1).map(|a| {
+            let a = Arc::new(a);
+            let mut cache = served.cache.lock().unwrap_or_else(|e| e.into_inner());
+            cache.put(key, Arc::clone(&a));
+            a
+        }),
+    };
+    match answer {
         Ok(body) => Reply {
             status: 200,
             content_type: "application/json",
-            body,
+            body: Arc::unwrap_or_clone(body),
         },
         Err(e @ (ApiError::BadArguments(_) | ApiError::NothingToCompare)) => {
             Reply::text(400, e.to_string())
@@ -248,10 +312,28 @@ mod tests {
             ..SynthConfig::default()
         };
         let bytes = write_synthetic(Vec::new(), &config).unwrap();
-        Served {
-            trace: Trace::new("t.ctf".into(), Bytes::new(bytes)).unwrap(),
-            compare: None,
+        Served::new(Trace::new("t.ctf".into(), Bytes::new(bytes)).unwrap(), None)
+    }
+
+    #[test]
+    fn the_cache_keeps_the_latest_answers_within_its_size() {
+        let mut c = Cache::default();
+        let key = |n: usize| (Endpoint::Top, vec![n.to_string()]);
+        let big = Arc::new("x".repeat(CACHE_BYTES / 8));
+        for n in 0..12 {
+            c.put(key(n), Arc::clone(&big));
         }
+        assert!(c.bytes <= CACHE_BYTES);
+        assert_eq!(c.entries.len(), 8);
+        assert!(c.get(&key(3)).is_none(), "the oldest went first");
+        assert!(c.get(&key(4)).is_some());
+        // Used again, 4 is now the newest: the next puts evict 5, not 4.
+        c.put(key(12), Arc::clone(&big));
+        assert!(c.get(&key(4)).is_some());
+        assert!(c.get(&key(5)).is_none());
+        // An answer too large to keep is not kept.
+        c.put(key(13), Arc::new("y".repeat(CACHE_BYTES / 2)));
+        assert!(c.get(&key(13)).is_none());
     }
 
     #[test]

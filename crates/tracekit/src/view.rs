@@ -63,7 +63,7 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
         open_browser(&url);
     }
     let stop = output::stop_on_interrupt();
-    viewer.serve(Arc::new(Served { trace, compare }), stop);
+    viewer.serve(Arc::new(Served::new(trace, compare)), stop);
     eprintln!("stopped");
     Ok(ExitCode::SUCCESS)
 }
