@@ -271,12 +271,15 @@ function zoomNode(root) {
 }
 
 async function renderFlame(gen) {
-  const root = await stackTree(gen);
-  if (!root || gen !== generation) return;
-  const { node, path } = zoomNode(root);
+  const args = [...liveArgs(true), ...filterArgs()];
+  for (const f of state.zoom) args.push('--focus', f);
+  const t = await api('flametree', args);
+  if (gen !== generation) return;
+  // The zoom as far as this filter's stacks follow it.
+  const path = t.focus;
+  const fmt = (w) => (t.unit === 'bytes' ? bytes(w) : w + ' samples');
   const crumbs = el('span', { id: 'crumbs' });
-  const names = ['all', ...path];
-  names.forEach((name, i) => {
+  ['all', ...path].forEach((name, i) => {
     const a = el('a', { text: name });
     a.addEventListener('click', () => { state.zoom = path.slice(0, i); saveState(); renderFlame(generation); });
     crumbs.append(i ? ' › ' : '', a);
@@ -284,39 +287,45 @@ async function renderFlame(gen) {
   const orient = el('select', { id: 'orient' }, el('option', { value: 'icicle', text: 'icicle (callers on top)' }), el('option', { value: 'flame', text: 'flame (callers below)' }));
   orient.value = state.orient;
   orient.addEventListener('change', () => { state.orient = orient.value; saveState(); renderFlame(generation); });
-  const total = el('span', { id: 'flame-total', 'data-total': String(root.total), text: `total ${root.unit === 'bytes' ? bytes(root.total) : root.total + ' samples'}; shown ${root.unit === 'bytes' ? bytes(node.total) : node.total}` });
+  const shown = t.nodes.length ? t.nodes[0].total : 0;
+  const total = el('span', { id: 'flame-total', 'data-total': String(t.total), text: `${t.what}: total ${fmt(t.total)}; shown ${fmt(shown)}` + (t.truncated ? ' (largest frames only)' : '') });
   const bar = el('div', { id: 'flame-bar' }, crumbs, orient, total);
   const box = el('div', { id: 'flame' });
   $('view').replaceChildren(bar, box);
   const width = box.clientWidth || 1000;
-  const rows = [];
-  const place = (n, depth, x0, w) => {
-    if (w < 0.5) return;
-    rows.push([n, depth, x0, w]);
-    let x = x0;
-    for (const c of [...n.children.values()].sort((a, b) => (a.name < b.name ? -1 : 1))) {
-      const cw = n.total ? w * c.total / n.total : 0;
-      place(c, depth + 1, x, cw);
-      x += cw;
+  // Preorder with parents: a node's callees follow it, in name order.
+  const x = new Float64Array(t.nodes.length);
+  const w = new Float64Array(t.nodes.length);
+  const depth = new Int32Array(t.nodes.length);
+  const next = new Float64Array(t.nodes.length); // where a node's next callee starts
+  let depthMax = 0;
+  t.nodes.forEach((n, i) => {
+    if (n.parent < 0) { x[i] = 0; w[i] = width; } else {
+      const p = n.parent;
+      w[i] = t.nodes[p].total ? w[p] * n.total / t.nodes[p].total : 0;
+      x[i] = next[p]; next[p] += w[i]; depth[i] = depth[p] + 1;
     }
-  };
-  place(node, 0, 0, width);
-  const depthMax = rows.reduce((m, r) => Math.max(m, r[1]), 0);
+    next[i] = x[i];
+    depthMax = Math.max(depthMax, depth[i]);
+  });
   box.style.height = (depthMax + 1) * 17 + 'px';
-  for (const [n, depth, x, w] of rows) {
-    const d = el('div', { title: `${n.name}\n${root.unit === 'bytes' ? bytes(n.total) : n.total} (${pct(n.total / (root.total || 1))})`, text: n.name });
-    const y = state.orient === 'flame' ? (depthMax - depth) * 17 : depth * 17;
-    d.style.left = x + 'px'; d.style.top = y + 'px'; d.style.width = w + 'px';
+  const frag = document.createDocumentFragment();
+  t.nodes.forEach((n, i) => {
+    if (w[i] < 0.5) return;
+    const d = el('div', { title: `${n.name}\n${fmt(n.total)} (${pct(n.total / (t.total || 1))})`, text: n.name });
+    const y = state.orient === 'flame' ? (depthMax - depth[i]) * 17 : depth[i] * 17;
+    d.style.left = x[i] + 'px'; d.style.top = y + 'px'; d.style.width = w[i] + 'px';
     d.style.background = `hsl(${20 + (hash(n.name) % 40)}, 80%, ${60 + (hash(n.name) % 15)}%)`;
     d.addEventListener('click', () => {
-      const p = [];
-      for (let m = n; m && m.parent; m = m.parent) p.unshift(m.name);
-      state.zoom = p;
+      const names = [];
+      for (let m = i; m > 0; m = t.nodes[m].parent) names.unshift(t.nodes[m].name);
+      state.zoom = [...path, ...names];
       saveState();
       renderFlame(generation);
     });
-    box.append(d);
-  }
+    frag.append(d);
+  });
+  box.append(frag);
 }
 
 function hash(s) { let h = 0; for (const c of s) h = (h * 31 + c.charCodeAt(0)) >>> 0; return h; }

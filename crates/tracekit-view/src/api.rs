@@ -10,15 +10,24 @@
 //! | `timeline` | `memtrace timeline --json` | `timeline`'s options |
 //! | `flamegraph` | `memtrace flamegraph --json` | `flamegraph`'s options |
 //! | `diff` | `memtrace diff --json` (the trace against the compared one) | `diff`'s options |
+//! | `flametree` | the flame graph's tree around one node, for drawing | `flamegraph`'s options, `--focus FRAME`..., `--min-share F` |
+//!
+//! `flametree` is the page's own: `flamegraph`'s stacks can be tens of
+//! megabytes, while a flame graph shows a few thousand frames. It answers the
+//! node reached from the root by the `--focus` frames (as far as they lead),
+//! and its callees down to those under `--min-share` of its weight, in
+//! preorder, each with its parent's index. The tree of the last `flamegraph`
+//! options asked is kept, so that zooming does not fold again.
 //!
 //! The arguments are a command line's options, one per `arg` query parameter
 //! (`/api/top?arg=--by&arg=function`), parsed by the subcommand's own
 //! options, so a script asks the server exactly what it would ask the command
 //! line. There is no file argument: the trace is the one served.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use clap::Parser;
+use tracekit_analysis::frames::{FrameId, FrameTree, Unit};
 use tracekit_analysis::query::{DiffQuery, FlameQuery, QueryError, TimelineQuery, TopQuery};
 use tracekit_analysis::render::TraceFile;
 use tracekit_memtrace::dump::InfoReport;
@@ -47,6 +56,16 @@ pub struct Trace {
     name: String,
     bytes: Bytes,
     info: String,
+    /// The flame graph tree of the last `flamegraph` options `flametree` was
+    /// asked with.
+    flame: Mutex<Option<(Vec<String>, Arc<Flame>)>>,
+}
+
+/// A folded flame graph, without the pass it came from.
+struct Flame {
+    tree: FrameTree,
+    unit: Unit,
+    what: String,
 }
 
 impl Trace {
@@ -56,7 +75,12 @@ impl Trace {
         let mut reader = Reader::from_owner(bytes.clone())?;
         let report = InfoReport::collect(&mut reader, &name, |_| {}, |_| {});
         let info = to_json(&report);
-        Ok(Trace { name, bytes, info })
+        Ok(Trace {
+            name,
+            bytes,
+            info,
+            flame: Mutex::new(None),
+        })
     }
 
     /// The name the answers give the trace.
@@ -87,6 +111,8 @@ pub enum Endpoint {
     Flamegraph,
     /// `memtrace diff --json` of the served trace against the compared one.
     Diff,
+    /// The flame graph around one node (the page's own).
+    FlameTree,
 }
 
 impl Endpoint {
@@ -98,6 +124,7 @@ impl Endpoint {
             "timeline" => Endpoint::Timeline,
             "flamegraph" => Endpoint::Flamegraph,
             "diff" => Endpoint::Diff,
+            "flametree" => Endpoint::FlameTree,
             _ => return None,
         })
     }
@@ -146,6 +173,22 @@ struct DiffArgs {
     #[command(flatten)]
     query: DiffQuery,
 }
+
+#[derive(Parser)]
+#[command(name = "flametree", no_binary_name = true, disable_help_flag = true)]
+struct FlameTreeArgs {
+    #[command(flatten)]
+    query: FlameQuery,
+    /// The frames from the root to the node to show, in order (repeatable).
+    #[arg(long, value_name = "FRAME")]
+    focus: Vec<String>,
+    /// Leave out callees under this share of the shown node's weight.
+    #[arg(long, default_value_t = 0.0005)]
+    min_share: f64,
+}
+
+/// Most nodes a `flametree` answer holds.
+const MAX_NODES: usize = 20_000;
 
 fn parse<P: Parser>(args: &[String]) -> Result<P, ApiError> {
     P::try_parse_from(args).map_err(|e| ApiError::BadArguments(e.render().to_string()))
@@ -205,6 +248,42 @@ pub fn answer(
             let answer = q.run(&mut reader, &mut quiet).map_err(query_error)?;
             Ok(to_json(&answer.json()))
         }
+        Endpoint::FlameTree => {
+            let a = parse::<FlameTreeArgs>(args)?;
+            a.query
+                .filter
+                .filter()
+                .map_err(|e| ApiError::BadArguments(e.to_string()))?;
+            if !(0.0..=1.0).contains(&a.min_share) {
+                return Err(ApiError::BadArguments(format!(
+                    "--min-share {}: a share is between 0 and 1",
+                    a.min_share
+                )));
+            }
+            // The tree depends on the flamegraph options alone.
+            let key: Vec<String> = flame_options(args);
+            let cached = trace
+                .flame
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            let flame = match cached {
+                Some((k, f)) if k == key => f,
+                _ => {
+                    let mut reader = trace.reader()?;
+                    let answer = a.query.run(&mut reader, &mut quiet).map_err(query_error)?;
+                    let f = Arc::new(Flame {
+                        tree: answer.tree,
+                        unit: answer.unit,
+                        what: answer.what,
+                    });
+                    *trace.flame.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some((key, Arc::clone(&f)));
+                    f
+                }
+            };
+            Ok(to_json(&flame_tree(&flame, &a.focus, a.min_share)))
+        }
         Endpoint::Diff => {
             let other = compare.ok_or(ApiError::NothingToCompare)?;
             let q = parse::<DiffArgs>(args)?.query;
@@ -220,4 +299,65 @@ pub fn answer(
             Ok(to_json(&answer.json(&ctx)))
         }
     }
+}
+
+/// `args` without the `flametree`-only options (`--focus F`, `--min-share S`).
+fn flame_options(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--focus" || a == "--min-share" {
+            it.next();
+        } else if !a.starts_with("--focus=") && !a.starts_with("--min-share=") {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+/// The `flametree` answer: the node `focus` leads to and its callees of at
+/// least `min_share` of its weight, in preorder.
+fn flame_tree(flame: &Flame, focus: &[String], min_share: f64) -> serde_json::Value {
+    use serde_json::json;
+    let tree = &flame.tree;
+    let mut node = FrameId::ROOT;
+    let mut followed = Vec::new();
+    for name in focus {
+        match tree.children(node).find(|&c| tree.name(c) == name) {
+            Some(c) => {
+                node = c;
+                followed.push(name.clone());
+            }
+            None => break,
+        }
+    }
+    let shown = tree.weight(node).1;
+    let floor = ((shown as f64 * min_share).ceil() as u64).max(1);
+    let mut nodes = Vec::new();
+    let mut truncated = false;
+    // (node, its parent's index in `nodes`)
+    let mut stack = vec![(node, -1i64)];
+    while let Some((n, parent)) = stack.pop() {
+        if nodes.len() == MAX_NODES {
+            truncated = true;
+            break;
+        }
+        let (own, total) = tree.weight(n);
+        let index = nodes.len() as i64;
+        nodes.push(json!({"name": tree.name(n), "total": total, "self": own, "parent": parent}));
+        let kids: Vec<FrameId> = tree
+            .children(n)
+            .filter(|&c| tree.weight(c).1 >= floor)
+            .collect();
+        stack.extend(kids.into_iter().rev().map(|c| (c, index)));
+    }
+    json!({
+        "unit": match flame.unit { Unit::Bytes => "bytes", Unit::Samples => "samples" },
+        "what": flame.what,
+        "total": tree.total(),
+        "focus": followed,
+        "min_weight": floor,
+        "truncated": truncated,
+        "nodes": nodes,
+    })
 }

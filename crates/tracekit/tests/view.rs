@@ -185,7 +185,71 @@ fn endpoints_answer_what_the_subcommands_print() {
             assert!(same, "{path}: {endpoint} {args:?} differs from the CLI's");
         }
         assert_eq!(server.get("/api/diff").0, 400, "no --compare");
+        flametree_agrees_with_flamegraph(&server, path);
     }
+}
+
+/// The page's flame tree: its total is the flame graph's, each node's total is
+/// its own weight plus its shown callees' (when none was left out), and a focus
+/// leads to the node whose total is the sum of the stacks through it.
+fn flametree_agrees_with_flamegraph(server: &Server, path: &str) {
+    let folded = cli_json(&["memtrace", "flamegraph", "--json", path]);
+    let stacks = folded["stacks"].as_array().unwrap();
+    let tree = server.json("flametree", &["--min-share", "0"]);
+    assert_eq!(tree["total"], folded["total"], "{path}");
+    let nodes = tree["nodes"].as_array().unwrap();
+    if tree["truncated"] == false {
+        assert_eq!(nodes.len(), distinct_prefixes(stacks) + 1, "{path}");
+        let mut sums = vec![0u64; nodes.len()];
+        for (i, n) in nodes.iter().enumerate().rev() {
+            let total = n["total"].as_u64().unwrap();
+            assert_eq!(
+                total,
+                n["self"].as_u64().unwrap() + sums[i],
+                "{path}: node {i}"
+            );
+            if let Some(p) = n["parent"].as_i64().filter(|&p| p >= 0) {
+                sums[p as usize] += total;
+            }
+        }
+    }
+    // Focus on the first frame of the heaviest stack.
+    let Some(first) = stacks
+        .iter()
+        .max_by_key(|s| s["weight"].as_u64())
+        .and_then(|s| s["frames"][0].as_str())
+    else {
+        return;
+    };
+    let focused = server.json("flametree", &["--focus", first, "--focus", "no such frame"]);
+    assert_eq!(focused["focus"], serde_json::json!([first]), "{path}");
+    let through: u64 = stacks
+        .iter()
+        .filter(|s| s["frames"][0].as_str() == Some(first))
+        .map(|s| s["weight"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        focused["nodes"][0]["total"].as_u64(),
+        Some(through),
+        "{path}"
+    );
+}
+
+/// Distinct non-empty frame prefixes of the folded stacks: the tree's nodes.
+fn distinct_prefixes(stacks: &[Value]) -> usize {
+    let mut seen = std::collections::HashSet::new();
+    for s in stacks {
+        let frames: Vec<&str> = s["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .collect();
+        for k in 1..=frames.len() {
+            seen.insert(frames[..k].join("\u{1}"));
+        }
+    }
+    seen.len()
 }
 
 #[test]
@@ -241,6 +305,7 @@ fn the_server_refuses_what_it_does_not_serve() {
     assert_eq!(server.get("/api/top?arg=--between&arg=2s&arg=1s").0, 400);
     assert_eq!(server.get("/api/top?file=/etc/passwd").0, 400);
     assert_eq!(server.get("/api/top?arg=/etc/passwd").0, 400);
+    assert_eq!(server.get("/api/flametree?arg=--min-share&arg=2").0, 400);
     assert_eq!(server.get("/api/nothing").0, 404);
     assert_eq!(server.get("/../../etc/passwd").0, 404);
     assert_eq!(server.get("/%2e%2e/Cargo.toml").0, 404);
