@@ -29,6 +29,9 @@ pub struct Filter {
     /// Keep only objects whose own size (`length` words times the word size) is at
     /// least this many bytes.
     pub min_size_bytes: u64,
+    /// Keep only objects whose own size is at most this many bytes (`None`: no
+    /// bound).
+    pub max_size_bytes: Option<u64>,
     /// Keep only allocations of these domains (`None`: all).
     pub domains: Option<Vec<DomainId>>,
     /// Keep only allocations made in this time range (inclusive).
@@ -58,6 +61,12 @@ impl Filter {
                 crate::svg::human_bytes(self.min_size_bytes as f64)
             ));
         }
+        if let Some(max) = self.max_size_bytes {
+            out.push(format!(
+                "objects of at most {}",
+                crate::svg::human_bytes(max as f64)
+            ));
+        }
         if let Some(l) = location {
             out.push(format!("backtrace location contains {l:?}"));
         }
@@ -73,8 +82,15 @@ impl Filter {
     /// Checks that the filter can keep something: a time range must not end before
     /// it starts.
     pub fn check(&self) -> Result<(), FilterError> {
-        match self.allocated_between {
-            Some((a, b)) if a > b => Err(FilterError::EmptyRange(a, b)),
+        if let Some((a, b)) = self.allocated_between
+            && a > b
+        {
+            return Err(FilterError::EmptyRange(a, b));
+        }
+        match self.max_size_bytes {
+            Some(max) if self.min_size_bytes > max => {
+                Err(FilterError::EmptySizeRange(self.min_size_bytes, max))
+            }
             _ => Ok(()),
         }
     }
@@ -86,6 +102,9 @@ pub enum FilterError {
     /// `allocated_between` ends before it starts.
     #[error("--between: {0} is after {1}")]
     EmptyRange(Timedelta, Timedelta),
+    /// The size range's least size (bytes) is above its largest.
+    #[error("--min-size {0} is above --max-size {1}")]
+    EmptySizeRange(u64, u64),
 }
 
 /// How a pass over a reader spreads its work ([`Options::threads`]).
@@ -226,6 +245,8 @@ pub struct Analyzer {
     sampling: Sampling,
     source_mask: [bool; 3],
     min_words: u64,
+    /// Objects longer than this many words fail the filter.
+    max_words: u64,
     backtraces: Backtraces,
     /// Per trie node its site, when the trie is grown elsewhere
     /// ([`Analyzer::push_alloc_interned`]); empty otherwise (the trie's nodes hold it).
@@ -268,6 +289,10 @@ impl Analyzer {
         }
         let word_bytes = sampling.word_bytes().max(1);
         let min_words = options.filter.min_size_bytes.div_ceil(word_bytes);
+        let max_words = options
+            .filter
+            .max_size_bytes
+            .map_or(u64::MAX, |b| b / word_bytes);
         let big_only = options.interns_big_only();
         Analyzer {
             sites: SiteTable::new(options.per_site),
@@ -279,6 +304,7 @@ impl Analyzer {
             sampling,
             source_mask,
             min_words,
+            max_words,
             backtraces: Backtraces::new(),
             site_of: Vec::new(),
             node_match: Vec::new(),
@@ -512,7 +538,10 @@ impl Analyzer {
             return true;
         }
         let f = &self.options.filter;
-        if !self.source_mask[a.source as usize] || a.length < self.min_words {
+        if !self.source_mask[a.source as usize]
+            || a.length < self.min_words
+            || a.length > self.max_words
+        {
             return false;
         }
         if let Some(domains) = &f.domains
@@ -761,6 +790,7 @@ mod tests {
         let f = Filter {
             sources: Some(vec![AllocationSource::Minor, AllocationSource::External]),
             min_size_bytes: 65536,
+            max_size_bytes: Some(1 << 20),
             domains: Some(vec![DomainId::new(2)]),
             allocated_between: Some((us(1_500_000), us(2_000_000))),
             by_location: true,
@@ -771,6 +801,7 @@ mod tests {
                 "source minor",
                 "source external",
                 "objects of at least 64.0 KiB",
+                "objects of at most 1.00 MiB",
                 "backtrace location contains \"Hashtbl\"",
                 "domain 2",
                 "allocated between 1.5s and 2s",
@@ -897,6 +928,24 @@ mod tests {
             ..Filter::default()
         });
         assert_eq!((p.totals.allocs, p.totals.samples), (2, 8));
+        // Objects of 16, 48, 32 and 80 bytes.
+        let p = run(Filter {
+            max_size_bytes: Some(48),
+            ..Filter::default()
+        });
+        assert_eq!((p.totals.allocs, p.totals.samples), (3, 6));
+        let p = run(Filter {
+            min_size_bytes: 33,
+            max_size_bytes: Some(48),
+            ..Filter::default()
+        });
+        assert_eq!((p.totals.allocs, p.totals.samples), (1, 3));
+        let empty = Filter {
+            min_size_bytes: 49,
+            max_size_bytes: Some(48),
+            ..Filter::default()
+        };
+        assert_eq!(empty.check(), Err(FilterError::EmptySizeRange(49, 48)));
         let p = run(Filter {
             allocated_between: Some((us(20), us(30))),
             ..Filter::default()

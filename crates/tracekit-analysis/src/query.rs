@@ -48,6 +48,9 @@ pub struct FilterSpec {
     /// e.g. 4096, 64k, 1MiB).
     #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE", value_parser = size_arg))]
     pub min_size: Option<u64>,
+    /// Keep only objects at most this large (the object's own size).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE", value_parser = size_arg))]
+    pub max_size: Option<u64>,
     /// Keep only allocations whose backtrace has a location containing this text
     /// (locations print as defname@file:line:start-end).
     #[cfg_attr(feature = "clap", arg(long, value_name = "SUBSTRING"))]
@@ -69,6 +72,7 @@ impl FilterSpec {
         let f = Filter {
             sources: (!self.source.is_empty()).then(|| self.source.clone()),
             min_size_bytes: self.min_size.unwrap_or(0),
+            max_size_bytes: self.max_size,
             domains: (!self.domain.is_empty())
                 .then(|| self.domain.iter().map(|d| DomainId::new(*d)).collect()),
             allocated_between: self

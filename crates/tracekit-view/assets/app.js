@@ -5,7 +5,7 @@
 
 const $ = (id) => document.getElementById(id);
 const state = {
-  from: '', to: '', live: '', at: '', minsize: '', location: '',
+  from: '', to: '', live: '', at: '', minsize: '', maxsize: '', location: '',
   sources: ['minor', 'major', 'external'], tab: 'top', zoom: [], orient: 'icicle',
   sort: 'bytes',
 };
@@ -19,7 +19,7 @@ let lastFiltered = null; // the filtered timeline drawn last
 
 function saveState() {
   const p = new URLSearchParams();
-  for (const k of ['from', 'to', 'live', 'at', 'minsize', 'location', 'tab', 'orient', 'sort']) {
+  for (const k of ['from', 'to', 'live', 'at', 'minsize', 'maxsize', 'location', 'tab', 'orient', 'sort']) {
     if (state[k]) p.set(k, state[k]);
   }
   if (state.sources.length !== 3) p.set('sources', state.sources.join(','));
@@ -30,7 +30,7 @@ function saveState() {
 
 function loadState() {
   const p = new URLSearchParams(location.hash.slice(1));
-  for (const k of ['from', 'to', 'live', 'at', 'minsize', 'location', 'tab', 'orient', 'sort']) {
+  for (const k of ['from', 'to', 'live', 'at', 'minsize', 'maxsize', 'location', 'tab', 'orient', 'sort']) {
     if (p.has(k)) state[k] = p.get(k);
   }
   if (p.has('sources')) state.sources = p.get('sources').split(',').filter(Boolean);
@@ -45,6 +45,7 @@ function filterArgs() {
     a.push('--between', state.from || '0s', state.to || (info.duration_us / 1e6) + 's');
   }
   if (state.minsize) a.push('--min-size', state.minsize);
+  if (state.maxsize) a.push('--max-size', state.maxsize);
   if (state.location) a.push('--location', state.location);
   if (state.sources.length !== 3) {
     for (const s of state.sources) a.push('--source', s);
@@ -196,14 +197,14 @@ function setupDrag() {
 function writeForm() {
   $('f-from').value = state.from; $('f-to').value = state.to;
   $('f-live').value = state.live; $('f-at').value = state.at;
-  $('f-minsize').value = state.minsize; $('f-location').value = state.location;
+  $('f-minsize').value = state.minsize; $('f-maxsize').value = state.maxsize; $('f-location').value = state.location;
   for (const c of document.querySelectorAll('input[name=source]')) c.checked = state.sources.includes(c.value);
 }
 
 function readForm() {
   state.from = $('f-from').value.trim(); state.to = $('f-to').value.trim();
   state.live = $('f-live').value; state.at = $('f-at').value.trim();
-  state.minsize = $('f-minsize').value.trim(); state.location = $('f-location').value.trim();
+  state.minsize = $('f-minsize').value.trim(); state.maxsize = $('f-maxsize').value.trim(); state.location = $('f-location').value.trim();
   state.sources = [...document.querySelectorAll('input[name=source]:checked')].map((c) => c.value);
 }
 
@@ -455,7 +456,7 @@ async function main() {
   setupDrag();
   $('filter-form').addEventListener('submit', (e) => { e.preventDefault(); readForm(); state.zoom = []; refresh(); });
   $('reset').addEventListener('click', () => {
-    Object.assign(state, { from: '', to: '', live: '', at: '', minsize: '', location: '', sources: ['minor', 'major', 'external'], zoom: [] });
+    Object.assign(state, { from: '', to: '', live: '', at: '', minsize: '', maxsize: '', location: '', sources: ['minor', 'major', 'external'], zoom: [] });
     writeForm(); refresh();
   });
   $('show-rate').addEventListener('change', () => refresh());

@@ -80,6 +80,17 @@ test('the top table is what top --json ranks', async () => {
   assert.match(info, /0\.001 \(1\/8000 bytes\)/);
   assert.match(info, /corpus-host/);
   await page.screenshot({ path: path.join(shots, 'top.png'), fullPage: true });
+  // A size range: the table follows top --min-size --max-size.
+  await page.fill('#f-minsize', '64');
+  await page.fill('#f-maxsize', '4k');
+  await page.click('#apply');
+  await page.waitForFunction(() => location.hash.includes('maxsize='));
+  await settled(page);
+  const sized = cli('top', '--json', '--limit', '100', '--min-size', '64', '--max-size', '4k', trace);
+  const sizedRows = await topRows(page);
+  assert.deepEqual(sizedRows.map((r) => r[0]), sized.sites.map((s) => s.site));
+  assert.deepEqual(sizedRows.map((r) => r[2]), sized.sites.map((s) => String(s.allocs)));
+  assert.notDeepEqual(sizedRows.map((r) => r[2]), rows.map((r) => r[2]));
   await page.close();
 });
 
