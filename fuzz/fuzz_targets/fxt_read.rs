@@ -34,7 +34,14 @@ fn events(data: &[u8]) -> Vec<String> {
     let mut out = Vec::new();
     while let Ok(Some((rec, time))) = r.next_timed() {
         if let Record::Event(e) = rec {
-            out.push(format!("{:?} {} {} {} {:?}", e.kind, time.ns(e.ticks), e.category, e.name, e.args));
+            out.push(format!(
+                "{:?} {} {} {} {:?}",
+                e.kind,
+                time.ns(e.ticks),
+                e.category,
+                e.name,
+                e.args
+            ));
         }
     }
     out
@@ -61,7 +68,10 @@ fuzz_target!(|data: &[u8]| {
     let mut steps = 0usize;
     loop {
         steps += 1;
-        assert!(steps <= data.len() / 8 + 2, "strict reader does not advance");
+        assert!(
+            steps <= data.len() / 8 + 2,
+            "strict reader does not advance"
+        );
         match strict.next_raw() {
             Ok(Some(_)) => {}
             Ok(None) => break,
@@ -72,7 +82,9 @@ fuzz_target!(|data: &[u8]| {
 
     let _ = tracekit_fxt::check::check(data);
 
-    let Ok(mut w) = Writer::without_header(VecDestination::new()) else { return };
+    let Ok(mut w) = Writer::without_header(VecDestination::new()) else {
+        return;
+    };
     if tracekit_fxt::copy::copy(data, &mut w).is_ok() {
         let Ok(dest) = w.finish() else { return };
         let copied = dest.into_vec();

@@ -3,6 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use tracekit_analysis::passes::{FrameMatch, LocationFilter};
 use tracekit_analysis::render::TraceFile;
 use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank};
 use tracekit_analysis::{Options, Threads, analyze};
@@ -26,7 +27,11 @@ fuzz_target!(|data: &[u8]| {
         threads: Threads::Two,
         ..options
     };
-    let a = analyze(&mut reader, one.clone(), Some("a"), &mut |_, _| {});
+    let clauses = LocationFilter {
+        require: vec![FrameMatch::Contains("a".into())],
+        forbid: vec![FrameMatch::Function("b".into())],
+    };
+    let a = analyze(&mut reader, one.clone(), Some(&clauses), &mut |_, _| {});
     let b = analyze(&mut reader, two, None, &mut |_, _| {});
     let c = analyze(&mut reader, one, None, &mut |_, _| {});
     assert_eq!((b.events, b.error), (c.events, c.error));
@@ -35,14 +40,14 @@ fuzz_target!(|data: &[u8]| {
     assert!(a.profile.totals.samples <= c.profile.totals.samples);
     let symbols = reader.locations();
     let trace = TraceFile::new("fuzz", reader.info());
-    for by in [GroupBy::Leaf, GroupBy::Function, GroupBy::File, GroupBy::Backtrace] {
+    for by in [
+        GroupBy::Leaf,
+        GroupBy::Function,
+        GroupBy::File,
+        GroupBy::Backtrace,
+    ] {
         let t = report::top(&b.profile, &symbols, by, Rank::LiveAt, 5);
-        let _ = tracekit_analysis::render::top_table(
-            &trace,
-            &b.profile,
-            &t,
-            &Default::default(),
-        );
+        let _ = tracekit_analysis::render::top_table(&trace, &b.profile, &t, &Default::default());
     }
     let tree = report::fold_tree(&b.profile, &symbols, FoldOptions::default());
     let total: u64 = tree.lines().iter().map(|(_, w)| w).sum();

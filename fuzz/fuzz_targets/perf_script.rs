@@ -28,7 +28,8 @@ fuzz_target!(|data: &[u8]| {
         1 => TraceScope::Kernel,
         _ => TraceScope::UserAndKernel,
     };
-    let ocaml = (settings & 4 != 0).then(|| OcamlExceptionInfo::new(&[0x10, 0x40], &[0x20], &[0x30]));
+    let ocaml =
+        (settings & 4 != 0).then(|| OcamlExceptionInfo::new(&[0x10, 0x40], &[0x20], &[0x30]));
     let filter = (settings & 8 != 0).then(|| RangeFilter {
         start: "a".into(),
         stop: "b".into(),

@@ -36,9 +36,21 @@ pub struct Filter {
     pub domains: Option<Vec<DomainId>>,
     /// Keep only allocations made in this time range (inclusive).
     pub allocated_between: Option<(Timedelta, Timedelta)>,
-    /// Keep only allocations whose backtrace has a frame the caller's location
-    /// predicate accepts (see [`Analyzer::push_matching`]).
-    pub by_location: bool,
+    /// Keep only allocations whose backtrace passes location clauses (see
+    /// [`Analyzer::push_matching`]).
+    pub location: Option<LocationMask>,
+}
+
+/// Which location clauses a backtrace must pass. The caller's predicate
+/// ([`Analyzer::push_matching`]) says, for a location code, which clauses it
+/// matches, a bit each; a backtrace matches the clauses any of its frames match.
+/// It is kept when it matches every `required` clause and no `forbidden` one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LocationMask {
+    /// Clauses a frame of the backtrace must match.
+    pub required: u8,
+    /// Clauses no frame of the backtrace may match.
+    pub forbidden: u8,
 }
 
 impl Filter {
@@ -48,9 +60,9 @@ impl Filter {
     }
 
     /// The filter in words, a clause each (`source minor`, `objects of at least 64.0
-    /// KiB`, ...), for report headers; `location` is the text a location filter
-    /// matches ([`Filter::by_location`]).
-    pub fn describe(&self, location: Option<&str>) -> Vec<String> {
+    /// KiB`, ...), for report headers; `location` is the location clauses in words
+    /// ([`Filter::location`]).
+    pub fn describe(&self, location: &[String]) -> Vec<String> {
         let mut out = Vec::new();
         for s in self.sources.iter().flatten() {
             out.push(format!("source {}", s.name()));
@@ -67,9 +79,7 @@ impl Filter {
                 crate::svg::human_bytes(max as f64)
             ));
         }
-        if let Some(l) = location {
-            out.push(format!("backtrace location contains {l:?}"));
-        }
+        out.extend(location.iter().cloned());
         for d in self.domains.iter().flatten() {
             out.push(format!("domain {d}"));
         }
@@ -102,6 +112,9 @@ pub enum FilterError {
     /// `allocated_between` ends before it starts.
     #[error("--between: {0} is after {1}")]
     EmptyRange(Timedelta, Timedelta),
+    /// More location and function clauses than a pass can follow.
+    #[error("at most {max} location and function clauses, not {0}", max = crate::passes::MAX_LOCATION_CLAUSES)]
+    TooManyClauses(usize),
     /// The size range's least size (bytes) is above its largest.
     #[error("--min-size {0} is above --max-size {1}")]
     EmptySizeRange(u64, u64),
@@ -176,7 +189,10 @@ impl Options {
     /// [`Options::big_backtraces_only`] with backtraces on and nothing that needs
     /// every allocation's.
     pub(crate) fn interns_big_only(&self) -> bool {
-        self.backtraces && self.big_backtraces_only && !self.leaf_only && !self.filter.by_location
+        self.backtraces
+            && self.big_backtraces_only
+            && !self.leaf_only
+            && self.filter.location.is_none()
     }
 }
 
@@ -252,9 +268,9 @@ pub struct Analyzer {
     /// ([`Analyzer::push_alloc_interned`]); empty otherwise (the trie's nodes hold it).
     site_of: Vec<u32>,
     sites: SiteTable,
-    /// Per trie node, whether the location predicate holds on the path: 0 unknown,
-    /// 1 no, 2 yes.
-    node_match: Vec<u8>,
+    /// Per trie node, the location clauses its path matches, with [`MASK_KNOWN`]
+    /// set; 0 when not known yet.
+    node_match: Vec<u16>,
     live: LiveObjects,
     timeline: Timeline,
     timeline_on: bool,
@@ -276,6 +292,9 @@ pub struct Analyzer {
 }
 
 const NO_SITE: u32 = u32::MAX;
+
+/// Set in [`Analyzer::node_match`]'s entries that are known.
+const MASK_KNOWN: u16 = 1 << 8;
 
 impl Analyzer {
     /// A fresh analysis of a trace with the given sampling parameters.
@@ -321,18 +340,19 @@ impl Analyzer {
     /// Feeds one event, at `time` from the trace start (as the reader yields them).
     #[inline]
     pub fn push(&mut self, time: Timedelta, event: &Event<'_>) {
-        self.push_matching(time, event, &mut |_| true);
+        self.push_matching(time, event, &mut |_| 0);
     }
 
-    /// Feeds one event. When the filter has [`Filter::by_location`], an allocation is
-    /// kept only if `matches` accepts one of its backtrace's location codes. The
-    /// predicate is asked once per new trie node, not per event.
+    /// Feeds one event. When the filter has [`Filter::location`] clauses, an
+    /// allocation is kept only if its backtrace's location codes match them: `matches`
+    /// says which clauses a code matches, a bit each. It is asked once per new trie
+    /// node, not per event.
     #[inline]
     pub fn push_matching(
         &mut self,
         time: Timedelta,
         event: &Event<'_>,
-        matches: &mut dyn FnMut(LocationCode) -> bool,
+        matches: &mut dyn FnMut(LocationCode) -> u8,
     ) {
         match event {
             Event::Alloc(a) => self.alloc(time, a, matches),
@@ -393,7 +413,7 @@ impl Analyzer {
             let mut path = std::mem::take(&mut self.current[slot].1);
             path.truncate(keep);
             path.extend_from_slice(&a.backtrace);
-            self.alloc_interned(time, a, BacktraceId::EMPTY, Some(&path), &mut |_| true);
+            self.alloc_interned(time, a, BacktraceId::EMPTY, Some(&path), &mut |_| 0);
             self.current[slot].1 = path;
             return;
         }
@@ -405,7 +425,7 @@ impl Analyzer {
         } else {
             self.backtraces.intern_suffix(a.domain, keep, &a.backtrace)
         };
-        self.alloc_interned(time, a, bt, None, &mut |_| true);
+        self.alloc_interned(time, a, bt, None, &mut |_| 0);
     }
 
     /// The slot of `domain` in [`Analyzer::current`], added on first use.
@@ -427,7 +447,7 @@ impl Analyzer {
     pub(crate) fn push_alloc_interned(&mut self, time: Timedelta, a: &Alloc<'_>, bt: BacktraceId) {
         self.counts.allocs += 1;
         self.see(time);
-        self.alloc_interned(time, a, bt, None, &mut |_| true);
+        self.alloc_interned(time, a, bt, None, &mut |_| 0);
     }
 
     /// Takes the trie that [`Analyzer::push_alloc_interned`]'s ids are nodes of.
@@ -457,7 +477,7 @@ impl Analyzer {
         &mut self,
         time: Timedelta,
         a: &Alloc<'_>,
-        matches: &mut dyn FnMut(LocationCode) -> bool,
+        matches: &mut dyn FnMut(LocationCode) -> u8,
     ) {
         self.counts.allocs += 1;
         self.see(time);
@@ -470,7 +490,7 @@ impl Analyzer {
         }
         let bt = if !self.options.backtraces {
             BacktraceId::EMPTY
-        } else if self.options.leaf_only && !self.options.filter.by_location {
+        } else if self.options.leaf_only && self.options.filter.location.is_none() {
             let n = a.backtrace.len();
             self.backtraces
                 .intern_full(&a.backtrace[n.saturating_sub(1)..])
@@ -490,7 +510,7 @@ impl Analyzer {
         a: &Alloc<'_>,
         bt: BacktraceId,
         whole: Option<&[LocationCode]>,
-        matches: &mut dyn FnMut(LocationCode) -> bool,
+        matches: &mut dyn FnMut(LocationCode) -> u8,
     ) {
         if !self.keep(time, a, bt, matches) {
             self.counts.filtered_allocs += 1;
@@ -532,7 +552,7 @@ impl Analyzer {
         time: Timedelta,
         a: &Alloc<'_>,
         bt: BacktraceId,
-        matches: &mut dyn FnMut(LocationCode) -> bool,
+        matches: &mut dyn FnMut(LocationCode) -> u8,
     ) -> bool {
         if self.keep_all {
             return true;
@@ -554,18 +574,16 @@ impl Analyzer {
         {
             return false;
         }
-        if f.by_location {
-            return self.node_matches(bt, matches);
+        if let Some(m) = f.location {
+            let path = self.node_mask(bt, matches);
+            return path & m.required == m.required && path & m.forbidden == 0;
         }
         true
     }
 
-    /// Whether the backtrace `bt` has a frame `matches` accepts, memoised per node.
-    fn node_matches(
-        &mut self,
-        bt: BacktraceId,
-        matches: &mut dyn FnMut(LocationCode) -> bool,
-    ) -> bool {
+    /// The location clauses the frames of backtrace `bt` match (the union of what
+    /// `matches` says of each), memoised per node.
+    fn node_mask(&mut self, bt: BacktraceId, matches: &mut dyn FnMut(LocationCode) -> u8) -> u8 {
         let len = self.backtraces.len();
         if self.node_match.len() < len {
             self.node_match.resize(len, 0);
@@ -573,26 +591,25 @@ impl Analyzer {
         // Walk up to the nearest node whose answer is known, then fill in downwards.
         let mut pending = Vec::new();
         let mut node = bt;
-        let mut known = loop {
+        let mut mask = loop {
             if node == BacktraceId::EMPTY {
-                break false;
+                break 0;
             }
             match self.node_match[node.0 as usize] {
-                1 => break false,
-                2 => break true,
-                _ => {
+                0 => {
                     pending.push(node);
                     node = self.backtraces.parent(node);
                 }
+                known => break known as u8,
             }
         };
         for node in pending.into_iter().rev() {
-            if !known && let Some(code) = self.backtraces.leaf(node) {
-                known = matches(code);
+            if let Some(code) = self.backtraces.leaf(node) {
+                mask |= matches(code);
             }
-            self.node_match[node.0 as usize] = if known { 2 } else { 1 };
+            self.node_match[node.0 as usize] = MASK_KNOWN | u16::from(mask);
         }
-        known
+        mask
     }
 
     #[inline]
@@ -786,17 +803,20 @@ mod tests {
 
     #[test]
     fn filters_in_words() {
-        assert!(Filter::default().describe(None).is_empty());
+        assert!(Filter::default().describe(&[]).is_empty());
         let f = Filter {
             sources: Some(vec![AllocationSource::Minor, AllocationSource::External]),
             min_size_bytes: 65536,
             max_size_bytes: Some(1 << 20),
             domains: Some(vec![DomainId::new(2)]),
             allocated_between: Some((us(1_500_000), us(2_000_000))),
-            by_location: true,
+            location: Some(LocationMask {
+                required: 1,
+                forbidden: 0,
+            }),
         };
         assert_eq!(
-            f.describe(Some("Hashtbl")),
+            f.describe(&["backtrace location contains \"Hashtbl\"".to_string()]),
             [
                 "source minor",
                 "source external",
@@ -960,26 +980,44 @@ mod tests {
 
     #[test]
     fn location_filter_matches_any_frame() {
-        let opts = Options {
-            filter: Filter {
-                by_location: true,
-                ..Filter::default()
-            },
-            ..Options::default()
+        // Backtraces [1, 2] (three allocs, 1 + 2 + 5 samples) and [1, 3] (3 samples).
+        // Clause 1: code 3; clause 2: code 2; clause 4: code 1.
+        let run = |required: u8, forbidden: u8| {
+            let opts = Options {
+                filter: Filter {
+                    location: Some(LocationMask {
+                        required,
+                        forbidden,
+                    }),
+                    ..Filter::default()
+                },
+                ..Options::default()
+            };
+            let mut a = Analyzer::new(SAMPLING, opts);
+            let mut asked = Vec::new();
+            for (t, ev) in sample_events() {
+                a.push_matching(t, &ev, &mut |c| {
+                    asked.push(c.get());
+                    match c.get() {
+                        3 => 1,
+                        2 => 2,
+                        1 => 4,
+                        _ => 0,
+                    }
+                });
+            }
+            // Each new node is asked about once.
+            asked.sort_unstable();
+            assert_eq!(asked, vec![1, 2, 3]);
+            let p = a.finish();
+            (p.totals.allocs, p.totals.samples)
         };
-        let mut a = Analyzer::new(SAMPLING, opts);
-        let mut asked = Vec::new();
-        for (t, ev) in sample_events() {
-            a.push_matching(t, &ev, &mut |c| {
-                asked.push(c.get());
-                c.get() == 3
-            });
-        }
-        let p = a.finish();
-        assert_eq!((p.totals.allocs, p.totals.samples), (1, 3));
-        // Each new node is asked about once.
-        asked.sort_unstable();
-        assert_eq!(asked, vec![1, 2, 3]);
+        assert_eq!(run(1, 0), (1, 3), "require 3");
+        assert_eq!(run(0, 1), (3, 8), "forbid 3");
+        assert_eq!(run(4, 0), (4, 11), "require 1: every backtrace");
+        assert_eq!(run(4, 2), (1, 3), "require 1, forbid 2");
+        assert_eq!(run(3, 0), (0, 0), "3 and 2: in no backtrace");
+        assert_eq!(run(0, 0), (4, 11), "no clause");
     }
 
     #[test]

@@ -19,7 +19,7 @@ use tracekit_memtrace::{AllocationSource, DomainId, LocationLookup, ReadError, R
 use crate::analyzer::{Filter, FilterError, Options};
 use crate::curve::TimelinePoint;
 use crate::frames::FrameTree;
-use crate::passes::{self, Pass, Progress, Stage};
+use crate::passes::{self, FrameMatch, LocationFilter, Pass, Progress, Stage};
 use crate::render::{self, DiffContext, TopContext, TraceFile};
 use crate::report::{self, DiffRow, FoldOptions, GroupBy, Rank, Top, Unit};
 use crate::sites::{PerSite, Weight};
@@ -52,9 +52,21 @@ pub struct FilterSpec {
     #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE", value_parser = size_arg))]
     pub max_size: Option<u64>,
     /// Keep only allocations whose backtrace has a location containing this text
-    /// (locations print as defname@file:line:start-end).
+    /// (locations print as defname@file:line:start-end; repeatable: one for each).
     #[cfg_attr(feature = "clap", arg(long, value_name = "SUBSTRING"))]
-    pub location: Option<String>,
+    pub location: Vec<String>,
+    /// Leave out allocations whose backtrace has a location containing this text
+    /// (repeatable).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SUBSTRING"))]
+    pub forbid: Vec<String>,
+    /// Keep only allocations whose backtrace has a frame in this function (its
+    /// defname exactly; repeatable: a frame in each).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "NAME"))]
+    pub function: Vec<String>,
+    /// Leave out allocations whose backtrace has a frame in this function
+    /// (repeatable).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "NAME"))]
+    pub forbid_function: Vec<String>,
     /// Keep only allocations made by this domain (repeatable).
     #[cfg_attr(feature = "clap", arg(long, value_name = "ID"))]
     pub domain: Vec<u16>,
@@ -79,16 +91,38 @@ impl FilterSpec {
                 .between
                 .as_ref()
                 .and_then(|v| Some((*v.first()?, *v.get(1)?))),
-            by_location: self.location.is_some(),
+            location: self
+                .locations()
+                .map(|l| l.mask().map_err(|e| FilterError::TooManyClauses(e.0)))
+                .transpose()?,
         };
         f.check()?;
         Ok(f)
     }
 
+    /// The location and function clauses, if any.
+    pub fn locations(&self) -> Option<LocationFilter> {
+        let l = LocationFilter {
+            require: (self.location.iter().cloned().map(FrameMatch::Contains))
+                .chain(self.function.iter().cloned().map(FrameMatch::Function))
+                .collect(),
+            forbid: (self.forbid.iter().cloned().map(FrameMatch::Contains))
+                .chain(
+                    self.forbid_function
+                        .iter()
+                        .cloned()
+                        .map(FrameMatch::Function),
+                )
+                .collect(),
+        };
+        (!l.is_empty()).then_some(l)
+    }
+
     /// The filter in words, a clause each, for report headers.
     pub fn describe(&self) -> Vec<String> {
+        let location = self.locations().map(|l| l.describe()).unwrap_or_default();
         self.filter()
-            .map(|f| f.describe(self.location.as_deref()))
+            .map(|f| f.describe(&location))
             .unwrap_or_default()
     }
 
@@ -101,10 +135,10 @@ impl FilterSpec {
         settle: bool,
         progress: Progress<'_>,
     ) -> Pass {
-        let location = self.location.as_deref();
+        let location = self.locations();
         match settle {
-            true => passes::settled(reader, options, location, progress),
-            false => passes::analyze(reader, options, location, progress),
+            true => passes::settled(reader, options, location.as_ref(), progress),
+            false => passes::analyze(reader, options, location.as_ref(), progress),
         }
     }
 }

@@ -14,7 +14,7 @@ use tracekit_memtrace::{AllocationSource, Timedelta};
 use crate::backtrace::BacktraceId;
 
 /// Counts for one backtrace (or, summed, for a site or the whole trace). All sizes are
-/// in samples; [`Sampling`] turns them into estimated bytes.
+/// in samples; [`Sampling`](crate::Sampling) turns them into estimated bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SiteCounts {
     /// Allocation events (sampled objects).
@@ -31,9 +31,9 @@ pub struct SiteCounts {
     pub collected_allocs: u64,
     /// Samples collected.
     pub collected: u64,
-    /// Sampled objects live at [`Options::live_at`].
+    /// Sampled objects live at [`Options::live_at`](crate::analyzer::Options::live_at).
     pub live_at_allocs: u64,
-    /// Samples live at [`Options::live_at`].
+    /// Samples live at [`Options::live_at`](crate::analyzer::Options::live_at).
     pub live_at: u64,
 }
 

@@ -6,7 +6,7 @@
 const $ = (id) => document.getElementById(id);
 const state = {
   from: '', to: '', live: '', at: '', minsize: '', maxsize: '', location: '',
-  sources: ['minor', 'major', 'external'], tab: 'top', zoom: [], orient: 'icicle',
+  sources: ['minor', 'major', 'external'], clauses: [], tab: 'top', zoom: [], orient: 'icicle',
   sort: 'bytes',
 };
 let info = null;
@@ -24,6 +24,7 @@ function saveState() {
   }
   if (state.sources.length !== 3) p.set('sources', state.sources.join(','));
   if (state.zoom.length) p.set('zoom', JSON.stringify(state.zoom));
+  if (state.clauses.length) p.set('clauses', JSON.stringify(state.clauses));
   const hash = '#' + p.toString();
   if (location.hash !== hash) history.replaceState(null, '', hash);
 }
@@ -35,6 +36,7 @@ function loadState() {
   }
   if (p.has('sources')) state.sources = p.get('sources').split(',').filter(Boolean);
   try { state.zoom = p.has('zoom') ? JSON.parse(p.get('zoom')) : []; } catch (e) { state.zoom = []; }
+  try { state.clauses = p.has('clauses') ? JSON.parse(p.get('clauses')) : []; } catch (e) { state.clauses = []; }
 }
 
 // ---- the filter as command-line options ---------------------------------------
@@ -47,6 +49,10 @@ function filterArgs() {
   if (state.minsize) a.push('--min-size', state.minsize);
   if (state.maxsize) a.push('--max-size', state.maxsize);
   if (state.location) a.push('--location', state.location);
+  for (const c of state.clauses) {
+    const flag = { 'require function': '--function', 'require contains': '--location', 'forbid function': '--forbid-function', 'forbid contains': '--forbid' }[c.k + ' ' + c.m];
+    if (flag && c.t) a.push(flag, c.t);
+  }
   if (state.sources.length !== 3) {
     for (const s of state.sources) a.push('--source', s);
   }
@@ -199,6 +205,13 @@ function writeForm() {
   $('f-live').value = state.live; $('f-at').value = state.at;
   $('f-minsize').value = state.minsize; $('f-maxsize').value = state.maxsize; $('f-location').value = state.location;
   for (const c of document.querySelectorAll('input[name=source]')) c.checked = state.sources.includes(c.value);
+  const chips = state.clauses.map((c, i) => {
+    const words = `${c.k} a frame whose ${c.m === 'function' ? 'function is' : 'location contains'} "${c.t}"`;
+    const x = el('button', { type: 'button', class: 'chip', title: 'remove', text: words + ' ×' });
+    x.addEventListener('click', () => { state.clauses.splice(i, 1); writeForm(); });
+    return x;
+  });
+  $('clauses').replaceChildren(...chips);
 }
 
 function readForm() {
@@ -456,10 +469,17 @@ async function main() {
   setupDrag();
   $('filter-form').addEventListener('submit', (e) => { e.preventDefault(); readForm(); state.zoom = []; refresh(); });
   $('reset').addEventListener('click', () => {
-    Object.assign(state, { from: '', to: '', live: '', at: '', minsize: '', maxsize: '', location: '', sources: ['minor', 'major', 'external'], zoom: [] });
+    Object.assign(state, { from: '', to: '', live: '', at: '', minsize: '', maxsize: '', location: '', sources: ['minor', 'major', 'external'], clauses: [], zoom: [] });
     writeForm(); refresh();
   });
   $('show-rate').addEventListener('change', () => refresh());
+  $('c-add').addEventListener('click', () => {
+    const t = $('c-text').value.trim();
+    if (!t) return;
+    state.clauses.push({ k: $('c-kind').value, m: $('c-match').value, t });
+    $('c-text').value = '';
+    writeForm();
+  });
   for (const b of document.querySelectorAll('#tabs button')) {
     b.addEventListener('click', () => { state.tab = b.dataset.tab; refresh(); });
   }

@@ -68,7 +68,7 @@ pub enum Command {
     /// top sites, flame graph, comparison
     View(crate::view::ViewArgs),
     #[command(flatten)]
-    Analysis(crate::memtrace_analysis::Command),
+    Analysis(Box<crate::memtrace_analysis::Command>),
 }
 
 /// Runs one `tracekit memtrace` subcommand.
@@ -98,7 +98,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             },
         ),
         Command::View(args) => crate::view::run(args),
-        Command::Analysis(cmd) => crate::memtrace_analysis::run(cmd),
+        Command::Analysis(cmd) => crate::memtrace_analysis::run(*cmd),
     }
 }
 

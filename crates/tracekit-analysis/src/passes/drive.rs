@@ -7,22 +7,13 @@ use std::collections::HashMap;
 
 use tracekit_memtrace as mt;
 
-use super::Pass;
+use super::{LocationFilter, Pass};
 use crate::analyzer::{Analyzer, Options};
 use crate::backtrace::{BacktraceId, Backtraces};
 use crate::sampling::Sampling;
 use crate::symbols::FrameSkip;
 use rustc_hash::FxHashMap;
 use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, LocationCode, ObjId, Timedelta};
-
-/// Does a location code match `needle`: does one of its locations, printed as
-/// `defname@file:line:start-end` (or `$code` when it has none), contain it?
-fn code_matches(table: &mt::LocationTable, code: LocationCode, needle: &str) -> bool {
-    match table.get(code) {
-        Some(locs) if !locs.is_empty() => locs.iter().any(|l| l.to_string().contains(needle)),
-        _ => format!("${}", code.get()).contains(needle),
-    }
-}
 
 /// Where an allocation site's frames start in a backtrace, for
 /// [`Options::leaf_only`]: the innermost entry that names the site under a
@@ -118,17 +109,21 @@ impl<'s> SiteStart<'s> {
 }
 
 /// Runs one analysis pass over `reader` on this thread. Backtraces are decoded only
-/// when the options need them. `location` keeps only allocations with a backtrace
-/// location containing the text (it needs backtraces). `progress` is called now and
+/// when the options need them. `location` keeps only allocations whose backtrace
+/// locations pass its clauses (it needs backtraces). `progress` is called now and
 /// then with the byte position reached.
 pub(super) fn one_thread(
     reader: &mut mt::Reader<'_>,
     mut options: Options,
-    location: Option<&str>,
+    location: Option<&LocationFilter>,
     progress: &mut dyn FnMut(u64),
 ) -> Pass {
     let sampling = Sampling::from(reader.info());
-    options.filter.by_location = location.is_some();
+    let location = location.filter(|l| !l.is_empty());
+    // More clauses than bits is refused where the filter is made
+    // (`FilterSpec::filter`); here they would all be dropped.
+    options.filter.location = location.and_then(|l| l.mask().ok());
+    let location = location.filter(|_| options.filter.location.is_some());
     let parse_backtraces = options.backtraces || location.is_some();
     options.backtraces = parse_backtraces;
     let leaf_sites = options.leaf_only && parse_backtraces && location.is_none();
@@ -138,7 +133,7 @@ pub(super) fn one_thread(
     let mut events = reader.events(parse_backtraces);
     let mut error = None;
     let mut count: u64 = 0;
-    let mut memo: HashMap<LocationCode, bool> = HashMap::new();
+    let mut memo: HashMap<LocationCode, u8> = HashMap::new();
     loop {
         let item = match events.next_event_with_locations() {
             None => break,
@@ -165,10 +160,10 @@ pub(super) fn one_thread(
                 }
                 _ => analyzer.push(dt, &event),
             },
-            Some(needle) => analyzer.push_matching(dt, &event, &mut |code| {
+            Some(clauses) => analyzer.push_matching(dt, &event, &mut |code| {
                 *memo
                     .entry(code)
-                    .or_insert_with(|| code_matches(table, code, needle))
+                    .or_insert_with(|| clauses.matches(table, code))
             }),
         }
         if count & 0xFFFF == 0 {

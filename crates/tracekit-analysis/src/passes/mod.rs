@@ -15,9 +15,9 @@
 
 mod drive;
 
-use tracekit_memtrace::{ReadError, Reader, Warning};
+use tracekit_memtrace::{LocationCode, ReadError, Reader, Warning};
 
-use crate::analyzer::{Options, Profile};
+use crate::analyzer::{LocationMask, Options, Profile};
 use crate::curve::Peak;
 
 #[doc(hidden)]
@@ -67,14 +67,13 @@ impl Stage {
 pub type Progress<'a> = &'a mut dyn FnMut(Stage, u64);
 
 /// One analysis pass over `reader` with `options` (its [`Options::threads`] say on how
-/// many threads). `location` keeps only allocations with a backtrace location
-/// containing the text (locations print as `defname@file:line:start-end`, or `$code`
-/// for a code without any). `progress` hears [`Stage::Analysing`] at position 0, then
+/// many threads). `location` keeps only allocations whose backtrace locations pass its
+/// clauses. `progress` hears [`Stage::Analysing`] at position 0, then
 /// now and then the byte position reached.
 pub fn analyze(
     reader: &mut Reader<'_>,
     options: Options,
-    location: Option<&str>,
+    location: Option<&LocationFilter>,
     progress: Progress<'_>,
 ) -> Pass {
     run(reader, options, location, Stage::Analysing, progress)
@@ -84,7 +83,7 @@ pub fn analyze(
 fn run(
     reader: &mut Reader<'_>,
     options: Options,
-    location: Option<&str>,
+    location: Option<&LocationFilter>,
     stage: Stage,
     progress: Progress<'_>,
 ) -> Pass {
@@ -101,6 +100,89 @@ fn run(
         drive::two_threads(reader, options, &mut position)
     } else {
         drive::one_thread(reader, options, location, &mut position)
+    }
+}
+
+/// Clauses on the locations of an allocation's backtrace, decided as backtraces are
+/// decoded (they need the trace's location table). Locations print as
+/// `defname@file:line:start-end`, or `$code` for a code without any.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LocationFilter {
+    /// A frame of the backtrace must match each of these.
+    pub require: Vec<FrameMatch>,
+    /// No frame of the backtrace may match any of these.
+    pub forbid: Vec<FrameMatch>,
+}
+
+/// What a frame must be to match.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FrameMatch {
+    /// One of its locations, printed, contains the text.
+    Contains(String),
+    /// One of its locations is in this function (its defname is the text).
+    Function(String),
+}
+
+/// More location clauses than a filter holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("at most {MAX_LOCATION_CLAUSES} location and function clauses, not {0}")]
+pub struct TooManyClauses(pub usize);
+
+/// Most clauses of a [`LocationFilter`] (a bit each in [`LocationMask`]).
+pub const MAX_LOCATION_CLAUSES: usize = 8;
+
+impl LocationFilter {
+    /// Whether there is no clause.
+    pub fn is_empty(&self) -> bool {
+        self.require.is_empty() && self.forbid.is_empty()
+    }
+
+    /// The clauses as the analyser's masks: the required ones first, a bit each.
+    pub fn mask(&self) -> Result<LocationMask, TooManyClauses> {
+        let n = self.require.len() + self.forbid.len();
+        if n > MAX_LOCATION_CLAUSES {
+            return Err(TooManyClauses(n));
+        }
+        let bits = |from: usize, k: usize| ((1u16 << (from + k)) - (1u16 << from)) as u8;
+        Ok(LocationMask {
+            required: bits(0, self.require.len()),
+            forbidden: bits(self.require.len(), self.forbid.len()),
+        })
+    }
+
+    /// The clauses `code` matches, bits as in [`LocationFilter::mask`].
+    pub(crate) fn matches(
+        &self,
+        table: &tracekit_memtrace::LocationTable,
+        code: LocationCode,
+    ) -> u8 {
+        let locs = table.get(code).unwrap_or(&[]);
+        let printed: Vec<String> = match locs.is_empty() {
+            true => vec![format!("${}", code.get())],
+            false => locs.iter().map(|l| l.to_string()).collect(),
+        };
+        let hit = |m: &FrameMatch| match m {
+            FrameMatch::Contains(text) => printed.iter().any(|p| p.contains(text.as_str())),
+            FrameMatch::Function(name) => locs.iter().any(|l| l.defname.to_string() == *name),
+        };
+        self.require
+            .iter()
+            .chain(&self.forbid)
+            .enumerate()
+            .fold(0, |mask, (i, m)| if hit(m) { mask | 1 << i } else { mask })
+    }
+
+    /// The clauses in words, for report headers.
+    pub fn describe(&self) -> Vec<String> {
+        let required = self.require.iter().map(|m| match m {
+            FrameMatch::Contains(t) => format!("backtrace location contains {t:?}"),
+            FrameMatch::Function(f) => format!("a frame in function {f:?}"),
+        });
+        let forbidden = self.forbid.iter().map(|m| match m {
+            FrameMatch::Contains(t) => format!("no backtrace location contains {t:?}"),
+            FrameMatch::Function(f) => format!("no frame in function {f:?}"),
+        });
+        required.chain(forbidden).collect()
     }
 }
 
@@ -141,7 +223,7 @@ pub fn settle_peak(
     reader: &mut Reader<'_>,
     pass: &mut Pass,
     options: &Options,
-    location: Option<&str>,
+    location: Option<&LocationFilter>,
     progress: Progress<'_>,
 ) {
     if pass.profile.peak.late_events == 0 || pass.error.is_some() {
@@ -165,7 +247,7 @@ pub fn settle_peak(
 pub fn settled(
     reader: &mut Reader<'_>,
     options: Options,
-    location: Option<&str>,
+    location: Option<&LocationFilter>,
     progress: Progress<'_>,
 ) -> Pass {
     let mut pass = analyze(reader, options.clone(), location, &mut *progress);
@@ -251,13 +333,93 @@ mod tests {
             };
             analyze(&mut reader, options, location, &mut |_, _| {})
         };
+        let module_3 = LocationFilter {
+            require: vec![FrameMatch::Contains("module_003".into())],
+            forbid: vec![],
+        };
         let all = pass(Threads::Two, None);
-        let one = pass(Threads::One, Some("module_003"));
-        let two = pass(Threads::Two, Some("module_003"));
+        let one = pass(Threads::One, Some(&module_3));
+        let two = pass(Threads::Two, Some(&module_3));
         assert!(0 < one.profile.totals.allocs);
         assert!(one.profile.totals.allocs < all.profile.totals.allocs);
         assert_eq!(one.profile.totals, two.profile.totals);
         assert_eq!(one.profile.events, two.profile.events);
+    }
+
+    #[test]
+    fn location_clauses_keep_what_each_backtrace_passes() {
+        let config = SynthConfig {
+            allocs: 5000,
+            ..SynthConfig::default()
+        };
+        let bytes = write_synthetic(Vec::new(), &config).unwrap();
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        // The allocations' samples and frames (as printed locations and defnames),
+        // read independently of the pass.
+        let mut allocs: Vec<(u64, Vec<(String, String)>)> = Vec::new();
+        {
+            let mut events = reader.events(true);
+            while let Some(item) = events.next_event_with_locations() {
+                let (_, ev, table) = item.unwrap();
+                if let tracekit_memtrace::Event::Alloc(a) = ev {
+                    let frames = a
+                        .backtrace
+                        .iter()
+                        .flat_map(|&c| table.get(c).unwrap_or(&[]).iter())
+                        .map(|l| (l.to_string(), l.defname.to_string()))
+                        .collect();
+                    allocs.push((a.nsamples, frames));
+                }
+            }
+        }
+        let function = allocs[7].1[2].1.clone();
+        let cases = [
+            (vec![FrameMatch::Contains("module_003".into())], vec![]),
+            (vec![], vec![FrameMatch::Contains("module_003".into())]),
+            (vec![FrameMatch::Function(function.clone())], vec![]),
+            (
+                vec![FrameMatch::Contains("module_00".into())],
+                vec![
+                    FrameMatch::Function(function.clone()),
+                    FrameMatch::Contains(".ml:1".into()),
+                ],
+            ),
+            (
+                vec![FrameMatch::Function(function[..4].to_string())],
+                vec![],
+            ),
+        ];
+        for (require, forbid) in cases {
+            let hit = |m: &FrameMatch, frames: &[(String, String)]| {
+                frames.iter().any(|(printed, defname)| match m {
+                    FrameMatch::Contains(t) => printed.contains(t.as_str()),
+                    FrameMatch::Function(f) => defname == f,
+                })
+            };
+            let expected: u64 = allocs
+                .iter()
+                .filter(|(_, f)| {
+                    require.iter().all(|m| hit(m, f)) && !forbid.iter().any(|m| hit(m, f))
+                })
+                .map(|(n, _)| n)
+                .sum();
+            let clauses = LocationFilter { require, forbid };
+            let p = analyze(
+                &mut reader,
+                Options::default(),
+                Some(&clauses),
+                &mut |_, _| {},
+            );
+            assert_eq!(p.profile.totals.samples, expected, "{clauses:?}");
+        }
+        let too_many = LocationFilter {
+            require: vec![FrameMatch::Contains("a".into()); MAX_LOCATION_CLAUSES + 1],
+            forbid: vec![],
+        };
+        assert_eq!(
+            too_many.mask(),
+            Err(TooManyClauses(MAX_LOCATION_CLAUSES + 1))
+        );
     }
 
     #[test]

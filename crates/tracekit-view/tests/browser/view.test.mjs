@@ -156,6 +156,30 @@ test('a required function filters the flame graph as flamegraph --location; a cl
   await again.close();
 });
 
+test('function clauses filter as --function and --forbid-function', async () => {
+  const page = await open(await serve([trace]));
+  await page.click('button[data-tab="flame"]');
+  await settled(page);
+  await page.selectOption('#c-kind', 'forbid');
+  await page.selectOption('#c-match', 'function');
+  await page.fill('#c-text', 'Module_033.func_35');
+  await page.click('#c-add');
+  await page.selectOption('#c-kind', 'require');
+  await page.selectOption('#c-match', 'contains');
+  await page.fill('#c-text', 'module_0');
+  await page.click('#c-add');
+  assert.equal(await page.locator('#clauses .chip').count(), 2);
+  await page.click('#apply');
+  await page.waitForFunction(() => location.hash.includes('clauses='));
+  await settled(page);
+  const total = Number(await page.getAttribute('#flame-total', 'data-total'));
+  const expected = cli('flamegraph', '--json', '--forbid-function', 'Module_033.func_35', '--location', 'module_0', trace);
+  assert.equal(total, expected.total);
+  assert.ok(total > 0 && total < cli('flamegraph', '--json', '--location', 'module_0', trace).total);
+  await page.screenshot({ path: path.join(shots, 'clauses.png'), fullPage: false });
+  await page.close();
+});
+
 test('callee and caller tables expand; compare shows diff', async () => {
   const page = await open(await serve([trace, '--compare', other]));
   for (const [tab, table] of [['callees', '#callee-table'], ['callers', '#caller-table']]) {
