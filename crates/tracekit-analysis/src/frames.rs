@@ -98,7 +98,20 @@ impl FrameTree {
         options: TreeOptions,
         weight: impl Fn(&SiteCounts) -> u64,
     ) -> FrameTree {
+        Self::build_hiding(profile, symbols, options, &[], weight)
+    }
+
+    /// [`FrameTree::build`], leaving out of the stacks the frames whose printed name
+    /// contains one of `hide` (their callees join their callers).
+    pub fn build_hiding(
+        profile: &Profile,
+        symbols: &dyn LocationLookup,
+        options: TreeOptions,
+        hide: &[String],
+        weight: impl Fn(&SiteCounts) -> u64,
+    ) -> FrameTree {
         let mut b = Builder::new(profile, symbols, options);
+        b.hide = hide;
         for (bt, counts) in profile.sites.iter() {
             let w = weight(&counts);
             if w > 0 {
@@ -404,6 +417,8 @@ struct Builder<'a> {
     frame_names: Vec<u32>,
     scratch: Vec<BacktraceId>,
     labels: Vec<String>,
+    /// Frames whose printed name contains one of these are left out.
+    hide: &'a [String],
 }
 
 impl<'a> Builder<'a> {
@@ -423,6 +438,7 @@ impl<'a> Builder<'a> {
             frame_names: Vec::new(),
             scratch: Vec::new(),
             labels: Vec::new(),
+            hide: &[],
         }
     }
 
@@ -460,7 +476,11 @@ impl<'a> Builder<'a> {
                 entry_labels(self.symbols, code, self.options.label, &mut self.labels);
                 let start = self.frame_names.len() as u32;
                 for l in &self.labels {
-                    let id = self.tree.name_id(&folded_frame(l));
+                    let name = folded_frame(l);
+                    if self.hide.iter().any(|h| name.contains(h.as_str())) {
+                        continue;
+                    }
+                    let id = self.tree.name_id(&name);
                     self.frame_names.push(id);
                 }
                 let range = (start, self.frame_names.len() as u32);
@@ -535,6 +555,15 @@ mod tests {
 
     /// The folded stacks the slow way: a string per site, merged in a map.
     fn naive(p: &Pass, symbols: &dyn LocationLookup, o: FoldOptions) -> Vec<(String, u64)> {
+        naive_hiding(p, symbols, o, &[])
+    }
+
+    fn naive_hiding(
+        p: &Pass,
+        symbols: &dyn LocationLookup,
+        o: FoldOptions,
+        hide: &[&str],
+    ) -> Vec<(String, u64)> {
         let mut stacks: HashMap<String, u64> = HashMap::new();
         for (bt, counts) in p.profile.sites.iter() {
             let w = o.weight.of(&counts);
@@ -548,6 +577,9 @@ mod tests {
                 entry_labels(symbols, *code, o.label, &mut labels);
                 for l in labels {
                     let l = folded_frame(&l);
+                    if hide.iter().any(|h| l.contains(h)) {
+                        continue;
+                    }
                     if o.collapse_recursion && frames.last() == Some(&l) {
                         continue;
                     }
@@ -567,9 +599,13 @@ mod tests {
 
     #[test]
     fn the_tree_folds_the_same_stacks_as_strings_do() {
-        let (bytes, p) = pass(11);
-        let reader = Reader::from_bytes(&bytes).unwrap();
+        let (bytes, _) = pass(11);
+        // The pass over this reader fills its location table, so that frames print
+        // as functions, locations and files rather than as codes.
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let p = passes::analyze(&mut reader, Options::default(), None, &mut |_, _| {});
         let symbols = reader.locations();
+        assert!(!symbols.is_empty());
         for label in [FrameLabel::Function, FrameLabel::Location, FrameLabel::File] {
             for collapse_recursion in [false, true] {
                 for weight in [Weight::Allocated, Weight::LiveEnd] {
@@ -584,6 +620,49 @@ mod tests {
                     lines.sort();
                     assert_eq!(lines, naive(&p, symbols, o), "{o:?}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn hidden_frames_leave_the_stacks_as_if_never_called() {
+        let (bytes, _) = pass(13);
+        // The pass over this reader fills its location table.
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let p = passes::analyze(&mut reader, Options::default(), None, &mut |_, _| {});
+        let symbols = reader.locations();
+        for hide in [&["fn_1"][..], &["Module_00", "fn_3"], &["_"]] {
+            for collapse_recursion in [false, true] {
+                let o = FoldOptions {
+                    collapse_recursion,
+                    ..FoldOptions::default()
+                };
+                let owned: Vec<String> = hide.iter().map(|h| h.to_string()).collect();
+                let mut lines =
+                    crate::report::fold_tree_hiding(&p.profile, symbols, o, &owned).lines();
+                lines.sort();
+                let expected = naive_hiding(
+                    &p,
+                    symbols,
+                    FoldOptions {
+                        unit: Unit::Samples,
+                        ..o
+                    },
+                    hide,
+                );
+                let total: u64 = lines.iter().map(|l| l.1).sum();
+                assert_eq!(
+                    total,
+                    p.profile.sampling.bytes(p.profile.totals.samples),
+                    "{hide:?}"
+                );
+                let names = |v: &[(String, u64)]| v.iter().map(|l| l.0.clone()).collect::<Vec<_>>();
+                assert_eq!(
+                    names(&lines),
+                    names(&expected),
+                    "{hide:?} {collapse_recursion}"
+                );
+                assert!(!lines.iter().any(|l| hide.iter().any(|h| l.0.contains(h))));
             }
         }
     }

@@ -411,6 +411,10 @@ pub struct FlameQuery {
     /// Merge runs of the same frame (direct recursion) into one frame.
     #[cfg_attr(feature = "clap", arg(long))]
     pub collapse_recursion: bool,
+    /// Leave out of the stacks the frames whose name contains this text (their
+    /// callees join their callers; repeatable).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "TEXT"))]
+    pub hide: Vec<String>,
     #[allow(missing_docs)]
     #[cfg_attr(feature = "clap", command(flatten))]
     pub filter: FilterSpec,
@@ -464,7 +468,7 @@ impl FlameQuery {
             unit,
             collapse_recursion: self.collapse_recursion,
         };
-        let tree = report::fold_tree(&pass.profile, reader.locations(), fold);
+        let tree = report::fold_tree_hiding(&pass.profile, reader.locations(), fold, &self.hide);
         Ok(FlameAnswer {
             pass,
             tree,
@@ -789,6 +793,7 @@ mod tests {
             frames: FrameLabel::Function,
             samples: true,
             collapse_recursion: false,
+            hide: Vec::new(),
             filter: FilterSpec::default(),
         };
         let mut stages = Vec::new();

@@ -507,12 +507,22 @@ pub fn fold_tree(
     symbols: &dyn LocationLookup,
     options: FoldOptions,
 ) -> FrameTree {
+    fold_tree_hiding(profile, symbols, options, &[])
+}
+
+/// [`fold_tree`], leaving out the frames whose printed name contains one of `hide`.
+pub fn fold_tree_hiding(
+    profile: &Profile,
+    symbols: &dyn LocationLookup,
+    options: FoldOptions,
+    hide: &[String],
+) -> FrameTree {
     let tree = TreeOptions {
         label: options.label,
         unit: options.unit,
         collapse_recursion: options.collapse_recursion,
     };
-    FrameTree::build(profile, symbols, tree, |c| options.weight.of(c))
+    FrameTree::build_hiding(profile, symbols, tree, hide, |c| options.weight.of(c))
 }
 
 #[cfg(test)]

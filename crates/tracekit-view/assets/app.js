@@ -59,6 +59,11 @@ function filterArgs() {
   return a;
 }
 
+// Hidden frames change the stacks drawn, not which allocations count.
+function hideArgs() {
+  return state.clauses.filter((c) => c.k === 'hide' && c.t).flatMap((c) => ['--hide', c.t]);
+}
+
 function liveArgs(flame) {
   if (state.live === 'peak') return ['--peak'];
   if (state.live === 'at' && state.at) return ['--at', state.at];
@@ -206,7 +211,7 @@ function writeForm() {
   $('f-minsize').value = state.minsize; $('f-maxsize').value = state.maxsize; $('f-location').value = state.location;
   for (const c of document.querySelectorAll('input[name=source]')) c.checked = state.sources.includes(c.value);
   const chips = state.clauses.map((c, i) => {
-    const words = `${c.k} a frame whose ${c.m === 'function' ? 'function is' : 'location contains'} "${c.t}"`;
+    const words = c.k === 'hide' ? `hide frames containing "${c.t}"` : `${c.k} a frame whose ${c.m === 'function' ? 'function is' : 'location contains'} "${c.t}"`;
     const x = el('button', { type: 'button', class: 'chip', title: 'remove', text: words + ' ×' });
     x.addEventListener('click', () => { state.clauses.splice(i, 1); writeForm(); });
     return x;
@@ -252,7 +257,7 @@ async function renderTop(gen) {
 // The folded stacks of the filter, as a tree: {name, total, self, children: Map}.
 let stacksCache = { key: null, tree: null };
 async function stackTree(gen) {
-  const args = [...liveArgs(true), ...filterArgs()];
+  const args = [...liveArgs(true), ...filterArgs(), ...hideArgs()];
   const key = JSON.stringify(args);
   if (stacksCache.key === key) return stacksCache.tree;
   const f = await api('flamegraph', args);
@@ -285,7 +290,7 @@ function zoomNode(root) {
 }
 
 async function renderFlame(gen) {
-  const args = [...liveArgs(true), ...filterArgs()];
+  const args = [...liveArgs(true), ...filterArgs(), ...hideArgs()];
   for (const f of state.zoom) args.push('--focus', f);
   const t = await api('flametree', args);
   if (gen !== generation) return;

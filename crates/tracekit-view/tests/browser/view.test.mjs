@@ -176,6 +176,20 @@ test('function clauses filter as --function and --forbid-function', async () => 
   const expected = cli('flamegraph', '--json', '--forbid-function', 'Module_033.func_35', '--location', 'module_0', trace);
   assert.equal(total, expected.total);
   assert.ok(total > 0 && total < cli('flamegraph', '--json', '--location', 'module_0', trace).total);
+  // Hiding a frame changes the stacks drawn, not the total.
+  const before = await page.$$eval('#flame div', (ds) => ds.map((d) => d.textContent));
+  assert.ok(before.includes('Module_048.func_11'));
+  await page.selectOption('#c-kind', 'hide');
+  await page.fill('#c-text', 'Module_048.func_11');
+  await page.click('#c-add');
+  await page.click('#apply');
+  await page.waitForFunction(() => location.hash.includes('hide'));
+  await settled(page);
+  assert.equal(Number(await page.getAttribute('#flame-total', 'data-total')), total);
+  const drawn = await page.$$eval('#flame div', (ds) => ds.map((d) => d.textContent));
+  assert.ok(!drawn.includes('Module_048.func_11'));
+  const hidden = cli('flamegraph', '--json', '--forbid-function', 'Module_033.func_35', '--location', 'module_0', '--hide', 'Module_048.func_11', trace);
+  assert.ok(hidden.stacks.every((s) => !s.frames.includes('Module_048.func_11')));
   await page.screenshot({ path: path.join(shots, 'clauses.png'), fullPage: false });
   await page.close();
 });
