@@ -256,12 +256,56 @@ async function renderTop(gen) {
 
 // The folded stacks of the filter, as a tree: {name, total, self, children: Map}.
 let stacksCache = { key: null, tree: null };
-async function stackTree(gen) {
+// The stacks as the flame graph folds them.
+let stacksRaw = { key: null, stacks: null };
+async function folded(gen) {
   const args = [...liveArgs(true), ...filterArgs(), ...hideArgs()];
   const key = JSON.stringify(args);
+  if (stacksRaw.key !== key) {
+    const f = await api('flamegraph', args);
+    if (gen !== generation) return null;
+    stacksRaw = { key, stacks: f.stacks, total: f.total, unit: f.unit };
+  }
+  return stacksRaw;
+}
+
+// Points of interest: each function's weight in the stacks it appears in (once
+// per stack, however deep the recursion) and as the allocating frame.
+async function renderFunctions(gen) {
+  const f = await folded(gen);
+  if (!f || gen !== generation) return;
+  const acc = new Map();
+  for (const s of f.stacks) {
+    const seen = new Set(s.frames);
+    for (const name of seen) {
+      const a = acc.get(name) || { name, total: 0, self: 0 };
+      a.total += s.weight;
+      acc.set(name, a);
+    }
+    const leaf = s.frames[s.frames.length - 1];
+    if (leaf !== undefined) acc.get(leaf).self += s.weight;
+  }
+  const key = state.sort === 'self' ? 'self' : 'total';
+  const rows = [...acc.values()].sort((a, b) => b[key] - a[key] || (a.name < b.name ? -1 : 1)).slice(0, 200);
+  const fmt = (w) => (f.unit === 'bytes' ? bytes(w) : String(w));
+  const th = (k, label) => {
+    const e = el('th', { text: label });
+    e.addEventListener('click', () => { state.sort = k; saveState(); renderFunctions(generation); });
+    return e;
+  };
+  const table = el('table', { id: 'functions-table' },
+    el('thead', {}, el('tr', {}, el('th', { class: 'name', text: 'function' }), th('total', 'in its stacks'), el('th', { text: 'share' }), th('self', 'allocating'))),
+    el('tbody', {}, ...rows.map((r) => el('tr', {}, el('td', { class: 'name', text: r.name }), el('td', { 'data-weight': String(r.total), text: fmt(r.total) }),
+      el('td', { text: pct(r.total / (f.total || 1)) }), el('td', { text: fmt(r.self) })))));
+  $('view').replaceChildren(el('p', { text: `${acc.size} functions; the 200 heaviest` }), table);
+  keyboardRows(table);
+}
+
+async function stackTree(gen) {
+  const f = await folded(gen);
+  if (!f || gen !== generation) return null;
+  const key = f.key;
   if (stacksCache.key === key) return stacksCache.tree;
-  const f = await api('flamegraph', args);
-  if (gen !== generation) return null;
   const root = { name: 'all', total: 0, self: 0, children: new Map() };
   for (const s of f.stacks) {
     let n = root;
@@ -442,7 +486,7 @@ async function refresh() {
   for (const b of document.querySelectorAll('#tabs button')) b.setAttribute('aria-selected', String(b.dataset.tab === state.tab));
   try {
     const args = filterArgs();
-    const view = { top: renderTop, flame: renderFlame, callees: (g) => renderTree(g, false), callers: (g) => renderTree(g, true), compare: renderCompare }[state.tab] || renderTop;
+    const view = { top: renderTop, flame: renderFlame, callees: (g) => renderTree(g, false), callers: (g) => renderTree(g, true), functions: renderFunctions, compare: renderCompare }[state.tab] || renderTop;
     // The graph's pass and the view's run side by side on the server.
     const shown = view(gen);
     shown.catch(() => {});

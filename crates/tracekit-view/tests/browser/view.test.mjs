@@ -194,6 +194,23 @@ test('function clauses filter as --function and --forbid-function', async () => 
   await page.close();
 });
 
+test('functions weigh the stacks they appear in', async () => {
+  const page = await open(await serve([trace]));
+  await page.click('button[data-tab="functions"]');
+  await settled(page);
+  const shown = await page.$$eval('#functions-table tbody tr', (rows) => rows.map((r) => [r.cells[0].textContent, Number(r.cells[1].dataset.weight)]));
+  // Each function's stacks, from the CLI's folded stacks.
+  const f = cli('flamegraph', '--json', trace);
+  const weight = new Map();
+  for (const s of f.stacks) for (const name of new Set(s.frames)) weight.set(name, (weight.get(name) ?? 0) + s.weight);
+  assert.ok(shown.length > 10);
+  for (const [name, w] of shown) assert.equal(w, weight.get(name), name);
+  const heaviest = Math.max(...weight.values());
+  assert.equal(shown[0][1], heaviest);
+  await page.screenshot({ path: path.join(shots, 'functions.png'), fullPage: false });
+  await page.close();
+});
+
 test('callee and caller tables expand; compare shows diff', async () => {
   const page = await open(await serve([trace, '--compare', other]));
   for (const [tab, table] of [['callees', '#callee-table'], ['callers', '#caller-table']]) {
