@@ -172,8 +172,12 @@ function renderGraph(filtered) {
     r.setAttribute('width', Math.abs(b - a)); r.setAttribute('height', s.h - G.top - G.bottom);
     parts.push(r);
   }
+  // The axis in seconds from the start, or in wall-clock time (UTC).
+  const when = (t) => ($('wall-time').checked
+    ? new Date(info.start_time_us / 1000 + t * 1000).toISOString().replace('T', ' ').replace('Z', '')
+    : t.toFixed(2) + ' s');
   parts.push(text(G.left - 4, G.top + 10, bytes(s.ymax), 'end'), text(G.left - 4, s.h - G.bottom, '0', 'end'),
-    text(G.left, s.h - 6, '0 s'), text(s.w - G.right, s.h - 6, s.tmax.toFixed(2) + ' s', 'end'));
+    text(G.left, s.h - 6, when(0)), text(s.w / 2, s.h - 6, when(s.tmax / 2), 'middle'), text(s.w - G.right, s.h - 6, when(s.tmax), 'end'));
   svg.replaceChildren(...parts);
 }
 
@@ -418,17 +422,27 @@ async function renderTree(gen, callers) {
   const body = el('tbody');
   const table = el('table', { class: 'tree', id: callers ? 'caller-table' : 'callee-table' },
     el('thead', {}, el('tr', {}, el('th', { class: 'name', text: callers ? 'allocation site, then callers' : 'caller, then callees' }), el('th', { text: 'allocated' }), el('th', { text: 'share' }))), body);
-  const addRows = (n, depth, after) => {
+  const addRows = (n, depth, after, path) => {
     const kids = [...n.children.values()].sort((a, b) => b.total - a.total);
     let last = after;
     for (const c of kids) {
       const tr = el('tr', {});
+      const here = [...path, c.name];
+      // Enter focuses the flame graph: on this call path (callees), or on the
+      // stacks through this function (callers).
+      tr.focusView = () => {
+        if (callers) state.clauses.push({ k: 'require', m: 'function', t: c.name });
+        state.zoom = callers ? [] : here;
+        state.tab = 'flame';
+        writeForm();
+        refresh();
+      };
       const toggle = el('span', { class: 'toggle', text: c.children.size ? '▸' : ' ' });
       tr.append(el('td', { class: 'name' }, ' '.repeat(depth * 2), toggle, c.name),
         el('td', { text: root.unit === 'bytes' ? bytes(c.total) : String(c.total) }), el('td', { text: pct(c.total / (root.total || 1)) }));
       tr.expand = () => {
         if (tr.open || !c.children.size) return;
-        tr.open = addRows(c, depth + 1, tr); toggle.textContent = '▾';
+        tr.open = addRows(c, depth + 1, tr, here); toggle.textContent = '▾';
       };
       tr.collapse = () => {
         if (!tr.open) return;
@@ -442,8 +456,8 @@ async function renderTree(gen, callers) {
     }
     return last;
   };
-  addRows(tree, 0, null);
-  $('view').replaceChildren(el('p', { text: 'click or press → / ← to expand or collapse; ↑ ↓ move' }), table);
+  addRows(tree, 0, null, []);
+  $('view').replaceChildren(el('p', { text: 'click or press → / ← to expand or collapse, ↑ ↓ to move, Enter to focus the flame graph there' }), table);
   keyboardRows(table);
 }
 
@@ -456,6 +470,7 @@ function keyboardRows(table) {
     else if (e.key === 'ArrowUp') i = Math.max(0, i - 1);
     else if (e.key === 'ArrowRight' && rows[i] && rows[i].expand) rows[i].expand();
     else if (e.key === 'ArrowLeft' && rows[i] && rows[i].collapse) rows[i].collapse();
+    else if (e.key === 'Enter' && rows[i] && rows[i].focusView) { rows[i].focusView(); return; }
     else return;
     e.preventDefault();
     rows.forEach((r) => r.classList.remove('selected'));
@@ -495,8 +510,9 @@ async function refresh() {
     lastFiltered = filtered;
     renderGraph(filtered);
     const peak = full.peak;
-    $('summary').textContent = `peak live heap ${bytes(peak.bytes)} at ${peak.time_s.toFixed(3)} s` +
-      (filtered ? `; filtered: peak ${bytes(filtered.peak.bytes)} at ${filtered.peak.time_s.toFixed(3)} s` : '');
+    const all = full.totals;
+    $('summary').textContent = `${all.allocs} allocations, ${bytes(all.bytes)}; peak live heap ${bytes(peak.bytes)} at ${peak.time_s.toFixed(3)} s` +
+      (filtered ? `; filtered: ${filtered.totals.allocs} allocations, ${bytes(filtered.totals.bytes)}, peak ${bytes(filtered.peak.bytes)} at ${filtered.peak.time_s.toFixed(3)} s` : '');
     await shown;
     if (gen === generation) setStatus('');
   } catch (e) {
@@ -521,7 +537,8 @@ async function main() {
     Object.assign(state, { from: '', to: '', live: '', at: '', minsize: '', maxsize: '', location: '', sources: ['minor', 'major', 'external'], clauses: [], zoom: [] });
     writeForm(); refresh();
   });
-  $('show-rate').addEventListener('change', () => refresh());
+  $('show-rate').addEventListener('change', () => renderGraph(lastFiltered));
+  $('wall-time').addEventListener('change', () => renderGraph(lastFiltered));
   $('c-add').addEventListener('click', () => {
     const t = $('c-text').value.trim();
     if (!t) return;

@@ -223,6 +223,18 @@ test('callee and caller tables expand; compare shows diff', async () => {
     assert.ok(await rows.count() > n, `${tab}: a click expands`);
     await page.screenshot({ path: path.join(shots, `${tab}.png`), fullPage: true });
   }
+  // Keyboard: down twice, Enter focuses the flame graph on that call path.
+  await page.click('button[data-tab="callees"]');
+  await settled(page);
+  await page.focus('#callee-table');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowDown');
+  const chosen = await page.$eval('#callee-table tr.selected td', (td) => td.textContent.trim().replace(/^[▸▾ ]+/, ''));
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#flame div');
+  await settled(page);
+  assert.equal(await page.$eval('#flame div', (d) => d.textContent), chosen);
   await page.click('button[data-tab="compare"]');
   await settled(page);
   const names = await page.$$eval('#compare-table tbody tr', (rows) => rows.map((r) => r.cells[0].textContent));
