@@ -39,6 +39,10 @@ pub struct Filter {
     /// Keep only allocations whose backtrace passes location clauses (see
     /// [`Analyzer::push_matching`]).
     pub location: Option<LocationMask>,
+    /// Keep only these allocations, by ordinal (the n-th allocation event of the
+    /// trace): those whose objects' lives pass clauses decided by a pass before
+    /// ([`crate::passes::objects`]).
+    pub objects: Option<std::sync::Arc<crate::passes::objects::AllocationSet>>,
 }
 
 /// Which location clauses a backtrace must pass. The caller's predicate
@@ -112,6 +116,9 @@ pub enum FilterError {
     /// `allocated_between` ends before it starts.
     #[error("--between: {0} is after {1}")]
     EmptyRange(Timedelta, Timedelta),
+    /// A time range of the option named ends before it starts.
+    #[error("{0}: {1} is after {2}")]
+    EmptyRangeOf(&'static str, Timedelta, Timedelta),
     /// More location and function clauses than a pass can follow.
     #[error("at most {max} location and function clauses, not {0}", max = crate::passes::MAX_LOCATION_CLAUSES)]
     TooManyClauses(usize),
@@ -574,6 +581,11 @@ impl Analyzer {
         {
             return false;
         }
+        if let Some(set) = &f.objects
+            && !set.contains(self.counts.allocs.wrapping_sub(1))
+        {
+            return false;
+        }
         if let Some(m) = f.location {
             let path = self.node_mask(bt, matches);
             return path & m.required == m.required && path & m.forbidden == 0;
@@ -814,6 +826,7 @@ mod tests {
                 required: 1,
                 forbidden: 0,
             }),
+            objects: None,
         };
         assert_eq!(
             f.describe(&["backtrace location contains \"Hashtbl\"".to_string()]),

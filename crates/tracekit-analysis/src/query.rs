@@ -19,6 +19,7 @@ use tracekit_memtrace::{AllocationSource, DomainId, LocationLookup, ReadError, R
 use crate::analyzer::{Filter, FilterError, Options};
 use crate::curve::TimelinePoint;
 use crate::frames::FrameTree;
+use crate::passes::objects::LifeClauses;
 use crate::passes::{self, FrameMatch, LocationFilter, Pass, Progress, Stage};
 use crate::render::{self, DiffContext, TopContext, TraceFile};
 use crate::report::{self, DiffRow, FoldOptions, GroupBy, Rank, Top, Unit};
@@ -76,9 +77,46 @@ pub struct FilterSpec {
         arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = time_arg)
     )]
     pub between: Option<Vec<Timedelta>>,
+    /// Keep only objects collected between two times (inclusive).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = time_arg)
+    )]
+    pub collected_between: Option<Vec<Timedelta>>,
+    /// Keep only objects never collected.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub never_collected: bool,
+    /// Keep only objects that lived this long (e.g. `0 10ms`; an object never
+    /// collected lives until the end of the trace).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, num_args = 2, value_names = ["D1", "D2"], value_parser = time_arg)
+    )]
+    pub lifetime: Option<Vec<Timedelta>>,
+    /// Keep only objects live at some time between two times.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = time_arg)
+    )]
+    pub live_between: Option<Vec<Timedelta>>,
+}
+
+/// A pair of times from a two-value option.
+fn pair(v: &Option<Vec<Timedelta>>) -> Option<(Timedelta, Timedelta)> {
+    v.as_ref().and_then(|v| Some((*v.first()?, *v.get(1)?)))
 }
 
 impl FilterSpec {
+    /// The clauses on the objects' lives.
+    pub fn life(&self) -> LifeClauses {
+        LifeClauses {
+            collected_between: pair(&self.collected_between),
+            never_collected: self.never_collected,
+            lifetime_between: pair(&self.lifetime),
+            live_between: pair(&self.live_between),
+        }
+    }
+
     /// The analyser's filter; an error when it keeps nothing by construction.
     pub fn filter(&self) -> Result<Filter, FilterError> {
         let f = Filter {
@@ -95,7 +133,21 @@ impl FilterSpec {
                 .locations()
                 .map(|l| l.mask().map_err(|e| FilterError::TooManyClauses(e.0)))
                 .transpose()?,
+            // Found by a pass of their own (`FilterSpec::pass`).
+            objects: None,
         };
+        let life = self.life();
+        for (option, range) in [
+            ("--collected-between", life.collected_between),
+            ("--lifetime", life.lifetime_between),
+            ("--live-between", life.live_between),
+        ] {
+            if let Some((a, b)) = range
+                && a > b
+            {
+                return Err(FilterError::EmptyRangeOf(option, a, b));
+            }
+        }
         f.check()?;
         Ok(f)
     }
@@ -120,7 +172,8 @@ impl FilterSpec {
 
     /// The filter in words, a clause each, for report headers.
     pub fn describe(&self) -> Vec<String> {
-        let location = self.locations().map(|l| l.describe()).unwrap_or_default();
+        let mut location = self.locations().map(|l| l.describe()).unwrap_or_default();
+        location.extend(self.life().describe());
         self.filter()
             .map(|f| f.describe(&location))
             .unwrap_or_default()
@@ -136,6 +189,13 @@ impl FilterSpec {
         progress: Progress<'_>,
     ) -> Pass {
         let location = self.locations();
+        let mut options = options;
+        let life = self.life();
+        if !life.is_empty() {
+            progress(Stage::SelectingObjects, 0);
+            let mut at = |pos| progress(Stage::SelectingObjects, pos);
+            options.filter.objects = Some(passes::objects::passing(reader, &life, &mut at));
+        }
         match settle {
             true => passes::settled(reader, options, location.as_ref(), progress),
             false => passes::analyze(reader, options, location.as_ref(), progress),
@@ -779,6 +839,92 @@ mod tests {
             Err(QueryError::Filter(FilterError::EmptyRange(..)))
         ));
         assert_eq!(passes_made, 0);
+    }
+
+    #[test]
+    fn clauses_on_lives_keep_the_objects_whose_lives_pass() {
+        let bytes = trace(8);
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        // Each object's samples, allocation and collection (or none), read here.
+        let mut objects: Vec<(u64, Timedelta, Option<Timedelta>)> = Vec::new();
+        let mut end = Timedelta::default();
+        {
+            let mut live = std::collections::HashMap::new();
+            let mut events = reader.events(false);
+            while let Some(item) = events.next_event() {
+                let (t, ev) = item.unwrap();
+                end = end.max(t);
+                match ev {
+                    tracekit_memtrace::Event::Alloc(a) => {
+                        assert!(live.insert(a.obj_id.get(), objects.len()).is_none());
+                        objects.push((a.nsamples, t, None));
+                    }
+                    tracekit_memtrace::Event::Collect(id, _) => {
+                        if let Some(i) = live.remove(&id.get()) {
+                            objects[i].2 = Some(t.max(objects[i].1));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let ms = |m: i64| Timedelta::from_micros(m * 1000);
+        let third = end.as_micros() / 3;
+        let t1 = Timedelta::from_micros(third);
+        let t2 = Timedelta::from_micros(2 * third);
+        let specs = [
+            FilterSpec {
+                collected_between: Some(vec![t1, t2]),
+                ..FilterSpec::default()
+            },
+            FilterSpec {
+                never_collected: true,
+                ..FilterSpec::default()
+            },
+            FilterSpec {
+                lifetime: Some(vec![ms(0), ms(5)]),
+                ..FilterSpec::default()
+            },
+            FilterSpec {
+                live_between: Some(vec![t1, t2]),
+                ..FilterSpec::default()
+            },
+            FilterSpec {
+                live_between: Some(vec![t1, t1]),
+                lifetime: Some(vec![ms(1), ms(1_000_000)]),
+                source: vec![AllocationSource::Minor],
+                ..FilterSpec::default()
+            },
+        ];
+        let total: u64 = objects.iter().map(|o| o.0).sum();
+        for spec in specs {
+            let life = spec.life();
+            let expected: u64 = objects
+                .iter()
+                .filter(|(_, a, c)| life.pass(*a, *c, end))
+                .map(|o| o.0)
+                .sum();
+            let q = TimelineQuery {
+                points: 10,
+                filter: spec.clone(),
+            };
+            let answer = q.run(&mut reader, &mut |_, _| {}).unwrap();
+            let got = answer.pass.profile.totals.samples;
+            if spec.source.is_empty() {
+                assert_eq!(got, expected, "{spec:?}");
+            } else {
+                assert!(got <= expected, "{spec:?}");
+            }
+            assert!(0 < got && got < total, "{spec:?}: {got} of {total}");
+        }
+        let backwards = FilterSpec {
+            lifetime: Some(vec![ms(2), ms(1)]),
+            ..FilterSpec::default()
+        };
+        assert_eq!(
+            backwards.filter(),
+            Err(FilterError::EmptyRangeOf("--lifetime", ms(2), ms(1)))
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 const $ = (id) => document.getElementById(id);
 const state = {
   from: '', to: '', live: '', at: '', minsize: '', maxsize: '', location: '',
+  cfrom: '', cto: '', never: '', lfrom: '', lto: '', vfrom: '', vto: '',
   sources: ['minor', 'major', 'external'], clauses: [], tab: 'top', zoom: [], orient: 'icicle',
   sort: 'bytes',
 };
@@ -19,7 +20,7 @@ let lastFiltered = null; // the filtered timeline drawn last
 
 function saveState() {
   const p = new URLSearchParams();
-  for (const k of ['from', 'to', 'live', 'at', 'minsize', 'maxsize', 'location', 'tab', 'orient', 'sort']) {
+  for (const k of ['from', 'to', 'live', 'at', 'minsize', 'maxsize', 'location', 'cfrom', 'cto', 'never', 'lfrom', 'lto', 'vfrom', 'vto', 'tab', 'orient', 'sort']) {
     if (state[k]) p.set(k, state[k]);
   }
   if (state.sources.length !== 3) p.set('sources', state.sources.join(','));
@@ -31,7 +32,7 @@ function saveState() {
 
 function loadState() {
   const p = new URLSearchParams(location.hash.slice(1));
-  for (const k of ['from', 'to', 'live', 'at', 'minsize', 'maxsize', 'location', 'tab', 'orient', 'sort']) {
+  for (const k of ['from', 'to', 'live', 'at', 'minsize', 'maxsize', 'location', 'cfrom', 'cto', 'never', 'lfrom', 'lto', 'vfrom', 'vto', 'tab', 'orient', 'sort']) {
     if (p.has(k)) state[k] = p.get(k);
   }
   if (p.has('sources')) state.sources = p.get('sources').split(',').filter(Boolean);
@@ -46,6 +47,11 @@ function filterArgs() {
   if (state.from || state.to) {
     a.push('--between', state.from || '0s', state.to || (info.duration_us / 1e6) + 's');
   }
+  const end = (info.duration_us / 1e6) + 's';
+  if (state.cfrom || state.cto) a.push('--collected-between', state.cfrom || '0s', state.cto || end);
+  if (state.never) a.push('--never-collected');
+  if (state.lfrom || state.lto) a.push('--lifetime', state.lfrom || '0s', state.lto || end);
+  if (state.vfrom || state.vto) a.push('--live-between', state.vfrom || '0s', state.vto || end);
   if (state.minsize) a.push('--min-size', state.minsize);
   if (state.maxsize) a.push('--max-size', state.maxsize);
   if (state.location) a.push('--location', state.location);
@@ -212,6 +218,8 @@ function setupDrag() {
 function writeForm() {
   $('f-from').value = state.from; $('f-to').value = state.to;
   $('f-live').value = state.live; $('f-at').value = state.at;
+  for (const k of ['cfrom', 'cto', 'lfrom', 'lto', 'vfrom', 'vto']) $('f-' + k).value = state[k];
+  $('f-never').checked = !!state.never;
   $('f-minsize').value = state.minsize; $('f-maxsize').value = state.maxsize; $('f-location').value = state.location;
   for (const c of document.querySelectorAll('input[name=source]')) c.checked = state.sources.includes(c.value);
   const chips = state.clauses.map((c, i) => {
@@ -226,6 +234,8 @@ function writeForm() {
 function readForm() {
   state.from = $('f-from').value.trim(); state.to = $('f-to').value.trim();
   state.live = $('f-live').value; state.at = $('f-at').value.trim();
+  for (const k of ['cfrom', 'cto', 'lfrom', 'lto', 'vfrom', 'vto']) state[k] = $('f-' + k).value.trim();
+  state.never = $('f-never').checked ? '1' : '';
   state.minsize = $('f-minsize').value.trim(); state.maxsize = $('f-maxsize').value.trim(); state.location = $('f-location').value.trim();
   state.sources = [...document.querySelectorAll('input[name=source]:checked')].map((c) => c.value);
 }
@@ -534,7 +544,7 @@ async function main() {
   setupDrag();
   $('filter-form').addEventListener('submit', (e) => { e.preventDefault(); readForm(); state.zoom = []; refresh(); });
   $('reset').addEventListener('click', () => {
-    Object.assign(state, { from: '', to: '', live: '', at: '', minsize: '', maxsize: '', location: '', sources: ['minor', 'major', 'external'], clauses: [], zoom: [] });
+    Object.assign(state, { from: '', to: '', live: '', at: '', minsize: '', maxsize: '', location: '', cfrom: '', cto: '', never: '', lfrom: '', lto: '', vfrom: '', vto: '', sources: ['minor', 'major', 'external'], clauses: [], zoom: [] });
     writeForm(); refresh();
   });
   $('show-rate').addEventListener('change', () => renderGraph(lastFiltered));

@@ -167,6 +167,11 @@ fn endpoints_answer_what_the_subcommands_print() {
         ("top", &["--between", "0s", "0.05s", "--min-size", "64"]),
         ("timeline", &["--points", "450"]),
         ("timeline", &["--location", "a"]),
+        ("top", &["--never-collected", "--lifetime", "0s", "1000s"]),
+        (
+            "timeline",
+            &["--live-between", "0.01s", "0.02s", "--forbid", "a"],
+        ),
         ("flamegraph", &[]),
         ("flamegraph", &["--live-end", "--frames", "location"]),
     ];

@@ -14,6 +14,7 @@
 //! more pass, told the domains upfront, then finds the exact peak.
 
 mod drive;
+pub mod objects;
 
 use tracekit_memtrace::{LocationCode, ReadError, Reader, Warning};
 
@@ -48,6 +49,8 @@ pub enum Stage {
     SettlingPeak,
     /// After the passes: folding the profile's stacks (reported at the input's end).
     Folding,
+    /// A quick pass for the objects whose lives pass the filter's clauses on them.
+    SelectingObjects,
 }
 
 impl Stage {
@@ -58,6 +61,7 @@ impl Stage {
             Stage::FindingPeak => "finding the peak",
             Stage::SettlingPeak => "settling the peak",
             Stage::Folding => "folding",
+            Stage::SelectingObjects => "selecting objects",
         }
     }
 }

@@ -91,6 +91,17 @@ test('the top table is what top --json ranks', async () => {
   assert.deepEqual(sizedRows.map((r) => r[0]), sized.sites.map((s) => s.site));
   assert.deepEqual(sizedRows.map((r) => r[2]), sized.sites.map((s) => String(s.allocs)));
   assert.notDeepEqual(sizedRows.map((r) => r[2]), rows.map((r) => r[2]));
+  // A clause on the objects' lives: never collected, lived 1 s or more.
+  await page.check('#f-never');
+  await page.fill('#f-lfrom', '1s');
+  await page.click('#apply');
+  await page.waitForFunction(() => location.hash.includes('never='));
+  await settled(page);
+  const lives = cli('top', '--json', '--limit', '100', '--never-collected', '--lifetime', '1s', '140.020177s', '--min-size', '64', '--max-size', '4k', trace);
+  const livesRows = await topRows(page);
+  assert.deepEqual(livesRows.map((r) => r[0]), lives.sites.map((s) => s.site));
+  assert.deepEqual(livesRows.map((r) => r[2]), lives.sites.map((s) => String(s.allocs)));
+  assert.notDeepEqual(livesRows.map((r) => r[2]), sizedRows.map((r) => r[2]));
   await page.close();
 });
 
