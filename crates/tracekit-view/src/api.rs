@@ -35,18 +35,63 @@ use tracekit_memtrace::{ReadError, Reader};
 
 /// A trace's bytes, shared by the readers of concurrent requests.
 #[derive(Clone)]
-pub struct Bytes(Arc<dyn AsRef<[u8]> + Send + Sync>);
+pub struct Bytes {
+    bytes: Arc<dyn AsRef<[u8]> + Send + Sync>,
+    release: Option<Arc<dyn Fn(std::ops::Range<usize>) + Send + Sync>>,
+}
+
+/// How far a pass reads between two releases of the pages behind it.
+const RELEASE_STEP: u64 = 32 << 20;
 
 impl Bytes {
     /// Shares `bytes`.
     pub fn new(bytes: impl AsRef<[u8]> + Send + Sync + 'static) -> Bytes {
-        Bytes(Arc::new(bytes))
+        Bytes {
+            bytes: Arc::new(bytes),
+            release: None,
+        }
+    }
+
+    /// Calls `release` with the byte ranges a pass has read, as it goes, and
+    /// with the whole range after it: for a mapped file, to let those pages go,
+    /// so that the trace is not resident on top of the answers (a pass maps them
+    /// again).
+    pub fn on_release(
+        mut self,
+        release: impl Fn(std::ops::Range<usize>) + Send + Sync + 'static,
+    ) -> Bytes {
+        self.release = Some(Arc::new(release));
+        self
+    }
+
+    fn released(&self) {
+        if let Some(r) = &self.release {
+            r(0..usize::MAX);
+        }
+    }
+
+    /// A progress callback for a pass over the bytes that releases what the
+    /// pass has read behind it, in steps.
+    fn progress(&self) -> impl FnMut(tracekit_analysis::passes::Stage, u64) + '_ {
+        let mut released = 0u64;
+        move |_, pos| {
+            if pos < released {
+                // Another pass, from the start.
+                released = 0;
+            }
+            if pos - released >= RELEASE_STEP
+                && let Some(r) = &self.release
+            {
+                r(released as usize..pos as usize);
+                released = pos;
+            }
+        }
     }
 }
 
 impl AsRef<[u8]> for Bytes {
     fn as_ref(&self) -> &[u8] {
-        (*self.0).as_ref()
+        (*self.bytes).as_ref()
     }
 }
 
@@ -75,6 +120,7 @@ impl Trace {
         let mut reader = Reader::from_owner(bytes.clone())?;
         let report = InfoReport::collect(&mut reader, &name, |_| {}, |_| {});
         let info = to_json(&report);
+        bytes.released();
         Ok(Trace {
             name,
             bytes,
@@ -211,7 +257,21 @@ pub fn answer(
     endpoint: Endpoint,
     args: &[String],
 ) -> Result<String, ApiError> {
-    let mut quiet = |_, _| {};
+    let answer = ask(trace, compare, endpoint, args);
+    trace.bytes.released();
+    if let Some(c) = compare {
+        c.bytes.released();
+    }
+    answer
+}
+
+fn ask(
+    trace: &Trace,
+    compare: Option<&Trace>,
+    endpoint: Endpoint,
+    args: &[String],
+) -> Result<String, ApiError> {
+    let mut quiet = trace.bytes.progress();
     match endpoint {
         Endpoint::Info => {
             if let Some(a) = args.first() {
@@ -292,7 +352,9 @@ pub fn answer(
                 .map_err(|e| ApiError::BadArguments(e.to_string()))?;
             // As `memtrace diff A B`: the compared trace is the baseline.
             let (mut ra, mut rb) = (other.reader()?, trace.reader()?);
-            let pa = q.pass(&mut ra, &mut quiet).map_err(query_error)?;
+            let pa = q
+                .pass(&mut ra, &mut other.bytes.progress())
+                .map_err(query_error)?;
             let pb = q.pass(&mut rb, &mut quiet).map_err(query_error)?;
             let ctx = q.context(other.file(&ra), trace.file(&rb));
             let answer = q.compare((pa, ra.locations()), (pb, rb.locations()));
@@ -360,4 +422,32 @@ fn flame_tree(flame: &Flame, focus: &[String], min_share: f64) -> serde_json::Va
         "truncated": truncated,
         "nodes": nodes,
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+    use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+
+    #[test]
+    fn the_pages_read_are_released_after_each_answer() {
+        let config = SynthConfig {
+            allocs: 1000,
+            ..SynthConfig::default()
+        };
+        let bytes = write_synthetic(Vec::new(), &config).unwrap();
+        let calls: Arc<Mutex<Vec<std::ops::Range<usize>>>> = Arc::default();
+        let seen = Arc::clone(&calls);
+        let b = Bytes::new(bytes).on_release(move |r| seen.lock().unwrap().push(r));
+        let trace = Trace::new("t".into(), b).unwrap();
+        assert_eq!(calls.lock().unwrap().len(), 1, "after reading the info");
+        answer(&trace, None, Endpoint::Top, &[]).unwrap();
+        assert_eq!(calls.lock().unwrap().last(), Some(&(0..usize::MAX)));
+        assert_eq!(calls.lock().unwrap().len(), 2);
+        // A refused request reads nothing but still lets go.
+        assert!(answer(&trace, None, Endpoint::Top, &["--nope".into()]).is_err());
+        assert_eq!(calls.lock().unwrap().len(), 3);
+    }
 }

@@ -37,8 +37,10 @@ pub struct ViewArgs {
 fn load(path: &Path) -> Result<Trace> {
     let name = input::display(path);
     let spinner = progress_spinner(&format!("reading {name}"), true, false);
-    let bytes = input::read_all(path, Family::Memtrace)?;
-    let trace = Trace::new(name.clone(), Bytes::new(bytes));
+    let bytes = input::SharedBytes::new(input::read_all(path, Family::Memtrace)?);
+    let pages = bytes.clone();
+    let bytes = Bytes::new(bytes).on_release(move |range| pages.release(range));
+    let trace = Trace::new(name.clone(), bytes);
     spinner.finish_and_clear();
     trace.map_err(|e| anyhow::anyhow!("{name}: {e}"))
 }
