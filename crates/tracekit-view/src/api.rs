@@ -28,7 +28,9 @@ use std::sync::{Arc, Mutex};
 
 use clap::Parser;
 use tracekit_analysis::frames::{FrameId, FrameTree, Unit};
-use tracekit_analysis::query::{DiffQuery, FlameQuery, QueryError, TimelineQuery, TopQuery};
+use tracekit_analysis::query::{
+    DiffQuery, FilterSpec, FlameQuery, QueryError, TimelineQuery, TopQuery,
+};
 use tracekit_analysis::render::TraceFile;
 use tracekit_memtrace::dump::InfoReport;
 use tracekit_memtrace::{ReadError, Reader};
@@ -240,6 +242,14 @@ fn parse<P: Parser>(args: &[String]) -> Result<P, ApiError> {
     P::try_parse_from(args).map_err(|e| ApiError::BadArguments(e.render().to_string()))
 }
 
+/// A filter that can keep something (the subcommands check it before reading).
+fn checked(filter: &FilterSpec) -> Result<(), ApiError> {
+    filter
+        .filter()
+        .map(drop)
+        .map_err(|e| ApiError::BadArguments(e.to_string()))
+}
+
 fn query_error(e: QueryError) -> ApiError {
     ApiError::BadArguments(e.to_string())
 }
@@ -283,37 +293,28 @@ fn ask(
         }
         Endpoint::Top => {
             let q = parse::<TopArgs>(args)?.query;
-            q.filter
-                .filter()
-                .map_err(|e| ApiError::BadArguments(e.to_string()))?;
+            checked(&q.filter)?;
             let mut reader = trace.reader()?;
             let answer = q.run(&mut reader, &mut quiet).map_err(query_error)?;
             Ok(to_json(&answer.json(&trace.file(&reader))))
         }
         Endpoint::Timeline => {
             let q = parse::<TimelineArgs>(args)?.query;
-            q.filter
-                .filter()
-                .map_err(|e| ApiError::BadArguments(e.to_string()))?;
+            checked(&q.filter)?;
             let mut reader = trace.reader()?;
             let answer = q.run(&mut reader, &mut quiet).map_err(query_error)?;
             Ok(to_json(&answer.json(&trace.file(&reader))))
         }
         Endpoint::Flamegraph => {
             let q = parse::<FlameArgs>(args)?.query;
-            q.filter
-                .filter()
-                .map_err(|e| ApiError::BadArguments(e.to_string()))?;
+            checked(&q.filter)?;
             let mut reader = trace.reader()?;
             let answer = q.run(&mut reader, &mut quiet).map_err(query_error)?;
             Ok(to_json(&answer.json()))
         }
         Endpoint::FlameTree => {
             let a = parse::<FlameTreeArgs>(args)?;
-            a.query
-                .filter
-                .filter()
-                .map_err(|e| ApiError::BadArguments(e.to_string()))?;
+            checked(&a.query.filter)?;
             if !(0.0..=1.0).contains(&a.min_share) {
                 return Err(ApiError::BadArguments(format!(
                     "--min-share {}: a share is between 0 and 1",
@@ -347,9 +348,7 @@ fn ask(
         Endpoint::Diff => {
             let other = compare.ok_or(ApiError::NothingToCompare)?;
             let q = parse::<DiffArgs>(args)?.query;
-            q.filter
-                .filter()
-                .map_err(|e| ApiError::BadArguments(e.to_string()))?;
+            checked(&q.filter)?;
             // As `memtrace diff A B`: the compared trace is the baseline.
             let (mut ra, mut rb) = (other.reader()?, trace.reader()?);
             let pa = q
