@@ -32,6 +32,7 @@ use tracekit_analysis::query::{
     DiffQuery, FilterSpec, FlameQuery, QueryError, TimelineQuery, TopQuery,
 };
 use tracekit_analysis::render::TraceFile;
+use tracekit_io::input::ReleaseBehind;
 use tracekit_memtrace::dump::InfoReport;
 use tracekit_memtrace::{ReadError, Reader};
 
@@ -75,17 +76,12 @@ impl Bytes {
     /// A progress callback for a pass over the bytes that releases what the
     /// pass has read behind it, in steps.
     fn progress(&self) -> impl FnMut(tracekit_analysis::passes::Stage, u64) + '_ {
-        let mut released = 0u64;
+        let mut behind = ReleaseBehind::new(RELEASE_STEP);
         move |_, pos| {
-            if pos < released {
-                // Another pass, from the start.
-                released = 0;
-            }
-            if pos - released >= RELEASE_STEP
-                && let Some(r) = &self.release
+            if let Some(r) = &self.release
+                && let Some(range) = behind.at(pos)
             {
-                r(released as usize..pos as usize);
-                released = pos;
+                r(range);
             }
         }
     }

@@ -149,7 +149,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
 fn progress(size_bytes: u64, bytes: Option<SharedBytes>) -> impl FnMut(Stage, u64) {
     let bar = progress_bar(size_bytes, Stage::Analysing.describe(), false);
     let mut stage = Stage::Analysing;
-    let mut released = 0usize;
+    let mut behind = input::ReleaseBehind::new(RELEASE_STEP);
     // Dropped with the closure, the bar clears itself.
     move |s, pos| {
         if s != stage {
@@ -159,22 +159,16 @@ fn progress(size_bytes: u64, bytes: Option<SharedBytes>) -> impl FnMut(Stage, u6
             bar.enable_steady_tick(std::time::Duration::from_millis(200));
         }
         bar.set_position(pos);
-        if let Some(bytes) = &bytes {
-            let pos = usize::try_from(pos).unwrap_or(usize::MAX);
-            if pos < released {
-                // Another pass, from the start.
-                released = 0;
-            }
-            if pos - released >= RELEASE_STEP {
-                bytes.release(released..pos);
-                released = pos;
-            }
+        if let Some(bytes) = &bytes
+            && let Some(range) = behind.at(pos)
+        {
+            bytes.release(range);
         }
     }
 }
 
 /// How far a pass reads between two releases of the pages behind it.
-const RELEASE_STEP: usize = 64 << 20;
+const RELEASE_STEP: u64 = 64 << 20;
 
 /// The pass's warnings (each skipped packet once, however many passes were made).
 fn warn(path: &Path, p: &Pass) {
