@@ -101,7 +101,7 @@ pub struct Trace {
     info: String,
     /// The flame graph tree of the last `flamegraph` options `flametree` was
     /// asked with.
-    flame: Mutex<Option<(Vec<String>, Arc<Flame>)>>,
+    flame: Mutex<Option<(FlameQuery, Arc<Flame>)>>,
 }
 
 /// A folded flame graph, without the pass it came from.
@@ -318,14 +318,13 @@ fn ask(
                 )));
             }
             // The tree depends on the flamegraph options alone.
-            let key: Vec<String> = flame_options(args);
             let cached = trace
                 .flame
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone();
             let flame = match cached {
-                Some((k, f)) if k == key => f,
+                Some((q, f)) if q == a.query => f,
                 _ => {
                     let mut reader = trace.reader()?;
                     let answer = a.query.run(&mut reader, &mut quiet).map_err(query_error)?;
@@ -335,7 +334,7 @@ fn ask(
                         what: answer.what,
                     });
                     *trace.flame.lock().unwrap_or_else(|e| e.into_inner()) =
-                        Some((key, Arc::clone(&f)));
+                        Some((a.query.clone(), Arc::clone(&f)));
                     f
                 }
             };
@@ -356,20 +355,6 @@ fn ask(
             Ok(to_json(&answer.json(&ctx)))
         }
     }
-}
-
-/// `args` without the `flametree`-only options (`--focus F`, `--min-share S`).
-fn flame_options(args: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if a == "--focus" || a == "--min-share" {
-            it.next();
-        } else if !a.starts_with("--focus=") && !a.starts_with("--min-share=") {
-            out.push(a.clone());
-        }
-    }
-    out
 }
 
 /// The `flametree` answer: the node `focus` leads to and its callees of at
