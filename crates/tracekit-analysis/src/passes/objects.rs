@@ -44,7 +44,7 @@ impl LifeClauses {
         }
         if let Some((lo, hi)) = self.lifetime_between {
             let until = collect.unwrap_or(end).max(alloc);
-            let life = Timedelta::from_micros(until.as_micros() - alloc.as_micros());
+            let life = Timedelta::from_micros(until.as_micros().saturating_sub(alloc.as_micros()));
             if !(lo <= life && life <= hi) {
                 return false;
             }
