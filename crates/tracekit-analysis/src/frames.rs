@@ -49,6 +49,10 @@ struct Node {
     own: u64,
     /// Own weight plus the callees'.
     total: u64,
+    /// Sampled objects this stack's own weight counts.
+    objects: u64,
+    /// Own objects plus the callees'.
+    total_objects: u64,
 }
 
 /// How to print and weigh the stacks of a [`FrameTree`].
@@ -87,36 +91,42 @@ impl FrameId {
     pub fn index(self) -> usize {
         self.0 as usize
     }
+
+    /// The node of index `i` (below [`FrameTree::len`] for a node of that tree).
+    pub fn from_index(i: usize) -> FrameId {
+        FrameId(i as u32)
+    }
 }
 
 impl FrameTree {
-    /// The tree of `profile`'s sites, each weighted by `weight` (in samples) and printed
-    /// through `symbols` as `options` say. Sites of weight 0 are left out.
+    /// The tree of `profile`'s sites, each weighted by `weight` (in samples, and the
+    /// sampled objects that weight counts) and printed through `symbols` as `options`
+    /// say. Sites of weight 0 are left out.
     pub fn build(
         profile: &Profile,
         symbols: &dyn LocationLookup,
         options: TreeOptions,
-        weight: impl Fn(&SiteCounts) -> u64,
+        weight: impl Fn(&SiteCounts) -> (u64, u64),
     ) -> FrameTree {
-        Self::build_hiding(profile, symbols, options, &[], weight)
+        Self::build_hiding(profile, symbols, options, &Hide::default(), weight)
     }
 
-    /// [`FrameTree::build`], leaving out of the stacks the frames whose printed name
-    /// contains one of `hide` (their callees join their callers).
+    /// [`FrameTree::build`], leaving out of the stacks the frames `hide` names (their
+    /// callees join their callers).
     pub fn build_hiding(
         profile: &Profile,
         symbols: &dyn LocationLookup,
         options: TreeOptions,
-        hide: &[String],
-        weight: impl Fn(&SiteCounts) -> u64,
+        hide: &Hide,
+        weight: impl Fn(&SiteCounts) -> (u64, u64),
     ) -> FrameTree {
         let mut b = Builder::new(profile, symbols, options);
         b.hide = hide;
         for (bt, counts) in profile.sites.iter() {
-            let w = weight(&counts);
+            let (w, objects) = weight(&counts);
             if w > 0 {
                 let node = b.node_of(bt);
-                b.tree.add(node, w);
+                b.tree.add(node, w, objects);
             }
         }
         let bytes = (options.unit == Unit::Bytes).then_some(profile.sampling);
@@ -156,7 +166,7 @@ impl FrameTree {
                 let name = t.name_id(frame);
                 node = t.child(node, name);
             }
-            t.add(node, *w);
+            t.add(node, *w, 0);
         }
         t.finish(None)
     }
@@ -208,10 +218,13 @@ impl FrameTree {
         for i in (0..self.nodes.len()).rev() {
             let n = self.nodes[i];
             let total = n.total.saturating_add(n.own);
+            let objects = n.total_objects.saturating_add(n.objects);
             self.nodes[i].total = total;
+            self.nodes[i].total_objects = objects;
             if i > 0 {
                 let p = &mut self.nodes[n.parent as usize];
                 p.total = p.total.saturating_add(total);
+                p.total_objects = p.total_objects.saturating_add(objects);
             }
         }
     }
@@ -235,6 +248,17 @@ impl FrameTree {
         self.children.get(s..e).unwrap_or(&[])
     }
 
+    /// Number of nodes, the root included (node indexes are below it; a caller's
+    /// index is below its callees').
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the tree is the root alone.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.len() < 2
+    }
+
     /// Number of stacks (of non-zero weight).
     pub fn stacks(&self) -> usize {
         self.stacks
@@ -255,6 +279,18 @@ impl FrameTree {
     pub fn weight(&self, node: FrameId) -> (u64, u64) {
         let n = &self.nodes[node.0 as usize];
         (n.own, n.total)
+    }
+
+    /// The sampled objects of `node`'s own stack and of it with its callees (0 for
+    /// a tree made from folded stacks, which have no counts).
+    pub fn objects(&self, node: FrameId) -> (u64, u64) {
+        let n = &self.nodes[node.0 as usize];
+        (n.objects, n.total_objects)
+    }
+
+    /// `node`'s caller (the root is its own).
+    pub fn parent(&self, node: FrameId) -> FrameId {
+        FrameId(self.nodes[node.0 as usize].parent)
     }
 
     /// `node`'s callees, in order of their names.
@@ -318,6 +354,36 @@ impl FrameTree {
     }
 }
 
+/// A [`FrameTree`] grown by hand, frame by frame, with weights already in the
+/// tree's unit (for trees made from another tree's stacks).
+pub(crate) struct Grower(Growing);
+
+impl Grower {
+    /// An empty tree: the root alone.
+    pub(crate) fn new() -> Grower {
+        Grower(Growing::new())
+    }
+
+    /// The root.
+    pub(crate) const ROOT: u32 = 0;
+
+    /// `parent`'s callee named `name`, made if new.
+    pub(crate) fn child(&mut self, parent: u32, name: &str) -> u32 {
+        let name = self.0.name_id(name);
+        self.0.child(parent, name)
+    }
+
+    /// Adds to `node`'s own weight and objects.
+    pub(crate) fn add(&mut self, node: u32, weight: u64, objects: u64) {
+        self.0.add(node, weight, objects);
+    }
+
+    /// The tree.
+    pub(crate) fn finish(self) -> FrameTree {
+        self.0.finish(None)
+    }
+}
+
 /// A frame tree being grown: names and nodes, and a table to find a child by name.
 struct Growing {
     names: Vec<Box<str>>,
@@ -337,6 +403,8 @@ impl Growing {
                 parent: 0,
                 own: 0,
                 total: 0,
+                objects: 0,
+                total_objects: 0,
             }],
             children: IdTable::new(),
         };
@@ -371,6 +439,8 @@ impl Growing {
             parent,
             own: 0,
             total: 0,
+            objects: 0,
+            total_objects: 0,
         });
         let nodes = &self.nodes;
         let key_of = |id: u32| {
@@ -381,9 +451,10 @@ impl Growing {
         next
     }
 
-    fn add(&mut self, node: u32, w: u64) {
+    fn add(&mut self, node: u32, w: u64, objects: u64) {
         if let Some(n) = self.nodes.get_mut(node as usize) {
             n.own = n.own.saturating_add(w);
+            n.objects = n.objects.saturating_add(objects);
         }
     }
 
@@ -417,8 +488,8 @@ struct Builder<'a> {
     frame_names: Vec<u32>,
     scratch: Vec<BacktraceId>,
     labels: Vec<String>,
-    /// Frames whose printed name contains one of these are left out.
-    hide: &'a [String],
+    /// Frames left out.
+    hide: &'a Hide,
 }
 
 impl<'a> Builder<'a> {
@@ -438,7 +509,7 @@ impl<'a> Builder<'a> {
             frame_names: Vec::new(),
             scratch: Vec::new(),
             labels: Vec::new(),
-            hide: &[],
+            hide: &NO_HIDE,
         }
     }
 
@@ -474,10 +545,13 @@ impl<'a> Builder<'a> {
             None => {
                 self.labels.clear();
                 entry_labels(self.symbols, code, self.options.label, &mut self.labels);
+                // One label per location, or one `$code` label without any.
+                let locations = self.symbols.locations(code).unwrap_or(&[]);
                 let start = self.frame_names.len() as u32;
-                for l in &self.labels {
+                for (i, l) in self.labels.iter().enumerate() {
                     let name = folded_frame(l);
-                    if self.hide.iter().any(|h| name.contains(h.as_str())) {
+                    let function = locations.get(i).map(|l| l.defname.to_string());
+                    if self.hide.hides(&name, function.as_deref()) {
                         continue;
                     }
                     let id = self.tree.name_id(&name);
@@ -501,6 +575,35 @@ impl<'a> Builder<'a> {
             node = self.tree.child(node, name);
         }
         node
+    }
+}
+
+/// Frames a [`FrameTree`] leaves out of its stacks (their callees join their
+/// callers): memtrace_viewer's *hide* clauses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Hide {
+    /// Frames whose printed name contains one of these.
+    pub containing: Vec<String>,
+    /// Frames of a location in one of these functions (its defname equals the text).
+    pub functions: Vec<String>,
+}
+
+static NO_HIDE: Hide = Hide {
+    containing: Vec::new(),
+    functions: Vec::new(),
+};
+
+impl Hide {
+    /// Whether nothing is hidden.
+    pub fn is_empty(&self) -> bool {
+        self.containing.is_empty() && self.functions.is_empty()
+    }
+
+    /// Whether the frame printed as `name`, of a location in `function` (if it has
+    /// a location), is hidden.
+    fn hides(&self, name: &str, function: Option<&str>) -> bool {
+        self.containing.iter().any(|h| name.contains(h.as_str()))
+            || function.is_some_and(|f| self.functions.iter().any(|h| h == f))
     }
 }
 
@@ -637,7 +740,10 @@ mod tests {
                     collapse_recursion,
                     ..FoldOptions::default()
                 };
-                let owned: Vec<String> = hide.iter().map(|h| h.to_string()).collect();
+                let owned = Hide {
+                    containing: hide.iter().map(|h| h.to_string()).collect(),
+                    functions: Vec::new(),
+                };
                 let mut lines =
                     crate::report::fold_tree_hiding(&p.profile, symbols, o, &owned).lines();
                 lines.sort();
@@ -665,6 +771,38 @@ mod tests {
                 assert!(!lines.iter().any(|l| hide.iter().any(|h| l.0.contains(h))));
             }
         }
+    }
+
+    #[test]
+    fn hiding_a_function_leaves_out_exactly_the_frames_of_that_name() {
+        let (bytes, _) = pass(14);
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let p = passes::analyze(&mut reader, Options::default(), None, &mut |_, _| {});
+        let symbols = reader.locations();
+        let o = FoldOptions::default();
+        let all = crate::report::fold_tree(&p.profile, symbols, o).lines();
+        // A function that is a frame, and a part of its name (which hides nothing).
+        let victim = all[all.len() / 2].0.split(';').nth(2).unwrap().to_string();
+        let part = &victim[..victim.len() - 1];
+        let hide = Hide {
+            containing: Vec::new(),
+            functions: vec![victim.clone(), part.to_string()],
+        };
+        let mut hidden = crate::report::fold_tree_hiding(&p.profile, symbols, o, &hide).lines();
+        hidden.sort();
+        let mut expected: HashMap<String, u64> = HashMap::new();
+        for (stack, w) in &all {
+            let kept: Vec<&str> = stack.split(';').filter(|f| *f != victim).collect();
+            *expected.entry(kept.join(";")).or_insert(0) += w;
+        }
+        let mut expected: Vec<(String, u64)> = expected.into_iter().collect();
+        expected.sort();
+        let names = |v: &[(String, u64)]| v.iter().map(|l| l.0.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&hidden), names(&expected));
+        assert!(hidden.len() < all.len());
+        // Objects add up over the tree as the weights do.
+        let tree = crate::report::fold_tree(&p.profile, symbols, o);
+        assert_eq!(tree.objects(FrameId::ROOT).1, p.profile.totals.allocs);
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod huge;
 mod idtable;
 mod live;
 pub mod passes;
+pub mod paths;
 pub mod query;
 pub mod render;
 pub mod report;

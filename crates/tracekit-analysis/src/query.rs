@@ -18,9 +18,10 @@ use tracekit_memtrace::{AllocationSource, DomainId, LocationLookup, ReadError, R
 
 use crate::analyzer::{Filter, FilterError, Options};
 use crate::curve::TimelinePoint;
-use crate::frames::FrameTree;
+use crate::frames::{FrameTree, Hide};
 use crate::passes::objects::LifeClauses;
 use crate::passes::{self, FrameMatch, LocationFilter, Pass, Progress, Stage};
+use crate::paths;
 use crate::render::{self, DiffContext, TopContext, TraceFile};
 use crate::report::{self, DiffRow, FoldOptions, GroupBy, Rank, Top, Unit};
 use crate::sites::{PerSite, Weight};
@@ -475,6 +476,10 @@ pub struct FlameQuery {
     /// callees join their callers; repeatable).
     #[cfg_attr(feature = "clap", arg(long, value_name = "TEXT"))]
     pub hide: Vec<String>,
+    /// Leave out of the stacks the frames of this function (their defname is the
+    /// text; repeatable).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "NAME"))]
+    pub hide_function: Vec<String>,
     #[allow(missing_docs)]
     #[cfg_attr(feature = "clap", command(flatten))]
     pub filter: FilterSpec,
@@ -528,7 +533,11 @@ impl FlameQuery {
             unit,
             collapse_recursion: self.collapse_recursion,
         };
-        let tree = report::fold_tree_hiding(&pass.profile, reader.locations(), fold, &self.hide);
+        let hide = Hide {
+            containing: self.hide.clone(),
+            functions: self.hide_function.clone(),
+        };
+        let tree = report::fold_tree_hiding(&pass.profile, reader.locations(), fold, &hide);
         Ok(FlameAnswer {
             pass,
             tree,
@@ -560,6 +569,161 @@ impl FlameAnswer {
     pub fn summary(&self) -> String {
         let total = render::folded_total(&self.tree, self.unit);
         format!("{} stacks, {total} {}", self.tree.stacks(), self.what)
+    }
+}
+
+/// The heavy call sequences of the flame graph's stacks ([`paths::hot_paths`]):
+/// memtrace_viewer's hot paths.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct HotPathsQuery {
+    /// Report call sequences in at least this share of the weight (0.005: 0.5%, the
+    /// viewer's significance frequency).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.005, value_parser = share_arg))]
+    pub frequency: f64,
+    /// A sequence is left out when a one-frame longer one keeps all but this share
+    /// of the total weight (0.0001: 0.01%, the viewer's tolerance).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.0001, value_parser = share_arg))]
+    pub tolerance: f64,
+    /// Show this many paths, heaviest first (0: all).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 50))]
+    pub limit: usize,
+    #[allow(missing_docs)]
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub flame: FlameQuery,
+}
+
+/// A share, 0 to 1.
+#[cfg(feature = "clap")]
+fn share_arg(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err(format!(
+            "{s}: a share is a number from 0 to 1 (0.005 is 0.5%)"
+        )),
+    }
+}
+
+/// The answer to a [`HotPathsQuery`].
+#[derive(Debug)]
+pub struct HotPathsAnswer {
+    /// The flame graph the paths were found in.
+    pub flame: FlameAnswer,
+    /// The paths, heaviest first (all of them; [`HotPathsAnswer::shown`] limits).
+    pub paths: Vec<paths::HotPath>,
+    /// How many to show.
+    pub limit: usize,
+    /// The query's frequency and tolerance.
+    pub frequency: f64,
+    /// See [`HotPathsQuery::tolerance`].
+    pub tolerance: f64,
+}
+
+impl HotPathsQuery {
+    /// The flame graph's passes, then the paths in its tree.
+    pub fn run(
+        &self,
+        reader: &mut Reader<'_>,
+        progress: Progress<'_>,
+    ) -> Result<HotPathsAnswer, QueryError> {
+        let flame = self.flame.run(reader, progress)?;
+        Ok(self.answer(flame))
+    }
+
+    /// The paths in an answer to this query's [`FlameQuery`].
+    pub fn answer(&self, flame: FlameAnswer) -> HotPathsAnswer {
+        let paths = paths::hot_paths(&flame.tree, self.frequency, self.tolerance);
+        HotPathsAnswer {
+            flame,
+            paths,
+            limit: self.limit,
+            frequency: self.frequency,
+            tolerance: self.tolerance,
+        }
+    }
+}
+
+impl HotPathsAnswer {
+    /// The paths to show.
+    pub fn shown(&self) -> &[paths::HotPath] {
+        let n = match self.limit {
+            0 => self.paths.len(),
+            n => n.min(self.paths.len()),
+        };
+        self.paths.get(..n).unwrap_or(&[])
+    }
+
+    fn share(&self, w: u64) -> f64 {
+        match self.flame.tree.total() {
+            0 => 0.0,
+            t => w as f64 / t as f64,
+        }
+    }
+
+    /// A table: weight, share, objects and the path, a row per path.
+    pub fn table(&self, trace: &TraceFile) -> String {
+        use std::fmt::Write;
+        let unit = |w: u64| match self.flame.unit {
+            Unit::Bytes => human_bytes(w as f64),
+            Unit::Samples => format!("{w} samples"),
+        };
+        let mut out = format!(
+            "{}: hot paths of {} {} (in at least {}% of it, tolerance {}%)\n",
+            trace.path,
+            unit(self.flame.tree.total()),
+            self.flame.what,
+            self.frequency * 100.0,
+            self.tolerance * 100.0,
+        );
+        let _ = writeln!(
+            out,
+            "{:>12} {:>7} {:>9}  path (caller first)",
+            "weight", "share", "objects"
+        );
+        for p in self.shown() {
+            let _ = writeln!(
+                out,
+                "{:>12} {:>6.2}% {:>9}  {}",
+                unit(p.weight),
+                self.share(p.weight) * 100.0,
+                p.objects,
+                p.frames.join(" > ")
+            );
+        }
+        if self.shown().len() < self.paths.len() {
+            let _ = writeln!(
+                out,
+                "({} more; --limit 0 shows all)",
+                self.paths.len() - self.shown().len()
+            );
+        }
+        out
+    }
+
+    /// JSON: the weights' unit and meaning, the total, and the paths shown.
+    pub fn json(&self, trace: &TraceFile) -> Value {
+        let paths: Vec<Value> = self
+            .shown()
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "frames": p.frames,
+                    "weight": p.weight,
+                    "share": self.share(p.weight),
+                    "objects": p.objects,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "trace": render::info_json(trace, &self.flame.pass.profile),
+            "unit": match self.flame.unit { Unit::Bytes => "bytes", Unit::Samples => "samples" },
+            "what": self.flame.what,
+            "total": self.flame.tree.total(),
+            "frequency": self.frequency,
+            "tolerance": self.tolerance,
+            "paths_found": self.paths.len(),
+            "paths": paths,
+        })
     }
 }
 
@@ -940,6 +1104,7 @@ mod tests {
             samples: true,
             collapse_recursion: false,
             hide: Vec::new(),
+            hide_function: Vec::new(),
             filter: FilterSpec::default(),
         };
         let mut stages = Vec::new();

@@ -55,7 +55,7 @@ fn fmt_float(v: f64) -> String {
     }
 }
 
-fn info_json(trace: &TraceFile, profile: &Profile) -> Value {
+pub(crate) fn info_json(trace: &TraceFile, profile: &Profile) -> Value {
     let info = &trace.info;
     json!({
         "path": trace.path,

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use crate::analyzer::Profile;
 use crate::backtrace::BacktraceId;
 pub use crate::frames::Unit;
-use crate::frames::{FrameTree, TreeOptions};
+use crate::frames::{FrameTree, Hide, TreeOptions};
 use crate::sites::{SiteCounts, Weight};
 use crate::symbols::{FrameLabel, FrameSkip, entry_labels, leaf_label, site_label};
 use tracekit_memtrace::{LocationCode, LocationLookup};
@@ -507,22 +507,23 @@ pub fn fold_tree(
     symbols: &dyn LocationLookup,
     options: FoldOptions,
 ) -> FrameTree {
-    fold_tree_hiding(profile, symbols, options, &[])
+    fold_tree_hiding(profile, symbols, options, &Hide::default())
 }
 
-/// [`fold_tree`], leaving out the frames whose printed name contains one of `hide`.
+/// [`fold_tree`], leaving out the frames `hide` names.
 pub fn fold_tree_hiding(
     profile: &Profile,
     symbols: &dyn LocationLookup,
     options: FoldOptions,
-    hide: &[String],
+    hide: &Hide,
 ) -> FrameTree {
     let tree = TreeOptions {
         label: options.label,
         unit: options.unit,
         collapse_recursion: options.collapse_recursion,
     };
-    FrameTree::build_hiding(profile, symbols, tree, hide, |c| options.weight.of(c))
+    let w = options.weight;
+    FrameTree::build_hiding(profile, symbols, tree, hide, |c| (w.of(c), w.objects(c)))
 }
 
 #[cfg(test)]

@@ -89,6 +89,15 @@ impl Weight {
         }
     }
 
+    /// How many sampled objects this weight of a site counts.
+    pub fn objects(self, c: &SiteCounts) -> u64 {
+        match self {
+            Weight::Allocated => c.allocs,
+            Weight::LiveAt => c.live_at_allocs,
+            Weight::LiveEnd => c.allocs.saturating_sub(c.collected_allocs),
+        }
+    }
+
     /// What the weight is, in words: `allocated`, `live at 1.5s`, `live at the peak
     /// (1.5s)`, `live at the end`. `at` is the profile's `live_at` time, `at_peak`
     /// whether that is the heap's peak.
@@ -123,6 +132,8 @@ pub struct SiteTable {
     counts: Vec<SiteCounts>,
     /// With [`PerSite::Weight`].
     weights: Vec<u64>,
+    /// With [`PerSite::Weight`], the objects that weight counts ([`Weight::objects`]).
+    objects: Vec<u64>,
     /// With [`PerSite::Weight`], the sum of every count over all sites (with
     /// [`PerSite::All`] it is summed at the end).
     totals: SiteCounts,
@@ -158,18 +169,21 @@ impl SiteTable {
     }
 
     /// The counts of site `i` (`i < len`); with [`PerSite::Weight`] only that
-    /// weight's quantity is set (`samples` for [`Weight::Allocated`] and
-    /// [`Weight::LiveEnd`], `live_at` for [`Weight::LiveAt`]), so that
-    /// [`Weight::of`] reads it back.
+    /// weight's quantities are set (`samples` and `allocs` for
+    /// [`Weight::Allocated`] and [`Weight::LiveEnd`], `live_at` and
+    /// `live_at_allocs` for [`Weight::LiveAt`]), so that [`Weight::of`] and
+    /// [`Weight::objects`] read them back.
     pub fn counts(&self, i: usize) -> SiteCounts {
         match self.keep {
             PerSite::All => self.counts[i],
             PerSite::Weight(Weight::LiveAt) => SiteCounts {
                 live_at: self.weights[i],
+                live_at_allocs: self.objects[i],
                 ..SiteCounts::default()
             },
             PerSite::Weight(_) => SiteCounts {
                 samples: self.weights[i],
+                allocs: self.objects[i],
                 ..SiteCounts::default()
             },
         }
@@ -199,7 +213,10 @@ impl SiteTable {
         crate::huge::push(&mut self.ids, bt);
         match self.keep {
             PerSite::All => crate::huge::push(&mut self.counts, SiteCounts::default()),
-            PerSite::Weight(_) => crate::huge::push(&mut self.weights, 0),
+            PerSite::Weight(_) => {
+                crate::huge::push(&mut self.weights, 0);
+                crate::huge::push(&mut self.objects, 0);
+            }
         }
         self.ids.len() - 1
     }
@@ -216,11 +233,15 @@ impl SiteTable {
                 }
             }
             PerSite::Weight(w) => {
-                if let Some(slot) = self.weights.get_mut(i as usize) {
-                    let before = w.of(&self.totals);
+                let i = i as usize;
+                if let (Some(slot), Some(objects)) =
+                    (self.weights.get_mut(i), self.objects.get_mut(i))
+                {
+                    let before = (w.of(&self.totals), w.objects(&self.totals));
                     f(&mut self.totals);
                     // The site's weight moves as the change moved the totals' weight.
-                    *slot = slot.wrapping_add(w.of(&self.totals).wrapping_sub(before));
+                    *slot = slot.wrapping_add(w.of(&self.totals).wrapping_sub(before.0));
+                    *objects = objects.wrapping_add(w.objects(&self.totals).wrapping_sub(before.1));
                 }
             }
         }
@@ -308,11 +329,17 @@ mod tests {
                 assert_eq!(one.sites.keeps(), PerSite::Weight(w));
                 assert_eq!(one.totals, all.totals, "{w:?}");
                 assert_eq!(one.sites.totals(), all.sites.totals(), "{w:?}");
-                let weights = |p: &crate::Profile| -> Vec<(BacktraceId, u64)> {
-                    p.sites.iter().map(|(bt, c)| (bt, w.of(&c))).collect()
+                let weights = |p: &crate::Profile| -> Vec<(BacktraceId, u64, u64)> {
+                    p.sites
+                        .iter()
+                        .map(|(bt, c)| (bt, w.of(&c), w.objects(&c)))
+                        .collect()
                 };
                 assert_eq!(weights(&one), weights(&all), "{w:?} {threads:?}");
-                assert!(weights(&all).iter().any(|&(_, x)| x > 0), "{w:?}");
+                assert!(
+                    weights(&all).iter().any(|&(_, x, n)| x > 0 && n > 0),
+                    "{w:?}"
+                );
             }
         }
     }

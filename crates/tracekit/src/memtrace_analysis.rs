@@ -1,4 +1,4 @@
-//! `tracekit memtrace top|timeline|flamegraph|to-fxt|diff`: what memtrace_viewer shows,
+//! `tracekit memtrace top|timeline|flamegraph|hot-paths|to-fxt|diff`: what memtrace_viewer shows,
 //! on the command line. Argument parsing, files and progress; the analysis itself is
 //! `tracekit-analysis`.
 
@@ -12,7 +12,7 @@ use tracekit_analysis::Pass;
 use tracekit_analysis::fxt;
 use tracekit_analysis::passes::{Progress, Stage};
 use tracekit_analysis::query::{
-    DiffQuery, FlameQuery, FxtQuery, QueryError, TimelineQuery, TopQuery,
+    DiffQuery, FlameQuery, FxtQuery, HotPathsQuery, QueryError, TimelineQuery, TopQuery,
 };
 use tracekit_analysis::render::TraceFile;
 use tracekit_fxt::io::FinishError;
@@ -47,6 +47,11 @@ pub enum Command {
     /// interactive flame graph.
     #[command(after_help = SIZES)]
     Flamegraph(FlameArgs),
+    /// Hot paths: the call sequences (consecutive frames, anywhere in the stacks) in
+    /// at least a share of the allocated (or live) bytes, as memtrace_viewer's points
+    /// of interest find them.
+    #[command(name = "hot-paths", after_help = SIZES)]
+    HotPaths(HotPathsArgs),
     /// Converts a trace to FXT for Perfetto: live-heap counters per domain, an
     /// allocation-rate counter, and instant events with backtraces for the largest
     /// allocations.
@@ -102,6 +107,18 @@ pub struct FlameArgs {
     json: bool,
 }
 
+/// `hot-paths` arguments.
+#[derive(Args, Debug)]
+pub struct HotPathsArgs {
+    /// The trace (.ctf).
+    file: PathBuf,
+    #[command(flatten)]
+    query: HotPathsQuery,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
 /// `to-fxt` arguments.
 #[derive(Args, Debug)]
 pub struct ToFxtArgs {
@@ -137,6 +154,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
         Command::Top(a) => top(a),
         Command::Timeline(a) => timeline(a),
         Command::Flamegraph(a) => flamegraph(a),
+        Command::HotPaths(a) => hot_paths(a),
         Command::ToFxt(a) => to_fxt(a),
         Command::Diff(a) => diff(a),
     }
@@ -289,6 +307,18 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
         out.finish()?;
     }
     Ok(finish(&args.file, &answer.pass))
+}
+
+fn hot_paths(args: HotPathsArgs) -> Result<ExitCode> {
+    args.query.flame.filter.filter()?;
+    let (mut reader, bytes) = open_shared(&args.file)?;
+    let answer = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
+    let info = TraceFile::new(input::display(&args.file), reader.info());
+    match args.json {
+        true => print_json(&answer.json(&info))?,
+        false => print(&answer.table(&info))?,
+    }
+    Ok(finish(&args.file, &answer.flame.pass))
 }
 
 fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
