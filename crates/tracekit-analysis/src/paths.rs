@@ -88,6 +88,27 @@ pub fn focus(tree: &FrameTree, fragment: &[&str]) -> Focus {
     }
 }
 
+/// The tree of `tree`'s stacks reversed: allocating frame first, then its callers
+/// (memtrace_viewer's caller table). Weights and objects are the stacks' own.
+pub fn inverted(tree: &FrameTree) -> FrameTree {
+    let mut g = Grower::new();
+    for i in 1..tree.len() {
+        let n = FrameId::from_index(i);
+        let ((own, _), (objects, _)) = (tree.weight(n), tree.objects(n));
+        if own == 0 {
+            continue;
+        }
+        let mut grown = Grower::ROOT;
+        let mut m = n;
+        while m != FrameId::ROOT {
+            grown = g.child(grown, tree.name(m));
+            m = tree.parent(m);
+        }
+        g.add(grown, own, objects);
+    }
+    g.finish()
+}
+
 /// The outermost appearances of `fragment`: the nodes whose path ends with it
 /// and that have no appearance above them. The empty fragment appears at the
 /// root.
@@ -434,6 +455,19 @@ mod tests {
                 .lines()
                 .contains(&("rec;rec;alloc".to_string(), 30))
         );
+    }
+
+    #[test]
+    fn the_inverted_tree_holds_every_stack_reversed() {
+        let t = tree(LINES);
+        let mut got = inverted(&t).lines();
+        got.sort();
+        let mut expected: Vec<(String, u64)> = LINES
+            .iter()
+            .map(|(s, w)| (s.split(';').rev().collect::<Vec<_>>().join(";"), *w))
+            .collect();
+        expected.sort();
+        assert_eq!(got, expected);
     }
 
     #[test]

@@ -10,14 +10,21 @@
 //! | `timeline` | `memtrace timeline --json` | `timeline`'s options |
 //! | `flamegraph` | `memtrace flamegraph --json` | `flamegraph`'s options |
 //! | `diff` | `memtrace diff --json` (the trace against the compared one) | `diff`'s options |
-//! | `flametree` | the flame graph's tree around one node, for drawing | `flamegraph`'s options, `--focus FRAME`..., `--min-share F` |
+//! | `hot-paths` | `memtrace hot-paths --json` | `hot-paths`' options |
+//! | `flametree` | the flame graph's tree around one node, for drawing | `flamegraph`'s options, `--focus FRAME`..., `--min-share F`, `--depth N`, `--invert`, `--fragment FRAME`... |
 //!
 //! `flametree` is the page's own: `flamegraph`'s stacks can be tens of
 //! megabytes, while a flame graph shows a few thousand frames. It answers the
 //! node reached from the root by the `--focus` frames (as far as they lead),
-//! and its callees down to those under `--min-share` of its weight, in
-//! preorder, each with its parent's index. The tree of the last `flamegraph`
-//! options asked is kept, so that zooming does not fold again.
+//! and its callees down to those under `--min-share` of its weight and at most
+//! `--depth` levels below it, in preorder, each with its parent's index, its
+//! weight and its sampled objects. With `--invert` the tree is of the stacks
+//! reversed (allocating frame first, then its callers: the caller table).
+//! With `--fragment` (a call sequence, caller first, anywhere in the stacks)
+//! the tree is the fragment's callees, merged over its appearances, and the
+//! answer also holds its callers' tree (innermost caller first), which
+//! `--focus` does not walk. The tree of the last `flamegraph` options asked
+//! is kept, so that zooming does not fold again.
 //!
 //! The arguments are a command line's options, one per `arg` query parameter
 //! (`/api/top?arg=--by&arg=function`), parsed by the subcommand's own
@@ -28,8 +35,9 @@ use std::sync::{Arc, Mutex};
 
 use clap::Parser;
 use tracekit_analysis::frames::{FrameId, FrameTree, Unit};
+use tracekit_analysis::paths;
 use tracekit_analysis::query::{
-    DiffQuery, FilterSpec, FlameQuery, QueryError, TimelineQuery, TopQuery,
+    DiffQuery, FilterSpec, FlameQuery, HotPathsQuery, QueryError, TimelineQuery, TopQuery,
 };
 use tracekit_analysis::render::TraceFile;
 use tracekit_io::input::ReleaseBehind;
@@ -109,6 +117,8 @@ struct Flame {
     tree: FrameTree,
     unit: Unit,
     what: String,
+    /// The tree of the stacks reversed, made when first asked.
+    inverted: std::sync::OnceLock<FrameTree>,
 }
 
 impl Trace {
@@ -130,6 +140,32 @@ impl Trace {
     /// The name the answers give the trace.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The flame graph of `query`: the one kept if it is of the same query, else
+    /// folded now (and kept).
+    fn flame(
+        &self,
+        query: &FlameQuery,
+        progress: tracekit_analysis::passes::Progress<'_>,
+    ) -> Result<Arc<Flame>, ApiError> {
+        let kept = self.flame.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some((q, f)) = kept
+            && q == *query
+        {
+            return Ok(f);
+        }
+        let mut reader = self.reader()?;
+        let answer = query.run(&mut reader, progress).map_err(query_error)?;
+        let f = Arc::new(Flame {
+            tree: answer.tree,
+            unit: answer.unit,
+            what: answer.what,
+            inverted: std::sync::OnceLock::new(),
+        });
+        *self.flame.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((query.clone(), Arc::clone(&f)));
+        Ok(f)
     }
 
     fn reader(&self) -> Result<Reader<'static>, ApiError> {
@@ -155,6 +191,8 @@ pub enum Endpoint {
     Flamegraph,
     /// `memtrace diff --json` of the served trace against the compared one.
     Diff,
+    /// `memtrace hot-paths --json`.
+    HotPaths,
     /// The flame graph around one node (the page's own).
     FlameTree,
 }
@@ -169,6 +207,7 @@ impl Endpoint {
             "flamegraph" => Endpoint::Flamegraph,
             "diff" => Endpoint::Diff,
             "flametree" => Endpoint::FlameTree,
+            "hot-paths" => Endpoint::HotPaths,
             _ => return None,
         })
     }
@@ -219,6 +258,13 @@ struct DiffArgs {
 }
 
 #[derive(Parser)]
+#[command(name = "hot-paths", no_binary_name = true, disable_help_flag = true)]
+struct HotPathsArgs {
+    #[command(flatten)]
+    query: HotPathsQuery,
+}
+
+#[derive(Parser)]
 #[command(name = "flametree", no_binary_name = true, disable_help_flag = true)]
 struct FlameTreeArgs {
     #[command(flatten)]
@@ -229,6 +275,23 @@ struct FlameTreeArgs {
     /// Leave out callees under this share of the shown node's weight.
     #[arg(long, default_value_t = 0.0005)]
     min_share: f64,
+    /// Show at most this many levels below the shown node.
+    #[arg(long, value_name = "N")]
+    depth: Option<usize>,
+    /// The tree of the stacks reversed: allocating frame first, then callers.
+    #[arg(long, conflicts_with = "fragment")]
+    invert: bool,
+    /// A call sequence anywhere in the stacks, caller first (repeatable): show
+    /// its callees and its callers.
+    #[arg(long, value_name = "FRAME")]
+    fragment: Vec<String>,
+}
+
+/// How much of a tree a `flametree` answer shows.
+#[derive(Clone, Copy)]
+struct Shown {
+    min_share: f64,
+    depth: usize,
 }
 
 /// Most nodes a `flametree` answer holds.
@@ -317,28 +380,43 @@ fn ask(
                     a.min_share
                 )));
             }
-            // The tree depends on the flamegraph options alone.
-            let cached = trace
-                .flame
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone();
-            let flame = match cached {
-                Some((q, f)) if q == a.query => f,
-                _ => {
-                    let mut reader = trace.reader()?;
-                    let answer = a.query.run(&mut reader, &mut quiet).map_err(query_error)?;
-                    let f = Arc::new(Flame {
-                        tree: answer.tree,
-                        unit: answer.unit,
-                        what: answer.what,
-                    });
-                    *trace.flame.lock().unwrap_or_else(|e| e.into_inner()) =
-                        Some((a.query.clone(), Arc::clone(&f)));
-                    f
+            let flame = trace.flame(&a.query, &mut quiet)?;
+            let shown = Shown {
+                min_share: a.min_share,
+                depth: a.depth.unwrap_or(usize::MAX),
+            };
+            let mut answer = match (a.invert, a.fragment.is_empty()) {
+                (true, _) => {
+                    let inverted = flame.inverted.get_or_init(|| paths::inverted(&flame.tree));
+                    nodes_json(inverted, &a.focus, shown)
+                }
+                (false, true) => nodes_json(&flame.tree, &a.focus, shown),
+                (false, false) => {
+                    let fragment: Vec<&str> = a.fragment.iter().map(String::as_str).collect();
+                    let f = paths::focus(&flame.tree, &fragment);
+                    let mut answer = nodes_json(&f.callees, &a.focus, shown);
+                    let callers = nodes_json(&f.callers, &[], shown);
+                    answer["fragment"] = serde_json::json!(&a.fragment[..f.found]);
+                    answer["callers"] = callers["nodes"].clone();
+                    answer["callers_truncated"] = callers["truncated"].clone();
+                    answer
                 }
             };
-            Ok(to_json(&flame_tree(&flame, &a.focus, a.min_share)))
+            answer["unit"] = match flame.unit {
+                Unit::Bytes => "bytes",
+                Unit::Samples => "samples",
+            }
+            .into();
+            answer["what"] = flame.what.clone().into();
+            answer["total"] = flame.tree.total().into();
+            Ok(to_json(&answer))
+        }
+        Endpoint::HotPaths => {
+            let q = parse::<HotPathsArgs>(args)?.query;
+            checked(&q.flame.filter)?;
+            let mut reader = trace.reader()?;
+            let answer = q.run(&mut reader, &mut quiet).map_err(query_error)?;
+            Ok(to_json(&answer.json(&trace.file(&reader))))
         }
         Endpoint::Diff => {
             let other = compare.ok_or(ApiError::NothingToCompare)?;
@@ -357,11 +435,11 @@ fn ask(
     }
 }
 
-/// The `flametree` answer: the node `focus` leads to and its callees of at
-/// least `min_share` of its weight, in preorder.
-fn flame_tree(flame: &Flame, focus: &[String], min_share: f64) -> serde_json::Value {
+/// The node of `tree` that `focus` leads to from the root (as far as it
+/// leads), and its callees as `shown` says, in preorder, each with its
+/// parent's index: `{focus, min_weight, truncated, nodes}`.
+fn nodes_json(tree: &FrameTree, focus: &[String], shown: Shown) -> serde_json::Value {
     use serde_json::json;
-    let tree = &flame.tree;
     let mut node = FrameId::ROOT;
     let mut followed = Vec::new();
     for name in focus {
@@ -373,30 +451,36 @@ fn flame_tree(flame: &Flame, focus: &[String], min_share: f64) -> serde_json::Va
             None => break,
         }
     }
-    let shown = tree.weight(node).1;
-    let floor = ((shown as f64 * min_share).ceil() as u64).max(1);
+    let weight = tree.weight(node).1;
+    let floor = ((weight as f64 * shown.min_share).ceil() as u64).max(1);
     let mut nodes = Vec::new();
     let mut truncated = false;
-    // (node, its parent's index in `nodes`)
-    let mut stack = vec![(node, -1i64)];
-    while let Some((n, parent)) = stack.pop() {
+    // (node, its parent's index in `nodes`, its depth below `node`)
+    let mut stack = vec![(node, -1i64, 0usize)];
+    while let Some((n, parent, depth)) = stack.pop() {
         if nodes.len() == MAX_NODES {
             truncated = true;
             break;
         }
-        let (own, total) = tree.weight(n);
+        let ((own, total), (_, objects)) = (tree.weight(n), tree.objects(n));
         let index = nodes.len() as i64;
-        nodes.push(json!({"name": tree.name(n), "total": total, "self": own, "parent": parent}));
         let kids: Vec<FrameId> = tree
             .children(n)
             .filter(|&c| tree.weight(c).1 >= floor)
             .collect();
-        stack.extend(kids.into_iter().rev().map(|c| (c, index)));
+        nodes.push(json!({
+            "name": tree.name(n),
+            "total": total,
+            "self": own,
+            "objects": objects,
+            "parent": parent,
+            "callees": tree.children(n).count(),
+        }));
+        if depth < shown.depth {
+            stack.extend(kids.into_iter().rev().map(|c| (c, index, depth + 1)));
+        }
     }
     json!({
-        "unit": match flame.unit { Unit::Bytes => "bytes", Unit::Samples => "samples" },
-        "what": flame.what,
-        "total": tree.total(),
         "focus": followed,
         "min_weight": floor,
         "truncated": truncated,

@@ -174,6 +174,12 @@ fn endpoints_answer_what_the_subcommands_print() {
         ),
         ("flamegraph", &[]),
         ("flamegraph", &["--live-end", "--frames", "location"]),
+        ("flamegraph", &["--hide-function", "a", "--hide", "b"]),
+        ("hot-paths", &[]),
+        (
+            "hot-paths",
+            &["--frequency", "0.02", "--tolerance", "0", "--limit", "0"],
+        ),
     ];
     for t in &traces {
         let server = Server::start(&[t]);
@@ -191,6 +197,7 @@ fn endpoints_answer_what_the_subcommands_print() {
         }
         assert_eq!(server.get("/api/diff").0, 400, "no --compare");
         flametree_agrees_with_flamegraph(&server, path);
+        other_trees_agree_with_flamegraph(&server, path);
     }
 }
 
@@ -235,6 +242,70 @@ fn flametree_agrees_with_flamegraph(server: &Server, path: &str) {
         .sum();
     assert_eq!(
         focused["nodes"][0]["total"].as_u64(),
+        Some(through),
+        "{path}"
+    );
+}
+
+/// The page's other trees: the stacks reversed (the caller table), a call
+/// sequence's callees and callers (the flame graph's focus), one level at a
+/// time (the tables' expansion).
+fn other_trees_agree_with_flamegraph(server: &Server, path: &str) {
+    let folded = cli_json(&["memtrace", "flamegraph", "--json", path]);
+    let stacks: Vec<(Vec<String>, u64)> = folded["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let frames = s["frames"].as_array().unwrap();
+            let frames = frames.iter().map(|f| f.as_str().unwrap().to_string());
+            (frames.collect(), s["weight"].as_u64().unwrap())
+        })
+        .collect();
+    let inverted = server.json("flametree", &["--invert", "--min-share", "0"]);
+    assert_eq!(inverted["total"], folded["total"], "{path}");
+    let reversed: Vec<Value> = stacks
+        .iter()
+        .map(|(f, _)| serde_json::json!({"frames": f.iter().rev().collect::<Vec<_>>()}))
+        .collect();
+    if inverted["truncated"] == false {
+        let nodes = inverted["nodes"].as_array().unwrap().len();
+        assert_eq!(nodes, distinct_prefixes(&reversed) + 1, "{path}");
+    }
+    let shallow = server.json("flametree", &["--depth", "1", "--min-share", "0"]);
+    for n in shallow["nodes"].as_array().unwrap() {
+        assert!(
+            n["parent"].as_i64().unwrap() <= 0,
+            "{path}: deeper than asked"
+        );
+    }
+    // A fragment: the two innermost frames of the heaviest stack.
+    let Some((frames, _)) = stacks
+        .iter()
+        .filter(|(f, _)| f.len() >= 2)
+        .max_by_key(|s| s.1)
+    else {
+        return;
+    };
+    let fragment = &frames[frames.len() - 2..];
+    let through: u64 = stacks
+        .iter()
+        .filter(|(f, _)| f.windows(2).any(|w| w == fragment))
+        .map(|s| s.1)
+        .sum();
+    let args = [
+        "--fragment",
+        &fragment[0],
+        "--fragment",
+        &fragment[1],
+        "--min-share",
+        "0",
+    ];
+    let focus = server.json("flametree", &args);
+    assert_eq!(focus["fragment"], serde_json::json!(fragment), "{path}");
+    assert_eq!(focus["nodes"][0]["total"].as_u64(), Some(through), "{path}");
+    assert_eq!(
+        focus["callers"][0]["total"].as_u64(),
         Some(through),
         "{path}"
     );
