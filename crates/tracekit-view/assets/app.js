@@ -8,7 +8,7 @@ const state = {
   from: '', to: '', live: '', at: '', minsize: '', maxsize: '', location: '',
   cfrom: '', cto: '', never: '', lfrom: '', lto: '', vfrom: '', vto: '',
   sources: ['minor', 'major', 'external'], clauses: [], tab: 'top', zoom: [], orient: 'icicle',
-  sort: 'bytes',
+  sort: 'bytes', fragment: [], tsort: 'total',
 };
 let info = null;
 let full = null;        // the unfiltered timeline
@@ -25,6 +25,8 @@ function saveState() {
   }
   if (state.sources.length !== 3) p.set('sources', state.sources.join(','));
   if (state.zoom.length) p.set('zoom', JSON.stringify(state.zoom));
+  if (state.fragment.length) p.set('fragment', JSON.stringify(state.fragment));
+  if (state.tsort !== 'total') p.set('tsort', state.tsort);
   if (state.clauses.length) p.set('clauses', JSON.stringify(state.clauses));
   const hash = '#' + p.toString();
   if (location.hash !== hash) history.replaceState(null, '', hash);
@@ -37,6 +39,8 @@ function loadState() {
   }
   if (p.has('sources')) state.sources = p.get('sources').split(',').filter(Boolean);
   try { state.zoom = p.has('zoom') ? JSON.parse(p.get('zoom')) : []; } catch (e) { state.zoom = []; }
+  try { state.fragment = p.has('fragment') ? JSON.parse(p.get('fragment')) : []; } catch (e) { state.fragment = []; }
+  state.tsort = p.get('tsort') || 'total';
   try { state.clauses = p.has('clauses') ? JSON.parse(p.get('clauses')) : []; } catch (e) { state.clauses = []; }
 }
 
@@ -67,7 +71,7 @@ function filterArgs() {
 
 // Hidden frames change the stacks drawn, not which allocations count.
 function hideArgs() {
-  return state.clauses.filter((c) => c.k === 'hide' && c.t).flatMap((c) => ['--hide', c.t]);
+  return state.clauses.filter((c) => c.k === 'hide' && c.t).flatMap((c) => [c.m === 'function' ? '--hide-function' : '--hide', c.t]);
 }
 
 function liveArgs(flame) {
@@ -223,7 +227,7 @@ function writeForm() {
   $('f-minsize').value = state.minsize; $('f-maxsize').value = state.maxsize; $('f-location').value = state.location;
   for (const c of document.querySelectorAll('input[name=source]')) c.checked = state.sources.includes(c.value);
   const chips = state.clauses.map((c, i) => {
-    const words = c.k === 'hide' ? `hide frames containing "${c.t}"` : `${c.k} a frame whose ${c.m === 'function' ? 'function is' : 'location contains'} "${c.t}"`;
+    const words = `${c.k} a frame whose ${c.m === 'function' ? 'function is' : (c.k === 'hide' ? 'name contains' : 'location contains')} "${c.t}"`;
     const x = el('button', { type: 'button', class: 'chip', title: 'remove', text: words + ' ×' });
     x.addEventListener('click', () => { state.clauses.splice(i, 1); writeForm(); });
     return x;
@@ -268,8 +272,6 @@ async function renderTop(gen) {
   keyboardRows(table);
 }
 
-// The folded stacks of the filter, as a tree: {name, total, self, children: Map}.
-let stacksCache = { key: null, tree: null };
 // The stacks as the flame graph folds them.
 let stacksRaw = { key: null, stacks: null };
 async function folded(gen) {
@@ -311,52 +313,85 @@ async function renderFunctions(gen) {
     el('thead', {}, el('tr', {}, el('th', { class: 'name', text: 'function' }), th('total', 'in its stacks'), el('th', { text: 'share' }), th('self', 'allocating'))),
     el('tbody', {}, ...rows.map((r) => el('tr', {}, el('td', { class: 'name', text: r.name }), el('td', { 'data-weight': String(r.total), text: fmt(r.total) }),
       el('td', { text: pct(r.total / (f.total || 1)) }), el('td', { text: fmt(r.self) })))));
-  $('view').replaceChildren(el('p', { text: `${acc.size} functions; the 200 heaviest` }), table);
+  for (const [i, tr] of [...table.querySelectorAll('tbody tr')].entries()) {
+    tr.focusView = () => { state.fragment = [rows[i].name]; state.zoom = []; state.tab = 'flame'; refresh(); };
+    tr.addEventListener('dblclick', tr.focusView);
+  }
+  const hot = await api('hot-paths', [...liveArgs(true), ...filterArgs(), ...hideArgs()]);
+  if (gen !== generation) return;
+  const hotRows = hot.paths.map((p) => {
+    const tr = el('tr', {}, el('td', { class: 'name', text: p.frames.join(' › ') + (p.cut ? ' …' : '') }), el('td', { text: fmt(p.weight) }),
+      el('td', { text: pct(p.share) }), el('td', { text: String(p.objects) }));
+    tr.focusView = () => { state.fragment = p.frames; state.zoom = []; state.tab = 'flame'; refresh(); };
+    tr.addEventListener('dblclick', tr.focusView);
+    return tr;
+  });
+  const hotTable = el('table', { id: 'hot-paths-table' },
+    el('thead', {}, el('tr', {}, el('th', { class: 'name', text: 'hot path (caller first)' }), el('th', { text: 'in its stacks' }), el('th', { text: 'share' }), el('th', { text: 'count' }))),
+    el('tbody', {}, ...hotRows));
+  $('view').replaceChildren(el('h3', { text: 'Hot paths' }),
+    el('p', { class: 'hint', text: `call sequences in at least ${hot.frequency * 100}% of the weight, not explained by a longer one to within ${hot.tolerance * 100}% (${hot.paths_found} found; double-click or Enter focuses the flame graph on one)` }),
+    hotTable, el('h3', { text: 'Functions' }), el('p', { text: `${acc.size} functions; the 200 heaviest` }), table);
   keyboardRows(table);
+  keyboardRows(hotTable);
 }
 
-async function stackTree(gen) {
-  const f = await folded(gen);
-  if (!f || gen !== generation) return null;
-  const key = f.key;
-  if (stacksCache.key === key) return stacksCache.tree;
-  const root = { name: 'all', total: 0, self: 0, children: new Map() };
-  for (const s of f.stacks) {
-    let n = root;
-    n.total += s.weight;
-    for (const fr of s.frames) {
-      let c = n.children.get(fr);
-      if (!c) { c = { name: fr, total: 0, self: 0, children: new Map(), parent: n }; n.children.set(fr, c); }
-      c.total += s.weight;
-      n = c;
+// Lays out a flametree answer's nodes (preorder, parents first) as boxes:
+// x and width from the weights, depth from the parents.
+function layout(nodes, width) {
+  const x = new Float64Array(nodes.length);
+  const w = new Float64Array(nodes.length);
+  const depth = new Int32Array(nodes.length);
+  const next = new Float64Array(nodes.length); // where a node's next callee starts
+  let depthMax = 0;
+  nodes.forEach((n, i) => {
+    if (n.parent < 0) { x[i] = 0; w[i] = width; } else {
+      const p = n.parent;
+      w[i] = nodes[p].total ? w[p] * n.total / nodes[p].total : 0;
+      x[i] = next[p]; next[p] += w[i]; depth[i] = depth[p] + 1;
     }
-    n.self += s.weight;
-  }
-  root.unit = f.unit;
-  stacksCache = { key, tree: root };
-  return root;
+    next[i] = x[i];
+    depthMax = Math.max(depthMax, depth[i]);
+  });
+  return { x, w, depth, depthMax };
 }
 
-function zoomNode(root) {
-  let n = root;
-  for (const name of state.zoom) {
-    const c = n.children.get(name);
-    if (!c) return { node: n, path: state.zoom.slice(0, state.zoom.indexOf(name)) };
-    n = c;
-  }
-  return { node: n, path: state.zoom };
+// Draws boxes into `box`; `up` puts depth 0 at the bottom. `click(i)` on a box.
+function drawBoxes(box, nodes, lay, up, fmt, total, click, skipRoot) {
+  const rows = lay.depthMax + (skipRoot ? 0 : 1);
+  box.style.height = rows * 17 + 'px';
+  const frag = document.createDocumentFragment();
+  nodes.forEach((n, i) => {
+    if (lay.w[i] < 0.5 || (skipRoot && i === 0)) return;
+    const d = lay.depth[i] - (skipRoot ? 1 : 0);
+    const e = el('div', { title: `${n.name}\n${fmt(n.total)} (${pct(n.total / (total || 1))}), ${n.objects} objects`, text: n.name });
+    e.style.left = lay.x[i] + 'px'; e.style.top = (up ? rows - 1 - d : d) * 17 + 'px'; e.style.width = lay.w[i] + 'px';
+    e.style.background = `hsl(${20 + (hash(n.name) % 40)}, 80%, ${60 + (hash(n.name) % 15)}%)`;
+    e.addEventListener('click', () => click(i));
+    frag.append(e);
+  });
+  box.append(frag);
+}
+
+// The names from a node up to (not including) the root of a flametree answer.
+function pathTo(nodes, i) {
+  const names = [];
+  for (let m = i; m > 0; m = nodes[m].parent) names.unshift(nodes[m].name);
+  return names;
 }
 
 async function renderFlame(gen) {
   const args = [...liveArgs(true), ...filterArgs(), ...hideArgs()];
+  for (const f of state.fragment) args.push('--fragment', f);
   for (const f of state.zoom) args.push('--focus', f);
   const t = await api('flametree', args);
   if (gen !== generation) return;
-  // The zoom as far as this filter's stacks follow it.
-  const path = t.focus;
   const fmt = (w) => (t.unit === 'bytes' ? bytes(w) : w + ' samples');
+  // The zoom and the fragment as far as this filter's stacks follow them.
+  const path = t.focus;
+  const fragment = t.fragment || [];
   const crumbs = el('span', { id: 'crumbs' });
-  ['all', ...path].forEach((name, i) => {
+  [fragment.length ? '[' + fragment.join(' › ') + ']' : 'all', ...path].forEach((name, i) => {
     const a = el('a', { text: name });
     a.addEventListener('click', () => { state.zoom = path.slice(0, i); saveState(); renderFlame(generation); });
     crumbs.append(i ? ' › ' : '', a);
@@ -365,94 +400,103 @@ async function renderFlame(gen) {
   orient.value = state.orient;
   orient.addEventListener('change', () => { state.orient = orient.value; saveState(); renderFlame(generation); });
   const shown = t.nodes.length ? t.nodes[0].total : 0;
-  const total = el('span', { id: 'flame-total', 'data-total': String(t.total), text: `${t.what}: total ${fmt(t.total)}; shown ${fmt(shown)}` + (t.truncated ? ' (largest frames only)' : '') });
-  const bar = el('div', { id: 'flame-bar' }, crumbs, orient, total);
-  const box = el('div', { id: 'flame' });
-  $('view').replaceChildren(bar, box);
-  const width = box.clientWidth || 1000;
-  // Preorder with parents: a node's callees follow it, in name order.
-  const x = new Float64Array(t.nodes.length);
-  const w = new Float64Array(t.nodes.length);
-  const depth = new Int32Array(t.nodes.length);
-  const next = new Float64Array(t.nodes.length); // where a node's next callee starts
-  let depthMax = 0;
-  t.nodes.forEach((n, i) => {
-    if (n.parent < 0) { x[i] = 0; w[i] = width; } else {
-      const p = n.parent;
-      w[i] = t.nodes[p].total ? w[p] * n.total / t.nodes[p].total : 0;
-      x[i] = next[p]; next[p] += w[i]; depth[i] = depth[p] + 1;
+  const total = el('span', { id: 'flame-total', 'data-total': String(t.total), 'data-shown': String(shown), text: `${t.what}: total ${fmt(t.total)}; shown ${fmt(shown)}` + (t.truncated ? ' (largest frames only)' : '') });
+  const setFragment = (f) => { state.fragment = f; state.zoom = []; saveState(); renderFlame(generation); };
+  const tools = el('span', { id: 'focus-tools' });
+  if (!fragment.length) {
+    const b = el('button', { type: 'button', id: 'focus-here', text: 'focus on ' + (path.length ? path[path.length - 1] : '…') });
+    b.disabled = !path.length;
+    b.title = 'show the callers and callees of this function, wherever it is called';
+    b.addEventListener('click', () => setFragment([path[path.length - 1]]));
+    tools.append(b);
+  } else {
+    const drop = (id, text, f) => { const b = el('button', { type: 'button', id, text }); b.addEventListener('click', () => setFragment(f)); tools.append(b); };
+    if (fragment.length > 1) {
+      drop('retract-callers', '− outermost', fragment.slice(1));
+      drop('retract-callees', '− innermost', fragment.slice(0, -1));
     }
-    next[i] = x[i];
-    depthMax = Math.max(depthMax, depth[i]);
-  });
-  box.style.height = (depthMax + 1) * 17 + 'px';
-  const frag = document.createDocumentFragment();
-  t.nodes.forEach((n, i) => {
-    if (w[i] < 0.5) return;
-    const d = el('div', { title: `${n.name}\n${fmt(n.total)} (${pct(n.total / (t.total || 1))})`, text: n.name });
-    const y = state.orient === 'flame' ? (depthMax - depth[i]) * 17 : depth[i] * 17;
-    d.style.left = x[i] + 'px'; d.style.top = y + 'px'; d.style.width = w[i] + 'px';
-    d.style.background = `hsl(${20 + (hash(n.name) % 40)}, 80%, ${60 + (hash(n.name) % 15)}%)`;
-    d.addEventListener('click', () => {
-      const names = [];
-      for (let m = i; m > 0; m = t.nodes[m].parent) names.unshift(t.nodes[m].name);
-      state.zoom = [...path, ...names];
-      saveState();
-      renderFlame(generation);
-    });
-    frag.append(d);
-  });
-  box.append(frag);
+    drop('clear-focus', 'clear focus', []);
+  }
+  const bar = el('div', { id: 'flame-bar' }, crumbs, orient, tools, total);
+  const parts = [bar];
+  const width = $('view').clientWidth || 1000;
+  if (fragment.length) {
+    // Callers above the fragment, drawn upward from it: click one to extend the
+    // fragment toward its callers.
+    const callers = el('div', { id: 'flame-callers', class: 'flame' });
+    const callee = el('div', { id: 'fragment-bar', text: fragment.join(' › ') + ' — ' + fmt(shown) });
+    parts.push(el('p', { class: 'hint', text: 'callers above (click to extend the focus toward them), callees below (click to extend toward them)' }), callers, callee);
+    const box = el('div', { id: 'flame', class: 'flame' });
+    parts.push(box);
+    $('view').replaceChildren(...parts);
+    const cl = layout(t.callers, width);
+    drawBoxes(callers, t.callers, cl, true, fmt, t.total, (i) => setFragment([...pathTo(t.callers, i).reverse(), ...fragment]), true);
+    const ll = layout(t.nodes, width);
+    drawBoxes(box, t.nodes, ll, false, fmt, t.total, (i) => {
+      if (path.length) { state.zoom = [...path, ...pathTo(t.nodes, i)]; saveState(); renderFlame(generation); } else setFragment([...fragment, ...pathTo(t.nodes, i)]);
+    }, true);
+    return;
+  }
+  const box = el('div', { id: 'flame', class: 'flame' });
+  parts.push(box);
+  $('view').replaceChildren(...parts);
+  const lay = layout(t.nodes, box.clientWidth || width);
+  drawBoxes(box, t.nodes, lay, state.orient === 'flame', fmt, t.total, (i) => {
+    state.zoom = [...path, ...pathTo(t.nodes, i)];
+    saveState();
+    renderFlame(generation);
+  }, false);
 }
 
 function hash(s) { let h = 0; for (const c of s) h = (h * 31 + c.charCodeAt(0)) >>> 0; return h; }
 
 // Callee tree: the stacks from the callers down; caller tree: from the
-// allocation sites up (every stack reversed).
+// allocation sites up (every stack reversed). The server answers one level
+// at a time, as rows are expanded.
 async function renderTree(gen, callers) {
-  const root = await stackTree(gen);
-  if (!root || gen !== generation) return;
-  let tree = root;
-  if (callers) {
-    tree = { name: 'all', total: root.total, self: 0, children: new Map() };
-    const walk = (n, path) => {
-      if (n.self) {
-        let m = tree;
-        for (let i = path.length - 1; i >= 0; i--) {
-          let c = m.children.get(path[i]);
-          if (!c) { c = { name: path[i], total: 0, self: 0, children: new Map() }; m.children.set(path[i], c); }
-          c.total += n.self;
-          m = c;
-        }
-      }
-      for (const c of n.children.values()) walk(c, [...path, c.name]);
-    };
-    walk(root, []);
-  }
+  const base = [...liveArgs(true), ...filterArgs(), ...hideArgs(), ...(callers ? ['--invert'] : []), '--depth', '1', '--min-share', '0'];
+  const level = async (path) => {
+    const a = [...base];
+    for (const p of path) a.push('--focus', p);
+    return api('flametree', a);
+  };
+  const top = await level([]);
+  if (gen !== generation) return;
+  const fmt = (w) => (top.unit === 'bytes' ? bytes(w) : String(w));
+  const order = (kids) => {
+    const k = state.tsort;
+    return kids.sort((a, b) => (k === 'name' ? (a.name < b.name ? -1 : 1) : b[k] - a[k]));
+  };
   const body = el('tbody');
+  const th = (k, label, cls) => {
+    const e = el('th', { class: cls || '', 'data-sort': k, text: label + (state.tsort === k ? ' ▾' : '') });
+    e.addEventListener('click', () => { state.tsort = k; saveState(); renderTree(generation, callers); });
+    return e;
+  };
   const table = el('table', { class: 'tree', id: callers ? 'caller-table' : 'callee-table' },
-    el('thead', {}, el('tr', {}, el('th', { class: 'name', text: callers ? 'allocation site, then callers' : 'caller, then callees' }), el('th', { text: 'allocated' }), el('th', { text: 'share' }))), body);
-  const addRows = (n, depth, after, path) => {
-    const kids = [...n.children.values()].sort((a, b) => b.total - a.total);
+    el('thead', {}, el('tr', {}, th('name', callers ? 'allocation site, then callers' : 'caller, then callees', 'name'),
+      th('total', top.what), th('objects', 'count'), el('th', { text: 'share' }))), body);
+  const addRows = (kids, depth, after, path) => {
     let last = after;
-    for (const c of kids) {
+    for (const c of order(kids)) {
       const tr = el('tr', {});
       const here = [...path, c.name];
-      // Enter focuses the flame graph: on this call path (callees), or on the
-      // stacks through this function (callers).
+      // Enter focuses the flame graph on this call sequence (callers first).
       tr.focusView = () => {
-        if (callers) state.clauses.push({ k: 'require', m: 'function', t: c.name });
-        state.zoom = callers ? [] : here;
+        state.fragment = callers ? [...here].reverse() : [c.name];
+        state.zoom = [];
         state.tab = 'flame';
-        writeForm();
         refresh();
       };
-      const toggle = el('span', { class: 'toggle', text: c.children.size ? '▸' : ' ' });
+      const toggle = el('span', { class: 'toggle', text: c.callees ? '▸' : ' ' });
       tr.append(el('td', { class: 'name' }, ' '.repeat(depth * 2), toggle, c.name),
-        el('td', { text: root.unit === 'bytes' ? bytes(c.total) : String(c.total) }), el('td', { text: pct(c.total / (root.total || 1)) }));
-      tr.expand = () => {
-        if (tr.open || !c.children.size) return;
-        tr.open = addRows(c, depth + 1, tr, here); toggle.textContent = '▾';
+        el('td', { text: fmt(c.total) }), el('td', { text: String(c.objects) }), el('td', { text: pct(c.total / (top.total || 1)) }));
+      tr.expand = async () => {
+        if (tr.open || !c.callees) return;
+        tr.open = tr; toggle.textContent = '▾';
+        const t = await level(here);
+        if (tr.open !== tr) return;
+        tr.open = addRows(t.nodes.slice(1), depth + 1, tr, here) || tr;
       };
       tr.collapse = () => {
         if (!tr.open) return;
@@ -466,8 +510,8 @@ async function renderTree(gen, callers) {
     }
     return last;
   };
-  addRows(tree, 0, null, []);
-  $('view').replaceChildren(el('p', { text: 'click or press → / ← to expand or collapse, ↑ ↓ to move, Enter to focus the flame graph there' }), table);
+  addRows(top.nodes.slice(1), 0, null, []);
+  $('view').replaceChildren(el('p', { text: 'click or press → / ← to expand or collapse, ↑ ↓ to move, Enter to focus the flame graph on that call sequence; click a column to sort' }), table);
   keyboardRows(table);
 }
 
@@ -543,8 +587,18 @@ async function main() {
   writeForm();
   setupDrag();
   $('filter-form').addEventListener('submit', (e) => { e.preventDefault(); readForm(); state.zoom = []; refresh(); });
+  document.addEventListener('keydown', (e) => {
+    // Keyboard on the focus: [ and ] drop its outermost and innermost frame, Escape clears it.
+    if (state.tab !== 'flame' || e.target.closest('input, select, textarea')) return;
+    if (e.key === 'Escape' && state.fragment.length) state.fragment = [];
+    else if (e.key === '[' && state.fragment.length > 1) state.fragment = state.fragment.slice(1);
+    else if (e.key === ']' && state.fragment.length > 1) state.fragment = state.fragment.slice(0, -1);
+    else return;
+    state.zoom = [];
+    refresh();
+  });
   $('reset').addEventListener('click', () => {
-    Object.assign(state, { from: '', to: '', live: '', at: '', minsize: '', maxsize: '', location: '', cfrom: '', cto: '', never: '', lfrom: '', lto: '', vfrom: '', vto: '', sources: ['minor', 'major', 'external'], clauses: [], zoom: [] });
+    Object.assign(state, { from: '', to: '', live: '', at: '', minsize: '', maxsize: '', location: '', cfrom: '', cto: '', never: '', lfrom: '', lto: '', vfrom: '', vto: '', sources: ['minor', 'major', 'external'], clauses: [], zoom: [], fragment: [] });
     writeForm(); refresh();
   });
   $('show-rate').addEventListener('change', () => renderGraph(lastFiltered));

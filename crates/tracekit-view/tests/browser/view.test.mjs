@@ -231,26 +231,100 @@ test('callee and caller tables expand; compare shows diff', async () => {
     const n = await rows.count();
     assert.ok(n > 0);
     await rows.first().click();
+    await page.waitForFunction(([sel, k]) => document.querySelectorAll(sel).length > k, [`${table} tbody tr`, n]);
     assert.ok(await rows.count() > n, `${tab}: a click expands`);
-    await page.screenshot({ path: path.join(shots, `${tab}.png`), fullPage: true });
+    // The count column: the sampled objects of the rows' stacks, which together
+    // are every allocation of the trace but those without a backtrace.
+    const counts = await page.$$eval(`${table} tbody tr`, (rs) => rs.filter((r) => !r.cells[0].textContent.startsWith('  ')).map((r) => Number(r.cells[2].textContent)));
+    const top = cli('top', '--json', trace);
+    const sum = counts.reduce((a, b) => a + b, 0);
+    assert.equal(sum, top.events.allocs - top.events.filtered_allocs, `${tab}: counts`);
+    // Sorting by count orders the first level by it.
+    await page.click(`${table} th[data-sort="objects"]`);
+    await settled(page);
+    const sorted = await page.$$eval(`${table} tbody tr`, (rs) => rs.map((r) => Number(r.cells[2].textContent)));
+    assert.deepEqual(sorted, [...sorted].sort((a, b) => b - a), `${tab}: sorted by count`);
+    await page.screenshot({ path: path.join(shots, `${tab}.png`), fullPage: false });
   }
   // Keyboard: down twice, Enter focuses the flame graph on that call path.
   await page.click('button[data-tab="callees"]');
   await settled(page);
   await page.focus('#callee-table');
+  const before = await page.locator('#callee-table tbody tr').count();
   await page.keyboard.press('ArrowDown');
   await page.keyboard.press('ArrowRight');
+  await page.waitForFunction((k) => document.querySelectorAll('#callee-table tbody tr').length > k, before);
   await page.keyboard.press('ArrowDown');
   const chosen = await page.$eval('#callee-table tr.selected td', (td) => td.textContent.trim().replace(/^[▸▾ ]+/, ''));
   await page.keyboard.press('Enter');
-  await page.waitForSelector('#flame div');
+  await page.waitForSelector('#fragment-bar');
   await settled(page);
-  assert.equal(await page.$eval('#flame div', (d) => d.textContent), chosen);
+  assert.ok((await page.$eval('#fragment-bar', (d) => d.textContent)).startsWith(chosen + ' — '));
   await page.click('button[data-tab="compare"]');
   await settled(page);
   const names = await page.$$eval('#compare-table tbody tr', (rows) => rows.map((r) => r.cells[0].textContent));
   const expected = cli('diff', '--json', '--limit', '100', other, trace);
   assert.deepEqual(names, expected.sites.map((s) => s.site));
   await page.screenshot({ path: path.join(shots, 'compare.png'), fullPage: true });
+  await page.close();
+});
+
+/// The weight of the stacks that hold `fragment` as consecutive frames.
+function through(stacks, fragment) {
+  let w = 0;
+  for (const s of stacks) {
+    const f = s.frames;
+    for (let i = 0; i + fragment.length <= f.length; i++) {
+      if (fragment.every((x, j) => f[i + j] === x)) { w += s.weight; break; }
+    }
+  }
+  return w;
+}
+
+test('hot paths are the CLI\'s, and the focus extends toward callers and retracts', async () => {
+  const page = await open(await serve([trace]));
+  await page.click('button[data-tab="functions"]');
+  await settled(page);
+  await page.waitForSelector('#hot-paths-table tbody tr');
+  const shown = await page.$$eval('#hot-paths-table tbody tr', (rows) => rows.map((r) => r.cells[0].textContent));
+  const hot = cli('hot-paths', '--json', trace);
+  assert.deepEqual(shown, hot.paths.map((p) => p.frames.join(' › ') + (p.cut ? ' …' : '')));
+  await page.screenshot({ path: path.join(shots, 'hot-paths.png'), fullPage: false });
+  // Focus on the heaviest path of one frame that has callers.
+  const stacks = cli('flamegraph', '--json', trace).stacks;
+  const i = hot.paths.findIndex((p) => p.frames.length === 1 && stacks.some((s) => s.frames.indexOf(p.frames[0]) > 0));
+  assert.ok(i >= 0);
+  const fragment = hot.paths[i].frames;
+  await page.locator('#hot-paths-table tbody tr').nth(i).dblclick();
+  await page.waitForSelector('#fragment-bar');
+  await settled(page);
+  const shownWeight = () => page.$eval('#flame-total', (e) => Number(e.dataset.shown));
+  assert.equal(await shownWeight(), hot.paths[i].weight);
+  assert.equal(await shownWeight(), through(stacks, fragment));
+  await page.screenshot({ path: path.join(shots, 'focus.png'), fullPage: false });
+  // Extend toward callers: click the widest direct caller.
+  const callers = page.locator('#flame-callers div');
+  assert.ok(await callers.count() > 0);
+  const widths = await callers.evaluateAll((ds) => ds.map((d) => [d.textContent, parseFloat(d.style.width), parseFloat(d.style.top)]));
+  const lowest = Math.max(...widths.map((w) => w[2]));
+  const direct = widths.map((w, k) => [...w, k]).filter((w) => w[2] === lowest).sort((a, b) => b[1] - a[1])[0];
+  const caller = direct[0];
+  await callers.nth(direct[3]).click();
+  await page.waitForFunction((n) => decodeURIComponent(location.hash).includes(n), caller);
+  await settled(page);
+  const longer = [caller, ...fragment];
+  assert.ok((await page.$eval('#fragment-bar', (d) => d.textContent)).startsWith(longer.join(' › ')));
+  assert.equal(await shownWeight(), through(stacks, longer));
+  // The URL holds the focus: a reload shows it again.
+  await page.reload();
+  await page.waitForSelector('body[data-ready="true"]');
+  await page.waitForSelector('#fragment-bar');
+  await settled(page);
+  assert.equal(await shownWeight(), through(stacks, longer));
+  // Retract the outermost frame with the keyboard.
+  await page.keyboard.press('[');
+  await page.waitForFunction(() => !document.querySelector('#retract-callers'));
+  await settled(page);
+  assert.equal(await shownWeight(), through(stacks, fragment));
   await page.close();
 });
