@@ -174,11 +174,13 @@ function renderGraph(filtered) {
     for (const p of full.points) d += (d ? 'L' : 'M') + s.x(p.time_s) + ',' + (s.h - G.bottom - (s.h - G.top - G.bottom) * p.alloc_rate_bytes_per_s / rmax);
     parts.push(path('rate', d));
   }
-  if (state.from || state.to) {
-    const a = s.x(parseTime(state.from) ?? 0);
-    const b = s.x(parseTime(state.to) ?? s.tmax);
+  // The allocated range and the collected range of the filter, shaded.
+  for (const [from, to, cls] of [[state.from, state.to, 'range'], [state.cfrom, state.cto, 'range collected']]) {
+    if (!from && !to) continue;
+    const a = s.x(parseTime(from) ?? 0);
+    const b = s.x(parseTime(to) ?? s.tmax);
     const r = document.createElementNS(ns, 'rect');
-    r.setAttribute('class', 'range'); r.setAttribute('x', Math.min(a, b)); r.setAttribute('y', G.top);
+    r.setAttribute('class', cls); r.setAttribute('x', Math.min(a, b)); r.setAttribute('y', G.top);
     r.setAttribute('width', Math.abs(b - a)); r.setAttribute('height', s.h - G.top - G.bottom);
     parts.push(r);
   }

@@ -122,6 +122,15 @@ test('a range dragged on the memory graph filters the table as top --between', a
   assert.deepEqual(rows.map((r) => r[2]), expected.sites.map((s) => String(s.allocs)));
   const whole = cli('top', '--json', '--limit', '100', trace);
   assert.notDeepEqual(rows.map((r) => r[2]), whole.sites.map((s) => String(s.allocs)));
+  // The dragged range is shaded; a collected range is shaded too, apart.
+  assert.equal(await page.locator('#graph rect.range').count(), 1);
+  await page.fill('#f-cfrom', '1s');
+  await page.fill('#f-cto', '100s');
+  await page.click('#apply');
+  await page.waitForFunction(() => location.hash.includes('cfrom='));
+  await settled(page);
+  assert.equal(await page.locator('#graph rect.range.collected').count(), 1);
+  assert.equal(await page.locator('#graph rect.range').count(), 2);
   await page.screenshot({ path: path.join(shots, 'graph-range.png'), fullPage: true });
   await page.close();
 });
