@@ -49,10 +49,11 @@ struct Node {
     own: u64,
     /// Own weight plus the callees'.
     total: u64,
-    /// Sampled objects this stack's own weight counts.
-    objects: u64,
+    /// Sampled objects this stack's own weight counts (saturating: `u32` keeps the
+    /// node small, and a count past 4 G objects is beyond any trace's).
+    objects: u32,
     /// Own objects plus the callees'.
-    total_objects: u64,
+    total_objects: u32,
 }
 
 /// How to print and weigh the stacks of a [`FrameTree`].
@@ -285,7 +286,7 @@ impl FrameTree {
     /// a tree made from folded stacks, which have no counts).
     pub fn objects(&self, node: FrameId) -> (u64, u64) {
         let n = &self.nodes[node.0 as usize];
-        (n.objects, n.total_objects)
+        (u64::from(n.objects), u64::from(n.total_objects))
     }
 
     /// `node`'s caller (the root is its own).
@@ -454,7 +455,9 @@ impl Growing {
     fn add(&mut self, node: u32, w: u64, objects: u64) {
         if let Some(n) = self.nodes.get_mut(node as usize) {
             n.own = n.own.saturating_add(w);
-            n.objects = n.objects.saturating_add(objects);
+            n.objects = n
+                .objects
+                .saturating_add(u32::try_from(objects).unwrap_or(u32::MAX));
         }
     }
 

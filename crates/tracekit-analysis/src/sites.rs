@@ -133,7 +133,7 @@ pub struct SiteTable {
     /// With [`PerSite::Weight`].
     weights: Vec<u64>,
     /// With [`PerSite::Weight`], the objects that weight counts ([`Weight::objects`]).
-    objects: Vec<u64>,
+    objects: Vec<u32>,
     /// With [`PerSite::Weight`], the sum of every count over all sites (with
     /// [`PerSite::All`] it is summed at the end).
     totals: SiteCounts,
@@ -178,12 +178,12 @@ impl SiteTable {
             PerSite::All => self.counts[i],
             PerSite::Weight(Weight::LiveAt) => SiteCounts {
                 live_at: self.weights[i],
-                live_at_allocs: self.objects[i],
+                live_at_allocs: u64::from(self.objects[i]),
                 ..SiteCounts::default()
             },
             PerSite::Weight(_) => SiteCounts {
                 samples: self.weights[i],
-                allocs: self.objects[i],
+                allocs: u64::from(self.objects[i]),
                 ..SiteCounts::default()
             },
         }
@@ -241,7 +241,9 @@ impl SiteTable {
                     f(&mut self.totals);
                     // The site's weight moves as the change moved the totals' weight.
                     *slot = slot.wrapping_add(w.of(&self.totals).wrapping_sub(before.0));
-                    *objects = objects.wrapping_add(w.objects(&self.totals).wrapping_sub(before.1));
+                    // Object counts change by one at a time: the low bits carry the change.
+                    *objects =
+                        objects.wrapping_add(w.objects(&self.totals).wrapping_sub(before.1) as u32);
                 }
             }
         }
