@@ -49,11 +49,6 @@ struct Node {
     own: u64,
     /// Own weight plus the callees'.
     total: u64,
-    /// Sampled objects this stack's own weight counts (saturating: `u32` keeps the
-    /// node small, and a count past 4 G objects is beyond any trace's).
-    objects: u32,
-    /// Own objects plus the callees'.
-    total_objects: u32,
 }
 
 /// How to print and weigh the stacks of a [`FrameTree`].
@@ -78,6 +73,11 @@ pub struct FrameTree {
     children: Vec<u32>,
     /// Stacks of non-zero weight.
     stacks: usize,
+    /// Per node, the sampled objects of its own stack and with its callees; empty
+    /// when the weights came without counts (then every node has 0), so that a
+    /// tree that is not counted is no larger for it. `u32`, saturating: a count
+    /// past 4 G objects is beyond any trace's.
+    objects: Vec<(u32, u32)>,
 }
 
 /// A node of a [`FrameTree`], as its readers see it.
@@ -219,13 +219,17 @@ impl FrameTree {
         for i in (0..self.nodes.len()).rev() {
             let n = self.nodes[i];
             let total = n.total.saturating_add(n.own);
-            let objects = n.total_objects.saturating_add(n.objects);
             self.nodes[i].total = total;
-            self.nodes[i].total_objects = objects;
             if i > 0 {
                 let p = &mut self.nodes[n.parent as usize];
                 p.total = p.total.saturating_add(total);
-                p.total_objects = p.total_objects.saturating_add(objects);
+            }
+            if let Some(&(own, callees)) = self.objects.get(i) {
+                let total = callees.saturating_add(own);
+                self.objects[i].1 = total;
+                if let Some(p) = self.objects.get_mut(n.parent as usize).filter(|_| i > 0) {
+                    p.1 = p.1.saturating_add(total);
+                }
             }
         }
     }
@@ -285,8 +289,8 @@ impl FrameTree {
     /// The sampled objects of `node`'s own stack and of it with its callees (0 for
     /// a tree made from folded stacks, which have no counts).
     pub fn objects(&self, node: FrameId) -> (u64, u64) {
-        let n = &self.nodes[node.0 as usize];
-        (u64::from(n.objects), u64::from(n.total_objects))
+        let (own, total) = self.objects.get(node.0 as usize).copied().unwrap_or((0, 0));
+        (u64::from(own), u64::from(total))
     }
 
     /// `node`'s caller (the root is its own).
@@ -390,6 +394,8 @@ struct Growing {
     names: Vec<Box<str>>,
     name_ids: FxHashMap<Box<str>, u32>,
     nodes: Vec<Node>,
+    /// Own objects per node ([`FrameTree::objects`]): empty until a count is added.
+    objects: Vec<(u32, u32)>,
     /// Every node but the root, by its `parent` and `name`.
     children: IdTable,
 }
@@ -404,9 +410,8 @@ impl Growing {
                 parent: 0,
                 own: 0,
                 total: 0,
-                objects: 0,
-                total_objects: 0,
             }],
+            objects: Vec::new(),
             children: IdTable::new(),
         };
         // Name 0 is the root's.
@@ -440,8 +445,6 @@ impl Growing {
             parent,
             own: 0,
             total: 0,
-            objects: 0,
-            total_objects: 0,
         });
         let nodes = &self.nodes;
         let key_of = |id: u32| {
@@ -455,21 +458,37 @@ impl Growing {
     fn add(&mut self, node: u32, w: u64, objects: u64) {
         if let Some(n) = self.nodes.get_mut(node as usize) {
             n.own = n.own.saturating_add(w);
-            n.objects = n
-                .objects
-                .saturating_add(u32::try_from(objects).unwrap_or(u32::MAX));
+        }
+        if objects > 0 {
+            // Nodes made after this are given their slot in `finish`.
+            if self.objects.len() < self.nodes.len() {
+                self.objects.resize(self.nodes.len(), (0, 0));
+            }
+            if let Some(o) = self.objects.get_mut(node as usize) {
+                o.0 =
+                    o.0.saturating_add(u32::try_from(objects).unwrap_or(u32::MAX));
+            }
         }
     }
 
     fn finish(self, bytes: Option<Sampling>) -> FrameTree {
         // The child table is only for growing: gone before the tree's own indexes are made.
-        let Growing { names, nodes, .. } = self;
+        let Growing {
+            names,
+            nodes,
+            mut objects,
+            ..
+        } = self;
+        if !objects.is_empty() {
+            objects.resize(nodes.len(), (0, 0));
+        }
         let mut tree = FrameTree {
             names,
             nodes,
             child_start: Vec::new(),
             children: Vec::new(),
             stacks: 0,
+            objects,
         };
         tree.index_children();
         tree.settle(bytes);

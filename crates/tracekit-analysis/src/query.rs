@@ -480,6 +480,11 @@ pub struct FlameQuery {
     /// text; repeatable).
     #[cfg_attr(feature = "clap", arg(long, value_name = "NAME"))]
     pub hide_function: Vec<String>,
+    /// Count each frame's sampled objects too ([`FrameTree::objects`]): a few
+    /// bytes more per site and frame, for the outputs that show a count (not an
+    /// option: the folded stacks have no place for it).
+    #[cfg_attr(feature = "clap", arg(skip))]
+    pub count_objects: bool,
     #[allow(missing_docs)]
     #[cfg_attr(feature = "clap", command(flatten))]
     pub filter: FilterSpec,
@@ -518,7 +523,10 @@ impl FlameQuery {
             filter,
             live_at: at,
             timeline_buckets: 0,
-            per_site: PerSite::Weight(weight),
+            per_site: match self.count_objects {
+                true => PerSite::Counted(weight),
+                false => PerSite::Weight(weight),
+            },
             ..Options::default()
         };
         let pass = self.filter.pass(reader, options, false, &mut *progress);
@@ -626,7 +634,12 @@ impl HotPathsQuery {
         reader: &mut Reader<'_>,
         progress: Progress<'_>,
     ) -> Result<HotPathsAnswer, QueryError> {
-        let flame = self.flame.run(reader, progress)?;
+        // The paths' counts are part of the answer.
+        let query = FlameQuery {
+            count_objects: true,
+            ..self.flame.clone()
+        };
+        let flame = query.run(reader, progress)?;
         Ok(self.answer(flame))
     }
 
@@ -1105,6 +1118,7 @@ mod tests {
             collapse_recursion: false,
             hide: Vec::new(),
             hide_function: Vec::new(),
+            count_objects: false,
             filter: FilterSpec::default(),
         };
         let mut stages = Vec::new();

@@ -120,6 +120,21 @@ pub enum PerSite {
     /// One quantity; the other counts of a site read as 0 (the totals stay
     /// whole).
     Weight(Weight),
+    /// One quantity and the sampled objects it counts ([`Weight::objects`]), 4
+    /// bytes more a site, for tables that show a count.
+    Counted(Weight),
+}
+
+impl PerSite {
+    /// The one quantity kept, and whether its objects are counted too (`None`:
+    /// every count is kept).
+    fn one(self) -> Option<(Weight, bool)> {
+        match self {
+            PerSite::All => None,
+            PerSite::Weight(w) => Some((w, false)),
+            PerSite::Counted(w) => Some((w, true)),
+        }
+    }
 }
 
 /// Per distinct allocating backtrace its counts, in order of first allocation
@@ -132,9 +147,9 @@ pub struct SiteTable {
     counts: Vec<SiteCounts>,
     /// With [`PerSite::Weight`].
     weights: Vec<u64>,
-    /// With [`PerSite::Weight`], the objects that weight counts ([`Weight::objects`]).
+    /// With [`PerSite::Counted`], the objects that weight counts ([`Weight::objects`]).
     objects: Vec<u32>,
-    /// With [`PerSite::Weight`], the sum of every count over all sites (with
+    /// With [`PerSite::Weight`] or [`PerSite::Counted`], the sum of every count over all sites (with
     /// [`PerSite::All`] it is summed at the end).
     totals: SiteCounts,
 }
@@ -168,22 +183,23 @@ impl SiteTable {
         self.ids[i]
     }
 
-    /// The counts of site `i` (`i < len`); with [`PerSite::Weight`] only that
-    /// weight's quantities are set (`samples` and `allocs` for
-    /// [`Weight::Allocated`] and [`Weight::LiveEnd`], `live_at` and
-    /// `live_at_allocs` for [`Weight::LiveAt`]), so that [`Weight::of`] and
-    /// [`Weight::objects`] read them back.
+    /// The counts of site `i` (`i < len`); with one quantity kept, only that
+    /// weight's quantities are set (`samples`, and `allocs` with
+    /// [`PerSite::Counted`], for [`Weight::Allocated`] and [`Weight::LiveEnd`];
+    /// `live_at` and `live_at_allocs` for [`Weight::LiveAt`]), so that
+    /// [`Weight::of`] and [`Weight::objects`] read them back.
     pub fn counts(&self, i: usize) -> SiteCounts {
-        match self.keep {
-            PerSite::All => self.counts[i],
-            PerSite::Weight(Weight::LiveAt) => SiteCounts {
+        let objects = self.objects.get(i).map_or(0, |&o| u64::from(o));
+        match self.keep.one() {
+            None => self.counts[i],
+            Some((Weight::LiveAt, _)) => SiteCounts {
                 live_at: self.weights[i],
-                live_at_allocs: u64::from(self.objects[i]),
+                live_at_allocs: objects,
                 ..SiteCounts::default()
             },
-            PerSite::Weight(_) => SiteCounts {
+            Some(_) => SiteCounts {
                 samples: self.weights[i],
-                allocs: u64::from(self.objects[i]),
+                allocs: objects,
                 ..SiteCounts::default()
             },
         }
@@ -204,46 +220,49 @@ impl SiteTable {
                 }
                 t
             }
-            PerSite::Weight(_) => self.totals,
+            PerSite::Weight(_) | PerSite::Counted(_) => self.totals,
         }
     }
 
     /// Adds a site for `bt`, returning its index.
     pub(crate) fn push(&mut self, bt: BacktraceId) -> usize {
         crate::huge::push(&mut self.ids, bt);
-        match self.keep {
-            PerSite::All => crate::huge::push(&mut self.counts, SiteCounts::default()),
-            PerSite::Weight(_) => {
+        match self.keep.one() {
+            None => crate::huge::push(&mut self.counts, SiteCounts::default()),
+            Some((_, counted)) => {
                 crate::huge::push(&mut self.weights, 0);
-                crate::huge::push(&mut self.objects, 0);
+                if counted {
+                    crate::huge::push(&mut self.objects, 0);
+                }
             }
         }
         self.ids.len() - 1
     }
 
-    /// Applies `f` to the counts of site `i` (if there is one). With
-    /// [`PerSite::Weight`], `f` changes the totals instead, and the site's
-    /// weight moves by as much as the totals' weight did.
+    /// Applies `f` to the counts of site `i` (if there is one). With one
+    /// quantity kept, `f` changes the totals instead, and the site's weight (and
+    /// objects, when counted) move by as much as the totals' did.
     #[inline(always)]
     fn change(&mut self, i: u32, f: impl Fn(&mut SiteCounts)) {
-        match self.keep {
-            PerSite::All => {
-                if let Some(c) = self.counts.get_mut(i as usize) {
+        let i = i as usize;
+        match self.keep.one() {
+            None => {
+                if let Some(c) = self.counts.get_mut(i) {
                     f(c);
                 }
             }
-            PerSite::Weight(w) => {
-                let i = i as usize;
-                if let (Some(slot), Some(objects)) =
-                    (self.weights.get_mut(i), self.objects.get_mut(i))
-                {
+            Some((w, _)) => {
+                if let Some(slot) = self.weights.get_mut(i) {
                     let before = (w.of(&self.totals), w.objects(&self.totals));
                     f(&mut self.totals);
                     // The site's weight moves as the change moved the totals' weight.
                     *slot = slot.wrapping_add(w.of(&self.totals).wrapping_sub(before.0));
-                    // Object counts change by one at a time: the low bits carry the change.
-                    *objects =
-                        objects.wrapping_add(w.objects(&self.totals).wrapping_sub(before.1) as u32);
+                    if let Some(objects) = self.objects.get_mut(i) {
+                        // Object counts change by one at a time: the low bits carry
+                        // the change.
+                        let moved = w.objects(&self.totals).wrapping_sub(before.1);
+                        *objects = objects.wrapping_add(moved as u32);
+                    }
                 }
             }
         }
@@ -323,12 +342,25 @@ mod tests {
             for w in [Weight::Allocated, Weight::LiveAt, Weight::LiveEnd] {
                 let one = analyze(
                     &mut reader,
+                    options(PerSite::Counted(w)),
+                    None,
+                    &mut |_, _| {},
+                )
+                .profile;
+                assert_eq!(one.sites.keeps(), PerSite::Counted(w));
+                // Without the count, the same weights and no objects.
+                let bare = analyze(
+                    &mut reader,
                     options(PerSite::Weight(w)),
                     None,
                     &mut |_, _| {},
                 )
                 .profile;
-                assert_eq!(one.sites.keeps(), PerSite::Weight(w));
+                assert!(bare.sites.iter().all(|(_, c)| w.objects(&c) == 0));
+                let weight_of = |p: &crate::Profile| -> Vec<u64> {
+                    p.sites.iter().map(|(_, c)| w.of(&c)).collect()
+                };
+                assert_eq!(weight_of(&bare), weight_of(&one), "{w:?}");
                 assert_eq!(one.totals, all.totals, "{w:?}");
                 assert_eq!(one.sites.totals(), all.sites.totals(), "{w:?}");
                 let weights = |p: &crate::Profile| -> Vec<(BacktraceId, u64, u64)> {

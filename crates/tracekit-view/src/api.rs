@@ -372,7 +372,9 @@ fn ask(
             Ok(to_json(&answer.json()))
         }
         Endpoint::FlameTree => {
-            let a = parse::<FlameTreeArgs>(args)?;
+            let mut a = parse::<FlameTreeArgs>(args)?;
+            // The tables show each frame's count.
+            a.query.count_objects = true;
             checked(&a.query.filter)?;
             if !(0.0..=1.0).contains(&a.min_share) {
                 return Err(ApiError::BadArguments(format!(

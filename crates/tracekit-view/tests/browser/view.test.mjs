@@ -250,6 +250,8 @@ test('callee and caller tables expand; compare shows diff', async () => {
     assert.equal(sum, top.events.allocs - top.events.filtered_allocs, `${tab}: counts`);
     // Sorting by count orders the first level by it.
     await page.click(`${table} th[data-sort="objects"]`);
+    // The table is drawn anew, its sorted column marked.
+    await page.waitForFunction((sel) => document.querySelector(sel)?.textContent.endsWith('▾'), `${table} th[data-sort="objects"]`);
     await settled(page);
     const sorted = await page.$$eval(`${table} tbody tr`, (rs) => rs.map((r) => Number(r.cells[2].textContent)));
     assert.deepEqual(sorted, [...sorted].sort((a, b) => b - a), `${tab}: sorted by count`);
