@@ -116,13 +116,10 @@ use std::alloc::{GlobalAlloc, Layout};
 use std::path::{Path, PathBuf};
 
 mod clock;
-mod elf;
-mod inlined;
 mod sampler;
 mod session;
 mod slots;
 mod symbolize;
-mod symbols;
 mod table;
 mod thread;
 mod unwind;
@@ -527,10 +524,11 @@ pub fn unwinder() -> Unwinder {
 /// the API.
 #[doc(hidden)]
 pub mod __fuzz {
-    /// Parses ELF program headers from `bytes`.
+    /// Parses ELF program headers from `bytes`, as the symbolizer does
+    /// (`tracekit_symbols::elf`).
     pub fn elf(bytes: &[u8]) {
-        let _ = crate::elf::program_headers_end(bytes);
-        let _ = crate::elf::load_segments(bytes);
+        let _ = tracekit_symbols::elf::program_headers_end(bytes);
+        let _ = tracekit_symbols::elf::load_segments(bytes);
     }
 
     /// Parses one `/proc/self/maps` line.

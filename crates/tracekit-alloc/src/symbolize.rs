@@ -6,36 +6,34 @@
 //! An address is mapped to its object file through `/proc/self/maps` rather
 //! than `dl_iterate_phdr`, so that symbolizing never takes the dynamic
 //! loader's lock (a thread inside `dlopen` may be blocked in the allocator).
-//! The file offset is turned into the object's own virtual address with its
-//! `PT_LOAD` program headers, then `addr2line` gives the frames, inlined ones
-//! included, from the object's DWARF or from its separate debug file (see
-//! [`crate::symbols`]). Rust names are demangled (without the hash suffix),
-//! then C++ names (from C++ code linked into the program); other names are
-//! kept as they are.
+//! The object, loaded once per session, is a [`tracekit_symbols::ObjectSymbols`]:
+//! it turns the file offset into the object's own virtual address and gives
+//! the frames there, inlined ones included, named as that crate's
+//! `object_symbols` module says. Separate debug files are looked for under
+//! `/usr/lib/debug`, or under `TRACEKIT_ALLOC_DEBUG_DIR` when it is set; set
+//! to the empty string, no separate debug file is used at all.
 //!
-//! The function that contains the address is named from the symbol table
-//! when the DWARF gives no path (line-tables-only DWARF names functions
-//! bare), but only by a symbol whose extent (`st_size`) contains the
-//! address. When nothing names it, as in a stripped library without its
-//! debug file, the frame is called `<object>+0x<address>` (`libc.so.6+0x94ac3`):
-//! the object's file name and the return address as an address of the
-//! object, the one `nm`, `objdump -d` and `addr2line -e <object>` use (for a
-//! shared library, the offset from its load base). Inlined functions get
-//! their paths as [`crate::inlined`] explains.
+//! A return address points after the call instruction, so `code - 1` is
+//! looked up, which lands on the call itself. A frame that nothing names,
+//! as in a stripped library without its debug file, is called
+//! `<object>+0x<address>` (`libc.so.6+0x94ac3`) with the return address
+//! itself, `code`, as an address of the object: the one `nm`, `objdump -d`
+//! and `addr2line -e <object>` use (for a shared library, the offset from
+//! its load base).
 //!
 //! A program without line tables (a plain `cargo build --release`) gets one
 //! warning on stderr the first time a code in its executable is symbolized.
 //!
-//! A return address points after the call instruction, so `code - 1` is
-//! looked up, which lands on the call itself.
+//! Frames of the tracer itself and of the allocator's plumbing are left out
+//! here ([`is_internal`], [`is_allocator_plumbing`]): they say where the
+//! allocator is, not who allocated.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::inlined::{self, InlinePaths};
-use crate::symbols::{self, Mapped, Symbols};
+use tracekit_symbols::{DebugDirs, ObjectSymbols};
 
 /// Set once the warning about missing line tables is written.
 static WARNED_NO_LINE_TABLES: AtomicBool = AtomicBool::new(false);
@@ -71,27 +69,10 @@ struct Mapping {
     object: usize,
 }
 
-struct Segment {
-    offset: u64,
-    vaddr: u64,
-    filesz: u64,
-}
-
 struct Object {
     path: PathBuf,
     /// Loaded on first use; `None` once loading failed.
-    state: Option<Option<Loaded>>,
-}
-
-struct Loaded {
-    segments: Vec<Segment>,
-    /// The DWARF, from the separate debug file when there is one.
-    dwarf: Option<addr2line::Loader>,
-    /// Function symbols, from the separate debug file's full table when
-    /// there is one.
-    symbols: Symbols,
-    /// Built on the first inlined frame with a bare name.
-    inline_paths: Option<InlinePaths>,
+    state: Option<Option<ObjectSymbols>>,
 }
 
 /// The per-session symbolizer.
@@ -102,8 +83,8 @@ pub(crate) struct Symbolizer {
     cache: HashMap<u64, Arc<CodeInfo>>,
     /// True once the maps were re-read for an address they did not cover.
     maps_fresh: bool,
-    /// Where separate debug files are looked for; `None`: nowhere.
-    debug_dir: Option<PathBuf>,
+    /// Where separate debug files are looked for.
+    debug_dirs: DebugDirs,
     /// The main executable, whose lack of line tables is worth a warning.
     exe: Option<PathBuf>,
 }
@@ -112,10 +93,10 @@ impl Symbolizer {
     /// A symbolizer that finds debug files as `TRACEKIT_ALLOC_DEBUG_DIR`
     /// says (read now, on the thread that starts the session).
     pub(crate) fn new() -> Symbolizer {
-        Symbolizer::with_debug_dir(symbols::debug_dir_from_env())
+        Symbolizer::with_debug_dirs(debug_dirs_from_env())
     }
 
-    pub(crate) fn with_debug_dir(debug_dir: Option<PathBuf>) -> Symbolizer {
+    pub(crate) fn with_debug_dirs(debug_dirs: DebugDirs) -> Symbolizer {
         let exe = std::env::current_exe().ok().map(|p| {
             let s = p.to_string_lossy();
             match s.strip_suffix(" (deleted)") {
@@ -129,7 +110,7 @@ impl Symbolizer {
             object_index: HashMap::new(),
             cache: HashMap::new(),
             maps_fresh: false,
-            debug_dir,
+            debug_dirs,
             exe,
         };
         s.read_maps();
@@ -207,95 +188,32 @@ impl Symbolizer {
             return Vec::new();
         };
         let object = &mut self.objects[object_index];
-        let debug_dir = self.debug_dir.as_deref();
         let loaded = object
             .state
-            .get_or_insert_with(|| load(&object.path, debug_dir, self.exe.as_deref()));
+            .get_or_insert_with(|| load(&object.path, &self.debug_dirs, self.exe.as_deref()));
         let Some(loaded) = loaded else {
             return Vec::new();
         };
-        let Some(svma) = loaded
-            .segments
-            .iter()
-            .find(|s| file_offset >= s.offset && file_offset - s.offset < s.filesz)
-            .and_then(|s| (file_offset - s.offset).checked_add(s.vaddr))
-        else {
+        let Some(svma) = loaded.file_offset_to_svma(file_offset) else {
             return Vec::new();
         };
-        let mut out = Vec::new();
-        if let Some(dwarf) = &loaded.dwarf
-            && let Ok(mut frames) = dwarf.find_frames(svma)
+        let mut frames = loaded.frames(svma);
+        // Nothing names the function: it is called by the return address,
+        // not by the address before it that was looked up.
+        if let Some(f) = frames.last_mut()
+            && f.function == loaded.unnamed(svma)
         {
-            while let Ok(Some(frame)) = frames.next() {
-                let defname = match &frame.function {
-                    Some(f) => f.raw_name().map(|n| demangle(&n)).unwrap_or_default(),
-                    None => String::new(),
-                };
-                let (filename, line, column) = match &frame.location {
-                    Some(l) => (
-                        l.file.unwrap_or_default().to_owned(),
-                        l.line.unwrap_or(0),
-                        l.column.unwrap_or(0),
-                    ),
-                    None => (String::new(), 0, 0),
-                };
-                if defname.is_empty() && filename.is_empty() {
-                    continue;
-                }
-                out.push(Location {
-                    filename,
-                    line,
-                    column,
-                    defname,
-                });
-            }
+            f.function = loaded.unnamed(svma.wrapping_add(1));
         }
-        // The frames before the last one are inlined into it.
-        if let Some(dwarf) = &loaded.dwarf
-            && out.len() > 1
-        {
-            let last = out.len() - 1;
-            for l in &mut out[..last] {
-                if l.defname.is_empty() || !inlined::is_bare(&l.defname) {
-                    continue;
-                }
-                let paths = loaded
-                    .inline_paths
-                    .get_or_insert_with(|| InlinePaths::new(&loaded.symbols));
-                if let Some(full) =
-                    paths.qualify(dwarf, &loaded.symbols, &l.defname, &l.filename, l.line)
-                {
-                    l.defname = full;
-                }
-            }
-        }
-        // The symbol table names the function that contains the address with
-        // its full path, which line-tables-only debug information lacks; the
-        // outermost frame (last, before the reversal below) is that function.
-        let symbol = loaded
-            .symbols
-            .containing(svma)
-            .map(|i| demangle(loaded.symbols.name(i)));
-        // Nothing names the function: say where it is.
-        let anonymous = || format!("{}+{:#x}", object_name(&object.path), svma.wrapping_add(1));
-        match (out.last_mut(), symbol) {
-            (Some(l), Some(name)) if l.defname.is_empty() || inlined::is_bare(&l.defname) => {
-                l.defname = name
-            }
-            (Some(l), None) if l.defname.is_empty() => l.defname = anonymous(),
-            (Some(_), _) => {}
-            (None, name) => out.push(Location {
-                filename: object_name(&object.path),
-                line: 0,
-                column: 0,
-                defname: name.unwrap_or_else(anonymous),
-            }),
-        }
-        for l in &mut out {
-            if l.defname.is_empty() {
-                l.defname = "??".to_owned();
-            }
-        }
+        let mut out: Vec<Location> = frames
+            .into_iter()
+            .map(|f| Location {
+                filename: f.file,
+                line: f.line,
+                column: f.column,
+                defname: f.function,
+            })
+            .collect();
         // A call made from inside the tracer, the allocator shims or std's
         // allocator functions is a call into the allocator: those inlined
         // frames say "the allocator", not who allocated, so they go (memtrace
@@ -309,8 +227,8 @@ impl Symbolizer {
         if strip < out.len() {
             out.drain(..strip);
         }
-        // addr2line lists the innermost (inlined) frame first; memtrace lists
-        // a code's locations caller first.
+        // The frames come innermost (inlined) first; memtrace lists a code's
+        // locations caller first.
         out.reverse();
         out
     }
@@ -342,59 +260,27 @@ pub(crate) fn parse_maps_line(line: &str) -> Option<(u64, u64, u64, &Path)> {
     Some((start, end, offset, Path::new(path)))
 }
 
-fn object_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
+/// The directories of separate debug files, from `TRACEKIT_ALLOC_DEBUG_DIR`:
+/// unset, the default (`/usr/lib/debug`); empty, none at all.
+pub(crate) fn debug_dirs_from_env() -> DebugDirs {
+    match std::env::var_os("TRACEKIT_ALLOC_DEBUG_DIR") {
+        None => DebugDirs::default(),
+        Some(d) if d.is_empty() => DebugDirs(Vec::new()),
+        Some(d) => DebugDirs(vec![PathBuf::from(d)]),
+    }
 }
 
-/// Loads the object at `path`: its program headers, its DWARF and symbols
-/// (from its separate debug file in `debug_dir` when there is one), and
+/// Loads the object at `path` with its debug files from `debug_dirs`, and
 /// warns if it is `exe` and has no line tables.
-fn load(path: &Path, debug_dir: Option<&Path>, exe: Option<&Path>) -> Option<Loaded> {
-    let bytes = read_program_headers(path)?;
-    let segments = crate::elf::load_segments(&bytes)
-        .ok()?
-        .into_iter()
-        .map(|s| Segment {
-            offset: s.offset,
-            vaddr: s.vaddr,
-            filesz: s.filesz,
-        })
-        .collect();
-    let own = Mapped::open(path);
-    let own_file = own.as_ref().and_then(Mapped::parse);
-    let debug_path = debug_dir
-        .zip(own_file.as_ref())
-        .and_then(|(dir, file)| symbols::find_debug_file(path, file, dir));
-    let debug = debug_path.as_deref().and_then(Mapped::open);
-    let debug_file = debug.as_ref().and_then(Mapped::parse);
-
-    let mut dwarf = None;
-    if let (Some(dpath), Some(dfile)) = (&debug_path, &debug_file) {
-        let sup = debug_dir.and_then(|dir| symbols::find_supplementary_file(dpath, dfile, dir));
-        dwarf = addr2line::Loader::new_with_sup(dpath, sup.as_deref()).ok();
-    }
-    let line_tables = match (&dwarf, &debug_file) {
-        (Some(_), Some(dfile)) => symbols::has_line_tables(dfile),
-        _ => {
-            dwarf = addr2line::Loader::new(path).ok();
-            own_file.as_ref().is_some_and(symbols::has_line_tables)
-        }
-    };
-    let mut symbols = debug_file.as_ref().map(Symbols::of).unwrap_or_default();
-    if symbols.is_empty() {
-        symbols = own_file.as_ref().map(Symbols::of).unwrap_or_default();
-    }
-    if !line_tables && exe == Some(path) && !WARNED_NO_LINE_TABLES.swap(true, Ordering::Relaxed) {
+fn load(path: &Path, debug_dirs: &DebugDirs, exe: Option<&Path>) -> Option<ObjectSymbols> {
+    let loaded = ObjectSymbols::load(path, debug_dirs)?;
+    if !loaded.has_line_tables()
+        && exe == Some(path)
+        && !WARNED_NO_LINE_TABLES.swap(true, Ordering::Relaxed)
+    {
         crate::session::report(&no_line_tables_warning(path));
     }
-    Some(Loaded {
-        segments,
-        dwarf,
-        symbols,
-        inline_paths: None,
-    })
+    Some(loaded)
 }
 
 fn no_line_tables_warning(exe: &Path) -> String {
@@ -409,40 +295,6 @@ fn no_line_tables_warning(exe: &Path) -> String {
          add [profile.release] debug = \"line-tables-only\" to Cargo.toml{speed}",
         exe.display()
     )
-}
-
-/// Reads the start of an ELF file: enough for its program headers.
-fn read_program_headers(path: &Path) -> Option<Vec<u8>> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).ok()?;
-    let mut head = vec![0u8; 64];
-    f.read_exact(&mut head).ok()?;
-    let need = crate::elf::program_headers_end(&head).ok()?;
-    if need > 1 << 20 {
-        return None;
-    }
-    let mut rest = vec![0u8; need.saturating_sub(64)];
-    f.read_exact(&mut rest).ok()?;
-    head.extend_from_slice(&rest);
-    Some(head)
-}
-
-/// Demangles a Rust symbol name (legacy or v0), without its hash suffix, or
-/// else an Itanium C++ name; any other name is returned as it is.
-///
-/// Rust comes first: a legacy Rust name is also a well-formed C++ name, which
-/// C++ demangling would show with its hash.
-pub(crate) fn demangle(name: &str) -> String {
-    if let Ok(d) = rustc_demangle::try_demangle(name) {
-        return format!("{d:#}");
-    }
-    if name.starts_with("_Z")
-        && let Ok(sym) = cpp_demangle::Symbol::new(name)
-        && let Ok(d) = sym.demangle()
-    {
-        return d;
-    }
-    name.to_owned()
 }
 
 /// This crate's source directory, as compiled into its debug information.
@@ -484,23 +336,6 @@ fn is_allocator_plumbing(l: &Location) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn demangles_rust_then_cpp() {
-        assert_eq!(
-            demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
-            "core::fmt::write"
-        );
-        assert_eq!(demangle("_RNvCs1234_7mycrate3foo"), "mycrate::foo");
-        assert_eq!(
-            demangle("_ZNSt6vectorIiSaIiEE9push_backERKi"),
-            "std::vector<int, std::allocator<int> >::push_back(int const&)"
-        );
-        assert_eq!(demangle("_Z3addii"), "add(int, int)");
-        assert_eq!(demangle("main"), "main");
-        // Not well-formed as either: kept as it is.
-        assert_eq!(demangle("_Zgarbage"), "_Zgarbage");
-    }
 
     #[inline(never)]
     fn marker() -> usize {

@@ -8,20 +8,24 @@
 //! before it in memory: thread roots in a stripped libc come out as
 //! `__xmknodat` or `pthread_condattr_setpshared`.
 //!
-//! addr2line's `Loader` (0.25) does neither: its `find_symbol` returns the
-//! nearest preceding symbol of the file it was given (`.symtab`, else
-//! `.dynsym`), and it does not follow `.gnu_debuglink` or build ids (only
-//! macOS dSYM bundles and DWARF packages). This module does both; the
-//! `Loader` is then opened on the debug file for the DWARF.
+//! addr2line's `Loader` (0.26) reads the symbols of the file it was given
+//! only (`.symtab`, else `.dynsym`), guessing a size for a symbol without
+//! one, and it does not follow `.gnu_debuglink` or build ids (only macOS
+//! dSYM bundles and DWARF packages). This module finds the debug file and
+//! reads the symbols of the debug file, else of the object; the `Loader` is
+//! then opened on the debug file for the DWARF.
 //!
 //! Separate debug files are found as GDB finds them: first by build id,
-//! `<debug dir>/.build-id/xx/yyyy.debug`, then by `.gnu_debuglink` name,
-//! next to the object, in its `.debug` directory, and under the debug
-//! directory at the object's own path; a file found by name must match the
-//! object's build id or the link's CRC. The debug directory is
-//! `/usr/lib/debug` (where Debian's `-dbg` and `-dbgsym` packages install),
-//! or `TRACEKIT_ALLOC_DEBUG_DIR`; set to the empty string, no separate debug
-//! file is used at all.
+//! `<debug dir>/.build-id/xx/yyyy.debug` in each debug directory in turn,
+//! then by `.gnu_debuglink` name, next to the object, in its `.debug`
+//! directory, and under each debug directory at the object's own path; a
+//! file found by name must match the object's build id or the link's CRC.
+//! The debug directories are a [`DebugDirs`], by default `/usr/lib/debug`
+//! (where Debian's `-dbg` and `-dbgsym` packages install); with none, no
+//! separate debug file is used at all. A debug file's supplementary DWARF
+//! file (`.gnu_debugaltlink`, as `dwz` makes) is found by its recorded name,
+//! relative to the debug file's directory unless absolute, then by its build
+//! id in each debug directory.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -36,13 +40,31 @@ const DEFAULT_DEBUG_DIR: &str = "/usr/lib/debug";
 /// more than one only when symbols overlap.
 const LOOKBACK: usize = 32;
 
-/// The directory of separate debug files, from `TRACEKIT_ALLOC_DEBUG_DIR`
-/// (`None`: do not use separate debug files).
-pub(crate) fn debug_dir_from_env() -> Option<PathBuf> {
-    match std::env::var_os("TRACEKIT_ALLOC_DEBUG_DIR") {
-        None => Some(PathBuf::from(DEFAULT_DEBUG_DIR)),
-        Some(d) if d.is_empty() => None,
-        Some(d) => Some(PathBuf::from(d)),
+/// Where separate debug files are looked for, in order.
+///
+/// The default is `/usr/lib/debug` alone; an empty list means that no
+/// separate debug file is used, only what an object holds itself.
+///
+/// A debug file is found as GDB finds it: by the object's build id,
+/// `<dir>/.build-id/xx/yyyy.debug`, in each directory in turn; else by its
+/// `.gnu_debuglink` name, next to the object, in the object's `.debug`
+/// directory, then under each directory at the object's own path (a file
+/// found by name must match the object's build id or the link's CRC). A
+/// `dwz` supplementary file is found by the name the debug file records,
+/// else by its build id in each directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DebugDirs(pub Vec<PathBuf>);
+
+impl Default for DebugDirs {
+    fn default() -> DebugDirs {
+        DebugDirs(vec![PathBuf::from(DEFAULT_DEBUG_DIR)])
+    }
+}
+
+impl DebugDirs {
+    /// No separate debug files at all.
+    pub fn none() -> DebugDirs {
+        DebugDirs(Vec::new())
     }
 }
 
@@ -54,10 +76,11 @@ impl Mapped {
         let file = std::fs::File::open(path).ok()?;
         // SAFETY: the map is private and read-only, so nothing done through
         // it changes the file; reading it is undefined only if the file is
-        // changed in place while mapped. The files mapped here are the
-        // program's own executable and libraries, which the dynamic loader
-        // has mapped as well, and their debug files: builds and package
-        // managers replace such files (a new inode) rather than rewrite them.
+        // changed in place while mapped. The files mapped here are object
+        // files (executables and shared libraries) and their debug files,
+        // mapped only while `ObjectSymbols::load` runs: builds and package
+        // managers replace such files (a new inode) rather than rewrite them,
+        // and `ObjectSymbols::load` documents that it relies on this.
         // addr2line's `Loader` maps the same files on the same assumption.
         unsafe { memmap2::Mmap::map(&file) }.ok().map(Mapped)
     }
@@ -217,16 +240,25 @@ pub(crate) fn has_line_tables(file: &object::File<'_>) -> bool {
 }
 
 /// The separate debug file of the object at `path` (parsed as `file`) in
-/// debug directory `dir`, if there is one.
-pub(crate) fn find_debug_file(path: &Path, file: &object::File<'_>, dir: &Path) -> Option<PathBuf> {
+/// debug directories `dirs`, if there is one.
+pub(crate) fn find_debug_file(
+    path: &Path,
+    file: &object::File<'_>,
+    dirs: &DebugDirs,
+) -> Option<PathBuf> {
+    if dirs.0.is_empty() {
+        return None;
+    }
     let build_id = file.build_id().ok().flatten().filter(|id| id.len() >= 2);
     if let Some(id) = build_id {
-        let candidate = build_id_path(dir, id);
-        if Mapped::open(&candidate)
-            .and_then(|m| Some(m.parse()?.build_id().ok()?? == id))
-            .unwrap_or(false)
-        {
-            return Some(candidate);
+        for dir in &dirs.0 {
+            let candidate = build_id_path(dir, id);
+            if Mapped::open(&candidate)
+                .and_then(|m| Some(m.parse()?.build_id().ok()?? == id))
+                .unwrap_or(false)
+            {
+                return Some(candidate);
+            }
         }
     }
     let (name, crc) = file.gnu_debuglink().ok().flatten()?;
@@ -236,12 +268,10 @@ pub(crate) fn find_debug_file(path: &Path, file: &object::File<'_>, dir: &Path) 
         return None;
     }
     let object_dir = path.parent()?;
-    let candidates = [
-        object_dir.join(name),
-        object_dir.join(".debug").join(name),
-        dir.join(object_dir.strip_prefix("/").unwrap_or(object_dir))
-            .join(name),
-    ];
+    let relative_dir = object_dir.strip_prefix("/").unwrap_or(object_dir);
+    let candidates = [object_dir.join(name), object_dir.join(".debug").join(name)]
+        .into_iter()
+        .chain(dirs.0.iter().map(|dir| dir.join(relative_dir).join(name)));
     candidates.into_iter().find(|candidate| {
         candidate != path
             && Mapped::open(candidate).is_some_and(|m| {
@@ -259,15 +289,19 @@ pub(crate) fn find_debug_file(path: &Path, file: &object::File<'_>, dir: &Path) 
 pub(crate) fn find_supplementary_file(
     path: &Path,
     file: &object::File<'_>,
-    dir: &Path,
+    dirs: &DebugDirs,
 ) -> Option<PathBuf> {
     let (name, build_id) = file.gnu_debugaltlink().ok().flatten()?;
     let name = Path::new(OsStr::from_bytes(name));
     let by_name = path.parent().map(|d| d.join(name));
-    let by_id = (build_id.len() >= 2).then(|| build_id_path(dir, build_id));
-    [by_name, by_id]
+    let by_id = dirs
+        .0
+        .iter()
+        .filter(|_| build_id.len() >= 2)
+        .map(|dir| build_id_path(dir, build_id));
+    by_name
         .into_iter()
-        .flatten()
+        .chain(by_id)
         .find(|candidate| candidate.is_file())
 }
 
@@ -349,5 +383,32 @@ mod tests {
             s.entries.len()
         );
         assert!(has_line_tables(&f), "tests are built with line tables");
+    }
+
+    #[test]
+    fn finds_a_debug_file_by_build_id_in_each_directory_in_turn() {
+        let exe = std::env::current_exe().expect("test executable");
+        let m = Mapped::open(&exe).expect("map");
+        let f = m.parse().expect("parse");
+        let Some(id) = f.build_id().ok().flatten().filter(|id| id.len() >= 2) else {
+            eprintln!("skipped: the test executable has no build id");
+            return;
+        };
+        // The executable stands in for its own debug file: same build id.
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let candidate = build_id_path(dir.path(), id);
+        let parent = candidate.parent().expect("a parent");
+        std::fs::create_dir_all(parent).expect("create .build-id/xx");
+        std::os::unix::fs::symlink(&exe, &candidate).expect("link");
+        let dirs = DebugDirs(vec![
+            dir.path().join("nothing here"),
+            dir.path().to_path_buf(),
+        ]);
+        assert_eq!(find_debug_file(&exe, &f, &dirs), Some(candidate.clone()));
+        assert_eq!(find_debug_file(&exe, &f, &DebugDirs::none()), None);
+        // Another file at that name does not pass for the debug file.
+        std::fs::remove_file(&candidate).expect("unlink");
+        std::fs::write(&candidate, b"not the debug file").expect("write");
+        assert_eq!(find_debug_file(&exe, &f, &dirs), None);
     }
 }

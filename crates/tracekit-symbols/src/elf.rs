@@ -14,10 +14,15 @@
 //!
 //! Program header fields: `p_type` u32 at 0 (1 = `PT_LOAD`), `p_offset` u64
 //! at 8, `p_vaddr` u64 at 16, `p_filesz` u64 at 32.
+//!
+//! These functions read bytes that come from any file a caller names, so
+//! they check every offset and never panic on malformed input (the fuzz
+//! target `alloc_parsers` feeds them arbitrary bytes).
 
 /// Why an object's program headers could not be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum ElfError {
+#[non_exhaustive]
+pub enum ElfError {
     /// Not a 64-bit little-endian ELF file.
     #[error("not a 64-bit little-endian ELF file")]
     NotElf64,
@@ -28,13 +33,13 @@ pub(crate) enum ElfError {
 
 /// One loadable segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct LoadSegment {
+pub struct LoadSegment {
     /// Offset of the segment in the file.
-    pub(crate) offset: u64,
+    pub offset: u64,
     /// Address the object expects it at (before relocation).
-    pub(crate) vaddr: u64,
+    pub vaddr: u64,
     /// Bytes of the segment present in the file.
-    pub(crate) filesz: u64,
+    pub filesz: u64,
 }
 
 fn u16_at(b: &[u8], at: usize) -> Result<u16, ElfError> {
@@ -74,16 +79,21 @@ fn table(head: &[u8]) -> Result<(usize, usize, usize), ElfError> {
     Ok((phoff, entsize, count))
 }
 
-/// The number of leading bytes of the file that hold the program headers.
-pub(crate) fn program_headers_end(head: &[u8]) -> Result<usize, ElfError> {
+/// The number of leading bytes of the file that hold the program headers,
+/// from its first 64 bytes (the ELF header) or more.
+///
+/// Read that many bytes of the file and pass them to [`load_segments`]: the
+/// segments are known without reading the whole file.
+pub fn program_headers_end(head: &[u8]) -> Result<usize, ElfError> {
     let (phoff, entsize, count) = table(head)?;
     phoff
         .checked_add(entsize * count)
         .ok_or(ElfError::Truncated(32))
 }
 
-/// The `PT_LOAD` segments of the object whose first bytes are `bytes`.
-pub(crate) fn load_segments(bytes: &[u8]) -> Result<Vec<LoadSegment>, ElfError> {
+/// The `PT_LOAD` segments of the object whose first bytes are `bytes` (at
+/// least [`program_headers_end`] of them), in the order of its header table.
+pub fn load_segments(bytes: &[u8]) -> Result<Vec<LoadSegment>, ElfError> {
     let (phoff, entsize, count) = table(bytes)?;
     let mut out = Vec::new();
     for i in 0..count {
