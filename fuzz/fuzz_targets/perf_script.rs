@@ -13,7 +13,8 @@ use tracekit_callstack::fxt_sink::FxtSink;
 use tracekit_callstack::ocaml::OcamlExceptionInfo;
 use tracekit_callstack::script::{RecordParser, Records, complete_prefix, parse_record};
 use tracekit_callstack::transcript::{self, TranscriptOptions};
-use tracekit_callstack::writer::{Config, TraceScope};
+use tracekit_callstack::event::Time;
+use tracekit_callstack::writer::{Config, SampleTiming, TraceScope};
 use tracekit_fxt::write::{VecDestination, Writer};
 
 fuzz_target!(|data: &[u8]| {
@@ -39,6 +40,15 @@ fuzz_target!(|data: &[u8]| {
         annotate_inferred_start_times: settings & 16 != 0,
         ocaml_exception_info: ocaml.clone(),
         transactions: settings & 32 == 0,
+        // Both timings of sampled stacks; the accurate one with a given period or
+        // with the period estimated from the samples.
+        sample_timing: match settings >> 6 {
+            0 => SampleTiming::MagicTrace,
+            1 => SampleTiming::Accurate { period: None },
+            _ => SampleTiming::Accurate {
+                period: Some(Time(1000)),
+            },
+        },
     };
     let hits = filter.clone().map(|f| {
         let mut c = HitCollector::new(f);
@@ -72,6 +82,7 @@ fuzz_target!(|data: &[u8]| {
             ocaml_exception_info: ocaml,
             filter,
             events_output: settings & 64 != 0,
+            sample_timing: config.sample_timing,
             ..TranscriptOptions::default()
         },
     );

@@ -46,6 +46,11 @@ const THREAD_SLOTS: usize = 255;
 /// Arguments the format allows on one record.
 const MAX_ARGS: usize = 15;
 
+/// Where koids for processes and threads without a real id (snapshot hits, a perf
+/// record without a pid) start: above every Linux id (`pid_max` is at most 2^22),
+/// so a made-up koid never names a real process or thread.
+const MADE_UP_KOIDS: u64 = 1 << 32;
+
 /// A [`Sink`] writing FXT.
 pub struct FxtSink<D: Destination> {
     writer: Writer<D>,
@@ -70,7 +75,7 @@ impl<D: Destination> FxtSink<D> {
             strings_full: false,
             known: [None; KNOWN.len()],
             symbols: Vec::new(),
-            next_koid: 0,
+            next_koid: MADE_UP_KOIDS,
             processes: Vec::new(),
             threads: Vec::new(),
             error: None,
@@ -334,8 +339,11 @@ fn ticks_of(t: Time) -> u64 {
 }
 
 impl<D: Destination> Sink for FxtSink<D> {
-    fn add_process(&mut self, name: &str) -> ProcessRef {
-        let koid = self.koid();
+    fn add_process(&mut self, name: &str, pid: Option<u32>) -> ProcessRef {
+        let koid = match pid {
+            Some(pid) => Koid(u64::from(pid)),
+            None => self.koid(),
+        };
         let name_ref = self.string(name);
         let r = self.writer.set_process_name(koid, name_ref);
         self.check(r);
@@ -343,13 +351,16 @@ impl<D: Destination> Sink for FxtSink<D> {
         ProcessRef(u32::try_from(self.processes.len() - 1).unwrap_or(u32::MAX))
     }
 
-    fn add_thread(&mut self, process: ProcessRef, name: &str) -> TrackRef {
+    fn add_thread(&mut self, process: ProcessRef, name: &str, tid: Option<u32>) -> TrackRef {
         let pid = self
             .processes
             .get(process.0 as usize)
             .copied()
             .unwrap_or(Koid(0));
-        let tid = self.koid();
+        let tid = match tid {
+            Some(tid) => Koid(u64::from(tid)),
+            None => self.koid(),
+        };
         let name_ref = self.string(name);
         let r = self.writer.set_thread_name(pid, tid, name_ref);
         self.check(r);
@@ -421,8 +432,8 @@ mod tests {
     #[test]
     fn strings_over_the_limit_are_cut_marked_and_counted_once() {
         let mut sink = FxtSink::new(Writer::new(VecDestination::new()).unwrap());
-        let process = sink.add_process("p");
-        let track = sink.add_thread(process, "t");
+        let process = sink.add_process("p", None);
+        let track = sink.add_thread(process, "t", None);
         // A 40,000-byte symbol with a 2-byte character across the cut.
         let long = format!("{}é{}", "a".repeat(31_985), "b".repeat(8_000));
         for i in 0..3 {

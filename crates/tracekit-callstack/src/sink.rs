@@ -64,10 +64,11 @@ impl<'a> Arg<'a> {
 /// Methods return nothing: a sink that can fail (I/O) keeps its first error and reports
 /// it when the caller finishes it, so the state machine stays free of error plumbing.
 pub trait Sink {
-    /// A new process (one per perf thread, plus one for snapshot hits).
-    fn add_process(&mut self, name: &str) -> ProcessRef;
-    /// A new thread (track) in a process.
-    fn add_thread(&mut self, process: ProcessRef, name: &str) -> TrackRef;
+    /// A new process (one per perf process, plus one for snapshot hits); `pid` is its
+    /// real process id when known, which an FXT sink uses as its koid.
+    fn add_process(&mut self, name: &str, pid: Option<u32>) -> ProcessRef;
+    /// A new thread (track) in a process; `tid` is its real thread id when known.
+    fn add_thread(&mut self, process: ProcessRef, name: &str, tid: Option<u32>) -> TrackRef;
     /// A slice begins (a function was entered).
     fn begin(&mut self, track: TrackRef, time: Time, name: &str, args: &[Arg<'_>]);
     /// The innermost open slice named `name` ends.
@@ -100,11 +101,11 @@ pub trait Sink {
 }
 
 impl<S: Sink + ?Sized> Sink for &mut S {
-    fn add_process(&mut self, name: &str) -> ProcessRef {
-        (**self).add_process(name)
+    fn add_process(&mut self, name: &str, pid: Option<u32>) -> ProcessRef {
+        (**self).add_process(name, pid)
     }
-    fn add_thread(&mut self, process: ProcessRef, name: &str) -> TrackRef {
-        (**self).add_thread(process, name)
+    fn add_thread(&mut self, process: ProcessRef, name: &str, tid: Option<u32>) -> TrackRef {
+        (**self).add_thread(process, name, tid)
     }
     fn begin(&mut self, track: TrackRef, time: Time, name: &str, args: &[Arg<'_>]) {
         (**self).begin(track, time, name, args)
@@ -145,6 +146,8 @@ pub enum Output {
         process: ProcessRef,
         /// Its name.
         name: String,
+        /// Its real process id, when known.
+        pid: Option<u32>,
     },
     /// [`Sink::add_thread`].
     Thread {
@@ -154,6 +157,8 @@ pub enum Output {
         process: ProcessRef,
         /// Its name.
         name: String,
+        /// Its real thread id, when known.
+        tid: Option<u32>,
     },
     /// [`Sink::begin`].
     Begin {
@@ -230,22 +235,24 @@ pub struct RecordingSink {
 }
 
 impl Sink for RecordingSink {
-    fn add_process(&mut self, name: &str) -> ProcessRef {
+    fn add_process(&mut self, name: &str, pid: Option<u32>) -> ProcessRef {
         self.next_process += 1;
         let process = ProcessRef(self.next_process);
         self.outputs.push(Output::Process {
             process,
             name: name.into(),
+            pid,
         });
         process
     }
-    fn add_thread(&mut self, process: ProcessRef, name: &str) -> TrackRef {
+    fn add_thread(&mut self, process: ProcessRef, name: &str, tid: Option<u32>) -> TrackRef {
         self.next_thread += 1;
         let track = TrackRef(self.next_thread);
         self.outputs.push(Output::Thread {
             track,
             process,
             name: name.into(),
+            tid,
         });
         track
     }
@@ -298,10 +305,10 @@ pub struct NullSink {
 }
 
 impl Sink for NullSink {
-    fn add_process(&mut self, _name: &str) -> ProcessRef {
+    fn add_process(&mut self, _name: &str, _pid: Option<u32>) -> ProcessRef {
         ProcessRef(0)
     }
-    fn add_thread(&mut self, _process: ProcessRef, _name: &str) -> TrackRef {
+    fn add_thread(&mut self, _process: ProcessRef, _name: &str, _tid: Option<u32>) -> TrackRef {
         TrackRef(0)
     }
     fn begin(&mut self, _: TrackRef, _: Time, _: &str, _: &[Arg<'_>]) {

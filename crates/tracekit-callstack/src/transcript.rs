@@ -15,7 +15,7 @@ use crate::script::{ParseError, Parsed, RawRecord, RecordParser, Records};
 use crate::sink::{Arg, ProcessRef, Sink, TrackRef};
 use crate::span;
 use crate::symbol::SymbolTable;
-use crate::writer::{Config, TraceScope, TraceWriter};
+use crate::writer::{Config, SampleTiming, TraceScope, TraceWriter};
 
 /// The end-of-input marker line.
 pub const END_MARKER: &str = "INPUT TRACE STREAM ENDED, any lines printed below this were deferred";
@@ -44,11 +44,11 @@ impl TranscriptSink {
 }
 
 impl Sink for TranscriptSink {
-    fn add_process(&mut self, _name: &str) -> ProcessRef {
+    fn add_process(&mut self, _name: &str, _pid: Option<u32>) -> ProcessRef {
         self.next_process += 1;
         ProcessRef(self.next_process)
     }
-    fn add_thread(&mut self, _process: ProcessRef, _name: &str) -> TrackRef {
+    fn add_thread(&mut self, _process: ProcessRef, _name: &str, _tid: Option<u32>) -> TrackRef {
         self.next_thread += 1;
         TrackRef(self.next_thread)
     }
@@ -86,6 +86,9 @@ pub struct TranscriptOptions {
     pub filter: Option<RangeFilter>,
     /// Append magic-trace's event + call-stack dump.
     pub events_output: bool,
+    /// How sampled call stacks become slices ([`SampleTiming::MagicTrace`] for
+    /// magic-trace's own transcripts).
+    pub sample_timing: SampleTiming,
 }
 
 impl Default for TranscriptOptions {
@@ -98,6 +101,7 @@ impl Default for TranscriptOptions {
             ocaml_exception_info: None,
             filter: None,
             events_output: false,
+            sample_timing: SampleTiming::default(),
         }
     }
 }
@@ -276,6 +280,7 @@ impl Transcriber {
             annotate_inferred_start_times: opts.annotate_inferred_start_times,
             ocaml_exception_info: opts.ocaml_exception_info.clone(),
             transactions: true,
+            sample_timing: opts.sample_timing,
         };
         let mut decoder = Decoder::new(TranscriptSink::default(), config, filter_hits);
         // Times are shifted to the origin as the events go by, not by the writer, so that

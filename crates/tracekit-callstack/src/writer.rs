@@ -63,6 +63,36 @@ pub struct Config {
     pub ocaml_exception_info: Option<OcamlExceptionInfo>,
     /// Queue TSX transaction events until the transaction commits or aborts.
     pub transactions: bool,
+    /// How sampled call stacks become slices.
+    pub sample_timing: SampleTiming,
+}
+
+/// How sampled call stacks (not branches) become slices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SampleTiming {
+    /// Sample-accurate: a sample's stack is open from its timestamp until the next
+    /// sample of its thread changes it, and every frame that ends or begins at a sample
+    /// does so at that sample's instant. A thread not sampled for more than two
+    /// periods was not running: its frames close one period after its last sample
+    /// (and at the end of the trace, one period after it), so idle time does not look
+    /// like work. Frames outside the trace scope (kernel frames under
+    /// [`TraceScope::User`], user frames under [`TraceScope::Kernel`]) are left out.
+    Accurate {
+        /// The sampling period; `None`: the median of the gaps seen between samples
+        /// of one thread (the first 1,024 gaps), and no idle detection before 16 are
+        /// known.
+        period: Option<Time>,
+    },
+    /// magic-trace's rule, meant for branches: the calls of one timestamp are spread
+    /// over the time to the next event, so a new stack opens as a staircase, and
+    /// frames inferred at the end are written last.
+    MagicTrace,
+}
+
+impl Default for SampleTiming {
+    fn default() -> Self {
+        SampleTiming::Accurate { period: None }
+    }
 }
 
 impl Default for Config {
@@ -72,6 +102,7 @@ impl Default for Config {
             annotate_inferred_start_times: false,
             ocaml_exception_info: None,
             transactions: true,
+            sample_timing: SampleTiming::default(),
         }
     }
 }
@@ -124,6 +155,9 @@ pub enum Warning {
         /// The unexpected depth.
         depth: i64,
     },
+    /// The input names threads without their process (perf script's default
+    /// layout): threads are grouped into processes by command name (printed once).
+    GroupedByCommand,
 }
 
 impl std::fmt::Display for Warning {
@@ -156,6 +190,10 @@ impl std::fmt::Display for Warning {
             Warning::TrapDepth { depth } => write!(
                 f,
                 "(\"WARNING: expected callstack depth to be the same going into a [try] block as when leaving it, but it wasn't. Did Intel Processor Trace drop some data? Will attempt to recover. Further errors will be suppressed.\\n\" (depth {depth}))"
+            ),
+            Warning::GroupedByCommand => write!(
+                f,
+                "Warning: the input gives no process ids (perf script's default fields): threads are grouped into processes by command name"
             ),
         }
     }
@@ -204,6 +242,40 @@ struct ThreadState {
     start_events: VecDeque<(Time, Pending)>,
     last_event_time: Time,
     extra_tracks: [Option<TrackRef>; 2],
+    /// Sample-accurate timing: the mapped time of the thread's last call-stack sample.
+    last_sample: Option<Time>,
+}
+
+/// What groups threads into one process: the pid, or without one the command name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum ProcessKey {
+    Pid(u32),
+    Command(Box<str>),
+}
+
+/// The sampling period estimated from the gaps between samples of one thread.
+#[derive(Debug, Default)]
+struct GapEstimate {
+    /// Sorted; at most [`GapEstimate::KEPT`].
+    gaps: Vec<i64>,
+    seen: usize,
+}
+
+impl GapEstimate {
+    const KEPT: usize = 1024;
+    const NEEDED: usize = 16;
+
+    fn add(&mut self, gap: i64) {
+        if self.seen < Self::KEPT && gap > 0 {
+            let i = self.gaps.partition_point(|&g| g < gap);
+            self.gaps.insert(i, gap);
+        }
+        self.seen += 1;
+    }
+
+    fn period(&self) -> Option<Time> {
+        (self.gaps.len() >= Self::NEEDED).then(|| Time(self.gaps[self.gaps.len() / 2]))
+    }
 }
 
 const INFERRED_SUFFIX: &str = " [inferred start time]";
@@ -225,6 +297,11 @@ pub struct TraceWriter<S: Sink> {
     warned_unexpected: bool,
     final_flush: bool,
     name_buf: String,
+    processes: FxHashMap<ProcessKey, ProcessRef>,
+    warned_grouped: bool,
+    gaps: GapEstimate,
+    /// The in-scope frames of the sample being written (kept for its allocation).
+    scratch: Vec<Frame>,
 }
 
 impl<S: Sink> TraceWriter<S> {
@@ -246,6 +323,10 @@ impl<S: Sink> TraceWriter<S> {
             warned_unexpected: false,
             final_flush: false,
             name_buf: String::new(),
+            processes: FxHashMap::default(),
+            warned_grouped: false,
+            gaps: GapEstimate::default(),
+            scratch: Vec::new(),
         }
     }
 
@@ -296,8 +377,8 @@ impl<S: Sink> TraceWriter<S> {
         if hits.is_empty() {
             return;
         }
-        let process = self.sink.add_process("Snapshot symbol hits");
-        let track = self.sink.add_thread(process, "hits");
+        let process = self.sink.add_process("Snapshot symbol hits", None);
+        let track = self.sink.add_thread(process, "hits", None);
         for hit in hits {
             let is_stop = hit.symbol == stop_symbol;
             let name = format!("hit {}", hit.symbol);
@@ -325,7 +406,7 @@ impl<S: Sink> TraceWriter<S> {
     }
 
     /// Sets the time base (perf clock) before the first event.
-    pub(crate) fn set_base_time(&mut self, base_time: Time) {
+    pub fn set_base_time(&mut self, base_time: Time) {
         self.base_time = base_time;
     }
 
@@ -460,19 +541,13 @@ impl<S: Sink> TraceWriter<S> {
 
     fn create_thread(&mut self, thread: Thread, time: Option<Time>, comm: Option<&str>) -> usize {
         let effective = time.map_or(Time::ZERO, |t| self.map_time(t));
-        let show = |v: Option<u32>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
-        let (pid, tid) = (show(thread.pid), show(thread.tid));
-        let default_name = if pid == tid {
-            format!("[pid={pid}]")
-        } else {
-            format!("[pid={pid}] [tid={tid}]")
+        let process = self.process_of(thread, comm);
+        let name = match (comm, thread.tid) {
+            (Some(c), _) => c.to_string(),
+            (None, Some(tid)) => format!("[tid={tid}]"),
+            (None, None) => "[unknown thread]".to_string(),
         };
-        let name = match comm {
-            Some(c) => format!("{c} {default_name}"),
-            None => default_name,
-        };
-        let process = self.sink.add_process(&name);
-        let track = self.sink.add_thread(process, "main");
+        let track = self.sink.add_thread(process, &name, thread.tid);
         let ocaml = match self.config.ocaml_exception_info {
             Some(_) => OcamlState::Traps(None),
             None => OcamlState::Counting(0),
@@ -491,9 +566,35 @@ impl<S: Sink> TraceWriter<S> {
             start_events: VecDeque::new(),
             last_event_time: effective,
             extra_tracks: [None; 2],
+            last_sample: None,
         });
         self.index.insert(thread, ti);
         ti
+    }
+
+    /// The process `thread` belongs to, created on first sight: one per pid, named
+    /// after the command of its first thread seen; without a pid (perf script's
+    /// default fields print none), one per command name, which a warning says once.
+    fn process_of(&mut self, thread: Thread, comm: Option<&str>) -> ProcessRef {
+        let key = match thread.pid {
+            Some(pid) => ProcessKey::Pid(pid),
+            None => ProcessKey::Command(comm.unwrap_or_default().into()),
+        };
+        if let Some(&p) = self.processes.get(&key) {
+            return p;
+        }
+        if thread.pid.is_none() && thread.tid.is_some() && !self.warned_grouped {
+            self.warned_grouped = true;
+            self.warnings.push(Warning::GroupedByCommand);
+        }
+        let name = match (comm, thread.pid) {
+            (Some(c), _) => c.to_string(),
+            (None, Some(pid)) => format!("[pid={pid}]"),
+            (None, None) => "[unknown process]".to_string(),
+        };
+        let p = self.sink.add_process(&name, thread.pid);
+        self.processes.insert(key, p);
+        p
     }
 
     /// The index in `threads` of `thread`, which is created (named after `comm`, if
@@ -974,7 +1075,7 @@ impl<S: Sink> TraceWriter<S> {
                     Some(t) => t,
                     None => {
                         let process = self.threads[ti].process;
-                        let t = self.sink.add_thread(process, name.name());
+                        let t = self.sink.add_thread(process, name.name(), None);
                         self.threads[ti].extra_tracks[slot] = Some(t);
                         t
                     }
@@ -1008,6 +1109,9 @@ impl<S: Sink> TraceWriter<S> {
                 }
             }
             ResolvedData::Callstack(frames) => {
+                if let SampleTiming::Accurate { period } = self.config.sample_timing {
+                    return self.sample_accurate(ti, time, frames, period);
+                }
                 // Frames from the root that did not change (same address; inlined frames
                 // share their caller's address, so their symbols must match too).
                 let stack = &self.threads[ti].callstack.frames;
@@ -1036,6 +1140,62 @@ impl<S: Sink> TraceWriter<S> {
                 self.track_traps(ti, *src_ip, dst.ip, time);
                 self.branch(ti, time, r, *kind, *trace_state_change, *dst);
             }
+        }
+    }
+
+    /// A call-stack sample (`frames` root first) under [`SampleTiming::Accurate`].
+    fn sample_accurate(&mut self, ti: usize, time: Time, frames: &[Frame], period: Option<Time>) {
+        if let Some(last) = self.threads[ti].last_sample {
+            let gap = time.0.wrapping_sub(last.0);
+            if period.is_none() {
+                self.gaps.add(gap);
+            }
+            if let Some(p) = period.or_else(|| self.gaps.period())
+                && gap > p.0.saturating_mul(2)
+            {
+                // Not sampled for a while: the thread was not running.
+                self.close_sampled(ti, Time(last.0.saturating_add(p.0)));
+            }
+        }
+        self.threads[ti].last_sample = Some(time);
+        let scope = self.config.scope;
+        let mut kept = std::mem::take(&mut self.scratch);
+        kept.clear();
+        kept.extend(frames.iter().copied().filter(|f| match scope {
+            TraceScope::User => !f.ip.is_kernel(),
+            TraceScope::Kernel => f.ip.is_kernel(),
+            TraceScope::UserAndKernel => true,
+        }));
+        // Frames from the root that did not change (same address; inlined frames
+        // share their caller's address, so their symbols must match too).
+        let stack = &self.threads[ti].callstack.frames;
+        let matching = stack
+            .iter()
+            .zip(kept.iter())
+            .take_while(|(a, b)| {
+                a.ip == b.ip && (!(a.inlined || b.inlined) || a.symbol == b.symbol)
+            })
+            .count();
+        while self.threads[ti].callstack.frames.len() > matching {
+            if let Some(f) = self.threads[ti].callstack.frames.pop() {
+                self.write_now(ti, time, Pending::Ret { symbol: f.symbol });
+            }
+        }
+        for &frame in &kept[matching..] {
+            let call = Pending::Call {
+                frame,
+                inferred: false,
+            };
+            self.write_now(ti, time, call);
+            self.threads[ti].callstack.frames.push(frame);
+        }
+        self.scratch = kept;
+    }
+
+    /// Closes every sampled frame of thread `ti` at `time`, innermost first.
+    fn close_sampled(&mut self, ti: usize, time: Time) {
+        while let Some(f) = self.threads[ti].callstack.frames.pop() {
+            self.write_now(ti, time, Pending::Ret { symbol: f.symbol });
         }
     }
 
@@ -1135,6 +1295,13 @@ impl<S: Sink> TraceWriter<S> {
     /// continue from there.
     pub fn end_of_trace(&mut self, to_time: Option<Time>) {
         for ti in 0..self.threads.len() {
+            if let SampleTiming::Accurate { period } = self.config.sample_timing
+                && let Some(last) = self.threads[ti].last_sample.take()
+            {
+                // The last sample's stack lasts a period, as every other one does.
+                let p = period.or_else(|| self.gaps.period()).unwrap_or(Time::ZERO);
+                self.close_sampled(ti, Time(last.0.saturating_add(p.0)));
+            }
             let last = self.threads[ti].last_event_time;
             self.end_of_thread(ti, last, false);
             if let Some(to) = to_time {

@@ -11,6 +11,7 @@ use tracekit_callstack::filter::RangeFilter;
 use tracekit_callstack::ocaml::OcamlExceptionInfo;
 use tracekit_callstack::script::{Parsed, Records, parse_record};
 use tracekit_callstack::transcript::{self, TranscriptOptions, normalize};
+use tracekit_callstack::writer::SampleTiming;
 use tracekit_callstack::writer::TraceScope;
 
 fn corpus_dir() -> Option<PathBuf> {
@@ -140,6 +141,9 @@ fn run_case(dir: &Path, name: &str) -> Result<(), String> {
                     f => Some(RangeFilter::parse(f).ok_or("bad filter")?),
                 },
                 events_output: args["events_output"] == "binio_dump",
+                // magic-trace's own behaviour, which its transcripts record
+                // (`tracekit perf decode --magic-trace-compat`).
+                sample_timing: SampleTiming::MagicTrace,
             };
             let t = transcript::run(&input, &opts);
             if !t.unparsed.is_empty() {

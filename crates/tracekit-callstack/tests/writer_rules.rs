@@ -2,7 +2,8 @@
 //! calls and interrupts without a trace-state change, kernel-only scope, TSX
 //! transactions, several threads, decode errors without a timestamp, scope warnings,
 //! branches the reference thought impossible, snapshot hits, inlined frames in samples,
-//! OCaml exception unwinding without trap tables, and perf's default layout.
+//! OCaml exception unwinding without trap tables, perf's default layout, threads
+//! grouped under their real pid, and sample-accurate timing of sampled stacks.
 
 #![allow(clippy::unwrap_used)]
 
@@ -10,7 +11,7 @@ use tracekit_callstack::event::{Address, Time};
 use tracekit_callstack::script::{Parsed, Records, parse_record};
 use tracekit_callstack::sink::{Output, RecordingSink};
 use tracekit_callstack::transcript::{self, TranscriptOptions};
-use tracekit_callstack::writer::{Config, Hit, TraceScope, TraceWriter, Warning};
+use tracekit_callstack::writer::{Config, Hit, SampleTiming, TraceScope, TraceWriter, Warning};
 
 /// A branch line: `T` in ns, flags, source and destination as `SYM@HEXADDR`.
 fn br(tid: u32, t: u64, flags: &str, src: &str, dst: &str) -> String {
@@ -413,43 +414,200 @@ fn ocaml_exceptions_unwind_without_trap_tables() {
     );
 }
 
-#[test]
-fn default_layout_names_processes_by_command() {
-    let text = "\
-my prog  4242 1.000000000:     100000 cpu-clock:u:
-\t  401005 leaf+0x5 (/x)
-\t  400100 main+0x10 (/x)
-
-my prog  4242 1.000100000:     100000 task-clock:u:
-\t  401009 leaf+0x9 (/x)
-\t  400100 main+0x10 (/x)
-";
-    let mut w = TraceWriter::new(
-        RecordingSink::default(),
-        Config::default(),
-        Time(1_000_000_000),
-    );
+/// Runs sampled-stack text through a writer with `timing` (base time 1 s).
+fn sampled(text: &str, timing: SampleTiming, scope: TraceScope) -> (Vec<Output>, Vec<Warning>) {
+    let config = Config {
+        scope,
+        sample_timing: timing,
+        ..Config::default()
+    };
+    let mut w = TraceWriter::new(RecordingSink::default(), config, Time(1_000_000_000));
     for r in Records::new(text) {
         match parse_record(&r, 0) {
             Ok(Parsed::Event(e)) => w.write_event(&e, true),
             other => panic!("{other:?}"),
         }
     }
-    assert!(!w.has_warnings());
-    let sink = w.finish();
+    let warnings = w.drain_warnings().collect();
+    (w.finish().outputs, warnings)
+}
+
+/// The begin/end outputs as `TIME BEGIN|END NAME`.
+fn slices(outputs: &[Output]) -> Vec<String> {
+    outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Begin { time, name, .. } => Some(format!("{} BEGIN {name}", time.0)),
+            Output::End { time, name, .. } => Some(format!("{} END {name}", time.0)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn default_layout_groups_threads_by_command() {
+    let text = "\
+my prog  4242 1.000000000:     100000 cpu-clock:u:
+\t  401005 leaf+0x5 (/x)
+\t  400100 main+0x10 (/x)
+
+my prog  4243 1.000000000:     100000 cpu-clock:u:
+\t  400100 main+0x10 (/x)
+
+my prog  4242 1.000100000:     100000 task-clock:u:
+\t  401009 leaf+0x9 (/x)
+\t  400100 main+0x10 (/x)
+";
+    let (out, warnings) = sampled(text, SampleTiming::default(), TraceScope::User);
+    assert_eq!(warnings, [Warning::GroupedByCommand]);
+    let processes: Vec<_> = out
+        .iter()
+        .filter(|o| matches!(o, Output::Process { .. }))
+        .collect();
     assert!(
-        matches!(&sink.outputs[0], Output::Process { name, .. } if name == "my prog [pid=?] [tid=4242]"),
-        "{:?}",
-        sink.outputs[0]
+        matches!(processes[..], [Output::Process { name, pid: None, .. }] if name == "my prog"),
+        "{processes:?}"
     );
-    let begins = sink
-        .outputs
+    let threads: Vec<_> = out
+        .iter()
+        .filter_map(|o| match o {
+            Output::Thread { name, tid, .. } => Some((name.as_str(), *tid)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(threads, [("my prog", Some(4242)), ("my prog", Some(4243))]);
+    let begins = out
         .iter()
         .filter(|o| matches!(o, Output::Begin { name, .. } if name == "leaf"))
         .count();
     assert_eq!(
         begins, 2,
         "the leaf's address changed, so its slice restarts"
+    );
+}
+
+#[test]
+fn threads_are_grouped_under_their_real_pid() {
+    let text = "\
+app 10/10 1.000000000:     1 cpu-clock:u:
+\t  400100 main+0x10 (/x)
+
+worker 10/11 1.000000000:     1 cpu-clock:u:
+\t  400200 work+0x10 (/x)
+
+other 20/20 1.000000000:     1 cpu-clock:u:
+\t  400100 main+0x10 (/y)
+";
+    let (out, warnings) = sampled(text, SampleTiming::default(), TraceScope::User);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let mut pid_of = std::collections::HashMap::new();
+    let mut threads = Vec::new();
+    for o in &out {
+        match o {
+            Output::Process { process, name, pid } => {
+                pid_of.insert(*process, (name.clone(), *pid));
+            }
+            Output::Thread {
+                process, name, tid, ..
+            } => threads.push((pid_of[process].clone(), name.clone(), *tid)),
+            _ => {}
+        }
+    }
+    let app = ("app".to_string(), Some(10));
+    assert_eq!(
+        threads,
+        [
+            (app.clone(), "app".to_string(), Some(10)),
+            (app, "worker".to_string(), Some(11)),
+            (
+                ("other".to_string(), Some(20)),
+                "other".to_string(),
+                Some(20)
+            ),
+        ]
+    );
+}
+
+/// Samples of one thread 100 µs apart (10 kHz): a stack that changes, one that
+/// repeats, then a 10 ms pause (the thread blocked) and a last sample.
+const SAMPLES: &str = "\
+p 1/1 1.000000000: 1 cpu-clock:u:
+\t  401000 leaf+0x0 (/x)
+\t  402000 mid+0x0 (/x)
+\t  403000 main+0x0 (/x)
+
+p 1/1 1.000100000: 1 cpu-clock:u:
+\t  404000 other+0x0 (/x)
+\t  403000 main+0x0 (/x)
+
+p 1/1 1.000200000: 1 cpu-clock:u:
+\t  404000 other+0x0 (/x)
+\t  403000 main+0x0 (/x)
+
+p 1/1 1.010200000: 1 cpu-clock:u:
+\t  ffffffff81000000 kernel_fn+0x0 ([kernel.kallsyms])
+\t  403000 main+0x0 (/x)
+";
+
+#[test]
+fn sampled_stacks_open_and_close_at_sample_instants() {
+    let timing = SampleTiming::Accurate {
+        period: Some(Time(100_000)),
+    };
+    let (out, _) = sampled(SAMPLES, timing, TraceScope::User);
+    assert_eq!(
+        slices(&out),
+        [
+            // The whole first stack begins at the first sample: no staircase.
+            "0 BEGIN main",
+            "0 BEGIN mid",
+            "0 BEGIN leaf",
+            // What changed changes at the next sample's instant.
+            "100000 END leaf",
+            "100000 END mid",
+            "100000 BEGIN other",
+            // Not sampled for more than two periods: closed one period after the
+            // last sample, reopened at the next.
+            "300000 END other",
+            "300000 END main",
+            // The kernel frame is out of the user scope.
+            "10200000 BEGIN main",
+            // The last sample lasts one period.
+            "10300000 END main",
+        ]
+    );
+}
+
+#[test]
+fn the_sampling_period_is_estimated_when_not_given() {
+    // 20 samples 100 µs apart, then one 5 ms later.
+    let mut text = String::new();
+    for i in 0..20 {
+        text.push_str(&format!(
+            "p 1/1 1.{:09}: 1 cpu-clock:u:\n\t  403000 main+0x0 (/x)\n\n",
+            i * 100_000
+        ));
+    }
+    text.push_str("p 1/1 1.006900000: 1 cpu-clock:u:\n\t  403000 main+0x0 (/x)\n\n");
+    let (out, _) = sampled(&text, SampleTiming::default(), TraceScope::User);
+    assert_eq!(
+        slices(&out),
+        [
+            "0 BEGIN main",
+            "2000000 END main",
+            "6900000 BEGIN main",
+            "7000000 END main"
+        ]
+    );
+}
+
+#[test]
+fn magic_trace_compat_spreads_calls_over_the_interval() {
+    let (out, _) = sampled(SAMPLES, SampleTiming::MagicTrace, TraceScope::User);
+    let s = slices(&out);
+    assert_eq!(
+        s[..3],
+        ["0 BEGIN main", "33333 BEGIN mid", "66666 BEGIN leaf"]
     );
 }
 

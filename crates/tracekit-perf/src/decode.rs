@@ -10,15 +10,17 @@ use std::io;
 use std::io::Write;
 
 use tracekit_callstack::decode::{DecodeStats, Decoder, HitCollector};
+use tracekit_callstack::event::Time;
 use tracekit_callstack::filter::RangeFilter;
 use tracekit_callstack::fxt_sink::FxtSink;
 use tracekit_callstack::ocaml::OcamlExceptionInfo;
 use tracekit_callstack::sink::Sink;
 use tracekit_callstack::transcript::{self, Transcriber, Transcript, TranscriptOptions};
-use tracekit_callstack::writer::{Config, TraceScope, Warning};
+use tracekit_callstack::writer::{Config, SampleTiming, TraceScope, TraceWriter, Warning};
 use tracekit_fxt::io::IoDestination;
 use tracekit_fxt::write::Writer;
 
+use crate::data::{PerfData, ReadOptions, ReadStats};
 use crate::text::{Progress, TextSource};
 use crate::{Error, Mode, Result};
 
@@ -61,6 +63,24 @@ pub struct DecodeOptions {
     /// Do not queue events inside TSX transactions.
     #[cfg_attr(feature = "clap", arg(long))]
     pub no_transactions: bool,
+    /// Sampled stacks as magic-trace draws them (calls spread over the interval to
+    /// the next sample, frames deferred to the end) instead of at sample instants.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub magic_trace_compat: bool,
+    /// The sampling period (`100us`): a thread not sampled for two periods is idle,
+    /// and its frames close one period after its last sample. Default: from the
+    /// recording, else the median gap between samples of a thread.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION", value_parser = duration))]
+    pub sample_period: Option<std::time::Duration>,
+    /// Read perf.data through `perf script` instead of directly (always so for
+    /// Intel PT recordings and with --filter).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub via_perf_script: bool,
+}
+
+#[cfg(feature = "clap")]
+fn duration(s: &str) -> std::result::Result<std::time::Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{e} (write e.g. 100us, 1ms)"))
 }
 
 #[cfg(feature = "clap")]
@@ -90,7 +110,20 @@ impl DecodeOptions {
             annotate_inferred_start_times: self.annotate_inferred_start_times || transcript,
             ocaml_exception_info,
             transactions: !self.no_transactions,
+            sample_timing: self.sample_timing(),
         })
+    }
+
+    /// How sampled stacks become slices, as the options say.
+    pub fn sample_timing(&self) -> SampleTiming {
+        if self.magic_trace_compat {
+            return SampleTiming::MagicTrace;
+        }
+        SampleTiming::Accurate {
+            period: self
+                .sample_period
+                .map(|d| Time(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))),
+        }
     }
 
     /// The options of a transcript (`echo`: the input records too); times start at
@@ -105,6 +138,7 @@ impl DecodeOptions {
             ocaml_exception_info: config.ocaml_exception_info,
             filter: self.filter.clone(),
             events_output: false,
+            sample_timing: config.sample_timing,
         })
     }
 }
@@ -243,6 +277,65 @@ pub fn decode_to_fxt<W: Write>(
         truncated_strings,
     };
     Ok((out, decoded))
+}
+
+/// Decodes the perf.data file `data` read directly (see [`crate::data`]) into an FXT
+/// trace written to `out`, as [`decode_to_fxt`] does for text. Without a sampling
+/// period in `config`, the recording's own is used. Returns `out` once the trace is
+/// complete, what was written, and what the reader found.
+pub fn decode_data_to_fxt<W: Write>(
+    data: PerfData,
+    options: &ReadOptions,
+    mut config: Config,
+    (out, name): (W, &str),
+    progress: impl FnMut(u64),
+    mut warn: impl FnMut(&Warning),
+) -> Result<(W, FxtDecoded, ReadStats)> {
+    let fxt_error = |source| Error::Fxt {
+        name: name.to_string(),
+        source,
+    };
+    if let SampleTiming::Accurate { period: None } = config.sample_timing {
+        config.sample_timing = SampleTiming::Accurate {
+            period: data
+                .info()
+                .period_ns
+                .map(|p| Time(i64::try_from(p).unwrap_or(i64::MAX))),
+        };
+    }
+    let writer = Writer::new(IoDestination::with_buffer_size(out, 1 << 20)).map_err(fxt_error)?;
+    let mut tw = TraceWriter::new(FxtSink::new(writer), config, Time::ZERO);
+    let mut first = true;
+    let read = data.samples(options, progress, |event| {
+        if first {
+            first = false;
+            tw.set_base_time(event.time().unwrap_or_default());
+        }
+        tw.write_event(event, true);
+        for w in tw.drain_warnings() {
+            warn(&w);
+        }
+    })?;
+    let mut sink = tw.finish();
+    let (truncated_strings, records) = (sink.truncated_strings(), sink.records());
+    let closed = sink.close();
+    if let Some(e) = sink.destination_mut().take_error() {
+        return Err(Error::Io(tracekit_io::Error::Write(e)));
+    }
+    closed.map_err(fxt_error)?;
+    let out = sink.finish().map_err(fxt_error)?.into_inner();
+    let stats = DecodeStats {
+        bytes: read.bytes,
+        records: read.records,
+        events: read.samples,
+        ..DecodeStats::default()
+    };
+    let decoded = FxtDecoded {
+        stats,
+        records,
+        truncated_strings,
+    };
+    Ok((out, decoded, read))
 }
 
 /// Fails when a decode of `name` found no event: nothing in it was `perf

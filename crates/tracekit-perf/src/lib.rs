@@ -1,7 +1,8 @@
-//! Running Linux `perf` and feeding what it writes to the call-stack decoder
-//! (`tracekit-callstack`), for `tracekit perf decode` and `tracekit perf record`.
+//! Running Linux `perf`, reading what it writes and feeding it to the call-stack
+//! decoder (`tracekit-callstack`), for `tracekit perf decode`, `record` and
+//! `flamegraph`.
 //!
-//! The decoder reads `perf script` text and does no I/O; this crate is its edge:
+//! The decoder reads events and does no I/O; this crate is its edge:
 //! - [`text`]: `perf script` text from a file, a pipe or a `perf script` child,
 //!   cut into pieces that hold only whole records (the decoder's unit of work);
 //! - [`script`]: the `perf script` command for a `perf.data` file, which field
@@ -10,9 +11,15 @@
 //! - [`record`]: the `perf record` command for a program or a running process,
 //!   Intel PT where the machine has it, sampled call stacks otherwise;
 //! - [`decode`]: the decoder driven over a text source, with the two-pass
-//!   `--filter` protocol and warnings handed to the caller as they come.
+//!   `--filter` protocol and warnings handed to the caller as they come, or over a
+//!   perf.data file read directly;
+//! - [`data`]: perf.data read without `perf script` (sampled stacks, unwound and
+//!   symbolized here);
+//! - [`fold`]: folded stacks of sampled call stacks, for flame graphs.
 
+pub mod data;
 pub mod decode;
+pub mod fold;
 pub mod record;
 pub mod script;
 pub mod text;
@@ -98,6 +105,34 @@ pub enum Error {
         name: String,
         /// Why.
         source: tracekit_fxt::write::WriteError,
+    },
+    /// A perf.data file is damaged or not perf.data.
+    #[error("{name}: not a readable perf.data file (at or before byte {offset}): {message}")]
+    PerfData {
+        /// The file's name.
+        name: String,
+        /// How far it had been read when the error was found.
+        offset: u64,
+        /// What is wrong.
+        message: String,
+    },
+    /// An Intel PT recording given to the direct reader.
+    #[error(
+        "{name} holds Intel PT branches, which tracekit decodes through `perf script` (drop --direct)"
+    )]
+    PerfDataIntelPt {
+        /// The file's name.
+        name: String,
+    },
+    /// A DWARF recording of an architecture the unwinder here does not handle.
+    #[error(
+        "{name} was recorded with DWARF stacks on {arch}, which tracekit unwinds only for x86_64: use --via-perf-script"
+    )]
+    PerfDataArch {
+        /// The file's name.
+        name: String,
+        /// The recording's architecture.
+        arch: String,
     },
     /// An error at the I/O edge (opening an input, writing an output).
     #[error(transparent)]

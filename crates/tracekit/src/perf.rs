@@ -1,9 +1,10 @@
 //! `tracekit perf ...`: call-stack timelines from `perf` (magic-trace style).
 //!
-//! `decode` reads `perf script` text (a file, or stdin) or a `perf.data` file (for which
-//! it runs `perf script` itself) and writes an FXT trace or magic-trace's transcript;
-//! `record` runs `perf record` (Intel PT where the machine has it, stack sampling
-//! otherwise) and then decodes.
+//! `decode` reads `perf script` text (a file, or stdin) or a `perf.data` file (sampled
+//! stacks read directly; Intel PT through `perf script`) and writes an FXT trace or
+//! magic-trace's transcript; `record` runs `perf record` (Intel PT where the machine
+//! has it, stack sampling otherwise) and then decodes; `flamegraph` folds sampled
+//! stacks into a flame graph.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -12,9 +13,16 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
+use tracekit_analysis::frames::FrameTree;
+use tracekit_analysis::svg::FlameGraphOptions;
+use tracekit_callstack::script::{Parsed, Records, parse_record};
 use tracekit_callstack::writer::{TraceScope, Warning};
 use tracekit_perf::Mode;
-use tracekit_perf::decode::{DecodeOptions, decode_to_fxt, require_events, transcribe};
+use tracekit_perf::data::{PerfData, ReadOptions, ReadStats};
+use tracekit_perf::decode::{
+    DecodeOptions, decode_data_to_fxt, decode_to_fxt, require_events, transcribe,
+};
+use tracekit_perf::fold::Folder;
 use tracekit_perf::record::{self as plan, CallGraph, RecordOptions, Target};
 use tracekit_perf::text::{Progress, TextSource};
 
@@ -28,6 +36,36 @@ pub enum Command {
     Decode(DecodeArgs),
     /// Record a program (or a running process) with perf, then decode it.
     Record(RecordArgs),
+    /// Folded stacks or an SVG flame graph of sampled stacks (perf.data or text).
+    Flamegraph(FlamegraphArgs),
+}
+
+/// Options of `tracekit perf flamegraph`.
+#[derive(Args)]
+pub struct FlamegraphArgs {
+    /// A perf.data file of sampled stacks, or `perf script` text (`-`: stdin).
+    input: PathBuf,
+    /// Write an SVG flame graph here instead of folded stacks.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+    /// Where the folded stacks go (default: stdout).
+    #[arg(short, long, conflicts_with = "svg")]
+    output: Option<PathBuf>,
+    /// One tower per thread (`comm [tid]` at the root).
+    #[arg(long)]
+    per_thread: bool,
+    /// Which frames to keep: user space, kernel, or both.
+    #[arg(long, value_enum, default_value = "user")]
+    scope: TraceScope,
+    /// Read perf.data through `perf script` instead of directly.
+    #[arg(long)]
+    via_perf_script: bool,
+    /// The perf executable.
+    #[arg(long, default_value = "perf")]
+    perf: PathBuf,
+    /// No progress on stderr.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 /// Options of `tracekit perf decode`.
@@ -100,6 +138,7 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
     match cmd {
         Command::Decode(args) => decode(&args),
         Command::Record(args) => record(&args),
+        Command::Flamegraph(args) => flamegraph(&args),
     }
 }
 
@@ -172,6 +211,9 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
     }
     let output = (args.output.clone()).unwrap_or_else(|| source.default_fxt_output());
     let shown = output.display().to_string();
+    if let Some(data) = direct(&source, &args.options)? {
+        return decode_direct(data, config, &output, args.quiet);
+    }
     let out = Output::create(&output, &inputs)?;
     let started = Instant::now();
     let mut printer = WarningPrinter::default();
@@ -187,6 +229,152 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
     if !args.quiet {
         let (took, records) = (started.elapsed(), decoded.records);
         eprintln!("{decoded} in {took:.2?}: wrote {records} FXT records to {shown}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The recording `source` opened for the direct reader, unless it is text, Intel PT,
+/// or asked to go through `perf script` (`--via-perf-script`, or `--filter`, whose
+/// hits the text path finds).
+fn direct(source: &TextSource, options: &DecodeOptions) -> anyhow::Result<Option<PerfData>> {
+    let TextSource::PerfData { path, mode, .. } = source else {
+        return Ok(None);
+    };
+    if options.via_perf_script || options.filter.is_some() || *mode == Mode::IntelPt {
+        return Ok(None);
+    }
+    match PerfData::open(path) {
+        Ok(data) => Ok(Some(data)),
+        Err(tracekit_perf::Error::PerfDataIntelPt { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Reader options from the decode options: kernel names only where kernel frames
+/// are kept.
+fn read_options(scope: TraceScope) -> ReadOptions {
+    ReadOptions {
+        kernel_symbols: scope != TraceScope::User,
+        ..ReadOptions::default()
+    }
+}
+
+/// Prints what the direct reader found that a user should know.
+fn report_read(name: &str, read: &ReadStats) {
+    if read.lost > 0 {
+        eprintln!(
+            "warning: {name}: the kernel lost {} samples while recording (perf record -m or a lower -F helps)",
+            read.lost
+        );
+    }
+    if read.untimed > 0 {
+        eprintln!(
+            "warning: {name}: skipped {} samples without a timestamp (record with --timestamp)",
+            read.untimed
+        );
+    }
+    if read.unwind_stopped > 0 {
+        eprintln!(
+            "warning: {name}: {} of {} samples' user stacks could not be unwound to their end",
+            read.unwind_stopped, read.samples
+        );
+    }
+}
+
+fn decode_direct(
+    data: PerfData,
+    config: tracekit_callstack::writer::Config,
+    output: &std::path::Path,
+    quiet: bool,
+) -> anyhow::Result<ExitCode> {
+    let name = tracekit_io::input::display(output);
+    let input_name = data.name().to_string();
+    let out = Output::create(output, &[std::path::Path::new(&input_name)])?;
+    let started = Instant::now();
+    let bar = progress_bar(data.size(), "reading", quiet);
+    let mut printer = WarningPrinter::default();
+    let options = read_options(config.scope);
+    let (out, decoded, read) = decode_data_to_fxt(
+        data,
+        &options,
+        config,
+        (out, &name),
+        |n| bar.set_position(n),
+        |w| printer.print(w),
+    )?;
+    bar.finish_and_clear();
+    drop(printer);
+    report_read(&input_name, &read);
+    require_events(&input_name, &decoded.stats)?;
+    out.finish()?;
+    if !quiet {
+        let took = started.elapsed();
+        eprintln!(
+            "read {} samples ({} records) in {took:.2?}: wrote {} FXT records to {name}",
+            read.samples, read.records, decoded.records
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn flamegraph(args: &FlamegraphArgs) -> anyhow::Result<ExitCode> {
+    let mode = Mode::Sampling;
+    let mut source = TextSource::open(&args.input, &args.perf, mode)?;
+    let mut folder = Folder::new(args.per_thread, args.scope);
+    let name = source.name();
+    let options = DecodeOptions {
+        via_perf_script: args.via_perf_script,
+        ..DecodeOptions::default()
+    };
+    if let Some(data) = direct(&source, &options)? {
+        let bar = progress_bar(data.size(), "reading", args.quiet);
+        let read = data.samples(
+            &read_options(args.scope),
+            |n| bar.set_position(n),
+            |e| folder.add(e),
+        )?;
+        bar.finish_and_clear();
+        report_read(&name, &read);
+    } else {
+        let progress = progress(name.clone(), args.quiet);
+        source.for_each_piece(progress, |text, offset| {
+            for r in Records::new(text) {
+                if let Ok(Parsed::Event(e)) = parse_record(&r, offset) {
+                    folder.add(&e);
+                }
+            }
+        })?;
+    }
+    if folder.samples() == 0 {
+        bail!("{name}: no sampled call stacks to fold");
+    }
+    let samples = folder.samples();
+    let lines = folder.into_lines();
+    let inputs = source.path().into_iter().collect::<Vec<_>>();
+    match &args.svg {
+        Some(svg) => {
+            let tree = FrameTree::from_folded(&lines);
+            let image = tracekit_analysis::svg::flame_graph(
+                &tree,
+                &FlameGraphOptions {
+                    title: format!("CPU samples: {name}"),
+                    subtitle: format!("{samples} samples, {} distinct stacks", lines.len()),
+                    bytes: false,
+                    ..FlameGraphOptions::default()
+                },
+            );
+            let mut out = Output::create(svg, &inputs)?;
+            out.write_all(image.as_bytes())?;
+            out.finish()?;
+        }
+        None => {
+            let path = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
+            let mut out = Output::create(&path, &inputs)?;
+            for (stack, n) in &lines {
+                writeln!(out, "{stack} {n}")?;
+            }
+            out.finish()?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
