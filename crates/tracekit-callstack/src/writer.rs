@@ -1110,6 +1110,9 @@ impl<S: Sink> TraceWriter<S> {
             }
             ResolvedData::Callstack(frames) => {
                 if let SampleTiming::Accurate { period } = self.config.sample_timing {
+                    // The sample's own time: the nudge after decode errors (which
+                    // also moves a thread's first event) is for branch traces.
+                    let time = self.map_time(r.time);
                     return self.sample_accurate(ti, time, frames, period);
                 }
                 // Frames from the root that did not change (same address; inlined frames

@@ -110,6 +110,8 @@ struct Mapping {
     end: u64,
     offset: u64,
     object: usize,
+    /// Mapped executable: code whose unwinding information the unwinder needs.
+    executable: bool,
 }
 
 /// The unwinding sections of an object, shared by every process that maps it.
@@ -137,6 +139,9 @@ struct RawFrame {
     /// A return address (looked up one byte back).
     returns: bool,
     kernel: bool,
+    /// Unwound here from the copied stack: shown at its lookup address, as perf
+    /// shows what its own DWARF unwinder finds.
+    unwound: bool,
 }
 
 /// A named frame: the interned name, and whether it is inlined into the next one out.
@@ -166,7 +171,7 @@ struct State {
     comms: HashMap<i32, Box<str>>,
     kallsyms: Option<Option<Kallsyms>>,
     /// (object or `usize::MAX` for the kernel, lookup address) to its named frames
-    /// and the address shown for it.
+    /// and the file offset of the lookup address.
     cache: HashMap<(usize, u64), (Naming, u64)>,
     frames: Vec<Named>,
     names: Vec<Box<str>>,
@@ -208,12 +213,12 @@ pub fn is_perf_data(path: &Path) -> bool {
 }
 
 /// An open recording: its header and events read, its records not yet.
-pub struct PerfData {
+pub struct PerfData<R: Read = BufReader<File>> {
     name: String,
     size: u64,
     position: Rc<Cell<u64>>,
     file: linux_perf_data::PerfFile,
-    records: linux_perf_data::PerfRecordIter<Counting<BufReader<File>>>,
+    records: linux_perf_data::PerfRecordIter<Counting<R>>,
     info: RecordingInfo,
 }
 
@@ -228,9 +233,17 @@ impl PerfData {
             source,
         })?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        PerfData::from_reader(BufReader::with_capacity(1 << 20, file), name, size)
+    }
+}
+
+impl<R: Read + std::io::Seek> PerfData<R> {
+    /// [`PerfData::open`] over any seekable reader (a file's bytes in memory, say),
+    /// named `name` in errors, of `size` bytes.
+    pub fn from_reader(reader: R, name: String, size: u64) -> Result<PerfData<R>> {
         let position = Rc::new(Cell::new(0u64));
         let reader = Counting {
-            inner: BufReader::with_capacity(1 << 20, file),
+            inner: reader,
             read: position.clone(),
         };
         let PerfFileReader {
@@ -325,11 +338,15 @@ impl PerfData {
             match parsed {
                 EventRecord::Mmap(m) => {
                     let path = m.path.as_slice();
-                    state.map(m.pid, m.address, m.length, m.page_offset, &path);
+                    let range = (m.address, m.length, m.page_offset);
+                    state.map(m.pid, range, m.is_executable, &path);
                 }
                 EventRecord::Mmap2(m) => {
                     let path = m.path.as_slice();
-                    state.map(m.pid, m.address, m.length, m.page_offset, &path);
+                    // PROT_EXEC
+                    let executable = m.protection & 4 != 0;
+                    let range = (m.address, m.length, m.page_offset);
+                    state.map(m.pid, range, executable, &path);
                 }
                 EventRecord::Comm(c) => {
                     if c.is_execve {
@@ -377,6 +394,14 @@ impl PerfData {
         progress(self.size);
         Ok(stats)
     }
+}
+
+/// The sampling period of the recording at `path` (see [`RecordingInfo::period_ns`]),
+/// from its header; `None` when it has none or cannot be read.
+pub fn recording_period(path: &Path) -> Option<Time> {
+    let data = PerfData::open(path).ok()?;
+    let ns = data.info().period_ns?;
+    Some(Time(i64::try_from(ns).ok()?))
 }
 
 /// The events of a recording and its period.
@@ -448,7 +473,13 @@ impl State {
     }
 
     /// A file mapped into process `pid` (`-1`: the kernel).
-    fn map(&mut self, pid: i32, start: u64, length: u64, offset: u64, path: &[u8]) {
+    fn map(
+        &mut self,
+        pid: i32,
+        (start, length, offset): (u64, u64, u64),
+        executable: bool,
+        path: &[u8],
+    ) {
         let path = String::from_utf8_lossy(path);
         let Some(end) = start.checked_add(length) else {
             return;
@@ -459,6 +490,7 @@ impl State {
             end,
             offset,
             object,
+            executable,
         };
         let mappings = if pid == -1 {
             &mut self.kernel
@@ -469,7 +501,7 @@ impl State {
         mappings.retain(|o| o.end <= start || o.start >= end);
         let i = mappings.partition_point(|o| o.start < start);
         mappings.insert(i, m);
-        if self.dwarf && pid != -1 && path.starts_with('/') {
+        if self.dwarf && pid != -1 && path.starts_with('/') && executable {
             self.add_unwind_module(pid, m);
         }
     }
@@ -489,7 +521,7 @@ impl State {
                 if let Some(p) = self.processes.get_mut(&pid) {
                     p.mappings.push(m);
                 }
-                if self.dwarf {
+                if self.dwarf && m.executable {
                     self.add_unwind_module(pid, m);
                 }
             }
@@ -507,12 +539,18 @@ impl State {
         let Some(symbols) = object_symbols(entry, &self.options.debug_dirs) else {
             return;
         };
-        // The mapping's start is the object's address `svma(offset)`: the bias
-        // between the two places the object's address 0 in the process.
-        let Some(svma) = symbols.file_offset_to_svma(m.offset) else {
+        // The bias between the process's addresses and the object's, from the
+        // middle of the mapping: its first page may hold the end of the segment
+        // before (linkers share pages between segments), which has another bias.
+        let half = (m.end - m.start) / 2;
+        let Some(svma) = m
+            .offset
+            .checked_add(half)
+            .and_then(|o| symbols.file_offset_to_svma(o))
+        else {
             return;
         };
-        let base = m.start.wrapping_sub(svma);
+        let base = (m.start + half).wrapping_sub(svma);
         let name = entry.path.to_string();
         let process = self.processes.entry(pid).or_default();
         let unwinder = process.unwinder.get_or_insert_with(UnwinderX86_64::new);
@@ -543,6 +581,7 @@ impl State {
                     address: a,
                     returns: !first,
                     kernel,
+                    unwound: false,
                 });
                 first = false;
             }
@@ -551,6 +590,7 @@ impl State {
                 address: ip,
                 returns: false,
                 kernel: s.cpu_mode == linux_perf_data::linux_perf_event_reader::CpuMode::Kernel,
+                unwound: false,
             });
             first_user = false;
         }
@@ -583,6 +623,7 @@ impl State {
                                 address: f.address(),
                                 returns: matches!(f, FrameAddress::ReturnAddress(_)),
                                 kernel: false,
+                                unwound: true,
                             }),
                             Ok(None) => break,
                             Err(_) => {
@@ -596,6 +637,7 @@ impl State {
                     address: ip,
                     returns: false,
                     kernel: false,
+                    unwound: true,
                 }),
             }
         }
@@ -603,9 +645,11 @@ impl State {
     }
 
     /// Names frame `f` of process `pid` (through the cache), and gives the address
-    /// shown for it: as `perf script` shows it, the object's own address (the one
-    /// `objdump` and `addr2line -e OBJECT` use) where the object is known, else the
-    /// address itself.
+    /// shown for it: as `perf script` shows it, the offset in the object's file
+    /// where the object is known (the object's own address for most code, which
+    /// `objdump` and `addr2line -e OBJECT` use), else the address itself; a return
+    /// address unwound here is shown one byte back, as perf shows the ones its DWARF
+    /// unwinder finds.
     fn name(&mut self, pid: i32, f: RawFrame) -> (Naming, u64) {
         let lookup = if f.returns {
             f.address.wrapping_sub(1)
@@ -623,10 +667,16 @@ impl State {
             return (Naming::Unknown, f.address);
         };
         let key = (m.object, lookup);
-        if let Some(&n) = self.cache.get(&key) {
-            return n;
+        if let Some(&(n, shown)) = self.cache.get(&key) {
+            return (
+                n,
+                if f.unwound {
+                    shown
+                } else {
+                    shown.wrapping_add(f.address - lookup)
+                },
+            );
         }
-        let back = f.address - lookup;
         let file_offset = (lookup - m.start).checked_add(m.offset);
         let entry = &mut self.objects[m.object];
         let symbols = object_symbols(entry, &self.options.debug_dirs);
@@ -638,7 +688,7 @@ impl State {
             (Some(symbols), Some(svma)) => symbols.frames(svma),
             _ => Vec::new(),
         };
-        let shown = svma.or(file_offset).unwrap_or(lookup).wrapping_add(back);
+        let at = file_offset.unwrap_or(lookup);
         let naming = if frames.is_empty() {
             Naming::InObject(m.object)
         } else {
@@ -653,7 +703,12 @@ impl State {
             }
             Naming::Frames(start, self.frames.len() as u32)
         };
-        self.cache.insert(key, (naming, shown));
+        self.cache.insert(key, (naming, at));
+        let shown = if f.unwound {
+            at
+        } else {
+            at.wrapping_add(f.address - lookup)
+        };
         (naming, shown)
     }
 

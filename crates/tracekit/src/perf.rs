@@ -16,7 +16,7 @@ use clap::{Args, Subcommand};
 use tracekit_analysis::frames::FrameTree;
 use tracekit_analysis::svg::FlameGraphOptions;
 use tracekit_callstack::script::{Parsed, Records, parse_record};
-use tracekit_callstack::writer::{TraceScope, Warning};
+use tracekit_callstack::writer::{SampleTiming, TraceScope, Warning};
 use tracekit_perf::Mode;
 use tracekit_perf::data::{PerfData, ReadOptions, ReadStats};
 use tracekit_perf::decode::{
@@ -192,10 +192,17 @@ impl Drop for WarningPrinter {
 }
 
 fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
-    let config = args.options.config(args.transcript)?;
+    let mut config = args.options.config(args.transcript)?;
     let filter = args.options.filter.clone();
     let path = args.input.clone().unwrap_or_else(|| PathBuf::from("-"));
     let mut source = TextSource::open(&path, &args.perf, args.options.mode)?;
+    // perf script's text does not say how often it sampled; the recording does.
+    if let (TextSource::PerfData { path, .. }, SampleTiming::Accurate { period: None }) =
+        (&source, config.sample_timing)
+    {
+        let period = tracekit_perf::data::recording_period(path);
+        config.sample_timing = SampleTiming::Accurate { period };
+    }
     // Owned: the source is borrowed mutably while the output is written.
     let input = source.path().map(PathBuf::from);
     let inputs: Vec<&std::path::Path> = input.as_deref().into_iter().collect();
