@@ -23,6 +23,7 @@ use tracekit_fxt::write::Writer;
 use crate::data::{PerfData, ReadOptions, ReadStats};
 use crate::text::{Progress, TextSource};
 use crate::{Error, Mode, Result};
+use tracekit_symbols::DebugDirs;
 
 /// What the decoder is told beyond its input and output: the options of `tracekit
 /// perf decode` (with the `clap` feature, its command line).
@@ -76,6 +77,14 @@ pub struct DecodeOptions {
     /// Intel PT recordings and with --filter).
     #[cfg_attr(feature = "clap", arg(long))]
     pub via_perf_script: bool,
+    /// Where separate debug files are looked for when reading perf.data directly
+    /// (repeatable; default /usr/lib/debug).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
+    pub debug_dir: Vec<std::path::PathBuf>,
+    /// Use no separate debug files (names from the objects alone; faster where
+    /// debug files are large).
+    #[cfg_attr(feature = "clap", arg(long, conflicts_with = "debug_dir"))]
+    pub no_debug_files: bool,
 }
 
 #[cfg(feature = "clap")]
@@ -112,6 +121,20 @@ impl DecodeOptions {
             transactions: !self.no_transactions,
             sample_timing: self.sample_timing(),
         })
+    }
+
+    /// How the direct reader reads a recording: kernel names only where kernel
+    /// frames are kept, debug files where `--debug-dir` and `--no-debug-files` say.
+    pub fn read_options(&self) -> ReadOptions {
+        let debug_dirs = match self.debug_dir.as_slice() {
+            _ if self.no_debug_files => DebugDirs::none(),
+            [] => DebugDirs::default(),
+            dirs => DebugDirs(dirs.to_vec()),
+        };
+        ReadOptions {
+            debug_dirs,
+            kernel_symbols: self.scope != TraceScope::User,
+        }
     }
 
     /// How sampled stacks become slices, as the options say.

@@ -60,6 +60,13 @@ pub struct FlamegraphArgs {
     /// Read perf.data through `perf script` instead of directly.
     #[arg(long)]
     via_perf_script: bool,
+    /// Where separate debug files are looked for (repeatable; default
+    /// /usr/lib/debug).
+    #[arg(long, value_name = "DIR")]
+    debug_dir: Vec<PathBuf>,
+    /// Use no separate debug files.
+    #[arg(long, conflicts_with = "debug_dir")]
+    no_debug_files: bool,
     /// The perf executable.
     #[arg(long, default_value = "perf")]
     perf: PathBuf,
@@ -219,7 +226,8 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
     let output = (args.output.clone()).unwrap_or_else(|| source.default_fxt_output());
     let shown = output.display().to_string();
     if let Some(data) = direct(&source, &args.options)? {
-        return decode_direct(data, config, &output, args.quiet);
+        let read = args.options.read_options();
+        return decode_direct(data, &read, config, &output, args.quiet);
     }
     let out = Output::create(&output, &inputs)?;
     let started = Instant::now();
@@ -257,15 +265,6 @@ fn direct(source: &TextSource, options: &DecodeOptions) -> anyhow::Result<Option
     }
 }
 
-/// Reader options from the decode options: kernel names only where kernel frames
-/// are kept.
-fn read_options(scope: TraceScope) -> ReadOptions {
-    ReadOptions {
-        kernel_symbols: scope != TraceScope::User,
-        ..ReadOptions::default()
-    }
-}
-
 /// Prints what the direct reader found that a user should know.
 fn report_read(name: &str, read: &ReadStats) {
     if read.lost > 0 {
@@ -290,6 +289,7 @@ fn report_read(name: &str, read: &ReadStats) {
 
 fn decode_direct(
     data: PerfData,
+    options: &ReadOptions,
     config: tracekit_callstack::writer::Config,
     output: &std::path::Path,
     quiet: bool,
@@ -300,10 +300,9 @@ fn decode_direct(
     let started = Instant::now();
     let bar = progress_bar(data.size(), "reading", quiet);
     let mut printer = WarningPrinter::default();
-    let options = read_options(config.scope);
     let (out, decoded, read) = decode_data_to_fxt(
         data,
-        &options,
+        options,
         config,
         (out, &name),
         |n| bar.set_position(n),
@@ -331,12 +330,15 @@ fn flamegraph(args: &FlamegraphArgs) -> anyhow::Result<ExitCode> {
     let name = source.name();
     let options = DecodeOptions {
         via_perf_script: args.via_perf_script,
+        scope: args.scope,
+        debug_dir: args.debug_dir.clone(),
+        no_debug_files: args.no_debug_files,
         ..DecodeOptions::default()
     };
     if let Some(data) = direct(&source, &options)? {
         let bar = progress_bar(data.size(), "reading", args.quiet);
         let read = data.samples(
-            &read_options(args.scope),
+            &options.read_options(),
             |n| bar.set_position(n),
             |e| folder.add(e),
         )?;

@@ -523,6 +523,7 @@ fn check_recording(dir: &Path, exe: &Path, call_graph: &str, comm: &str) {
         let a: Vec<_> = slices.iter().filter(|s| !s.inlined).map(key).collect();
         let b: Vec<_> = script_slices.iter().map(key).collect();
         assert_eq!(a, b);
+        check_flamegraph(dir, &data, samples.len());
     }
 
     // Threads sit under their real process, with their real ids and names.
@@ -537,6 +538,64 @@ fn check_recording(dir: &Path, exe: &Path, call_graph: &str, comm: &str) {
         [comm, "worker-0", "worker-1"].into_iter().collect(),
         "{threads:?}"
     );
+}
+
+/// `perf flamegraph` of a frame-pointer recording: the same folded stacks read
+/// directly and through `perf script`, one count per sample, threads apart with
+/// `--per-thread`, and an SVG that draws the program's functions.
+fn check_flamegraph(dir: &Path, data: &Path, samples: usize) {
+    let fold = |extra: &[&str]| {
+        let o = tracekit()
+            .args(["perf", "flamegraph", "-q"])
+            .arg(data)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let direct = fold(&[]);
+    let via_script = fold(&["--via-perf-script"]);
+    // The program's own stacks are the same both ways. Elsewhere names may differ:
+    // perf names an address without a mapping `[unknown @ ADDR ([unknown])]`, and of
+    // two symbols at one address in glibc may pick the other alias.
+    let own = |folded: &str| -> Vec<String> {
+        folded
+            .lines()
+            .filter(|l| l.contains(";outer;"))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(own(&direct), own(&via_script));
+    for folded in [&direct, &via_script] {
+        let total: usize = folded
+            .lines()
+            .map(|l| l.rsplit_once(' ').unwrap().1.parse::<usize>().unwrap())
+            .sum();
+        assert_eq!(total, samples);
+    }
+    assert!(direct.contains("outer;middle;leaf_a "), "{direct}");
+    let per_thread = fold(&["--per-thread"]);
+    assert!(
+        per_thread.lines().any(|l| l.starts_with("worker-1 [")),
+        "{per_thread}"
+    );
+    let svg = dir.join("flame.svg");
+    let o = tracekit()
+        .args(["perf", "flamegraph", "-q"])
+        .arg(data)
+        .arg("--svg")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let image = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        image.starts_with("<?xml") || image.starts_with("<svg"),
+        "{}",
+        &image[..40]
+    );
+    assert!(image.contains("leaf_b"));
 }
 
 #[test]
