@@ -41,7 +41,27 @@ pub enum TraceScope {
     UserAndKernel,
 }
 
+/// How many frames from the root of `stack` a new sample's `frames` (root first)
+/// leave unchanged: the same address, and for inlined frames, which share their
+/// caller's address, the same symbol too.
+fn unchanged(stack: &[Frame], frames: &[Frame]) -> usize {
+    stack
+        .iter()
+        .zip(frames)
+        .take_while(|(a, b)| a.ip == b.ip && (!(a.inlined || b.inlined) || a.symbol == b.symbol))
+        .count()
+}
+
 impl TraceScope {
+    /// Whether a frame at `ip` belongs to this scope's address spaces.
+    pub fn keeps(self, ip: Address) -> bool {
+        match self {
+            TraceScope::User => !ip.is_kernel(),
+            TraceScope::Kernel => ip.is_kernel(),
+            TraceScope::UserAndKernel => true,
+        }
+    }
+
     /// magic-trace's constructor name.
     pub(crate) fn sexp_name(self) -> &'static str {
         match self {
@@ -1115,17 +1135,9 @@ impl<S: Sink> TraceWriter<S> {
                     let time = self.map_time(r.time);
                     return self.sample_accurate(ti, time, frames, period);
                 }
-                // Frames from the root that did not change (same address; inlined frames
-                // share their caller's address, so their symbols must match too).
                 let stack = &self.threads[ti].callstack.frames;
                 let depth = stack.len();
-                let matching = stack
-                    .iter()
-                    .zip(frames.iter())
-                    .take_while(|(a, b)| {
-                        a.ip == b.ip && (!(a.inlined || b.inlined) || a.symbol == b.symbol)
-                    })
-                    .count();
+                let matching = unchanged(stack, frames);
                 for _ in matching..depth {
                     self.ret(ti, time);
                 }
@@ -1164,21 +1176,8 @@ impl<S: Sink> TraceWriter<S> {
         let scope = self.config.scope;
         let mut kept = std::mem::take(&mut self.scratch);
         kept.clear();
-        kept.extend(frames.iter().copied().filter(|f| match scope {
-            TraceScope::User => !f.ip.is_kernel(),
-            TraceScope::Kernel => f.ip.is_kernel(),
-            TraceScope::UserAndKernel => true,
-        }));
-        // Frames from the root that did not change (same address; inlined frames
-        // share their caller's address, so their symbols must match too).
-        let stack = &self.threads[ti].callstack.frames;
-        let matching = stack
-            .iter()
-            .zip(kept.iter())
-            .take_while(|(a, b)| {
-                a.ip == b.ip && (!(a.inlined || b.inlined) || a.symbol == b.symbol)
-            })
-            .count();
+        kept.extend(frames.iter().copied().filter(|f| scope.keeps(f.ip)));
+        let matching = unchanged(&self.threads[ti].callstack.frames, &kept);
         while self.threads[ti].callstack.frames.len() > matching {
             if let Some(f) = self.threads[ti].callstack.frames.pop() {
                 self.write_now(ti, time, Pending::Ret { symbol: f.symbol });

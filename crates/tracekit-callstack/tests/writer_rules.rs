@@ -605,10 +605,9 @@ fn the_sampling_period_is_estimated_when_not_given() {
 fn magic_trace_compat_spreads_calls_over_the_interval() {
     let (out, _) = sampled(SAMPLES, SampleTiming::MagicTrace, TraceScope::User);
     let s = slices(&out);
-    assert_eq!(
-        s[..3],
-        ["0 BEGIN main", "33333 BEGIN mid", "66666 BEGIN leaf"]
-    );
+    // The staircase; the call at time zero is deferred to the thread's end.
+    assert_eq!(s[..2], ["33333 BEGIN mid", "66666 BEGIN leaf"]);
+    assert!(s.contains(&"0 BEGIN main".to_string()), "{s:?}");
 }
 
 #[test]

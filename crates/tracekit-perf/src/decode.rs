@@ -285,7 +285,24 @@ pub fn decode_to_fxt<W: Write>(
         source,
     };
     let writer = Writer::new(IoDestination::with_buffer_size(out, 1 << 20)).map_err(fxt_error)?;
-    let (mut sink, stats) = decode(source, config, filter, FxtSink::new(writer), progress, warn)?;
+    let (sink, stats) = decode(source, config, filter, FxtSink::new(writer), progress, warn)?;
+    let (out, records, truncated_strings) = close_fxt(sink, name)?;
+    let decoded = FxtDecoded {
+        stats,
+        records,
+        truncated_strings,
+    };
+    Ok((out, decoded))
+}
+
+/// Closes a decode's FXT sink: its output once the trace is complete and flushed,
+/// the records written and the names cut. An I/O error is the output's own (it
+/// names its file).
+fn close_fxt<W: Write>(mut sink: FxtSink<IoDestination<W>>, name: &str) -> Result<(W, u64, u64)> {
+    let fxt_error = |source| Error::Fxt {
+        name: name.to_string(),
+        source,
+    };
     let (truncated_strings, records) = (sink.truncated_strings(), sink.records());
     let closed = sink.close();
     if let Some(e) = sink.destination_mut().take_error() {
@@ -294,12 +311,7 @@ pub fn decode_to_fxt<W: Write>(
     }
     closed.map_err(fxt_error)?;
     let out = sink.finish().map_err(fxt_error)?.into_inner();
-    let decoded = FxtDecoded {
-        stats,
-        records,
-        truncated_strings,
-    };
-    Ok((out, decoded))
+    Ok((out, records, truncated_strings))
 }
 
 /// Decodes the perf.data file `data` read directly (see [`crate::data`]) into an FXT
@@ -339,14 +351,7 @@ pub fn decode_data_to_fxt<W: Write>(
             warn(&w);
         }
     })?;
-    let mut sink = tw.finish();
-    let (truncated_strings, records) = (sink.truncated_strings(), sink.records());
-    let closed = sink.close();
-    if let Some(e) = sink.destination_mut().take_error() {
-        return Err(Error::Io(tracekit_io::Error::Write(e)));
-    }
-    closed.map_err(fxt_error)?;
-    let out = sink.finish().map_err(fxt_error)?.into_inner();
+    let (out, records, truncated_strings) = close_fxt(tw.finish(), name)?;
     let stats = DecodeStats {
         bytes: read.bytes,
         records: read.records,

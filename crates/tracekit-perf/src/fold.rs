@@ -56,12 +56,7 @@ impl Folder {
             }
         }
         for f in frames {
-            let keep = match self.scope {
-                TraceScope::User => !f.ip.is_kernel(),
-                TraceScope::Kernel => f.ip.is_kernel(),
-                TraceScope::UserAndKernel => true,
-            };
-            if !keep {
+            if !self.scope.keeps(f.ip) {
                 continue;
             }
             if !self.line.is_empty() {
