@@ -28,11 +28,18 @@
 //! Kernel addresses are named from `/proc/kallsyms` when the call chain has any and
 //! the file is readable. What cannot be named keeps its object (`[unknown]` in it)
 //! or is `[unknown]`, as `perf script` prints it.
+//!
+//! A damaged file is an [`Error::PerfData`] with the offset where it was found,
+//! never a panic or an allocation the file does not justify: what `linux-perf-data`
+//! would trust without checking (section offsets and sizes, counts of events and
+//! IDs, an `AUXTRACE` record's length, a call chain's length, a build id's) is
+//! checked here before it reads it. Files named by the recording are read only
+//! when they are regular files.
 
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::path::Path;
 use std::rc::Rc;
@@ -41,7 +48,8 @@ use std::sync::Arc;
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder};
 use linux_perf_data::linux_perf_event_reader::{
-    EventRecord, PerfEventType, SampleRecord, SamplingPolicy, SoftwareCounterType,
+    Endianness, EventRecord, PerfEventType, RawEventRecord, ReadFormat, RecordType, SampleFormat,
+    SampleRecord, SamplingPolicy, SoftwareCounterType,
 };
 use linux_perf_data::{PerfFileReader, PerfFileRecord};
 use object::{Object, ObjectSection};
@@ -62,6 +70,8 @@ const PERF_CONTEXT_USER: u64 = -512i64 as u64;
 const PERF_REG_X86_BP: u64 = 6;
 const PERF_REG_X86_SP: u64 = 7;
 const PERF_REG_X86_IP: u64 = 8;
+/// An `MMAP2` record with a build id where the device and inode would be.
+const PERF_RECORD_MISC_MMAP_BUILD_ID: u16 = 1 << 14;
 
 /// How a recording is read.
 #[derive(Clone, Debug, Default)]
@@ -180,26 +190,361 @@ struct State {
     dwarf: bool,
 }
 
-/// A reader that counts what it has read, for error offsets.
+/// A reader that counts what it has read, for error offsets, and once `watch` is
+/// set follows the records it reads (see [`RecordWatch`]).
 struct Counting<R> {
     inner: R,
     read: Rc<Cell<u64>>,
+    watch: Rc<Cell<Option<RecordWatch>>>,
 }
 
 impl<R: Read> Read for Counting<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let at = self.read.get();
         let n = self.inner.read(buf)?;
-        self.read.set(self.read.get() + n as u64);
+        self.read.set(at.saturating_add(n as u64));
+        if let Some(mut w) = self.watch.get() {
+            let seen = w.see(at, buf.get(..n).unwrap_or(&[]));
+            self.watch.set(Some(w));
+            seen?;
+        }
         Ok(n)
     }
 }
 
-impl<R: std::io::Seek> std::io::Seek for Counting<R> {
-    fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
+impl<R: Seek> Seek for Counting<R> {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
         let at = self.inner.seek(pos)?;
         self.read.set(at);
         Ok(at)
     }
+}
+
+/// `PERF_RECORD_AUXTRACE`.
+const AUXTRACE: u32 = 71;
+
+/// Follows the records of the data section as `linux-perf-data` reads them, one
+/// after the other, to refuse an `AUXTRACE` record whose trace data would run past
+/// the section: the reader sizes its buffer from that length before reading.
+#[derive(Clone, Copy, Debug)]
+struct RecordWatch {
+    big_endian: bool,
+    /// Where the next record starts.
+    next: u64,
+    /// Where the data section ends.
+    end: u64,
+    /// The next record's header, and an `AUXTRACE` record's data size after it.
+    head: [u8; 16],
+    have: usize,
+    /// The `AUXTRACE` record refused: its offset and the data it claims.
+    refused: Option<(u64, u64)>,
+}
+
+impl RecordWatch {
+    /// Takes the `bytes` read at offset `at`; an error when they complete an
+    /// `AUXTRACE` record that claims more data than the section holds.
+    fn see(&mut self, at: u64, bytes: &[u8]) -> std::io::Result<()> {
+        while self.next < self.end {
+            // The header, then an AUXTRACE record's data size.
+            let want = if self.have >= 8 && self.auxtrace() {
+                16
+            } else {
+                8
+            };
+            while self.have < want {
+                let Some(&b) = (self.next + self.have as u64)
+                    .checked_sub(at)
+                    .and_then(|i| usize::try_from(i).ok())
+                    .and_then(|i| bytes.get(i))
+                else {
+                    return Ok(());
+                };
+                self.head[self.have] = b;
+                self.have += 1;
+            }
+            if self.have == 8 && self.auxtrace() {
+                continue;
+            }
+            let size = self.word(&self.head[6..8]);
+            if size < 8 {
+                // linux-perf-data refuses it: nothing more to follow.
+                self.next = self.end;
+                return Ok(());
+            }
+            let data = if self.have == 16 {
+                self.word(&self.head[8..16])
+            } else {
+                0
+            };
+            let Some(next) = self
+                .next
+                .checked_add(size)
+                .and_then(|n| n.checked_add(data))
+                .filter(|&n| n <= self.end)
+            else {
+                self.refused = Some((self.next, data));
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    self.refusal().unwrap_or_default(),
+                ));
+            };
+            self.next = next;
+            self.have = 0;
+        }
+        Ok(())
+    }
+
+    /// Why a record was refused, if one was.
+    fn refusal(&self) -> Option<String> {
+        let (at, data) = self.refused?;
+        Some(format!(
+            "the AUXTRACE record at byte {at} claims {data} bytes of trace data, past the data section's end at byte {}",
+            self.end
+        ))
+    }
+
+    /// Whether the header read is an `AUXTRACE` record's, long enough to hold the
+    /// size of its data.
+    fn auxtrace(&self) -> bool {
+        self.word(&self.head[..4]) == u64::from(AUXTRACE) && self.word(&self.head[6..8]) >= 16
+    }
+
+    fn word(&self, b: &[u8]) -> u64 {
+        int(b, self.big_endian)
+    }
+}
+
+/// The unsigned integer in `b` (at most 8 bytes) of the file's byte order.
+fn int(b: &[u8], big_endian: bool) -> u64 {
+    let fold = |v: u64, &x: &u8| v << 8 | u64::from(x);
+    if big_endian {
+        b.iter().fold(0, fold)
+    } else {
+        b.iter().rev().fold(0, fold)
+    }
+}
+
+/// The smallest `perf_event_attr` (`PERF_ATTR_SIZE_VER0`).
+const PERF_ATTR_SIZE_VER0: u64 = 64;
+/// `HEADER_EVENT_DESC`, `HEADER_SIMPLEPERF_META_INFO`: feature sections that decide
+/// where the event attributes are read from.
+const FEATURE_EVENT_DESC: usize = 12;
+const FEATURE_SIMPLEPERF_META_INFO: usize = 129;
+
+/// Where a file's records are, as its header says.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    big_endian: bool,
+    /// The data section: `[start, end)`.
+    data: (u64, u64),
+}
+
+/// A fault found in a file's layout: the offset of the field at fault, and what
+/// is wrong.
+type Fault = (u64, String);
+
+/// Checks what `linux-perf-data` would trust in the header of a perf.data file of
+/// `len` bytes, before it reads it: it sizes buffers from the header's lengths and
+/// counts before reading what they count (a damaged header would have it allocate
+/// without bound), and adds and divides them unchecked (which panics). Every
+/// section it reads must lie in the file, every count fit the bytes that hold it.
+/// `None`: not a whole header with a perf.data magic, which it refuses by itself.
+fn check_layout<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+) -> std::result::Result<Option<Layout>, Fault> {
+    let mut header = [0u8; 104];
+    if reader.seek(SeekFrom::Start(0)).is_err() || reader.read_exact(&mut header).is_err() {
+        return Ok(None);
+    }
+    let big_endian = match &header[..8] {
+        b"PERFILE2" => false,
+        b"2ELIFREP" => true,
+        _ => return Ok(None),
+    };
+    let field = |at: usize| int(&header[at..at + 8], big_endian);
+    let section = |at: usize, what: &str| -> std::result::Result<(u64, u64), Fault> {
+        let (offset, size) = (field(at), field(at + 8));
+        match offset.checked_add(size) {
+            Some(end) if end <= len => Ok((offset, end)),
+            _ => Err((
+                at as u64,
+                format!(
+                    "the {what} (at byte {offset}, {size} bytes) ends past the file's {len} bytes"
+                ),
+            )),
+        }
+    };
+    let attrs = section(24, "attribute section")?;
+    let data = section(40, "data section")?;
+    let event_types = section(56, "event type section")?;
+    let attr_size = field(16);
+    if !(PERF_ATTR_SIZE_VER0..=len).contains(&attr_size) {
+        return Err((
+            16,
+            format!(
+                "an event attribute size of {attr_size} bytes (at least {PERF_ATTR_SIZE_VER0}, at most the file's {len})"
+            ),
+        ));
+    }
+
+    // The feature sections, listed after the data: one for each bit set.
+    let features: Vec<usize> = (0..256)
+        .filter(|&bit| field(72 + 8 * (bit / 64)) >> (bit % 64) & 1 == 1)
+        .collect();
+    let table = read_at(
+        reader,
+        data.1,
+        16 * features.len() as u64,
+        len,
+        "the feature table",
+    )?;
+    let mut total = 0u64;
+    let mut event_desc = None;
+    let mut simpleperf = false;
+    for (i, &feature) in features.iter().enumerate() {
+        let at = data.1 + 16 * i as u64;
+        let entry = &table[16 * i..16 * i + 16];
+        let (offset, size) = (int(&entry[..8], big_endian), int(&entry[8..], big_endian));
+        // The sections are read whole: together they fit the file.
+        total = total.saturating_add(size);
+        if offset.checked_add(size).is_none_or(|end| end > len) || total > len {
+            return Err((
+                at,
+                format!(
+                    "feature section {feature} (at byte {offset}, {size} bytes) ends past the file's {len} bytes"
+                ),
+            ));
+        }
+        match feature {
+            FEATURE_EVENT_DESC => event_desc = Some((offset, size)),
+            FEATURE_SIMPLEPERF_META_INFO => simpleperf = true,
+            _ => {}
+        }
+    }
+    // Where the event attributes are read from, in linux-perf-data's order.
+    let (at, events) = if let Some((offset, size)) = event_desc {
+        let bytes = read_at(reader, offset, size, len, "the event descriptions")?;
+        let events = check_event_desc(&bytes, big_endian).map_err(|(at, m)| (offset + at, m))?;
+        (offset, events)
+    } else if event_types.1 > event_types.0 {
+        let events = (event_types.1 - event_types.0) / (attr_size + 16);
+        check_events(events, 56)?;
+        check_id_sections(reader, event_types, attr_size, len, big_endian)?;
+        (56, events)
+    } else if simpleperf {
+        // Simpleperf's attribute size includes the section of IDs after each.
+        let events = (attrs.1 - attrs.0) / attr_size;
+        check_events(events, 24)?;
+        check_id_sections(reader, attrs, attr_size - 16, len, big_endian)?;
+        (24, events)
+    } else {
+        (24, (attrs.1 - attrs.0) / attr_size)
+    };
+    check_events(events, at)?;
+    Ok(Some(Layout { big_endian, data }))
+}
+
+/// At most this many events (attributes) in a recording: linux-perf-data keeps
+/// each (a few hundred bytes) and reads each with a seek of its own, which costs
+/// a buffered file reader a refill. `perf record -e 'syscalls:*'` has about 700.
+const MAX_EVENTS: u64 = 1 << 13;
+
+/// `events` described by the field at `at`: within [`MAX_EVENTS`].
+fn check_events(events: u64, at: u64) -> std::result::Result<(), Fault> {
+    if events > MAX_EVENTS {
+        return Err((
+            at,
+            format!("{events} events (at most {MAX_EVENTS} are read)"),
+        ));
+    }
+    Ok(())
+}
+
+/// `size` bytes at `offset`, which lie in the file of `len` bytes.
+fn read_at<R: Read + Seek>(
+    reader: &mut R,
+    offset: u64,
+    size: u64,
+    len: u64,
+    what: &str,
+) -> std::result::Result<Vec<u8>, Fault> {
+    if offset.checked_add(size).is_none_or(|end| end > len) {
+        return Err((
+            offset,
+            format!("{what} (at byte {offset}, {size} bytes) ends past the file's {len} bytes"),
+        ));
+    }
+    let mut bytes = vec![0; usize::try_from(size).map_err(|e| (offset, e.to_string()))?];
+    reader
+        .seek(SeekFrom::Start(offset))
+        .and_then(|_| reader.read_exact(&mut bytes))
+        .map_err(|e| (offset, format!("{what}: {e}")))?;
+    Ok(bytes)
+}
+
+/// The `HEADER_EVENT_DESC` section: a count of events and an attribute size, then
+/// for each event its attribute, a count of IDs, a name (length and bytes) and the
+/// IDs. The counts and lengths must fit the section; a fault's offset is within it.
+/// The count of events.
+fn check_event_desc(bytes: &[u8], big_endian: bool) -> std::result::Result<u64, Fault> {
+    // The offset `n` bytes after `at`, if the section goes that far.
+    let skip = |at: usize, n: u64| {
+        usize::try_from(n)
+            .ok()
+            .and_then(|n| at.checked_add(n))
+            .filter(|&end| end <= bytes.len())
+    };
+    // The 4-byte count at `at`, and the offset after it.
+    let count = |at: usize| Some((int(bytes.get(at..skip(at, 4)?)?, big_endian), at + 4));
+    let fault = |at: usize, what: String| {
+        (
+            at as u64,
+            format!(
+                "{what} runs past the event descriptions' {} bytes",
+                bytes.len()
+            ),
+        )
+    };
+    let (nr, at) = count(0).ok_or_else(|| fault(0, "the count of events".into()))?;
+    let (attr_size, mut at) = count(at).ok_or_else(|| fault(at, "the attribute size".into()))?;
+    for i in 0..nr {
+        let entry = || {
+            let (ids, next) = count(skip(at, attr_size)?)?;
+            let (name, next) = count(next)?;
+            skip(skip(next, name)?, ids * 8)
+        };
+        at = entry().ok_or_else(|| fault(at, format!("event description {i} of {nr}")))?;
+    }
+    Ok(nr)
+}
+
+/// The event attributes of `section` (`[start, end)`), each of `attr_size` bytes
+/// and followed by the offset and size of its event IDs, which must lie in the
+/// file of `len` bytes.
+fn check_id_sections<R: Read + Seek>(
+    reader: &mut R,
+    section: (u64, u64),
+    attr_size: u64,
+    len: u64,
+    big_endian: bool,
+) -> std::result::Result<(), Fault> {
+    let size = section.1 - section.0;
+    let bytes = read_at(reader, section.0, size, len, "the event attributes")?;
+    let entry = usize::try_from(attr_size + 16).map_err(|e| (16, e.to_string()))?;
+    for (i, e) in bytes.chunks_exact(entry).enumerate() {
+        let ids = &e[entry - 16..];
+        let (offset, size) = (int(&ids[..8], big_endian), int(&ids[8..], big_endian));
+        if offset.checked_add(size).is_none_or(|end| end > len) {
+            return Err((
+                section.0 + (i * entry + entry - 16) as u64,
+                format!(
+                    "an event's IDs (at byte {offset}, {size} bytes) end past the file's {len} bytes"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Whether the file at `path` starts like a perf.data file (`PERFILE2`, either
@@ -216,7 +561,10 @@ pub fn is_perf_data(path: &Path) -> bool {
 pub struct PerfData<R: Read = BufReader<File>> {
     name: String,
     size: u64,
+    /// The reader's length: error offsets stay within it.
+    len: u64,
     position: Rc<Cell<u64>>,
+    watch: Rc<Cell<Option<RecordWatch>>>,
     file: linux_perf_data::PerfFile,
     records: linux_perf_data::PerfRecordIter<Counting<R>>,
     info: RecordingInfo,
@@ -237,23 +585,48 @@ impl PerfData {
     }
 }
 
-impl<R: Read + std::io::Seek> PerfData<R> {
+impl<R: Read + Seek> PerfData<R> {
     /// [`PerfData::open`] over any seekable reader (a file's bytes in memory, say),
     /// named `name` in errors, of `size` bytes.
-    pub fn from_reader(reader: R, name: String, size: u64) -> Result<PerfData<R>> {
+    ///
+    /// The header is checked against the reader's length before `linux-perf-data`
+    /// reads it (see the module documentation): a damaged file is an [`Error::PerfData`]
+    /// with an offset within it, never a panic or an allocation the file does not
+    /// justify.
+    pub fn from_reader(mut reader: R, name: String, size: u64) -> Result<PerfData<R>> {
+        let fault = |(offset, message): Fault| Error::PerfData {
+            name: name.clone(),
+            offset,
+            message,
+        };
+        let len = reader
+            .seek(SeekFrom::End(0))
+            .map_err(|e| fault((0, e.to_string())))?;
+        let layout = check_layout(&mut reader, len).map_err(fault)?;
+        reader
+            .seek(SeekFrom::Start(0))
+            .map_err(|e| fault((0, e.to_string())))?;
         let position = Rc::new(Cell::new(0u64));
+        let watch = Rc::new(Cell::new(None));
         let reader = Counting {
             inner: reader,
             read: position.clone(),
+            watch: watch.clone(),
         };
         let PerfFileReader {
             perf_file,
             record_iter,
-        } = PerfFileReader::parse_file(reader).map_err(|e| Error::PerfData {
-            name: name.clone(),
-            offset: position.get(),
-            message: e.to_string(),
-        })?;
+        } = PerfFileReader::parse_file(reader)
+            .map_err(|e| fault((position.get().min(len), e.to_string())))?;
+        // From here on the reader reads the records, from the data section's start.
+        watch.set(layout.map(|l| RecordWatch {
+            big_endian: l.big_endian,
+            next: l.data.0,
+            end: l.data.1,
+            head: [0; 16],
+            have: 0,
+            refused: None,
+        }));
         let info = recording_info(&perf_file);
         if info.intel_pt {
             return Err(Error::PerfDataIntelPt { name });
@@ -268,7 +641,9 @@ impl<R: Read + std::io::Seek> PerfData<R> {
         Ok(PerfData {
             name,
             size,
+            len,
             position,
+            watch,
             file: perf_file,
             records: record_iter,
             info,
@@ -311,10 +686,16 @@ impl<R: Read + std::io::Seek> PerfData<R> {
                 Ok(Some(r)) => r,
                 Ok(None) => break,
                 Err(e) => {
+                    let refused = self
+                        .watch
+                        .get()
+                        .and_then(|w| Some((w.refused?.0, w.refusal()?)));
+                    let (offset, message) =
+                        refused.unwrap_or_else(|| (self.position.get(), e.to_string()));
                     return Err(Error::PerfData {
                         name: self.name,
-                        offset: self.position.get(),
-                        message: e.to_string(),
+                        offset: offset.min(self.len),
+                        message,
                     });
                 }
             };
@@ -325,12 +706,19 @@ impl<R: Read + std::io::Seek> PerfData<R> {
             let PerfFileRecord::EventRecord { record, .. } = record else {
                 continue;
             };
+            if let Some(message) = unparsable(&record) {
+                return Err(Error::PerfData {
+                    name: self.name,
+                    offset: self.position.get().min(self.len),
+                    message,
+                });
+            }
             let parsed = match record.parse() {
                 Ok(p) => p,
                 Err(e) => {
                     return Err(Error::PerfData {
                         name: self.name,
-                        offset: self.position.get(),
+                        offset: self.position.get().min(self.len),
                         message: format!("a {:?} record does not parse: {e}", record.record_type),
                     });
                 }
@@ -402,6 +790,71 @@ pub fn recording_period(path: &Path) -> Option<Time> {
     let data = PerfData::open(path).ok()?;
     let ns = data.info().period_ns?;
     Some(Time(i64::try_from(ns).ok()?))
+}
+
+/// What `linux-perf-event-reader` would panic on in a record, checked before it
+/// parses it: an `MMAP2` record's build id longer than 20 bytes (an `assert!`),
+/// and a `SAMPLE` record's call chain of more addresses than the record holds (it
+/// multiplies the count by 8 unchecked, a panic where overflow is checked).
+fn unparsable(record: &RawEventRecord<'_>) -> Option<String> {
+    match record.record_type {
+        RecordType::SAMPLE => callchain_overrun(record),
+        RecordType::MMAP2 if record.misc & PERF_RECORD_MISC_MMAP_BUILD_ID != 0 => {
+            // pid, tid, address, length and offset, then the build id's length.
+            let len = *record.data.as_slice().get(32)?;
+            (len > 20).then(|| format!("an MMAP2 record's build id of {len} bytes (at most 20)"))
+        }
+        _ => None,
+    }
+}
+
+/// Whether the call chain of a `SAMPLE` record claims more addresses than the
+/// record holds. The fields before the chain are counted as the reader reads them.
+fn callchain_overrun(record: &RawEventRecord<'_>) -> Option<String> {
+    let info = &record.parse_info;
+    let format = info.sample_format;
+    if !format.contains(SampleFormat::CALLCHAIN) {
+        return None;
+    }
+    let body = record.data.as_slice();
+    let big_endian = info.endian == Endianness::BigEndian;
+    let word = |i: u64| {
+        let at = usize::try_from(i.checked_mul(8)?).ok()?;
+        Some(int(body.get(at..at.checked_add(8)?)?, big_endian))
+    };
+    let before = [
+        SampleFormat::IDENTIFIER,
+        SampleFormat::IP,
+        SampleFormat::TID,
+        SampleFormat::TIME,
+        SampleFormat::ADDR,
+        SampleFormat::ID,
+        SampleFormat::STREAM_ID,
+        SampleFormat::CPU,
+        SampleFormat::PERIOD,
+    ];
+    let mut words = before.iter().filter(|&&f| format.contains(f)).count() as u64;
+    if format.contains(SampleFormat::READ) {
+        let read = info.read_format;
+        let has = |f: ReadFormat| u64::from(read.contains(f));
+        let times = has(ReadFormat::TOTAL_TIME_ENABLED) + has(ReadFormat::TOTAL_TIME_RUNNING);
+        if read.contains(ReadFormat::GROUP) {
+            words += 1 + times + has(ReadFormat::ID);
+        } else {
+            // A count of values (with their IDs) after the times; the reader
+            // fails by itself on a count the record does not hold.
+            let values = word(words)?.checked_mul(1 + has(ReadFormat::ID))?;
+            words = words.checked_add(1 + times)?.checked_add(values)?;
+        }
+    }
+    let count = word(words)?;
+    let room = (body.len() as u64 / 8).saturating_sub(words + 1);
+    (count > room).then(|| {
+        format!(
+            "a SAMPLE record's call chain of {count} addresses runs past its {} bytes",
+            body.len()
+        )
+    })
 }
 
 /// The events of a recording and its period.
@@ -803,15 +1256,25 @@ fn object_symbols<'o>(
     entry
         .symbols
         .get_or_insert_with(|| {
-            path.starts_with('/')
+            (path.starts_with('/') && regular_file(Path::new(&**path)))
                 .then(|| ObjectSymbols::load(Path::new(&**path), debug))
                 .flatten()
         })
         .as_mut()
 }
 
+/// Whether `path` is a regular file: the recording names the files read for
+/// symbols and unwinding, and a device (`/dev/zero`) would be read without end, a
+/// FIFO would block the open.
+fn regular_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+}
+
 /// The sections framehop unwinds with, read from the object at `path`.
 fn unwind_sections(path: &Path) -> Option<Sections> {
+    if !regular_file(path) {
+        return None;
+    }
     let bytes = std::fs::read(path).ok()?;
     let file = object::File::parse(&*bytes).ok()?;
     let section = |name: &str| -> Option<(Range<u64>, Arc<[u8]>)> {
