@@ -37,7 +37,7 @@
 //! when they are regular files.
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::ops::Range;
@@ -896,16 +896,16 @@ impl State {
     fn new(options: ReadOptions, dwarf: bool) -> State {
         State {
             options,
-            processes: HashMap::new(),
+            processes: HashMap::default(),
             kernel: Vec::new(),
             objects: Vec::new(),
-            object_index: HashMap::new(),
-            comms: HashMap::new(),
+            object_index: HashMap::default(),
+            comms: HashMap::default(),
             kallsyms: None,
-            cache: HashMap::new(),
+            cache: HashMap::default(),
             frames: Vec::new(),
             names: Vec::new(),
-            name_index: HashMap::new(),
+            name_index: HashMap::default(),
             unwind_cache: CacheX86_64::new(),
             dwarf,
         }
