@@ -36,8 +36,8 @@
 //! checked here before it reads it. Files named by the recording are read only
 //! when they are regular files.
 
-use std::cell::Cell;
 use rustc_hash::FxHashMap as HashMap;
+use std::cell::Cell;
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::ops::Range;
