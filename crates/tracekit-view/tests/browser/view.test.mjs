@@ -161,6 +161,8 @@ test('a required function filters the flame graph as flamegraph --location; a cl
   const name = await frames.nth(widest).textContent();
   await frames.nth(widest).click();
   await page.waitForFunction(() => location.hash.includes('zoom='));
+  // The URL changes before the graph is redrawn: wait for the redraw, not the URL.
+  await page.waitForFunction((n) => document.querySelector('#crumbs').textContent.endsWith(n), name, { timeout: 5000 }).catch(() => {});
   const crumbs = await page.textContent('#crumbs');
   assert.ok(crumbs.endsWith(name), `${crumbs} ends with ${name}`);
   assert.equal(await page.$eval('#flame div', (d) => d.textContent), name);
