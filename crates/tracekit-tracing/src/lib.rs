@@ -45,8 +45,8 @@
 //! The library never panics or aborts its user's program: an I/O error stops the
 //! trace with one warning on standard error.
 
+use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Write};
@@ -54,12 +54,16 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
-use std::time::Instant;
+
+mod clock;
+use clock::Clock;
 
 use tracekit_fxt::format::{ArgValue, EventKind, Koid, RawArg, StringId, StringRef, ThreadRef};
-use tracekit_fxt::write::{Destination, DestinationError, VecDestination, Writer};
+use tracekit_fxt::write::{
+    Destination, DestinationError, Initialization, VecDestination, Writer, WriterOptions,
+};
 use tracing_core::span::{Attributes, Id, Record};
-use tracing_core::{Event, Field, Level, Subscriber};
+use tracing_core::{Event, Field, Level, Metadata, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
@@ -84,13 +88,22 @@ struct Shared {
     /// the file ahead of the next buffer.
     registry: Mutex<Registry>,
     sender: Mutex<Option<mpsc::Sender<Message>>>,
-    start: Instant,
+    clock: Clock,
     pid: u64,
+    /// Spans entered on more than one thread and not closed yet: while there are
+    /// none, closing a span needs no lookup.
+    moved: AtomicU64,
     /// Set once the trace stopped (an I/O error, or the guard dropped).
     stopped: AtomicBool,
     /// Distinguishes layers, so that a thread's buffer belongs to one trace.
     id: u64,
+    /// Buffers the writer thread has written, for threads to fill again: a fresh
+    /// buffer costs the kernel zeroing its pages (an eighth of a span's cost).
+    spare: Mutex<Vec<Vec<u8>>>,
 }
+
+/// Spare buffers kept at most.
+const SPARE: usize = 32;
 
 /// The string table and thread records, encoded as they are registered.
 struct Registry {
@@ -169,6 +182,7 @@ impl Registry {
 struct ThreadBuffer {
     bytes: Vec<u8>,
     sender: Option<mpsc::Sender<Message>>,
+    shared: Arc<Shared>,
 }
 
 impl Destination for ThreadBuffer {
@@ -184,7 +198,11 @@ impl Destination for ThreadBuffer {
     ) -> Result<usize, DestinationError> {
         let size = BUFFER.max(min_capacity);
         if filled > 0 {
-            let mut full = std::mem::replace(&mut self.bytes, vec![0; size]);
+            let spare = (self.shared.spare.lock().ok())
+                .and_then(|mut s| s.pop())
+                .filter(|b| b.len() >= size)
+                .unwrap_or_else(|| vec![0; size]);
+            let mut full = std::mem::replace(&mut self.bytes, spare);
             full.truncate(filled);
             if let Some(s) = &self.sender
                 && s.send(Message::Records(full)).is_err()
@@ -205,6 +223,11 @@ struct Local {
     thread: ThreadRef,
     /// Interned `&'static str`s by address.
     strings: HashMap<(usize, usize), Option<StringId>>,
+    /// The string refs of each callsite's name, target, level and fields, by the
+    /// address of its metadata: one lookup per span or event.
+    callsites: HashMap<usize, Callsite>,
+    /// The spans entered on this thread and not exited: id, name, category.
+    entered: Vec<(u64, StringRef<'static>, StringRef<'static>)>,
     shared: Arc<Shared>,
     /// Scratch for argument values that are not `&'static`.
     text: String,
@@ -319,7 +342,13 @@ impl FxtLayer {
 
     /// A layer writing to `out` on a thread of its own.
     pub fn new<W: Write + Send + 'static>(mut out: W) -> io::Result<(FxtLayer, FlushGuard)> {
-        let header = Writer::new(VecDestination::new()).map_err(io::Error::other)?;
+        let clock = Clock::new();
+        let options = WriterOptions {
+            initialization: Some(Initialization::new(clock.ticks_per_second())),
+            ..WriterOptions::default()
+        };
+        let header =
+            Writer::with_options(VecDestination::new(), &options).map_err(io::Error::other)?;
         let pid = u64::from(std::process::id());
         let name = std::env::current_exe()
             .ok()
@@ -327,7 +356,7 @@ impl FxtLayer {
             .unwrap_or_else(|| "process".to_string());
         let mut registry = Registry {
             writer: Some(header),
-            strings: HashMap::new(),
+            strings: HashMap::default(),
             full: false,
             next_slot: 0,
         };
@@ -340,10 +369,12 @@ impl FxtLayer {
         let shared = Arc::new(Shared {
             registry: Mutex::new(registry),
             sender: Mutex::new(Some(sender)),
-            start: Instant::now(),
+            clock,
+            moved: AtomicU64::new(0),
             pid,
             stopped: AtomicBool::new(false),
             id: NEXT_LAYER.fetch_add(1, Ordering::Relaxed),
+            spare: Mutex::new(Vec::new()),
         });
         let for_writer = shared.clone();
         let writer = std::thread::Builder::new()
@@ -365,6 +396,14 @@ impl FxtLayer {
                                 failed = true;
                                 for_writer.stopped.store(true, Ordering::Release);
                                 eprintln!("tracekit-tracing: cannot write the trace: {e}; tracing stops");
+                            }
+                            let mut bytes = bytes;
+                            if bytes.capacity() >= BUFFER
+                                && let Ok(mut spare) = for_writer.spare.lock()
+                                && spare.len() < SPARE
+                            {
+                                bytes.resize(BUFFER, 0);
+                                spare.push(bytes);
                             }
                         }
                         Message::Flush(ack) => {
@@ -439,20 +478,24 @@ impl FxtLayer {
         let buffer = ThreadBuffer {
             bytes: vec![0; BUFFER],
             sender: Some(sender),
+            shared: self.shared.clone(),
         };
         let writer = Writer::without_header(buffer).ok()?;
         Some(Local {
             layer: self.shared.id,
             writer,
             thread,
-            strings: HashMap::new(),
+            strings: HashMap::default(),
+            callsites: HashMap::default(),
+            entered: Vec::new(),
             shared: self.shared.clone(),
             text: String::new(),
         })
     }
 
+    #[inline(always)]
     fn now(&self) -> u64 {
-        u64::try_from(self.shared.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        self.shared.clock.now()
     }
 }
 
@@ -461,6 +504,17 @@ fn current_tid() -> u64 {
     // SAFETY: gettid has no preconditions and cannot fail.
     let tid = unsafe { libc::gettid() };
     u64::try_from(tid).unwrap_or(0)
+}
+
+/// A callsite's strings as refs.
+struct Callsite {
+    name: StringRef<'static>,
+    category: StringRef<'static>,
+    /// The argument name `level`, and the callsite's level as its value.
+    level_key: StringRef<'static>,
+    level: StringRef<'static>,
+    /// By field index.
+    fields: Vec<StringRef<'static>>,
 }
 
 impl Local {
@@ -487,6 +541,28 @@ impl Local {
             None => StringRef::inline(s),
         }
     }
+
+    /// The strings of the callsite of `meta`.
+    #[inline]
+    fn callsite(&mut self, meta: &'static Metadata<'static>) -> &Callsite {
+        let key = meta as *const Metadata<'static> as usize;
+        if !self.callsites.contains_key(&key) {
+            let c = Callsite {
+                name: self.string(meta.name()),
+                category: self.string(meta.target()),
+                level_key: self.string("level"),
+                level: self.string(level_name(meta.level())),
+                fields: meta
+                    .fields()
+                    .iter()
+                    .map(|f| self.string(f.name()))
+                    .collect(),
+            };
+            self.callsites.insert(key, c);
+        }
+        // Inserted above when missing.
+        &self.callsites[&key]
+    }
 }
 
 fn install_panic_hook(shared: &Arc<Shared>) {
@@ -505,14 +581,15 @@ fn install_panic_hook(shared: &Arc<Shared>) {
     }
 }
 
-/// A span's fields as arguments, kept in its extensions.
+/// A span's fields as arguments (by field index), kept in its extensions.
 #[derive(Default)]
 struct SpanArgs {
-    args: Vec<(&'static str, Value)>,
-    /// Threads it was entered on, and when first, for the async track.
-    first_thread: Option<u64>,
-    first_enter: u64,
-    moved: bool,
+    args: Vec<(usize, Value)>,
+    /// The thread it was first entered on (0: none yet), and when, for the async
+    /// track. Atomics, so that entering takes the extensions' read lock only.
+    first_thread: AtomicU64,
+    first_enter: AtomicU64,
+    moved: AtomicBool,
 }
 
 /// An argument value, owned.
@@ -526,6 +603,21 @@ enum Value {
 }
 
 impl Value {
+    /// The value of a number, which borrows nothing.
+    fn raw_static(&self) -> ArgValue<'static, StringRef<'static>> {
+        match *self {
+            Value::I64(v) => match i32::try_from(v) {
+                Ok(v) => ArgValue::Int32(v),
+                Err(_) => ArgValue::Int64(v),
+            },
+            Value::U64(v) => match u32::try_from(v) {
+                Ok(v) => ArgValue::UInt32(v),
+                Err(_) => ArgValue::UInt64(v),
+            },
+            _ => ArgValue::Null,
+        }
+    }
+
     fn raw(&self) -> ArgValue<'_, StringRef<'_>> {
         match self {
             Value::I64(v) => match i32::try_from(*v) {
@@ -545,37 +637,127 @@ impl Value {
     }
 }
 
-/// Collects fields as owned values.
-struct Collect<'a>(&'a mut Vec<(&'static str, Value)>);
+/// Collects a span's fields as owned values.
+struct Collect<'a>(&'a mut Vec<(usize, Value)>);
 
 impl tracing_core::field::Visit for Collect<'_> {
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.0.push((field.name(), Value::I64(value)));
+        self.0.push((field.index(), Value::I64(value)));
     }
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.0.push((field.name(), Value::U64(value)));
+        self.0.push((field.index(), Value::U64(value)));
     }
     fn record_f64(&mut self, field: &Field, value: f64) {
-        self.0.push((field.name(), Value::F64(value)));
+        self.0.push((field.index(), Value::F64(value)));
     }
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.0.push((field.name(), Value::Bool(value)));
+        self.0.push((field.index(), Value::Bool(value)));
     }
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.push((field.name(), Value::Str(value.to_string())));
+        self.0.push((field.index(), Value::Str(value.to_string())));
     }
     fn record_i128(&mut self, field: &Field, value: i128) {
         let v = i64::try_from(value).map_or_else(|_| Value::Str(value.to_string()), Value::I64);
-        self.0.push((field.name(), v));
+        self.0.push((field.index(), v));
     }
     fn record_u128(&mut self, field: &Field, value: u128) {
         let v = u64::try_from(value).map_or_else(|_| Value::Str(value.to_string()), Value::U64);
-        self.0.push((field.name(), v));
+        self.0.push((field.index(), v));
     }
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
         let mut s = String::new();
         let _ = write!(s, "{value:?}");
-        self.0.push((field.name(), Value::Str(s)));
+        self.0.push((field.index(), Value::Str(s)));
+    }
+}
+
+/// An event's field value: strings are ranges of the thread's scratch text.
+#[derive(Clone, Copy)]
+enum EventValue {
+    I64(i64),
+    U64(u64),
+    F64(f64),
+    Bool(bool),
+    Text(usize, usize),
+}
+
+/// Collects an event's fields without allocating (strings into `text`).
+struct EventFields<'a> {
+    text: &'a mut String,
+    values: [(usize, EventValue); MAX_FIELDS + 1],
+    len: usize,
+    /// Where the `message` field is in `values`.
+    message: Option<usize>,
+}
+
+impl EventFields<'_> {
+    fn push(&mut self, field: &Field, v: EventValue) {
+        if self.len < self.values.len() {
+            if field.name() == "message" {
+                self.message = Some(self.len);
+            }
+            self.values[self.len] = (field.index(), v);
+            self.len += 1;
+        }
+    }
+
+    fn text(&mut self, field: &Field, write: impl FnOnce(&mut String)) {
+        let start = self.text.len();
+        write(self.text);
+        let end = self.text.len();
+        self.push(field, EventValue::Text(start, end));
+    }
+}
+
+impl tracing_core::field::Visit for EventFields<'_> {
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.push(field, EventValue::I64(value));
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.push(field, EventValue::U64(value));
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.push(field, EventValue::F64(value));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.push(field, EventValue::Bool(value));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.text(field, |t| t.push_str(value));
+    }
+    fn record_i128(&mut self, field: &Field, value: i128) {
+        match i64::try_from(value) {
+            Ok(v) => self.push(field, EventValue::I64(v)),
+            Err(_) => self.text(field, |t| {
+                let _ = write!(t, "{value}");
+            }),
+        }
+    }
+    fn record_u128(&mut self, field: &Field, value: u128) {
+        match u64::try_from(value) {
+            Ok(v) => self.push(field, EventValue::U64(v)),
+            Err(_) => self.text(field, |t| {
+                let _ = write!(t, "{value}");
+            }),
+        }
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.text(field, |t| {
+            let _ = write!(t, "{value:?}");
+        });
+    }
+}
+
+/// The FXT value of an event's field.
+fn event_value<'t>(v: EventValue, text: &'t str) -> ArgValue<'t, StringRef<'t>> {
+    match v {
+        EventValue::I64(v) => Value::I64(v).raw_static(),
+        EventValue::U64(v) => Value::U64(v).raw_static(),
+        EventValue::F64(v) => ArgValue::Double(v),
+        EventValue::Bool(v) => ArgValue::Bool(v),
+        EventValue::Text(a, b) => ArgValue::String(StringRef::inline(
+            tracekit_fxt::write::truncate_to_limit(text.get(a..b).unwrap_or_default()),
+        )),
     }
 }
 
@@ -623,84 +805,108 @@ where
         let Some(span) = ctx.span(id) else { return };
         let meta = span.metadata();
         let ticks = self.now();
-        let mut ext = span.extensions_mut();
-        let Some(args) = ext.get_mut::<SpanArgs>() else {
+        let ext = span.extensions();
+        let Some(args) = ext.get::<SpanArgs>() else {
             return;
         };
         let tid = current_tid_cached();
         let mut went_async = false;
-        match args.first_thread {
-            None => {
-                args.first_thread = Some(tid);
-                args.first_enter = ticks;
-            }
-            Some(t) if t != tid && !args.moved => {
-                args.moved = true;
+        match args
+            .first_thread
+            .compare_exchange(0, tid, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(_) => args.first_enter.store(ticks, Ordering::Relaxed),
+            Err(t) if t != tid && !args.moved.swap(true, Ordering::Relaxed) => {
                 went_async = true;
+                self.shared.moved.fetch_add(1, Ordering::Relaxed);
             }
-            Some(_) => {}
+            Err(_) => {}
         }
-        let first_enter = args.first_enter;
+        let first_enter = args.first_enter.load(Ordering::Relaxed);
         self.with_local(|l| {
-            let name = l.string(meta.name());
-            let category = l.string(meta.target());
-            let level = l.string("level");
-            let level_value = l.string(level_name(meta.level()));
-            let mut names = [StringRef::Empty; MAX_FIELDS];
-            let n = args.args.len().min(MAX_FIELDS);
-            for (slot, (field, _)) in names.iter_mut().zip(&args.args[..n]) {
-                *slot = l.string(field);
+            let c = l.callsite(meta);
+            let (name, category) = (c.name, c.category);
+            let mut raw = [RawArg::new(StringRef::Empty, ArgValue::Null); MAX_FIELDS + 1];
+            raw[0] = RawArg::new(c.level_key, ArgValue::String(c.level));
+            let mut n = 1;
+            for (field, v) in args.args.iter().take(MAX_FIELDS) {
+                let name = c.fields.get(*field).copied().unwrap_or_default();
+                raw[n] = RawArg::new(name, v.raw());
+                n += 1;
             }
-            let mut raw: Vec<RawArg<'_>> = Vec::with_capacity(n + 1);
-            raw.push(RawArg::new(level, ArgValue::String(level_value)));
-            for (i, (_, v)) in args.args[..n].iter().enumerate() {
-                raw.push(RawArg::new(names[i], v.raw()));
-            }
+            let thread = l.thread;
+            l.entered.push((id.into_u64(), name, category));
             if went_async {
                 let _ = l.writer.write_event(
                     EventKind::AsyncBegin { id: id.into_u64() },
-                    l.thread,
+                    thread,
                     category,
                     name,
                     first_enter,
-                    &raw,
+                    &raw[..n],
                 );
             }
             let _ = l.writer.write_event(
                 EventKind::DurationBegin,
-                l.thread,
+                thread,
                 category,
                 name,
                 ticks,
-                &raw,
+                &raw[..n],
             );
         });
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(id) else { return };
-        let meta = span.metadata();
         let ticks = self.now();
+        let id = id.into_u64();
         self.with_local(|l| {
-            let name = l.string(meta.name());
-            let category = l.string(meta.target());
+            // Spans exit in the order they were entered, nearly always: the name
+            // comes from the thread's stack, without a lookup in the registry.
+            let (name, category) = match l.entered.last() {
+                Some(&(top, name, category)) if top == id => {
+                    l.entered.pop();
+                    (name, category)
+                }
+                _ => match l.entered.iter().rposition(|e| e.0 == id) {
+                    Some(i) => {
+                        let e = l.entered.remove(i);
+                        (e.1, e.2)
+                    }
+                    None => {
+                        let Some(meta) = ctx.metadata(&Id::from_u64(id)) else {
+                            return;
+                        };
+                        let c = l.callsite(meta);
+                        (c.name, c.category)
+                    }
+                },
+            };
+            let thread = l.thread;
             let _ =
                 l.writer
-                    .write_event(EventKind::DurationEnd, l.thread, category, name, ticks, &[]);
+                    .write_event(EventKind::DurationEnd, thread, category, name, ticks, &[]);
         });
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        if self.shared.moved.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         let Some(span) = ctx.span(&id) else { return };
-        let moved = span.extensions().get::<SpanArgs>().is_some_and(|a| a.moved);
+        let moved = span
+            .extensions()
+            .get::<SpanArgs>()
+            .is_some_and(|a| a.moved.load(Ordering::Relaxed));
         if !moved {
             return;
         }
+        self.shared.moved.fetch_sub(1, Ordering::Relaxed);
         let meta = span.metadata();
         let ticks = self.now();
         self.with_local(|l| {
-            let name = l.string(meta.name());
-            let category = l.string(meta.target());
+            let c = l.callsite(meta);
+            let (name, category) = (c.name, c.category);
             let _ = l.writer.write_event(
                 EventKind::AsyncEnd { id: id.into_u64() },
                 l.thread,
@@ -715,43 +921,41 @@ where
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let meta = event.metadata();
         let ticks = self.now();
-        let mut fields = Vec::new();
-        event.record(&mut Collect(&mut fields));
         self.with_local(|l| {
-            let category = l.string(meta.target());
-            let level = l.string("level");
-            let level_value = l.string(level_name(meta.level()));
-            // The message names the instant; without one, the event's own name.
-            let message = fields.iter().position(|(n, _)| *n == "message");
             let mut text = std::mem::take(&mut l.text);
             text.clear();
-            let name = match message.map(|i| &fields[i].1) {
-                Some(Value::Str(s)) => {
-                    text.push_str(s);
-                    StringRef::inline(tracekit_fxt::write::truncate_to_limit(&text))
-                }
-                _ => l.string(meta.name()),
+            let mut fields = EventFields {
+                text: &mut text,
+                values: [(0, EventValue::Bool(false)); MAX_FIELDS + 1],
+                len: 0,
+                message: None,
             };
-            let mut names = [StringRef::Empty; MAX_FIELDS];
-            let kept: Vec<&(&'static str, Value)> = fields
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| Some(*i) != message)
-                .map(|(_, f)| f)
-                .take(MAX_FIELDS)
-                .collect();
-            for (slot, (field, _)) in names.iter_mut().zip(&kept) {
-                *slot = l.string(field);
+            event.record(&mut fields);
+            let (values, len, message) = (fields.values, fields.len, fields.message);
+            let c = l.callsite(meta);
+            // The message names the instant; without one, the event's own name.
+            let name = match message.map(|i| values[i].1) {
+                Some(EventValue::Text(a, b)) => StringRef::inline(
+                    tracekit_fxt::write::truncate_to_limit(text.get(a..b).unwrap_or_default()),
+                ),
+                _ => c.name,
+            };
+            let mut raw = [RawArg::new(StringRef::Empty, ArgValue::Null); MAX_FIELDS + 1];
+            raw[0] = RawArg::new(c.level_key, ArgValue::String(c.level));
+            let mut n = 1;
+            for (i, &(field, v)) in values[..len].iter().enumerate() {
+                if Some(i) == message || n > MAX_FIELDS {
+                    continue;
+                }
+                let field_name = c.fields.get(field).copied().unwrap_or_default();
+                raw[n] = RawArg::new(field_name, event_value(v, &text));
+                n += 1;
             }
-            let mut raw: Vec<RawArg<'_>> = Vec::with_capacity(kept.len() + 1);
-            raw.push(RawArg::new(level, ArgValue::String(level_value)));
-            for (i, (_, v)) in kept.iter().enumerate() {
-                raw.push(RawArg::new(names[i], v.raw()));
-            }
-            let _ = l
-                .writer
-                .write_event(EventKind::Instant, l.thread, category, name, ticks, &raw);
-            drop(raw);
+            let category = c.category;
+            let thread = l.thread;
+            let _ =
+                l.writer
+                    .write_event(EventKind::Instant, thread, category, name, ticks, &raw[..n]);
             l.text = text;
         });
     }

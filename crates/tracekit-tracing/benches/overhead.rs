@@ -1,0 +1,59 @@
+//! The cost of entering and exiting a span with two integer fields, of a whole
+//! span's life (made, entered, exited, closed), and of an event with two fields,
+//! including `tracing`'s own dispatch: through tracekit's layer, and through the
+//! registry alone (what any layer costs at least).
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use std::hint::black_box;
+use tracing_subscriber::prelude::*;
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (layer, guard) =
+        tracekit_tracing::FxtLayer::file(dir.path().join("bench.fxt")).expect("a trace file");
+    let fxt = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    let registry = tracing::Dispatch::new(tracing_subscriber::registry());
+    let mut g = c.benchmark_group("enter+exit of a span with 2 int fields");
+    for (name, dispatch) in [("registry only", &registry), ("tracekit-tracing", &fxt)] {
+        tracing::dispatcher::with_default(dispatch, || {
+            let span = tracing::info_span!("work", a = 1, b = 7);
+            g.bench_function(name, |b| {
+                b.iter(|| {
+                    let _e = span.enter();
+                })
+            });
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("span made, entered, exited and closed, 2 int fields");
+    for (name, dispatch) in [("registry only", &registry), ("tracekit-tracing", &fxt)] {
+        tracing::dispatcher::with_default(dispatch, || {
+            g.bench_function(name, |b| {
+                let mut i = 0u64;
+                b.iter(|| {
+                    i += 1;
+                    let span = tracing::info_span!("work", a = black_box(i), b = 7);
+                    let _e = span.enter();
+                })
+            });
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("event, 2 fields");
+    for (name, dispatch) in [("registry only", &registry), ("tracekit-tracing", &fxt)] {
+        tracing::dispatcher::with_default(dispatch, || {
+            g.bench_function(name, |b| {
+                let mut i = 0u64;
+                b.iter(|| {
+                    i += 1;
+                    tracing::info!(a = black_box(i), b = 7, "tick");
+                })
+            });
+        });
+    }
+    g.finish();
+    drop(guard);
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
