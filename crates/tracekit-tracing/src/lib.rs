@@ -335,9 +335,11 @@ pub fn init_if_requested() -> Option<FlushGuard> {
 
 impl FxtLayer {
     /// A layer writing to a new file at `path` (replaced if it exists).
+    ///
+    /// The file is written a whole buffer of records at a time, unbuffered, so that
+    /// a process killed outright leaves only whole records in it.
     pub fn file(path: impl AsRef<Path>) -> io::Result<(FxtLayer, FlushGuard)> {
-        let file = File::create(path)?;
-        FxtLayer::new(io::BufWriter::with_capacity(1 << 20, file))
+        FxtLayer::new(File::create(path)?)
     }
 
     /// A layer writing to `out` on a thread of its own.
@@ -392,7 +394,14 @@ impl FxtLayer {
                                 .lock()
                                 .map(|mut r| r.take())
                                 .unwrap_or_default();
-                            if let Err(e) = out.write_all(&registered).and_then(|()| out.write_all(&bytes)) {
+                            let written = if registered.is_empty() {
+                                out.write_all(&bytes)
+                            } else {
+                                let mut all = registered;
+                                all.extend_from_slice(&bytes);
+                                out.write_all(&all)
+                            };
+                            if let Err(e) = written {
                                 failed = true;
                                 for_writer.stopped.store(true, Ordering::Release);
                                 eprintln!("tracekit-tracing: cannot write the trace: {e}; tracing stops");
