@@ -88,7 +88,8 @@ fn eight_threads_of_a_million_spans_balance() {
 
 /// The child: spans on three threads, then what `CHILD` says.
 fn child(path: &Path, how: &str) {
-    let (layer, guard) = tracekit_tracing::FxtLayer::file(path).unwrap();
+    // Dropped last, as the panic unwinds (the other child never gets there).
+    let (layer, _guard) = tracekit_tracing::FxtLayer::file(path).unwrap();
     tracing_subscriber::registry().with(layer).init();
     let workers: Vec<_> = (0..2)
         .map(|_| {
@@ -120,14 +121,12 @@ fn child(path: &Path, how: &str) {
                 let s = tracing::info_span!("until killed", i = i);
                 let _e = s.enter();
                 i += 1;
-                if i % 100_000 == 0 {
+                if i.is_multiple_of(100_000) {
                     std::thread::yield_now();
                 }
             }
         }
     }
-    #[allow(unreachable_code)]
-    drop(guard);
 }
 
 #[test]
