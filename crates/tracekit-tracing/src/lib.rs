@@ -93,6 +93,8 @@ struct Shared {
     /// Spans entered on more than one thread and not closed yet: while there are
     /// none, closing a span needs no lookup.
     moved: AtomicU64,
+    /// The next flow id.
+    flows: AtomicU64,
     /// Set once the trace stopped (an I/O error, or the guard dropped).
     stopped: AtomicBool,
     /// Distinguishes layers, so that a thread's buffer belongs to one trace.
@@ -228,6 +230,8 @@ struct Local {
     callsites: HashMap<usize, Callsite>,
     /// The spans entered on this thread and not exited: id, name, category.
     entered: Vec<(u64, StringRef<'static>, StringRef<'static>)>,
+    /// Values recorded while a span was entered here, for its end record.
+    late: HashMap<u64, Vec<(StringRef<'static>, Value)>>,
     shared: Arc<Shared>,
     /// Scratch for argument values that are not `&'static`.
     text: String,
@@ -373,6 +377,7 @@ impl FxtLayer {
             sender: Mutex::new(Some(sender)),
             clock,
             moved: AtomicU64::new(0),
+            flows: AtomicU64::new(1),
             pid,
             stopped: AtomicBool::new(false),
             id: NEXT_LAYER.fetch_add(1, Ordering::Relaxed),
@@ -497,6 +502,7 @@ impl FxtLayer {
             strings: HashMap::default(),
             callsites: HashMap::default(),
             entered: Vec::new(),
+            late: HashMap::default(),
             shared: self.shared.clone(),
             text: String::new(),
         })
@@ -599,6 +605,10 @@ struct SpanArgs {
     first_thread: AtomicU64,
     first_enter: AtomicU64,
     moved: AtomicBool,
+    /// Flows from spans it follows, ended at its next entry (`has_flows` says
+    /// whether there are any without taking the lock).
+    flows: Mutex<Vec<u64>>,
+    has_flows: AtomicBool,
 }
 
 /// An argument value, owned.
@@ -797,16 +807,57 @@ where
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
-        let mut ext = span.extensions_mut();
-        if let Some(args) = ext.get_mut::<SpanArgs>() {
-            let mut new = Vec::new();
-            values.record(&mut Collect(&mut new));
-            for (name, v) in new {
-                match args.args.iter_mut().find(|(n, _)| *n == name) {
-                    Some(slot) => slot.1 = v,
-                    None => args.args.push((name, v)),
+        let meta = span.metadata();
+        let mut new = Vec::new();
+        values.record(&mut Collect(&mut new));
+        // Values recorded while the span is entered here go on its end record (the
+        // begin is written); all go on its later entries.
+        let raw_id = id.into_u64();
+        self.with_local(|l| {
+            if l.entered.iter().any(|e| e.0 == raw_id) {
+                let fields = l.callsite(meta).fields.clone();
+                let late = l.late.entry(raw_id).or_default();
+                for (field, v) in &new {
+                    if let Some(&name) = fields.get(*field) {
+                        late.push((name, v.clone()));
+                    }
                 }
             }
+        });
+        let mut ext = span.extensions_mut();
+        if let Some(args) = ext.get_mut::<SpanArgs>() {
+            for (field, v) in new {
+                match args.args.iter_mut().find(|(n, _)| *n == field) {
+                    Some(slot) => slot.1 = v,
+                    None => args.args.push((field, v)),
+                }
+            }
+        }
+    }
+
+    fn on_follows_from(&self, id: &Id, follows: &Id, ctx: Context<'_, S>) {
+        // A flow from the slice open here now (where the link is made, usually in
+        // the span followed) to the follower's next entry.
+        let Some(span) = ctx.span(id) else { return };
+        let Some(followed) = ctx.span(follows) else {
+            return;
+        };
+        let flow = self.shared.flows.fetch_add(1, Ordering::Relaxed);
+        let ticks = self.now();
+        let meta = followed.metadata();
+        self.with_local(|l| {
+            let c = l.callsite(meta);
+            let (name, category, thread) = (c.name, c.category, l.thread);
+            let kind = EventKind::FlowBegin { id: flow };
+            let _ = l
+                .writer
+                .write_event(kind, thread, category, name, ticks, &[]);
+        });
+        if let Some(args) = span.extensions().get::<SpanArgs>()
+            && let Ok(mut flows) = args.flows.lock()
+        {
+            flows.push(flow);
+            args.has_flows.store(true, Ordering::Relaxed);
         }
     }
 
@@ -832,6 +883,17 @@ where
             Err(_) => {}
         }
         let first_enter = args.first_enter.load(Ordering::Relaxed);
+        // Flows into this span end at this entry, once.
+        let flows = if args.has_flows.load(Ordering::Relaxed)
+            && args.has_flows.swap(false, Ordering::Relaxed)
+        {
+            args.flows
+                .lock()
+                .map(|mut f| std::mem::take(&mut *f))
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         self.with_local(|l| {
             let c = l.callsite(meta);
             let (name, category) = (c.name, c.category);
@@ -863,6 +925,12 @@ where
                 ticks,
                 &raw[..n],
             );
+            for &flow in &flows {
+                let kind = EventKind::FlowEnd { id: flow };
+                let _ = l
+                    .writer
+                    .write_event(kind, thread, category, name, ticks, &[]);
+            }
         });
     }
 
@@ -892,9 +960,20 @@ where
                 },
             };
             let thread = l.thread;
-            let _ =
-                l.writer
-                    .write_event(EventKind::DurationEnd, thread, category, name, ticks, &[]);
+            let late = if l.late.is_empty() {
+                Vec::new()
+            } else {
+                l.late.remove(&id).unwrap_or_default()
+            };
+            let raw: Vec<RawArg<'_>> = late
+                .iter()
+                .take(MAX_FIELDS)
+                .map(|(n, v)| RawArg::new(*n, v.raw()))
+                .collect();
+            let kind = EventKind::DurationEnd;
+            let _ = l
+                .writer
+                .write_event(kind, thread, category, name, ticks, &raw);
         });
     }
 

@@ -37,6 +37,8 @@ fn read_back(bytes: &[u8]) -> (BTreeMap<u64, Vec<Seen>>, BTreeMap<u64, String>) 
                     EventKind::Instant => "I".to_string(),
                     EventKind::AsyncBegin { .. } => "AB".to_string(),
                     EventKind::AsyncEnd { .. } => "AE".to_string(),
+                    EventKind::FlowBegin { id } => format!("FB{id}"),
+                    EventKind::FlowEnd { id } => format!("FE{id}"),
                     other => format!("{other:?}"),
                 };
                 let args = e
@@ -145,7 +147,8 @@ fn spans_events_and_a_task_across_threads_read_back() {
                 &format!("hello {who}"),
                 &["level=\"WARN\"", "x=5", "neg=-3000000000"],
             ),
-            seen("E", "inner", &[]),
+            // Recorded while entered: on the end record.
+            seen("E", "inner", &["late=7u"]),
             seen("E", "outer", &[]),
         ];
         if i == 1 {
@@ -167,4 +170,48 @@ fn spans_events_and_a_task_across_threads_read_back() {
 fn current_tid() -> u64 {
     // SAFETY: gettid has no preconditions.
     u64::try_from(unsafe { libc::gettid() }).unwrap()
+}
+
+#[test]
+fn follows_from_is_a_flow_from_the_link_to_the_follower() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flow.fxt");
+    let (layer, guard) = tracekit_tracing::FxtLayer::file(&path).unwrap();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    let consumer = tracing::dispatcher::with_default(&dispatch, || {
+        let producer = tracing::info_span!(target: "readback", "producer");
+        let _p = producer.enter();
+        let consumer = tracing::info_span!(target: "readback", "consumer");
+        consumer.follows_from(&producer);
+        consumer
+    });
+    let d = dispatch.clone();
+    let tid = std::thread::spawn(move || {
+        tracing::dispatcher::with_default(&d, || {
+            let _c = consumer.enter();
+        });
+        current_tid()
+    })
+    .join()
+    .unwrap();
+    drop(dispatch);
+    drop(guard);
+    let (by_thread, _) = read_back(&std::fs::read(&path).unwrap());
+    let level = ["level=\"INFO\""];
+    assert_eq!(
+        by_thread[&current_tid()],
+        [
+            seen("B", "producer", &level),
+            seen("FB1", "producer", &[]),
+            seen("E", "producer", &[]),
+        ]
+    );
+    assert_eq!(
+        by_thread[&tid],
+        [
+            seen("B", "consumer", &level),
+            seen("FE1", "consumer", &[]),
+            seen("E", "consumer", &[]),
+        ]
+    );
 }
