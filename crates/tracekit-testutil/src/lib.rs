@@ -104,6 +104,51 @@ pub fn pyfxt() -> Option<PathBuf> {
     None
 }
 
+/// What PyPI `fxt` sees in the FXT file at `path`: its slices (spans, nested ones
+/// included) and its processes' names, sorted; `None` when there is no PyPI fxt
+/// reader (see [`pyfxt`]).
+///
+/// # Panics
+///
+/// When the reader fails on the file, or stops at an unexpected end of it.
+pub fn pyfxt_slices(path: &std::path::Path) -> Option<(u64, Vec<String>)> {
+    let python = pyfxt()?;
+    let script = "import sys\n\
+from fxt.reader import parse_records\n\
+from fxt.transform import transform_records_to_spans\n\
+res = parse_records(open(sys.argv[1], 'rb'))\n\
+assert not res.had_unexpected_eof, res.eof_error\n\
+recs = [r for p in res.records_by_provider.values() for r in p.records]\n\
+spans = transform_records_to_spans(recs)\n\
+def count(s): return 1 + sum(count(c) for c in s.children)\n\
+n = sum(count(s) for p in spans.values() for t in p.threads.values() for s in t.spans)\n\
+names = sorted(p.name for p in spans.values())\n\
+print(n, ','.join(names))\n";
+    let o = std::process::Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .arg(path)
+        .output()
+        .expect("the PyPI fxt interpreter runs");
+    assert!(
+        o.status.success(),
+        "PyPI fxt failed on {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let (n, names) = out.trim().split_once(' ').unwrap_or((out.trim(), ""));
+    let n = n.parse().expect("a count of slices");
+    Some((
+        n,
+        names
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect(),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -166,31 +166,12 @@ fn spans_events_and_a_task_across_threads_read_back() {
     let report = tracekit_fxt::check::check(&bytes);
     assert!(report.is_clean(), "{report:?}");
     // PyPI `fxt` reads it too and sees every slice.
-    if let Some(python) = tracekit_testutil::pyfxt() {
-        let script = "import sys\n\
-from fxt.reader import parse_records\n\
-from fxt.transform import transform_records_to_spans\n\
-res = parse_records(open(sys.argv[1], 'rb'))\n\
-assert not res.had_unexpected_eof, res.eof_error\n\
-recs = [r for p in res.records_by_provider.values() for r in p.records]\n\
-spans = transform_records_to_spans(recs)\n\
-def count(s): return 1 + sum(count(c) for c in s.children)\n\
-print(sum(count(s) for p in spans.values() for t in p.threads.values() for s in t.spans))\n";
-        let o = std::process::Command::new(python)
-            .arg("-c")
-            .arg(script)
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let begins: usize = by_thread
+    if let Some((slices, _)) = tracekit_testutil::pyfxt_slices(&path) {
+        let begins = by_thread
             .values()
             .map(|v| v.iter().filter(|s| s.kind == "B").count())
-            .sum();
-        assert_eq!(
-            String::from_utf8_lossy(&o.stdout).trim(),
-            begins.to_string()
-        );
+            .sum::<usize>();
+        assert_eq!(slices, begins as u64);
     }
 }
 

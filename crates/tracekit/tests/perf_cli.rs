@@ -217,36 +217,9 @@ fn decodes_to_fxt_plain_and_gzip() {
     );
 
     // PyPI `fxt` reads it too, and sees the same slices.
-    match tracekit_testutil::pyfxt() {
-        None => {}
-        Some(python) => {
-            let script = "import sys\n\
-from fxt.reader import parse_records\n\
-from fxt.transform import transform_records_to_spans\n\
-res = parse_records(open(sys.argv[1], 'rb'))\n\
-assert not res.had_unexpected_eof, res.eof_error\n\
-recs = [r for p in res.records_by_provider.values() for r in p.records]\n\
-spans = transform_records_to_spans(recs)\n\
-def count(s): return 1 + sum(count(c) for c in s.children)\n\
-n = sum(count(s) for p in spans.values() for t in p.threads.values() for s in t.spans)\n\
-names = sorted(p.name for p in spans.values())\n\
-print(n, ','.join(names))\n";
-            let o = Command::new(python)
-                .arg("-c")
-                .arg(script)
-                .arg(&plain)
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            let out = String::from_utf8(o.stdout).unwrap();
-            let (n, names) = out.trim().split_once(' ').unwrap();
-            assert_eq!(
-                n.parse::<u64>().unwrap(),
-                begins,
-                "PyPI fxt sees every slice"
-            );
-            assert_eq!(names, "[pid=30549]");
-        }
+    if let Some((slices, names)) = tracekit_testutil::pyfxt_slices(&plain) {
+        assert_eq!(slices, begins, "PyPI fxt sees every slice");
+        assert_eq!(names, ["[pid=30549]"]);
     }
     let _ = std::fs::remove_dir_all(&tmp);
 }
