@@ -1,7 +1,8 @@
 //! The cost of entering and exiting a span with two integer fields, of a whole
 //! span's life (made, entered, exited, closed), and of an event with two fields,
-//! including `tracing`'s own dispatch: through tracekit's layer, and through the
-//! registry alone (what any layer costs at least).
+//! including `tracing`'s own dispatch, side by side in one run: tracekit's layer,
+//! `tracing-chrome` and `tracing-perfetto` (each writing a file, fields included),
+//! and the registry alone (what any layer costs at least).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -9,15 +10,40 @@ use tracing_subscriber::prelude::*;
 
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = |name: &str| std::fs::File::create(dir.path().join(name)).expect("a file");
     let (layer, guard) =
         tracekit_tracing::FxtLayer::file(dir.path().join("bench.fxt")).expect("a trace file");
-    let fxt = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
-    let registry = tracing::Dispatch::new(tracing_subscriber::registry());
+    let (chrome, chrome_guard) = tracing_chrome::ChromeLayerBuilder::new()
+        .writer(file("bench.json"))
+        .include_args(true)
+        .build();
+    let perfetto =
+        tracing_perfetto::PerfettoLayer::new(std::sync::Mutex::new(file("bench.pftrace")))
+            .with_debug_annotations(true);
+    let subscribers = [
+        (
+            "registry only",
+            tracing::Dispatch::new(tracing_subscriber::registry()),
+        ),
+        (
+            "tracekit-tracing",
+            tracing::Dispatch::new(tracing_subscriber::registry().with(layer)),
+        ),
+        (
+            "tracing-chrome",
+            tracing::Dispatch::new(tracing_subscriber::registry().with(chrome)),
+        ),
+        (
+            "tracing-perfetto",
+            tracing::Dispatch::new(tracing_subscriber::registry().with(perfetto)),
+        ),
+    ];
+
     let mut g = c.benchmark_group("enter+exit of a span with 2 int fields");
-    for (name, dispatch) in [("registry only", &registry), ("tracekit-tracing", &fxt)] {
+    for (name, dispatch) in &subscribers {
         tracing::dispatcher::with_default(dispatch, || {
             let span = tracing::info_span!("work", a = 1, b = 7);
-            g.bench_function(name, |b| {
+            g.bench_function(*name, |b| {
                 b.iter(|| {
                     let _e = span.enter();
                 })
@@ -25,10 +51,11 @@ fn bench(c: &mut Criterion) {
         });
     }
     g.finish();
+
     let mut g = c.benchmark_group("span made, entered, exited and closed, 2 int fields");
-    for (name, dispatch) in [("registry only", &registry), ("tracekit-tracing", &fxt)] {
+    for (name, dispatch) in &subscribers {
         tracing::dispatcher::with_default(dispatch, || {
-            g.bench_function(name, |b| {
+            g.bench_function(*name, |b| {
                 let mut i = 0u64;
                 b.iter(|| {
                     i += 1;
@@ -39,10 +66,11 @@ fn bench(c: &mut Criterion) {
         });
     }
     g.finish();
+
     let mut g = c.benchmark_group("event, 2 fields");
-    for (name, dispatch) in [("registry only", &registry), ("tracekit-tracing", &fxt)] {
+    for (name, dispatch) in &subscribers {
         tracing::dispatcher::with_default(dispatch, || {
-            g.bench_function(name, |b| {
+            g.bench_function(*name, |b| {
                 let mut i = 0u64;
                 b.iter(|| {
                     i += 1;
@@ -52,7 +80,9 @@ fn bench(c: &mut Criterion) {
         });
     }
     g.finish();
+    drop(subscribers);
     drop(guard);
+    drop(chrome_guard);
 }
 
 criterion_group!(benches, bench);
