@@ -326,6 +326,9 @@ test('hot paths are the CLI\'s, and the focus extends toward callers and retract
   await page.waitForFunction((n) => decodeURIComponent(location.hash).includes(n), caller);
   await settled(page);
   const longer = [caller, ...fragment];
+  // The URL changes before the focus is redrawn: wait for the redraw.
+  await page.waitForFunction((t) => (document.querySelector('#fragment-bar')?.textContent ?? '').startsWith(t), longer.join(' › '), { timeout: 5000 }).catch(() => {});
+  await settled(page);
   assert.ok((await page.$eval('#fragment-bar', (d) => d.textContent)).startsWith(longer.join(' › ')));
   assert.equal(await shownWeight(), through(stacks, longer));
   // The URL holds the focus: a reload shows it again.
