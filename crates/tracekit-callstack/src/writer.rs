@@ -1169,7 +1169,7 @@ impl<S: Sink> TraceWriter<S> {
                 && gap > p.0.saturating_mul(2)
             {
                 // Not sampled for a while: the thread was not running.
-                self.close_sampled(ti, Time(last.0.saturating_add(p.0)));
+                self.close_sampled(ti, Time(last.0.saturating_add(p.0)), 0);
             }
         }
         self.threads[ti].last_sample = Some(time);
@@ -1178,11 +1178,7 @@ impl<S: Sink> TraceWriter<S> {
         kept.clear();
         kept.extend(frames.iter().copied().filter(|f| scope.keeps(f.ip)));
         let matching = unchanged(&self.threads[ti].callstack.frames, &kept);
-        while self.threads[ti].callstack.frames.len() > matching {
-            if let Some(f) = self.threads[ti].callstack.frames.pop() {
-                self.write_now(ti, time, Pending::Ret { symbol: f.symbol });
-            }
-        }
+        self.close_sampled(ti, time, matching);
         for &frame in &kept[matching..] {
             let call = Pending::Call {
                 frame,
@@ -1194,10 +1190,13 @@ impl<S: Sink> TraceWriter<S> {
         self.scratch = kept;
     }
 
-    /// Closes every sampled frame of thread `ti` at `time`, innermost first.
-    fn close_sampled(&mut self, ti: usize, time: Time) {
-        while let Some(f) = self.threads[ti].callstack.frames.pop() {
-            self.write_now(ti, time, Pending::Ret { symbol: f.symbol });
+    /// Closes the sampled frames of thread `ti` above the outermost `depth` at
+    /// `time`, innermost first.
+    fn close_sampled(&mut self, ti: usize, time: Time, depth: usize) {
+        while self.threads[ti].callstack.frames.len() > depth {
+            if let Some(f) = self.threads[ti].callstack.frames.pop() {
+                self.write_now(ti, time, Pending::Ret { symbol: f.symbol });
+            }
         }
     }
 
@@ -1302,7 +1301,7 @@ impl<S: Sink> TraceWriter<S> {
             {
                 // The last sample's stack lasts a period, as every other one does.
                 let p = period.or_else(|| self.gaps.period()).unwrap_or(Time::ZERO);
-                self.close_sampled(ti, Time(last.0.saturating_add(p.0)));
+                self.close_sampled(ti, Time(last.0.saturating_add(p.0)), 0);
             }
             let last = self.threads[ti].last_event_time;
             self.end_of_thread(ti, last, false);
