@@ -1120,16 +1120,24 @@ impl State {
             return (Naming::Unknown, f.address);
         };
         let key = (m.object, lookup);
-        if let Some(&(n, shown)) = self.cache.get(&key) {
-            return (
-                n,
-                if f.unwound {
-                    shown
-                } else {
-                    shown.wrapping_add(f.address - lookup)
-                },
-            );
-        }
+        let (naming, at) = match self.cache.get(&key) {
+            Some(&cached) => cached,
+            None => {
+                let named = self.name_in_object(m, lookup);
+                self.cache.insert(key, named);
+                named
+            }
+        };
+        let shown = if f.unwound {
+            at
+        } else {
+            at.wrapping_add(f.address - lookup)
+        };
+        (naming, shown)
+    }
+
+    /// Names the address `lookup` of mapping `m`, and gives its file offset.
+    fn name_in_object(&mut self, m: Mapping, lookup: u64) -> (Naming, u64) {
         let file_offset = (lookup - m.start).checked_add(m.offset);
         let entry = &mut self.objects[m.object];
         let symbols = object_symbols(entry, &self.options.debug_dirs);
@@ -1156,13 +1164,7 @@ impl State {
             }
             Naming::Frames(start, self.frames.len() as u32)
         };
-        self.cache.insert(key, (naming, at));
-        let shown = if f.unwound {
-            at
-        } else {
-            at.wrapping_add(f.address - lookup)
-        };
-        (naming, shown)
+        (naming, at)
     }
 
     fn kernel_name(&mut self, address: u64) -> Naming {
