@@ -4,7 +4,7 @@
 //! `tracing-chrome` and `tracing-perfetto` (each writing a file, fields included),
 //! and the registry alone (what any layer costs at least).
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Bencher, Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use tracing_subscriber::prelude::*;
 
@@ -39,50 +39,56 @@ fn bench(c: &mut Criterion) {
         ),
     ];
 
-    let mut g = c.benchmark_group("enter+exit of a span with 2 int fields");
-    for (name, dispatch) in &subscribers {
-        tracing::dispatcher::with_default(dispatch, || {
+    side_by_side(
+        c,
+        "enter+exit of a span with 2 int fields",
+        &subscribers,
+        |b| {
             let span = tracing::info_span!("work", a = 1, b = 7);
-            g.bench_function(*name, |b| {
-                b.iter(|| {
-                    let _e = span.enter();
-                })
-            });
-        });
-    }
-    g.finish();
-
-    let mut g = c.benchmark_group("span made, entered, exited and closed, 2 int fields");
-    for (name, dispatch) in &subscribers {
-        tracing::dispatcher::with_default(dispatch, || {
-            g.bench_function(*name, |b| {
-                let mut i = 0u64;
-                b.iter(|| {
-                    i += 1;
-                    let span = tracing::info_span!("work", a = black_box(i), b = 7);
-                    let _e = span.enter();
-                })
-            });
-        });
-    }
-    g.finish();
-
-    let mut g = c.benchmark_group("event, 2 fields");
-    for (name, dispatch) in &subscribers {
-        tracing::dispatcher::with_default(dispatch, || {
-            g.bench_function(*name, |b| {
-                let mut i = 0u64;
-                b.iter(|| {
-                    i += 1;
-                    tracing::info!(a = black_box(i), b = 7, "tick");
-                })
-            });
-        });
-    }
-    g.finish();
+            b.iter(|| {
+                let _e = span.enter();
+            })
+        },
+    );
+    side_by_side(
+        c,
+        "span made, entered, exited and closed, 2 int fields",
+        &subscribers,
+        |b| {
+            let mut i = 0u64;
+            b.iter(|| {
+                i += 1;
+                let span = tracing::info_span!("work", a = black_box(i), b = 7);
+                let _e = span.enter();
+            })
+        },
+    );
+    side_by_side(c, "event, 2 fields", &subscribers, |b| {
+        let mut i = 0u64;
+        b.iter(|| {
+            i += 1;
+            tracing::info!(a = black_box(i), b = 7, "tick");
+        })
+    });
     drop(subscribers);
     drop(guard);
     drop(chrome_guard);
+}
+
+/// One benchmark group: `routine` under each subscriber in turn.
+fn side_by_side(
+    c: &mut Criterion,
+    group: &str,
+    subscribers: &[(&str, tracing::Dispatch)],
+    mut routine: impl FnMut(&mut Bencher<'_>),
+) {
+    let mut g = c.benchmark_group(group);
+    for (name, dispatch) in subscribers {
+        tracing::dispatcher::with_default(dispatch, || {
+            g.bench_function(*name, &mut routine);
+        });
+    }
+    g.finish();
 }
 
 criterion_group!(benches, bench);

@@ -218,6 +218,67 @@ impl Destination for ThreadBuffer {
     }
 }
 
+/// The writer thread's end: the output, and whether it failed.
+struct FileWriter<W> {
+    out: W,
+    shared: Arc<Shared>,
+    failed: bool,
+}
+
+impl<W: Write> FileWriter<W> {
+    /// Writes what the threads send until they are all gone, then what is left.
+    fn run(mut self, receiver: mpsc::Receiver<Message>) {
+        for message in receiver {
+            match message {
+                Message::Records(bytes) => {
+                    self.write(&bytes, false);
+                    self.recycle(bytes);
+                }
+                Message::Flush(ack) => {
+                    self.write(&[], true);
+                    let _ = ack.send(());
+                }
+            }
+        }
+        self.write(&[], true);
+    }
+
+    /// Writes the records registered since the last write, then `records`, in one
+    /// write (so that a killed process leaves only whole records), and flushes if
+    /// `flush`. The first error stops the trace, with one warning.
+    fn write(&mut self, records: &[u8], flush: bool) {
+        if self.failed {
+            return;
+        }
+        let mut all = (self.shared.registry.lock().ok())
+            .map(|mut r| r.take())
+            .unwrap_or_default();
+        let written = if all.is_empty() {
+            self.out.write_all(records)
+        } else {
+            all.extend_from_slice(records);
+            self.out.write_all(&all)
+        };
+        let result = written.and_then(|()| if flush { self.out.flush() } else { Ok(()) });
+        if let Err(e) = result {
+            self.failed = true;
+            self.shared.stopped.store(true, Ordering::Release);
+            eprintln!("tracekit-tracing: cannot write the trace: {e}; tracing stops");
+        }
+    }
+
+    /// Keeps a written buffer for a thread to fill again.
+    fn recycle(&self, mut bytes: Vec<u8>) {
+        if bytes.capacity() >= BUFFER
+            && let Ok(mut spare) = self.shared.spare.lock()
+            && spare.len() < SPARE
+        {
+            bytes.resize(BUFFER, 0);
+            spare.push(bytes);
+        }
+    }
+}
+
 /// A thread's state for one layer.
 struct Local {
     layer: u64,
@@ -347,7 +408,7 @@ impl FxtLayer {
     }
 
     /// A layer writing to `out` on a thread of its own.
-    pub fn new<W: Write + Send + 'static>(mut out: W) -> io::Result<(FxtLayer, FlushGuard)> {
+    pub fn new<W: Write + Send + 'static>(out: W) -> io::Result<(FxtLayer, FlushGuard)> {
         let clock = Clock::new();
         let options = WriterOptions {
             initialization: Some(Initialization::new(clock.ticks_per_second())),
@@ -383,69 +444,14 @@ impl FxtLayer {
             id: NEXT_LAYER.fetch_add(1, Ordering::Relaxed),
             spare: Mutex::new(Vec::new()),
         });
-        let for_writer = shared.clone();
+        let file = FileWriter {
+            out,
+            shared: shared.clone(),
+            failed: false,
+        };
         let writer = std::thread::Builder::new()
             .name("tracekit-fxt-writer".into())
-            .spawn(move || {
-                let mut failed = false;
-                for message in receiver {
-                    match message {
-                        Message::Records(bytes) => {
-                            if failed {
-                                continue;
-                            }
-                            let registered = for_writer
-                                .registry
-                                .lock()
-                                .map(|mut r| r.take())
-                                .unwrap_or_default();
-                            let written = if registered.is_empty() {
-                                out.write_all(&bytes)
-                            } else {
-                                let mut all = registered;
-                                all.extend_from_slice(&bytes);
-                                out.write_all(&all)
-                            };
-                            if let Err(e) = written {
-                                failed = true;
-                                for_writer.stopped.store(true, Ordering::Release);
-                                eprintln!("tracekit-tracing: cannot write the trace: {e}; tracing stops");
-                            }
-                            let mut bytes = bytes;
-                            if bytes.capacity() >= BUFFER
-                                && let Ok(mut spare) = for_writer.spare.lock()
-                                && spare.len() < SPARE
-                            {
-                                bytes.resize(BUFFER, 0);
-                                spare.push(bytes);
-                            }
-                        }
-                        Message::Flush(ack) => {
-                            if !failed {
-                                let registered = for_writer
-                                    .registry
-                                    .lock()
-                                    .map(|mut r| r.take())
-                                    .unwrap_or_default();
-                                if let Err(e) = out.write_all(&registered).and_then(|()| out.flush()) {
-                                    failed = true;
-                                    for_writer.stopped.store(true, Ordering::Release);
-                                    eprintln!("tracekit-tracing: cannot write the trace: {e}; tracing stops");
-                                }
-                            }
-                            let _ = ack.send(());
-                        }
-                    }
-                }
-                let registered = for_writer
-                    .registry
-                    .lock()
-                    .map(|mut r| r.take())
-                    .unwrap_or_default();
-                if !failed {
-                    let _ = out.write_all(&registered).and_then(|()| out.flush());
-                }
-            })?;
+            .spawn(move || file.run(receiver))?;
         install_panic_hook(&shared);
         let guard = FlushGuard {
             shared: shared.clone(),
@@ -622,31 +628,10 @@ enum Value {
 }
 
 impl Value {
-    /// The value of a number, which borrows nothing.
-    fn raw_static(&self) -> ArgValue<'static, StringRef<'static>> {
-        match *self {
-            Value::I64(v) => match i32::try_from(v) {
-                Ok(v) => ArgValue::Int32(v),
-                Err(_) => ArgValue::Int64(v),
-            },
-            Value::U64(v) => match u32::try_from(v) {
-                Ok(v) => ArgValue::UInt32(v),
-                Err(_) => ArgValue::UInt64(v),
-            },
-            _ => ArgValue::Null,
-        }
-    }
-
     fn raw(&self) -> ArgValue<'_, StringRef<'_>> {
         match self {
-            Value::I64(v) => match i32::try_from(*v) {
-                Ok(v) => ArgValue::Int32(v),
-                Err(_) => ArgValue::Int64(*v),
-            },
-            Value::U64(v) => match u32::try_from(*v) {
-                Ok(v) => ArgValue::UInt32(v),
-                Err(_) => ArgValue::UInt64(*v),
-            },
+            Value::I64(v) => int_arg(*v),
+            Value::U64(v) => uint_arg(*v),
             Value::F64(v) => ArgValue::Double(*v),
             Value::Bool(v) => ArgValue::Bool(*v),
             Value::Str(s) => {
@@ -654,6 +639,16 @@ impl Value {
             }
         }
     }
+}
+
+/// A signed integer argument: `int32` where it fits, else `int64`.
+fn int_arg<'a>(v: i64) -> ArgValue<'a, StringRef<'a>> {
+    i32::try_from(v).map_or(ArgValue::Int64(v), ArgValue::Int32)
+}
+
+/// An unsigned integer argument: `uint32` where it fits, else `uint64`.
+fn uint_arg<'a>(v: u64) -> ArgValue<'a, StringRef<'a>> {
+    u32::try_from(v).map_or(ArgValue::UInt64(v), ArgValue::UInt32)
 }
 
 /// Collects a span's fields as owned values.
@@ -770,8 +765,8 @@ impl tracing_core::field::Visit for EventFields<'_> {
 /// The FXT value of an event's field.
 fn event_value<'t>(v: EventValue, text: &'t str) -> ArgValue<'t, StringRef<'t>> {
     match v {
-        EventValue::I64(v) => Value::I64(v).raw_static(),
-        EventValue::U64(v) => Value::U64(v).raw_static(),
+        EventValue::I64(v) => int_arg(v),
+        EventValue::U64(v) => uint_arg(v),
         EventValue::F64(v) => ArgValue::Double(v),
         EventValue::Bool(v) => ArgValue::Bool(v),
         EventValue::Text(a, b) => ArgValue::String(StringRef::inline(
