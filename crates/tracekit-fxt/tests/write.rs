@@ -436,3 +436,57 @@ fn finish_hands_the_destination_over_and_drop_drops_it_once() {
     drop(w);
     assert_eq!(drops.get(), 3);
 }
+
+#[test]
+fn encoded_arguments_write_the_same_bytes_as_arguments() {
+    use tracekit_fxt::format::RawArg;
+    use tracekit_fxt::write::EncodedArgs;
+    let writer = || {
+        let mut w = Writer::new(VecDestination::new()).unwrap();
+        let id = w.intern("arg").unwrap();
+        (w, StringRef::Index(id))
+    };
+    let name = writer().1;
+    let lists: [&[RawArg<'_>]; 4] = [
+        &[],
+        &[RawArg::new(name, ArgValue::Int32(-5))],
+        &[
+            RawArg::new(StringRef::inline("big"), ArgValue::Int64(1 << 40)),
+            RawArg::new(
+                name,
+                ArgValue::String(StringRef::inline("a string of 21 bytes")),
+            ),
+            RawArg::new(name, ArgValue::Double(0.5)),
+            RawArg::new(name, ArgValue::Bool(true)),
+            RawArg::new(name, ArgValue::UInt64(u64::MAX)),
+        ],
+        &[RawArg::new(name, ArgValue::Null); 15],
+    ];
+    let thread = ThreadRef::Inline {
+        process: Koid(1),
+        thread: Koid(2),
+    };
+    for args in lists {
+        let (mut plain, mut encoded) = (writer().0, writer().0);
+        let e = EncodedArgs::encode(args).unwrap();
+        assert_eq!(e.count(), args.len());
+        for kind in [EventKind::DurationBegin, EventKind::AsyncBegin { id: 9 }] {
+            plain
+                .write_event(kind, thread, "cat", "name", 77, args)
+                .unwrap();
+            encoded
+                .write_event_encoded(kind, thread, "cat", "name", 77, &e)
+                .unwrap();
+        }
+        let (plain, encoded) = (plain.finish().unwrap(), encoded.finish().unwrap());
+        assert_eq!(plain.as_slice(), encoded.as_slice());
+        let header = writer().0.finish().unwrap();
+        let header = records(header.as_slice()).len();
+        assert_eq!(records(plain.as_slice()).len(), header + 2);
+    }
+    // Too many arguments is an error when encoding, and the old ones stay.
+    let mut e = EncodedArgs::encode(&[RawArg::new(name, ArgValue::Int32(1))]).unwrap();
+    let sixteen = [RawArg::new(name, ArgValue::Null); 16];
+    assert_eq!(e.set(&sixteen), Err(WriteError::TooManyArgs { count: 16 }));
+    assert_eq!((e.count(), e.words()), (1, 1));
+}

@@ -28,39 +28,50 @@
 //! | threads | thread records named after the Rust thread, under the process (named after the executable) |
 //!
 //! Field values keep their type: `i64` (`int32` when it fits), `u64` (`uint32`), `f64`
-//! (`double`), `bool`, strings and `Debug` values (`string`). Names of spans,
-//! targets and fields, which `tracing` gives as `&'static str`, are interned in the
-//! trace's string table once.
+//! (`double`), `bool`, strings and `Debug` values (`string`), and a span's field
+//! declared `field::Empty` is `null` until recorded. Names of spans, targets and
+//! fields, which `tracing` gives as `&'static str`, are interned in the trace's
+//! string table once; string values (and event messages) of up to 64 bytes are
+//! interned from the second time a thread writes them, so a repeated message costs a
+//! ref, not its text.
 //!
 //! **Per-thread buffers**: each thread writes its records into its own 64 KiB buffer,
 //! with no lock and no shared write on the hot path; a full buffer goes to the writer
 //! thread, which appends it to the file. Strings and thread records, rare, are
 //! registered under a lock and written ahead of the buffers that use them. A
-//! thread's partial buffer is handed over when the thread exits, and the calling
-//! thread's when the [`FlushGuard`] is dropped or the program panics (a panic hook
-//! does it); a process killed outright loses at most the partial buffer of each
-//! thread. Timestamps are nanoseconds of the monotonic clock since the layer was
-//! made.
+//! thread's partial buffer is handed over when the thread exits, and every live
+//! thread's when the [`FlushGuard`] is dropped or flushed or the program panics (a
+//! panic hook does it), idle threads included (an async runtime's parked workers),
+//! without waiting for them to exit; a process killed outright loses at most the
+//! partial buffer of each thread. A span entered again on a thread is written from
+//! that thread's cache of the spans it entered, without a registry lookup.
+//! Timestamps come from the CPU's time-stamp counter where it is invariant
+//! (calibrated against the monotonic clock when the layer is made), else from the
+//! monotonic clock.
 //!
 //! The library never panics or aborts its user's program: an I/O error stops the
 //! trace with one warning on standard error.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
+use std::cell::UnsafeCell;
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, Weak, mpsc};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
+mod barrier;
 mod clock;
 use clock::Clock;
 
 use tracekit_fxt::format::{ArgValue, EventKind, Koid, RawArg, StringId, StringRef, ThreadRef};
 use tracekit_fxt::write::{
-    Destination, DestinationError, Initialization, VecDestination, Writer, WriterOptions,
+    Destination, DestinationError, EncodedArgs, Initialization, VecDestination, Writer,
+    WriterOptions,
 };
 use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::{Event, Field, Level, Metadata, Subscriber};
@@ -79,6 +90,9 @@ enum Message {
     Records(Vec<u8>),
     /// Write everything received so far to the file, then answer.
     Flush(mpsc::Sender<()>),
+    /// Write everything received so far and end, though threads the guard could
+    /// not reach may still hold senders.
+    Stop,
 }
 
 /// What all threads share: the string and thread registrations, the channel to
@@ -102,6 +116,14 @@ struct Shared {
     /// Buffers the writer thread has written, for threads to fill again: a fresh
     /// buffer costs the kernel zeroing its pages (an eighth of a span's cost).
     spare: Mutex<Vec<Vec<u8>>>,
+    /// Every thread's state, so that a flush reaches the partial buffers of
+    /// threads that are alive but idle (a parked async runtime's workers).
+    threads: Mutex<Vec<Weak<Slot>>>,
+    /// Held while a thread flushes the others' buffers: one flusher at a time.
+    flushing: Mutex<()>,
+    /// Spans some thread keeps in its cache of entered spans and not closed yet:
+    /// while there are none, closing a span needs no lookup.
+    cached: AtomicU64,
 }
 
 /// Spare buffers kept at most.
@@ -238,6 +260,7 @@ impl<W: Write> FileWriter<W> {
                     self.write(&[], true);
                     let _ = ack.send(());
                 }
+                Message::Stop => break,
             }
         }
         self.write(&[], true);
@@ -281,7 +304,6 @@ impl<W: Write> FileWriter<W> {
 
 /// A thread's state for one layer.
 struct Local {
-    layer: u64,
     writer: Writer<ThreadBuffer>,
     thread: ThreadRef,
     /// Interned `&'static str`s by address.
@@ -293,10 +315,33 @@ struct Local {
     entered: Vec<(u64, StringRef<'static>, StringRef<'static>)>,
     /// Values recorded while a span was entered here, for its end record.
     late: HashMap<u64, Vec<(StringRef<'static>, Value)>>,
+    /// Spans entered here more than once: see [`CachedSpan`].
+    spans: Box<[Option<CachedSpan>]>,
     shared: Arc<Shared>,
     /// Scratch for argument values that are not `&'static`.
     text: String,
+    /// String values seen on this thread: interned from their second time on.
+    values: HashMap<Box<str>, Seen>,
 }
+
+/// What a thread knows of a short string value.
+#[derive(Clone, Copy)]
+enum Seen {
+    /// Seen once, written inline.
+    Once,
+    /// Interned: written as a ref from now on.
+    Interned(StringId),
+    /// Seen again once the string table was full: always inline.
+    Inline,
+}
+
+/// String values up to this many bytes are interned when they repeat (longer
+/// ones rarely do, and cost more to hash than a ref saves).
+const INTERNED_VALUE: usize = 64;
+
+/// Distinct string values a thread remembers, so that values that never repeat
+/// (ids, timestamps) cannot grow its memory without bound.
+const SEEN_VALUES: usize = 4096;
 
 impl Drop for Local {
     fn drop(&mut self) {
@@ -305,9 +350,120 @@ impl Drop for Local {
     }
 }
 
-thread_local! {
-    static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
+/// A thread's state, reachable from other threads so that a flush can hand over
+/// its partial buffer (a thread alive but idle, such as a parked async runtime's
+/// worker, would otherwise hold its last records until it exits).
+///
+/// The owner marks itself `busy` with a plain store and then checks `flushing`; a
+/// flusher sets `flushing`, runs the heavy fence of [`barrier`] (which orders the
+/// owner's store before its load, as a locked instruction would) and waits for
+/// `busy` to clear. So either the owner sees `flushing` and backs off, or the
+/// flusher sees `busy` and waits: never both inside. The hot path pays two plain
+/// stores and a load instead of an atomic swap, which cost as much as reading the
+/// clock.
+struct Slot {
+    /// The layer this state belongs to.
+    layer: u64,
+    /// Written by the owning thread only.
+    busy: AtomicBool,
+    /// Written by a flushing thread only (one at a time: `Shared::flushing`).
+    flushing: AtomicBool,
+    local: UnsafeCell<Local>,
 }
+
+// SAFETY: `local` is only reached through a `Locked`, of which the protocol above
+// allows one at a time, so sharing a `Slot` between threads shares no
+// unsynchronised access; `Local` itself is `Send`.
+unsafe impl Sync for Slot {}
+
+/// The `&mut Local` of a slot while its owner or a flusher holds it; released on
+/// drop, also when unwinding.
+struct Locked<'a> {
+    slot: &'a Slot,
+    /// Held by a flusher (else by the owner).
+    flusher: bool,
+}
+
+impl Slot {
+    /// The state, for the owning thread: `None` while a flusher holds it, or when
+    /// the owner re-enters (a `tracing` call made while the layer works).
+    #[inline(always)]
+    fn lock(&self) -> Option<Locked<'_>> {
+        if self.busy.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.busy.store(true, Ordering::Relaxed);
+        // With the flusher's heavy fence, orders the store above before the load
+        // below.
+        std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        if self.flushing.load(Ordering::Acquire) {
+            self.busy.store(false, Ordering::Release);
+            return None;
+        }
+        Some(Locked {
+            slot: self,
+            flusher: false,
+        })
+    }
+
+    /// The state, for another thread (holding `Shared::flushing`), waiting up to
+    /// `patience` for its owner to finish a record; `None` when the fence is not
+    /// available or the owner does not finish in time.
+    fn lock_from_elsewhere(&self, patience: Duration) -> Option<Locked<'_>> {
+        self.flushing.store(true, Ordering::Relaxed);
+        let locked = Locked {
+            slot: self,
+            flusher: true,
+        };
+        if !barrier::heavy() {
+            return None;
+        }
+        let start = Instant::now();
+        while self.busy.load(Ordering::Acquire) {
+            if start.elapsed() > patience {
+                return None;
+            }
+            std::thread::yield_now();
+        }
+        Some(locked)
+    }
+}
+
+impl std::ops::Deref for Locked<'_> {
+    type Target = Local;
+    fn deref(&self) -> &Local {
+        // SAFETY: this `Locked` holds the slot (see `Slot`), so no other reference
+        // to `local` exists.
+        unsafe { &*self.slot.local.get() }
+    }
+}
+
+impl std::ops::DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut Local {
+        // SAFETY: as in `deref`; `&mut self` makes this the only borrow through it.
+        unsafe { &mut *self.slot.local.get() }
+    }
+}
+
+impl Drop for Locked<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.flusher {
+            self.slot.flushing.store(false, Ordering::Release);
+        } else {
+            self.slot.busy.store(false, Ordering::Release);
+        }
+    }
+}
+
+thread_local! {
+    static LOCAL: RefCell<Option<Arc<Slot>>> = const { RefCell::new(None) };
+}
+
+/// How long a flush waits for a thread that is writing a record: far longer than
+/// any record takes, short enough that a thread stuck inside the layer (a panic
+/// there) cannot hold the program's exit.
+const PATIENCE: Duration = Duration::from_millis(100);
 
 /// The layer. See the [crate docs](crate).
 pub struct FxtLayer {
@@ -323,7 +479,7 @@ pub struct FlushGuard {
 }
 
 impl FlushGuard {
-    /// Writes what the calling thread and the writer thread hold, now.
+    /// Writes what every thread and the writer thread hold, now.
     pub fn flush(&self) {
         flush(&self.shared);
     }
@@ -331,36 +487,58 @@ impl FlushGuard {
 
 impl Drop for FlushGuard {
     fn drop(&mut self) {
-        flush(&self.shared);
+        // No new thread state from here on, and none writes more records.
         self.shared.stopped.store(true, Ordering::Release);
-        if let Ok(mut s) = self.shared.sender.lock() {
-            s.take();
+        let sender = self.shared.sender.lock().ok().and_then(|mut s| s.take());
+        // Every thread's partial buffer, then nothing more from any of them: a
+        // thread still alive (an async runtime's worker, parked) must not keep the
+        // writer thread waiting.
+        hand_over_threads(&self.shared, true);
+        if let Some(s) = sender {
+            let _ = s.send(Message::Stop);
         }
-        // Our own thread's sender keeps the channel open: drop this thread's state.
-        LOCAL.with(|l| {
-            if let Ok(mut l) = l.try_borrow_mut()
-                && l.as_ref().is_some_and(|l| l.layer == self.shared.id)
-            {
-                l.take();
-            }
-        });
         if let Some(w) = self.writer.take() {
             let _ = w.join();
         }
     }
 }
 
-/// Hands the calling thread's partial buffer over and waits for the writer thread
-/// to write all it has.
-fn flush(shared: &Shared) {
-    LOCAL.with(|l| {
-        if let Ok(mut l) = l.try_borrow_mut()
-            && let Some(l) = l.as_mut()
-            && l.layer == shared.id
-        {
-            let _ = l.writer.flush();
+/// Hands every thread's partial buffer to the writer thread (and, when
+/// `disconnect`, closes each thread's way to it).
+fn hand_over_threads(shared: &Shared, disconnect: bool) {
+    let Ok(_one_flusher) = shared.flushing.lock() else {
+        return;
+    };
+    let slots: Vec<Arc<Slot>> = match shared.threads.lock() {
+        Ok(mut threads) => {
+            threads.retain(|t| t.strong_count() > 0);
+            threads.iter().filter_map(Weak::upgrade).collect()
         }
-    });
+        Err(_) => Vec::new(),
+    };
+    // The calling thread's own state needs no fence.
+    let own = LOCAL
+        .try_with(|l| l.try_borrow().ok().and_then(|l| l.clone()))
+        .ok()
+        .flatten();
+    for slot in slots {
+        let locked = match &own {
+            Some(own) if Arc::ptr_eq(own, &slot) => slot.lock(),
+            _ => slot.lock_from_elsewhere(PATIENCE),
+        };
+        if let Some(mut local) = locked {
+            let _ = local.writer.flush();
+            if disconnect {
+                local.writer.destination_mut().sender = None;
+            }
+        }
+    }
+}
+
+/// Hands every thread's partial buffer over and waits for the writer thread to
+/// write all it has.
+fn flush(shared: &Shared) {
+    hand_over_threads(shared, false);
     let sender = shared.sender.lock().ok().and_then(|s| s.clone());
     if let Some(s) = sender {
         let (ack, done) = mpsc::channel();
@@ -443,6 +621,9 @@ impl FxtLayer {
             stopped: AtomicBool::new(false),
             id: NEXT_LAYER.fetch_add(1, Ordering::Relaxed),
             spare: Mutex::new(Vec::new()),
+            threads: Mutex::new(Vec::new()),
+            flushing: Mutex::new(()),
+            cached: AtomicU64::new(0),
         });
         let file = FileWriter {
             out,
@@ -452,6 +633,8 @@ impl FxtLayer {
         let writer = std::thread::Builder::new()
             .name("tracekit-fxt-writer".into())
             .spawn(move || file.run(receiver))?;
+        // Once per process, so that flushes reach idle threads' buffers.
+        barrier::register();
         install_panic_hook(&shared);
         let guard = FlushGuard {
             shared: shared.clone(),
@@ -464,21 +647,38 @@ impl FxtLayer {
     /// the trace stopped or while the thread is already inside (a `tracing` call
     /// made by the layer itself).
     #[inline]
-    fn with_local(&self, f: impl FnOnce(&mut Local)) {
+    fn with_local<R>(&self, f: impl FnOnce(&mut Local) -> R) -> Option<R> {
         if self.shared.stopped.load(Ordering::Relaxed) {
-            return;
+            return None;
         }
-        let _ = LOCAL.try_with(|cell| {
-            let Ok(mut slot) = cell.try_borrow_mut() else {
-                return;
-            };
-            if slot.as_ref().is_none_or(|l| l.layer != self.shared.id) {
-                *slot = self.new_local();
-            }
-            if let Some(local) = slot.as_mut() {
-                f(local);
-            }
-        });
+        LOCAL
+            .try_with(|cell| {
+                {
+                    let slot = cell.try_borrow().ok()?;
+                    if let Some(slot) = slot.as_ref()
+                        && slot.layer == self.shared.id
+                    {
+                        let mut local = slot.lock()?;
+                        return Some(f(&mut local));
+                    }
+                }
+                let new = Arc::new(Slot {
+                    layer: self.shared.id,
+                    busy: AtomicBool::new(false),
+                    flushing: AtomicBool::new(false),
+                    local: UnsafeCell::new(self.new_local()?),
+                });
+                if let Ok(mut threads) = self.shared.threads.lock() {
+                    threads.retain(|t| t.strong_count() > 0);
+                    threads.push(Arc::downgrade(&new));
+                }
+                let mut slot = cell.try_borrow_mut().ok()?;
+                let slot = slot.insert(new);
+                let mut local = slot.lock()?;
+                Some(f(&mut local))
+            })
+            .ok()
+            .flatten()
     }
 
     fn new_local(&self) -> Option<Local> {
@@ -502,15 +702,16 @@ impl FxtLayer {
         };
         let writer = Writer::without_header(buffer).ok()?;
         Some(Local {
-            layer: self.shared.id,
             writer,
             thread,
             strings: HashMap::default(),
             callsites: HashMap::default(),
             entered: Vec::new(),
             late: HashMap::default(),
+            spans: std::iter::repeat_with(|| None).take(SPAN_CACHE).collect(),
             shared: self.shared.clone(),
             text: String::new(),
+            values: HashMap::default(),
         })
     }
 
@@ -539,6 +740,34 @@ struct Callsite {
 }
 
 impl Local {
+    /// Writes the begin record of span `id` entered at `ticks` if this thread has
+    /// it in its cache, unchanged since (no values recorded, no flows to end, not a
+    /// closed span whose id was reused); false when the registry must be asked.
+    #[inline]
+    fn enter_cached(&mut self, id: u64, ticks: u64) -> bool {
+        let Some(c) = &self.spans[id as usize % SPAN_CACHE] else {
+            return false;
+        };
+        let s = &c.state;
+        if c.id != id
+            || s.closed.load(Ordering::Acquire)
+            || s.has_flows.load(Ordering::Relaxed)
+            || s.version.load(Ordering::Acquire) != c.version
+        {
+            return false;
+        }
+        self.entered.push((id, c.name, c.category));
+        let _ = self.writer.write_event_encoded(
+            EventKind::DurationBegin,
+            self.thread,
+            c.category,
+            c.name,
+            ticks,
+            &c.encoded,
+        );
+        true
+    }
+
     /// The string ref of a `&'static str`: its interned id, or inline once the
     /// table is full.
     #[inline]
@@ -561,6 +790,84 @@ impl Local {
             Some(id) => StringRef::Index(id),
             None => StringRef::inline(s),
         }
+    }
+
+    /// The ref of string value `s` (cut to the format's limit): inline the first
+    /// time this thread sees it, interned from the second time on while the string
+    /// table has room.
+    fn value_string<'v>(&mut self, s: &'v str) -> StringRef<'v> {
+        let s = tracekit_fxt::write::truncate_to_limit(s);
+        if s.is_empty() || s.len() > INTERNED_VALUE {
+            return StringRef::inline(s);
+        }
+        let seen = match self.values.get(s) {
+            Some(&seen) => seen,
+            None => {
+                if self.values.len() < SEEN_VALUES {
+                    self.values.insert(s.into(), Seen::Once);
+                }
+                return StringRef::inline(s);
+            }
+        };
+        let seen = match seen {
+            Seen::Once => {
+                let id = (self.shared.registry.lock().ok()).and_then(|mut r| r.intern(s));
+                let seen = id.map_or(Seen::Inline, Seen::Interned);
+                self.values.insert(s.into(), seen);
+                seen
+            }
+            seen => seen,
+        };
+        match seen {
+            Seen::Interned(id) => StringRef::Index(id),
+            _ => StringRef::inline(s),
+        }
+    }
+
+    /// The FXT value of an event's field, whose text is in `text`.
+    fn event_value<'t>(&mut self, v: EventValue, text: &'t str) -> ArgValue<'t, StringRef<'t>> {
+        match v {
+            EventValue::I64(v) => int_arg(v),
+            EventValue::U64(v) => uint_arg(v),
+            EventValue::F64(v) => ArgValue::Double(v),
+            EventValue::Bool(v) => ArgValue::Bool(v),
+            EventValue::Text(a, b) => {
+                ArgValue::String(self.value_string(text.get(a..b).unwrap_or_default()))
+            }
+        }
+    }
+
+    /// The FXT value of an owned field value.
+    fn value<'v>(&mut self, v: &'v Value) -> ArgValue<'v, StringRef<'v>> {
+        match v {
+            Value::Null => ArgValue::Null,
+            Value::I64(v) => int_arg(*v),
+            Value::U64(v) => uint_arg(*v),
+            Value::F64(v) => ArgValue::Double(*v),
+            Value::Bool(v) => ArgValue::Bool(*v),
+            Value::Str(s) => ArgValue::String(self.value_string(s)),
+        }
+    }
+
+    /// Encodes a span's level and fields (`values`, by field index) into `out`.
+    fn encode(
+        &mut self,
+        meta: &'static Metadata<'static>,
+        values: &[(usize, Value)],
+        out: &mut EncodedArgs,
+    ) {
+        let mut raw = [RawArg::new(StringRef::Empty, ArgValue::Null); MAX_FIELDS + 1];
+        let values = &values[..values.len().min(MAX_FIELDS)];
+        for (slot, (_, v)) in raw[1..].iter_mut().zip(values) {
+            slot.value = self.value(v);
+        }
+        let c = self.callsite(meta);
+        raw[0] = RawArg::new(c.level_key, ArgValue::String(c.level));
+        for (slot, (field, _)) in raw[1..].iter_mut().zip(values) {
+            slot.name = c.fields.get(*field).copied().unwrap_or_default();
+        }
+        // Fifteen arguments at most, and strings cut to the limit: this cannot fail.
+        let _ = out.set(&raw[..values.len() + 1]);
     }
 
     /// The strings of the callsite of `meta`.
@@ -606,8 +913,19 @@ fn install_panic_hook(shared: &Arc<Shared>) {
 #[derive(Default)]
 struct SpanArgs {
     args: Vec<(usize, Value)>,
+    /// The level and `args`, encoded for the span's begin records.
+    encoded: EncodedArgs,
+    /// What threads read and write while they only hold the extensions' read lock,
+    /// and what their caches of entered spans check.
+    state: Arc<SpanState>,
+}
+
+/// A span's bookkeeping across threads, in atomics so that entering takes the
+/// extensions' read lock only, or no lock at all for a span in the thread's cache.
+#[derive(Default)]
+struct SpanState {
     /// The thread it was first entered on (0: none yet), and when, for the async
-    /// track. Atomics, so that entering takes the extensions' read lock only.
+    /// track.
     first_thread: AtomicU64,
     first_enter: AtomicU64,
     moved: AtomicBool,
@@ -615,30 +933,41 @@ struct SpanArgs {
     /// whether there are any without taking the lock).
     flows: Mutex<Vec<u64>>,
     has_flows: AtomicBool,
+    /// Counts `record`s: a cached copy of the encoded arguments older than this
+    /// is stale.
+    version: AtomicU64,
+    /// Some thread keeps it in its cache (counted in `Shared::cached`).
+    cached: AtomicBool,
+    /// Closed: a cache entry for its id is stale, since the registry reuses ids.
+    closed: AtomicBool,
 }
+
+/// A span this thread entered before: what its begin record needs, so that
+/// entering it again looks nothing up in the registry.
+struct CachedSpan {
+    id: u64,
+    state: Arc<SpanState>,
+    /// `state.version` when `encoded` was copied.
+    version: u64,
+    name: StringRef<'static>,
+    category: StringRef<'static>,
+    encoded: EncodedArgs,
+}
+
+/// Entries of a thread's cache of entered spans, direct-mapped by the id's low
+/// bits (the registry's slot within its page).
+const SPAN_CACHE: usize = 256;
 
 /// An argument value, owned.
 #[derive(Clone, Debug)]
 enum Value {
+    /// A field declared without a value (`field::Empty`) and not recorded yet.
+    Null,
     I64(i64),
     U64(u64),
     F64(f64),
     Bool(bool),
     Str(String),
-}
-
-impl Value {
-    fn raw(&self) -> ArgValue<'_, StringRef<'_>> {
-        match self {
-            Value::I64(v) => int_arg(*v),
-            Value::U64(v) => uint_arg(*v),
-            Value::F64(v) => ArgValue::Double(*v),
-            Value::Bool(v) => ArgValue::Bool(*v),
-            Value::Str(s) => {
-                ArgValue::String(StringRef::inline(tracekit_fxt::write::truncate_to_limit(s)))
-            }
-        }
-    }
 }
 
 /// A signed integer argument: `int32` where it fits, else `int64`.
@@ -762,19 +1091,6 @@ impl tracing_core::field::Visit for EventFields<'_> {
     }
 }
 
-/// The FXT value of an event's field.
-fn event_value<'t>(v: EventValue, text: &'t str) -> ArgValue<'t, StringRef<'t>> {
-    match v {
-        EventValue::I64(v) => int_arg(v),
-        EventValue::U64(v) => uint_arg(v),
-        EventValue::F64(v) => ArgValue::Double(v),
-        EventValue::Bool(v) => ArgValue::Bool(v),
-        EventValue::Text(a, b) => ArgValue::String(StringRef::inline(
-            tracekit_fxt::write::truncate_to_limit(text.get(a..b).unwrap_or_default()),
-        )),
-    }
-}
-
 fn level_name(level: &Level) -> &'static str {
     match *level {
         Level::ERROR => "ERROR",
@@ -797,6 +1113,14 @@ where
         let Some(span) = ctx.span(id) else { return };
         let mut args = SpanArgs::default();
         attrs.record(&mut Collect(&mut args.args));
+        // Fields declared without a value (`field::Empty`), to be recorded later:
+        // null until then, so that the begin record shows every field.
+        for field in attrs.metadata().fields().iter() {
+            if !args.args.iter().any(|(i, _)| *i == field.index()) {
+                args.args.push((field.index(), Value::Null));
+            }
+        }
+        self.with_local(|l| l.encode(attrs.metadata(), &args.args, &mut args.encoded));
         span.extensions_mut().insert(args);
     }
 
@@ -805,29 +1129,34 @@ where
         let meta = span.metadata();
         let mut new = Vec::new();
         values.record(&mut Collect(&mut new));
+        let mut ext = span.extensions_mut();
+        let Some(args) = ext.get_mut::<SpanArgs>() else {
+            return;
+        };
+        for (field, v) in &new {
+            match args.args.iter_mut().find(|(n, _)| n == field) {
+                Some(slot) => slot.1 = v.clone(),
+                None => args.args.push((*field, v.clone())),
+            }
+        }
         // Values recorded while the span is entered here go on its end record (the
         // begin is written); all go on its later entries.
         let raw_id = id.into_u64();
         self.with_local(|l| {
+            l.encode(meta, &args.args, &mut args.encoded);
             if l.entered.iter().any(|e| e.0 == raw_id) {
                 let fields = l.callsite(meta).fields.clone();
                 let late = l.late.entry(raw_id).or_default();
-                for (field, v) in &new {
-                    if let Some(&name) = fields.get(*field) {
-                        late.push((name, v.clone()));
+                for (field, v) in new {
+                    if let Some(&name) = fields.get(field) {
+                        late.push((name, v));
                     }
                 }
             }
         });
-        let mut ext = span.extensions_mut();
-        if let Some(args) = ext.get_mut::<SpanArgs>() {
-            for (field, v) in new {
-                match args.args.iter_mut().find(|(n, _)| *n == field) {
-                    Some(slot) => slot.1 = v,
-                    None => args.args.push((field, v)),
-                }
-            }
-        }
+        // Still under the write lock: a thread copying `encoded` into its cache
+        // holds the read lock, so it sees the new bytes with the new version.
+        args.state.version.fetch_add(1, Ordering::Release);
     }
 
     fn on_follows_from(&self, id: &Id, follows: &Id, ctx: Context<'_, S>) {
@@ -849,40 +1178,54 @@ where
                 .write_event(kind, thread, category, name, ticks, &[]);
         });
         if let Some(args) = span.extensions().get::<SpanArgs>()
-            && let Ok(mut flows) = args.flows.lock()
+            && let Ok(mut flows) = args.state.flows.lock()
         {
             flows.push(flow);
-            args.has_flows.store(true, Ordering::Relaxed);
+            args.state.has_flows.store(true, Ordering::Relaxed);
         }
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        let ticks = self.now();
+        let raw_id = id.into_u64();
+        if self.with_local(|l| l.enter_cached(raw_id, ticks)) == Some(true) {
+            return;
+        }
         let Some(span) = ctx.span(id) else { return };
         let meta = span.metadata();
-        let ticks = self.now();
         let ext = span.extensions();
         let Some(args) = ext.get::<SpanArgs>() else {
             return;
         };
+        let state = &args.state;
         let tid = current_tid_cached();
         let mut went_async = false;
-        match args
-            .first_thread
-            .compare_exchange(0, tid, Ordering::Relaxed, Ordering::Relaxed)
-        {
-            Ok(_) => args.first_enter.store(ticks, Ordering::Relaxed),
-            Err(t) if t != tid && !args.moved.swap(true, Ordering::Relaxed) => {
-                went_async = true;
-                self.shared.moved.fetch_add(1, Ordering::Relaxed);
+        let mut first_entry = false;
+        // Nearly always entered on the thread it was first entered on: a load, not
+        // a read-modify-write, tells.
+        let first_thread = state.first_thread.load(Ordering::Relaxed);
+        if first_thread != tid {
+            match state
+                .first_thread
+                .compare_exchange(0, tid, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    state.first_enter.store(ticks, Ordering::Relaxed);
+                    first_entry = true;
+                }
+                Err(t) if t != tid && !state.moved.swap(true, Ordering::Relaxed) => {
+                    went_async = true;
+                    self.shared.moved.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(_) => {}
             }
-            Err(_) => {}
         }
-        let first_enter = args.first_enter.load(Ordering::Relaxed);
         // Flows into this span end at this entry, once.
-        let flows = if args.has_flows.load(Ordering::Relaxed)
-            && args.has_flows.swap(false, Ordering::Relaxed)
+        let flows = if state.has_flows.load(Ordering::Relaxed)
+            && state.has_flows.swap(false, Ordering::Relaxed)
         {
-            args.flows
+            state
+                .flows
                 .lock()
                 .map(|mut f| std::mem::take(&mut *f))
                 .unwrap_or_default()
@@ -892,39 +1235,49 @@ where
         self.with_local(|l| {
             let c = l.callsite(meta);
             let (name, category) = (c.name, c.category);
-            let mut raw = [RawArg::new(StringRef::Empty, ArgValue::Null); MAX_FIELDS + 1];
-            raw[0] = RawArg::new(c.level_key, ArgValue::String(c.level));
-            let mut n = 1;
-            for (field, v) in args.args.iter().take(MAX_FIELDS) {
-                let name = c.fields.get(*field).copied().unwrap_or_default();
-                raw[n] = RawArg::new(name, v.raw());
-                n += 1;
-            }
             let thread = l.thread;
-            l.entered.push((id.into_u64(), name, category));
+            l.entered.push((raw_id, name, category));
             if went_async {
-                let _ = l.writer.write_event(
-                    EventKind::AsyncBegin { id: id.into_u64() },
+                let first_enter = state.first_enter.load(Ordering::Relaxed);
+                let _ = l.writer.write_event_encoded(
+                    EventKind::AsyncBegin { id: raw_id },
                     thread,
                     category,
                     name,
                     first_enter,
-                    &raw[..n],
+                    &args.encoded,
                 );
             }
-            let _ = l.writer.write_event(
+            let _ = l.writer.write_event_encoded(
                 EventKind::DurationBegin,
                 thread,
                 category,
                 name,
                 ticks,
-                &raw[..n],
+                &args.encoded,
             );
             for &flow in &flows {
                 let kind = EventKind::FlowEnd { id: flow };
                 let _ = l
                     .writer
                     .write_event(kind, thread, category, name, ticks, &[]);
+            }
+            // Entered before (here or elsewhere): likely again, so cached. A span
+            // entered once is not, and closing it then needs no lookup.
+            if !first_entry {
+                if !state.cached.swap(true, Ordering::Relaxed) {
+                    self.shared.cached.fetch_add(1, Ordering::Relaxed);
+                }
+                l.spans[raw_id as usize % SPAN_CACHE] = Some(CachedSpan {
+                    id: raw_id,
+                    state: state.clone(),
+                    // Read under the extensions' read lock, which `record` holds
+                    // for writing while it changes `encoded` and bumps this.
+                    version: state.version.load(Ordering::Acquire),
+                    name,
+                    category,
+                    encoded: args.encoded.clone(),
+                });
             }
         });
     }
@@ -960,11 +1313,10 @@ where
             } else {
                 l.late.remove(&id).unwrap_or_default()
             };
-            let raw: Vec<RawArg<'_>> = late
-                .iter()
-                .take(MAX_FIELDS)
-                .map(|(n, v)| RawArg::new(*n, v.raw()))
-                .collect();
+            let mut raw = Vec::with_capacity(late.len().min(MAX_FIELDS));
+            for (n, v) in late.iter().take(MAX_FIELDS) {
+                raw.push(RawArg::new(*n, l.value(v)));
+            }
             let kind = EventKind::DurationEnd;
             let _ = l
                 .writer
@@ -973,15 +1325,22 @@ where
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        if self.shared.moved.load(Ordering::Relaxed) == 0 {
+        if self.shared.moved.load(Ordering::Relaxed) == 0
+            && self.shared.cached.load(Ordering::Relaxed) == 0
+        {
             return;
         }
         let Some(span) = ctx.span(&id) else { return };
-        let moved = span
-            .extensions()
-            .get::<SpanArgs>()
-            .is_some_and(|a| a.moved.load(Ordering::Relaxed));
-        if !moved {
+        let state = match span.extensions().get::<SpanArgs>() {
+            Some(a) => a.state.clone(),
+            None => return,
+        };
+        // Before the registry frees the id for another span.
+        if state.cached.swap(false, Ordering::Relaxed) {
+            state.closed.store(true, Ordering::Release);
+            self.shared.cached.fetch_sub(1, Ordering::Relaxed);
+        }
+        if !state.moved.load(Ordering::Relaxed) {
             return;
         }
         self.shared.moved.fetch_sub(1, Ordering::Relaxed);
@@ -1014,25 +1373,31 @@ where
                 message: None,
             };
             event.record(&mut fields);
-            let (values, len, message) = (fields.values, fields.len, fields.message);
-            let c = l.callsite(meta);
+            let (values, len, fields_message) = (fields.values, fields.len, fields.message);
             // The message names the instant; without one, the event's own name.
-            let name = match message.map(|i| values[i].1) {
-                Some(EventValue::Text(a, b)) => StringRef::inline(
-                    tracekit_fxt::write::truncate_to_limit(text.get(a..b).unwrap_or_default()),
-                ),
-                _ => c.name,
+            let message = match fields_message.map(|i| values[i].1) {
+                Some(EventValue::Text(a, b)) => {
+                    Some(l.value_string(text.get(a..b).unwrap_or_default()))
+                }
+                _ => None,
             };
+            // Values first (interning needs the thread's state), names after.
             let mut raw = [RawArg::new(StringRef::Empty, ArgValue::Null); MAX_FIELDS + 1];
-            raw[0] = RawArg::new(c.level_key, ArgValue::String(c.level));
+            let mut fields = [0; MAX_FIELDS + 1];
             let mut n = 1;
             for (i, &(field, v)) in values[..len].iter().enumerate() {
-                if Some(i) == message || n > MAX_FIELDS {
+                if Some(i) == fields_message || n > MAX_FIELDS {
                     continue;
                 }
-                let field_name = c.fields.get(field).copied().unwrap_or_default();
-                raw[n] = RawArg::new(field_name, event_value(v, &text));
+                raw[n].value = l.event_value(v, &text);
+                fields[n] = field;
                 n += 1;
+            }
+            let c = l.callsite(meta);
+            let name = message.unwrap_or(c.name);
+            raw[0] = RawArg::new(c.level_key, ArgValue::String(c.level));
+            for (slot, field) in raw[1..n].iter_mut().zip(&fields[1..n]) {
+                slot.name = c.fields.get(*field).copied().unwrap_or_default();
             }
             let category = c.category;
             let thread = l.thread;

@@ -1,8 +1,9 @@
 //! The trace's file through a program's life: 8 threads of a million spans each
-//! come out balanced; a child process that panics leaves a complete, readable
-//! file; one killed with SIGKILL leaves a readable file that lost at most a
-//! buffer per thread. The children are this test binary run again with
-//! `TRACEKIT_TRACING_CHILD` set.
+//! come out balanced; the guard writes what threads that are alive but idle hold
+//! (and does not wait for them to exit); a child process that panics leaves a
+//! complete, readable file; one killed with SIGKILL leaves a readable file that
+//! lost at most a buffer per thread. The children are this test binary run again
+//! with `TRACEKIT_TRACING_CHILD` set.
 
 #![allow(clippy::unwrap_used)]
 
@@ -16,6 +17,14 @@ use tracekit_fxt::read::{ReadOptions, Reader, Record};
 use tracing_subscriber::prelude::*;
 
 const CHILD: &str = "TRACEKIT_TRACING_CHILD";
+
+/// Threads of the killed child that trace `IDLE_SPANS` spans each and then wait.
+const IDLE_THREADS: usize = 3;
+const IDLE_SPANS: u64 = 20_000;
+
+/// A thread's buffer (64 KiB) holds at most this many spans: a span is two records
+/// of at least two words each.
+const SPANS_PER_BUFFER: u64 = 64 * 1024 / 32;
 
 /// Per thread koid: (begins, ends, deepest nesting), checking that ends nest and,
 /// reading strictly, that the file holds only whole records.
@@ -114,16 +123,33 @@ fn child(path: &Path, how: &str) {
             panic!("the child panics on purpose");
         }
         _ => {
-            // Say how far we got, then keep tracing until killed.
+            // Threads that trace a known number of spans and then stay alive, idle,
+            // holding their partial buffers; the writer thread is given time to
+            // write the full ones.
+            let (done, all_done) = std::sync::mpsc::channel();
+            for t in 0..IDLE_THREADS {
+                let done = done.clone();
+                std::thread::Builder::new()
+                    .name(format!("idle-{t}"))
+                    .spawn(move || {
+                        for i in 0..IDLE_SPANS {
+                            let s = tracing::info_span!("idle", i = i);
+                            let _e = s.enter();
+                        }
+                        done.send(()).unwrap();
+                        loop {
+                            std::thread::park();
+                        }
+                    })
+                    .unwrap();
+            }
+            for _ in 0..IDLE_THREADS {
+                all_done.recv().unwrap();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(300));
             println!("ready");
-            let mut i = 0u64;
             loop {
-                let s = tracing::info_span!("until killed", i = i);
-                let _e = s.enter();
-                i += 1;
-                if i.is_multiple_of(100_000) {
-                    std::thread::yield_now();
-                }
+                std::thread::park();
             }
         }
     }
@@ -207,7 +233,57 @@ fn a_child_killed_outright_leaves_a_readable_trace() {
     // The workers exited before the kill: their buffers were handed over whole.
     let done = b.values().filter(|v| v.0 == 1000 && v.1 == 1000).count();
     assert_eq!(done, 2, "{b:?}");
-    // The main thread's full buffers are there; at most its last one is lost.
-    let main = b.values().map(|v| v.0).max().unwrap();
-    assert!(main > 1000, "{b:?}");
+    // Each idle thread lost at most its partial buffer, and lost no span in part.
+    let idle: Vec<_> = b.values().filter(|v| v.2 == 1 && v.0 > 1000).collect();
+    assert_eq!(idle.len(), IDLE_THREADS, "{b:?}");
+    for &&(begins, ends, _) in &idle {
+        assert_eq!(begins, ends, "{b:?}");
+        assert!(
+            IDLE_SPANS - begins < SPANS_PER_BUFFER,
+            "lost {} spans of a thread, more than a buffer: {b:?}",
+            IDLE_SPANS - begins
+        );
+    }
+}
+
+#[test]
+fn the_guard_writes_what_idle_threads_hold_without_waiting_for_them() {
+    if std::env::var_os(CHILD).is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idle.fxt");
+    let (layer, guard) = tracekit_tracing::FxtLayer::file(&path).unwrap();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    // A worker traces a few spans (far less than a buffer) and then waits, alive,
+    // as an async runtime's workers do when `main` drops the guard.
+    let (ready, is_ready) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let d = dispatch.clone();
+    let worker = std::thread::spawn(move || {
+        tracing::dispatcher::with_default(&d, || {
+            for i in 0..100u64 {
+                let s = tracing::info_span!("idle worker", i = i);
+                let _e = s.enter();
+            }
+        });
+        ready.send(()).unwrap();
+        released.recv().unwrap();
+    });
+    is_ready.recv().unwrap();
+    drop(dispatch);
+    let (dropped, is_dropped) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(guard);
+        dropped.send(()).unwrap();
+    });
+    let waited = is_dropped.recv_timeout(std::time::Duration::from_secs(10));
+    assert!(
+        waited.is_ok(),
+        "dropping the guard waited for the idle thread"
+    );
+    let b = balance(&std::fs::read(&path).unwrap());
+    assert!(b.values().any(|v| *v == (100, 100, 1)), "{b:?}");
+    release.send(()).unwrap();
+    worker.join().unwrap();
 }

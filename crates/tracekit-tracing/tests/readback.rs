@@ -13,7 +13,7 @@ use tracekit_fxt::read::{Reader, Record};
 use tracing_subscriber::prelude::*;
 
 /// One event as read back: kind, name, category and arguments as `name=value`.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 struct Seen {
     kind: String,
     name: String,
@@ -140,6 +140,8 @@ fn spans_events_and_a_task_across_threads_read_back() {
                     "ratio=0.5f",
                     "flag=true",
                     &format!("big={}u", u64::MAX),
+                    // Declared empty, recorded later: null on the begin record.
+                    "late=Null",
                 ],
             ),
             seen(
@@ -222,4 +224,120 @@ fn follows_from_is_a_flow_from_the_link_to_the_follower() {
             seen("E", "consumer", &[]),
         ]
     );
+}
+
+/// The begin records of `name` on the calling thread, as read back.
+fn begins_named(path: &std::path::Path, name: &str) -> Vec<Seen> {
+    let (by_thread, _) = read_back(&std::fs::read(path).unwrap());
+    by_thread
+        .get(&current_tid())
+        .into_iter()
+        .flatten()
+        .filter(|s| s.kind == "B" && s.name == name)
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_span_entered_again_shows_the_values_recorded_since() {
+    // Entered more than once, a span's begin record comes from the thread's cache;
+    // a value recorded between entries must still show on the next one.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("again.fxt");
+    let (layer, guard) = tracekit_tracing::FxtLayer::file(&path).unwrap();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    tracing::dispatcher::with_default(&dispatch, || {
+        let span = tracing::info_span!(target: "readback", "poll", n = tracing::field::Empty);
+        for _ in 0..3 {
+            let _e = span.enter();
+        }
+        span.record("n", 5u64);
+        let _e = span.enter();
+    });
+    drop(dispatch);
+    drop(guard);
+    let null = seen("B", "poll", &["level=\"INFO\"", "n=Null"]);
+    let five = seen("B", "poll", &["level=\"INFO\"", "n=5u"]);
+    let begins = begins_named(&path, "poll");
+    assert_eq!(begins, [null.clone(), null.clone(), null, five]);
+}
+
+#[test]
+fn a_reused_span_id_is_not_taken_for_the_closed_span() {
+    // The registry hands a closed span's id out again (here, within a few new
+    // spans); a thread's cache of entered spans must not take the new span for the
+    // old one.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("reused.fxt");
+    let (layer, guard) = tracekit_tracing::FxtLayer::file(&path).unwrap();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    let reused = tracing::dispatcher::with_default(&dispatch, || {
+        let old = tracing::info_span!(target: "readback", "old", n = 1);
+        let id = old.id().unwrap();
+        for _ in 0..2 {
+            let _e = old.enter();
+        }
+        drop(old);
+        for _ in 0..(1u32 << 22) {
+            let new = tracing::info_span!(target: "readback", "new", n = 2);
+            if new.id().as_ref() == Some(&id) {
+                let _e = new.enter();
+                return true;
+            }
+        }
+        false
+    });
+    drop(dispatch);
+    drop(guard);
+    assert!(reused, "the registry never gave the id out again");
+    assert_eq!(
+        begins_named(&path, "new"),
+        [seen("B", "new", &["level=\"INFO\"", "n=2"])]
+    );
+}
+
+#[derive(Debug)]
+enum State {
+    Running,
+}
+
+#[test]
+fn repeated_string_values_are_interned() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("interned.fxt");
+    let (layer, guard) = tracekit_tracing::FxtLayer::file(&path).unwrap();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    let long = "a value longer than the interned ones, which rarely repeat in practice";
+    tracing::dispatcher::with_default(&dispatch, || {
+        for _ in 0..1000 {
+            tracing::info!(target: "readback", state = ?State::Running, long, "polling the queue");
+        }
+    });
+    drop(dispatch);
+    drop(guard);
+    let bytes = std::fs::read(&path).unwrap();
+    let times = |s: &str| {
+        bytes
+            .windows(s.len())
+            .filter(|w| *w == s.as_bytes())
+            .count()
+    };
+    // Inline the first time, then one string record, then refs.
+    assert_eq!(times("polling the queue"), 2);
+    assert_eq!(times("Running"), 2);
+    assert_eq!(times(long), 1000);
+    let (by_thread, _) = read_back(&bytes);
+    let instants = &by_thread[&current_tid()];
+    assert_eq!(instants.len(), 1000);
+    let expected = seen(
+        "I",
+        "polling the queue",
+        &[
+            "level=\"INFO\"",
+            "state=\"Running\"",
+            &format!("long={long:?}"),
+        ],
+    );
+    assert!(instants.iter().all(|i| *i == expected), "{instants:?}");
+    assert!(tracekit_fxt::check::check(&bytes).is_clean());
 }

@@ -90,6 +90,60 @@ pub(crate) fn write_args(w: &mut Words<'_>, args: &[RawArg<'_>]) {
     }
 }
 
+/// Arguments encoded once and written on many events
+/// ([`Writer::write_event_encoded`](super::Writer::write_event_encoded)): a span's
+/// fields go on each of its entries, and encoding them once leaves the event a
+/// header, a timestamp and a copy.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EncodedArgs {
+    count: u8,
+    bytes: Vec<u8>,
+}
+
+impl EncodedArgs {
+    /// No arguments.
+    pub fn new() -> EncodedArgs {
+        EncodedArgs::default()
+    }
+
+    /// `args`, encoded; an error, as [`Writer::write_event`](super::Writer::write_event)
+    /// gives, when there are more than 15 or a string is too long.
+    pub fn encode(args: &[RawArg<'_>]) -> Result<EncodedArgs, WriteError> {
+        let mut e = EncodedArgs::new();
+        e.set(args)?;
+        Ok(e)
+    }
+
+    /// Replaces the arguments with `args`, reusing the allocation; on an error they
+    /// are left unchanged.
+    pub fn set(&mut self, args: &[RawArg<'_>]) -> Result<(), WriteError> {
+        let words = args_words(args)?;
+        self.bytes.clear();
+        self.bytes.resize(words * 8, 0);
+        let mut w = Words {
+            buf: &mut self.bytes,
+        };
+        write_args(&mut w, args);
+        self.count = count(args) as u8;
+        Ok(())
+    }
+
+    /// How many arguments.
+    pub fn count(&self) -> usize {
+        usize::from(self.count)
+    }
+
+    /// The words they take.
+    pub fn words(&self) -> usize {
+        self.bytes.len() / 8
+    }
+
+    /// The encoded bytes, a whole number of words.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
 /// Counts arguments for a 4-bit header field (already checked to be at most 15).
 #[inline]
 pub(crate) fn count(args: &[RawArg<'_>]) -> u64 {

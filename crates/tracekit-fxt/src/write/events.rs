@@ -24,8 +24,8 @@
 //! | 5 async begin, 6 async instant, 7 async end | correlation id |
 //! | 8 flow begin, 9 flow step, 10 flow end | flow id |
 
-use super::args::{args_words, count, ref_words, write_args};
-use super::{Destination, WriteError, Writer};
+use super::args::{EncodedArgs, args_words, count, ref_words, write_args};
+use super::{Destination, Words, WriteError, Writer};
 use crate::format::{EventKind, RawArg, RecordType, StringRef, ThreadRef};
 
 impl<D: Destination> Writer<D> {
@@ -39,9 +39,57 @@ impl<D: Destination> Writer<D> {
         ticks: u64,
         args: &[RawArg<'_>],
     ) -> Result<(), WriteError> {
-        let thread = thread.into();
-        let category = category.into();
-        let name = name.into();
+        let (words, n) = (args_words(args)?, count(args));
+        self.event(
+            kind,
+            thread.into(),
+            category.into(),
+            name.into(),
+            ticks,
+            words,
+            n,
+            |w| write_args(w, args),
+        )
+    }
+
+    /// [`write_event`](Self::write_event) with arguments encoded beforehand.
+    pub fn write_event_encoded<'s>(
+        &mut self,
+        kind: EventKind,
+        thread: impl Into<ThreadRef>,
+        category: impl Into<StringRef<'s>>,
+        name: impl Into<StringRef<'s>>,
+        ticks: u64,
+        args: &EncodedArgs,
+    ) -> Result<(), WriteError> {
+        let (words, n) = (args.words(), args.count() as u64);
+        self.event(
+            kind,
+            thread.into(),
+            category.into(),
+            name.into(),
+            ticks,
+            words,
+            n,
+            |w| w.stream(args.as_bytes()),
+        )
+    }
+
+    /// An event record whose `count` arguments take `args_words` words, written by
+    /// `write_args`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn event(
+        &mut self,
+        kind: EventKind,
+        thread: ThreadRef,
+        category: StringRef<'_>,
+        name: StringRef<'_>,
+        ticks: u64,
+        args_words: usize,
+        count: u64,
+        write_args: impl FnOnce(&mut Words<'_>),
+    ) -> Result<(), WriteError> {
         if let EventKind::DurationComplete { end_ticks } = kind
             && end_ticks < ticks
         {
@@ -55,14 +103,14 @@ impl<D: Destination> Writer<D> {
             + thread.inline_words()
             + ref_words(category)?
             + ref_words(name)?
-            + args_words(args)?
+            + args_words
             + usize::from(trailer.is_some());
         let mut w = self.reserve_words(size)?;
         w.word(
             RecordType::Event as u64
                 | (size as u64) << 4
                 | (kind.event_type() as u64) << 16
-                | count(args) << 20
+                | count << 20
                 | u64::from(thread.encode()) << 24
                 | u64::from(category.encode()) << 32
                 | u64::from(name.encode()) << 48,
@@ -78,7 +126,7 @@ impl<D: Destination> Writer<D> {
         if let StringRef::Inline(s) = name {
             w.stream(s);
         }
-        write_args(&mut w, args);
+        write_args(&mut w);
         if let Some(t) = trailer {
             w.word(t);
         }

@@ -26,6 +26,7 @@ pub mod scheduling;
 pub mod strings;
 pub mod threads;
 
+pub use args::EncodedArgs;
 pub use destination::{
     Destination, DestinationError, DiscardDestination, SliceDestination, VecDestination,
 };
@@ -372,7 +373,7 @@ impl<D: Destination> Writer<D> {
 /// put fits; the checks only guard against a miscount and compile away for constant
 /// sizes.
 pub(crate) struct Words<'b> {
-    buf: &'b mut [u8],
+    pub(crate) buf: &'b mut [u8],
 }
 
 impl<'b> Words<'b> {
