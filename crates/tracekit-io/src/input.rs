@@ -101,6 +101,8 @@ pub enum Family {
     Fxt,
     /// `tracekit perf decode`.
     Perf,
+    /// `tracekit export` and `tracekit sql`: memtrace and FXT traces.
+    Export,
 }
 
 /// What `kind` is, for an error message (`None` when it says nothing useful).
@@ -125,6 +127,7 @@ pub fn expect(family: Family, kind: Kind, name: &str) -> Result<()> {
         Family::Memtrace => kind == Kind::Memtrace,
         Family::Fxt => kind == Kind::Fxt,
         Family::Perf => matches!(kind, Kind::PerfData | Kind::Text),
+        Family::Export => matches!(kind, Kind::Memtrace | Kind::Fxt),
     };
     if ok {
         return Ok(());
@@ -133,6 +136,7 @@ pub fn expect(family: Family, kind: Kind, name: &str) -> Result<()> {
         Family::Memtrace => "not a memtrace trace (no CTF packet header)",
         Family::Fxt => "not an FXT file (no magic record)",
         Family::Perf => "not `perf script` text or a perf.data file",
+        Family::Export => "not a memtrace or FXT trace",
     };
     Err(Error::WrongKind {
         name: name.to_string(),

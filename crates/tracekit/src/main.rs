@@ -9,6 +9,7 @@
 //! recorded program's failing status.
 
 mod common;
+mod export;
 mod fxt;
 mod memtrace;
 mod memtrace_analysis;
@@ -38,6 +39,8 @@ enum Command {
     /// Call-stack timelines from `perf` (magic-trace style).
     #[command(subcommand)]
     Perf(perf::Command),
+    /// Export traces as Parquet tables for SQL engines (DuckDB, Spark, Trino).
+    Export(export::Args),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
         Command::Memtrace(cmd) => memtrace::run(cmd),
         Command::Fxt(cmd) => fxt::run(cmd),
         Command::Perf(cmd) => perf::run(cmd),
+        Command::Export(args) => export::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,89 @@
+//! Where a trace's tables land: written into a hidden folder beside the dataset and
+//! moved to `DIR/<table>/<trace_id>.parquet` only once every table is complete, so
+//! that an export that fails or is interrupted leaves the dataset as it was.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Result, TraceId};
+
+/// The files of one trace's export, in progress.
+pub struct TraceFiles {
+    dir: PathBuf,
+    trace_id: TraceId,
+    /// Where the tables are written until they are complete.
+    temp: PathBuf,
+    /// The temporary folder, when this owns it (removed when dropped).
+    owned: Option<tempfile::TempDir>,
+    tables: Vec<&'static str>,
+}
+
+impl TraceFiles {
+    /// Starts the export of trace `trace_id` into dataset directory `dir` (made if
+    /// missing), through a temporary folder of its own inside it.
+    pub fn new(dir: &Path, trace_id: TraceId) -> Result<TraceFiles> {
+        fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
+        let owned = tempfile::Builder::new()
+            .prefix(&format!(".export-{trace_id}."))
+            .tempdir_in(dir)
+            .map_err(|e| Error::write(dir, e))?;
+        Ok(TraceFiles {
+            dir: dir.to_path_buf(),
+            trace_id,
+            temp: owned.path().to_path_buf(),
+            owned: Some(owned),
+            tables: Vec::new(),
+        })
+    }
+
+    /// As [`TraceFiles::new`], through the empty folder `temp` that the caller made
+    /// (on the same file system as `dir`) and removes: a command that must clean up
+    /// after an interrupt keeps track of it.
+    pub fn with_temp_dir(dir: &Path, temp: &Path, trace_id: TraceId) -> Result<TraceFiles> {
+        fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
+        Ok(TraceFiles {
+            dir: dir.to_path_buf(),
+            trace_id,
+            temp: temp.to_path_buf(),
+            owned: None,
+            tables: Vec::new(),
+        })
+    }
+
+    /// The trace's id.
+    pub fn trace_id(&self) -> TraceId {
+        self.trace_id
+    }
+
+    /// Where table `table` is written until [`TraceFiles::commit`].
+    pub(crate) fn path(&mut self, table: &'static str) -> PathBuf {
+        if !self.tables.contains(&table) {
+            self.tables.push(table);
+        }
+        self.temp.join(format!("{table}.parquet"))
+    }
+
+    /// The final path of `table`'s file.
+    pub fn final_path(&self, table: &str) -> PathBuf {
+        self.dir
+            .join(table)
+            .join(format!("{}.parquet", self.trace_id))
+    }
+
+    /// Moves every table's file into place (replacing an earlier export of the same
+    /// trace) and removes the temporary folder.
+    pub fn commit(self) -> Result<()> {
+        for table in &self.tables {
+            let from = self.temp.join(format!("{table}.parquet"));
+            let to = self.final_path(table);
+            if let Some(parent) = to.parent() {
+                fs::create_dir_all(parent).map_err(|e| Error::write(parent, e))?;
+            }
+            fs::rename(&from, &to).map_err(|e| Error::write(&to, e))?;
+        }
+        match self.owned {
+            Some(owned) => owned.close().map_err(|e| Error::write(&self.temp, e)),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! `tracekit export`: traces as Parquet tables (`tracekit-export`), several at once.
+//! This module opens the inputs, runs the exports on a few threads, reports each
+//! and picks the exit code.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::{Context, Result};
+use tracekit_export::{ExportOptions, Input, Summary, TraceFiles, TraceId};
+use tracekit_io::input::{self, Family, Kind};
+
+use crate::common::output::TempDir;
+use crate::common::print_json;
+
+/// Table formats.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Format {
+    /// Apache Parquet (Snappy-compressed).
+    Parquet,
+}
+
+/// `tracekit export` arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Traces to export: memtrace (`.ctf`) and FXT (`.fxt`) files.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// The dataset folder: each table of each trace goes to
+    /// DIR/<table>/<trace id>.parquet (made if missing).
+    #[arg(short, long, value_name = "DIR")]
+    output: PathBuf,
+    /// Table format.
+    #[arg(long, value_enum, default_value = "parquet")]
+    format: Format,
+    /// Traces exported at once (default: one per core).
+    #[arg(long, short = 'j')]
+    jobs: Option<usize>,
+    /// Rows per Parquet row group: what bounds the memory of each export.
+    #[arg(long, default_value_t = 256 * 1024, hide = true)]
+    row_group_rows: usize,
+    /// Print what was written as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// One input's result.
+#[derive(serde::Serialize)]
+struct Exported {
+    file: String,
+    trace_id: String,
+    rows: std::collections::BTreeMap<&'static str, u64>,
+    warnings: Vec<String>,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let Format::Parquet = args.format;
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, args.files.len().max(1));
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<(usize, Result<Exported>)>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(path) = args.files.get(i) else { break };
+                    let r = export_one(path, &args);
+                    if let (Ok(e), false, false) = (&r, args.quiet, args.json) {
+                        report(e);
+                    }
+                    if let Err(e) = &r
+                        && !args.json
+                    {
+                        eprintln!("error: {e:#}");
+                    }
+                    results
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((i, r));
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.sort_by_key(|(i, _)| *i);
+    let failed = results.iter().filter(|(_, r)| r.is_err()).count();
+    if args.json {
+        let out: Vec<serde_json::Value> = results
+            .iter()
+            .map(|(i, r)| match r {
+                Ok(e) => serde_json::to_value(e).unwrap_or_default(),
+                Err(e) => serde_json::json!({
+                    "file": args.files[*i].display().to_string(),
+                    "error": format!("{e:#}"),
+                }),
+            })
+            .collect();
+        print_json(&out)?;
+    }
+    if failed > 0 {
+        anyhow::bail!(
+            "{failed} of {} traces not exported (see above); the others are in {}",
+            results.len(),
+            args.output.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report(e: &Exported) {
+    let rows: Vec<String> = e.rows.iter().map(|(t, n)| format!("{t} {n}")).collect();
+    eprintln!("{} ({}): {}", e.file, e.trace_id, rows.join(", "));
+    for w in &e.warnings {
+        eprintln!("warning: {}: {w}", e.file);
+    }
+}
+
+fn export_one(path: &Path, args: &Args) -> Result<Exported> {
+    let name = input::display(path);
+    let bytes = input::read_all(path, Family::Export)?;
+    let kind = match input::sniff(&bytes[..bytes.len().min(input::SNIFF_BYTES)]) {
+        Kind::Fxt => Input::Fxt,
+        _ => Input::Memtrace,
+    };
+    let options = ExportOptions {
+        row_group_rows: args.row_group_rows,
+        file: path.display().to_string(),
+    };
+    std::fs::create_dir_all(&args.output)
+        .with_context(|| format!("cannot create {}", args.output.display()))?;
+    // Registered, so that an interrupt removes it with the tables half written.
+    let temp = TempDir::new_in(&args.output)?;
+    let files = TraceFiles::with_temp_dir(&args.output, temp.path(), TraceId::of(&bytes))?;
+    let summary: Summary = tracekit_export::export_into(&bytes, kind, files, &options)
+        .with_context(|| format!("exporting {name}"))?;
+    drop(temp);
+    Ok(Exported {
+        file: name,
+        trace_id: summary.trace_id.map(|t| t.to_string()).unwrap_or_default(),
+        rows: summary.rows.iter().copied().collect(),
+        warnings: summary.warnings,
+    })
+}
