@@ -110,7 +110,7 @@ const TRACE_ID: Column = col(
 /// One row per exported trace.
 pub const TRACES: Table = Table {
     name: "traces",
-    row: "an exported trace",
+    row: "exported trace",
     columns: &[
         TRACE_ID,
         col("kind", Type::String, "`memtrace` or `fxt`"),
@@ -168,7 +168,7 @@ pub const TRACES: Table = Table {
 /// One row per sampled allocation of a memtrace trace.
 pub const ALLOCATIONS: Table = Table {
     name: "allocations",
-    row: "a sampled allocation (memtrace)",
+    row: "sampled allocation (memtrace)",
     columns: &[
         TRACE_ID,
         col("obj_id", Type::Int64, "the object's id in the trace"),
@@ -220,7 +220,7 @@ pub const ALLOCATIONS: Table = Table {
 /// One row per frame of each distinct backtrace of a memtrace trace.
 pub const BACKTRACES: Table = Table {
     name: "backtraces",
-    row: "one frame of a distinct backtrace (memtrace)",
+    row: "frame of each distinct backtrace (memtrace)",
     columns: &[
         TRACE_ID,
         col("backtrace_id", Type::Int64, "the backtrace"),
@@ -240,7 +240,7 @@ pub const BACKTRACES: Table = Table {
 /// One row per source location of a memtrace trace.
 pub const LOCATIONS: Table = Table {
     name: "locations",
-    row: "a source location (memtrace)",
+    row: "source location (memtrace)",
     columns: &[
         TRACE_ID,
         col("location_id", Type::Int64, "the location"),
@@ -269,7 +269,7 @@ pub const LOCATIONS: Table = Table {
 /// One row per slice of an FXT trace.
 pub const SLICES: Table = Table {
     name: "slices",
-    row: "a slice: a duration begin and its end, a complete event, or an async begin and end (FXT)",
+    row: "slice: a duration begin and its end, a complete event, or an async begin and its end (FXT)",
     columns: &[
         TRACE_ID,
         col("pid", Type::Int64, "the process's koid"),
@@ -313,7 +313,7 @@ pub const SLICES: Table = Table {
 /// One row per instant event of an FXT trace.
 pub const INSTANTS: Table = Table {
     name: "instants",
-    row: "an instant event (FXT)",
+    row: "instant event (FXT)",
     columns: &[
         TRACE_ID,
         col("pid", Type::Int64, "the process's koid"),
@@ -334,7 +334,7 @@ pub const INSTANTS: Table = Table {
 /// One row per numeric argument of each counter event of an FXT trace.
 pub const COUNTERS: Table = Table {
     name: "counters",
-    row: "one series' value in a counter event (FXT)",
+    row: "numeric argument of each counter event (FXT)",
     columns: &[
         TRACE_ID,
         col("pid", Type::Int64, "the process's koid"),
@@ -367,7 +367,7 @@ pub const TABLES: &[Table] = &[
 pub fn markdown() -> String {
     let mut s = String::new();
     for t in TABLES {
-        s.push_str(&format!("`{}`: one row per {}.\n\n", t.name, t.row));
+        s.push_str(&format!("`{}`: a row per {}.\n\n", t.name, t.row));
         s.push_str("| column | type | |\n|---|---|---|\n");
         for c in t.columns {
             let null = if c.nullable { ", null" } else { "" };

@@ -455,7 +455,8 @@ pub struct Output(io::BufWriter<Compression>);
 // copy each, not a dispatch through the layers below.
 enum Compression {
     Plain(Target),
-    Gzip(flate2::write::GzEncoder<Target>),
+    // Boxed: the encoder's state is several hundred bytes with zlib-rs.
+    Gzip(Box<flate2::write::GzEncoder<Target>>),
 }
 
 enum Target {
@@ -474,7 +475,7 @@ impl Output {
         };
         let inner = if path.extension().is_some_and(|e| e == "gz") {
             let gz = flate2::write::GzEncoder::new(target, flate2::Compression::default());
-            Compression::Gzip(gz)
+            Compression::Gzip(Box::new(gz))
         } else {
             Compression::Plain(target)
         };

@@ -104,6 +104,30 @@ pub fn pyfxt() -> Option<PathBuf> {
     None
 }
 
+/// The Python interpreter with PyPI `pyspark` and `pyarrow` (independent Parquet
+/// readers for the export and SQL tests): `target/pyspark-venv`, which `.ci/run`
+/// makes; `None` when it is missing (the cross-checks then skip, saying so).
+///
+/// # Panics
+///
+/// When running under CI (`CI` set) and there is none.
+pub fn pyspark() -> Option<PathBuf> {
+    let venv = workspace_root().join("target/pyspark-venv/bin/python");
+    if venv.exists() {
+        return Some(venv);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI is set but there is no pyspark/pyarrow interpreter: {} is missing",
+        venv.display()
+    );
+    eprintln!(
+        "no pyspark/pyarrow interpreter ({} missing): skipping the cross-check",
+        venv.display()
+    );
+    None
+}
+
 /// What PyPI `fxt` sees in the FXT file at `path`: its slices (spans, nested ones
 /// included) and its processes' names, sorted; `None` when there is no PyPI fxt
 /// reader (see [`pyfxt`]).

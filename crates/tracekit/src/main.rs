@@ -14,6 +14,7 @@ mod fxt;
 mod memtrace;
 mod memtrace_analysis;
 mod perf;
+mod sql;
 mod view;
 
 use std::process::ExitCode;
@@ -41,6 +42,8 @@ enum Command {
     Perf(perf::Command),
     /// Export traces as Parquet tables for SQL engines (DuckDB, Spark, Trino).
     Export(export::Args),
+    /// SQL over exported tables, or over traces (exported on the fly).
+    Sql(sql::Args),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         Command::Fxt(cmd) => fxt::run(cmd),
         Command::Perf(cmd) => perf::run(cmd),
         Command::Export(args) => export::run(args),
+        Command::Sql(args) => sql::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,311 @@
+//! SQL over the tables `tracekit export` writes ([`tracekit_export::schema`]), with
+//! an embedded engine (Apache DataFusion), and the named queries that answer the
+//! usual fleet questions ([`NAMED`]).
+//!
+//! A query runs over one or more datasets (export folders), each with a label.
+//! Every table of the schema is a view over all the datasets' files of that table,
+//! with the label as an extra last column, `dataset`; a table that no dataset has
+//! is an empty view, so that a query naming it still runs. Queries are plain SQL;
+//! named queries may say `{a}` and `{b}` for the labels of the first two datasets.
+//!
+//! The same Parquet files are read by DuckDB, Spark and Trino (the README shows the
+//! commands); the named queries are written in the SQL those engines share.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::datasource::MemTable;
+use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+use tracekit_export::schema::TABLES;
+
+/// A query's answer: its columns and rows, as Arrow batches.
+#[derive(Debug)]
+pub struct Answer {
+    /// The columns.
+    pub schema: SchemaRef,
+    /// The rows.
+    pub batches: Vec<RecordBatch>,
+}
+
+/// An export folder and the label its rows carry in the `dataset` column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dataset {
+    /// The label.
+    pub label: String,
+    /// The folder (`DIR/<table>/*.parquet`).
+    pub dir: PathBuf,
+}
+
+impl Dataset {
+    /// `LABEL=DIR`, or `DIR` (labelled with its last component).
+    pub fn parse(arg: &str) -> Dataset {
+        if let Some((label, dir)) = arg.split_once('=')
+            && !label.is_empty()
+            && !label.contains('/')
+        {
+            return Dataset {
+                label: label.to_string(),
+                dir: PathBuf::from(dir),
+            };
+        }
+        let dir = PathBuf::from(arg);
+        let label = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| arg.to_string());
+        Dataset { label, dir }
+    }
+}
+
+/// Why a query failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The engine refused the query or failed running it.
+    #[error("{0}")]
+    Engine(#[from] datafusion::error::DataFusionError),
+    /// An Arrow operation (printing the answer) failed.
+    #[error("{0}")]
+    Arrow(#[from] datafusion::arrow::error::ArrowError),
+    /// A dataset folder holds no table.
+    #[error("{}: no exported tables there (run `tracekit export ... -o {}` first)", .0.display(), .0.display())]
+    NoTables(PathBuf),
+    /// The engine's threads could not be started.
+    #[error("starting the query engine: {0}")]
+    Runtime(std::io::Error),
+    /// Writing the answer failed.
+    #[error("{0}")]
+    Write(#[from] std::io::Error),
+    /// A named query needs more datasets than were given.
+    #[error("query {name} compares two datasets: give two (`--over a=DIR --over b=DIR`)")]
+    TwoDatasets {
+        /// The query.
+        name: &'static str,
+    },
+}
+
+/// A `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A query that ships with tracekit.
+#[derive(Clone, Copy, Debug)]
+pub struct NamedQuery {
+    /// Its name (`tracekit sql NAME`).
+    pub name: &'static str,
+    /// Its SQL; the first line is a comment saying what it answers.
+    pub sql: &'static str,
+    /// Datasets it compares (0: any number, over all of them).
+    pub compares: usize,
+}
+
+impl NamedQuery {
+    /// What it answers: its first comment line.
+    pub fn about(&self) -> &'static str {
+        self.sql
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("-- "))
+            .unwrap_or("")
+    }
+
+    /// Its SQL for `datasets`: `{a}` and `{b}` replaced by the first two labels.
+    pub fn render(&self, datasets: &[Dataset]) -> Result<String> {
+        if datasets.len() < self.compares {
+            return Err(Error::TwoDatasets { name: self.name });
+        }
+        let quote = |i: usize| {
+            datasets
+                .get(i)
+                .map(|d| d.label.replace('\'', "''"))
+                .unwrap_or_default()
+        };
+        Ok(self.sql.replace("{a}", &quote(0)).replace("{b}", &quote(1)))
+    }
+}
+
+/// The named queries.
+pub const NAMED: &[NamedQuery] = &[
+    NamedQuery {
+        name: "top-sites",
+        sql: include_str!("../queries/top-sites.sql"),
+        compares: 0,
+    },
+    NamedQuery {
+        name: "live-at-end",
+        sql: include_str!("../queries/live-at-end.sql"),
+        compares: 0,
+    },
+    NamedQuery {
+        name: "share-growth",
+        sql: include_str!("../queries/share-growth.sql"),
+        compares: 2,
+    },
+];
+
+/// The named query called `name`.
+pub fn named(name: &str) -> Option<&'static NamedQuery> {
+    NAMED.iter().find(|q| q.name == name)
+}
+
+/// Runs `sql` over `datasets`.
+pub fn query(datasets: &[Dataset], sql: &str) -> Result<Answer> {
+    // Two worker threads: the machines this runs on in CI have two cores, and a
+    // query over a few exports is short; DataFusion scales with more.
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("tracekit-sql")
+        .build()
+        .map_err(Error::Runtime)?;
+    runtime.block_on(run(datasets, sql, threads))
+}
+
+async fn run(datasets: &[Dataset], sql: &str, threads: usize) -> Result<Answer> {
+    let config = SessionConfig::new()
+        .with_target_partitions(threads)
+        .with_information_schema(true);
+    let ctx = SessionContext::new_with_config(config);
+    for d in datasets {
+        if !TABLES.iter().any(|t| has_files(&d.dir.join(t.name))) {
+            return Err(Error::NoTables(d.dir.clone()));
+        }
+    }
+    for table in TABLES {
+        let mut parts = Vec::new();
+        for (i, d) in datasets.iter().enumerate() {
+            let dir = d.dir.join(table.name);
+            if !has_files(&dir) {
+                continue;
+            }
+            let name = format!("__{}_{i}", table.name);
+            let options = ParquetReadOptions::default().file_extension(".parquet");
+            ctx.register_parquet(&name, &format!("{}/", dir.display()), options)
+                .await?;
+            let label = d.label.replace('\'', "''");
+            parts.push(format!("SELECT *, '{label}' AS dataset FROM {name}"));
+        }
+        if parts.is_empty() {
+            // An empty table of the documented columns.
+            let mut fields: Vec<Field> = table
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone())
+                .collect();
+            fields.push(Field::new("dataset", DataType::Utf8, false));
+            let schema = Arc::new(Schema::new(fields));
+            let empty = MemTable::try_new(schema, vec![vec![]])?;
+            ctx.register_table(table.name, Arc::new(empty))?;
+        } else {
+            let view = format!(
+                "CREATE VIEW {} AS {}",
+                table.name,
+                parts.join(" UNION ALL ")
+            );
+            ctx.sql(&view).await?;
+        }
+    }
+    let df = ctx.sql(sql).await?;
+    let schema = Arc::new(df.schema().as_arrow().clone());
+    let batches = df.collect().await?;
+    Ok(Answer { schema, batches })
+}
+
+/// Whether `dir` holds a Parquet file.
+fn has_files(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.path().extension().is_some_and(|x| x == "parquet"))
+    })
+}
+
+impl Answer {
+    /// Rows in the answer.
+    pub fn rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+
+    /// Writes the answer as an aligned text table.
+    pub fn write_table(&self, out: &mut dyn Write) -> Result<()> {
+        let table = datafusion::arrow::util::pretty::pretty_format_batches(&self.batches)?;
+        if self.batches.is_empty() {
+            let names: Vec<&str> = self
+                .schema
+                .fields()
+                .iter()
+                .map(|f| f.name().as_str())
+                .collect();
+            writeln!(out, "{}", names.join(" | "))?;
+        } else {
+            writeln!(out, "{table}")?;
+        }
+        writeln!(out, "({} rows)", self.rows())?;
+        Ok(())
+    }
+
+    /// Writes the answer as one JSON array of objects, column name to value.
+    pub fn write_json(&self, out: &mut dyn Write) -> Result<()> {
+        let mut w = datafusion::arrow::json::ArrayWriter::new(Vec::new());
+        let batches: Vec<&RecordBatch> = self.batches.iter().collect();
+        w.write_batches(&batches)?;
+        w.finish()?;
+        let bytes = w.into_inner();
+        if bytes.is_empty() {
+            out.write_all(b"[]")?;
+        } else {
+            out.write_all(&bytes)?;
+        }
+        out.write_all(b"\n")?;
+        Ok(())
+    }
+
+    /// Writes the answer as CSV with a header line.
+    pub fn write_csv(&self, out: &mut dyn Write) -> Result<()> {
+        let mut w = datafusion::arrow::csv::WriterBuilder::new()
+            .with_header(true)
+            .build(out);
+        if self.batches.is_empty() {
+            w.write(&RecordBatch::new_empty(self.schema.clone()))?;
+        }
+        for b in &self.batches {
+            w.write(b)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datasets_parse_with_and_without_labels() {
+        assert_eq!(
+            Dataset::parse("before=/data/v1"),
+            Dataset {
+                label: "before".into(),
+                dir: "/data/v1".into()
+            }
+        );
+        assert_eq!(Dataset::parse("/data/v2").label, "v2");
+        // A path with `=` in a folder name is a path.
+        assert_eq!(Dataset::parse("/x/a=b").dir, PathBuf::from("/x/a=b"));
+    }
+
+    #[test]
+    fn named_queries_say_what_they_answer_and_take_labels() {
+        for q in NAMED {
+            assert!(!q.about().is_empty(), "{}", q.name);
+        }
+        let q = named("share-growth").unwrap_or_else(|| unreachable!());
+        let one = [Dataset::parse("a=/x")];
+        assert!(matches!(q.render(&one), Err(Error::TwoDatasets { .. })));
+        let two = [Dataset::parse("v1=/x"), Dataset::parse("it's=/y")];
+        let sql = q.render(&two).unwrap_or_default();
+        assert!(sql.contains("'v1'") && sql.contains("'it''s'"));
+        assert!(!sql.contains("{a}") && !sql.contains("{b}"));
+    }
+}

@@ -1,0 +1,106 @@
+//! `tracekit sql`: a query over exported tables (`tracekit-sql`), or over traces
+//! exported on the fly into a temporary folder. This module parses the datasets,
+//! picks the query and the output format.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use tracekit_io::input::{self, Family, Kind};
+use tracekit_sql::{Dataset, NAMED};
+
+use crate::common::output::{Stdout, TempDir};
+
+/// `tracekit sql` arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The query: SQL, or the name of a shipped query (`--list` shows them).
+    query: Option<String>,
+    /// Traces to query, exported on the fly (memtrace `.ctf`, FXT `.fxt`).
+    files: Vec<PathBuf>,
+    /// An export folder to query, `[LABEL=]DIR` (repeatable; rows carry the label in
+    /// column `dataset`, by default the folder's name).
+    #[arg(long, value_name = "[LABEL=]DIR")]
+    over: Vec<String>,
+    /// Print the answer as a JSON array of objects.
+    #[arg(long, conflicts_with = "csv")]
+    json: bool,
+    /// Print the answer as CSV.
+    #[arg(long)]
+    csv: bool,
+    /// List the shipped queries.
+    #[arg(long)]
+    list: bool,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let mut out = Stdout::new();
+    if args.list {
+        use std::io::Write as _;
+        for q in NAMED {
+            let needs = if q.compares == 2 {
+                " (two datasets)"
+            } else {
+                ""
+            };
+            writeln!(out, "{:<14} {}{needs}", q.name, q.about())?;
+        }
+        out.finish()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(query) = args.query.as_deref() else {
+        anyhow::bail!("give a query (SQL, or a name from `tracekit sql --list`)");
+    };
+    let mut datasets: Vec<Dataset> = args.over.iter().map(|a| Dataset::parse(a)).collect();
+    for d in &datasets {
+        if !d.dir.is_dir() {
+            anyhow::bail!(
+                "{}: no such folder (give a `tracekit export` output)",
+                d.dir.display()
+            );
+        }
+    }
+    // Traces given directly: exported into a temporary folder, one dataset.
+    let temp = if args.files.is_empty() {
+        None
+    } else {
+        let temp = TempDir::new_in(&std::env::temp_dir())?;
+        for path in &args.files {
+            let name = input::display(path);
+            let bytes = input::read_all(path, Family::Export)?;
+            let kind = match input::sniff(&bytes[..bytes.len().min(input::SNIFF_BYTES)]) {
+                Kind::Fxt => tracekit_export::Input::Fxt,
+                _ => tracekit_export::Input::Memtrace,
+            };
+            let options = tracekit_export::ExportOptions {
+                file: path.display().to_string(),
+                ..Default::default()
+            };
+            tracekit_export::export(&bytes, kind, temp.path(), &options)
+                .with_context(|| format!("exporting {name}"))?;
+        }
+        datasets.push(Dataset {
+            label: "traces".to_string(),
+            dir: temp.path().to_path_buf(),
+        });
+        Some(temp)
+    };
+    if datasets.is_empty() {
+        anyhow::bail!("nothing to query: give traces, or export folders with --over DIR");
+    }
+    let sql = match tracekit_sql::named(query) {
+        Some(q) => q.render(&datasets)?,
+        None => query.to_string(),
+    };
+    let answer = tracekit_sql::query(&datasets, &sql)?;
+    drop(temp);
+    if args.json {
+        answer.write_json(&mut out)?;
+    } else if args.csv {
+        answer.write_csv(&mut out)?;
+    } else {
+        answer.write_table(&mut out)?;
+    }
+    out.finish()?;
+    Ok(ExitCode::SUCCESS)
+}
