@@ -24,6 +24,7 @@
 mod dataset;
 pub mod fxt;
 pub mod memtrace;
+pub mod perf;
 pub mod schema;
 mod table;
 
@@ -113,6 +114,9 @@ pub enum Error {
     /// The FXT file could not be read.
     #[error(transparent)]
     Fxt(#[from] tracekit_fxt::read::ReadError),
+    /// The perf.data recording could not be read.
+    #[error("{0}")]
+    Perf(String),
     /// Writing a table failed.
     #[error("writing {}: {source}", path.display())]
     Write {
@@ -139,6 +143,8 @@ pub enum Input {
     Memtrace,
     /// A Fuchsia trace (`.fxt`).
     Fxt,
+    /// A sampled perf.data recording.
+    Perf,
 }
 
 /// Exports trace `bytes` of kind `input` into dataset directory `dir`: every table's
@@ -160,6 +166,7 @@ pub fn export_into(
     let summary = match input {
         Input::Memtrace => memtrace::export(bytes, &mut files, options)?,
         Input::Fxt => fxt::export(bytes, &mut files, options)?,
+        Input::Perf => perf::export(bytes, &mut files, options)?,
     };
     files.commit()?;
     Ok(summary)

@@ -113,7 +113,7 @@ pub const TRACES: Table = Table {
     row: "exported trace",
     columns: &[
         TRACE_ID,
-        col("kind", Type::String, "`memtrace` or `fxt`"),
+        col("kind", Type::String, "`memtrace`, `fxt` or `perf`"),
         col("file", Type::String, "the input's path, as given to export"),
         opt(
             "format_version",
@@ -160,7 +160,7 @@ pub const TRACES: Table = Table {
         col(
             "events",
             Type::Int64,
-            "events read (memtrace: allocs, promotes and collects; FXT: event records)",
+            "events read (memtrace: allocs, promotes and collects; FXT: event records; perf: samples)",
         ),
     ],
 };
@@ -352,6 +352,34 @@ pub const COUNTERS: Table = Table {
     ],
 };
 
+/// One row per sample of a perf.data recording.
+pub const SAMPLES: Table = Table {
+    name: "samples",
+    row: "sample of a perf.data recording, with its call stack",
+    columns: &[
+        TRACE_ID,
+        opt("pid", Type::Int64, "the process id"),
+        opt("tid", Type::Int64, "the thread id"),
+        opt("thread", Type::String, "the thread's name (`comm`)"),
+        col("time_ns", Type::Int64, "when, nanoseconds of perf's clock"),
+        col(
+            "stack",
+            Type::String,
+            "the call stack, root first, frames separated by `;` (the folded form of flame graph tools)",
+        ),
+        opt(
+            "leaf",
+            Type::String,
+            "the innermost frame; null for an empty stack",
+        ),
+        col(
+            "depth",
+            Type::Int32,
+            "frames in the stack, inlined ones included",
+        ),
+    ],
+};
+
 /// Every table, in the order the README lists them.
 pub const TABLES: &[Table] = &[
     TRACES,
@@ -361,6 +389,7 @@ pub const TABLES: &[Table] = &[
     SLICES,
     INSTANTS,
     COUNTERS,
+    SAMPLES,
 ];
 
 /// The schema as Markdown: a heading and a column table per table.

@@ -101,7 +101,7 @@ pub enum Family {
     Fxt,
     /// `tracekit perf decode`.
     Perf,
-    /// `tracekit export` and `tracekit sql`: memtrace and FXT traces.
+    /// `tracekit export` and `tracekit sql`: memtrace, FXT and perf.data.
     Export,
 }
 
@@ -127,7 +127,7 @@ pub fn expect(family: Family, kind: Kind, name: &str) -> Result<()> {
         Family::Memtrace => kind == Kind::Memtrace,
         Family::Fxt => kind == Kind::Fxt,
         Family::Perf => matches!(kind, Kind::PerfData | Kind::Text),
-        Family::Export => matches!(kind, Kind::Memtrace | Kind::Fxt),
+        Family::Export => matches!(kind, Kind::Memtrace | Kind::Fxt | Kind::PerfData),
     };
     if ok {
         return Ok(());
@@ -136,7 +136,7 @@ pub fn expect(family: Family, kind: Kind, name: &str) -> Result<()> {
         Family::Memtrace => "not a memtrace trace (no CTF packet header)",
         Family::Fxt => "not an FXT file (no magic record)",
         Family::Perf => "not `perf script` text or a perf.data file",
-        Family::Export => "not a memtrace or FXT trace",
+        Family::Export => "not a memtrace trace, an FXT trace or a perf.data file",
     };
     Err(Error::WrongKind {
         name: name.to_string(),

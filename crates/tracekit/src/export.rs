@@ -24,7 +24,7 @@ pub enum Format {
 /// `tracekit export` arguments.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Traces to export: memtrace (`.ctf`) and FXT (`.fxt`) files.
+    /// Traces to export: memtrace (`.ctf`), FXT (`.fxt`) and sampled perf.data files.
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// The dataset folder: each table of each trace goes to
@@ -127,6 +127,7 @@ fn export_one(path: &Path, args: &Args) -> Result<Exported> {
     let bytes = input::read_all(path, Family::Export)?;
     let kind = match input::sniff(&bytes[..bytes.len().min(input::SNIFF_BYTES)]) {
         Kind::Fxt => Input::Fxt,
+        Kind::PerfData => Input::Perf,
         _ => Input::Memtrace,
     };
     let options = ExportOptions {

@@ -16,7 +16,7 @@ use crate::common::output::{Stdout, TempDir};
 pub struct Args {
     /// The query: SQL, or the name of a shipped query (`--list` shows them).
     query: Option<String>,
-    /// Traces to query, exported on the fly (memtrace `.ctf`, FXT `.fxt`).
+    /// Traces to query, exported on the fly (memtrace `.ctf`, FXT `.fxt`, perf.data).
     files: Vec<PathBuf>,
     /// An export folder to query, `[LABEL=]DIR` (repeatable; rows carry the label in
     /// column `dataset`, by default the folder's name).
@@ -70,6 +70,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             let bytes = input::read_all(path, Family::Export)?;
             let kind = match input::sniff(&bytes[..bytes.len().min(input::SNIFF_BYTES)]) {
                 Kind::Fxt => tracekit_export::Input::Fxt,
+                Kind::PerfData => tracekit_export::Input::Perf,
                 _ => tracekit_export::Input::Memtrace,
             };
             let options = tracekit_export::ExportOptions {

@@ -288,7 +288,10 @@ fn a_damaged_trace_leaves_nothing_and_a_wrong_input_is_named() {
         "{err}"
     );
     assert!(
-        err.contains(&format!("{}: not a memtrace or FXT trace", text.display())),
+        err.contains(&format!(
+            "{}: not a memtrace trace, an FXT trace or a perf.data file",
+            text.display()
+        )),
         "{err}"
     );
     assert!(err.contains("2 of 3 traces not exported"), "{err}");
@@ -331,4 +334,41 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+#[test]
+fn perf_samples_hold_the_stacks_perf_flamegraph_folds() {
+    // A committed recording (user-space `cpu-clock` samples with DWARF stacks): the
+    // samples table, grouped by stack, is `perf flamegraph`'s folded output.
+    let recording = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tracekit-perf/tests/data/recording_dwarf.data");
+    let dir = tempfile::tempdir().unwrap();
+    let id = export(&recording, dir.path());
+    let samples = table(dir.path(), "samples", &id);
+    let mut folded: BTreeMap<String, u64> = BTreeMap::new();
+    let (stack, leaf, depth) = (
+        col::<StringArray>(&samples, "stack"),
+        col::<StringArray>(&samples, "leaf"),
+        col::<Int32Array>(&samples, "depth"),
+    );
+    for i in 0..samples.num_rows() {
+        *folded.entry(stack.value(i).to_string()).or_default() += 1;
+        let frames: Vec<&str> = stack.value(i).split(';').collect();
+        assert_eq!(Some(leaf.value(i)), frames.last().copied());
+        assert_eq!(depth.value(i) as usize, frames.len());
+    }
+    let expected: BTreeMap<String, u64> = ok(&["perf", "flamegraph", recording.to_str().unwrap()])
+        .lines()
+        .map(|l| {
+            let (s, n) = l.rsplit_once(' ').unwrap();
+            (s.to_string(), n.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(folded, expected);
+    let traces = table(dir.path(), "traces", &id);
+    assert_eq!(col::<StringArray>(&traces, "kind").value(0), "perf");
+    assert_eq!(
+        col::<Int64Array>(&traces, "events").value(0),
+        samples.num_rows() as i64
+    );
 }

@@ -1,0 +1,134 @@
+//! A sampled perf.data recording as the tables `traces` and `samples`
+//! ([`crate::schema`]): one row per sample with its call stack, named as `tracekit
+//! perf flamegraph` names frames (the perf.data reader of `tracekit-perf`: DWARF or
+//! frame-pointer stacks, symbols from the recorded objects and their debug files).
+//! The stack is a string of frames, root first, separated by `;`: a flame graph
+//! tool's folded form, and what SQL groups on.
+
+use arrow_array::builder::{Float64Builder, Int32Builder, Int64Builder, StringBuilder};
+use tracekit_callstack::event::{Event, SampleData};
+use tracekit_perf::data::{PerfData, ReadOptions};
+
+use crate::schema::{SAMPLES, TRACES};
+use crate::table::{TableWriter, columns};
+use crate::{Error, ExportOptions, Result, Summary, TraceFiles};
+
+columns!(
+    /// `traces` after `trace_id` (the same columns as memtrace's).
+    TraceCols {
+        kind: StringBuilder,
+        file: StringBuilder,
+        format_version: Int32Builder,
+        executable: StringBuilder,
+        host: StringBuilder,
+        pid: Int64Builder,
+        start_time_us: Int64Builder,
+        duration_us: Int64Builder,
+        sample_rate: Float64Builder,
+        word_size: Int32Builder,
+        bytes_per_sample: Float64Builder,
+        context: StringBuilder,
+        events: Int64Builder,
+    }
+);
+
+columns!(
+    /// `samples` after `trace_id`.
+    SampleCols {
+        pid: Int64Builder,
+        tid: Int64Builder,
+        thread: StringBuilder,
+        time_ns: Int64Builder,
+        stack: StringBuilder,
+        leaf: StringBuilder,
+        depth: Int32Builder,
+    }
+);
+
+/// Exports the perf.data recording `bytes` into `files`.
+pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> Result<Summary> {
+    let name = options.file.clone();
+    let perf_error = |e: tracekit_perf::Error| Error::Perf(e.to_string());
+    let data = PerfData::from_reader(std::io::Cursor::new(bytes), name, bytes.len() as u64)
+        .map_err(perf_error)?;
+    let batch = options.row_group_rows;
+    let mut samples: TableWriter<SampleCols> =
+        TableWriter::new(files, SAMPLES.name, SAMPLES.schema(), batch)?;
+    let (mut stack, mut frame) = (String::new(), String::new());
+    let (mut first, mut last, mut count) = (i64::MAX, i64::MIN, 0i64);
+    let mut failed = None;
+    let stats = data
+        .samples(
+            &ReadOptions::default(),
+            |_| {},
+            |event| {
+                let Event::Sample(s) = event else { return };
+                let SampleData::Callstack(frames) = &s.data else {
+                    return;
+                };
+                if failed.is_some() {
+                    return;
+                }
+                stack.clear();
+                for f in frames.iter() {
+                    if !stack.is_empty() {
+                        stack.push(';');
+                    }
+                    frame.clear();
+                    f.write_display_name(&mut frame);
+                    stack.push_str(&frame.replace(';', ":"));
+                }
+                let time = s.time.ns();
+                (first, last, count) = (first.min(time), last.max(time), count + 1);
+                let c = &mut samples.cols;
+                c.pid.append_option(s.thread.pid.map(i64::from));
+                c.tid.append_option(s.thread.tid.map(i64::from));
+                c.thread.append_option(s.comm);
+                c.time_ns.append_value(time);
+                c.stack.append_value(&stack);
+                c.leaf
+                    .append_option(frames.last().map(|_| frame.replace(';', ":")));
+                c.depth.append_value(frames.len() as i32);
+                if let Err(e) = samples.row_done() {
+                    failed = Some(e);
+                }
+            },
+        )
+        .map_err(perf_error)?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let warnings = if stats.lost > 0 {
+        vec![format!("perf lost {} records while recording", stats.lost)]
+    } else {
+        Vec::new()
+    };
+
+    let mut traces: TableWriter<TraceCols> =
+        TableWriter::new(files, TRACES.name, TRACES.schema(), batch)?;
+    let c = &mut traces.cols;
+    c.kind.append_value("perf");
+    c.file.append_value(&options.file);
+    c.format_version.append_null();
+    c.executable.append_null();
+    c.host.append_null();
+    c.pid.append_null();
+    c.start_time_us.append_null();
+    c.duration_us
+        .append_value(if count > 0 { (last - first) / 1000 } else { 0 });
+    c.sample_rate.append_null();
+    c.word_size.append_null();
+    c.bytes_per_sample.append_null();
+    c.context.append_null();
+    c.events.append_value(count);
+    traces.row_done()?;
+    let rows = vec![
+        (TRACES.name, traces.finish()?),
+        (SAMPLES.name, samples.finish()?),
+    ];
+    Ok(Summary {
+        trace_id: Some(files.trace_id()),
+        rows,
+        warnings,
+    })
+}
