@@ -16,26 +16,8 @@ use tracekit_fxt::read::{Args, Reader, Record, Records};
 
 use crate::schema::{COUNTERS, INSTANTS, SLICES, TRACES};
 use crate::table::{TableWriter, columns};
+use crate::traces::{self, TraceRow};
 use crate::{ExportOptions, Result, Summary, TraceFiles};
-
-columns!(
-    /// `traces` after `trace_id` (the same columns as memtrace's).
-    TraceCols {
-        kind: StringBuilder,
-        file: StringBuilder,
-        format_version: Int32Builder,
-        executable: StringBuilder,
-        host: StringBuilder,
-        pid: Int64Builder,
-        start_time_us: Int64Builder,
-        duration_us: Int64Builder,
-        sample_rate: Float64Builder,
-        word_size: Int32Builder,
-        bytes_per_sample: Float64Builder,
-        context: StringBuilder,
-        events: Int64Builder,
-    }
-);
 
 columns!(
     /// `slices` after `trace_id`.
@@ -219,29 +201,22 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
         write_slice(&mut slices, &names, &o, None, None, Some(id))?;
     }
 
-    let mut traces: TableWriter<TraceCols> =
-        TableWriter::new(files, TRACES.name, TRACES.schema(), batch)?;
-    let c = &mut traces.cols;
-    c.kind.append_value("fxt");
-    c.file.append_value(&options.file);
-    c.format_version.append_null();
-    c.executable
-        .append_option(first_process.as_ref().map(|p| &p.1));
-    c.host.append_null();
-    c.pid
-        .append_option(first_process.as_ref().map(|p| p.0 as i64));
-    c.start_time_us.append_null();
     let duration = last_ns.saturating_sub(first_ns.min(last_ns));
-    c.duration_us.append_value((duration / 1000) as i64);
-    c.sample_rate.append_null();
-    c.word_size.append_null();
-    c.bytes_per_sample.append_null();
-    c.context.append_null();
-    c.events.append_value(events);
-    traces.row_done()?;
+    let traces = traces::write(
+        files,
+        TraceRow {
+            kind: "fxt",
+            file: options.file.clone(),
+            executable: first_process.as_ref().map(|p| p.1.clone()),
+            pid: first_process.as_ref().map(|p| p.0 as i64),
+            duration_us: (duration / 1000) as i64,
+            events,
+            ..TraceRow::default()
+        },
+    )?;
 
     let rows = vec![
-        (TRACES.name, traces.finish()?),
+        (TRACES.name, traces),
         (SLICES.name, slices.finish()?),
         (INSTANTS.name, instants.finish()?),
         (COUNTERS.name, counters.finish()?),

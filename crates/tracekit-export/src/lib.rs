@@ -27,6 +27,7 @@ pub mod memtrace;
 pub mod perf;
 pub mod schema;
 mod table;
+mod traces;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -19,26 +19,8 @@ use tracekit_memtrace::{AllocationSource, Event, LocationCode, LocationLookup, R
 
 use crate::schema::{ALLOCATIONS, BACKTRACES, LOCATIONS, TRACES};
 use crate::table::{TableWriter, columns};
+use crate::traces::{self, TraceRow};
 use crate::{ExportOptions, Result, Summary, TraceFiles};
-
-columns!(
-    /// `traces` after `trace_id`.
-    TraceCols {
-        kind: StringBuilder,
-        file: StringBuilder,
-        format_version: Int32Builder,
-        executable: StringBuilder,
-        host: StringBuilder,
-        pid: Int64Builder,
-        start_time_us: Int64Builder,
-        duration_us: Int64Builder,
-        sample_rate: Float64Builder,
-        word_size: Int32Builder,
-        bytes_per_sample: Float64Builder,
-        context: StringBuilder,
-        events: Int64Builder,
-    }
-);
 
 columns!(
     /// `allocations` after `trace_id`.
@@ -188,28 +170,27 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
         write_alloc(&mut allocs, *id, l, None, bytes_per_sample)?;
     }
 
-    let mut traces: TableWriter<TraceCols> =
-        TableWriter::new(files, TRACES.name, TRACES.schema(), batch)?;
-    let c = &mut traces.cols;
-    c.kind.append_value("memtrace");
-    c.file.append_value(&options.file);
-    c.format_version
-        .append_value(i32::from(format_version.number()));
-    c.executable.append_value(info.executable_name.to_string());
-    c.host.append_value(info.host_name.to_string());
-    c.pid.append_value(info.pid);
-    c.start_time_us.append_value(info.start_time.as_micros());
-    c.duration_us.append_value(last_us);
-    c.sample_rate.append_value(info.sample_rate);
-    c.word_size.append_value(i32::from(info.word_size));
-    c.bytes_per_sample.append_value(bytes_per_sample);
-    c.context
-        .append_option(info.context.as_ref().map(|c| c.to_string()));
-    c.events.append_value(events);
-    traces.row_done()?;
+    let traces = traces::write(
+        files,
+        TraceRow {
+            kind: "memtrace",
+            file: options.file.clone(),
+            format_version: Some(i32::from(format_version.number())),
+            executable: Some(info.executable_name.to_string()),
+            host: Some(info.host_name.to_string()),
+            pid: Some(info.pid),
+            start_time_us: Some(info.start_time.as_micros()),
+            duration_us: last_us,
+            sample_rate: Some(info.sample_rate),
+            word_size: Some(i32::from(info.word_size)),
+            bytes_per_sample: Some(bytes_per_sample),
+            context: info.context.as_ref().map(|c| c.to_string()),
+            events,
+        },
+    )?;
 
     let rows = vec![
-        (TRACES.name, traces.finish()?),
+        (TRACES.name, traces),
         (ALLOCATIONS.name, allocs.finish()?),
         (BACKTRACES.name, bts.finish()?),
         (LOCATIONS.name, locs.finish()?),

@@ -5,32 +5,14 @@
 //! The stack is a string of frames, root first, separated by `;`: a flame graph
 //! tool's folded form, and what SQL groups on.
 
-use arrow_array::builder::{Float64Builder, Int32Builder, Int64Builder, StringBuilder};
+use arrow_array::builder::{Int32Builder, Int64Builder, StringBuilder};
 use tracekit_callstack::event::{Event, SampleData};
 use tracekit_perf::data::{PerfData, ReadOptions};
 
 use crate::schema::{SAMPLES, TRACES};
 use crate::table::{TableWriter, columns};
+use crate::traces::{self, TraceRow};
 use crate::{Error, ExportOptions, Result, Summary, TraceFiles};
-
-columns!(
-    /// `traces` after `trace_id` (the same columns as memtrace's).
-    TraceCols {
-        kind: StringBuilder,
-        file: StringBuilder,
-        format_version: Int32Builder,
-        executable: StringBuilder,
-        host: StringBuilder,
-        pid: Int64Builder,
-        start_time_us: Int64Builder,
-        duration_us: Int64Builder,
-        sample_rate: Float64Builder,
-        word_size: Int32Builder,
-        bytes_per_sample: Float64Builder,
-        context: StringBuilder,
-        events: Int64Builder,
-    }
-);
 
 columns!(
     /// `samples` after `trace_id`.
@@ -104,28 +86,17 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
         Vec::new()
     };
 
-    let mut traces: TableWriter<TraceCols> =
-        TableWriter::new(files, TRACES.name, TRACES.schema(), batch)?;
-    let c = &mut traces.cols;
-    c.kind.append_value("perf");
-    c.file.append_value(&options.file);
-    c.format_version.append_null();
-    c.executable.append_null();
-    c.host.append_null();
-    c.pid.append_null();
-    c.start_time_us.append_null();
-    c.duration_us
-        .append_value(if count > 0 { (last - first) / 1000 } else { 0 });
-    c.sample_rate.append_null();
-    c.word_size.append_null();
-    c.bytes_per_sample.append_null();
-    c.context.append_null();
-    c.events.append_value(count);
-    traces.row_done()?;
-    let rows = vec![
-        (TRACES.name, traces.finish()?),
-        (SAMPLES.name, samples.finish()?),
-    ];
+    let traces = traces::write(
+        files,
+        TraceRow {
+            kind: "perf",
+            file: options.file.clone(),
+            duration_us: if count > 0 { (last - first) / 1000 } else { 0 },
+            events: count,
+            ..TraceRow::default()
+        },
+    )?;
+    let rows = vec![(TRACES.name, traces), (SAMPLES.name, samples.finish()?)];
     Ok(Summary {
         trace_id: Some(files.trace_id()),
         rows,

@@ -279,6 +279,10 @@ fn pyarrow_reads_every_table_with_the_documented_schema() {
     if let Some(fxt) = tracekit_testutil::corpus_path("fxt/jst_tracing_demo.fxt") {
         files.push(fxt);
     }
+    files.push(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tracekit-perf/tests/data/recording_dwarf.data"),
+    );
     export(&files, tmp.path());
     let Some(out) = python("schema.py", &[tmp.path().to_str().unwrap()]) else {
         return;
