@@ -9,29 +9,29 @@
 //! seen so far. Times are nanoseconds of the trace's clock (its ticks converted
 //! with the initialization record's rate).
 
-use arrow_array::builder::{Float64Builder, Int32Builder, Int64Builder, StringBuilder};
+use arrow_array::builder::StringBuilder;
 use rustc_hash::FxHashMap;
 use tracekit_fxt::format::{ArgValue, EventKind, ObjectType};
 use tracekit_fxt::read::{Args, Reader, Record, Records};
 
 use crate::schema::{COUNTERS, INSTANTS, SLICES, TRACES};
-use crate::table::{TableWriter, columns};
+use crate::table::{F64, I64, OptI32, OptI64, TableWriter, columns};
 use crate::traces::{self, TraceRow};
 use crate::{ExportOptions, Result, Summary, TraceFiles};
 
 columns!(
     /// `slices` after `trace_id`.
     SliceCols {
-        pid: Int64Builder,
-        tid: Int64Builder,
+        pid: I64,
+        tid: I64,
         process: StringBuilder,
         thread: StringBuilder,
         name: StringBuilder,
         category: StringBuilder,
-        start_ns: Int64Builder,
-        duration_ns: Int64Builder,
-        depth: Int32Builder,
-        async_id: Int64Builder,
+        start_ns: I64,
+        duration_ns: OptI64,
+        depth: OptI32,
+        async_id: OptI64,
         args: StringBuilder,
     }
 );
@@ -39,13 +39,13 @@ columns!(
 columns!(
     /// `instants` after `trace_id`.
     InstantCols {
-        pid: Int64Builder,
-        tid: Int64Builder,
+        pid: I64,
+        tid: I64,
         process: StringBuilder,
         thread: StringBuilder,
         name: StringBuilder,
         category: StringBuilder,
-        time_ns: Int64Builder,
+        time_ns: I64,
         args: StringBuilder,
     }
 );
@@ -53,14 +53,14 @@ columns!(
 columns!(
     /// `counters` after `trace_id`.
     CounterCols {
-        pid: Int64Builder,
-        tid: Int64Builder,
+        pid: I64,
+        tid: I64,
         name: StringBuilder,
         category: StringBuilder,
-        counter_id: Int64Builder,
-        time_ns: Int64Builder,
+        counter_id: I64,
+        time_ns: I64,
         series: StringBuilder,
-        value: Float64Builder,
+        value: F64,
     }
 );
 

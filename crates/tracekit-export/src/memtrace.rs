@@ -10,54 +10,54 @@
 //! Packets the reader skips (a forked child's, a truncated last one) are reported as
 //! warnings, as `tracekit memtrace dump` reports them.
 
-use arrow_array::builder::{
-    BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, StringBuilder,
-};
+use arrow_array::builder::{BooleanBuilder, StringBuilder};
+use std::collections::VecDeque;
+
 use rustc_hash::FxHashMap;
 use tracekit_analysis::backtrace::Backtraces;
 use tracekit_memtrace::{AllocationSource, Event, LocationCode, LocationLookup, Reader};
 
 use crate::schema::{ALLOCATIONS, BACKTRACES, LOCATIONS, TRACES};
-use crate::table::{TableWriter, columns};
+use crate::table::{F64, I32, I64, OptI32, OptI64, TableWriter, columns};
 use crate::traces::{self, TraceRow};
 use crate::{ExportOptions, Result, Summary, TraceFiles};
 
 columns!(
     /// `allocations` after `trace_id`.
     AllocCols {
-        obj_id: Int64Builder,
-        domain: Int32Builder,
-        time_us: Int64Builder,
+        obj_id: I64,
+        domain: I32,
+        time_us: I64,
         source: StringBuilder,
-        nsamples: Int64Builder,
-        length_words: Int64Builder,
-        estimated_bytes: Float64Builder,
+        nsamples: I64,
+        length_words: I64,
+        estimated_bytes: F64,
         promoted: BooleanBuilder,
-        promote_time_us: Int64Builder,
-        collect_time_us: Int64Builder,
-        backtrace_id: Int64Builder,
+        promote_time_us: OptI64,
+        collect_time_us: OptI64,
+        backtrace_id: I64,
     }
 );
 
 columns!(
     /// `backtraces` after `trace_id`.
     BacktraceCols {
-        backtrace_id: Int64Builder,
-        position: Int32Builder,
-        location_id: Int64Builder,
+        backtrace_id: I64,
+        position: I32,
+        location_id: I64,
     }
 );
 
 columns!(
     /// `locations` after `trace_id`.
     LocationCols {
-        location_id: Int64Builder,
-        code: Int64Builder,
+        location_id: I64,
+        code: I64,
         function: StringBuilder,
         file: StringBuilder,
-        line: Int32Builder,
-        start_column: Int32Builder,
-        end_column: Int32Builder,
+        line: OptI32,
+        start_column: OptI32,
+        end_column: OptI32,
         label: StringBuilder,
     }
 );
@@ -71,6 +71,117 @@ struct Live {
     length: u64,
     promote_time_us: Option<i64>,
     backtrace_id: u32,
+}
+
+/// The sampled objects not collected yet, by id.
+///
+/// Ids are handed out in order and most sampled objects die young, so the young ones
+/// sit in a window indexed by id (`base + i`) and one that outlives the window moves
+/// to a hash map once. A hash map for all of them cost a tenth of an export.
+struct LiveObjects {
+    /// The id of `young[0]`.
+    base: u64,
+    young: VecDeque<Option<Live>>,
+    old: FxHashMap<u64, Live>,
+}
+
+/// How many ids the young window spans.
+const YOUNG: u64 = 1 << 16;
+
+impl LiveObjects {
+    fn new() -> Self {
+        LiveObjects {
+            base: 0,
+            young: VecDeque::new(),
+            old: FxHashMap::default(),
+        }
+    }
+
+    /// Where id `id` sits in `young`, if the window spans it.
+    #[inline]
+    fn slot(&self, id: u64) -> Option<usize> {
+        let i = id.checked_sub(self.base)?;
+        (i < self.young.len() as u64).then_some(i as usize)
+    }
+
+    /// Adds object `id`; the object the trace gave the same id before, if it is live.
+    #[inline]
+    fn insert(&mut self, id: u64, l: Live) -> Option<Live> {
+        if self.young.is_empty() {
+            self.base = id;
+        }
+        let Some(i) = id.checked_sub(self.base) else {
+            return self.old.insert(id, l);
+        };
+        if i >= self.young.len() as u64 + YOUNG {
+            // A jump far ahead (another domain's ids, or a damaged trace): the window
+            // starts again there.
+            self.age(self.young.len());
+            self.base = id;
+        }
+        let i = (id - self.base) as usize;
+        if i >= self.young.len() {
+            self.young.resize_with(i + 1, || None);
+        }
+        let old = self.young[i].replace(l);
+        if self.young.len() as u64 > YOUNG {
+            self.age(self.young.len() - YOUNG as usize);
+        }
+        old
+    }
+
+    /// Moves the first `n` young objects to `old`, and drops the collected ones at the
+    /// front of the window.
+    fn age(&mut self, n: usize) {
+        for _ in 0..n {
+            if let Some(Some(l)) = self.young.pop_front() {
+                self.old.insert(self.base, l);
+            }
+            self.base += 1;
+        }
+        self.trim();
+    }
+
+    #[inline]
+    fn trim(&mut self) {
+        while let Some(None) = self.young.front() {
+            self.young.pop_front();
+            self.base += 1;
+        }
+    }
+
+    #[inline]
+    fn get_mut(&mut self, id: u64) -> Option<&mut Live> {
+        match self.slot(id) {
+            Some(i) => self.young[i].as_mut(),
+            None => self.old.get_mut(&id),
+        }
+    }
+
+    #[inline]
+    fn remove(&mut self, id: u64) -> Option<Live> {
+        match self.slot(id) {
+            Some(i) => {
+                let l = self.young[i].take();
+                if i == 0 {
+                    self.trim();
+                }
+                l
+            }
+            None => self.old.remove(&id),
+        }
+    }
+
+    /// The objects left, by id.
+    fn into_sorted(self) -> Vec<(u64, Live)> {
+        let base = self.base;
+        let mut all: Vec<(u64, Live)> = self.old.into_iter().collect();
+        all.extend(
+            (self.young.into_iter().enumerate()).filter_map(|(i, l)| Some((base + i as u64, l?))),
+        );
+        all.sort_unstable_by_key(|(id, _)| *id);
+        all
+    }
 }
 
 /// Exports the memtrace trace `bytes` into `files`.
@@ -95,8 +206,7 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
     // A code's locations have the ids `first .. first + count`.
     let mut codes: FxHashMap<LocationCode, (u32, u32)> = FxHashMap::default();
     let mut next_location = 0u32;
-    let mut live: FxHashMap<u64, Live> = FxHashMap::default();
-    let mut path: Vec<LocationCode> = Vec::new();
+    let mut live = LiveObjects::new();
     let mut frames: Vec<u32> = Vec::new();
     let (mut events, mut last_us) = (0i64, 0i64);
 
@@ -111,11 +221,10 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
                 let bt = backtraces.intern(a.domain, a.common_prefix, &a.backtrace);
                 if backtraces.site(bt).is_none() {
                     backtraces.set_site(bt, 0);
-                    backtraces.codes_into(bt, &mut path);
                     // Frames caller first, each code's locations in the trace's
                     // order (its last is innermost), new codes' locations written.
                     frames.clear();
-                    for &code in &path {
+                    for &code in a.backtrace.iter() {
                         let (first, count) = match codes.get(&code) {
                             Some(&ids) => ids,
                             None => {
@@ -151,12 +260,12 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
                 }
             }
             Event::Promote(id, _) => {
-                if let Some(l) = live.get_mut(&id.get()) {
+                if let Some(l) = live.get_mut(id.get()) {
                     l.promote_time_us.get_or_insert(time_us);
                 }
             }
             Event::Collect(id, _) => {
-                if let Some(l) = live.remove(&id.get()) {
+                if let Some(l) = live.remove(id.get()) {
                     write_alloc(&mut allocs, id.get(), &l, Some(time_us), bytes_per_sample)?;
                 }
             }
@@ -164,9 +273,7 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
     }
     let warnings = ev.warnings().iter().map(|w| w.to_string()).collect();
     drop(ev);
-    let mut survivors: Vec<_> = live.into_iter().collect();
-    survivors.sort_unstable_by_key(|(id, _)| *id);
-    for (id, l) in &survivors {
+    for (id, l) in &live.into_sorted() {
         write_alloc(&mut allocs, *id, l, None, bytes_per_sample)?;
     }
 
@@ -260,4 +367,75 @@ fn write_alloc(
     c.collect_time_us.append_option(collect_time_us);
     c.backtrace_id.append_value(i64::from(l.backtrace_id));
     allocs.row_done()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(time_us: i64) -> Live {
+        Live {
+            domain: 0,
+            time_us,
+            source: AllocationSource::Minor,
+            nsamples: 1,
+            length: 1,
+            promote_time_us: None,
+            backtrace_id: 0,
+        }
+    }
+
+    /// Live objects against a plain map, through a window's aging, a jump of ids far
+    /// ahead, ids below the window and ids given twice.
+    #[test]
+    fn live_objects_agree_with_a_map() {
+        let mut live = LiveObjects::new();
+        let mut model: std::collections::BTreeMap<u64, i64> = Default::default();
+        let mut check = |live: &mut LiveObjects, op: u8, id: u64, t: i64| match op {
+            0 => {
+                let old = live.insert(id, obj(t)).map(|l| l.time_us);
+                assert_eq!(old, model.insert(id, t), "insert {id}");
+            }
+            1 => {
+                let old = live.remove(id).map(|l| l.time_us);
+                assert_eq!(old, model.remove(&id), "remove {id}");
+            }
+            _ => {
+                let got = live.get_mut(id).map(|l| l.time_us);
+                assert_eq!(got, model.get(&id).copied(), "get {id}");
+            }
+        };
+        let mut t = 0;
+        // Ids in order; every third object lives long, the rest die soon.
+        for id in 1000..(1000 + 3 * YOUNG) {
+            t += 1;
+            check(&mut live, 0, id, t);
+            if id % 3 != 0 && id >= 1010 {
+                check(&mut live, 1, id - 10, 0);
+            }
+            check(&mut live, 2, id - 5, 0);
+        }
+        assert!(live.young.len() as u64 <= YOUNG && !live.old.is_empty());
+        // Far ahead, then below the window, then an id given twice.
+        for (op, id) in [
+            (0, 1 << 40),
+            (0, 7),
+            (0, 1000 + 3),
+            (2, 1003),
+            (1, 7),
+            (1, 1 << 40),
+        ] {
+            t += 1;
+            check(&mut live, op, id, t);
+        }
+        for id in (1000..(1000 + 3 * YOUNG)).step_by(97) {
+            check(&mut live, 2, id, 0);
+        }
+        let left: Vec<(u64, i64)> = live
+            .into_sorted()
+            .into_iter()
+            .map(|(id, l)| (id, l.time_us))
+            .collect();
+        assert_eq!(left, model.into_iter().collect::<Vec<_>>());
+    }
 }

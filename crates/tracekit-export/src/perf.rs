@@ -5,25 +5,25 @@
 //! The stack is a string of frames, root first, separated by `;`: a flame graph
 //! tool's folded form, and what SQL groups on.
 
-use arrow_array::builder::{Int32Builder, Int64Builder, StringBuilder};
+use arrow_array::builder::StringBuilder;
 use tracekit_callstack::event::{Event, SampleData};
 use tracekit_perf::data::{PerfData, ReadOptions};
 
 use crate::schema::{SAMPLES, TRACES};
-use crate::table::{TableWriter, columns};
+use crate::table::{I32, I64, OptI64, TableWriter, columns};
 use crate::traces::{self, TraceRow};
 use crate::{Error, ExportOptions, Result, Summary, TraceFiles};
 
 columns!(
     /// `samples` after `trace_id`.
     SampleCols {
-        pid: Int64Builder,
-        tid: Int64Builder,
+        pid: OptI64,
+        tid: OptI64,
         thread: StringBuilder,
-        time_ns: Int64Builder,
+        time_ns: I64,
         stack: StringBuilder,
         leaf: StringBuilder,
-        depth: Int32Builder,
+        depth: I32,
     }
 );
 

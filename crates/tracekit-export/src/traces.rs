@@ -1,10 +1,10 @@
 //! The `traces` table: one row per export, written by each exporter from what its
 //! format knows (a null where it knows nothing).
 
-use arrow_array::builder::{Float64Builder, Int32Builder, Int64Builder, StringBuilder};
+use arrow_array::builder::StringBuilder;
 
 use crate::schema::TRACES;
-use crate::table::{TableWriter, columns};
+use crate::table::{self, I64, OptF64, OptI32, OptI64, columns};
 use crate::{Result, TraceFiles};
 
 columns!(
@@ -12,17 +12,17 @@ columns!(
     TraceCols {
         kind: StringBuilder,
         file: StringBuilder,
-        format_version: Int32Builder,
+        format_version: OptI32,
         executable: StringBuilder,
         host: StringBuilder,
-        pid: Int64Builder,
-        start_time_us: Int64Builder,
-        duration_us: Int64Builder,
-        sample_rate: Float64Builder,
-        word_size: Int32Builder,
-        bytes_per_sample: Float64Builder,
+        pid: OptI64,
+        start_time_us: OptI64,
+        duration_us: I64,
+        sample_rate: OptF64,
+        word_size: OptI32,
+        bytes_per_sample: OptF64,
         context: StringBuilder,
-        events: Int64Builder,
+        events: I64,
     }
 );
 
@@ -46,8 +46,7 @@ pub(crate) struct TraceRow {
 
 /// Writes the `traces` table of `files`: the one row `row`; the rows written.
 pub(crate) fn write(files: &mut TraceFiles, row: TraceRow) -> Result<u64> {
-    let mut t: TableWriter<TraceCols> = TableWriter::new(files, TRACES.name, TRACES.schema(), 1)?;
-    let c = &mut t.cols;
+    let mut c = TraceCols::default();
     c.kind.append_value(row.kind);
     c.file.append_value(row.file);
     c.format_version.append_option(row.format_version);
@@ -61,6 +60,5 @@ pub(crate) fn write(files: &mut TraceFiles, row: TraceRow) -> Result<u64> {
     c.bytes_per_sample.append_option(row.bytes_per_sample);
     c.context.append_option(row.context);
     c.events.append_value(row.events);
-    t.row_done()?;
-    t.finish()
+    table::write_small(files, TRACES.name, TRACES.schema(), c, 1)
 }
