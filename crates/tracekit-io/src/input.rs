@@ -368,6 +368,11 @@ pub fn file_bytes(file: &File, name: &str) -> Result<Bytes> {
 
 /// Reads a whole input (a file, or `-`), its kind checked against `family`.
 pub fn read_all(path: &Path, family: Family) -> Result<Bytes> {
+    read_all_sniffed(path, family).map(|(bytes, _)| bytes)
+}
+
+/// [`read_all`], with the kind the input was sniffed as, for a family of several.
+pub fn read_all_sniffed(path: &Path, family: Family) -> Result<(Bytes, Kind)> {
     let name = display(path);
     let read = |source| Error::Read {
         name: name.clone(),
@@ -380,8 +385,9 @@ pub fn read_all(path: &Path, family: Family) -> Result<Bytes> {
     } else {
         file_bytes(&open_file(path)?, &name)?
     };
-    expect(family, sniff(&bytes[..bytes.len().min(SNIFF_BYTES)]), &name)?;
-    Ok(bytes)
+    let kind = sniff(&bytes[..bytes.len().min(SNIFF_BYTES)]);
+    expect(family, kind, &name)?;
+    Ok((bytes, kind))
 }
 
 #[cfg(test)]

@@ -173,6 +173,47 @@ print(n, ','.join(names))\n";
     ))
 }
 
+/// Runs the program `bin` with `args` and waits for it.
+pub fn run(bin: &str, args: &[&str]) -> std::process::Output {
+    match std::process::Command::new(bin).args(args).output() {
+        Ok(out) => out,
+        Err(e) => panic!("cannot run {bin}: {e}"),
+    }
+}
+
+/// Runs the program `bin` with `args`, which must succeed; its standard output.
+pub fn run_ok(bin: &str, args: &[&str]) -> String {
+    let out = run(bin, args);
+    assert!(
+        out.status.success(),
+        "{bin} {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    match String::from_utf8(out.stdout) {
+        Ok(s) => s,
+        Err(e) => panic!("{bin} {args:?} printed no UTF-8: {e}"),
+    }
+}
+
+/// Defines `tracekit(args) -> Output` and `ok(args) -> String` ([`run`] and
+/// [`run_ok`]) for the `tracekit` binary of the calling crate's tests.
+#[macro_export]
+macro_rules! tracekit_cli {
+    () => {
+        /// Runs the `tracekit` binary under test with `args`.
+        #[allow(dead_code)]
+        fn tracekit(args: &[&str]) -> std::process::Output {
+            $crate::run(env!("CARGO_BIN_EXE_tracekit"), args)
+        }
+
+        /// Runs the `tracekit` binary under test, which must succeed; its output.
+        #[allow(dead_code)]
+        fn ok(args: &[&str]) -> String {
+            $crate::run_ok(env!("CARGO_BIN_EXE_tracekit"), args)
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,7 +38,7 @@ pub struct Args {
     #[arg(long, short = 'j')]
     jobs: Option<usize>,
     /// Rows per Parquet row group: what bounds the memory of each export.
-    #[arg(long, default_value_t = 256 * 1024, hide = true)]
+    #[arg(long, default_value_t = ExportOptions::default().row_group_rows, hide = true)]
     row_group_rows: usize,
     /// Print what was written as JSON.
     #[arg(long)]
@@ -123,29 +123,35 @@ fn report(e: &Exported) {
 }
 
 fn export_one(path: &Path, args: &Args) -> Result<Exported> {
+    let summary = export_file(path, &args.output, args.row_group_rows)?;
+    Ok(Exported {
+        file: input::display(path),
+        trace_id: summary.trace_id.map(|t| t.to_string()).unwrap_or_default(),
+        rows: summary.rows.iter().copied().collect(),
+        warnings: summary.warnings,
+    })
+}
+
+/// Reads trace `path` and exports it into dataset folder `dir` (made if missing),
+/// through a temporary folder there that an interrupt removes.
+pub(crate) fn export_file(path: &Path, dir: &Path, row_group_rows: usize) -> Result<Summary> {
     let name = input::display(path);
-    let bytes = input::read_all(path, Family::Export)?;
-    let kind = match input::sniff(&bytes[..bytes.len().min(input::SNIFF_BYTES)]) {
+    let (bytes, kind) = input::read_all_sniffed(path, Family::Export)?;
+    // `Family::Export` admits these three kinds only.
+    let kind = match kind {
         Kind::Fxt => Input::Fxt,
         Kind::PerfData => Input::Perf,
         _ => Input::Memtrace,
     };
     let options = ExportOptions {
-        row_group_rows: args.row_group_rows,
+        row_group_rows,
         file: path.display().to_string(),
     };
-    std::fs::create_dir_all(&args.output)
-        .with_context(|| format!("cannot create {}", args.output.display()))?;
-    // Registered, so that an interrupt removes it with the tables half written.
-    let temp = TempDir::new_in(&args.output)?;
-    let files = TraceFiles::with_temp_dir(&args.output, temp.path(), TraceId::of(&bytes))?;
-    let summary: Summary = tracekit_export::export_into(&bytes, kind, files, &options)
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let temp = TempDir::new_in(dir)?;
+    let files = TraceFiles::with_temp_dir(dir, temp.path(), TraceId::of(&bytes))?;
+    let summary = tracekit_export::export_into(&bytes, kind, files, &options)
         .with_context(|| format!("exporting {name}"))?;
     drop(temp);
-    Ok(Exported {
-        file: name,
-        trace_id: summary.trace_id.map(|t| t.to_string()).unwrap_or_default(),
-        rows: summary.rows.iter().copied().collect(),
-        warnings: summary.warnings,
-    })
+    Ok(summary)
 }

@@ -5,8 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
-use tracekit_io::input::{self, Family, Kind};
+use anyhow::Result;
 use tracekit_sql::{Dataset, NAMED};
 
 use crate::common::output::{Stdout, TempDir};
@@ -15,6 +14,8 @@ use crate::common::output::{Stdout, TempDir};
 #[derive(clap::Args)]
 pub struct Args {
     /// The query: SQL, or the name of a shipped query (`--list` shows them).
+    // SQL may open with a `--` comment, which is not an option.
+    #[arg(allow_hyphen_values = true)]
     query: Option<String>,
     /// Traces to query, exported on the fly (memtrace `.ctf`, FXT `.fxt`, perf.data).
     files: Vec<PathBuf>,
@@ -65,20 +66,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         None
     } else {
         let temp = TempDir::new_in(&std::env::temp_dir())?;
+        let row_group_rows = tracekit_export::ExportOptions::default().row_group_rows;
         for path in &args.files {
-            let name = input::display(path);
-            let bytes = input::read_all(path, Family::Export)?;
-            let kind = match input::sniff(&bytes[..bytes.len().min(input::SNIFF_BYTES)]) {
-                Kind::Fxt => tracekit_export::Input::Fxt,
-                Kind::PerfData => tracekit_export::Input::Perf,
-                _ => tracekit_export::Input::Memtrace,
-            };
-            let options = tracekit_export::ExportOptions {
-                file: path.display().to_string(),
-                ..Default::default()
-            };
-            tracekit_export::export(&bytes, kind, temp.path(), &options)
-                .with_context(|| format!("exporting {name}"))?;
+            crate::export::export_file(path, temp.path(), row_group_rows)?;
         }
         datasets.push(Dataset {
             label: "traces".to_string(),

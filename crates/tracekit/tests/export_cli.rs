@@ -12,7 +12,6 @@ mod dump;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use arrow_array::{
     Array, BooleanArray, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
@@ -20,22 +19,7 @@ use arrow_array::{
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::Value;
 
-fn tracekit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tracekit"))
-        .args(args)
-        .output()
-        .expect("run tracekit")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = tracekit(args);
-    assert!(
-        out.status.success(),
-        "tracekit {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+tracekit_testutil::tracekit_cli!();
 
 /// Every row of a Parquet file, in one batch.
 fn read(path: &Path) -> RecordBatch {

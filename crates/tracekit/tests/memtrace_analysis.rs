@@ -7,26 +7,11 @@
 mod dump;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
-fn tracekit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tracekit"))
-        .args(args)
-        .output()
-        .expect("run tracekit")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = tracekit(args);
-    assert!(
-        out.status.success(),
-        "tracekit {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+tracekit_testutil::tracekit_cli!();
 
 fn rows() -> Option<Vec<(PathBuf, dump::Dump)>> {
     let corpus = dump::corpus()?;

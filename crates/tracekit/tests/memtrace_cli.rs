@@ -3,14 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
-fn tracekit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tracekit"))
-        .args(args)
-        .output()
-        .expect("run tracekit")
-}
+tracekit_testutil::tracekit_cli!();
 
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tracekit-memtrace-cli-{}", std::process::id()));

@@ -9,26 +9,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
-fn tracekit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tracekit"))
-        .args(args)
-        .output()
-        .expect("run tracekit")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = tracekit(args);
-    assert!(
-        out.status.success(),
-        "tracekit {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+tracekit_testutil::tracekit_cli!();
 
 fn json(args: &[&str]) -> Value {
     serde_json::from_str(&ok(args)).unwrap()
@@ -240,6 +225,13 @@ fn answers_print_as_a_table_csv_or_json_and_errors_are_named() {
     assert_eq!(
         json(&["sql", sql, t, "--json"]),
         serde_json::json!([{"allocations": 2282, "samples": 15507}])
+    );
+    // SQL opening with a `--` comment is the query, not an option; options still
+    // come before it.
+    let commented = format!("-- how many?\n{sql}");
+    assert_eq!(
+        ok(&["sql", "--csv", &commented, t]),
+        "allocations,samples\n2282,15507\n"
     );
     let list = ok(&["sql", "--list"]);
     for q in tracekit_sql::NAMED {
