@@ -18,7 +18,7 @@
 //! [`ExportOptions::row_group_rows`] as the trace is read. What an export keeps
 //! beyond that is what the trace needs to be read at all: for memtrace, the sampled
 //! objects still live (an allocation's row is complete once the object is collected,
-//! or at the end) and one node per distinct backtrace prefix; for FXT, the slices
+//! or at the end) and a hash per distinct backtrace; for FXT, the slices
 //! still open.
 
 mod dataset;

@@ -1,21 +1,22 @@
 //! A memtrace trace as the tables `traces`, `allocations`, `backtraces` and
 //! `locations` ([`crate::schema`]).
 //!
-//! One pass over the events. A backtrace is interned in a prefix tree (one node per
-//! distinct prefix, stepping only over the entries past the alloc's common prefix)
-//! and its rows are written the first time an allocation uses it; a location code's
-//! locations are written the first time a backtrace holds it. An allocation's row is
-//! written when its object is collected, or at the end for the objects that lived to
-//! it, so the export keeps the live sampled objects and nothing else of the events.
-//! Packets the reader skips (a forked child's, a truncated last one) are reported as
-//! warnings, as `tracekit memtrace dump` reports them.
+//! One pass over the events. A backtrace gets an id the first time an allocation
+//! uses it ([`BacktraceIds`], hashing only the entries past the allocation's common
+//! prefix) and its rows are written then; a location code's locations are written
+//! the first time a backtrace holds it. An allocation's row is written when its
+//! object is collected, or at the end for the objects that lived to it. So the export
+//! keeps the sampled objects still live and 20 bytes per distinct backtrace, and
+//! nothing else of the events. Packets the reader skips (a forked child's, a
+//! truncated last one) are reported as warnings, as `tracekit memtrace dump` reports
+//! them.
 
 use arrow_array::builder::{BooleanBuilder, StringBuilder};
 use std::collections::VecDeque;
+use std::collections::hash_map::Entry;
 
 use rustc_hash::FxHashMap;
-use tracekit_analysis::backtrace::Backtraces;
-use tracekit_memtrace::{AllocationSource, Event, LocationCode, LocationLookup, Reader};
+use tracekit_memtrace::{AllocationSource, DomainId, Event, LocationCode, LocationLookup, Reader};
 
 use crate::schema::{ALLOCATIONS, BACKTRACES, LOCATIONS, TRACES};
 use crate::table::{F64, I32, I64, OptI32, OptI64, TableWriter, columns};
@@ -184,6 +185,82 @@ impl LiveObjects {
     }
 }
 
+/// Backtrace ids: a distinct backtrace gets the next id the first time it is seen.
+///
+/// A backtrace is known by a 128-bit hash of its codes in order, kept per prefix
+/// for each domain's previous backtrace so that an allocation hashes only the entries
+/// past its common prefix. A prefix tree (one node per distinct prefix, as the
+/// analyses keep) made a dependent cache miss per new entry and, on a trace of deep
+/// recursion where most backtraces are distinct, took twice the time and the memory
+/// (`docs/performance.md`); here each distinct backtrace costs one table entry. Two
+/// backtraces share an id only if their 128-bit hashes collide.
+struct BacktraceIds {
+    /// Per domain, the prefix hashes of its previous backtrace: `[i]` covers its
+    /// first `i` entries.
+    prefixes: Vec<(DomainId, Vec<u128>)>,
+    ids: FxHashMap<u128, u32>,
+}
+
+impl BacktraceIds {
+    const SEED: u128 = 0x243f_6a88_85a3_08d3_1319_8a2e_0370_7344;
+
+    fn new() -> Self {
+        BacktraceIds {
+            prefixes: Vec::new(),
+            ids: FxHashMap::default(),
+        }
+    }
+
+    /// Folds one entry into a prefix's hash; each half is a folded multiply (the
+    /// mixing of wyhash and foldhash) with constants of its own.
+    #[inline(always)]
+    fn step(h: u128, code: LocationCode) -> u128 {
+        #[inline(always)]
+        fn fold(a: u64, b: u64) -> u64 {
+            let p = u128::from(a) * u128::from(b);
+            (p as u64) ^ ((p >> 64) as u64)
+        }
+        let c = code.get() as u64;
+        let lo = fold((h as u64) ^ c, 0x9e37_79b9_7f4a_7c15);
+        let hi = fold(
+            ((h >> 64) as u64) ^ c.rotate_left(32),
+            0xff51_afd7_ed55_8ccd,
+        );
+        (u128::from(hi) << 64) | u128::from(lo)
+    }
+
+    /// The id of `backtrace`, whose first `common_prefix` entries are those of the
+    /// domain's previous backtrace, and whether it is new.
+    #[inline]
+    fn intern(
+        &mut self,
+        domain: DomainId,
+        common_prefix: usize,
+        backtrace: &[LocationCode],
+    ) -> (u32, bool) {
+        let slot = match self.prefixes.iter().position(|(d, _)| *d == domain) {
+            Some(i) => i,
+            None => {
+                self.prefixes.push((domain, vec![Self::SEED]));
+                self.prefixes.len() - 1
+            }
+        };
+        let hashes = &mut self.prefixes[slot].1;
+        let keep = common_prefix.min(backtrace.len()).min(hashes.len() - 1);
+        hashes.truncate(keep + 1);
+        let mut h = hashes[keep];
+        for &code in &backtrace[keep..] {
+            h = Self::step(h, code);
+            hashes.push(h);
+        }
+        let next = self.ids.len() as u32;
+        match self.ids.entry(h) {
+            Entry::Occupied(e) => (*e.get(), false),
+            Entry::Vacant(e) => (*e.insert(next), true),
+        }
+    }
+}
+
 /// Exports the memtrace trace `bytes` into `files`.
 pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> Result<Summary> {
     let mut reader = Reader::from_bytes(bytes)?;
@@ -202,7 +279,7 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
     let mut locs: TableWriter<LocationCols> =
         TableWriter::new(files, LOCATIONS.name, LOCATIONS.schema(), batch)?;
 
-    let mut backtraces = Backtraces::new();
+    let mut backtraces = BacktraceIds::new();
     // A code's locations have the ids `first .. first + count`.
     let mut codes: FxHashMap<LocationCode, (u32, u32)> = FxHashMap::default();
     let mut next_location = 0u32;
@@ -218,9 +295,8 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
         last_us = last_us.max(time_us);
         match event {
             Event::Alloc(a) => {
-                let bt = backtraces.intern(a.domain, a.common_prefix, &a.backtrace);
-                if backtraces.site(bt).is_none() {
-                    backtraces.set_site(bt, 0);
+                let (bt, new) = backtraces.intern(a.domain, a.common_prefix, &a.backtrace);
+                if new {
                     // Frames caller first, each code's locations in the trace's
                     // order (its last is innermost), new codes' locations written.
                     frames.clear();
@@ -238,7 +314,7 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
                     }
                     for (position, &location) in frames.iter().rev().enumerate() {
                         let c = &mut bts.cols;
-                        c.backtrace_id.append_value(i64::from(bt.0));
+                        c.backtrace_id.append_value(i64::from(bt));
                         c.position.append_value(position as i32);
                         c.location_id.append_value(i64::from(location));
                         bts.row_done()?;
@@ -251,7 +327,7 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
                     nsamples: a.nsamples,
                     length: a.length,
                     promote_time_us: None,
-                    backtrace_id: bt.0,
+                    backtrace_id: bt,
                 };
                 // An id seen twice (a damaged trace): the first object's row is
                 // written as it stands rather than lost.
@@ -383,6 +459,41 @@ mod tests {
             promote_time_us: None,
             backtrace_id: 0,
         }
+    }
+
+    /// Backtrace ids against a map from whole backtraces: equal backtraces get one
+    /// id whatever prefix the previous one shared, in each domain, and different
+    /// ones (prefixes of each other too) get different ids.
+    #[test]
+    fn backtrace_ids_agree_with_a_map_of_backtraces() {
+        let mut ids = BacktraceIds::new();
+        let mut model: std::collections::HashMap<(Vec<i64>,), u32> = Default::default();
+        let mut previous: [Vec<i64>; 2] = Default::default();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rand = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..50_000 {
+            let d = rand(2) as usize;
+            let prev = &previous[d];
+            let keep = rand(prev.len() as u64 + 1) as usize;
+            let mut bt: Vec<i64> = prev[..keep].to_vec();
+            for _ in 0..rand(4) {
+                bt.push(rand(6) as i64);
+            }
+            // The common prefix as the trace states it: the longest shared one.
+            let common = prev.iter().zip(&bt).take_while(|(a, b)| a == b).count();
+            let codes: Vec<LocationCode> = bt.iter().map(|&c| LocationCode::new(c)).collect();
+            let (id, new) = ids.intern(DomainId::new(d as u16), common, &codes);
+            let n = model.len() as u32;
+            let want = *model.entry((bt.clone(),)).or_insert(n);
+            assert_eq!((id, new), (want, want == n), "{bt:?}");
+            previous[d] = bt;
+        }
+        assert!(model.len() > 1000, "{}", model.len());
     }
 
     /// Live objects against a plain map, through a window's aging, a jump of ids far
