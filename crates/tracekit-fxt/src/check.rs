@@ -2,7 +2,7 @@
 //! at, plus what is legal FXT but breaks or is ignored by a particular reader
 //! (Perfetto, the Fuchsia readers, PyPI `fxt` 0.3.0, Jane Street's `tracing_parser`).
 //! What each reader does is recorded, with a matrix of every [`Issue`], in
-//! `docs/fxt-readers.md` at the repository root; `tests/check_matrix.rs` holds this
+//! `docs/fxt-readers.md` at the repository root; `tests/integration/check_matrix.rs` holds this
 //! module to it.
 
 use core::fmt;

@@ -1,0 +1,7 @@
+//! The integration tests of `tracekit-alloc`, one binary: a module per subject.
+
+#[path = "common/mod.rs"]
+mod common;
+mod edges;
+mod robustness;
+mod workload;

@@ -1,0 +1,3 @@
+//! The integration tests of `tracekit-perf`, one binary: a module per subject.
+
+mod perf_data_robustness;
