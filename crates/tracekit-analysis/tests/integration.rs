@@ -1,7 +1,10 @@
 //! The integration tests of `tracekit-analysis`, one binary: a module per subject.
 
+#[path = "integration/corpus.rs"]
 mod corpus;
 #[path = "dump/mod.rs"]
 mod dump;
+#[path = "integration/site_skip.rs"]
 mod site_skip;
+#[path = "integration/tables.rs"]
 mod tables;
