@@ -2,14 +2,25 @@
 
 #[path = "../../tracekit-analysis/tests/dump/mod.rs"]
 mod dump;
+#[path = "integration/edges.rs"]
 mod edges;
+#[path = "integration/export_cli.rs"]
 mod export_cli;
+#[path = "integration/features.rs"]
 mod features;
+#[path = "integration/fxt_cli.rs"]
 mod fxt_cli;
+#[path = "integration/memory.rs"]
 mod memory;
+#[path = "integration/memtrace_analysis.rs"]
 mod memtrace_analysis;
+#[path = "integration/memtrace_cli.rs"]
 mod memtrace_cli;
+#[path = "integration/perf_cli.rs"]
 mod perf_cli;
+#[path = "integration/perf_record.rs"]
 mod perf_record;
+#[path = "integration/sql_cli.rs"]
 mod sql_cli;
+#[path = "integration/view.rs"]
 mod view;
