@@ -169,7 +169,7 @@ fn spawn_child(how: &str, path: &Path) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "child_process",
+            "lifecycle::child_process",
             "--nocapture",
             "--test-threads",
             "1",

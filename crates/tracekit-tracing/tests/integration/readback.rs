@@ -197,7 +197,10 @@ fn follows_from_is_a_flow_from_the_link_to_the_follower() {
     });
     let d = dispatch.clone();
     let tid = std::thread::spawn(move || {
-        tracing::dispatcher::with_default(&d, || {
+        // The span moves in, so that it is freed, and its parent closed, while this
+        // dispatcher is the default: freed outside, the registry closes the parent
+        // through whatever the default is then (another test's global one).
+        tracing::dispatcher::with_default(&d, move || {
             let _c = consumer.enter();
         });
         current_tid()
