@@ -1,5 +1,5 @@
 //! `tracekit memtrace to-fxt` against `tracekit memtrace timeline` on the same trace
-//! (issue #17: to-fxt within 1.5x of timeline), on the random model of
+//! (the target: to-fxt within 1.5x of timeline), on the random model of
 //! `tracekit memtrace sample` with 2.8 M allocations (over 5 M events, deep stacks that
 //! move at every allocation: the case where interning backtraces costs most).
 //!

@@ -466,19 +466,6 @@ impl Analyzer {
         self.site_of = Vec::new();
     }
 
-    /// Length of `domain`'s previous backtrace as the analysis has it (what
-    /// [`Analyzer::push_alloc_suffix`] can keep).
-    pub fn previous_backtrace_len(&self, domain: DomainId) -> usize {
-        match self.big_only {
-            true => self
-                .current
-                .iter()
-                .find(|(d, _)| *d == domain)
-                .map_or(0, |(_, p)| p.len()),
-            false => self.backtraces.previous_len(domain),
-        }
-    }
-
     #[inline]
     fn alloc(
         &mut self,
@@ -723,11 +710,6 @@ impl Analyzer {
         } else {
             self.peak.change_unclocked(end, delta);
         }
-    }
-
-    /// Number of sampled objects live now.
-    pub fn live_objects(&self) -> usize {
-        self.live.len()
     }
 
     /// Ends the pass.

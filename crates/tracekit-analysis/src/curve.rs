@@ -90,11 +90,6 @@ impl Timeline {
         self.end
     }
 
-    /// Current bucket width.
-    pub fn resolution(&self) -> Timedelta {
-        Timedelta::from_micros(i64::try_from(self.width).unwrap_or(i64::MAX))
-    }
-
     /// Marks `time` as seen (an event that changes nothing, e.g. a promote), so the
     /// timeline covers the whole trace.
     #[inline]

@@ -21,7 +21,7 @@ pub mod frames;
 pub mod fxt;
 mod huge;
 mod idtable;
-mod live;
+pub mod live;
 pub mod passes;
 pub mod paths;
 pub mod query;
@@ -32,6 +32,7 @@ pub mod sites;
 pub mod svg;
 pub mod symbols;
 pub mod time;
+pub mod trace_bytes;
 pub mod units;
 
 pub use analyzer::{

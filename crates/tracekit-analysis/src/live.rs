@@ -24,9 +24,10 @@ const MIN_WINDOW: usize = 1 << 18;
 /// A window slot with no value.
 const EMPTY: u32 = u32::MAX;
 
-/// A table from object id to `T`, for ids that mostly arrive in increasing order.
+/// A table from object id to `T`, for ids that mostly arrive in increasing order: the
+/// live objects of a memtrace trace, as the analyses and the Parquet export keep them.
 #[derive(Debug)]
-pub(crate) struct LiveTable<T> {
+pub struct LiveTable<T> {
     /// Id of `window[0]`.
     base: u64,
     /// Per id from `base`, the index of its value in `slab`, or [`EMPTY`].
@@ -49,8 +50,15 @@ pub(crate) struct LiveTable<T> {
     overflowed: bool,
 }
 
+impl<T: Copy> Default for LiveTable<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<T: Copy> LiveTable<T> {
-    pub(crate) fn new() -> Self {
+    /// An empty table.
+    pub fn new() -> Self {
         Self::with_slab_limit(EMPTY as usize)
     }
 
@@ -72,8 +80,13 @@ impl<T: Copy> LiveTable<T> {
     }
 
     /// Number of entries.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.in_window + self.old.len()
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     #[inline]
@@ -109,7 +122,7 @@ impl<T: Copy> LiveTable<T> {
 
     /// Inserts `value` for `id`, returning the previous value.
     #[inline]
-    pub(crate) fn insert(&mut self, id: u64, value: T) -> Option<T> {
+    pub fn insert(&mut self, id: u64, value: T) -> Option<T> {
         // The common case, checked first because it is most of a trace's events: the
         // id just past the window's end, which no far-ahead id has claimed.
         if self.in_window != 0
@@ -207,7 +220,7 @@ impl<T: Copy> LiveTable<T> {
 
     /// Removes and returns the value of `id`.
     #[inline]
-    pub(crate) fn remove(&mut self, id: u64) -> Option<T> {
+    pub fn remove(&mut self, id: u64) -> Option<T> {
         match self.slot(id) {
             Some(i) => {
                 let k = std::mem::replace(&mut self.window[i], EMPTY);
@@ -231,7 +244,7 @@ impl<T: Copy> LiveTable<T> {
 
     /// The value of `id`, mutably.
     #[inline]
-    pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut T> {
+    pub fn get_mut(&mut self, id: u64) -> Option<&mut T> {
         match self.slot(id) {
             Some(i) if self.window[i] != EMPTY => self.slab.get_mut(self.window[i] as usize),
             Some(_) if !self.overflowed => None,
@@ -271,12 +284,26 @@ impl<T: Copy> LiveTable<T> {
     }
 
     /// Every entry, in no particular order.
-    pub(crate) fn values(&self) -> impl Iterator<Item = &T> {
+    pub fn values(&self) -> impl Iterator<Item = &T> {
         self.window[self.head..]
             .iter()
             .filter(|&&k| k != EMPTY)
             .filter_map(|&k| self.slab.get(k as usize))
             .chain(self.old.values())
+    }
+
+    /// Every entry with its id, by id (what is left live at a trace's end, in
+    /// allocation order).
+    pub fn into_sorted(self) -> Vec<(u64, T)> {
+        let mut all: Vec<(u64, T)> = Vec::with_capacity(self.len());
+        for (i, &k) in self.window.iter().enumerate().skip(self.head) {
+            if let Some(&v) = (k != EMPTY).then(|| self.slab.get(k as usize)).flatten() {
+                all.push((self.base + i as u64, v));
+            }
+        }
+        all.extend(self.old);
+        all.sort_unstable_by_key(|&(id, _)| id);
+        all
     }
 }
 
@@ -369,7 +396,7 @@ impl LiveObjects {
     }
 
     /// Number of live objects.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.table.len()
     }
 
@@ -395,7 +422,7 @@ impl LiveObjects {
 
     /// Removes and returns the object `id`.
     #[inline]
-    pub(crate) fn remove(&mut self, id: u64) -> Option<LiveObject> {
+    pub fn remove(&mut self, id: u64) -> Option<LiveObject> {
         let p = self.table.remove(id)?;
         self.unpack(id, p)
     }
@@ -541,6 +568,9 @@ mod tests {
             a.sort_unstable();
             b.sort_unstable();
             proptest::prop_assert_eq!(a, b);
+            let mut b: Vec<(u64, u64)> = m.into_iter().collect();
+            b.sort_unstable();
+            proptest::prop_assert_eq!(t.into_sorted(), b);
         }
     }
 
@@ -603,6 +633,9 @@ mod tests {
             }
         }
         check(&mut t, &m);
+        let mut b: Vec<(u64, u64)> = m.into_iter().collect();
+        b.sort_unstable();
+        assert_eq!(t.into_sorted(), b);
     }
 
     #[test]

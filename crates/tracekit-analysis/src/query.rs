@@ -1,4 +1,4 @@
-//! The questions asked of a trace, as the command line asks them (and the viewer will):
+//! The questions asked of a trace, as the command line and the viewer (`tracekit-view`) ask them:
 //! each a plain struct of options whose `run` makes the passes it needs over a
 //! [`Reader`] and returns an answer that renders itself as a table, CSV, JSON or SVG.
 //!

@@ -370,27 +370,6 @@ impl<S: Sink> TraceWriter<S> {
         self.warnings.drain(..)
     }
 
-    /// Whether there are undrained warnings.
-    pub fn has_warnings(&self) -> bool {
-        !self.warnings.is_empty()
-    }
-
-    /// The current call stack of a thread as display names, innermost first.
-    pub fn callstack_names(&self, thread: Thread) -> Vec<&str> {
-        self.index
-            .get(&thread)
-            .map(|&ti| {
-                self.threads[ti]
-                    .callstack
-                    .frames
-                    .iter()
-                    .rev()
-                    .map(|f| self.symbols.name(f.symbol))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
     /// Draws breakpoint hits on a "Snapshot symbol hits" track (magic-trace's trigger
     /// hits). Call before any event.
     pub fn write_hits(&mut self, hits: &[Hit], stop_symbol: &str) {

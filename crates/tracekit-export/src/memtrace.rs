@@ -12,8 +12,8 @@
 //! them.
 
 use arrow_array::builder::{BooleanBuilder, StringBuilder};
-use std::collections::VecDeque;
 use std::collections::hash_map::Entry;
+use tracekit_analysis::live::LiveTable;
 
 use rustc_hash::FxHashMap;
 use tracekit_memtrace::{AllocationSource, DomainId, Event, LocationCode, LocationLookup, Reader};
@@ -64,6 +64,7 @@ columns!(
 );
 
 /// A sampled object not collected yet: its row but for the collect time.
+#[derive(Clone, Copy)]
 struct Live {
     domain: u16,
     time_us: i64,
@@ -72,117 +73,6 @@ struct Live {
     length: u64,
     promote_time_us: Option<i64>,
     backtrace_id: u32,
-}
-
-/// The sampled objects not collected yet, by id.
-///
-/// Ids are handed out in order and most sampled objects die young, so the young ones
-/// sit in a window indexed by id (`base + i`) and one that outlives the window moves
-/// to a hash map once. A hash map for all of them cost a tenth of an export.
-struct LiveObjects {
-    /// The id of `young[0]`.
-    base: u64,
-    young: VecDeque<Option<Live>>,
-    old: FxHashMap<u64, Live>,
-}
-
-/// How many ids the young window spans.
-const YOUNG: u64 = 1 << 16;
-
-impl LiveObjects {
-    fn new() -> Self {
-        LiveObjects {
-            base: 0,
-            young: VecDeque::new(),
-            old: FxHashMap::default(),
-        }
-    }
-
-    /// Where id `id` sits in `young`, if the window spans it.
-    #[inline]
-    fn slot(&self, id: u64) -> Option<usize> {
-        let i = id.checked_sub(self.base)?;
-        (i < self.young.len() as u64).then_some(i as usize)
-    }
-
-    /// Adds object `id`; the object the trace gave the same id before, if it is live.
-    #[inline]
-    fn insert(&mut self, id: u64, l: Live) -> Option<Live> {
-        if self.young.is_empty() {
-            self.base = id;
-        }
-        let Some(i) = id.checked_sub(self.base) else {
-            return self.old.insert(id, l);
-        };
-        if i >= self.young.len() as u64 + YOUNG {
-            // A jump far ahead (another domain's ids, or a damaged trace): the window
-            // starts again there.
-            self.age(self.young.len());
-            self.base = id;
-        }
-        let i = (id - self.base) as usize;
-        if i >= self.young.len() {
-            self.young.resize_with(i + 1, || None);
-        }
-        let old = self.young[i].replace(l);
-        if self.young.len() as u64 > YOUNG {
-            self.age(self.young.len() - YOUNG as usize);
-        }
-        old
-    }
-
-    /// Moves the first `n` young objects to `old`, and drops the collected ones at the
-    /// front of the window.
-    fn age(&mut self, n: usize) {
-        for _ in 0..n {
-            if let Some(Some(l)) = self.young.pop_front() {
-                self.old.insert(self.base, l);
-            }
-            self.base += 1;
-        }
-        self.trim();
-    }
-
-    #[inline]
-    fn trim(&mut self) {
-        while let Some(None) = self.young.front() {
-            self.young.pop_front();
-            self.base += 1;
-        }
-    }
-
-    #[inline]
-    fn get_mut(&mut self, id: u64) -> Option<&mut Live> {
-        match self.slot(id) {
-            Some(i) => self.young[i].as_mut(),
-            None => self.old.get_mut(&id),
-        }
-    }
-
-    #[inline]
-    fn remove(&mut self, id: u64) -> Option<Live> {
-        match self.slot(id) {
-            Some(i) => {
-                let l = self.young[i].take();
-                if i == 0 {
-                    self.trim();
-                }
-                l
-            }
-            None => self.old.remove(&id),
-        }
-    }
-
-    /// The objects left, by id.
-    fn into_sorted(self) -> Vec<(u64, Live)> {
-        let base = self.base;
-        let mut all: Vec<(u64, Live)> = self.old.into_iter().collect();
-        all.extend(
-            (self.young.into_iter().enumerate()).filter_map(|(i, l)| Some((base + i as u64, l?))),
-        );
-        all.sort_unstable_by_key(|(id, _)| *id);
-        all
-    }
 }
 
 /// Backtrace ids: a distinct backtrace gets the next id the first time it is seen.
@@ -283,7 +173,7 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
     // A code's locations have the ids `first .. first + count`.
     let mut codes: FxHashMap<LocationCode, (u32, u32)> = FxHashMap::default();
     let mut next_location = 0u32;
-    let mut live = LiveObjects::new();
+    let mut live = LiveTable::<Live>::new();
     let mut frames: Vec<u32> = Vec::new();
     let (mut events, mut last_us) = (0i64, 0i64);
 
@@ -449,18 +339,6 @@ fn write_alloc(
 mod tests {
     use super::*;
 
-    fn obj(time_us: i64) -> Live {
-        Live {
-            domain: 0,
-            time_us,
-            source: AllocationSource::Minor,
-            nsamples: 1,
-            length: 1,
-            promote_time_us: None,
-            backtrace_id: 0,
-        }
-    }
-
     /// Backtrace ids against a map from whole backtraces: equal backtraces get one
     /// id whatever prefix the previous one shared, in each domain, and different
     /// ones (prefixes of each other too) get different ids.
@@ -494,59 +372,5 @@ mod tests {
             previous[d] = bt;
         }
         assert!(model.len() > 1000, "{}", model.len());
-    }
-
-    /// Live objects against a plain map, through a window's aging, a jump of ids far
-    /// ahead, ids below the window and ids given twice.
-    #[test]
-    fn live_objects_agree_with_a_map() {
-        let mut live = LiveObjects::new();
-        let mut model: std::collections::BTreeMap<u64, i64> = Default::default();
-        let mut check = |live: &mut LiveObjects, op: u8, id: u64, t: i64| match op {
-            0 => {
-                let old = live.insert(id, obj(t)).map(|l| l.time_us);
-                assert_eq!(old, model.insert(id, t), "insert {id}");
-            }
-            1 => {
-                let old = live.remove(id).map(|l| l.time_us);
-                assert_eq!(old, model.remove(&id), "remove {id}");
-            }
-            _ => {
-                let got = live.get_mut(id).map(|l| l.time_us);
-                assert_eq!(got, model.get(&id).copied(), "get {id}");
-            }
-        };
-        let mut t = 0;
-        // Ids in order; every third object lives long, the rest die soon.
-        for id in 1000..(1000 + 3 * YOUNG) {
-            t += 1;
-            check(&mut live, 0, id, t);
-            if id % 3 != 0 && id >= 1010 {
-                check(&mut live, 1, id - 10, 0);
-            }
-            check(&mut live, 2, id - 5, 0);
-        }
-        assert!(live.young.len() as u64 <= YOUNG && !live.old.is_empty());
-        // Far ahead, then below the window, then an id given twice.
-        for (op, id) in [
-            (0, 1 << 40),
-            (0, 7),
-            (0, 1000 + 3),
-            (2, 1003),
-            (1, 7),
-            (1, 1 << 40),
-        ] {
-            t += 1;
-            check(&mut live, op, id, t);
-        }
-        for id in (1000..(1000 + 3 * YOUNG)).step_by(97) {
-            check(&mut live, 2, id, 0);
-        }
-        let left: Vec<(u64, i64)> = live
-            .into_sorted()
-            .into_iter()
-            .map(|(id, l)| (id, l.time_us))
-            .collect();
-        assert_eq!(left, model.into_iter().collect::<Vec<_>>());
     }
 }

@@ -15,8 +15,8 @@
 //! Reader: the corpus magic-trace file (needs `TRACEKIT_CORPUS`).
 //!
 //! Chrome JSON (`to_json/shaped`): `fxt to-json`'s conversion (into `io::sink`)
-//! against `fxt stats`' read of the same trace, in input MB/s (issue #17: the
-//! conversion at half the read speed or more). The trace is the real-shaped one of
+//! against `fxt stats`' read of the same trace, in input MB/s (the target:
+//! the conversion at half the read speed or more). The trace is the real-shaped one of
 //! `benches/common` (1 M events, 40 MB; `examples/shaped_trace` writes it to a file).
 //!
 //! On a shared, loaded machine wall-clock medians mostly measure the scheduler; the

@@ -286,60 +286,6 @@ impl Bytes {
     }
 }
 
-/// Where a pass over mapped bytes stands in releasing the pages behind it: told
-/// each position the pass reports, it says which range to release next, a whole
-/// `step` at a time. A position before the last one starts over (another pass
-/// from the start).
-#[derive(Clone, Copy, Debug)]
-pub struct ReleaseBehind {
-    released: u64,
-    step: u64,
-}
-
-impl ReleaseBehind {
-    /// Releases in steps of `step` bytes.
-    pub fn new(step: u64) -> ReleaseBehind {
-        ReleaseBehind { released: 0, step }
-    }
-
-    /// The range to release now that the pass is at `pos`, if it has read a whole
-    /// step since the last one.
-    pub fn at(&mut self, pos: u64) -> Option<std::ops::Range<usize>> {
-        if pos < self.released {
-            self.released = 0;
-        }
-        if pos - self.released < self.step {
-            return None;
-        }
-        let range = self.released as usize..pos as usize;
-        self.released = pos;
-        Some(range)
-    }
-}
-
-/// [`Bytes`] shared between a reader that owns them and whoever releases the
-/// pages it has read ([`Bytes::release`]).
-#[derive(Clone)]
-pub struct SharedBytes(std::sync::Arc<Bytes>);
-
-impl SharedBytes {
-    /// Shares `bytes`.
-    pub fn new(bytes: Bytes) -> SharedBytes {
-        SharedBytes(std::sync::Arc::new(bytes))
-    }
-
-    /// [`Bytes::release`].
-    pub fn release(&self, range: std::ops::Range<usize>) {
-        self.0.release(range);
-    }
-}
-
-impl AsRef<[u8]> for SharedBytes {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
-    }
-}
-
 /// The bytes of an open file `name`: mapped when it is a large regular file, read
 /// otherwise.
 pub fn file_bytes(file: &File, name: &str) -> Result<Bytes> {
@@ -430,24 +376,11 @@ mod tests {
         let left = resident_kib(addr);
         assert!(left <= (2 << 10) + 8, "{left} KiB still resident");
         assert_eq!(&bytes[..], &data[..]);
-        SharedBytes::new(bytes).release(0..usize::MAX);
+        bytes.release(0..usize::MAX);
         // Bytes read into memory are kept as they are.
         let owned = Bytes::Owned(data.clone());
         owned.release(0..data.len());
         assert_eq!(&owned[..], &data[..]);
-    }
-
-    #[test]
-    fn release_steps_follow_the_pass_and_start_over_with_the_next() {
-        let mut r = ReleaseBehind::new(100);
-        assert_eq!(r.at(0), None);
-        assert_eq!(r.at(99), None);
-        assert_eq!(r.at(150), Some(0..150));
-        assert_eq!(r.at(200), None);
-        assert_eq!(r.at(250), Some(150..250));
-        // A second pass.
-        assert_eq!(r.at(10), None);
-        assert_eq!(r.at(120), Some(0..120));
     }
 
     #[test]

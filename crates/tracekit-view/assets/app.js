@@ -105,7 +105,6 @@ function bytes(n) {
   return (i === 0 ? v.toFixed(0) : v.toFixed(1)) + ' ' + units[i];
 }
 const pct = (x) => (100 * x).toFixed(1) + '%';
-const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {

@@ -40,72 +40,22 @@ use tracekit_analysis::query::{
     DiffQuery, FilterSpec, FlameQuery, HotPathsQuery, QueryError, TimelineQuery, TopQuery,
 };
 use tracekit_analysis::render::TraceFile;
-use tracekit_io::input::ReleaseBehind;
+use tracekit_analysis::trace_bytes::TraceBytes;
 use tracekit_memtrace::dump::InfoReport;
 use tracekit_memtrace::{ReadError, Reader};
 
-/// A trace's bytes, shared by the readers of concurrent requests.
-#[derive(Clone)]
-pub struct Bytes {
-    bytes: Arc<dyn AsRef<[u8]> + Send + Sync>,
-    release: Option<Arc<dyn Fn(std::ops::Range<usize>) + Send + Sync>>,
-}
-
-/// How far a pass reads between two releases of the pages behind it.
-const RELEASE_STEP: u64 = 32 << 20;
-
-impl Bytes {
-    /// Shares `bytes`.
-    pub fn new(bytes: impl AsRef<[u8]> + Send + Sync + 'static) -> Bytes {
-        Bytes {
-            bytes: Arc::new(bytes),
-            release: None,
-        }
-    }
-
-    /// Calls `release` with the byte ranges a pass has read, as it goes, and
-    /// with the whole range after it: for a mapped file, to let those pages go,
-    /// so that the trace is not resident on top of the answers (a pass maps them
-    /// again).
-    pub fn on_release(
-        mut self,
-        release: impl Fn(std::ops::Range<usize>) + Send + Sync + 'static,
-    ) -> Bytes {
-        self.release = Some(Arc::new(release));
-        self
-    }
-
-    fn released(&self) {
-        if let Some(r) = &self.release {
-            r(0..usize::MAX);
-        }
-    }
-
-    /// A progress callback for a pass over the bytes that releases what the
-    /// pass has read behind it, in steps.
-    fn progress(&self) -> impl FnMut(tracekit_analysis::passes::Stage, u64) + '_ {
-        let mut behind = ReleaseBehind::new(RELEASE_STEP);
-        move |_, pos| {
-            if let Some(r) = &self.release
-                && let Some(range) = behind.at(pos)
-            {
-                r(range);
-            }
-        }
-    }
-}
-
-impl AsRef<[u8]> for Bytes {
-    fn as_ref(&self) -> &[u8] {
-        (*self.bytes).as_ref()
-    }
+/// A progress callback for a pass over `bytes` that releases what the pass has read
+/// behind it, in steps.
+fn releasing(bytes: &TraceBytes) -> impl FnMut(tracekit_analysis::passes::Stage, u64) + use<> {
+    let mut pass = bytes.pass();
+    move |_, pos| pass.at(pos)
 }
 
 /// A trace being served: its bytes, the name its answers give it, and what
 /// does not change between requests.
 pub struct Trace {
     name: String,
-    bytes: Bytes,
+    bytes: TraceBytes,
     info: String,
     /// The flame graph tree of the last `flamegraph` options `flametree` was
     /// asked with.
@@ -124,11 +74,11 @@ struct Flame {
 impl Trace {
     /// A trace named `name` (as its answers print it). Reads it once, for its
     /// `info` answer.
-    pub fn new(name: String, bytes: Bytes) -> Result<Trace, ReadError> {
+    pub fn new(name: String, bytes: TraceBytes) -> Result<Trace, ReadError> {
         let mut reader = Reader::from_owner(bytes.clone())?;
         let report = InfoReport::collect(&mut reader, &name, |_| {}, |_| {});
         let info = to_json(&report);
-        bytes.released();
+        bytes.release_all();
         Ok(Trace {
             name,
             bytes,
@@ -327,9 +277,9 @@ pub fn answer(
     args: &[String],
 ) -> Result<String, ApiError> {
     let answer = ask(trace, compare, endpoint, args);
-    trace.bytes.released();
+    trace.bytes.release_all();
     if let Some(c) = compare {
-        c.bytes.released();
+        c.bytes.release_all();
     }
     answer
 }
@@ -340,7 +290,7 @@ fn ask(
     endpoint: Endpoint,
     args: &[String],
 ) -> Result<String, ApiError> {
-    let mut quiet = trace.bytes.progress();
+    let mut quiet = releasing(&trace.bytes);
     match endpoint {
         Endpoint::Info => {
             if let Some(a) = args.first() {
@@ -427,7 +377,7 @@ fn ask(
             // As `memtrace diff A B`: the compared trace is the baseline.
             let (mut ra, mut rb) = (other.reader()?, trace.reader()?);
             let pa = q
-                .pass(&mut ra, &mut other.bytes.progress())
+                .pass(&mut ra, &mut releasing(&other.bytes))
                 .map_err(query_error)?;
             let pb = q.pass(&mut rb, &mut quiet).map_err(query_error)?;
             let ctx = q.context(other.file(&ra), trace.file(&rb));
@@ -506,7 +456,7 @@ mod tests {
         let bytes = write_synthetic(Vec::new(), &config).unwrap();
         let calls: Arc<Mutex<Vec<std::ops::Range<usize>>>> = Arc::default();
         let seen = Arc::clone(&calls);
-        let b = Bytes::new(bytes).on_release(move |r| seen.lock().unwrap().push(r));
+        let b = TraceBytes::new(bytes).on_release(move |r| seen.lock().unwrap().push(r));
         let trace = Trace::new("t".into(), b).unwrap();
         assert_eq!(calls.lock().unwrap().len(), 1, "after reading the info");
         answer(&trace, None, Endpoint::Top, &[]).unwrap();

@@ -10,5 +10,5 @@
 pub mod api;
 pub mod server;
 
-pub use api::{ApiError, Bytes, Endpoint, Trace, answer};
+pub use api::{ApiError, Endpoint, Trace, answer};
 pub use server::{BindError, Served, Viewer};

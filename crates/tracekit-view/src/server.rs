@@ -303,7 +303,7 @@ fn respond(request: Request, served: &Served, hosts: &[String]) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::api::Bytes;
+    use tracekit_analysis::trace_bytes::TraceBytes;
     use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
 
     fn served() -> Served {
@@ -312,7 +312,10 @@ mod tests {
             ..SynthConfig::default()
         };
         let bytes = write_synthetic(Vec::new(), &config).unwrap();
-        Served::new(Trace::new("t.ctf".into(), Bytes::new(bytes)).unwrap(), None)
+        Served::new(
+            Trace::new("t.ctf".into(), TraceBytes::new(bytes)).unwrap(),
+            None,
+        )
     }
 
     #[test]

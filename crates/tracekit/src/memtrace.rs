@@ -3,9 +3,11 @@
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Subcommand;
+use tracekit_analysis::trace_bytes::TraceBytes;
 use tracekit_memtrace::dump::{InfoReport, StreamDumpError, write_dump, write_dump_stream};
 use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
 use tracekit_memtrace::{
@@ -111,17 +113,25 @@ pub fn open(path: &Path) -> Result<Reader<'static>> {
 
 /// [`open`], and the reader's bytes when they are a file's (not standard input's),
 /// shared so that the pages a pass has read can be released as it goes.
-pub fn open_shared(path: &Path) -> Result<(Reader<'static>, Option<input::SharedBytes>)> {
+pub fn open_shared(path: &Path) -> Result<(Reader<'static>, Option<TraceBytes>)> {
     if input::is_stdin(path) {
         let reader = Reader::from_read(input::open_stream(path, Family::Memtrace)?);
         return Ok((reader.map_err(|e| open_error(path, e))?, None));
     }
     let head = input::open_stream(path, Family::Memtrace)?;
     drop(head);
-    let bytes = input::SharedBytes::new(input::read_all(path, Family::Memtrace)?);
+    let bytes = trace_bytes(path)?;
     let reader =
         Reader::from_owner(bytes.clone()).map_err(|e| open_error(path, OpenError::from(e)))?;
     Ok((reader, Some(bytes)))
+}
+
+/// The bytes of the memtrace trace at `path`, mapped when it is large, shared with
+/// the release of a mapped file's pages.
+pub fn trace_bytes(path: &Path) -> Result<TraceBytes> {
+    let bytes = Arc::new(input::read_all(path, Family::Memtrace)?);
+    let pages = Arc::clone(&bytes);
+    Ok(TraceBytes::new(bytes).on_release(move |range| pages.release(range)))
 }
 
 /// The error of a trace whose trace-info packet cannot be read.

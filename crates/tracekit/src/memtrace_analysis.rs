@@ -18,11 +18,11 @@ use tracekit_analysis::render::TraceFile;
 use tracekit_fxt::io::FinishError;
 use tracekit_memtrace::Reader;
 
-use crate::common::input::SharedBytes;
 use crate::common::output::{OutputFile, Stdout, print, write_file};
 use crate::common::print_json;
 use crate::common::{PROGRESS_THRESHOLD_BYTES, input, progress_bar, progress_spinner};
 use crate::memtrace::open_shared;
+use tracekit_analysis::trace_bytes::TraceBytes;
 
 /// How sizes are estimated; shown in every analysis command's help.
 const SIZES: &str = "Sizes are estimates in bytes: memtrace samples allocated words at the trace's \
@@ -161,13 +161,13 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
 }
 
 /// Progress of the passes over `reader`: one bar, its message the pass's stage.
-/// With the trace's `bytes`, the pages a pass has read are released as it goes
-/// (in steps of [`RELEASE_STEP`]), so that a mapped trace does not end up
-/// resident whole on top of the analysis's own memory.
-fn progress(size_bytes: u64, bytes: Option<SharedBytes>) -> impl FnMut(Stage, u64) {
+/// With the trace's `bytes`, the pages a pass has read are released as it goes, so
+/// that a mapped trace does not end up resident whole on top of the analysis's own
+/// memory.
+fn progress(size_bytes: u64, bytes: Option<TraceBytes>) -> impl FnMut(Stage, u64) {
     let bar = progress_bar(size_bytes, Stage::Analysing.describe(), false);
     let mut stage = Stage::Analysing;
-    let mut behind = input::ReleaseBehind::new(RELEASE_STEP);
+    let mut release = bytes.map(|b| b.pass());
     // Dropped with the closure, the bar clears itself.
     move |s, pos| {
         if s != stage {
@@ -177,16 +177,11 @@ fn progress(size_bytes: u64, bytes: Option<SharedBytes>) -> impl FnMut(Stage, u6
             bar.enable_steady_tick(std::time::Duration::from_millis(200));
         }
         bar.set_position(pos);
-        if let Some(bytes) = &bytes
-            && let Some(range) = behind.at(pos)
-        {
-            bytes.release(range);
+        if let Some(release) = &mut release {
+            release.at(pos);
         }
     }
 }
-
-/// How far a pass reads between two releases of the pages behind it.
-const RELEASE_STEP: u64 = 64 << 20;
 
 /// The pass's warnings (each skipped packet once, however many passes were made).
 fn warn(path: &Path, p: &Pass) {
@@ -216,7 +211,7 @@ fn finish(path: &Path, p: &Pass) -> ExitCode {
 fn ask<T>(
     path: &Path,
     reader: &mut Reader<'_>,
-    bytes: Option<SharedBytes>,
+    bytes: Option<TraceBytes>,
     query: impl FnOnce(&mut Reader<'_>, Progress<'_>) -> Result<T, QueryError>,
 ) -> Result<T> {
     let mut progress = progress(reader.size_bytes(), bytes);

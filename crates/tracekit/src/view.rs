@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use tracekit_view::{Bytes, Served, Trace, Viewer};
+use tracekit_view::{Served, Trace, Viewer};
 
 use crate::common::input::{self, Family};
 use crate::common::output;
@@ -37,10 +37,7 @@ pub struct ViewArgs {
 fn load(path: &Path) -> Result<Trace> {
     let name = input::display(path);
     let spinner = progress_spinner(&format!("reading {name}"), true, false);
-    let bytes = input::SharedBytes::new(input::read_all(path, Family::Memtrace)?);
-    let pages = bytes.clone();
-    let bytes = Bytes::new(bytes).on_release(move |range| pages.release(range));
-    let trace = Trace::new(name.clone(), bytes);
+    let trace = Trace::new(name.clone(), crate::memtrace::trace_bytes(path)?);
     spinner.finish_and_clear();
     trace.map_err(|e| anyhow::anyhow!("{name}: {e}"))
 }

@@ -1,4 +1,4 @@
-//! The reader-compatibility matrix of `fxt check` (issue #16, item 6).
+//! The reader-compatibility matrix of `fxt check`.
 //!
 //! For every issue [`check`] can detect, a small trace exhibits it; the test asserts
 //! that the finding is reported at the byte offset of the offending record, and that

@@ -1,5 +1,4 @@
-//! The backtrace decoder's cache update after a truncated backtrace (issue #16,
-//! item 6): when an allocation's `common_prefix` is longer than the backtrace the
+//! The backtrace decoder's cache update after a truncated backtrace: when an allocation's `common_prefix` is longer than the backtrace the
 //! reader holds (the writer truncated the previous one), the reader does not decode
 //! the frames but still walks the codewords to keep its cache in step with the
 //! writer's (`docs/memtrace-format.md` §7 "Backtraces" and §9). A codeword "hit,
