@@ -103,7 +103,7 @@ struct Shared {
     spare: Mutex<Vec<Vec<u8>>>,
     /// Every thread's state, so that a flush reaches the partial buffers of
     /// threads that are alive but idle (a parked async runtime's workers).
-    threads: Mutex<Vec<Weak<Slot>>>,
+    threads: Mutex<Vec<Weak<Slot<local::Local>>>>,
     /// Held while a thread flushes the others' buffers: one flusher at a time.
     flushing: Mutex<()>,
     /// Spans some thread keeps in its cache of entered spans and not closed yet:

@@ -4,9 +4,9 @@
 //! trace's string table when they repeat.
 
 use rustc_hash::FxHashMap as HashMap;
-use std::cell::{RefCell, UnsafeCell};
+use std::cell::RefCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use tracekit_fxt::format::{ArgValue, EventKind, RawArg, StringId, StringRef, ThreadRef};
 use tracekit_fxt::write::{EncodedArgs, Writer};
@@ -67,7 +67,9 @@ impl Drop for Local {
 }
 
 thread_local! {
-    pub(crate) static LOCAL: RefCell<Option<Arc<Slot>>> = const { RefCell::new(None) };
+    /// The calling thread's state, and the id of the layer it belongs to. Only
+    /// this thread takes its slot's owner side (`Slot::lock`).
+    pub(crate) static LOCAL: RefCell<Option<(u64, Arc<Slot<Local>>)>> = const { RefCell::new(None) };
 }
 
 impl FxtLayer {
@@ -83,26 +85,23 @@ impl FxtLayer {
             .try_with(|cell| {
                 {
                     let slot = cell.try_borrow().ok()?;
-                    if let Some(slot) = slot.as_ref()
-                        && slot.layer == self.shared.id
+                    if let Some((layer, slot)) = slot.as_ref()
+                        && *layer == self.shared.id
                     {
-                        let mut local = slot.lock()?;
+                        // SAFETY: this thread's own slot (see `LOCAL`).
+                        let mut local = unsafe { slot.lock() }?;
                         return Some(f(&mut local));
                     }
                 }
-                let new = Arc::new(Slot {
-                    layer: self.shared.id,
-                    busy: AtomicBool::new(false),
-                    flushing: AtomicBool::new(false),
-                    local: UnsafeCell::new(self.new_local()?),
-                });
+                let new = Arc::new(Slot::new(self.new_local()?));
                 if let Ok(mut threads) = self.shared.threads.lock() {
                     threads.retain(|t| t.strong_count() > 0);
                     threads.push(Arc::downgrade(&new));
                 }
                 let mut slot = cell.try_borrow_mut().ok()?;
-                let slot = slot.insert(new);
-                let mut local = slot.lock()?;
+                let (_, slot) = slot.insert((self.shared.id, new));
+                // SAFETY: this thread's own slot, just made (see `LOCAL`).
+                let mut local = unsafe { slot.lock() }?;
                 Some(f(&mut local))
             })
             .ok()

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tracekit_fxt::write::{Destination, DestinationError};
 
 use crate::Shared;
-use crate::local::LOCAL;
+use crate::local::{LOCAL, Local};
 use crate::lock::Slot;
 
 /// Bytes of a thread's buffer.
@@ -144,7 +144,7 @@ pub(crate) fn hand_over_threads(shared: &Shared, disconnect: bool) {
     let Ok(_one_flusher) = shared.flushing.lock() else {
         return;
     };
-    let slots: Vec<Arc<Slot>> = match shared.threads.lock() {
+    let slots: Vec<Arc<Slot<Local>>> = match shared.threads.lock() {
         Ok(mut threads) => {
             threads.retain(|t| t.strong_count() > 0);
             threads.iter().filter_map(Weak::upgrade).collect()
@@ -153,12 +153,17 @@ pub(crate) fn hand_over_threads(shared: &Shared, disconnect: bool) {
     };
     // The calling thread's own state needs no fence.
     let own = LOCAL
-        .try_with(|l| l.try_borrow().ok().and_then(|l| l.clone()))
+        .try_with(|l| {
+            l.try_borrow()
+                .ok()
+                .and_then(|l| l.as_ref().map(|l| l.1.clone()))
+        })
         .ok()
         .flatten();
     for slot in slots {
         let locked = match &own {
-            Some(own) if Arc::ptr_eq(own, &slot) => slot.lock(),
+            // SAFETY: the calling thread's own slot (see `LOCAL`).
+            Some(own) if Arc::ptr_eq(own, &slot) => unsafe { slot.lock() },
             _ => slot.lock_from_elsewhere(PATIENCE),
         };
         if let Some(mut local) = locked {
