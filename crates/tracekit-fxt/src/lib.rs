@@ -42,7 +42,6 @@
 
 pub mod check;
 pub mod chrome;
-pub mod clock;
 pub mod copy;
 pub mod dump;
 pub mod format;

@@ -61,7 +61,6 @@ use std::sync::{Arc, Mutex, Weak, mpsc};
 use std::thread::JoinHandle;
 
 mod barrier;
-mod clock;
 mod fields;
 mod layer;
 mod local;
@@ -70,11 +69,11 @@ mod registry;
 mod span;
 mod writer;
 
-use clock::Clock;
 use lock::Slot;
 use registry::Registry;
 use tracekit_fxt::format::{Koid, StringRef};
-use tracekit_fxt::write::{Initialization, VecDestination, Writer, WriterOptions};
+use tracekit_fxt::write::clock::Clock;
+use tracekit_fxt::write::{VecDestination, Writer, WriterOptions};
 use writer::{FileWriter, Message, flush, hand_over_threads, install_panic_hook};
 
 /// The environment variable [`init_if_requested`] reads.
@@ -192,7 +191,7 @@ impl FxtLayer {
     pub fn new<W: Write + Send + 'static>(out: W) -> io::Result<(FxtLayer, FlushGuard)> {
         let clock = Clock::new();
         let options = WriterOptions {
-            initialization: Some(Initialization::new(clock.ticks_per_second())),
+            initialization: Some(clock.initialization()),
             ..WriterOptions::default()
         };
         let header =
