@@ -143,9 +143,9 @@ where
         };
         self.with_local(|l| {
             let c = l.callsite(meta);
-            let (name, category) = (c.name, c.category);
+            let (name, category, begin, end) = (c.name, c.category, c.begin, c.end);
             let thread = l.thread;
-            l.entered.push((raw_id, name, category));
+            l.entered.push((raw_id, name, category, end));
             if went_async {
                 let first_enter = state.first_enter.load(Ordering::Relaxed);
                 let _ = l.writer.write_event_encoded(
@@ -157,14 +157,17 @@ where
                     &args.encoded,
                 );
             }
-            let _ = l.writer.write_event_encoded(
-                EventKind::DurationBegin,
-                thread,
-                category,
-                name,
-                ticks,
-                &args.encoded,
-            );
+            let _ = match &begin {
+                Some(begin) => l.writer.emit_encoded(begin, ticks, &args.encoded),
+                None => l.writer.write_event_encoded(
+                    EventKind::DurationBegin,
+                    thread,
+                    category,
+                    name,
+                    ticks,
+                    &args.encoded,
+                ),
+            };
             for &flow in &flows {
                 let kind = EventKind::FlowEnd { id: flow };
                 let _ = l
@@ -185,6 +188,8 @@ where
                     version: state.version.load(Ordering::Acquire),
                     name,
                     category,
+                    begin,
+                    end,
                     encoded: args.encoded.clone(),
                 });
             }
@@ -197,22 +202,22 @@ where
         self.with_local(|l| {
             // Spans exit in the order they were entered, nearly always: the name
             // comes from the thread's stack, without a lookup in the registry.
-            let (name, category) = match l.entered.last() {
-                Some(&(top, name, category)) if top == id => {
+            let (name, category, end) = match l.entered.last() {
+                Some(&(top, name, category, end)) if top == id => {
                     l.entered.pop();
-                    (name, category)
+                    (name, category, end)
                 }
                 _ => match l.entered.iter().rposition(|e| e.0 == id) {
                     Some(i) => {
                         let e = l.entered.remove(i);
-                        (e.1, e.2)
+                        (e.1, e.2, e.3)
                     }
                     None => {
                         let Some(meta) = ctx.metadata(&Id::from_u64(id)) else {
                             return;
                         };
                         let c = l.callsite(meta);
-                        (c.name, c.category)
+                        (c.name, c.category, c.end)
                     }
                 },
             };
@@ -222,6 +227,12 @@ where
             } else {
                 l.late.remove(&id).unwrap_or_default()
             };
+            if late.is_empty()
+                && let Some(end) = end
+            {
+                let _ = l.writer.emit(&end, ticks, ());
+                return;
+            }
             let mut raw = Vec::with_capacity(late.len().min(MAX_FIELDS));
             for (n, v) in late.iter().take(MAX_FIELDS) {
                 raw.push(RawArg::new(*n, l.value(v)));

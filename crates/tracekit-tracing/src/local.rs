@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use tracekit_fxt::format::{ArgValue, EventKind, RawArg, StringId, StringRef, ThreadRef};
-use tracekit_fxt::write::{EncodedArgs, Writer};
+use tracekit_fxt::write::{EncodedArgs, EventHeader, Writer};
 use tracing_core::{Level, Metadata};
 
 use crate::fields::{EventValue, MAX_FIELDS, Value, int_arg, uint_arg};
@@ -27,8 +27,9 @@ pub(crate) struct Local {
     /// The string refs of each callsite's name, target, level and fields, by the
     /// address of its metadata: one lookup per span or event.
     pub(crate) callsites: HashMap<usize, Callsite>,
-    /// The spans entered on this thread and not exited: id, name, category.
-    pub(crate) entered: Vec<(u64, StringRef<'static>, StringRef<'static>)>,
+    /// The spans entered on this thread and not exited: id, name, category, and
+    /// the header of their end record when it can be precomputed.
+    pub(crate) entered: Vec<Entered>,
     /// Values recorded while a span was entered here, for its end record.
     pub(crate) late: HashMap<u64, Vec<(StringRef<'static>, Value)>>,
     /// Spans entered here more than once: see [`CachedSpan`].
@@ -155,10 +156,23 @@ pub(crate) fn current_tid() -> u64 {
     u64::try_from(tid).unwrap_or(0)
 }
 
+/// A span entered on this thread and not exited yet: what its end record needs.
+pub(crate) type Entered = (
+    u64,
+    StringRef<'static>,
+    StringRef<'static>,
+    Option<EventHeader<()>>,
+);
+
 /// A callsite's strings as refs.
 pub(crate) struct Callsite {
     pub(crate) name: StringRef<'static>,
     pub(crate) category: StringRef<'static>,
+    /// The headers of a span's begin and end records on this thread, for the
+    /// writer's fast path; `None` when the thread or a string has no index (past
+    /// the 255th thread, or once the string table is full).
+    pub(crate) begin: Option<EventHeader<()>>,
+    pub(crate) end: Option<EventHeader<()>>,
     /// The argument name `level`, and the callsite's level as its value.
     pub(crate) level_key: StringRef<'static>,
     pub(crate) level: StringRef<'static>,
@@ -183,15 +197,18 @@ impl Local {
         {
             return false;
         }
-        self.entered.push((id, c.name, c.category));
-        let _ = self.writer.write_event_encoded(
-            EventKind::DurationBegin,
-            self.thread,
-            c.category,
-            c.name,
-            ticks,
-            &c.encoded,
-        );
+        self.entered.push((id, c.name, c.category, c.end));
+        let _ = match &c.begin {
+            Some(begin) => self.writer.emit_encoded(begin, ticks, &c.encoded),
+            None => self.writer.write_event_encoded(
+                EventKind::DurationBegin,
+                self.thread,
+                c.category,
+                c.name,
+                ticks,
+                &c.encoded,
+            ),
+        };
         true
     }
 
@@ -306,9 +323,19 @@ impl Local {
     pub(crate) fn callsite(&mut self, meta: &'static Metadata<'static>) -> &Callsite {
         let key = meta as *const Metadata<'static> as usize;
         if !self.callsites.contains_key(&key) {
+            let (name, category) = (self.string(meta.name()), self.string(meta.target()));
+            let (begin, end) = match (self.thread, category, name) {
+                (ThreadRef::Index(t), StringRef::Index(c), StringRef::Index(n)) => (
+                    Some(EventHeader::duration_begin(t, c, n)),
+                    Some(EventHeader::duration_end(t, c, n)),
+                ),
+                _ => (None, None),
+            };
             let c = Callsite {
-                name: self.string(meta.name()),
-                category: self.string(meta.target()),
+                name,
+                category,
+                begin,
+                end,
                 level_key: self.string("level"),
                 level: self.string(level_name(meta.level())),
                 fields: meta

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 
 use tracekit_fxt::format::StringRef;
-use tracekit_fxt::write::EncodedArgs;
+use tracekit_fxt::write::{EncodedArgs, EventHeader};
 
 use crate::fields::Value;
 
@@ -52,6 +52,9 @@ pub(crate) struct CachedSpan {
     pub(crate) version: u64,
     pub(crate) name: StringRef<'static>,
     pub(crate) category: StringRef<'static>,
+    /// The callsite's headers (see [`Callsite`](crate::local::Callsite)).
+    pub(crate) begin: Option<EventHeader<()>>,
+    pub(crate) end: Option<EventHeader<()>>,
     pub(crate) encoded: EncodedArgs,
 }
 
