@@ -87,11 +87,6 @@ impl<'a> RawArgs<'a> {
         Self { bytes, count }
     }
 
-    /// The number of argument slots, including any of unknown type.
-    pub fn slot_count(&self) -> usize {
-        self.count.into()
-    }
-
     /// The encoded arguments.
     pub fn as_bytes(&self) -> &'a [u8] {
         self.bytes

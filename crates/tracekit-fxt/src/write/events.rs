@@ -52,7 +52,9 @@ impl<D: Destination> Writer<D> {
         )
     }
 
-    /// [`write_event`](Self::write_event) with arguments encoded beforehand.
+    /// [`write_event`](Self::write_event) with arguments encoded beforehand. With an
+    /// indexed thread and strings, [`emit_encoded`](Self::emit_encoded) writes the
+    /// same record from a precomputed header.
     pub fn write_event_encoded<'s>(
         &mut self,
         kind: EventKind,

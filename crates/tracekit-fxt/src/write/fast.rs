@@ -36,8 +36,10 @@
 
 use core::marker::PhantomData;
 
-use super::{Destination, WriteError, Writer};
-use crate::format::{ArgType, EventType, Koid, MAX_ARGS, RecordType, StringId, ThreadId};
+use super::{Destination, EncodedArgs, WriteError, Writer};
+use crate::format::{
+    ArgType, EventType, Koid, MAX_ARGS, MAX_RECORD_WORDS, RecordType, StringId, ThreadId,
+};
 
 mod sealed {
     pub trait Sealed {
@@ -416,6 +418,37 @@ impl<D: Destination> Writer<D> {
         Ok(())
     }
 
+    /// Writes an instant, duration begin or duration end event from the header of
+    /// the event without arguments, with `args` encoded beforehand: their count and
+    /// size go into the header word here, so one header serves arguments known
+    /// only at run time (a span's fields, written on each of its entries).
+    #[inline(always)]
+    pub fn emit_encoded(
+        &mut self,
+        header: &EventHeader<(), Plain>,
+        ticks: u64,
+        args: &EncodedArgs,
+    ) -> Result<(), WriteError> {
+        let words = 2 + args.words();
+        if words > MAX_RECORD_WORDS {
+            return Err(WriteError::RecordTooLarge {
+                words,
+                max: MAX_RECORD_WORDS,
+            });
+        }
+        // The header of `()` says 2 words and no arguments.
+        let word = header.word + ((args.words() as u64) << 4) + ((args.count() as u64 & 0xF) << 20);
+        let out = self.reserve(words * 8)?.into_slice();
+        if let Some((head, rest)) = out.split_first_chunk_mut::<16>() {
+            head[..8].copy_from_slice(&word.to_le_bytes());
+            head[8..].copy_from_slice(&ticks.to_le_bytes());
+            if rest.len() == args.as_bytes().len() {
+                rest.copy_from_slice(args.as_bytes());
+            }
+        }
+        Ok(())
+    }
+
     /// Writes a counter, async or flow event; `id` is the counter, correlation or flow
     /// id.
     #[inline(always)]
@@ -558,6 +591,41 @@ mod tests {
         let slow = slow.finish().unwrap().into_vec();
         assert_eq!(fast, slow);
         assert!(!fast.is_empty());
+    }
+
+    /// Arguments encoded beforehand, written through a header without them, give
+    /// the general path's bytes; too many words is an error that writes nothing.
+    #[test]
+    fn encoded_arguments_match_general_path() {
+        let (t, c, n, k) = ids();
+        let args = [
+            Arg::new(k, ArgValue::Int32(-3)),
+            Arg::new(k, ArgValue::String(StringRef::inline("a value"))),
+            Arg::new(StringRef::inline("inline name"), ArgValue::Double(0.5)),
+        ];
+        let encoded = crate::write::EncodedArgs::encode(&args).unwrap();
+        let mut fast = Writer::without_header(VecDestination::new()).unwrap();
+        let mut slow = Writer::without_header(VecDestination::new()).unwrap();
+        fast.emit_encoded(&EventHeader::duration_begin(t, c, n), 7, &encoded)
+            .unwrap();
+        slow.duration_begin(t, c, n, 7, &args).unwrap();
+        let none = crate::write::EncodedArgs::new();
+        fast.emit_encoded(&EventHeader::duration_end(t, c, n), 9, &none)
+            .unwrap();
+        slow.duration_end(t, c, n, 9, &[]).unwrap();
+        let long = "x".repeat(crate::format::MAX_STRING_LEN);
+        let big: Vec<_> = (0..15)
+            .map(|_| Arg::new(k, ArgValue::String(StringRef::inline(&long))))
+            .collect();
+        let big = crate::write::EncodedArgs::encode(&big).unwrap();
+        let header = EventHeader::instant(t, c, n);
+        assert!(matches!(
+            fast.emit_encoded(&header, 11, &big),
+            Err(WriteError::RecordTooLarge { .. })
+        ));
+        let fast = fast.finish().unwrap().into_vec();
+        assert_eq!(fast, slow.finish().unwrap().into_vec());
+        assert_eq!(fast.len(), 16 + encoded.words() * 8 + 16);
     }
 
     /// Nested tuples of 15 arguments in all (the most a header holds) encode as 15

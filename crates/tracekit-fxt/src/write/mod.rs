@@ -3,7 +3,8 @@
 //! One submodule per format section, mirroring [`crate::read`]:
 //! [`metadata`] (magic, provider, initialization), [`strings`], [`threads`], [`args`],
 //! [`events`] (with the precomputed-header fast path in [`fast`]), [`objects`] (kernel
-//! and userspace objects), [`blobs`] (blob and large blob), [`scheduling`] and [`log`].
+//! and userspace objects), [`blobs`] (blob and large blob), [`scheduling`] and [`log`];
+//! [`clock`] gives the ticks to timestamp records with.
 //!
 //! The whole format is described in `docs/fxt-format.md` at the repository root; each
 //! submodule's docs give the bits of its records. This module frames records (§1) and
@@ -16,6 +17,7 @@
 
 pub mod args;
 pub mod blobs;
+pub mod clock;
 pub mod destination;
 pub mod events;
 pub mod fast;

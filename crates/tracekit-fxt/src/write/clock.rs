@@ -1,15 +1,22 @@
-//! Timestamps: the CPU's time-stamp counter where it ticks at a constant rate
-//! (`constant_tsc` and `nonstop_tsc` in `/proc/cpuinfo`), calibrated against the
-//! monotonic clock when the layer is made, else the monotonic clock in
-//! nanoseconds. Reading the counter takes a few nanoseconds; the monotonic
-//! clock, through the vDSO, several times that, which on the span fast path is a
-//! tenth of the layer's cost.
+//! Ticks for the timestamps of records being written, and the initialization
+//! record (`docs/fxt-format.md`, §5 "Initialization record") that declares their
+//! rate. The writer itself only takes the caller's tick values; this is where a
+//! caller gets them.
+//!
+//! The CPU's time-stamp counter where it ticks at a constant rate (`constant_tsc`
+//! and `nonstop_tsc` in `/proc/cpuinfo`), calibrated against the monotonic clock
+//! when the clock is made, else the monotonic clock in nanoseconds. Reading the
+//! counter takes a few nanoseconds; the monotonic clock, through the vDSO, several
+//! times that, which on the tracing layer's span path is a tenth of its cost.
 
 use std::time::{Duration, Instant};
 
-/// A clock whose ticks the trace's initialization record declares.
+use super::Initialization;
+
+/// A clock whose ticks the trace's initialization record declares
+/// ([`initialization`](Clock::initialization)).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Clock {
+pub struct Clock {
     start: Instant,
     #[cfg(target_arch = "x86_64")]
     tsc_start: Option<u64>,
@@ -21,8 +28,8 @@ pub(crate) struct Clock {
 const CALIBRATION: Duration = Duration::from_millis(10);
 
 impl Clock {
-    /// The best clock here.
-    pub(crate) fn new() -> Clock {
+    /// The best clock here; calibrating the counter takes 10 ms.
+    pub fn new() -> Clock {
         #[cfg(target_arch = "x86_64")]
         if invariant_tsc() {
             let (start, tsc_start) = (Instant::now(), rdtsc());
@@ -49,18 +56,29 @@ impl Clock {
     }
 
     /// Ticks per second.
-    pub(crate) fn ticks_per_second(&self) -> u64 {
+    pub fn ticks_per_second(&self) -> u64 {
         self.ticks_per_second
+    }
+
+    /// The initialization record for these ticks.
+    pub fn initialization(&self) -> Initialization {
+        Initialization::new(self.ticks_per_second)
     }
 
     /// Ticks since the clock was made.
     #[inline(always)]
-    pub(crate) fn now(&self) -> u64 {
+    pub fn now(&self) -> u64 {
         #[cfg(target_arch = "x86_64")]
         if let Some(t0) = self.tsc_start {
             return rdtsc().saturating_sub(t0);
         }
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Clock {
+        Clock::new()
     }
 }
 
@@ -93,6 +111,10 @@ mod tests {
     #[test]
     fn ticks_follow_the_monotonic_clock() {
         let c = Clock::new();
+        assert_eq!(
+            c.initialization(),
+            Initialization::new(c.ticks_per_second())
+        );
         let (t0, i0) = (c.now(), Instant::now());
         std::thread::sleep(Duration::from_millis(50));
         let (t1, elapsed) = (c.now(), i0.elapsed());
