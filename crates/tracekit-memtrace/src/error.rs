@@ -1,11 +1,14 @@
 //! Errors and warnings of the reader and the writer.
 
+#[cfg(feature = "read")]
 use std::fmt;
 
+#[cfg(feature = "read")]
 use crate::types::LocationCode;
 
 /// A malformed trace: what is wrong, and the byte offset in the input where
 /// decoding stopped.
+#[cfg(feature = "read")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("malformed trace at byte {offset}: {kind}")]
 pub struct ReadError {
@@ -18,6 +21,7 @@ pub struct ReadError {
 
 /// The kinds of malformed trace. Each names the check of the reference reader
 /// it corresponds to where there is one.
+#[cfg(feature = "read")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReadErrorKind {
@@ -84,6 +88,7 @@ pub enum ReadErrorKind {
     BacktraceTooLong,
 }
 
+#[cfg(feature = "read")]
 impl ReadError {
     pub(crate) const fn new(kind: ReadErrorKind, offset: u64) -> ReadError {
         ReadError { offset, kind }
@@ -92,6 +97,7 @@ impl ReadError {
 
 /// A damaged packet that the reader skipped, as the reference reader does;
 /// decoding goes on after it.
+#[cfg(feature = "read")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Warning {
@@ -115,6 +121,7 @@ pub enum Warning {
     },
 }
 
+#[cfg(feature = "read")]
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -140,6 +147,7 @@ impl fmt::Display for Warning {
 
 /// An error opening a trace: the input could not be read, or its first packet
 /// is not a memtrace trace-info packet.
+#[cfg(feature = "read")]
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     /// Reading the input failed.
@@ -151,6 +159,7 @@ pub enum OpenError {
 }
 
 /// An error from the writer.
+#[cfg(feature = "write")]
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WriteError {

@@ -82,21 +82,35 @@
 //!
 //! [memtrace]: https://github.com/janestreet/memtrace
 
+// The reader and the writer are features (`read`, `write`, both by default), so
+// that a program that only records a trace (tracekit-alloc, linked into users'
+// programs) compiles no decoder; what needs both sides needs both features.
+#[cfg(all(feature = "read", feature = "write"))]
 mod copy;
 mod error;
 mod event;
 mod format;
+#[cfg(feature = "read")]
 mod io;
+#[cfg(feature = "read")]
 mod read;
 mod types;
+#[cfg(feature = "write")]
 mod write;
 
+#[cfg(feature = "read")]
 pub mod dump;
+#[cfg(all(feature = "read", feature = "write"))]
 pub mod synth;
 
+#[cfg(all(feature = "read", feature = "write"))]
 pub use copy::{CopyError, copy_trace, copy_trace_stream};
-pub use error::{OpenError, ReadError, ReadErrorKind, Warning, WriteError};
+#[cfg(feature = "write")]
+pub use error::WriteError;
+#[cfg(feature = "read")]
+pub use error::{OpenError, ReadError, ReadErrorKind, Warning};
 pub use event::{Alloc, DisplayError, Event, EventDisplay, LocationLookup};
+#[cfg(feature = "read")]
 pub use read::{
     EventSink, Events, LocationTable, MAX_DOMAINS, OwnedEvents, PacketEvents, Reader, StreamReader,
 };
@@ -104,6 +118,7 @@ pub use types::{
     AllocationSource, DomainId, FormatVersion, Info, Location, LocationCode, Name, ObjId,
     Timedelta, Timestamp,
 };
+#[cfg(feature = "write")]
 pub use write::{GetPid, MultiplexedDomains, Writer, WriterOptions};
 
 /// Whether `head` starts like a memtrace trace (a CTF packet's magic number):
@@ -114,6 +129,7 @@ pub fn starts_like_a_trace(head: &[u8]) -> bool {
 }
 
 /// A small trace for documentation examples.
+#[cfg(feature = "write")]
 #[doc(hidden)]
 pub fn doc_example_trace() -> Vec<u8> {
     let info = Info {

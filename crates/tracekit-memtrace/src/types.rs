@@ -167,6 +167,7 @@ impl LocationCode {
     }
 
     /// A code already in 63-bit form (its top two bits equal).
+    #[cfg(feature = "read")]
     #[inline(always)]
     pub(crate) const fn from_canonical(code: i64) -> LocationCode {
         LocationCode(code)
@@ -216,6 +217,7 @@ impl AllocationSource {
     }
 
     /// The byte that encodes this source in a long alloc event.
+    #[cfg(any(feature = "write", test))]
     pub(crate) const fn code(self) -> u8 {
         match self {
             AllocationSource::Minor => 0,

@@ -217,6 +217,7 @@ impl<W: Write> Writer<W> {
 
     /// [`Writer::put_event_exact`]'s allocation, its ids already in place;
     /// `callstack` is its backtrace innermost first.
+    #[cfg(feature = "read")]
     pub(super) fn alloc_exact<L: AsRef<[Location]>>(
         &mut self,
         now: i64,

@@ -40,6 +40,7 @@ use crate::types::{
     AllocationSource, DomainId, FormatVersion, Info, Location, LocationCode, ObjId, Timestamp,
 };
 use backtrace::BacktraceEncoder;
+#[cfg(feature = "read")]
 use buf::put_vint;
 use info::trace_info_packet;
 use location::LocationEncoder;
@@ -586,6 +587,7 @@ impl<W: Write> Writer<W> {
     /// reference's own copy). Every allocation of this writer must go through
     /// here: the encoding relies on the reader holding exactly the previous
     /// backtrace.
+    #[cfg(feature = "read")]
     pub(crate) fn put_event_exact<L: AsRef<[Location]>>(
         &mut self,
         decode: impl FnMut(LocationCode) -> L,
@@ -632,6 +634,7 @@ impl<W: Write> Writer<W> {
     /// Unless `next_ok` accepts the next object id, starts a new packet
     /// (writing the current one, if it holds events) whose ids start at
     /// `start`.
+    #[cfg(feature = "read")]
     fn start_ids_at(
         &mut self,
         now: i64,
@@ -798,6 +801,7 @@ impl<W: Write> MultiplexedDomains<W> {
 
     /// Writes `event` with its domain's writer so that it reads back exactly;
     /// see [`Writer::put_event_exact`].
+    #[cfg(feature = "read")]
     pub(crate) fn put_event_exact<L: AsRef<[Location]>>(
         &mut self,
         decode: impl FnMut(LocationCode) -> L,
