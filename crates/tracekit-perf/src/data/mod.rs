@@ -92,6 +92,34 @@ pub struct ReadStats {
     pub unwind_stopped: u64,
 }
 
+impl ReadStats {
+    /// What a user should know about the recording from this read, a sentence
+    /// each: samples the kernel lost, samples left out for want of a timestamp,
+    /// user stacks not unwound to their end.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.lost > 0 {
+            out.push(format!(
+                "the kernel lost {} samples while recording (perf record -m or a lower -F helps)",
+                self.lost
+            ));
+        }
+        if self.untimed > 0 {
+            out.push(format!(
+                "skipped {} samples without a timestamp (record with --timestamp)",
+                self.untimed
+            ));
+        }
+        if self.unwind_stopped > 0 {
+            out.push(format!(
+                "{} of {} samples' user stacks could not be unwound to their end",
+                self.unwind_stopped, self.samples
+            ));
+        }
+        out
+    }
+}
+
 /// The recording's events, and its sampling period when it has one.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RecordingInfo {
@@ -104,16 +132,6 @@ pub struct RecordingInfo {
     pub dwarf: bool,
     /// Whether any event is Intel PT (which this reader does not decode).
     pub intel_pt: bool,
-}
-
-/// Whether the file at `path` starts like a perf.data file (`PERFILE2`, either
-/// byte order).
-pub fn is_perf_data(path: &Path) -> bool {
-    let mut magic = [0u8; 8];
-    File::open(path)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok()
-        && (&magic == b"PERFILE2" || &magic == b"2ELIFREP")
 }
 
 /// An open recording: its header and events read, its records not yet.
@@ -384,4 +402,29 @@ fn recording_info(file: &linux_perf_data::PerfFile) -> RecordingInfo {
         info.period_ns = info.period_ns.or(period);
     }
     info
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clean_read_warns_of_nothing_and_a_lossy_one_says_what_was_lost() {
+        assert!(ReadStats::default().warnings().is_empty());
+        let read = ReadStats {
+            samples: 10,
+            lost: 2,
+            untimed: 1,
+            unwind_stopped: 3,
+            ..ReadStats::default()
+        };
+        assert_eq!(
+            read.warnings(),
+            [
+                "the kernel lost 2 samples while recording (perf record -m or a lower -F helps)",
+                "skipped 1 samples without a timestamp (record with --timestamp)",
+                "3 of 10 samples' user stacks could not be unwound to their end",
+            ]
+        );
+    }
 }
