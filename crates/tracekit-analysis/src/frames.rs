@@ -10,6 +10,9 @@
 //! entry's frames. Memory is a `u32` per trie node plus one node per distinct printed
 //! prefix; no stack is ever held as a string.
 //!
+//! Frame names are made safe for folded stacks as they enter the tree, by the one
+//! rule of `tracekit_callstack::folded` (a `;` becomes `:`), which also writes them.
+//!
 //! Stacks come out depth-first, a node's own stack before its callees', callees in
 //! order of their frame names. With weights in bytes each stack's weight is the rounded
 //! cumulative byte count minus the previous one, so that the stacks add up exactly to
@@ -18,6 +21,7 @@
 use std::io;
 
 use rustc_hash::FxHashMap;
+use tracekit_callstack::folded;
 use tracekit_memtrace::{LocationCode, LocationLookup};
 
 use crate::analyzer::Profile;
@@ -163,7 +167,7 @@ impl FrameTree {
         let mut t = Growing::new();
         for (stack, w) in lines {
             let mut node = 0;
-            for frame in stack.as_ref().split(';') {
+            for frame in folded::frames(stack.as_ref()) {
                 let name = t.name_id(frame);
                 node = t.child(node, name);
             }
@@ -334,17 +338,7 @@ impl FrameTree {
     /// The folded stacks as text, `frame;frame;frame weight` a line, written to `out`
     /// as they are produced.
     pub fn write_folded(&self, out: &mut dyn io::Write) -> io::Result<()> {
-        self.try_for_each_stack(|frames, w| {
-            let mut first = true;
-            for f in frames {
-                if !first {
-                    out.write_all(b";")?;
-                }
-                first = false;
-                out.write_all(f.as_bytes())?;
-            }
-            writeln!(out, " {w}")
-        })
+        self.try_for_each_stack(|frames, w| folded::write_line(out, frames.iter().copied(), w))
     }
 
     /// The stacks as `(frames joined by ;, weight)` pairs: a string per stack, for small
@@ -352,7 +346,7 @@ impl FrameTree {
     pub fn lines(&self) -> Vec<(String, u64)> {
         let mut out = Vec::with_capacity(self.stacks);
         let _ = self.try_for_each_stack(|frames, w| {
-            out.push((frames.join(";"), w));
+            out.push((folded::join(frames.iter().copied()), w));
             Ok::<(), ()>(())
         });
         out
@@ -571,7 +565,7 @@ impl<'a> Builder<'a> {
                 let locations = self.symbols.locations(code).unwrap_or(&[]);
                 let start = self.frame_names.len() as u32;
                 for (i, l) in self.labels.iter().enumerate() {
-                    let name = folded_frame(l);
+                    let name = folded::frame(l);
                     let function = locations.get(i).map(|l| l.defname.to_string());
                     if self.hide.hides(&name, function.as_deref()) {
                         continue;
@@ -635,21 +629,6 @@ fn child_key(parent: u32, name: u32) -> u64 {
     u64::from(parent) << 32 | u64::from(name)
 }
 
-/// A frame name made safe for the folded format, whose lines are `a;b;c weight`: `;`
-/// separates frames and line breaks end records. An empty name becomes `?`.
-pub(crate) fn folded_frame(name: &str) -> String {
-    if name.is_empty() {
-        return "?".to_string();
-    }
-    name.chars()
-        .map(|c| match c {
-            ';' => ',',
-            '\n' | '\r' => ' ',
-            c => c,
-        })
-        .collect()
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -701,7 +680,7 @@ mod tests {
                 let mut labels = Vec::new();
                 entry_labels(symbols, *code, o.label, &mut labels);
                 for l in labels {
-                    let l = folded_frame(&l);
+                    let l = folded::frame(&l).into_owned();
                     if hide.iter().any(|h| l.contains(h)) {
                         continue;
                     }

@@ -10,6 +10,10 @@
 //! what `tracekit perf decode` runs, and what the transcript harness runs too, so that
 //! the conformance tests go through the same path.
 //!
+//! [`folded`] writes folded stacks (the text flame graph tools read), by one rule
+//! for every crate that makes them: perf samples, exported samples and memtrace
+//! backtraces alike.
+//!
 //! ```
 //! use tracekit_callstack::script::{Parsed, Records, parse_record};
 //! use tracekit_callstack::sink::RecordingSink;
@@ -34,6 +38,7 @@ pub mod decode;
 pub mod event;
 pub mod events_output;
 pub mod filter;
+pub mod folded;
 pub mod fxt_sink;
 pub mod ocaml;
 mod resolved;

@@ -3,10 +3,13 @@
 //! perf flamegraph` names frames (the perf.data reader of `tracekit-perf`: DWARF or
 //! frame-pointer stacks, symbols from the recorded objects and their debug files).
 //! The stack is a string of frames, root first, separated by `;`: a flame graph
-//! tool's folded form, and what SQL groups on.
+//! tool's folded form (`tracekit_callstack::folded`, whose rule makes a `;` in a
+//! name `:`), and what SQL groups on; the leaf is the last frame, named by the same
+//! rule.
 
 use arrow_array::builder::StringBuilder;
 use tracekit_callstack::event::{Event, SampleData};
+use tracekit_callstack::folded;
 use tracekit_perf::data::{PerfData, ReadOptions};
 
 use crate::schema::{SAMPLES, TRACES};
@@ -53,12 +56,9 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
                 }
                 stack.clear();
                 for f in frames.iter() {
-                    if !stack.is_empty() {
-                        stack.push(';');
-                    }
                     frame.clear();
                     f.write_display_name(&mut frame);
-                    stack.push_str(&frame.replace(';', ":"));
+                    folded::push_frame(&mut stack, &frame);
                 }
                 let time = s.time.ns();
                 (first, last, count) = (first.min(time), last.max(time), count + 1);
@@ -69,7 +69,7 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
                 c.time_ns.append_value(time);
                 c.stack.append_value(&stack);
                 c.leaf
-                    .append_option(frames.last().map(|_| frame.replace(';', ":")));
+                    .append_option(frames.last().map(|_| folded::frame(&frame)));
                 c.depth.append_value(frames.len() as i32);
                 if let Err(e) = samples.row_done() {
                     failed = Some(e);

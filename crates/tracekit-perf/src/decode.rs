@@ -1,4 +1,5 @@
-//! The call-stack decoder driven over a text source.
+//! The call-stack decoder driven over a text source, or over a perf.data file read
+//! directly; [`direct`] says which a recording gets.
 //!
 //! `--filter START..STOP` needs the whole input twice: a first pass collects the
 //! calls to START and STOP (which pair up only once all are known), the second
@@ -20,7 +21,7 @@ use tracekit_callstack::writer::{Config, SampleTiming, TraceScope, TraceWriter, 
 use tracekit_fxt::io::IoDestination;
 use tracekit_fxt::write::Writer;
 
-use crate::data::{PerfData, ReadOptions, ReadStats};
+use crate::data::{PerfData, ReadOptions, ReadStats, recording_period};
 use crate::text::{Progress, TextSource};
 use crate::{Error, Mode, Result};
 use tracekit_symbols::DebugDirs;
@@ -271,10 +272,11 @@ impl std::fmt::Display for FxtDecoded {
 
 /// Decodes `source` into an FXT trace written to `out` (named `name` in
 /// errors), as [`decode`] does; returns `out` once the trace is complete and
-/// flushed. An I/O error is `out`'s own (it names its file).
+/// flushed. Without a sampling period in `config`, a recording's own is used. An
+/// I/O error is `out`'s own (it names its file).
 pub fn decode_to_fxt<W: Write>(
     source: &mut TextSource,
-    config: Config,
+    mut config: Config,
     filter: Option<RangeFilter>,
     (out, name): (W, &str),
     progress: impl FnMut(Progress),
@@ -284,6 +286,13 @@ pub fn decode_to_fxt<W: Write>(
         name: name.to_string(),
         source,
     };
+    // perf script's text does not say how often it sampled; the recording does.
+    if let (TextSource::PerfData { path, .. }, SampleTiming::Accurate { period: None }) =
+        (&*source, config.sample_timing)
+    {
+        let period = recording_period(path);
+        config.sample_timing = SampleTiming::Accurate { period };
+    }
     let writer = Writer::new(IoDestination::with_buffer_size(out, 1 << 20)).map_err(fxt_error)?;
     let (sink, stats) = decode(source, config, filter, FxtSink::new(writer), progress, warn)?;
     let (out, records, truncated_strings) = close_fxt(sink, name)?;
@@ -307,11 +316,30 @@ fn close_fxt<W: Write>(mut sink: FxtSink<IoDestination<W>>, name: &str) -> Resul
     let closed = sink.close();
     if let Some(e) = sink.destination_mut().take_error() {
         // The output's own error, which names it, and the root of the writer's.
-        return Err(Error::Io(tracekit_io::Error::Write(e)));
+        return Err(Error::Write(e));
     }
     closed.map_err(fxt_error)?;
     let out = sink.finish().map_err(fxt_error)?.into_inner();
     Ok((out, records, truncated_strings))
+}
+
+/// The recording `source` opened for the direct reader ([`crate::data`]), or `None`
+/// where it goes through `perf script`: text, an Intel PT recording (as `mode` says,
+/// or as its events say), or when the options ask for it (`via_perf_script`, or a
+/// `filter`, whose hits only the text path finds). A recording that cannot be read
+/// is an error, not a detour.
+pub fn direct(source: &TextSource, options: &DecodeOptions) -> Result<Option<PerfData>> {
+    let TextSource::PerfData { path, mode, .. } = source else {
+        return Ok(None);
+    };
+    if options.via_perf_script || options.filter.is_some() || *mode == Mode::IntelPt {
+        return Ok(None);
+    }
+    match PerfData::open(path) {
+        Ok(data) => Ok(Some(data)),
+        Err(Error::PerfDataIntelPt { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// Decodes the perf.data file `data` read directly (see [`crate::data`]) into an FXT
@@ -391,7 +419,7 @@ pub fn transcribe(
     mut out: impl FnMut(&str) -> io::Result<()>,
     mut err: impl FnMut(&str),
 ) -> Result<Transcript> {
-    let write_error = |e| Error::Io(tracekit_io::Error::Write(e));
+    let write_error = Error::Write;
     let t = if opts.filter.is_some() {
         let mut text = String::new();
         source.for_each_piece(|_| {}, |t, _| text.push_str(t))?;
@@ -441,14 +469,68 @@ mod tests {
 
     const SAMPLES: &str = "prog 7/7 1.000000000: 1 cpu-clock:u:\n\t401000 leaf+0x0 (/bin/prog)\n\t402000 main+0x10 (/bin/prog)\n\nprog 7/7 1.000100000: 1 cpu-clock:u:\n\t401000 leaf+0x0 (/bin/prog)\n\t402000 main+0x10 (/bin/prog)\n\n";
 
-    fn text_file(text: &str) -> (tempfile::TempDir, TextSource) {
+    fn text_file(text: &str) -> TextSource {
+        TextSource::File {
+            path: "perf.txt".into(),
+            text: Box::new(text.as_bytes().to_vec()),
+        }
+    }
+
+    /// A recording of sampled stacks (see `tests/data`), as recorded in `mode`.
+    fn recording(mode: Mode) -> TextSource {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        TextSource::PerfData {
+            path: dir.join("tests/data/recording_dwarf.data"),
+            perf: "perf".into(),
+            mode,
+        }
+    }
+
+    #[test]
+    fn recordings_of_sampled_stacks_are_read_directly_unless_asked_otherwise() {
+        let options = DecodeOptions::default();
+        let data = direct(&recording(Mode::Auto), &options).unwrap().unwrap();
+        assert!(data.info().dwarf && !data.info().intel_pt);
+        assert!(
+            direct(&recording(Mode::Sampling), &options)
+                .unwrap()
+                .is_some()
+        );
+        assert!(direct(&text_file(SAMPLES), &options).unwrap().is_none());
+        // Intel PT, and what only the text path does, go through perf script.
+        assert!(
+            direct(&recording(Mode::IntelPt), &options)
+                .unwrap()
+                .is_none()
+        );
+        let via_script = DecodeOptions {
+            via_perf_script: true,
+            ..DecodeOptions::default()
+        };
+        assert!(
+            direct(&recording(Mode::Auto), &via_script)
+                .unwrap()
+                .is_none()
+        );
+        let filtered = DecodeOptions {
+            filter: RangeFilter::parse("a..b"),
+            ..DecodeOptions::default()
+        };
+        assert!(direct(&recording(Mode::Auto), &filtered).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_damaged_recording_is_an_error_not_a_detour_through_perf_script() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("perf.txt");
-        std::fs::File::create(&path)
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-        (dir, TextSource::File(path))
+        let path = dir.path().join("perf.data");
+        std::fs::write(&path, b"PERFILE2\x68\0\0\0\0\0\0\0").unwrap();
+        let source = TextSource::PerfData {
+            path,
+            perf: "perf".into(),
+            mode: Mode::Auto,
+        };
+        let r = direct(&source, &DecodeOptions::default());
+        assert!(matches!(r, Err(Error::PerfData { .. })), "{:?}", r.err());
     }
 
     #[test]
@@ -492,7 +574,7 @@ mod tests {
 
     #[test]
     fn a_transcript_is_written_and_counted() {
-        let (_dir, mut source) = text_file(SAMPLES);
+        let mut source = text_file(SAMPLES);
         let mut out = String::new();
         let opts = TranscriptOptions {
             echo: false,
@@ -517,7 +599,7 @@ mod tests {
 
     #[test]
     fn text_that_is_not_perf_script_output_is_named() {
-        let (_dir, mut source) = text_file("hello\nworld\n");
+        let mut source = text_file("hello\nworld\n");
         let opts = TranscriptOptions::default();
         let e = transcribe(&mut source, &opts, |_| Ok(()), |_| {}).unwrap_err();
         let msg = e.to_string();
@@ -529,7 +611,7 @@ mod tests {
 
     #[test]
     fn an_fxt_decode_writes_a_complete_trace() {
-        let (_dir, mut source) = text_file(SAMPLES);
+        let mut source = text_file(SAMPLES);
         let (out, d) = decode_to_fxt(
             &mut source,
             Config::default(),
@@ -554,7 +636,7 @@ mod tests {
 
     #[test]
     fn records_that_are_not_perf_script_output_are_warned_about_with_examples() {
-        let (_dir, mut source) = text_file(&format!("this is not perf output\n\n{SAMPLES}"));
+        let mut source = text_file(&format!("this is not perf output\n\n{SAMPLES}"));
         let out = (Vec::new(), "out.fxt");
         let (_, d) =
             decode_to_fxt(&mut source, Config::default(), None, out, |_| {}, |_| {}).unwrap();
@@ -582,7 +664,7 @@ mod tests {
                 Ok(())
             }
         }
-        let (_dir, mut source) = text_file(SAMPLES);
+        let mut source = text_file(SAMPLES);
         let out = (Full, "out.fxt");
         let e = decode_to_fxt(&mut source, Config::default(), None, out, |_| {}, |_| {})
             .err()

@@ -16,6 +16,10 @@
 //! - [`data`]: perf.data read without `perf script` (sampled stacks, unwound and
 //!   symbolized here);
 //! - [`fold`]: folded stacks of sampled call stacks, for flame graphs.
+//!
+//! Inputs come in as bytes, readers and paths, outputs go out through
+//! `std::io::Write`: opening files, standard input and atomic outputs are the
+//! caller's (the `tracekit` binary's `tracekit-io`).
 
 pub mod data;
 pub mod decode;
@@ -134,16 +138,22 @@ pub enum Error {
         /// The recording's architecture.
         arch: String,
     },
-    /// An error at the I/O edge (opening an input, writing an output).
+    /// Folding found no sampled call stack.
+    #[error("{name}: no sampled call stacks to fold")]
+    NothingToFold {
+        /// The input's name.
+        name: String,
+    },
+    /// Writing an output failed; the error is the output's own, which names it.
     #[error(transparent)]
-    Io(#[from] tracekit_io::Error),
+    Write(io::Error),
 }
 
 impl Error {
     /// Whether this is a write to a closed pipe (the reader of the output went
     /// away), a normal way for a command to stop.
     pub fn is_broken_pipe(&self) -> bool {
-        matches!(self, Error::Io(e) if e.is_broken_pipe())
+        matches!(self, Error::Write(e) if e.kind() == io::ErrorKind::BrokenPipe)
     }
 }
 

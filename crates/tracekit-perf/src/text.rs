@@ -1,4 +1,6 @@
 //! `perf script` text, from wherever it comes, cut into pieces of whole records.
+//! The caller opens the input (a file's bytes, a stream, or a perf.data file's
+//! path for `perf script`) and says which it is.
 //!
 //! A record is a header line followed by its call-chain lines (sampling), or one
 //! line (Intel PT branches); the decoder needs each piece to end at a record's
@@ -9,7 +11,6 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use tracekit_callstack::script::complete_prefix;
-use tracekit_io::input::{self, Bytes, Family, Kind};
 
 use crate::script::PerfScript;
 use crate::{Error, Mode, Result};
@@ -22,8 +23,13 @@ pub const CHUNK: usize = 8 << 20;
 pub enum TextSource {
     /// A stream read once (standard input); `None` once it has been read.
     Stream(Option<Box<dyn Read + Send>>),
-    /// A file of `perf script` text.
-    File(PathBuf),
+    /// A file of `perf script` text, whole in memory (mapped or read).
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Its bytes.
+        text: Box<dyn AsRef<[u8]> + Send>,
+    },
     /// A `perf.data` file, read through `perf script`.
     PerfData {
         /// The recording.
@@ -40,6 +46,9 @@ pub enum TextSource {
 pub enum Progress {
     /// The input's size, when it is known upfront.
     Total(u64),
+    /// A perf.data file is read directly (without `perf script`): its size; the
+    /// positions that follow are bytes of it read.
+    Recording(u64),
     /// `perf script` was started on a recording in this mode.
     PerfScriptStarted(Mode),
     /// Bytes of text handed on so far.
@@ -47,23 +56,6 @@ pub enum Progress {
 }
 
 impl TextSource {
-    /// Opens `path` (`-`: standard input), its kind checked: `perf script` text, or a
-    /// `perf.data` file to be read through `perf` (the executable) as recorded in
-    /// `mode`. Any other kind of input is an error that says what it is (an empty
-    /// one too: there is nothing to decode).
-    pub fn open(path: &Path, perf: &Path, mode: Mode) -> Result<TextSource> {
-        let stream = input::open_stream(path, Family::Perf)?;
-        Ok(match stream.kind() {
-            _ if input::is_stdin(path) => TextSource::Stream(Some(Box::new(stream))),
-            Kind::PerfData => TextSource::PerfData {
-                path: path.to_path_buf(),
-                perf: perf.to_path_buf(),
-                mode,
-            },
-            _ => TextSource::File(path.to_path_buf()),
-        })
-    }
-
     /// Where an FXT trace of this source goes when no output is named: beside the
     /// input file, with the extension `.fxt`; `trace.fxt` for standard input.
     pub fn default_fxt_output(&self) -> PathBuf {
@@ -77,7 +69,9 @@ impl TextSource {
     pub fn name(&self) -> String {
         match self {
             TextSource::Stream(_) => "standard input".to_string(),
-            TextSource::File(p) | TextSource::PerfData { path: p, .. } => input::display(p),
+            TextSource::File { path: p, .. } | TextSource::PerfData { path: p, .. } => {
+                p.display().to_string()
+            }
         }
     }
 
@@ -85,7 +79,7 @@ impl TextSource {
     pub fn path(&self) -> Option<&Path> {
         match self {
             TextSource::Stream(_) => None,
-            TextSource::File(p) | TextSource::PerfData { path: p, .. } => Some(p),
+            TextSource::File { path: p, .. } | TextSource::PerfData { path: p, .. } => Some(p),
         }
     }
 
@@ -113,11 +107,10 @@ impl TextSource {
                     source,
                 })
             }
-            TextSource::File(path) => {
-                let name = input::display(path);
-                let bytes: Bytes = input::file_bytes(&input::open_file(path)?, &name)?;
+            TextSource::File { text, .. } => {
+                let bytes = (**text).as_ref();
                 progress(Progress::Total(bytes.len() as u64));
-                for_each_piece_of(&bytes, |text, off| {
+                for_each_piece_of(bytes, |text, off| {
                     f(text, off);
                     progress(Progress::Position(off + text.len() as u64));
                 });
@@ -249,32 +242,27 @@ mod tests {
     }
 
     #[test]
-    fn open_tells_text_from_recordings_and_refuses_empty_input() {
-        let dir = tempfile::tempdir().unwrap();
-        let write = |name: &str, bytes: &[u8]| {
-            let p = dir.path().join(name);
-            std::fs::write(&p, bytes).unwrap();
-            p
+    fn a_text_file_is_read_whole_with_its_size_first_and_can_be_read_again() {
+        let text = records(3);
+        let mut source = TextSource::File {
+            path: PathBuf::from("dir/out.txt"),
+            text: Box::new(text.clone().into_bytes()),
         };
-        let perf = Path::new("perf");
-        let text = write("out.txt", records(1).as_bytes());
-        let source = TextSource::open(&text, perf, Mode::Auto).unwrap();
-        assert!(matches!(&source, TextSource::File(p) if *p == text));
-        assert_eq!(source.default_fxt_output(), dir.path().join("out.fxt"));
-        let data = write("perf.data", b"PERFILE2\x68\0\0\0\0\0\0\0");
-        let source = TextSource::open(&data, perf, Mode::Sampling).unwrap();
-        assert!(
-            matches!(&source, TextSource::PerfData { path, mode: Mode::Sampling, .. } if *path == data)
-        );
-        let empty = write("empty.txt", b"");
-        let err = TextSource::open(&empty, perf, Mode::Auto)
-            .err()
-            .unwrap()
-            .to_string();
-        let expected = "empty.txt: not `perf script` text or a perf.data file; it is empty";
-        assert!(err.ends_with(expected), "{err}");
+        assert_eq!(source.name(), "dir/out.txt");
+        assert_eq!(source.default_fxt_output(), Path::new("dir/out.fxt"));
+        for _ in 0..2 {
+            let (mut heard, mut got) = (Vec::new(), String::new());
+            source
+                .for_each_piece(|p| heard.push(p), |piece, _| got.push_str(piece))
+                .unwrap();
+            assert_eq!(got, text);
+            let len = text.len() as u64;
+            assert_eq!(heard, [Progress::Total(len), Progress::Position(len)]);
+        }
         let stdin = TextSource::Stream(None);
+        assert_eq!(stdin.name(), "standard input");
         assert_eq!(stdin.default_fxt_output(), PathBuf::from("trace.fxt"));
+        assert!(source.rereadable() && !stdin.rereadable());
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! stacks into a flame graph.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
 use std::time::Instant;
 
@@ -15,17 +15,16 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use tracekit_analysis::frames::FrameTree;
 use tracekit_analysis::svg::FlameGraphOptions;
-use tracekit_callstack::script::{Parsed, Records, parse_record};
-use tracekit_callstack::writer::{SampleTiming, TraceScope, Warning};
+use tracekit_callstack::writer::{TraceScope, Warning};
 use tracekit_perf::Mode;
 use tracekit_perf::data::{PerfData, ReadOptions, ReadStats};
 use tracekit_perf::decode::{
-    DecodeOptions, decode_data_to_fxt, decode_to_fxt, require_events, transcribe,
+    DecodeOptions, decode_data_to_fxt, decode_to_fxt, direct, require_events, transcribe,
 };
-use tracekit_perf::fold::Folder;
 use tracekit_perf::record::{self as plan, CallGraph, RecordOptions, Target};
 use tracekit_perf::text::{Progress, TextSource};
 
+use crate::common::input::{self, Family, Kind};
 use crate::common::output::{ChildHandlesInterrupts, Output, TempDir};
 use crate::common::{progress_bar, progress_spinner};
 
@@ -155,6 +154,7 @@ fn progress(name: String, quiet: bool) -> impl FnMut(Progress) {
     let mut bar = None;
     move |p| match p {
         Progress::Total(n) => bar = Some(progress_bar(n, "decoding", quiet)),
+        Progress::Recording(n) => bar = Some(progress_bar(n, "reading", quiet)),
         Progress::PerfScriptStarted(mode) => {
             if !quiet {
                 let what = match mode {
@@ -198,18 +198,34 @@ impl Drop for WarningPrinter {
     }
 }
 
+/// Opens `path` (`-`: standard input) for `tracekit perf`: `perf script` text, or a
+/// perf.data file to be read as recorded in `mode` (through `perf`, the executable,
+/// where it is not read directly). Any other kind of input is an error that says
+/// what it is (an empty one too: there is nothing to decode).
+fn open(path: &Path, perf: &Path, mode: Mode) -> anyhow::Result<TextSource> {
+    let stream = input::open_stream(path, Family::Perf)?;
+    Ok(match stream.kind() {
+        _ if input::is_stdin(path) => TextSource::Stream(Some(Box::new(stream))),
+        Kind::PerfData => TextSource::PerfData {
+            path: path.to_path_buf(),
+            perf: perf.to_path_buf(),
+            mode,
+        },
+        _ => {
+            let text = input::file_bytes(&input::open_file(path)?, &input::display(path))?;
+            TextSource::File {
+                path: path.to_path_buf(),
+                text: Box::new(text),
+            }
+        }
+    })
+}
+
 fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
-    let mut config = args.options.config(args.transcript)?;
+    let config = args.options.config(args.transcript)?;
     let filter = args.options.filter.clone();
     let path = args.input.clone().unwrap_or_else(|| PathBuf::from("-"));
-    let mut source = TextSource::open(&path, &args.perf, args.options.mode)?;
-    // perf script's text does not say how often it sampled; the recording does.
-    if let (TextSource::PerfData { path, .. }, SampleTiming::Accurate { period: None }) =
-        (&source, config.sample_timing)
-    {
-        let period = tracekit_perf::data::recording_period(path);
-        config.sample_timing = SampleTiming::Accurate { period };
-    }
+    let mut source = open(&path, &args.perf, args.options.mode)?;
     // Owned: the source is borrowed mutably while the output is written.
     let input = source.path().map(PathBuf::from);
     let inputs: Vec<&std::path::Path> = input.as_deref().into_iter().collect();
@@ -248,42 +264,10 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The recording `source` opened for the direct reader, unless it is text, Intel PT,
-/// or asked to go through `perf script` (`--via-perf-script`, or `--filter`, whose
-/// hits the text path finds).
-fn direct(source: &TextSource, options: &DecodeOptions) -> anyhow::Result<Option<PerfData>> {
-    let TextSource::PerfData { path, mode, .. } = source else {
-        return Ok(None);
-    };
-    if options.via_perf_script || options.filter.is_some() || *mode == Mode::IntelPt {
-        return Ok(None);
-    }
-    match PerfData::open(path) {
-        Ok(data) => Ok(Some(data)),
-        Err(tracekit_perf::Error::PerfDataIntelPt { .. }) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
-}
-
 /// Prints what the direct reader found that a user should know.
 fn report_read(name: &str, read: &ReadStats) {
-    if read.lost > 0 {
-        eprintln!(
-            "warning: {name}: the kernel lost {} samples while recording (perf record -m or a lower -F helps)",
-            read.lost
-        );
-    }
-    if read.untimed > 0 {
-        eprintln!(
-            "warning: {name}: skipped {} samples without a timestamp (record with --timestamp)",
-            read.untimed
-        );
-    }
-    if read.unwind_stopped > 0 {
-        eprintln!(
-            "warning: {name}: {} of {} samples' user stacks could not be unwound to their end",
-            read.unwind_stopped, read.samples
-        );
+    for w in read.warnings() {
+        eprintln!("warning: {name}: {w}");
     }
 }
 
@@ -324,9 +308,7 @@ fn decode_direct(
 }
 
 fn flamegraph(args: &FlamegraphArgs) -> anyhow::Result<ExitCode> {
-    let mode = Mode::Sampling;
-    let mut source = TextSource::open(&args.input, &args.perf, mode)?;
-    let mut folder = Folder::new(args.per_thread, args.scope);
+    let mut source = open(&args.input, &args.perf, Mode::Sampling)?;
     let name = source.name();
     let options = DecodeOptions {
         via_perf_script: args.via_perf_script,
@@ -335,39 +317,22 @@ fn flamegraph(args: &FlamegraphArgs) -> anyhow::Result<ExitCode> {
         no_debug_files: args.no_debug_files,
         ..DecodeOptions::default()
     };
-    if let Some(data) = direct(&source, &options)? {
-        let bar = progress_bar(data.size(), "reading", args.quiet);
-        let read = data.samples(
-            &options.read_options(),
-            |n| bar.set_position(n),
-            |e| folder.add(e),
-        )?;
-        bar.finish_and_clear();
-        report_read(&name, &read);
-    } else {
-        let progress = progress(name.clone(), args.quiet);
-        source.for_each_piece(progress, |text, offset| {
-            for r in Records::new(text) {
-                if let Ok(Parsed::Event(e)) = parse_record(&r, offset) {
-                    folder.add(&e);
-                }
-            }
-        })?;
+    let progress = progress(name.clone(), args.quiet);
+    let folded = tracekit_perf::fold::fold(&mut source, &options, args.per_thread, progress)?;
+    if let Some(read) = &folded.read {
+        report_read(&name, read);
     }
-    if folder.samples() == 0 {
-        bail!("{name}: no sampled call stacks to fold");
-    }
-    let samples = folder.samples();
-    let lines = folder.into_lines();
+    folded.require_samples(&name)?;
     let inputs = source.path().into_iter().collect::<Vec<_>>();
     match &args.svg {
         Some(svg) => {
-            let tree = FrameTree::from_folded(&lines);
+            let (samples, stacks) = (folded.samples, folded.lines.len());
+            let tree = FrameTree::from_folded(&folded.lines);
             let image = tracekit_analysis::svg::flame_graph(
                 &tree,
                 &FlameGraphOptions {
                     title: format!("CPU samples: {name}"),
-                    subtitle: format!("{samples} samples, {} distinct stacks", lines.len()),
+                    subtitle: format!("{samples} samples, {stacks} distinct stacks"),
                     bytes: false,
                     ..FlameGraphOptions::default()
                 },
@@ -379,9 +344,7 @@ fn flamegraph(args: &FlamegraphArgs) -> anyhow::Result<ExitCode> {
         None => {
             let path = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
             let mut out = Output::create(&path, &inputs)?;
-            for (stack, n) in &lines {
-                writeln!(out, "{stack} {n}")?;
-            }
+            folded.write(&mut out)?;
             out.finish()?;
         }
     }
