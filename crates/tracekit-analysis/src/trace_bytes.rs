@@ -38,6 +38,15 @@ impl TraceBytes {
         }
     }
 
+    /// Shares bytes already shared with their owner (who keeps a handle to release
+    /// their pages, [`TraceBytes::on_release`]).
+    pub fn from_shared(bytes: Arc<dyn AsRef<[u8]> + Send + Sync>) -> TraceBytes {
+        TraceBytes {
+            bytes,
+            release: None,
+        }
+    }
+
     /// Calls `release` with each byte range passes have read (in steps of
     /// [`RELEASE_STEP`], and `0..usize::MAX` for [`TraceBytes::release_all`]): for a
     /// mapped file, to tell the system its pages there will not be read again soon.

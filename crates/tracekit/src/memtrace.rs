@@ -131,7 +131,7 @@ pub fn open_shared(path: &Path) -> Result<(Reader<'static>, Option<TraceBytes>)>
 pub fn trace_bytes(path: &Path) -> Result<TraceBytes> {
     let bytes = Arc::new(input::read_all(path, Family::Memtrace)?);
     let pages = Arc::clone(&bytes);
-    Ok(TraceBytes::new(bytes).on_release(move |range| pages.release(range)))
+    Ok(TraceBytes::from_shared(bytes).on_release(move |range| pages.release(range)))
 }
 
 /// The error of a trace whose trace-info packet cannot be read.

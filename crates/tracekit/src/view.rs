@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use tracekit_view::{Served, Trace, Viewer};
 
-use crate::common::input::{self, Family};
+use crate::common::input;
 use crate::common::output;
 use crate::common::progress_spinner;
 
