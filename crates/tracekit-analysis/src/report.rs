@@ -635,7 +635,7 @@ mod tests {
             lines,
             vec![
                 ("[empty backtrace]".to_string(), 5),
-                ("main;f;g,h".to_string(), 5),
+                ("main;f;g:h".to_string(), 5),
                 ("main;f".to_string(), 2),
                 ("main;k".to_string(), 3),
             ]
