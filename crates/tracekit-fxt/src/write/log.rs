@@ -9,7 +9,8 @@
 //! | 32–39 | thread ref              |
 //!
 //! Body: timestamp, \[pid, tid\] if the thread ref is inline, message stream. Perfetto, Tracy and Jane Street's parser ignore log
-//! records (Perfetto issue #611); PyPI `fxt` and the Fuchsia readers decode them.
+//! records (Perfetto's importer skips them without a warning); PyPI `fxt` and the Fuchsia
+//! readers decode them.
 
 use super::{Destination, WriteError, Writer};
 use crate::format::{MAX_BLOB_LEN, RecordType, ThreadRef, words_for};

@@ -438,8 +438,8 @@ pub(crate) fn check_field(field: &'static str, value: u64, bits: u32) -> Result<
 }
 
 /// Longest prefix of `s` that is at most [`MAX_STRING_LEN`] bytes and ends on a
-/// character boundary: the recommended way to keep long symbol names (magic-trace
-/// #286) instead of failing.
+/// character boundary: the recommended way to keep long symbol names (C++ and Rust
+/// symbols past the limit, which magic-trace also meets) instead of failing.
 pub fn truncate_to_limit(s: &str) -> &str {
     if s.len() <= MAX_STRING_LEN {
         return s;
