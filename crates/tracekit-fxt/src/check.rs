@@ -278,7 +278,8 @@ pub struct Finding {
 /// The result of [`check`].
 #[derive(Clone, Debug, Default)]
 pub struct Report {
-    /// Findings in file order, at most [`Report::MAX_PER_ISSUE`] of each issue.
+    /// Findings in file order, at most [`Report::MAX_PER_ISSUE`] of each issue
+    /// (every one from [`check_keeping_all`]).
     pub findings: Vec<Finding>,
     /// How often each issue occurred.
     pub counts: Vec<(Issue, u64)>,
@@ -307,29 +308,72 @@ impl Report {
     }
 }
 
-/// The report as `tracekit fxt check` prints it: each finding with its offset and
-/// the readers it breaks (or ignore it), the counts of issues over the per-issue
-/// limit, and a verdict line.
+/// The report as `tracekit fxt check` prints it: each issue once, at its first
+/// offset, with the readers it breaks (or that ignore it) and how often it occurred
+/// when more than once; then a verdict line. [`Report::verbose`] lists every
+/// offset instead.
 impl fmt::Display for Report {
     fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let report = self;
-        let describe = |issue: Issue| {
-            let breaks = issue.breaks();
-            let ignored = issue.ignored_by();
-            let mut s = String::new();
-            if !breaks.is_empty() {
-                s.push_str(&format!(" [breaks: {breaks}]"));
-            } else if !ignored.is_empty() {
-                s.push_str(&format!(" [ignored by: {ignored}]"));
-            } else {
-                s.push_str(" [note]");
+        let mut shown: Vec<Issue> = Vec::new();
+        for f in &self.findings {
+            if shown.contains(&f.issue) {
+                continue;
             }
-            s
-        };
+            shown.push(f.issue);
+            let n = self.count(f.issue);
+            write!(out, "{:#010x}: {}{}", f.offset, f.issue, describe(f.issue))?;
+            match n {
+                0 | 1 => writeln!(out)?,
+                n => writeln!(out, " ({n} times, first here)")?,
+            }
+        }
+        self.fmt_end(out)
+    }
+}
+
+/// [`Report`] with every finding on a line of its own; see [`Report::verbose`].
+pub struct Verbose<'a>(&'a Report);
+
+impl fmt::Display for Verbose<'_> {
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let report = self.0;
         for f in &report.findings {
             writeln!(out, "{:#010x}: {}{}", f.offset, f.issue, describe(f.issue))?;
         }
-        if let Some(f) = &report.fatal {
+        for (issue, n) in &report.counts {
+            let kept = report.findings.iter().filter(|f| f.issue == *issue).count();
+            if *n > kept as u64 {
+                writeln!(out, "... {issue}: {n} in total")?;
+            }
+        }
+        report.fmt_end(out)
+    }
+}
+
+impl Report {
+    /// How often `issue` occurred.
+    pub fn count(&self, issue: Issue) -> u64 {
+        self.counts
+            .iter()
+            .find(|(i, _)| *i == issue)
+            .map_or(0, |(_, n)| *n)
+    }
+
+    /// Whether some issue occurred more than once (and [`Report`]'s `Display`
+    /// shows it once).
+    pub fn has_repeats(&self) -> bool {
+        self.counts.iter().any(|(_, n)| *n > 1)
+    }
+
+    /// The report with every finding it kept on a line of its own (the counts of
+    /// those over the kept ones after them).
+    pub fn verbose(&self) -> Verbose<'_> {
+        Verbose(self)
+    }
+
+    /// The fatal finding, if any, and the verdict line.
+    fn fmt_end(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(f) = &self.fatal {
             writeln!(
                 out,
                 "{:#010x}: fatal: {}{}",
@@ -338,28 +382,36 @@ impl fmt::Display for Report {
                 describe(f.issue)
             )?;
         }
-        for (issue, n) in &report.counts {
-            if *n > Report::MAX_PER_ISSUE {
-                writeln!(out, "... {issue}: {n} in total")?;
-            }
-        }
-        let broken = report.broken_readers();
-        if report.is_clean() {
+        let broken = self.broken_readers();
+        if self.is_clean() {
             writeln!(
                 out,
                 "clean: {} records; every known reader accepts this trace",
-                report.records
+                self.records
             )
         } else if broken == Readers::NONE {
-            writeln!(out, "{} records; reading stopped early", report.records)
+            writeln!(out, "{} records; reading stopped early", self.records)
         } else {
-            writeln!(out, "{} records; breaks: {broken}", report.records)
+            writeln!(out, "{} records; breaks: {broken}", self.records)
         }
+    }
+}
+
+/// What an issue does to the readers, as a report shows it.
+fn describe(issue: Issue) -> String {
+    let (breaks, ignored) = (issue.breaks(), issue.ignored_by());
+    if !breaks.is_empty() {
+        format!(" [breaks: {breaks}]")
+    } else if !ignored.is_empty() {
+        format!(" [ignored by: {ignored}]")
+    } else {
+        " [note]".to_string()
     }
 }
 
 struct Collector {
     report: Report,
+    keep: u64,
     counts: HashMap<Issue, u64>,
     order: Vec<Issue>,
 }
@@ -371,7 +423,7 @@ impl Collector {
             self.order.push(issue);
         }
         *n += 1;
-        if *n <= Report::MAX_PER_ISSUE {
+        if *n <= self.keep {
             self.report.findings.push(Finding { offset, issue });
         }
     }
@@ -389,9 +441,20 @@ pub fn check(input: &[u8]) -> Report {
 }
 
 /// [`check`], calling `progress` with the byte offset reached every 8192 records.
-pub fn check_with_progress(input: &[u8], mut progress: impl FnMut(u64)) -> Report {
+pub fn check_with_progress(input: &[u8], progress: impl FnMut(u64)) -> Report {
+    check_keeping(input, Report::MAX_PER_ISSUE, progress)
+}
+
+/// [`check_with_progress`], keeping every finding (not [`Report::MAX_PER_ISSUE`] of
+/// each issue): for a report that lists every offset ([`Report::verbose`]).
+pub fn check_keeping_all(input: &[u8], progress: impl FnMut(u64)) -> Report {
+    check_keeping(input, u64::MAX, progress)
+}
+
+fn check_keeping(input: &[u8], keep: u64, mut progress: impl FnMut(u64)) -> Report {
     let mut c = Collector {
         report: Report::default(),
+        keep,
         counts: HashMap::new(),
         order: Vec::new(),
     };
@@ -652,4 +715,69 @@ pub fn check_with_progress(input: &[u8], mut progress: impl FnMut(u64)) -> Repor
         .map(|i| (*i, c.counts.get(i).copied().unwrap_or(0)))
         .collect();
     c.report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::Koid;
+    use crate::write::{VecDestination, Writer};
+
+    /// A trace with `n` log records (a note) after one thread record.
+    fn logs(n: u64) -> Vec<u8> {
+        let mut w = Writer::new(VecDestination::new()).unwrap_or_else(|_| unreachable!());
+        let thread = (w.set_thread_slot(0, Koid(1), Koid(2))).unwrap_or_else(|_| unreachable!());
+        for t in 0..n {
+            w.log(thread, t, b"hello")
+                .unwrap_or_else(|_| unreachable!());
+        }
+        w.finish().unwrap_or_else(|_| unreachable!()).into_vec()
+    }
+
+    #[test]
+    fn repeated_issues_are_shown_once_with_their_count() {
+        let report = check(&logs(40));
+        assert_eq!(report.count(Issue::Log), 40);
+        assert!(report.has_repeats());
+        let text = report.to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].ends_with(
+                ": log record [ignored by: Perfetto, Jane Street] (40 times, first here)"
+            ),
+            "{text}"
+        );
+        assert!(lines[1].starts_with("clean: "), "{text}");
+        // Once is shown as before, without a count.
+        let once = check(&logs(1)).to_string();
+        assert!(
+            once.lines()
+                .next()
+                .is_some_and(|l| l.ends_with("Jane Street]")),
+            "{once}"
+        );
+    }
+
+    #[test]
+    fn verbose_lists_every_offset_when_every_finding_is_kept() {
+        let bytes = logs(40);
+        let capped = check(&bytes);
+        let text = capped.verbose().to_string();
+        assert_eq!(
+            text.lines().filter(|l| l.contains(": log record")).count(),
+            20
+        );
+        assert!(text.contains("... log record: 40 in total"), "{text}");
+        let all = check_keeping_all(&bytes, |_| {});
+        assert_eq!(all.findings.len(), 40);
+        let text = all.verbose().to_string();
+        assert_eq!(
+            text.lines().filter(|l| l.contains(": log record")).count(),
+            40
+        );
+        assert!(!text.contains("in total"), "{text}");
+        // Grouping does not depend on how many findings were kept.
+        assert_eq!(all.to_string(), capped.to_string());
+    }
 }

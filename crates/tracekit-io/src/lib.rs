@@ -7,10 +7,17 @@
 //! - [`output`]: files written atomically (a temporary file renamed into place
 //!   when complete; never an input; removed on error or interrupt), standard output
 //!   whose errors say so, and output flushed before a streamed input is read.
+//! - [`fxt`]: FXT traces opened from a path, read in place or streamed.
+//! - [`memtrace`]: memtrace traces opened from a path, mapped or streamed.
+//! - [`names`]: which file a command writes without `-o`, and which format, so
+//!   that an output's name and contents agree.
 //!
 //! The format crates do no I/O; this crate is their edge.
 
+pub mod fxt;
 pub mod input;
+pub mod memtrace;
+pub mod names;
 pub mod output;
 
 use std::io;
@@ -50,6 +57,14 @@ pub enum Error {
         expected: &'static str,
         /// What the input is instead.
         found: &'static str,
+    },
+    /// An input is of the right kind but damaged where its reading must start.
+    #[error("{name}: {what}")]
+    Damaged {
+        /// The input's name.
+        name: String,
+        /// What is damaged, and how.
+        what: String,
     },
     /// An output is one of the inputs.
     #[error("refusing to write {}: it is the same file as the input {}", .output.display(), .input.display())]

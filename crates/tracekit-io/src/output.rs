@@ -439,6 +439,37 @@ pub fn print(text: &str) -> Result<()> {
     out.finish()
 }
 
+/// `-q`: no progress, summaries or notes on stderr (warnings and errors stay).
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Sets `-q` for the whole command.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
+/// Whether `-q` was given.
+pub fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
+/// Prints a summary or a note on stderr, unless `-q`.
+pub fn say(message: impl std::fmt::Display) {
+    if !quiet() {
+        eprintln!("{message}");
+    }
+}
+
+/// Writes `text`, ending in a newline, to `path` (`-`: standard output; see
+/// [`Output`]).
+pub fn write_text(path: &Path, inputs: &[&Path], text: &str) -> Result<()> {
+    let mut out = Output::create(path, inputs)?;
+    out.write_all(text.as_bytes())?;
+    if !text.ends_with('\n') {
+        out.write_all(b"\n")?;
+    }
+    out.finish()
+}
+
 /// Writes `text` to the file `path` atomically.
 pub fn write_file(path: &Path, inputs: &[&Path], text: &str) -> Result<()> {
     let mut out = OutputFile::create(path, inputs)?;

@@ -63,9 +63,22 @@ impl Dataset {
 /// Why a query failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The engine refused the query or failed running it.
-    #[error("{0}")]
-    Engine(#[from] datafusion::error::DataFusionError),
+    /// The engine refused the query or failed running it. Its message is the
+    /// error's own, and the engine's error is not its source: the engine's errors
+    /// repeat their causes in their messages, so a printed chain would say it twice.
+    #[error("{}", engine_message(.0))]
+    Engine(datafusion::error::DataFusionError),
+    /// A query name (one word) that names no shipped query.
+    #[error("unknown query '{name}'; {}", match .suggestion {
+        Some(s) => format!("did you mean {s}"),
+        None => "`tracekit sql --list` shows the shipped queries".to_string(),
+    })]
+    UnknownQuery {
+        /// The name given.
+        name: String,
+        /// The shipped query spelled most like it, if one is close.
+        suggestion: Option<&'static str>,
+    },
     /// An Arrow operation (printing the answer) failed.
     #[error("{0}")]
     Arrow(#[from] datafusion::arrow::error::ArrowError),
@@ -84,6 +97,28 @@ pub enum Error {
         /// The query.
         name: &'static str,
     },
+}
+
+impl From<datafusion::error::DataFusionError> for Error {
+    fn from(e: datafusion::error::DataFusionError) -> Self {
+        Error::Engine(e)
+    }
+}
+
+/// The engine's error in one line: its deepest cause (a parser error as the
+/// parser says it), without a backtrace.
+fn engine_message(e: &datafusion::error::DataFusionError) -> String {
+    use datafusion::error::DataFusionError;
+    use datafusion::sql::sqlparser::parser::ParserError;
+    match e.find_root() {
+        DataFusionError::SQL(p, _) => match p.as_ref() {
+            ParserError::ParserError(m) | ParserError::TokenizerError(m) => {
+                format!("SQL error: {m}")
+            }
+            p => format!("SQL error: {p}"),
+        },
+        root => root.strip_backtrace(),
+    }
 }
 
 /// A `Result` with this crate's [`Error`].
@@ -144,9 +179,69 @@ pub const NAMED: &[NamedQuery] = &[
     },
 ];
 
+/// Writes the named queries, a line each: the name, what it answers, and whether
+/// it compares two datasets.
+pub fn write_list(out: &mut dyn Write) -> std::io::Result<()> {
+    for q in NAMED {
+        let needs = if q.compares == 2 {
+            " (two datasets)"
+        } else {
+            ""
+        };
+        writeln!(out, "{:<14} {}{needs}", q.name, q.about())?;
+    }
+    Ok(())
+}
+
 /// The named query called `name`.
 pub fn named(name: &str) -> Option<&'static NamedQuery> {
     NAMED.iter().find(|q| q.name == name)
+}
+
+/// What `query` asks for: a shipped query when it names one, else SQL; a single
+/// word that names no shipped query (`top-site`) is refused as an unknown name,
+/// with the closest name, rather than sent to the SQL parser.
+pub fn resolve(query: &str) -> Result<Option<&'static NamedQuery>> {
+    if let Some(q) = named(query) {
+        return Ok(Some(q));
+    }
+    let word = query.trim();
+    let is_name = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !is_name {
+        return Ok(None);
+    }
+    let lower = word.to_ascii_lowercase();
+    let suggestion = NAMED
+        .iter()
+        .map(|q| (edit_distance(&lower, q.name), q.name))
+        .filter(|(d, name)| *d <= (name.len() / 3).max(3))
+        .min()
+        .map(|(_, name)| name);
+    Err(Error::UnknownQuery {
+        name: word.to_string(),
+        suggestion,
+    })
+}
+
+/// Levenshtein distance between `a` and `b` (in bytes: names are ASCII).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b = b.as_bytes();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.bytes().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(ca != cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 /// Runs `sql` over `datasets`.
@@ -223,6 +318,16 @@ fn has_files(dir: &Path) -> bool {
 }
 
 impl Answer {
+    /// Keeps the first `n` rows.
+    pub fn truncate(&mut self, n: usize) {
+        let mut left = n;
+        for b in &mut self.batches {
+            *b = b.slice(0, b.num_rows().min(left));
+            left -= b.num_rows();
+        }
+        self.batches.retain(|b| b.num_rows() > 0);
+    }
+
     /// Rows in the answer.
     pub fn rows(&self) -> usize {
         self.batches.iter().map(RecordBatch::num_rows).sum()
@@ -293,6 +398,75 @@ mod tests {
         assert_eq!(Dataset::parse("/data/v2").label, "v2");
         // A path with `=` in a folder name is a path.
         assert_eq!(Dataset::parse("/x/a=b").dir, PathBuf::from("/x/a=b"));
+    }
+
+    #[test]
+    fn a_word_that_names_no_query_is_refused_with_the_closest_name() {
+        assert_eq!(
+            resolve("top-sites").ok().flatten().map(|q| q.name),
+            Some("top-sites")
+        );
+        let msg = |q: &str| resolve(q).err().map(|e| e.to_string()).unwrap_or_default();
+        assert_eq!(
+            msg("top-site"),
+            "unknown query 'top-site'; did you mean top-sites"
+        );
+        assert_eq!(
+            msg("Live_At_End"),
+            "unknown query 'Live_At_End'; did you mean live-at-end"
+        );
+        assert_eq!(
+            msg("frobnicate"),
+            "unknown query 'frobnicate'; `tracekit sql --list` shows the shipped queries"
+        );
+        // SQL goes to the engine.
+        assert!(matches!(resolve("SELECT 1"), Ok(None)));
+        assert!(matches!(resolve("select*from(traces)"), Ok(None)));
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn an_engine_error_prints_once_in_a_chain() {
+        let e = query(&[], "SELEC 1")
+            .err()
+            .unwrap_or_else(|| unreachable!());
+        assert!(std::error::Error::source(&e).is_none());
+        let chain = format!("{:#}", anyhow_like(&e));
+        assert!(
+            chain.starts_with("SQL error: Expected: an SQL statement"),
+            "{chain}"
+        );
+        assert_eq!(chain.matches("SQL error").count(), 1, "{chain}");
+    }
+
+    /// The error and its sources joined as anyhow's `{:#}` joins them.
+    fn anyhow_like(e: &dyn std::error::Error) -> String {
+        let mut s = e.to_string();
+        let mut cause = e.source();
+        while let Some(c) = cause {
+            s.push_str(&format!(": {c}"));
+            cause = c.source();
+        }
+        s
+    }
+
+    #[test]
+    fn truncate_keeps_the_first_rows_across_batches() {
+        use datafusion::arrow::array::Int32Array;
+        let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Int32, false)]));
+        let batch = |v: Vec<i32>| {
+            RecordBatch::try_new(schema.clone(), vec![Arc::new(Int32Array::from(v))])
+                .unwrap_or_else(|_| unreachable!())
+        };
+        let mut a = Answer {
+            schema: schema.clone(),
+            batches: vec![batch(vec![1, 2]), batch(vec![3, 4, 5])],
+        };
+        a.truncate(3);
+        assert_eq!(a.rows(), 3);
+        assert_eq!(a.batches.len(), 2);
+        a.truncate(0);
+        assert_eq!(a.rows(), 0);
     }
 
     #[test]

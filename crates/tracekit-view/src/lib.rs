@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod api;
+pub mod browser;
 pub mod server;
 
 pub use api::{ApiError, Endpoint, Trace, answer};

@@ -12,7 +12,7 @@ use tracekit_export::{ExportOptions, Input, Summary, TraceFiles, TraceId};
 use tracekit_io::input::{self, Family, Kind};
 
 use crate::common::output::TempDir;
-use crate::common::print_json;
+use crate::common::{PROGRESS_THRESHOLD_BYTES, print_json, progress_spinner, quiet};
 
 /// Table formats.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -43,9 +43,6 @@ pub struct Args {
     /// Print what was written as JSON.
     #[arg(long)]
     json: bool,
-    /// Print nothing but errors.
-    #[arg(long, short)]
-    quiet: bool,
 }
 
 /// One input's result.
@@ -64,6 +61,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .clamp(1, args.files.len().max(1));
     let next = AtomicUsize::new(0);
+    // The exports report no position: the bar moves by whole inputs and its clock
+    // ticks in between, so that a long export is not silent.
+    let sizes: Vec<u64> = (args.files.iter())
+        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .collect();
+    let total = sizes.iter().sum::<u64>();
+    let bar = progress_spinner("exporting", total >= PROGRESS_THRESHOLD_BYTES, false);
     let results: Mutex<Vec<(usize, Result<Exported>)>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..jobs {
@@ -72,13 +76,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(path) = args.files.get(i) else { break };
                     let r = export_one(path, &args);
-                    if let (Ok(e), false, false) = (&r, args.quiet, args.json) {
-                        report(e);
+                    bar.inc(sizes.get(i).copied().unwrap_or(0));
+                    if let (Ok(e), false, false) = (&r, quiet(), args.json) {
+                        bar.suspend(|| report(e));
                     }
                     if let Err(e) = &r
                         && !args.json
                     {
-                        eprintln!("error: {e:#}");
+                        bar.suspend(|| eprintln!("error: {e:#}"));
                     }
                     results
                         .lock()
@@ -88,6 +93,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             });
         }
     });
+    bar.finish_and_clear();
     let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     results.sort_by_key(|(i, _)| *i);
     let failed = results.iter().filter(|(_, r)| r.is_err()).count();

@@ -12,14 +12,14 @@ use tracekit_fxt::ConvertError;
 use tracekit_fxt::chrome::write_chrome_json;
 use tracekit_fxt::dump::write_dump;
 use tracekit_fxt::io::{FinishError, IoDestination};
-use tracekit_fxt::read::{ReadError, Reader, Records, StreamReader};
+use tracekit_fxt::read::{ReadError, Records};
 use tracekit_fxt::stats::Stats;
 use tracekit_fxt::write::Writer;
 
 use crate::common::input::{self, Family};
+use crate::common::names::{Format, OutputArg, check_format};
 use crate::common::output::{InteractiveStdout, Output, OutputFile, print};
-use crate::common::print_json;
-use crate::common::progress_bar;
+use crate::common::{print_json, progress_bar, say};
 use crate::memtrace_analysis::fxt_write_error;
 
 /// `tracekit fxt` subcommands.
@@ -30,30 +30,36 @@ pub enum Command {
     Dump {
         /// The trace (`-` for stdin).
         file: PathBuf,
-        /// Stop after this many records.
+        /// Stop after this many records (`-n` is the same).
         #[arg(long, short = 'n')]
         limit: Option<u64>,
     },
     /// Validate strictly: list each problem with its offset and the readers it breaks
-    /// (Perfetto, Fuchsia, PyPI fxt, Jane Street). Exit status 0 only for a clean file.
+    /// (Perfetto, Fuchsia, PyPI fxt, Jane Street). An issue found more than once is
+    /// shown once, at its first offset, with its count. Exit status 0 only for a clean
+    /// file.
     Check {
         /// The trace (`-` for stdin).
         file: PathBuf,
+        /// List every offset of every issue.
+        #[arg(long, short)]
+        verbose: bool,
     },
     /// Read every record and write it back through the writer (repairing what some
-    /// readers reject).
+    /// readers reject); the copy of `x.fxt` is `x.copy.fxt` unless `-o` names it.
     Copy {
         /// Input trace (`-` for stdin).
         input: PathBuf,
-        /// Output trace.
-        output: PathBuf,
+        #[command(flatten)]
+        output: OutputArg,
     },
-    /// Convert to Chrome trace event JSON (chrome://tracing, Perfetto, speedscope).
+    /// Convert to Chrome trace event JSON (chrome://tracing, Perfetto, speedscope),
+    /// written to `x.json` for `x.fxt` unless `-o` names a file (`-`: stdout).
     ToJson {
         /// Input trace (`-` for stdin).
         input: PathBuf,
-        /// Output JSON file (`-` for stdout).
-        output: PathBuf,
+        #[command(flatten)]
+        output: OutputArg,
     },
     /// Counts by record and event type, providers, processes, threads, time span.
     Stats {
@@ -69,54 +75,38 @@ pub enum Command {
 pub fn run(cmd: Command) -> Result<ExitCode> {
     match cmd {
         Command::Dump { file, limit } => dump(&file, limit),
-        Command::Check { file } => check(&file),
-        Command::Copy { input, output } => copy(&input, &output),
-        Command::ToJson { input, output } => to_json(&input, &output),
+        Command::Check { file, verbose } => check(&file, verbose),
+        Command::Copy { input, output } => {
+            copy(&input, &output.or_default(Some(&input), Format::Fxt))
+        }
+        Command::ToJson { input, output } => {
+            to_json(&input, &output.or_default(Some(&input), Format::Json))
+        }
         Command::Stats { file, json } => stats(&file, json),
     }
 }
 
-/// Runs `f` over the records of `path`: a file is mapped and read in place,
-/// standard input is streamed (a record at a time, so output starts at once and
-/// memory does not grow with the input; `flush` is flushed before each read). `f`
-/// gets the input's size when known. A read error names the input.
+/// [`tracekit_io::fxt::with_records`] with a progress bar over a file; a read
+/// error names the input.
 fn with_records<T>(
     path: &Path,
     flush: Option<&InteractiveStdout>,
     f: impl FnOnce(&mut dyn Records, &ProgressBar) -> Result<T>,
 ) -> Result<T> {
-    let result = if input::is_stdin(path) {
-        let stream = input::open_stream(path, Family::Fxt)?;
-        let bar = ProgressBar::hidden();
-        match flush {
-            Some(out) => f(&mut StreamReader::new(out.reader(stream)), &bar),
-            None => f(&mut StreamReader::new(stream), &bar),
-        }
-    } else {
-        let bytes = input::read_all(path, Family::Fxt)?;
-        let bar = progress_bar(bytes.len() as u64, "reading", false);
-        let r = f(&mut Reader::new(&bytes), &bar);
-        bar.finish_and_clear();
-        r
-    };
-    result.map_err(|e| {
-        if e.downcast_ref::<ReadError>().is_some() {
-            e.context(input::display(path))
-        } else {
-            e
-        }
+    let result = tracekit_io::fxt::with_records(path, flush, |reader, size| {
+        let bar = size.map_or_else(ProgressBar::hidden, |n| progress_bar(n, "reading", false));
+        f(reader, &bar)
+    });
+    result.map_err(|e| match e.downcast_ref::<ReadError>() {
+        Some(_) => e.context(input::display(path)),
+        None => e,
     })
 }
 
 fn print_warnings(path: &Path, reader: &dyn Records) {
-    let name = input::display(path);
-    for w in reader.warnings() {
-        eprintln!("warning: {name}: {w}");
-    }
-    let more = reader.warning_count() - reader.warnings().len() as u64;
-    if more > 0 {
-        eprintln!("warning: {name}: {more} more warnings");
-    }
+    tracekit_io::fxt::warning_lines(path, reader)
+        .iter()
+        .for_each(|l| eprintln!("{l}"));
 }
 
 /// The library's error, as the error of this command: a read error keeps its
@@ -139,21 +129,28 @@ fn dump(path: &Path, limit: Option<u64>) -> Result<ExitCode> {
     })
 }
 
-fn check(path: &Path) -> Result<ExitCode> {
+fn check(path: &Path, verbose: bool) -> Result<ExitCode> {
     let input = input::read_all(path, Family::Fxt)?;
     let bar = progress_bar(input.len() as u64, "checking", false);
-    let report = tracekit_fxt::check::check_with_progress(&input, |pos| bar.set_position(pos));
+    let progress = |pos| bar.set_position(pos);
+    let report = match verbose {
+        true => tracekit_fxt::check::check_keeping_all(&input, progress),
+        false => tracekit_fxt::check::check_with_progress(&input, progress),
+    };
     bar.finish_and_clear();
-    print(&report.to_string())?;
-    Ok(if report.is_clean() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    match verbose {
+        true => print(&report.verbose().to_string())?,
+        false => print(&report.to_string())?,
+    }
+    if !verbose && report.has_repeats() {
+        say("note: --verbose lists every offset");
+    }
+    Ok(ExitCode::from(u8::from(!report.is_clean())))
 }
 
 fn copy(input_path: &Path, output: &Path) -> Result<ExitCode> {
     crate::common::output::refuse_same_file(output, &[input_path])?;
+    check_format(output, Format::Fxt)?;
     let input = input::read_all(input_path, Family::Fxt)?;
     let file = OutputFile::create(output, &[input_path])?;
     let bar = progress_bar(input.len() as u64, "copying", false);
@@ -168,10 +165,10 @@ fn copy(input_path: &Path, output: &Path) -> Result<ExitCode> {
     for w in &report.warnings {
         eprintln!("warning: {name}: {w}");
     }
-    eprintln!(
+    say(format_args!(
         "copied {} records ({} inserted to repair the trace, {} refs written inline, {} warnings)",
         report.records, report.inserted, report.inlined_refs, report.warning_count
-    );
+    ));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -180,6 +177,7 @@ fn to_json(input_path: &Path, output: &Path) -> Result<ExitCode> {
         // Before the input is read, as a wrong input is reported before an output exists.
         crate::common::output::refuse_same_file(output, &[input_path])?;
     }
+    check_format(output, Format::Json)?;
     with_records(input_path, None, |reader, bar| {
         let mut out = Output::create(output, &[input_path])?;
         let summary =
@@ -187,10 +185,10 @@ fn to_json(input_path: &Path, output: &Path) -> Result<ExitCode> {
         out.finish()?;
         print_warnings(input_path, reader);
         if summary.skipped > 0 {
-            eprintln!(
+            say(format_args!(
                 "note: {} records without a Chrome JSON equivalent (scheduling, blobs, objects) were left out",
                 summary.skipped
-            );
+            ));
         }
         Ok(ExitCode::SUCCESS)
     })

@@ -25,6 +25,9 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(name = "tracekit", version, about)]
 struct Cli {
+    /// No progress, summaries or notes on stderr (warnings and errors are still printed).
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -48,6 +51,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    common::output::set_quiet(cli.quiet);
     common::output::install_interrupt_handler();
     let result = match cli.command {
         Command::Memtrace(cmd) => memtrace::run(cmd),

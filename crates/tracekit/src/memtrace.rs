@@ -3,22 +3,20 @@
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Subcommand;
-use tracekit_analysis::trace_bytes::TraceBytes;
 use tracekit_memtrace::dump::{InfoReport, StreamDumpError, write_dump, write_dump_stream};
 use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
 use tracekit_memtrace::{
-    CopyError, FormatVersion, OpenError, Reader, StreamReader, Warning, WriteError, WriterOptions,
-    copy_trace, copy_trace_stream,
+    CopyError, FormatVersion, Reader, StreamReader, Warning, WriteError, WriterOptions, copy_trace,
+    copy_trace_stream,
 };
 
-use crate::common::input::{self, Family};
+use crate::common::input;
+use crate::common::names::{Format, OutputArg, check_format};
 use crate::common::output::{self, InteractiveStdout, OutputFile, Stdout};
-use crate::common::print_json;
-use crate::common::progress_bar;
+use crate::common::{print_json, progress_bar, progress_spinner, say};
 
 /// `tracekit memtrace` subcommands.
 #[derive(Subcommand)]
@@ -37,21 +35,23 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Decode a trace and encode it again (as memtrace's own copy tool does).
+    /// Decode a trace and encode it again (as memtrace's own copy tool does); the
+    /// copy of `x.ctf` is `x.copy.ctf` unless `-o` names it.
     Copy {
         /// The trace to read.
         input: PathBuf,
-        /// Where to write the copy.
-        output: PathBuf,
+        #[command(flatten)]
+        output: OutputArg,
         /// Format version to write: 3 (current memtrace) or 2 (memtrace 0.2.x,
         /// single domain only).
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(2..=3))]
         format_version: u8,
     },
-    /// Write a synthetic sample trace (a model program's allocations).
+    /// Write a synthetic sample trace (a model program's allocations), to
+    /// `trace.ctf` unless `-o` names a file.
     Sample {
-        /// Where to write the trace.
-        output: PathBuf,
+        #[command(flatten)]
+        output: OutputArg,
         /// Number of allocations.
         #[arg(long, default_value_t = 100_000)]
         allocs: u64,
@@ -82,7 +82,11 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             input,
             output,
             format_version,
-        } => copy(&input, &output, format_version),
+        } => copy(
+            &input,
+            &output.or_default(Some(&input), Format::Memtrace),
+            format_version,
+        ),
         Command::Sample {
             output,
             allocs,
@@ -90,7 +94,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             seed,
             recursive,
         } => sample(
-            &output,
+            &output.or_default(None, Format::Memtrace),
             SynthConfig {
                 allocs,
                 depth,
@@ -104,43 +108,12 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     }
 }
 
+pub use tracekit_io::memtrace::open as open_shared;
+
 /// Opens a trace, after checking that it is one; `-` reads standard input
-/// into memory (the analyses read a trace more than once), a large file is
-/// memory-mapped.
+/// into memory (the analyses read a trace more than once).
 pub fn open(path: &Path) -> Result<Reader<'static>> {
-    open_shared(path).map(|(reader, _)| reader)
-}
-
-/// [`open`], and the reader's bytes when they are a file's (not standard input's),
-/// shared so that the pages a pass has read can be released as it goes.
-pub fn open_shared(path: &Path) -> Result<(Reader<'static>, Option<TraceBytes>)> {
-    if input::is_stdin(path) {
-        let reader = Reader::from_read(input::open_stream(path, Family::Memtrace)?);
-        return Ok((reader.map_err(|e| open_error(path, e))?, None));
-    }
-    let head = input::open_stream(path, Family::Memtrace)?;
-    drop(head);
-    let bytes = trace_bytes(path)?;
-    let reader =
-        Reader::from_owner(bytes.clone()).map_err(|e| open_error(path, OpenError::from(e)))?;
-    Ok((reader, Some(bytes)))
-}
-
-/// The bytes of the memtrace trace at `path`, mapped when it is large, shared with
-/// the release of a mapped file's pages.
-pub fn trace_bytes(path: &Path) -> Result<TraceBytes> {
-    let bytes = Arc::new(input::read_all(path, Family::Memtrace)?);
-    let pages = Arc::clone(&bytes);
-    Ok(TraceBytes::from_shared(bytes).on_release(move |range| pages.release(range)))
-}
-
-/// The error of a trace whose trace-info packet cannot be read.
-fn open_error(path: &Path, e: OpenError) -> anyhow::Error {
-    let name = input::display(path);
-    match e {
-        OpenError::Io(e) => anyhow::Error::new(e).context(format!("cannot read {name}")),
-        OpenError::Malformed(e) => anyhow::anyhow!("{name}: damaged trace-info packet: {e}"),
-    }
+    Ok(open_shared(path)?.0)
 }
 
 fn warn(path: &Path, w: &Warning) {
@@ -151,8 +124,7 @@ fn dump(path: &Path) -> Result<ExitCode> {
     let outcome = if input::is_stdin(path) {
         // Streamed: a packet at a time, its lines out before the next is read.
         let out = InteractiveStdout::new();
-        let stream = out.reader(input::open_stream(path, Family::Memtrace)?);
-        let mut reader = StreamReader::new(stream, true).map_err(|e| open_error(path, e))?;
+        let mut reader = tracekit_io::memtrace::open_stream(path, |s| out.reader(s))?;
         let mut dump_out = out.clone();
         let outcome = write_dump_stream(&mut reader, &mut dump_out, |w| warn(path, w), |_| {})
             .map_err(|e| match e {
@@ -177,13 +149,16 @@ fn dump(path: &Path) -> Result<ExitCode> {
         out.finish()?;
         outcome
     };
-    Ok(match outcome.failure {
-        None => ExitCode::SUCCESS,
-        Some(f) => {
-            eprintln!("error: {}: {f}", input::display(path));
-            ExitCode::from(2)
-        }
-    })
+    Ok(stopped(path, outcome.failure.as_ref()))
+}
+
+/// Reports the damage that stopped a command after the events before it: an error.
+fn stopped(path: &Path, failure: Option<&impl std::fmt::Display>) -> ExitCode {
+    let Some(f) = failure else {
+        return ExitCode::SUCCESS;
+    };
+    eprintln!("error: {}: {f}", input::display(path));
+    ExitCode::from(2)
 }
 
 fn info(path: &Path, json: bool) -> Result<ExitCode> {
@@ -201,17 +176,12 @@ fn info(path: &Path, json: bool) -> Result<ExitCode> {
     } else {
         output::print(&report.to_string())?;
     }
-    Ok(match &report.failure {
-        None => ExitCode::SUCCESS,
-        Some(e) => {
-            eprintln!("error: {}: {e}", input::display(path));
-            ExitCode::from(2)
-        }
-    })
+    Ok(stopped(path, report.failure.as_ref()))
 }
 
 fn copy(input: &Path, output: &Path, format_version: u8) -> Result<ExitCode> {
     output::refuse_same_file(output, &[input])?;
+    check_format(output, Format::Memtrace)?;
     let version = if format_version == 2 {
         FormatVersion::V2
     } else {
@@ -220,8 +190,7 @@ fn copy(input: &Path, output: &Path, format_version: u8) -> Result<ExitCode> {
     let options = WriterOptions::new().format_version(version);
     // Opened first, so that a wrong input is reported before an output exists.
     let mut source = if input::is_stdin(input) {
-        let stream = input::open_stream(input, Family::Memtrace)?;
-        CopySource::Stream(StreamReader::new(stream, true).map_err(|e| open_error(input, e))?)
+        CopySource::Stream(tracekit_io::memtrace::open_stream(input, |s| s)?)
     } else {
         CopySource::Whole(open(input)?)
     };
@@ -263,13 +232,23 @@ enum CopySource {
 }
 
 fn sample(output: &Path, config: SynthConfig) -> Result<ExitCode> {
-    let file = OutputFile::create(output, &[])?;
-    let out =
-        write_synthetic(BufWriter::with_capacity(1 << 16, file), &config).map_err(|e| match e {
-            WriteError::Io(e) => anyhow::Error::new(e),
-            e => anyhow::anyhow!("writing {}: {e}", output.display()),
-        })?;
-    out.into_inner().map_err(|e| e.into_error())?.commit()?;
-    eprintln!("wrote {} ({} allocations)", output.display(), config.allocs);
+    check_format(output, Format::Memtrace)?;
+    let mut file = OutputFile::create(output, &[])?;
+    // The size is not known upfront: the spinner counts the bytes written, from a
+    // million allocations (a second's work).
+    let spinner = progress_spinner("writing", config.allocs >= 1_000_000, false);
+    let out = BufWriter::with_capacity(1 << 16, spinner.wrap_write(&mut file));
+    let out = write_synthetic(out, &config).map_err(|e| match e {
+        WriteError::Io(e) => anyhow::Error::new(e),
+        e => anyhow::anyhow!("writing {}: {e}", output.display()),
+    })?;
+    drop(out.into_inner().map_err(|e| e.into_error())?);
+    spinner.finish_and_clear();
+    file.commit()?;
+    say(format_args!(
+        "wrote {} ({} allocations)",
+        output.display(),
+        config.allocs
+    ));
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use indicatif::ProgressBar;
 use tracekit_analysis::Pass;
@@ -16,11 +16,12 @@ use tracekit_analysis::query::{
 };
 use tracekit_analysis::render::TraceFile;
 use tracekit_fxt::io::FinishError;
-use tracekit_memtrace::Reader;
+use tracekit_memtrace::{Reader, Timedelta};
 
-use crate::common::output::{OutputFile, Stdout, print, write_file};
+use crate::common::names::{Format, check_format, choose_format, default_output, require_svg};
+use crate::common::output::{Output, OutputFile, print, refuse_same_file, write_file, write_text};
 use crate::common::print_json;
-use crate::common::{PROGRESS_THRESHOLD_BYTES, input, progress_bar, progress_spinner};
+use crate::common::{PROGRESS_THRESHOLD_BYTES, input, progress_bar, progress_spinner, say};
 use crate::memtrace::open_shared;
 use tracekit_analysis::trace_bytes::TraceBytes;
 
@@ -38,7 +39,7 @@ pub enum Command {
     /// For each site: allocated bytes, share, sampled allocations, the minor/major/external
     /// split and the bytes still live at the end of the trace.
     #[command(after_help = SIZES)]
-    Top(TopArgs),
+    Top(TableArgs<TopQuery>),
     /// Live heap and allocation rate over time, as CSV (or an SVG plot with --plot).
     #[command(after_help = SIZES)]
     Timeline(TimelineArgs),
@@ -51,7 +52,7 @@ pub enum Command {
     /// at least a share of the allocated (or live) bytes, as memtrace_viewer's points
     /// of interest find them.
     #[command(name = "hot-paths", after_help = SIZES)]
-    HotPaths(HotPathsArgs),
+    HotPaths(TableArgs<HotPathsQuery>),
     /// Converts a trace to FXT for Perfetto: live-heap counters per domain, an
     /// allocation-rate counter, and instant events with backtraces for the largest
     /// allocations.
@@ -62,13 +63,13 @@ pub enum Command {
     Diff(DiffArgs),
 }
 
-/// `top` arguments.
+/// The arguments of an analysis that prints a table: the trace, the query.
 #[derive(Args, Debug)]
-pub struct TopArgs {
+pub struct TableArgs<Q: Args> {
     /// The trace (.ctf).
     file: PathBuf,
     #[command(flatten)]
-    query: TopQuery,
+    query: Q,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -82,6 +83,10 @@ pub struct TimelineArgs {
     /// Draw the curves to this SVG file instead of printing CSV (only SVG is supported).
     #[arg(long, value_name = "OUT.svg")]
     plot: Option<PathBuf>,
+    /// Write to this file (`-`: stdout): an SVG plot, JSON or CSV, by --json or its
+    /// extension.
+    #[arg(short, long, value_name = "FILE", conflicts_with = "plot")]
+    output: Option<PathBuf>,
     #[command(flatten)]
     query: TimelineQuery,
     /// Print JSON instead of CSV.
@@ -99,22 +104,14 @@ pub struct FlameArgs {
     /// Write an interactive SVG flame graph to this file instead of folded stacks.
     #[arg(long, value_name = "OUT.svg")]
     svg: Option<PathBuf>,
+    /// Write to this file (`-`: stdout): an SVG flame graph, JSON or folded stacks,
+    /// by --json or its extension.
+    #[arg(short, long, value_name = "FILE", conflicts_with = "svg")]
+    output: Option<PathBuf>,
     /// Icicle graph (callers at the top) in the SVG.
     #[arg(long)]
     inverted: bool,
     /// Print the stacks as JSON.
-    #[arg(long)]
-    json: bool,
-}
-
-/// `hot-paths` arguments.
-#[derive(Args, Debug)]
-pub struct HotPathsArgs {
-    /// The trace (.ctf).
-    file: PathBuf,
-    #[command(flatten)]
-    query: HotPathsQuery,
-    /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
 }
@@ -124,9 +121,9 @@ pub struct HotPathsArgs {
 pub struct ToFxtArgs {
     /// The trace (.ctf).
     file: PathBuf,
-    /// The FXT file to write.
+    /// The FXT file to write (default: the trace's name with `.fxt`).
     #[arg(short, long, value_name = "OUT.fxt")]
-    output: PathBuf,
+    output: Option<PathBuf>,
     #[command(flatten)]
     query: FxtQuery,
     /// Print a JSON summary.
@@ -147,6 +144,9 @@ pub struct DiffArgs {
     #[arg(long)]
     json: bool,
 }
+
+/// What the analyses that print text can also write.
+const ANY: [Format; 3] = [Format::Text, Format::Json, Format::Svg];
 
 /// Runs one analysis subcommand.
 pub fn run(cmd: Command) -> Result<ExitCode> {
@@ -223,23 +223,25 @@ fn ask<T>(
     })
 }
 
+/// Warns when `--at` asks about a time after the trace's last event: what is live
+/// then is what is live at the end.
+fn warn_past_end(path: &Path, at: Option<Timedelta>, pass: &Pass) {
+    let end = pass.profile.end;
+    if let Some(at) = at.filter(|at| *at > end && pass.error.is_none()) {
+        eprintln!(
+            "warning: {}: --at {at} is after the trace's end ({end}): showing what is live at the end",
+            input::display(path)
+        );
+    }
+}
+
 /// A spinner for the work after the passes (drawing, writing), shown when the trace
 /// was large enough for that to take a while.
 fn post_pass(reader: &Reader<'_>, what: &str) -> ProgressBar {
     progress_spinner(what, reader.size_bytes() >= PROGRESS_THRESHOLD_BYTES, false)
 }
 
-fn require_svg(path: &Path, flag: &str) -> Result<()> {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some(e) if e.eq_ignore_ascii_case("svg") => Ok(()),
-        Some(e) if e.eq_ignore_ascii_case("png") => {
-            bail!("{flag}: only SVG output is supported; name the file .svg")
-        }
-        _ => bail!("{flag}: the output file must end in .svg"),
-    }
-}
-
-fn top(args: TopArgs) -> Result<ExitCode> {
+fn top(args: TableArgs<TopQuery>) -> Result<ExitCode> {
     args.query.filter.filter()?;
     let (mut reader, bytes) = open_shared(&args.file)?;
     let answer = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
@@ -249,20 +251,25 @@ fn top(args: TopArgs) -> Result<ExitCode> {
         false => print(&answer.table(&info))?,
     }
     if answer.mostly_lineless {
-        eprintln!(
+        say(format_args!(
             "note: {}: most allocation sites have no source line (line 0): the traced program \
              was built without line tables. For a Rust program, add `[profile.release] debug = \
              \"line-tables-only\"` to its Cargo.toml and rebuild.",
             input::display(&args.file)
-        );
+        ));
     }
+    warn_past_end(&args.file, args.query.at, &answer.pass);
     Ok(finish(&args.file, &answer.pass))
 }
 
-fn timeline(args: TimelineArgs) -> Result<ExitCode> {
+fn timeline(mut args: TimelineArgs) -> Result<ExitCode> {
     args.query.filter.filter()?;
     if let Some(plot) = &args.plot {
         require_svg(plot, "--plot")?;
+    }
+    let (flag, output) = (args.json.then_some(Format::Json), args.output.as_deref());
+    if choose_format(output, flag, &ANY, Format::Text)? == Format::Svg {
+        args.plot = args.output.take();
     }
     let (mut reader, bytes) = open_shared(&args.file)?;
     let answer = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
@@ -273,10 +280,12 @@ fn timeline(args: TimelineArgs) -> Result<ExitCode> {
             print(&format!("wrote {}: {}\n", plot.display(), answer.summary()))?;
         }
     }
+    let out = args.output.unwrap_or_else(|| PathBuf::from("-"));
     if args.json {
-        print_json(&answer.json(&info))?;
+        let json = serde_json::to_string_pretty(&answer.json(&info))?;
+        write_text(&out, &[&args.file], &json)?;
     } else if args.plot.is_none() {
-        print(&answer.csv())?;
+        write_text(&out, &[&args.file], &answer.csv())?;
     }
     Ok(finish(&args.file, &answer.pass))
 }
@@ -286,25 +295,37 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
     if let Some(out) = &args.svg {
         require_svg(out, "--svg")?;
     }
+    let flag = (args.svg.as_ref().map(|_| Format::Svg)).or(args.json.then_some(Format::Json));
+    let path = args.svg.as_deref().or(args.output.as_deref());
+    let format = choose_format(path, flag, &ANY, Format::Text)?;
     let (mut reader, bytes) = open_shared(&args.file)?;
     let answer = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
-    if let Some(out) = &args.svg {
-        let info = TraceFile::new(input::display(&args.file), reader.info());
-        let spinner = post_pass(&reader, "drawing");
-        write_file(out, &[&args.file], &answer.svg(&info, args.inverted))?;
-        spinner.finish_and_clear();
-        print(&format!("wrote {}: {}\n", out.display(), answer.summary()))?;
-    } else if args.json {
-        print_json(&answer.json())?;
-    } else {
-        let mut out = Stdout::new();
-        answer.write_text(&mut out)?;
-        out.finish()?;
+    warn_past_end(&args.file, args.query.at, &answer.pass);
+    let out = path.unwrap_or(Path::new("-"));
+    match format {
+        Format::Svg => {
+            let info = TraceFile::new(input::display(&args.file), reader.info());
+            let spinner = post_pass(&reader, "drawing");
+            write_text(out, &[&args.file], &answer.svg(&info, args.inverted))?;
+            spinner.finish_and_clear();
+            if !input::is_stdin(out) {
+                print(&format!("wrote {}: {}\n", out.display(), answer.summary()))?;
+            }
+        }
+        Format::Json => {
+            let json = serde_json::to_string_pretty(&answer.json())?;
+            write_text(out, &[&args.file], &json)?;
+        }
+        _ => {
+            let mut w = Output::create(out, &[&args.file])?;
+            answer.write_text(&mut w)?;
+            w.finish()?;
+        }
     }
     Ok(finish(&args.file, &answer.pass))
 }
 
-fn hot_paths(args: HotPathsArgs) -> Result<ExitCode> {
+fn hot_paths(args: TableArgs<HotPathsQuery>) -> Result<ExitCode> {
     args.query.flame.filter.filter()?;
     let (mut reader, bytes) = open_shared(&args.file)?;
     let answer = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
@@ -313,28 +334,33 @@ fn hot_paths(args: HotPathsArgs) -> Result<ExitCode> {
         true => print_json(&answer.json(&info))?,
         false => print(&answer.table(&info))?,
     }
+    warn_past_end(&args.file, args.query.flame.at, &answer.flame.pass);
     Ok(finish(&args.file, &answer.flame.pass))
 }
 
 fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
     args.query.filter.filter()?;
+    let output =
+        (args.output.clone()).unwrap_or_else(|| default_output(Some(&args.file), Format::Fxt));
+    refuse_same_file(&output, &[&args.file])?;
+    check_format(&output, Format::Fxt)?;
     let (mut reader, bytes) = open_shared(&args.file)?;
     let pass = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
-    let mut file = OutputFile::create(&args.output, &[&args.file])?;
+    let mut file = OutputFile::create(&output, &[&args.file])?;
     // The spinner counts the bytes: `--big 200000` writes backtraces for seconds.
     let spinner = post_pass(&reader, "writing");
     let (symbols, options) = (reader.locations(), args.query.fxt_options());
     let out = spinner.wrap_write(&mut file);
     let written = fxt::write_trace(out, &pass.profile, symbols, reader.info(), &options);
-    let (_, s) = written.map_err(|e| fxt_write_error(&args.output, e))?;
+    let (_, s) = written.map_err(|e| fxt_write_error(&output, e))?;
     file.commit()?;
     spinner.finish_and_clear();
     if args.json {
         let mut summary = serde_json::to_value(s)?;
-        summary["output"] = args.output.display().to_string().into();
+        summary["output"] = output.display().to_string().into();
         print_json(&summary)?;
     } else {
-        print(&format!("wrote {}: {s}\n", args.output.display()))?;
+        print(&format!("wrote {}: {s}\n", output.display()))?;
     }
     Ok(finish(&args.file, &pass))
 }

@@ -25,6 +25,7 @@ use tracekit_perf::record::{self as plan, CallGraph, RecordOptions, Target};
 use tracekit_perf::text::{Progress, TextSource};
 
 use crate::common::input::{self, Family, Kind};
+use crate::common::names::{Format, check_format, choose_format};
 use crate::common::output::{ChildHandlesInterrupts, Output, TempDir};
 use crate::common::{progress_bar, progress_spinner};
 
@@ -47,7 +48,8 @@ pub struct FlamegraphArgs {
     /// Write an SVG flame graph here instead of folded stacks.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
-    /// Where the folded stacks go (default: stdout).
+    /// Where to write (default: stdout): an SVG flame graph for a name ending in
+    /// `.svg`, else folded stacks.
     #[arg(short, long, conflicts_with = "svg")]
     output: Option<PathBuf>,
     /// One tower per thread (`comm [tid]` at the root).
@@ -69,8 +71,8 @@ pub struct FlamegraphArgs {
     /// The perf executable.
     #[arg(long, default_value = "perf")]
     perf: PathBuf,
-    /// No progress on stderr.
-    #[arg(short, long)]
+    /// `-q`, which is global.
+    #[arg(skip)]
     quiet: bool,
 }
 
@@ -93,8 +95,8 @@ pub struct DecodeArgs {
     /// The perf executable.
     #[arg(long, default_value = "perf")]
     perf: PathBuf,
-    /// No progress or summary on stderr (warnings are still printed).
-    #[arg(short, long)]
+    /// `-q`, which is global.
+    #[arg(skip)]
     quiet: bool,
 }
 
@@ -131,8 +133,8 @@ pub struct RecordArgs {
     /// The perf executable.
     #[arg(long, default_value = "perf")]
     perf: PathBuf,
-    /// No progress or summary on stderr.
-    #[arg(short, long)]
+    /// `-q`, which is global.
+    #[arg(skip)]
     quiet: bool,
     /// The program to record and its arguments.
     #[arg(last = true, value_name = "COMMAND")]
@@ -141,10 +143,11 @@ pub struct RecordArgs {
 
 /// Runs one `tracekit perf` subcommand.
 pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
+    let quiet = crate::common::quiet();
     match cmd {
-        Command::Decode(args) => decode(&args),
-        Command::Record(args) => record(&args),
-        Command::Flamegraph(args) => flamegraph(&args),
+        Command::Decode(args) => decode(&DecodeArgs { quiet, ..args }),
+        Command::Record(args) => record(&RecordArgs { quiet, ..args }),
+        Command::Flamegraph(args) => flamegraph(&FlamegraphArgs { quiet, ..args }),
     }
 }
 
@@ -240,6 +243,7 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let output = (args.output.clone()).unwrap_or_else(|| source.default_fxt_output());
+    check_format(&output, Format::Fxt)?;
     let shown = output.display().to_string();
     if let Some(data) = direct(&source, &args.options)? {
         let read = args.options.read_options();
@@ -308,6 +312,9 @@ fn decode_direct(
 }
 
 fn flamegraph(args: &FlamegraphArgs) -> anyhow::Result<ExitCode> {
+    let path = args.svg.as_deref().or(args.output.as_deref());
+    let flag = args.svg.as_ref().map(|_| Format::Svg);
+    let format = choose_format(path, flag, &[Format::Text, Format::Svg], Format::Text)?;
     let mut source = open(&args.input, &args.perf, Mode::Sampling)?;
     let name = source.name();
     let options = DecodeOptions {
@@ -324,7 +331,7 @@ fn flamegraph(args: &FlamegraphArgs) -> anyhow::Result<ExitCode> {
     }
     folded.require_samples(&name)?;
     let inputs = source.path().into_iter().collect::<Vec<_>>();
-    match &args.svg {
+    match path.filter(|_| format == Format::Svg) {
         Some(svg) => {
             let (samples, stacks) = (folded.samples, folded.lines.len());
             let tree = FrameTree::from_folded(&folded.lines);

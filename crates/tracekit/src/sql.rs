@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use tracekit_sql::{Dataset, NAMED};
+use tracekit_sql::Dataset;
 
 use crate::common::output::{Stdout, TempDir};
 
@@ -32,26 +32,23 @@ pub struct Args {
     /// List the shipped queries.
     #[arg(long)]
     list: bool,
+    /// Show at most this many rows.
+    #[arg(long)]
+    limit: Option<usize>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let mut out = Stdout::new();
     if args.list {
-        use std::io::Write as _;
-        for q in NAMED {
-            let needs = if q.compares == 2 {
-                " (two datasets)"
-            } else {
-                ""
-            };
-            writeln!(out, "{:<14} {}{needs}", q.name, q.about())?;
-        }
+        tracekit_sql::write_list(&mut out)?;
         out.finish()?;
         return Ok(ExitCode::SUCCESS);
     }
     let Some(query) = args.query.as_deref() else {
         anyhow::bail!("give a query (SQL, or a name from `tracekit sql --list`)");
     };
+    // Before any export: a misspelt name is refused at once.
+    let named = tracekit_sql::resolve(query)?;
     let mut datasets: Vec<Dataset> = args.over.iter().map(|a| Dataset::parse(a)).collect();
     for d in &datasets {
         if !d.dir.is_dir() {
@@ -79,11 +76,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if datasets.is_empty() {
         anyhow::bail!("nothing to query: give traces, or export folders with --over DIR");
     }
-    let sql = match tracekit_sql::named(query) {
+    let sql = match named {
         Some(q) => q.render(&datasets)?,
         None => query.to_string(),
     };
-    let answer = tracekit_sql::query(&datasets, &sql)?;
+    let mut answer = tracekit_sql::query(&datasets, &sql)?;
+    if let Some(n) = args.limit {
+        answer.truncate(n);
+    }
     drop(temp);
     if args.json {
         answer.write_json(&mut out)?;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use tracekit_view::{Served, Trace, Viewer};
 
@@ -37,7 +37,7 @@ pub struct ViewArgs {
 fn load(path: &Path) -> Result<Trace> {
     let name = input::display(path);
     let spinner = progress_spinner(&format!("reading {name}"), true, false);
-    let trace = Trace::new(name.clone(), crate::memtrace::trace_bytes(path)?);
+    let trace = Trace::new(name.clone(), tracekit_io::memtrace::trace_bytes(path)?);
     spinner.finish_and_clear();
     trace.map_err(|e| anyhow::anyhow!("{name}: {e}"))
 }
@@ -59,25 +59,12 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
         trace.name()
     ))?;
     if args.open {
-        open_browser(&url);
+        let shown = url.clone();
+        let warn = move |why: String| eprintln!("warning: {why}; open {shown} yourself");
+        tracekit_view::browser::open(&url, warn);
     }
     let stop = output::stop_on_interrupt();
     viewer.serve(Arc::new(Served::new(trace, compare)), stop);
     eprintln!("stopped");
     Ok(ExitCode::SUCCESS)
-}
-
-/// Starts the user's browser on `url` (`$BROWSER`, else `xdg-open`); a failure is a
-/// warning, the URL is printed anyway.
-fn open_browser(url: &str) {
-    let browser = std::env::var("BROWSER").unwrap_or_else(|_| "xdg-open".to_string());
-    let started = std::process::Command::new(&browser)
-        .arg(url)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .with_context(|| format!("cannot start {browser}"));
-    if let Err(e) = started {
-        eprintln!("warning: {e:#}; open {url} yourself");
-    }
 }

@@ -1,7 +1,8 @@
 //! What the subcommand families share: inputs ([`input`]), outputs ([`output`]),
-//! progress on the terminal, and how sizes are shown.
+//! progress on the terminal, `-q`, and how sizes are shown.
 
-pub use tracekit_io::{input, output};
+pub use tracekit_io::output::{quiet, say};
+pub use tracekit_io::{input, names, output};
 
 use std::io::{self, IsTerminal, Write};
 
@@ -14,9 +15,13 @@ use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
 pub const PROGRESS_THRESHOLD_BYTES: u64 = 32 * 1024 * 1024;
 
 /// The one progress style: a bar over the input's bytes, for every long job.
-/// Hidden when the input is small, stderr is not a terminal, or `quiet`.
+/// Hidden when the input is small, stderr is not a terminal, or `quiet` (or `-q`).
 pub fn progress_bar(total_bytes: u64, what: &str, quiet: bool) -> ProgressBar {
-    if quiet || total_bytes < PROGRESS_THRESHOLD_BYTES || !io::stderr().is_terminal() {
+    if quiet
+        || self::quiet()
+        || total_bytes < PROGRESS_THRESHOLD_BYTES
+        || !io::stderr().is_terminal()
+    {
         return ProgressBar::hidden();
     }
     // Cleared when dropped: an error or an early return leaves no bar behind.
@@ -34,9 +39,9 @@ pub fn progress_bar(total_bytes: u64, what: &str, quiet: bool) -> ProgressBar {
 /// The same style for work whose size is not known upfront (standard input, a
 /// child's output, a pass after the reading): bytes so far, or a ticking clock.
 /// Hidden when `show` is false (the job is small), stderr is not a terminal, or
-/// `quiet`.
+/// `quiet` (or `-q`).
 pub fn progress_spinner(what: &str, show: bool, quiet: bool) -> ProgressBar {
-    if quiet || !show || !io::stderr().is_terminal() {
+    if quiet || output::quiet() || !show || !io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new_spinner().with_finish(ProgressFinish::AndClear);

@@ -1,0 +1,356 @@
+//! The command line's conventions, across the subcommands: `-o FILE` wherever a
+//! file is written (the older positional kept) with one default name per kind and
+//! the format following `--json`/`--svg` or the name; `-q`; `--limit`; diagnostics
+//! said once (`fxt check` counts, SQL errors, unknown query names); warnings about
+//! times after a trace's end and browsers that did not start; exit codes on
+//! damaged inputs as the README states them.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// Runs `tracekit ARGS` in `dir`.
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run tracekit")
+}
+
+/// Runs `tracekit ARGS` in `dir`, which must succeed.
+fn ok_in(dir: &Path, args: &[&str]) -> Output {
+    let o = run_in(dir, args);
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    o
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A fresh folder for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tracekit-conv-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn read(path: PathBuf) -> String {
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn every_written_file_takes_dash_o_the_old_positional_and_a_default_name() {
+    let dir = scratch("outputs");
+    let d = dir.as_path();
+    ok_in(
+        d,
+        &["memtrace", "sample", "-o", "a.ctf", "--allocs", "2000"],
+    );
+    ok_in(d, &["memtrace", "sample", "b.ctf", "--allocs", "100"]);
+    ok_in(d, &["memtrace", "sample", "--allocs", "100"]);
+    ok_in(d, &["memtrace", "copy", "a.ctf", "-o", "c.ctf"]);
+    ok_in(d, &["memtrace", "copy", "a.ctf", "d.ctf"]);
+    ok_in(d, &["memtrace", "copy", "a.ctf"]);
+    ok_in(d, &["memtrace", "to-fxt", "a.ctf"]);
+    ok_in(d, &["fxt", "copy", "a.fxt", "--output", "e.fxt"]);
+    ok_in(d, &["fxt", "copy", "a.fxt", "f.fxt"]);
+    ok_in(d, &["fxt", "copy", "a.fxt"]);
+    ok_in(d, &["fxt", "to-json", "a.fxt", "-o", "g.json"]);
+    ok_in(d, &["fxt", "to-json", "a.fxt", "h.json"]);
+    ok_in(d, &["fxt", "to-json", "a.fxt"]);
+    for name in [
+        "a.ctf",
+        "b.ctf",
+        "trace.ctf",
+        "c.ctf",
+        "d.ctf",
+        "a.copy.ctf",
+        "a.fxt",
+        "e.fxt",
+        "f.fxt",
+        "a.copy.fxt",
+        "g.json",
+        "h.json",
+        "a.json",
+    ] {
+        assert!(d.join(name).is_file(), "{name} missing");
+    }
+    assert_eq!(
+        std::fs::read(d.join("c.ctf")).unwrap(),
+        std::fs::read(d.join("d.ctf")).unwrap()
+    );
+    assert_eq!(read(d.join("g.json")), read(d.join("a.json")));
+    let json = stdout(&ok_in(d, &["fxt", "to-json", "a.fxt", "-o", "-"]));
+    assert_eq!(json, read(d.join("g.json")));
+    // Both spellings at once are refused by the parser.
+    let o = run_in(d, &["memtrace", "copy", "a.ctf", "x.ctf", "-o", "y.ctf"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn a_name_that_says_another_format_is_refused_before_anything_is_written() {
+    let dir = scratch("mismatch");
+    let d = dir.as_path();
+    ok_in(
+        d,
+        &["memtrace", "sample", "-o", "a.ctf", "--allocs", "2000"],
+    );
+    ok_in(d, &["memtrace", "to-fxt", "a.ctf", "-o", "a.fxt"]);
+    for (args, named) in [
+        (&["fxt", "to-json", "a.fxt", "-o", "x.svg"][..], "x.svg"),
+        (&["fxt", "copy", "a.fxt", "-o", "x.json"][..], "x.json"),
+        (&["memtrace", "copy", "a.ctf", "-o", "x.fxt"][..], "x.fxt"),
+        (&["memtrace", "to-fxt", "a.ctf", "-o", "x.ctf"][..], "x.ctf"),
+        (
+            &["memtrace", "flamegraph", "a.ctf", "--json", "-o", "x.svg"][..],
+            "x.svg",
+        ),
+        (
+            &["memtrace", "timeline", "a.ctf", "--json", "-o", "x.svg"][..],
+            "x.svg",
+        ),
+    ] {
+        let o = run_in(d, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.starts_with(&format!("error: {named}: this command writes ")),
+            "{err}"
+        );
+        assert!(err.contains("but the name says"), "{err}");
+        assert!(!d.join(named).exists(), "{args:?} wrote {named}");
+    }
+}
+
+#[test]
+fn flame_graphs_and_plots_are_written_in_the_format_their_name_says() {
+    let dir = scratch("flame");
+    let d = dir.as_path();
+    ok_in(
+        d,
+        &["memtrace", "sample", "-o", "a.ctf", "--allocs", "2000"],
+    );
+    ok_in(d, &["memtrace", "flamegraph", "a.ctf", "-o", "f.svg"]);
+    assert!(read(d.join("f.svg")).contains("<svg"));
+    ok_in(d, &["memtrace", "flamegraph", "a.ctf", "--svg", "old.svg"]);
+    assert!(read(d.join("old.svg")).contains("<svg"));
+    ok_in(d, &["memtrace", "flamegraph", "a.ctf", "-o", "f.json"]);
+    let v: serde_json::Value = serde_json::from_str(&read(d.join("f.json"))).unwrap();
+    let printed = stdout(&ok_in(d, &["memtrace", "flamegraph", "a.ctf", "--json"]));
+    assert_eq!(
+        v,
+        serde_json::from_str::<serde_json::Value>(&printed).unwrap()
+    );
+    ok_in(d, &["memtrace", "flamegraph", "a.ctf", "-o", "f.folded"]);
+    let folded = stdout(&ok_in(d, &["memtrace", "flamegraph", "a.ctf"]));
+    assert_eq!(read(d.join("f.folded")), folded);
+    ok_in(d, &["memtrace", "timeline", "a.ctf", "-o", "t.svg"]);
+    assert!(read(d.join("t.svg")).contains("<svg"));
+    ok_in(d, &["memtrace", "timeline", "a.ctf", "-o", "t.csv"]);
+    let csv = stdout(&ok_in(d, &["memtrace", "timeline", "a.ctf"]));
+    assert_eq!(read(d.join("t.csv")), csv);
+
+    let Some(perf) = tracekit_testutil::corpus_path("magic-trace/c_demo_sampling.perf") else {
+        return;
+    };
+    let perf = perf.to_str().unwrap();
+    ok_in(d, &["perf", "flamegraph", perf, "-o", "p.svg"]);
+    assert!(read(d.join("p.svg")).contains("<svg"));
+    ok_in(d, &["perf", "flamegraph", perf, "-o", "p.folded"]);
+    let folded = stdout(&ok_in(d, &["perf", "flamegraph", perf]));
+    assert_eq!(read(d.join("p.folded")), folded);
+    let o = run_in(d, &["perf", "flamegraph", perf, "-o", "p.json"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("p.json: this command writes text here, but the name says JSON"));
+    assert!(!d.join("p.json").exists());
+}
+
+#[test]
+fn quiet_leaves_only_warnings_and_errors_on_stderr() {
+    let dir = scratch("quiet");
+    let d = dir.as_path();
+    let o = ok_in(
+        d,
+        &[
+            "memtrace", "sample", "-q", "-o", "a.ctf", "--allocs", "2000",
+        ],
+    );
+    assert_eq!(stderr(&o), "");
+    let loud = ok_in(d, &["memtrace", "sample", "-o", "b.ctf", "--allocs", "100"]);
+    assert!(
+        stderr(&loud).starts_with("wrote b.ctf"),
+        "{}",
+        stderr(&loud)
+    );
+    ok_in(d, &["memtrace", "to-fxt", "a.ctf", "-o", "a.fxt"]);
+    // Anywhere on the line.
+    for args in [
+        &["-q", "fxt", "copy", "a.fxt", "-o", "b.fxt"][..],
+        &["fxt", "copy", "-q", "a.fxt", "-o", "c.fxt"][..],
+        &["fxt", "to-json", "a.fxt", "-o", "a.json", "--quiet"][..],
+        &["export", "-q", "a.ctf", "-o", "dataset"][..],
+    ] {
+        let o = ok_in(d, args);
+        assert_eq!(stderr(&o), "", "{args:?}");
+    }
+    let o = ok_in(d, &["fxt", "copy", "a.fxt", "-o", "d.fxt"]);
+    assert!(stderr(&o).starts_with("copied "), "{}", stderr(&o));
+    // Errors are never quiet.
+    let o = run_in(d, &["memtrace", "info", "-q", "missing.ctf"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).starts_with("error: "), "{}", stderr(&o));
+}
+
+#[test]
+fn limit_bounds_every_listing() {
+    let dir = scratch("limit");
+    let d = dir.as_path();
+    ok_in(
+        d,
+        &["memtrace", "sample", "-o", "a.ctf", "--allocs", "2000"],
+    );
+    ok_in(d, &["memtrace", "to-fxt", "a.ctf", "-o", "a.fxt"]);
+    for flag in ["--limit", "-n"] {
+        let o = ok_in(d, &["fxt", "dump", flag, "3", "a.fxt"]);
+        assert_eq!(stdout(&o).lines().count(), 3, "{flag}");
+    }
+    ok_in(d, &["export", "-q", "a.ctf", "-o", "dataset"]);
+    let sql = "SELECT obj_id FROM allocations ORDER BY obj_id";
+    let all = stdout(&ok_in(d, &["sql", sql, "--over", "dataset", "--csv"]));
+    let two = stdout(&ok_in(
+        d,
+        &["sql", sql, "--over", "dataset", "--csv", "--limit", "2"],
+    ));
+    assert!(all.lines().count() > 3);
+    assert_eq!(
+        two.lines().collect::<Vec<_>>(),
+        all.lines().take(3).collect::<Vec<_>>()
+    );
+    let table = stdout(&ok_in(
+        d,
+        &["sql", sql, "--over", "dataset", "--limit", "2"],
+    ));
+    assert!(table.ends_with("(2 rows)\n"), "{table}");
+}
+
+/// An FXT trace with `n` log records: a note for every one.
+fn logs_trace(path: &Path, n: u64) {
+    use tracekit_fxt::format::Koid;
+    use tracekit_fxt::write::{VecDestination, Writer};
+    let mut w = Writer::new(VecDestination::new()).unwrap();
+    let thread = w.set_thread_slot(0, Koid(1), Koid(2)).unwrap();
+    for t in 0..n {
+        w.log(thread, t, b"hello").unwrap();
+    }
+    std::fs::write(path, w.finish().unwrap().into_vec()).unwrap();
+}
+
+#[test]
+fn fxt_check_says_a_repeated_note_once_with_its_count() {
+    let dir = scratch("check");
+    let d = dir.as_path();
+    logs_trace(&d.join("logs.fxt"), 40);
+    let o = ok_in(d, &["fxt", "check", "logs.fxt"]);
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(
+        out.lines()
+            .next()
+            .unwrap()
+            .ends_with("log record [ignored by: Perfetto, Jane Street] (40 times, first here)"),
+        "{out}"
+    );
+    assert_eq!(stderr(&o), "note: --verbose lists every offset\n");
+    let o = ok_in(d, &["fxt", "check", "--verbose", "logs.fxt"]);
+    let out = stdout(&o);
+    assert_eq!(
+        out.lines().filter(|l| l.contains(": log record")).count(),
+        40,
+        "{out}"
+    );
+    assert_eq!(stderr(&o), "");
+    assert!(stderr(&ok_in(d, &["-q", "fxt", "check", "logs.fxt"])).is_empty());
+}
+
+#[test]
+fn sql_errors_are_said_once_and_unknown_names_get_the_closest() {
+    let dir = scratch("sql");
+    let d = dir.as_path();
+    let o = run_in(d, &["sql", "top-site", "--over", "nowhere"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "error: unknown query 'top-site'; did you mean top-sites\n"
+    );
+    ok_in(d, &["memtrace", "sample", "-o", "a.ctf", "--allocs", "200"]);
+    ok_in(d, &["export", "-q", "a.ctf", "-o", "dataset"]);
+    let o = run_in(
+        d,
+        &["sql", "SELEC obj_id FROM allocations", "--over", "dataset"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.starts_with("error: SQL error: "), "{err}");
+    assert_eq!(err.matches("SQL error").count(), 1, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn a_time_after_the_trace_s_end_is_warned_about() {
+    let dir = scratch("at");
+    let d = dir.as_path();
+    ok_in(
+        d,
+        &["memtrace", "sample", "-o", "a.ctf", "--allocs", "2000"],
+    );
+    for cmd in ["top", "flamegraph", "hot-paths"] {
+        let o = ok_in(d, &["memtrace", cmd, "a.ctf", "--at", "100000s"]);
+        let err = stderr(&o);
+        let prefix = "warning: a.ctf: --at 100000s is after the trace's end (";
+        assert!(err.lines().any(|l| l.starts_with(prefix)), "{cmd}: {err}");
+        let o = ok_in(d, &["memtrace", cmd, "a.ctf", "--at", "0s"]);
+        assert!(!stderr(&o).contains("after the trace's end"), "{cmd}");
+    }
+}
+
+#[test]
+fn view_open_says_when_no_browser_started() {
+    let dir = scratch("open");
+    let d = dir.as_path();
+    ok_in(d, &["memtrace", "sample", "-o", "a.ctf", "--allocs", "200"]);
+    for (browser, says) in [
+        ("false", "warning: no browser started (false exited with "),
+        (
+            "/nonexistent/browser",
+            "warning: cannot start /nonexistent/browser: ",
+        ),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+            .current_dir(d)
+            .args(["memtrace", "view", "a.ctf", "--open"])
+            .env("BROWSER", browser)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        child.wait().unwrap();
+        assert!(line.starts_with(says), "{line}");
+        assert!(line.trim_end().ends_with("yourself"), "{line}");
+    }
+}
