@@ -10,9 +10,14 @@
 //!
 //! The same Parquet files are read by DuckDB, Spark and Trino (the README shows the
 //! commands); the named queries are written in the SQL those engines share.
+//!
+//! A dataset's files may come from anywhere, so each is checked before the engine
+//! reads it, and every error about one names it ([`Error::Parquet`]).
+
+mod check;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
@@ -20,6 +25,8 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use tracekit_export::schema::TABLES;
+
+use check::parquet_files;
 
 /// A query's answer: its columns and rows, as Arrow batches.
 #[derive(Debug)]
@@ -91,6 +98,17 @@ pub enum Error {
     /// Writing the answer failed.
     #[error("{0}")]
     Write(#[from] std::io::Error),
+    /// A Parquet file of a dataset is damaged, or is no Parquet file.
+    #[error("{}: {reason}", path.display())]
+    Parquet {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The engine panicked, and no file read alone shows why.
+    #[error("the query engine failed: {0}")]
+    EnginePanic(String),
     /// A named query needs more datasets than were given.
     #[error("query {name} compares two datasets: give two (`--over a=DIR --over b=DIR`)")]
     TwoDatasets {
@@ -244,40 +262,63 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-/// Runs `sql` over `datasets`.
+/// The name of the engine's worker threads.
+const WORKER_NAME: &str = "tracekit-sql";
+
+/// Runs `sql` over `datasets`. Every Parquet file's footer is checked first; an
+/// error of the engine reading the files, or a panic inside it (caught, and not
+/// printed), is then reported as the file that, read alone, fails.
 pub fn query(datasets: &[Dataset], sql: &str) -> Result<Answer> {
+    let mut files = Vec::new();
+    for d in datasets {
+        let before = files.len();
+        for t in TABLES {
+            files.extend(parquet_files(&d.dir.join(t.name)));
+        }
+        if files.len() == before {
+            return Err(Error::NoTables(d.dir.clone()));
+        }
+    }
+    for f in &files {
+        check::check_footer(f)?;
+    }
     // Two worker threads: the machines this runs on in CI have two cores, and a
     // query over a few exports is short; DataFusion scales with more.
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
-        .thread_name("tracekit-sql")
+        .thread_name(WORKER_NAME)
         .build()
         .map_err(Error::Runtime)?;
-    runtime.block_on(run(datasets, sql, threads))
+    let answer = check::contain(|| runtime.block_on(run(datasets, sql, threads, &files)));
+    drop(runtime);
+    answer.unwrap_or_else(|panic| {
+        Err(check::find_damaged(files.iter().map(PathBuf::as_path))
+            .unwrap_or(Error::EnginePanic(panic)))
+    })
 }
 
-async fn run(datasets: &[Dataset], sql: &str, threads: usize) -> Result<Answer> {
+async fn run(datasets: &[Dataset], sql: &str, threads: usize, files: &[PathBuf]) -> Result<Answer> {
+    // The engine's errors while it reads the files say what, not which file.
+    let reading = |e: datafusion::error::DataFusionError| {
+        check::find_damaged(files.iter().map(PathBuf::as_path)).unwrap_or_else(|| Error::from(e))
+    };
     let config = SessionConfig::new()
         .with_target_partitions(threads)
         .with_information_schema(true);
     let ctx = SessionContext::new_with_config(config);
-    for d in datasets {
-        if !TABLES.iter().any(|t| has_files(&d.dir.join(t.name))) {
-            return Err(Error::NoTables(d.dir.clone()));
-        }
-    }
     for table in TABLES {
         let mut parts = Vec::new();
         for (i, d) in datasets.iter().enumerate() {
             let dir = d.dir.join(table.name);
-            if !has_files(&dir) {
+            if parquet_files(&dir).is_empty() {
                 continue;
             }
             let name = format!("__{}_{i}", table.name);
             let options = ParquetReadOptions::default().file_extension(".parquet");
             ctx.register_parquet(&name, &format!("{}/", dir.display()), options)
-                .await?;
+                .await
+                .map_err(reading)?;
             let label = d.label.replace('\'', "''");
             parts.push(format!("SELECT *, '{label}' AS dataset FROM {name}"));
         }
@@ -304,17 +345,8 @@ async fn run(datasets: &[Dataset], sql: &str, threads: usize) -> Result<Answer> 
     }
     let df = ctx.sql(sql).await?;
     let schema = Arc::new(df.schema().as_arrow().clone());
-    let batches = df.collect().await?;
+    let batches = df.collect().await.map_err(reading)?;
     Ok(Answer { schema, batches })
-}
-
-/// Whether `dir` holds a Parquet file.
-fn has_files(dir: &Path) -> bool {
-    std::fs::read_dir(dir).is_ok_and(|entries| {
-        entries
-            .flatten()
-            .any(|e| e.path().extension().is_some_and(|x| x == "parquet"))
-    })
 }
 
 impl Answer {

@@ -249,6 +249,66 @@ fn answers_print_as_a_table_csv_or_json_and_errors_are_named() {
     assert!(String::from_utf8_lossy(&two.stderr).contains("give two"));
 }
 
+/// The footer's metadata length in Parquet `bytes`.
+fn metadata_len(bytes: &[u8]) -> usize {
+    let n = bytes.len();
+    u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap()) as usize
+}
+
+#[test]
+fn a_damaged_parquet_file_is_named_and_never_a_panic() {
+    let Some(dir) = traces() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("fleet");
+    export(&[dir.join("mixed_v3.ctf")], &out);
+    let files: Vec<PathBuf> = std::fs::read_dir(out.join("traces"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1);
+    let file = &files[0];
+    let intact = std::fs::read(file).unwrap();
+    let n = intact.len();
+    let meta = n - 8 - metadata_len(&intact);
+    let with_len = |len: u32| {
+        let mut b = intact.clone();
+        b[n - 8..n - 4].copy_from_slice(&len.to_le_bytes());
+        b
+    };
+    let flipped = |at: usize| {
+        let mut b = intact.clone();
+        b[at] ^= 0xff;
+        b
+    };
+    let damages: Vec<(&str, Vec<u8>)> = vec![
+        ("cut short", intact[..n - 3].to_vec()),
+        ("cut in half", intact[..n / 2].to_vec()),
+        ("footer length past the file", with_len(u32::MAX)),
+        (
+            "footer length short of the metadata",
+            with_len((n - meta - 8 - 7) as u32),
+        ),
+        (
+            "footer length past the metadata",
+            with_len((n - meta - 8 + 9) as u32),
+        ),
+        ("metadata's first byte flipped", flipped(meta)),
+        ("metadata's last byte flipped", flipped(n - 9)),
+    ];
+    let over = out.display().to_string();
+    for (what, bytes) in damages {
+        std::fs::write(file, &bytes).unwrap();
+        let o = tracekit(&["sql", "SELECT count(*) FROM traces", "--over", &over]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{what}: {err}");
+        assert!(
+            err.starts_with(&format!("error: {}: ", file.display())),
+            "{what}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{what}: {err}");
+    }
+}
+
 fn python(script: &str, args: &[&str]) -> Option<String> {
     let python = tracekit_testutil::pyspark()?;
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
