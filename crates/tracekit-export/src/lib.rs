@@ -164,13 +164,25 @@ pub fn export_into(
     mut files: TraceFiles,
     options: &ExportOptions,
 ) -> Result<Summary> {
-    let summary = match input {
-        Input::Memtrace => memtrace::export(bytes, &mut files, options)?,
-        Input::Fxt => fxt::export(bytes, &mut files, options)?,
-        Input::Perf => perf::export(bytes, &mut files, options)?,
-    };
+    let summary = write_tables(bytes, input, &mut files, options)?;
     files.commit()?;
     Ok(summary)
+}
+
+/// Writes the tables of trace `bytes` into `files`, leaving them out of place until
+/// the caller's [`TraceFiles::commit`]: a command that reports what an interrupt
+/// left in the dataset commits where the interrupt cannot cut in.
+pub fn write_tables(
+    bytes: &[u8],
+    input: Input,
+    files: &mut TraceFiles,
+    options: &ExportOptions,
+) -> Result<Summary> {
+    match input {
+        Input::Memtrace => memtrace::export(bytes, files, options),
+        Input::Fxt => fxt::export(bytes, files, options),
+        Input::Perf => perf::export(bytes, files, options),
+    }
 }
 
 /// A `Result` with this crate's [`Error`].

@@ -6,7 +6,9 @@
 //! and synced. Until then the previous file, if any, is untouched; on an error
 //! the temporary file is deleted, and on Ctrl-C (or SIGTERM, SIGHUP) the
 //! interrupt handler deletes every temporary file still pending before the
-//! process exits. An output that is the same file as one of the command's
+//! process exits. A command with several outputs (an export of several traces)
+//! keeps those already in place, and the interrupt's message names them
+//! ([`commit_noted`]). An output that is the same file as one of the command's
 //! inputs is refused before anything is opened. Devices and pipes (`/dev/null`,
 //! `/dev/full`, a FIFO) are written in place: there is nothing to rename.
 //!
@@ -63,7 +65,15 @@ pub fn install_interrupt_handler() {
                 Pending::Dir(p) => fs::remove_dir_all(p),
             };
         }
-        eprintln!("tracekit: interrupted; no output was written");
+        let written = written();
+        if written.is_empty() {
+            eprintln!("tracekit: interrupted; no output was written");
+        } else {
+            eprintln!(
+                "tracekit: interrupted; written before that: {}; nothing else was written",
+                written.join("; ")
+            );
+        }
         std::process::exit(130);
     });
 }
@@ -74,6 +84,30 @@ pub fn install_interrupt_handler() {
 pub fn stop_on_interrupt() -> std::sync::Arc<AtomicBool> {
     let mut stop = STOP.lock().unwrap_or_else(|e| e.into_inner());
     std::sync::Arc::clone(stop.get_or_insert_with(Default::default))
+}
+
+/// Outputs already in place, for the message of an interrupt: a command with
+/// several outputs (an export of several traces) is cut between two of them.
+static WRITTEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn written() -> std::sync::MutexGuard<'static, Vec<String>> {
+    WRITTEN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `commit`, which moves a finished output into place, and once it succeeds
+/// names the output (`what`) in the message of a later interrupt. An interrupt
+/// waits for `commit` to finish, so that its message is true: `commit` must not
+/// make or drop an [`OutputFile`] or a [`TempDir`] (they take the same lock).
+pub fn commit_noted<T, E>(
+    what: &str,
+    commit: impl FnOnce() -> std::result::Result<T, E>,
+) -> std::result::Result<T, E> {
+    let _interrupts_wait = pending();
+    let result = commit();
+    if result.is_ok() {
+        written().push(what.to_string());
+    }
+    result
 }
 
 /// While alive, Ctrl-C is left to a child process (which receives it from the

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use tracekit_export::{ExportOptions, Input, Summary, TraceFiles, TraceId};
 use tracekit_io::input::{self, Family, Kind};
 
-use crate::common::output::TempDir;
+use crate::common::output::{self, TempDir};
 use crate::common::{PROGRESS_THRESHOLD_BYTES, print_json, progress_spinner, quiet};
 
 /// Table formats.
@@ -111,10 +111,23 @@ pub fn run(args: Args) -> Result<ExitCode> {
         print_json(&out)?;
     }
     if failed > 0 {
+        let exported: Vec<String> = results
+            .iter()
+            .filter_map(|(_, r)| r.as_ref().ok())
+            .map(|e| format!("{} (trace {})", e.file, e.trace_id))
+            .collect();
+        let kept = if exported.is_empty() {
+            format!("nothing was written to {}", args.output.display())
+        } else {
+            format!(
+                "exported into {}: {}",
+                args.output.display(),
+                exported.join(", ")
+            )
+        };
         anyhow::bail!(
-            "{failed} of {} traces not exported (see above); the others are in {}",
-            results.len(),
-            args.output.display()
+            "{failed} of {} traces not exported (see above); {kept}",
+            results.len()
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -129,7 +142,7 @@ fn report(e: &Exported) {
 }
 
 fn export_one(path: &Path, args: &Args) -> Result<Exported> {
-    let summary = export_file(path, &args.output, args.row_group_rows)?;
+    let summary = export_file_noted(path, &args.output, args.row_group_rows, true)?;
     Ok(Exported {
         file: input::display(path),
         trace_id: summary.trace_id.map(|t| t.to_string()).unwrap_or_default(),
@@ -141,6 +154,17 @@ fn export_one(path: &Path, args: &Args) -> Result<Exported> {
 /// Reads trace `path` and exports it into dataset folder `dir` (made if missing),
 /// through a temporary folder there that an interrupt removes.
 pub(crate) fn export_file(path: &Path, dir: &Path, row_group_rows: usize) -> Result<Summary> {
+    export_file_noted(path, dir, row_group_rows, false)
+}
+
+/// [`export_file`]; with `noted`, the trace is named, once its tables are in
+/// place, in the message of a later interrupt (which keeps them).
+fn export_file_noted(
+    path: &Path,
+    dir: &Path,
+    row_group_rows: usize,
+    noted: bool,
+) -> Result<Summary> {
     let name = input::display(path);
     let (bytes, kind) = input::read_all_sniffed(path, Family::Export)?;
     // `Family::Export` admits these three kinds only.
@@ -155,9 +179,17 @@ pub(crate) fn export_file(path: &Path, dir: &Path, row_group_rows: usize) -> Res
     };
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let temp = TempDir::new_in(dir)?;
-    let files = TraceFiles::with_temp_dir(dir, temp.path(), TraceId::of(&bytes))?;
-    let summary = tracekit_export::export_into(&bytes, kind, files, &options)
+    let id = TraceId::of(&bytes);
+    let mut files = TraceFiles::with_temp_dir(dir, temp.path(), id)?;
+    let summary = tracekit_export::write_tables(&bytes, kind, &mut files, &options)
         .with_context(|| format!("exporting {name}"))?;
+    let what = format!("the tables of {name} (trace {id}) in {}", dir.display());
+    if noted {
+        output::commit_noted(&what, || files.commit())
+    } else {
+        files.commit()
+    }
+    .with_context(|| format!("exporting {name}"))?;
     drop(temp);
     Ok(summary)
 }

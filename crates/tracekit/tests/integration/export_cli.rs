@@ -278,9 +278,70 @@ fn a_damaged_trace_leaves_nothing_and_a_wrong_input_is_named() {
         "{err}"
     );
     assert!(err.contains("2 of 3 traces not exported"), "{err}");
+    // The message names what was exported after all.
+    assert!(
+        err.contains(&format!(
+            "exported into {}: {} (trace ",
+            out.display(),
+            good.display()
+        )),
+        "{err}"
+    );
     // The good trace is there, complete; nothing else, no temporary folder.
     let mut left: Vec<PathBuf> = walk(&out);
     left.sort();
+    assert_eq!(left.len(), 4, "{left:?}");
+    assert!(
+        left.iter()
+            .all(|p| p.extension().is_some_and(|e| e == "parquet"))
+    );
+}
+
+#[test]
+fn an_interrupt_between_traces_names_those_exported() {
+    let Some(traces) = dump::corpus().map(|c| c.join("traces")) else {
+        tracekit_testutil::skip_without_corpus("export interrupted");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ds");
+    let good = traces.join("bigarrays_v2.ctf");
+    // One job: the first trace is exported, then the second (standard input, held
+    // open) waits for its bytes, and the interrupt comes between the two.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args(["export", good.to_str().unwrap(), "-", "-j", "1", "-o"])
+        .arg(&out)
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input = child.stdin.take().unwrap();
+    let start = std::time::Instant::now();
+    while !out.join("traces").is_dir() {
+        assert!(child.try_wait().unwrap().is_none(), "tracekit ended early");
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "the first trace never landed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: sends SIGINT to our own child, which is alive (not yet waited for).
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let o = child.wait_with_output().unwrap();
+    drop(input);
+    assert_eq!(o.status.code(), Some(130));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("no output was written"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "tracekit: interrupted; written before that: the tables of {} (trace ",
+            good.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("nothing else was written"), "{err}");
+    // What it names is there: the one trace's four tables, no temporary folder.
+    let left = walk(&out);
     assert_eq!(left.len(), 4, "{left:?}");
     assert!(
         left.iter()
