@@ -17,8 +17,12 @@ use std::panic::{AssertUnwindSafe, PanicHookInfo};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use datafusion::parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+use datafusion::parquet::arrow::arrow_reader::{
+    ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
+use datafusion::parquet::file::metadata::{
+    PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader,
+};
 
 use crate::Error;
 
@@ -135,6 +139,49 @@ fn check_chunks(metadata: &ParquetMetaData, data_end: u64) -> Result<(), String>
                     column.column_path()
                 ));
             }
+            // The page indexes and bloom filters the engine reads lie between the
+            // data and the metadata too; an offset without its length (or the
+            // reverse) is a damaged entry.
+            let extras = [
+                (
+                    "column index",
+                    column.column_index_offset(),
+                    column.column_index_length(),
+                ),
+                (
+                    "offset index",
+                    column.offset_index_offset(),
+                    column.offset_index_length(),
+                ),
+                (
+                    "bloom filter",
+                    column.bloom_filter_offset(),
+                    column.bloom_filter_length(),
+                ),
+            ];
+            for (what, offset, length) in extras {
+                let within = match (offset, length) {
+                    (None, None) => true,
+                    (Some(o), Some(l)) => u64::try_from(o).is_ok_and(|o| {
+                        o >= MAGIC.len() as u64
+                            && u64::try_from(l).is_ok_and(|l| o.saturating_add(l) <= data_end)
+                    }),
+                    // parquet-rs writes a bloom filter's offset without a length.
+                    (Some(o), None) => {
+                        what == "bloom filter"
+                            && u64::try_from(o)
+                                .is_ok_and(|o| o >= MAGIC.len() as u64 && o < data_end)
+                    }
+                    (None, Some(_)) => false,
+                };
+                if !within {
+                    return Err(format!(
+                        "damaged Parquet metadata: row group {i}, column {}: its {what} \
+                         ({offset:?}, {length:?} bytes) is outside the data (bytes 4 to {data_end})",
+                        column.column_path()
+                    ));
+                }
+            }
         }
     }
     Ok(())
@@ -146,7 +193,9 @@ fn read_whole(path: &Path) -> Result<(), Error> {
     check_footer(path)?;
     let read = || -> Result<(), String> {
         let file = File::open(path).map_err(|e| e.to_string())?;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        // With the page indexes, which the engine reads as well.
+        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
+        let reader = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options)
             .and_then(|b| b.build())
             .map_err(|e| e.to_string())?;
         for batch in reader {
