@@ -1,5 +1,7 @@
 //! The integration tests of `tracekit`, one binary: a module per subject.
 
+#[path = "integration/cli.rs"]
+mod cli;
 #[path = "integration/conventions.rs"]
 mod conventions;
 #[path = "../../tracekit-analysis/tests/dump/mod.rs"]

@@ -6,38 +6,10 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-fn tracekit() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tracekit"))
-}
-
-/// Runs `tracekit ARGS` in `dir`.
-fn run_in(dir: &Path, args: &[&str]) -> Output {
-    tracekit()
-        .current_dir(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run tracekit")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// A fresh folder for one test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tracekit-edges-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use crate::cli::{run_in, scratch, stderr, stdout, tracekit};
 
 /// The names in `dir`, sorted.
 fn listing(dir: &Path) -> Vec<String> {

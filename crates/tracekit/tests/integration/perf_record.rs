@@ -262,12 +262,16 @@ __attribute__((noinline)) void middle(int k) { if (k & 1) leaf_a(20000); else le
 __attribute__((noinline)) void outer(int rounds) {
   for (int r = 0; r < rounds; r++) { middle(r); if (r % 200 == 0) usleep(3000); }
 }
-void *worker(void *arg) { outer((int)(long)arg); return 0; }
+void *worker(void *arg) {
+  /* Named by itself before its first sample: named by main, a worker could run
+     unnamed for as long as a loaded machine keeps main off the CPU. */
+  pthread_setname_np(pthread_self(), arg ? "worker-1" : "worker-0");
+  outer(1500);
+  return 0;
+}
 int main(void) {
   pthread_t t[2];
-  for (int i = 0; i < 2; i++) pthread_create(&t[i], 0, worker, (void *)1500L);
-  pthread_setname_np(t[0], "worker-0");
-  pthread_setname_np(t[1], "worker-1");
+  for (long i = 0; i < 2; i++) pthread_create(&t[i], 0, worker, (void *)i);
   outer(1500);
   for (int i = 0; i < 2; i++) pthread_join(t[i], 0);
   return 0;
