@@ -118,8 +118,9 @@ pub enum Error {
     /// The perf.data recording could not be read.
     #[error("{0}")]
     Perf(String),
-    /// Writing a table failed.
-    #[error("writing {}: {source}", path.display())]
+    /// Writing a table failed. The cause is the error's source, not part of its
+    /// message, so that an error chain (`{:#}`) says it once.
+    #[error("writing {}", path.display())]
     Write {
         /// The file being written.
         path: PathBuf,
