@@ -94,6 +94,8 @@ pub(crate) mod metadata_type {
     pub const PROVIDER_INFO: u64 = 1;
     pub const PROVIDER_SECTION: u64 = 2;
     pub const PROVIDER_EVENT: u64 = 3;
+    // Read only: the writer emits no trace-info records.
+    #[cfg(feature = "read")]
     pub const TRACE_INFO: u64 = 4;
 }
 
@@ -676,7 +678,8 @@ impl Initialization {
     }
 }
 
-/// Extracts header bits `lo..=hi`.
+/// Extracts header bits `lo..=hi` (the reader's; the writer only sets them).
+#[cfg(feature = "read")]
 #[inline(always)]
 pub(crate) const fn bits(word: u64, lo: u32, hi: u32) -> u64 {
     (word >> lo) & (u64::MAX >> (63 - (hi - lo)))

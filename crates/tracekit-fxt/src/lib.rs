@@ -41,16 +41,28 @@
 //! event then costs one capacity check and a few stores (tracekit-tracing writes its
 //! spans' begin and end records this way, their arguments encoded once per span).
 
+// The reader and the writer are features (`read`, `write`, both by default), so
+// that a program that only records a trace (tracekit-tracing's users) compiles no
+// reader, checker or converters; `copy` needs both.
+#[cfg(feature = "read")]
 pub mod check;
+#[cfg(feature = "read")]
 pub mod chrome;
+#[cfg(all(feature = "read", feature = "write"))]
 pub mod copy;
+#[cfg(feature = "read")]
 pub mod dump;
 pub mod format;
+#[cfg(feature = "write")]
 pub mod io;
+#[cfg(feature = "read")]
 pub mod read;
+#[cfg(feature = "read")]
 pub mod stats;
+#[cfg(feature = "write")]
 pub mod write;
 
+#[cfg(feature = "read")]
 /// Why a conversion of a trace to text ([`dump`]) or JSON ([`chrome`]) stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ConvertError {

@@ -228,3 +228,36 @@ mod tests {
         assert_eq!(from_root("../shared"), root.join("../shared"));
     }
 }
+
+/// The features cargo resolves for `dependency` as a normal dependency of
+/// `package` (whose manifest is in `manifest_dir`) built on its own: in a
+/// workspace build cargo unifies features across members, so a test of what a
+/// library's users compile asks `cargo tree` instead.
+pub fn resolved_features(manifest_dir: &str, package: &str, dependency: &str) -> Vec<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let manifest = Path::new(manifest_dir).join("Cargo.toml");
+    let out = std::process::Command::new(cargo)
+        .args(["tree", "--offline", "--manifest-path"])
+        .arg(&manifest)
+        .args(["-p", package, "--edges", "normal"])
+        .args(["--prefix", "none", "--format", "{p}|{f}"])
+        .output()
+        .expect("run cargo tree");
+    assert!(
+        out.status.success(),
+        "cargo tree: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    let line = tree
+        .lines()
+        .find(|l| l.starts_with(&format!("{dependency} ")))
+        .unwrap_or_else(|| panic!("no {dependency} in:\n{tree}"));
+    let features = line.split_once('|').map_or("", |(_, f)| f);
+    let features = features.strip_suffix(" (*)").unwrap_or(features);
+    features
+        .split(',')
+        .filter(|f| !f.is_empty())
+        .map(String::from)
+        .collect()
+}

@@ -2,6 +2,8 @@
 
 #[path = "integration/async_tasks.rs"]
 mod async_tasks;
+#[path = "integration/dependencies.rs"]
+mod dependencies;
 #[path = "integration/lifecycle.rs"]
 mod lifecycle;
 #[path = "integration/readback.rs"]
