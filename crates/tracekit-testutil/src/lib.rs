@@ -214,21 +214,6 @@ macro_rules! tracekit_cli {
     };
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn relative_paths_resolve_against_the_workspace_root() {
-        let root = workspace_root();
-        assert!(root.join("Cargo.toml").is_file(), "{}", root.display());
-        assert!(root.join("crates/tracekit-testutil").is_dir());
-        assert_eq!(from_root("a/b"), root.join("a/b"));
-        assert_eq!(from_root("/abs/x"), PathBuf::from("/abs/x"));
-        assert_eq!(from_root("../shared"), root.join("../shared"));
-    }
-}
-
 /// The features cargo resolves for `dependency` as a normal dependency of
 /// `package` (whose manifest is in `manifest_dir`) built on its own: in a
 /// workspace build cargo unifies features across members, so a test of what a
@@ -260,4 +245,19 @@ pub fn resolved_features(manifest_dir: &str, package: &str, dependency: &str) ->
         .filter(|f| !f.is_empty())
         .map(String::from)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_resolve_against_the_workspace_root() {
+        let root = workspace_root();
+        assert!(root.join("Cargo.toml").is_file(), "{}", root.display());
+        assert!(root.join("crates/tracekit-testutil").is_dir());
+        assert_eq!(from_root("a/b"), root.join("a/b"));
+        assert_eq!(from_root("/abs/x"), PathBuf::from("/abs/x"));
+        assert_eq!(from_root("../shared"), root.join("../shared"));
+    }
 }
