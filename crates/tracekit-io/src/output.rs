@@ -67,12 +67,12 @@ pub fn install_interrupt_handler() {
         }
         let written = written();
         if written.is_empty() {
-            eprintln!("tracekit: interrupted; no output was written");
+            tell("tracekit: interrupted; no output was written");
         } else {
-            eprintln!(
+            tell(format_args!(
                 "tracekit: interrupted; written before that: {}; nothing else was written",
                 written.join("; ")
-            );
+            ));
         }
         std::process::exit(130);
     });
@@ -489,8 +489,16 @@ pub fn quiet() -> bool {
 /// Prints a summary or a note on stderr, unless `-q`.
 pub fn say(message: impl std::fmt::Display) {
     if !quiet() {
-        eprintln!("{message}");
+        tell(message);
     }
+}
+
+/// Prints `message` and a newline on stderr, even with `-q`. Unlike `eprintln!`
+/// it never panics: a stderr that was closed (the reader of a pipe went away)
+/// must not turn the end of a command, or the interrupt handler, into a panic
+/// that leaves the process running or changes its exit status.
+pub fn tell(message: impl std::fmt::Display) {
+    let _ = writeln!(io::stderr(), "{message}");
 }
 
 /// Writes `text`, ending in a newline, to `path` (`-`: standard output; see

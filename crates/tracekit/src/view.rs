@@ -53,6 +53,10 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
         );
     }
     let viewer = Viewer::bind(SocketAddr::new(args.bind, args.port))?;
+    // From here on Ctrl-C stops the server, which then says so: a Ctrl-C that
+    // came between the browser's warning and the server's start would otherwise
+    // take the path of commands that write files.
+    let stop = output::stop_on_interrupt();
     let url = viewer.url();
     output::print(&format!(
         "serving {} at {url} (Ctrl-C stops)\n",
@@ -60,11 +64,11 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
     ))?;
     if args.open {
         let shown = url.clone();
-        let warn = move |why: String| eprintln!("warning: {why}; open {shown} yourself");
+        let warn =
+            move |why: String| output::tell(format_args!("warning: {why}; open {shown} yourself"));
         tracekit_view::browser::open(&url, warn);
     }
-    let stop = output::stop_on_interrupt();
     viewer.serve(Arc::new(Served::new(trace, compare)), stop);
-    eprintln!("stopped");
+    output::tell("stopped");
     Ok(ExitCode::SUCCESS)
 }

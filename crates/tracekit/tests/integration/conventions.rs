@@ -7,9 +7,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use crate::cli::{ok_in, run_in, scratch, stderr, stdout};
 
@@ -312,14 +313,43 @@ fn view_open_says_when_no_browser_started() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        let pid = child.id() as libc::pid_t;
+        // A server that ignores Ctrl-C would hold the test (and CI) forever:
+        // after a minute it is killed, and the test fails on its status.
+        let (done, watch) = std::sync::mpsc::channel::<()>();
+        let watchdog = std::thread::spawn(move || {
+            if watch.recv_timeout(Duration::from_secs(60)).is_err() {
+                // SAFETY: kill(2) on our own child's pid, not yet waited for.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        });
+        let mut err = BufReader::new(child.stderr.take().unwrap());
         let mut line = String::new();
-        BufReader::new(child.stderr.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-        child.wait().unwrap();
+        err.read_line(&mut line).unwrap();
+        // The first server's stderr is read to its end; the second's is closed
+        // first, as when the terminal that started it is gone: stopping must
+        // still be clean, not a panic on the message it can no longer write.
+        let reading = browser == "false";
+        let mut err = reading.then_some(err);
+        // At once, as a user's Ctrl-C may come: the warning can be said before
+        // the server is up.
+        // SAFETY: kill(2) on our own child's pid, not yet waited for.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        let mut rest = String::new();
+        if let Some(err) = err.as_mut() {
+            err.read_to_string(&mut rest).unwrap();
+        }
+        let status = child.wait().unwrap();
+        let _ = done.send(());
+        watchdog.join().unwrap();
         assert!(line.starts_with(says), "{line}");
         assert!(line.trim_end().ends_with("yourself"), "{line}");
+        assert!(
+            status.success(),
+            "{browser}: {status}; stderr after the warning: {rest}"
+        );
+        if reading {
+            assert_eq!(rest, "stopped\n");
+        }
     }
 }
