@@ -21,8 +21,8 @@ pub fn open(path: &Path) -> Result<(Reader<'static>, Option<TraceBytes>)> {
         let reader = Reader::from_read(input::open_stream(path, Family::Memtrace)?);
         return Ok((reader.map_err(|e| open_error(path, e))?, None));
     }
-    // The kind is checked on the first bytes, before a large file is mapped.
-    drop(input::open_stream(path, Family::Memtrace)?);
+    // `trace_bytes` checks the kind on the first bytes; a large file is mapped,
+    // not read, before that.
     let bytes = trace_bytes(path)?;
     let reader =
         Reader::from_owner(bytes.clone()).map_err(|e| open_error(path, OpenError::from(e)))?;

@@ -126,13 +126,7 @@ fn check_chunks(metadata: &ParquetMetaData, data_end: u64) -> Result<(), String>
                 .dictionary_page_offset()
                 .unwrap_or(column.data_page_offset());
             let size = column.compressed_size();
-            let end = start.checked_add(size);
-            let within = u64::try_from(start).is_ok_and(|s| s >= MAGIC.len() as u64)
-                && size >= 0
-                && end
-                    .and_then(|e| u64::try_from(e).ok())
-                    .is_some_and(|e| e <= data_end);
-            if !within {
+            if !within_data(start, size, data_end) {
                 return Err(format!(
                     "damaged Parquet metadata: row group {i}, column {}: {size} bytes at {start}, \
                      outside the data (bytes 4 to {data_end})",
@@ -162,16 +156,10 @@ fn check_chunks(metadata: &ParquetMetaData, data_end: u64) -> Result<(), String>
             for (what, offset, length) in extras {
                 let within = match (offset, length) {
                     (None, None) => true,
-                    (Some(o), Some(l)) => u64::try_from(o).is_ok_and(|o| {
-                        o >= MAGIC.len() as u64
-                            && u64::try_from(l).is_ok_and(|l| o.saturating_add(l) <= data_end)
-                    }),
-                    // parquet-rs writes a bloom filter's offset without a length.
-                    (Some(o), None) => {
-                        what == "bloom filter"
-                            && u64::try_from(o)
-                                .is_ok_and(|o| o >= MAGIC.len() as u64 && o < data_end)
-                    }
+                    (Some(o), Some(l)) => within_data(o, l.into(), data_end),
+                    // parquet-rs writes a bloom filter's offset without a length:
+                    // its first byte, at least, is in the data.
+                    (Some(o), None) => what == "bloom filter" && within_data(o, 1, data_end),
                     (None, Some(_)) => false,
                 };
                 if !within {
@@ -185,6 +173,16 @@ fn check_chunks(metadata: &ParquetMetaData, data_end: u64) -> Result<(), String>
         }
     }
     Ok(())
+}
+
+/// Whether `length` bytes at `offset` lie within the data: after the leading
+/// magic, and ending by `data_end` (where the metadata starts). Negative values,
+/// which the metadata's signed fields can hold, are not within.
+fn within_data(offset: i64, length: i64, data_end: u64) -> bool {
+    let (Ok(start), Ok(length)) = (u64::try_from(offset), u64::try_from(length)) else {
+        return false;
+    };
+    start >= MAGIC.len() as u64 && start.checked_add(length).is_some_and(|end| end <= data_end)
 }
 
 /// Reads every row of the Parquet file at `path` with the parquet crate alone:
