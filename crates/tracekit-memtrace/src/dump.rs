@@ -406,9 +406,24 @@ pub struct InfoReport {
     pub skipped_packets: usize,
     /// Why the pass stopped early, if it did.
     pub error: Option<String>,
+    /// Where it stopped, if it did (left out of the JSON of a whole trace).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub damage: Option<Damage>,
     /// The same, typed.
     #[cfg_attr(feature = "serde", serde(skip))]
     pub failure: Option<ReadError>,
+}
+
+/// Where a trace is damaged: every figure of a report is of the events before.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Damage {
+    /// The byte offset of what could not be decoded.
+    pub offset: u64,
+    /// The events read before it.
+    pub events_before: u64,
+    /// What is wrong there.
+    pub message: String,
 }
 
 impl InfoReport {
@@ -514,6 +529,11 @@ impl InfoReport {
             },
             skipped_packets: skipped,
             error: failure.map(|e| e.to_string()),
+            damage: failure.map(|e| Damage {
+                offset: e.offset,
+                events_before: summary.events,
+                message: e.kind.to_string(),
+            }),
             failure,
         }
     }
@@ -681,6 +701,22 @@ mod tests {
         let r = super::InfoReport::collect(&mut reader, "c.ctf", |_| {}, |_| {});
         assert_eq!(r.allocs, s.allocs);
         assert!(r.failure.is_some());
+        let damage = r.damage.clone().unwrap();
+        // In the cut header, where the failure says.
+        assert_eq!(Some(damage.offset), r.failure.map(|f| f.offset));
+        assert!((bytes.len()..cut.len()).contains(&(damage.offset as usize)));
+        assert_eq!(damage.events_before, s.events);
+        assert_eq!(damage.message, "unexpected end of data");
+        assert!(
+            super::InfoReport::collect(
+                &mut Reader::from_bytes(&bytes).unwrap(),
+                "s",
+                |_| {},
+                |_| {}
+            )
+            .damage
+            .is_none()
+        );
         assert!(
             r.to_string()
                 .contains("error:           malformed trace at byte")

@@ -81,10 +81,18 @@ function liveArgs(flame) {
   return [];
 }
 
+// The server answers only with the token of the URL it printed; it goes in a
+// header, so that it stays out of the addresses of the requests.
+const TOKEN = new URLSearchParams(location.search).get('token') || '';
+
+function get(path) {
+  return fetch(path, { headers: { Authorization: 'Bearer ' + TOKEN } });
+}
+
 async function api(endpoint, args) {
   const q = new URLSearchParams();
   for (const a of args) q.append('arg', a);
-  const r = await fetch('/api/' + endpoint + '?' + q.toString());
+  const r = await get('/api/' + endpoint + '?' + q.toString());
   const text = await r.text();
   if (!r.ok) throw new Error(text);
   return JSON.parse(text);
@@ -578,12 +586,19 @@ async function refresh() {
 async function main() {
   loadState();
   try {
-    [info, full, features] = await Promise.all([api('info', []), api('timeline', ['--points', '450']), fetch('/api/features').then((r) => r.json())]);
+    [info, full, features] = await Promise.all([api('info', []), api('timeline', ['--points', '450']), api('features', [])]);
   } catch (e) {
     setStatus('cannot load the trace: ' + e.message, true);
     return;
   }
   $('compare-tab').hidden = !features.compare;
+  // A damaged trace is shown as far as it reads, and says so, as the command
+  // line does with its exit status.
+  if (info.damage) {
+    const d = info.damage;
+    $('damage').textContent = `This trace is damaged at byte ${d.offset}: ${d.message}. Everything shown is of the ${d.events_before} events before it.`;
+    $('damage').hidden = false;
+  }
   renderInfo();
   writeForm();
   setupDrag();

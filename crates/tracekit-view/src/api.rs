@@ -129,7 +129,7 @@ impl Trace {
 }
 
 /// What a request asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Endpoint {
     /// `memtrace info --json`.
     Info,
@@ -148,6 +148,17 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
+    /// Every endpoint.
+    pub const ALL: [Endpoint; 7] = [
+        Endpoint::Info,
+        Endpoint::Top,
+        Endpoint::Timeline,
+        Endpoint::Flamegraph,
+        Endpoint::Diff,
+        Endpoint::HotPaths,
+        Endpoint::FlameTree,
+    ];
+
     /// The endpoint named `name` (the path after `/api/`).
     pub fn from_name(name: &str) -> Option<Endpoint> {
         Some(match name {

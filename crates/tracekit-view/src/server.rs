@@ -4,21 +4,43 @@
 //! What it will serve, and to whom:
 //! - `GET` only. The paths are a fixed list: the page (`/`), its script and
 //!   style, and `/api/<endpoint>`. Nothing in a request names a file.
+//! - The trace is its user's: the server makes a random token when it starts
+//!   and prints it in the page's URL (`/?token=...`, as Jupyter and samply do).
+//!   Every `/api/` request must carry it, as a `token` query parameter or an
+//!   `Authorization: Bearer` header (the page sends the header); without it the
+//!   answer is 401, with another 403. The page and its assets hold no data and
+//!   need no token. Another user of the machine can reach the port, not the
+//!   trace.
 //! - A request whose `Host` header is not the address the server is bound to
-//!   (or `localhost`, `127.0.0.1` or `[::1]` with its port) is refused with
-//!   403: a page on another site that makes the browser resolve its own name
-//!   to 127.0.0.1 (DNS rebinding) sends its own name as the Host.
+//!   (or `localhost`, `127.0.0.1` or `[::1]` with its port, or without a port
+//!   on port 80) is refused with 403: a page on another site that makes the
+//!   browser resolve its own name to 127.0.0.1 (DNS rebinding) sends its own
+//!   name as the Host. A request with two Host headers is a 400.
+//! - A request with an `Origin` header of another site is refused with 403.
 //! - Malformed arguments get 400 and the option parser's message.
-//! - Requests are answered by several threads, so one slow query does not
-//!   hold up the others.
+//! - Nothing waits behind a slow query. One thread (hyper's HTTP/1.1 on a
+//!   one-thread tokio runtime) reads requests and writes answers; it answers
+//!   the page, `/api/info`, refusals and answers already made at once. The
+//!   queries go to a queue per endpoint, served in turn by as many workers as
+//!   the machine has cores, so that the memory of queries in flight is bounded
+//!   by the cores, not by the requests; a query asked again while it runs
+//!   waits for that run rather than starting another.
+//! - A connection that sends no complete request head for [`IDLE`] is closed,
+//!   so idle or stalled connections do not accumulate.
 
-use std::collections::VecDeque;
-use std::net::{IpAddr, SocketAddr};
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::io::Read;
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tiny_http::{Header, Method, Request, Response};
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::{Method, Request, Response};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::sync::oneshot;
 
 use crate::api::{self, ApiError, Endpoint, Trace};
 
@@ -26,8 +48,16 @@ const INDEX_HTML: &str = include_str!("../assets/index.html");
 const APP_JS: &str = include_str!("../assets/app.js");
 const APP_CSS: &str = include_str!("../assets/app.css");
 
-/// How many requests are answered at once.
-const WORKERS: usize = 4;
+/// How long a connection may take to send a request's head, or stay idle
+/// between requests, before it is closed.
+pub const IDLE: Duration = Duration::from_secs(30);
+
+/// Where a query's answer goes: the request that waits for it.
+type Waiter = oneshot::Sender<Reply>;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -43,7 +73,12 @@ pub struct BindError {
 pub struct Served {
     trace: Trace,
     compare: Option<Trace>,
-    cache: Mutex<Cache>,
+    /// Answers made, and queries in flight with the requests that wait for
+    /// them: one lock, so that a request finds its answer in one or the other.
+    answers: Mutex<Answers>,
+    /// Queries not yet started, a queue per endpoint.
+    queued: Mutex<Queues>,
+    ready: Condvar,
 }
 
 impl Served {
@@ -52,8 +87,63 @@ impl Served {
         Served {
             trace,
             compare,
-            cache: Mutex::new(Cache::default()),
+            answers: Mutex::new(Answers::default()),
+            queued: Mutex::new(Queues::default()),
+            ready: Condvar::new(),
         }
+    }
+
+    /// The answer to `key`, made now (on the caller's thread).
+    fn ask(&self, key: &Key) -> Reply {
+        match api::answer(&self.trace, self.compare.as_ref(), key.0, &key.1) {
+            Ok(body) => Reply::json(body),
+            Err(e @ (ApiError::BadArguments(_) | ApiError::NothingToCompare)) => {
+                Reply::text(400, e.to_string())
+            }
+            Err(e @ ApiError::Unreadable(_)) => Reply::text(500, e.to_string()),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Answers {
+    cache: Cache,
+    /// For each query being answered, the requests that asked it again.
+    in_flight: HashMap<Key, Vec<Waiter>>,
+}
+
+/// Queries waiting for a worker: one queue per endpoint, served in turn, so
+/// that a run of flame graphs does not hold up a `top`.
+#[derive(Default)]
+struct Queues {
+    queues: HashMap<Endpoint, VecDeque<(Key, Waiter)>>,
+    /// The endpoint served last.
+    last: usize,
+}
+
+impl Queues {
+    fn push(&mut self, key: Key, waiter: Waiter) {
+        self.queues
+            .entry(key.0)
+            .or_default()
+            .push_back((key, waiter));
+    }
+
+    /// The next query, from the first non-empty queue after the last served.
+    fn pop(&mut self) -> Option<(Key, Waiter)> {
+        let n = Endpoint::ALL.len();
+        for step in 1..=n {
+            let i = (self.last + step) % n;
+            if let Some(next) = self
+                .queues
+                .get_mut(&Endpoint::ALL[i])
+                .and_then(VecDeque::pop_front)
+            {
+                self.last = i;
+                return Some(next);
+            }
+        }
+        None
     }
 }
 
@@ -97,24 +187,32 @@ impl Cache {
 
 /// A listening viewer.
 pub struct Viewer {
-    http: Arc<tiny_http::Server>,
+    listener: TcpListener,
     addr: SocketAddr,
-    hosts: Vec<String>,
+    guard: Guard,
+    idle: Duration,
 }
 
 impl Viewer {
-    /// Listens on `addr` (port 0: a free port).
+    /// Listens on `addr` (port 0: a free port), with a new random token.
     pub fn bind(addr: SocketAddr) -> Result<Viewer, BindError> {
-        let http = tiny_http::Server::http(addr).map_err(|e| BindError {
-            addr,
-            message: e.to_string(),
-        })?;
-        let addr = http.server_addr().to_ip().unwrap_or(addr);
+        let failed = |message: String| BindError { addr, message };
+        let token =
+            new_token().map_err(|e| failed(format!("cannot make the page's token: {e}")))?;
+        let listener = TcpListener::bind(addr).map_err(|e| failed(e.to_string()))?;
+        let addr = listener.local_addr().map_err(|e| failed(e.to_string()))?;
         Ok(Viewer {
-            http: Arc::new(http),
-            hosts: allowed_hosts(addr),
+            listener,
+            guard: Guard::new(addr, token),
             addr,
+            idle: IDLE,
         })
+    }
+
+    /// Closes connections idle for `idle` (default [`IDLE`]).
+    pub fn idle_timeout(mut self, idle: Duration) -> Viewer {
+        self.idle = idle;
+        self
     }
 
     /// The address it listens on.
@@ -122,68 +220,243 @@ impl Viewer {
         self.addr
     }
 
-    /// The page's address.
-    pub fn url(&self) -> String {
-        match self.addr.ip() {
-            IpAddr::V4(ip) if ip.is_unspecified() => {
-                format!("http://127.0.0.1:{}/", self.addr.port())
-            }
-            IpAddr::V6(ip) if ip.is_unspecified() => {
-                format!("http://[::1]:{}/", self.addr.port())
-            }
-            _ => format!("http://{}/", self.addr),
-        }
+    /// The token every API request must carry.
+    pub fn token(&self) -> &str {
+        &self.guard.token
     }
 
-    /// Answers requests until `stop` is set.
-    pub fn serve(self, served: Arc<Served>, stop: Arc<AtomicBool>) {
-        let hosts = Arc::new(self.hosts);
-        let workers: Vec<_> = (0..WORKERS)
+    /// The page's address, with the token.
+    pub fn url(&self) -> String {
+        let host = match self.addr.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => format!("127.0.0.1:{}", self.addr.port()),
+            IpAddr::V6(ip) if ip.is_unspecified() => format!("[::1]:{}", self.addr.port()),
+            _ => self.addr.to_string(),
+        };
+        format!("http://{host}/?token={}", self.guard.token)
+    }
+
+    /// Answers requests until `stop` is set. Fails only if the runtime that
+    /// reads the requests cannot start.
+    pub fn serve(self, served: Arc<Served>, stop: Arc<AtomicBool>) -> std::io::Result<()> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()?;
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let workers: Vec<_> = (0..cores)
             .map(|_| {
-                let (http, served, stop, hosts) = (
-                    Arc::clone(&self.http),
-                    Arc::clone(&served),
-                    Arc::clone(&stop),
-                    Arc::clone(&hosts),
-                );
-                std::thread::spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        match http.recv_timeout(Duration::from_millis(100)) {
-                            Ok(Some(request)) => respond(request, &served, &hosts),
-                            Ok(None) => {}
-                            Err(_) => break,
-                        }
-                    }
-                })
+                let (served, stop) = (Arc::clone(&served), Arc::clone(&stop));
+                std::thread::spawn(move || work(&served, &stop))
             })
             .collect();
+        let guard = Arc::new(self.guard);
+        let idle = self.idle;
+        let listening = runtime.block_on(async {
+            self.listener.set_nonblocking(true)?;
+            let listener = tokio::net::TcpListener::from_std(self.listener)?;
+            while !stop.load(Ordering::Relaxed) {
+                let Ok(accepted) =
+                    tokio::time::timeout(Duration::from_millis(100), listener.accept()).await
+                else {
+                    continue;
+                };
+                // A failed accept (the peer gave up, too many files open) is
+                // that connection's, not the server's.
+                let Ok((stream, _)) = accepted else { continue };
+                let (served, guard) = (Arc::clone(&served), Arc::clone(&guard));
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |request| {
+                        handle(request, Arc::clone(&served), Arc::clone(&guard))
+                    });
+                    // A connection that fails or times out is closed; the
+                    // others go on.
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .timer(TokioTimer::new())
+                        .header_read_timeout(idle)
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+            Ok(())
+        });
+        // Queries still queued are dropped: their connections close with the
+        // runtime.
+        stop.store(true, Ordering::Relaxed);
+        served.ready.notify_all();
+        drop(runtime);
         for w in workers {
-            // A worker that panicked has already lost its request; the others
+            // A worker that panicked has already lost its query; the others
             // served on.
             let _ = w.join();
         }
+        listening
     }
 }
 
-/// The Host headers a request may carry.
-fn allowed_hosts(addr: SocketAddr) -> Vec<String> {
-    let port = addr.port();
-    let mut hosts = vec![
-        format!("localhost:{port}"),
-        format!("127.0.0.1:{port}"),
-        format!("[::1]:{port}"),
-    ];
-    let own = match addr.ip() {
-        IpAddr::V4(ip) => format!("{ip}:{port}"),
-        IpAddr::V6(ip) => format!("[{ip}]:{port}"),
+/// A token of 128 random bits, in hex.
+fn new_token() -> std::io::Result<String> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Answers a request: at once, or once a worker has answered its query.
+async fn handle(
+    request: Request<Incoming>,
+    served: Arc<Served>,
+    guard: Arc<Guard>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let asked = Asked::of(&request);
+    let reply = match classify(&asked, &guard, &served) {
+        Routed::Reply(reply) => reply,
+        Routed::Query(key) => match queue(key, &served) {
+            Ok(reply) => reply,
+            // A worker that panicked dropped the query.
+            Err(answer) => answer
+                .await
+                .unwrap_or_else(|_| Reply::text(500, "the query failed")),
+        },
     };
-    if !hosts.contains(&own) {
-        hosts.push(own);
+    Ok(reply.response())
+}
+
+/// The answer to `key` if it was made already; else the query is queued (or
+/// joins the same query in flight) and the answer will come.
+fn queue(key: Key, served: &Served) -> Result<Reply, oneshot::Receiver<Reply>> {
+    let mut answers = lock(&served.answers);
+    if let Some(body) = answers.cache.get(&key) {
+        return Ok(Reply::json(Arc::unwrap_or_clone(body)));
     }
-    hosts
+    let (waiter, answer) = oneshot::channel();
+    if let Some(waiting) = answers.in_flight.get_mut(&key) {
+        waiting.push(waiter);
+        return Err(answer);
+    }
+    answers.in_flight.insert(key.clone(), Vec::new());
+    drop(answers);
+    lock(&served.queued).push(key, waiter);
+    served.ready.notify_one();
+    Err(answer)
+}
+
+/// A worker: answers queued queries until `stop` is set.
+fn work(served: &Served, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        let next = {
+            let mut queued = lock(&served.queued);
+            match queued.pop() {
+                Some(next) => Some(next),
+                None => {
+                    let (mut queued, _) = served
+                        .ready
+                        .wait_timeout(queued, Duration::from_millis(100))
+                        .unwrap_or_else(|e| e.into_inner());
+                    queued.pop()
+                }
+            }
+        };
+        let Some((key, waiter)) = next else { continue };
+        let reply = served.ask(&key);
+        let waiting = {
+            let mut answers = lock(&served.answers);
+            if reply.status == 200 {
+                answers.cache.put(key.clone(), Arc::new(reply.body.clone()));
+            }
+            answers.in_flight.remove(&key).unwrap_or_default()
+        };
+        // A request whose connection closed no longer waits.
+        for other in waiting {
+            let _ = other.send(reply.clone());
+        }
+        let _ = waiter.send(reply);
+    }
+}
+
+/// Who may ask: the Host headers and origins of this server, and its token.
+struct Guard {
+    hosts: Vec<String>,
+    origins: Vec<String>,
+    token: String,
+}
+
+impl Guard {
+    fn new(addr: SocketAddr, token: String) -> Guard {
+        let port = addr.port();
+        let mut names = vec![
+            "localhost".to_string(),
+            "127.0.0.1".to_string(),
+            "[::1]".to_string(),
+        ];
+        let own = match addr.ip() {
+            IpAddr::V4(ip) => ip.to_string(),
+            IpAddr::V6(ip) => format!("[{ip}]"),
+        };
+        if !names.contains(&own) {
+            names.push(own);
+        }
+        let mut hosts: Vec<String> = names.iter().map(|n| format!("{n}:{port}")).collect();
+        // A browser leaves the default port out of the Host header.
+        if port == 80 {
+            hosts.extend(names);
+        }
+        let origins = hosts.iter().map(|h| format!("http://{h}")).collect();
+        Guard {
+            hosts,
+            origins,
+            token,
+        }
+    }
+
+    fn is_host(&self, host: &str) -> bool {
+        self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
+    }
+
+    fn is_origin(&self, origin: &str) -> bool {
+        self.origins.iter().any(|o| o.eq_ignore_ascii_case(origin))
+    }
+
+    /// Whether `given` is the token, compared in a time that does not depend on
+    /// where they differ.
+    fn is_token(&self, given: &str) -> bool {
+        let (a, b) = (self.token.as_bytes(), given.as_bytes());
+        a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+    }
+}
+
+/// What the guard and the router look at in a request.
+#[derive(Default)]
+struct Asked {
+    get: bool,
+    url: String,
+    hosts: Vec<String>,
+    origin: Option<String>,
+    authorization: Option<String>,
+}
+
+impl Asked {
+    fn of<B>(request: &Request<B>) -> Asked {
+        let text =
+            |v: &hyper::header::HeaderValue| String::from_utf8_lossy(v.as_bytes()).into_owned();
+        let headers = request.headers();
+        Asked {
+            get: request.method() == Method::GET,
+            url: request.uri().path_and_query().map_or_else(
+                || request.uri().path().to_string(),
+                |p| p.as_str().to_string(),
+            ),
+            hosts: headers
+                .get_all(hyper::header::HOST)
+                .iter()
+                .map(text)
+                .collect(),
+            origin: headers.get(hyper::header::ORIGIN).map(text),
+            authorization: headers.get(hyper::header::AUTHORIZATION).map(text),
+        }
+    }
 }
 
 /// A response: status, content type, body.
+#[derive(Clone)]
 struct Reply {
     status: u16,
     content_type: &'static str,
@@ -198,105 +471,120 @@ impl Reply {
             body: body.into(),
         }
     }
+
+    fn json(body: String) -> Reply {
+        Reply {
+            status: 200,
+            content_type: "application/json",
+            body,
+        }
+    }
 }
 
-/// The reply to a `method` request for `url` with `host` as its Host header.
-fn route(method: &str, url: &str, host: Option<&str>, served: &Served, hosts: &[String]) -> Reply {
-    match host {
-        Some(h) if hosts.iter().any(|a| a.eq_ignore_ascii_case(h)) => {}
-        _ => return Reply::text(403, "refused: the Host header is not this server's address"),
+/// Where a request goes.
+enum Routed {
+    /// Answered at once.
+    Reply(Reply),
+    /// A query, for a worker.
+    Query(Key),
+}
+
+/// Checks a request and says where it goes.
+fn classify(asked: &Asked, guard: &Guard, served: &Served) -> Routed {
+    let refuse = |status, why: &str| Routed::Reply(Reply::text(status, why));
+    match &asked.hosts[..] {
+        [host] if guard.is_host(host) => {}
+        [_, _, ..] => return refuse(400, "more than one Host header"),
+        _ => return refuse(403, "refused: the Host header is not this server's address"),
     }
-    if method != "GET" {
-        return Reply::text(405, "only GET");
+    if let Some(origin) = &asked.origin
+        && !guard.is_origin(origin)
+    {
+        return refuse(403, "refused: a request from a page of another site");
     }
-    let (path, query) = url.split_once('?').unwrap_or((url, ""));
-    let asset = |content_type, body: &str| Reply {
-        status: 200,
-        content_type,
-        body: body.to_string(),
+    if !asked.get {
+        return refuse(405, "only GET");
+    }
+    let (path, query) = asked.url.split_once('?').unwrap_or((&asked.url, ""));
+    let asset = |content_type, body: &str| {
+        Routed::Reply(Reply {
+            status: 200,
+            content_type,
+            body: body.to_string(),
+        })
     };
     match path {
-        "/" | "/index.html" => asset("text/html; charset=utf-8", INDEX_HTML),
-        "/app.js" => asset("text/javascript; charset=utf-8", APP_JS),
-        "/app.css" => asset("text/css; charset=utf-8", APP_CSS),
-        "/api/features" => Reply {
-            status: 200,
-            content_type: "application/json",
-            body: format!("{{\"compare\": {}}}", served.compare.is_some()),
-        },
-        _ => match path.strip_prefix("/api/").and_then(Endpoint::from_name) {
-            Some(endpoint) => api_reply(endpoint, query, served),
-            None => Reply::text(404, "not found"),
-        },
+        "/" | "/index.html" => return asset("text/html; charset=utf-8", INDEX_HTML),
+        "/app.js" => return asset("text/javascript; charset=utf-8", APP_JS),
+        "/app.css" => return asset("text/css; charset=utf-8", APP_CSS),
+        _ => {}
     }
-}
-
-fn api_reply(endpoint: Endpoint, query: &str, served: &Served) -> Reply {
+    let Some(name) = path.strip_prefix("/api/") else {
+        return refuse(404, "not found");
+    };
     let mut args = Vec::new();
+    let mut token = asked
+        .authorization
+        .as_deref()
+        .and_then(|a| a.strip_prefix("Bearer "))
+        .map(str::to_string);
     for (key, value) in form_urlencoded::parse(query.as_bytes()) {
-        if key != "arg" {
-            return Reply::text(
-                400,
-                format!("unknown parameter {key:?}: arguments are arg=..."),
+        match &*key {
+            "arg" => args.push(value.into_owned()),
+            "token" => token = Some(value.into_owned()),
+            _ => {
+                return refuse(
+                    400,
+                    &format!("unknown parameter {key:?}: arguments are arg=..."),
+                );
+            }
+        }
+    }
+    match token {
+        None => {
+            return refuse(
+                401,
+                "the API answers only with the token in the URL the viewer printed",
             );
         }
-        args.push(value.into_owned());
+        Some(t) if !guard.is_token(&t) => return refuse(403, "refused: not this viewer's token"),
+        Some(_) => {}
     }
-    let key = (endpoint, args);
-    let cached = served
-        .cache
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(&key);
-    let answer = match cached {
-        Some(a) => Ok(a),
-        None => api::answer(&served.trace, served.compare.as_ref(), endpoint, &key.1).map(|a| {
-            let a = Arc::new(a);
-            let mut cache = served.cache.lock().unwrap_or_else(|e| e.into_inner());
-            cache.put(key, Arc::clone(&a));
-            a
-        }),
-    };
-    match answer {
-        Ok(body) => Reply {
-            status: 200,
-            content_type: "application/json",
-            body: Arc::unwrap_or_clone(body),
-        },
-        Err(e @ (ApiError::BadArguments(_) | ApiError::NothingToCompare)) => {
-            Reply::text(400, e.to_string())
-        }
-        Err(e @ ApiError::Unreadable(_)) => Reply::text(500, e.to_string()),
+    if name == "features" {
+        return Routed::Reply(Reply::json(format!(
+            "{{\"compare\": {}}}",
+            served.compare.is_some()
+        )));
+    }
+    match Endpoint::from_name(name) {
+        // The info is made when the trace is read: no query.
+        Some(Endpoint::Info) => Routed::Reply(served.ask(&(Endpoint::Info, args))),
+        Some(endpoint) => Routed::Query((endpoint, args)),
+        None => refuse(404, "not found"),
     }
 }
 
-fn respond(request: Request, served: &Served, hosts: &[String]) {
-    let host = request
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv("Host"))
-        .map(|h| h.value.as_str().to_string());
-    let method = match request.method() {
-        Method::Get => "GET",
-        _ => "OTHER",
-    };
-    let reply = route(method, request.url(), host.as_deref(), served, hosts);
-    let mut response = Response::from_string(reply.body).with_status_code(reply.status);
-    for (name, value) in [
-        ("Content-Type", reply.content_type),
-        ("Cache-Control", "no-store"),
-        ("X-Content-Type-Options", "nosniff"),
-        (
-            "Content-Security-Policy",
-            "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:",
-        ),
-    ] {
-        if let Ok(h) = Header::from_bytes(name.as_bytes(), value.as_bytes()) {
-            response.add_header(h);
+impl Reply {
+    /// The HTTP response.
+    fn response(self) -> Response<Full<Bytes>> {
+        let mut response = Response::new(Full::new(Bytes::from(self.body)));
+        *response.status_mut() = hyper::StatusCode::from_u16(self.status)
+            .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+        let headers = response.headers_mut();
+        for (name, value) in [
+            (hyper::header::CONTENT_TYPE, self.content_type),
+            (hyper::header::CACHE_CONTROL, "no-store"),
+            (hyper::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (hyper::header::REFERRER_POLICY, "no-referrer"),
+            (
+                hyper::header::CONTENT_SECURITY_POLICY,
+                "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:",
+            ),
+        ] {
+            headers.insert(name, hyper::header::HeaderValue::from_static(value));
         }
+        response
     }
-    // The browser may have gone away; nothing to do about it.
-    let _ = request.respond(response);
 }
 
 #[cfg(test)]
@@ -339,49 +627,206 @@ mod tests {
         assert!(c.get(&key(13)).is_none());
     }
 
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+    /// The status and body of a request, its query answered at once.
+    fn status(asked: &Asked, guard: &Guard, s: &Served) -> (u16, String) {
+        let reply = match classify(asked, guard, s) {
+            Routed::Reply(r) => r,
+            Routed::Query(key) => s.ask(&key),
+        };
+        (reply.status, reply.body)
+    }
+
+    fn get(url: &str, host: &str) -> Asked {
+        Asked {
+            get: true,
+            url: url.to_string(),
+            hosts: vec![host.to_string()],
+            ..Asked::default()
+        }
+    }
+
     #[test]
     fn only_this_servers_names_are_hosts() {
-        let hosts = allowed_hosts("127.0.0.1:8123".parse().unwrap());
+        let guard = Guard::new("127.0.0.1:8123".parse().unwrap(), TOKEN.into());
         let s = served();
-        let status = |host: Option<&str>| route("GET", "/api/info", host, &s, &hosts).status;
+        let url = format!("/api/info?token={TOKEN}");
+        let with = |hosts: &[&str]| {
+            let mut a = get(&url, "");
+            a.hosts = hosts.iter().map(|h| h.to_string()).collect();
+            status(&a, &guard, &s).0
+        };
         for ok in [
             "127.0.0.1:8123",
             "localhost:8123",
             "LOCALHOST:8123",
             "[::1]:8123",
         ] {
-            assert_eq!(status(Some(ok)), 200, "{ok}");
+            assert_eq!(with(&[ok]), 200, "{ok}");
         }
         for refused in [
-            None,
-            Some("localhost"),
-            Some("localhost:80"),
-            Some("evil.example:8123"),
-            Some("127.0.0.1:8124"),
+            &[][..],
+            &["localhost"],
+            &["localhost:80"],
+            &["evil.example:8123"],
+            &["127.0.0.1:8124"],
         ] {
-            assert_eq!(status(refused), 403, "{refused:?}");
+            assert_eq!(with(refused), 403, "{refused:?}");
         }
-        let lan = allowed_hosts("192.168.1.7:9000".parse().unwrap());
-        assert!(lan.contains(&"192.168.1.7:9000".to_string()));
+        assert_eq!(with(&["127.0.0.1:8123", "127.0.0.1:8123"]), 400);
+        assert_eq!(with(&["127.0.0.1:8123", "evil.example"]), 400);
+        let lan = Guard::new("192.168.1.7:9000".parse().unwrap(), TOKEN.into());
+        assert!(lan.is_host("192.168.1.7:9000"));
+        // On port 80 a browser sends no port.
+        let eighty = Guard::new("127.0.0.1:80".parse().unwrap(), TOKEN.into());
+        assert!(eighty.is_host("localhost") && eighty.is_host("127.0.0.1:80"));
+        assert!(!eighty.is_host("evil.example"));
+    }
+
+    #[test]
+    fn the_api_answers_only_with_the_token_and_the_page_without() {
+        let guard = Guard::new("127.0.0.1:1".parse().unwrap(), TOKEN.into());
+        let s = served();
+        let host = "127.0.0.1:1";
+        assert_eq!(status(&get("/api/info", host), &guard, &s).0, 401);
+        assert_eq!(status(&get("/api/top", host), &guard, &s).0, 401);
+        let wrong = "/api/info?token=0123456789abcdef0123456789abcdee";
+        assert_eq!(status(&get(wrong, host), &guard, &s).0, 403);
+        assert_eq!(status(&get("/api/info?token=", host), &guard, &s).0, 403);
+        let query = format!("/api/info?token={TOKEN}");
+        assert_eq!(status(&get(&query, host), &guard, &s).0, 200);
+        let mut header = get("/api/top?arg=--limit&arg=2", host);
+        header.authorization = Some(format!("Bearer {TOKEN}"));
+        assert_eq!(status(&header, &guard, &s).0, 200);
+        header.authorization = Some(format!("Bearer {TOKEN}x"));
+        assert_eq!(status(&header, &guard, &s).0, 403);
+        // The page holds no data.
+        assert_eq!(status(&get("/", host), &guard, &s).0, 200);
+        assert_eq!(status(&get("/app.js", host), &guard, &s).0, 200);
+        // A page of another site is refused, whatever it carries.
+        let mut foreign = get(&query, host);
+        foreign.origin = Some("http://evil.example".into());
+        assert_eq!(status(&foreign, &guard, &s).0, 403);
+        foreign.origin = Some("http://127.0.0.1:1".into());
+        assert_eq!(status(&foreign, &guard, &s).0, 200);
+        // Tokens are made anew each time.
+        let (a, b) = (new_token().unwrap(), new_token().unwrap());
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
     }
 
     #[test]
     fn requests_are_routed_or_refused() {
-        let hosts = allowed_hosts("127.0.0.1:1".parse().unwrap());
+        let guard = Guard::new("127.0.0.1:1".parse().unwrap(), TOKEN.into());
         let s = served();
-        let get = |url: &str| route("GET", url, Some("127.0.0.1:1"), &s, &hosts);
-        assert_eq!(get("/").content_type, "text/html; charset=utf-8");
-        assert_eq!(get("/app.js").status, 200);
-        assert_eq!(get("/api/top?arg=--limit&arg=3").status, 200);
-        assert_eq!(get("/api/top?arg=--limit&arg=three").status, 400);
-        assert_eq!(get("/api/top?limit=3").status, 400);
-        assert_eq!(get("/api/diff").status, 400);
-        assert_eq!(get("/api/info?arg=x").status, 400);
-        assert_eq!(get("/Cargo.toml").status, 404);
-        assert_eq!(
-            route("POST", "/", Some("127.0.0.1:1"), &s, &hosts).status,
-            405
+        let ask = |url: &str| {
+            let sep = if url.contains('?') { '&' } else { '?' };
+            status(
+                &get(&format!("{url}{sep}token={TOKEN}"), "127.0.0.1:1"),
+                &guard,
+                &s,
+            )
+        };
+        let page = classify(&get("/", "127.0.0.1:1"), &guard, &s);
+        assert!(matches!(page, Routed::Reply(r) if r.content_type == "text/html; charset=utf-8"));
+        assert_eq!(ask("/app.js").0, 200);
+        assert_eq!(ask("/api/top?arg=--limit&arg=3").0, 200);
+        assert_eq!(ask("/api/top?arg=--limit&arg=three").0, 400);
+        assert_eq!(ask("/api/top?limit=3").0, 400);
+        assert_eq!(ask("/api/diff").0, 400);
+        assert_eq!(ask("/api/info?arg=x").0, 400);
+        assert_eq!(ask("/Cargo.toml").0, 404);
+        assert_eq!(ask("/api/nope").0, 404);
+        let mut post = get("/", "127.0.0.1:1");
+        post.get = false;
+        assert_eq!(status(&post, &guard, &s).0, 405);
+        assert_eq!(ask("/api/features").1, "{\"compare\": false}");
+        // The info needs no worker; queries do.
+        let info = get(&format!("/api/info?token={TOKEN}"), "127.0.0.1:1");
+        assert!(matches!(classify(&info, &guard, &s), Routed::Reply(_)));
+        let top = get(&format!("/api/top?token={TOKEN}"), "127.0.0.1:1");
+        assert!(matches!(classify(&top, &guard, &s), Routed::Query(_)));
+    }
+
+    #[test]
+    fn a_query_asked_twice_is_queued_once_and_queues_take_turns() {
+        let s = served();
+        let top = (Endpoint::Top, vec!["--limit".to_string(), "2".to_string()]);
+        let first = queue(top.clone(), &s).err().unwrap();
+        let _second = queue(top, &s).err().unwrap();
+        let _third = queue((Endpoint::Flamegraph, vec![]), &s).err().unwrap();
+        let _fourth = queue((Endpoint::Top, vec![]), &s).err().unwrap();
+        let mut q = lock(&s.queued);
+        let taken: Vec<(Key, Waiter)> = std::iter::from_fn(|| q.pop()).collect();
+        let order: Vec<Endpoint> = taken.iter().map(|(k, _)| k.0).collect();
+        // Two requests of one query queue it once; the endpoints take turns.
+        assert_eq!(order, [Endpoint::Top, Endpoint::Flamegraph, Endpoint::Top]);
+        drop(taken);
+        // A query dropped unanswered (a worker that panicked) ends its wait.
+        assert!(first.blocking_recv().is_err());
+    }
+
+    #[test]
+    fn workers_answer_every_request_of_a_query_and_keep_the_answer() {
+        let s = Arc::new(served());
+        let stop = Arc::new(AtomicBool::new(false));
+        let worker = {
+            let (s, stop) = (Arc::clone(&s), Arc::clone(&stop));
+            std::thread::spawn(move || work(&s, &stop))
+        };
+        let top = (Endpoint::Top, vec!["--limit".to_string(), "2".to_string()]);
+        let a = queue(top.clone(), &s).err().unwrap();
+        let b = queue(top.clone(), &s).err().unwrap();
+        let (a, b) = (a.blocking_recv().unwrap(), b.blocking_recv().unwrap());
+        assert_eq!((a.status, &a.body), (200, &b.body));
+        assert_eq!(a.body, s.ask(&top).body);
+        // Asked again: the answer kept, with no worker.
+        stop.store(true, Ordering::Relaxed);
+        worker.join().unwrap();
+        assert_eq!(queue(top, &s).ok().unwrap().body, a.body);
+        assert!(lock(&s.answers).in_flight.is_empty());
+    }
+
+    #[test]
+    fn idle_connections_are_closed() {
+        use std::io::Write;
+        let viewer = Viewer::bind("127.0.0.1:0".parse().unwrap())
+            .unwrap()
+            .idle_timeout(Duration::from_millis(200));
+        let (addr, token) = (viewer.addr(), viewer.token().to_string());
+        let stop = Arc::new(AtomicBool::new(false));
+        let server = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || viewer.serve(Arc::new(served()), stop))
+        };
+        // A connection that says nothing is closed.
+        let mut idle = std::net::TcpStream::connect(addr).unwrap();
+        idle.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let started = std::time::Instant::now();
+        let mut buf = Vec::new();
+        let _ = idle.read_to_end(&mut buf);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
         );
-        assert_eq!(get("/api/features").body, "{\"compare\": false}");
+        // One that asks is answered, and closed once idle after that.
+        let mut asks = std::net::TcpStream::connect(addr).unwrap();
+        asks.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        write!(
+            asks,
+            "GET /api/info HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = Vec::new();
+        let _ = asks.read_to_end(&mut answer);
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.contains("\"events\""), "{answer}");
+        stop.store(true, Ordering::Relaxed);
+        server.join().unwrap().unwrap();
     }
 }

@@ -68,7 +68,9 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
             move |why: String| output::tell(format_args!("warning: {why}; open {shown} yourself"));
         tracekit_view::browser::open(&url, warn);
     }
-    viewer.serve(Arc::new(Served::new(trace, compare)), stop);
+    viewer
+        .serve(Arc::new(Served::new(trace, compare)), stop)
+        .map_err(|e| anyhow::anyhow!("cannot serve: {e}"))?;
     output::tell("stopped");
     Ok(ExitCode::SUCCESS)
 }

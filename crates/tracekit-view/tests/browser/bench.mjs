@@ -1,9 +1,16 @@
 // Times `tracekit memtrace view` in chromium on one trace (not a test: a
 // measurement for docs/performance.md). Prints medians of 5 runs of: the page
 // ready after navigation, a filter change (allocated in the middle third), a
-// tab switch to the flame graph, a zoom, and the server's peak RSS.
+// tab switch to the flame graph, a zoom, and the server's peak RSS. Then, on a
+// server of its own, `/api/info` and the page while 8 distinct slow queries
+// (`top --by backtrace --limit N`) run, asked from this process (a browser
+// would queue the ninth request itself, at six connections), and that
+// server's peak RSS.
 //
 //   node bench.mjs TRACE.ctf
+//
+// TRACEKIT names the binary (default target/release/tracekit); a viewer that
+// prints no token in its URL is measured too.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -14,12 +21,21 @@ const tracekit = path.resolve(root, process.env.TRACEKIT ?? 'target/release/trac
 const trace = path.resolve(process.argv[2]);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
+function start() {
+  const server = spawn(tracekit, ['memtrace', 'view', trace], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = new Promise((resolve) => {
+    let out = '';
+    server.stdout.on('data', (d) => { out += d; const m = /(http:\/\/127\.0\.0\.1:\d+\/(\?token=[0-9a-f]+)?) /.exec(out); if (m) resolve(m[1]); });
+  });
+  return { server, url };
+}
+const peakMb = (pid) => Math.round(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmHWM:\s+(\d+)/)[1] / 1024);
+
 const t0 = Date.now();
-const server = spawn(tracekit, ['memtrace', 'view', trace], { stdio: ['ignore', 'pipe', 'inherit'] });
-const url = await new Promise((resolve) => {
-  let out = '';
-  server.stdout.on('data', (d) => { out += d; const m = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(out); if (m) resolve(m[1]); });
-});
+const { server, url: waiting } = start();
+const url = await waiting;
+const token = new URL(url).searchParams.get('token') ?? '';
+const auth = { headers: { Authorization: 'Bearer ' + token } };
 console.log(`server up (trace read) in ${Date.now() - t0} ms`);
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
 const idle = (page) => page.waitForFunction(() => document.getElementById('status').textContent === '', null, { timeout: 120000 });
@@ -31,7 +47,7 @@ for (let run = 0; run < 5; run++) {
   await page.waitForSelector('body[data-ready="true"]', { timeout: 120000 });
   await idle(page);
   times.ready.push(Date.now() - t);
-  const dur = await page.evaluate(() => fetch('/api/info').then((r) => r.json()).then((i) => i.duration_us / 1e6));
+  const dur = await page.evaluate((h) => fetch('/api/info', h).then((r) => r.json()).then((i) => i.duration_us / 1e6), auth);
   t = Date.now();
   await page.fill('#f-from', (dur / 3 + run * 1e-3).toFixed(3) + 's');
   await page.fill('#f-to', (2 * dur / 3).toFixed(3) + 's');
@@ -50,8 +66,29 @@ for (let run = 0; run < 5; run++) {
   times.zoom.push(Date.now() - t);
   await page.close();
 }
-const rss = readFileSync(`/proc/${server.pid}/status`, 'utf8').match(/VmHWM:\s+(\d+)/)[1];
 for (const [k, v] of Object.entries(times)) console.log(`${k}: median ${median(v)} ms (${v.join(', ')})`);
-console.log(`server peak RSS ${Math.round(rss / 1024)} MB`);
+console.log(`server peak RSS ${peakMb(server.pid)} MB`);
 await browser.close();
 server.kill('SIGINT');
+
+// Eight slow queries at once, on a fresh server; the info asked 5 times while
+// they run.
+const busy = start();
+const base = new URL(await busy.url);
+const api = (q) => fetch(new URL('/api/' + q, base), auth).then((r) => r.text());
+await api('info');
+const slowStart = Date.now();
+const slow = [];
+for (let n = 1; n <= 8; n++) slow.push(api(`top?arg=--by&arg=backtrace&arg=--limit&arg=${n}`).then(() => Date.now() - slowStart));
+const infos = [];
+for (let i = 0; i < 5; i++) {
+  await new Promise((r) => setTimeout(r, 100));
+  const t = Date.now();
+  await api('info');
+  await fetch(base);
+  infos.push(Date.now() - t);
+}
+const ends = await Promise.all(slow);
+console.log(`info and page while 8 slow queries run: median ${median(infos)} ms (${infos.join(', ')}); the queries ended at ${ends.join(', ')} ms`);
+console.log(`server peak RSS under them ${peakMb(busy.server.pid)} MB`);
+busy.server.kill('SIGINT');

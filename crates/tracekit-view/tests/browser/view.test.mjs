@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -29,7 +29,7 @@ function serve(args) {
     let out = '';
     child.stdout.on('data', (d) => {
       out += d;
-      const m = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
+      const m = /(http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]+)/.exec(out);
       if (m) resolve(m[1]);
     });
     child.on('exit', (code) => reject(new Error(`view exited with ${code}: ${out}`)));
@@ -343,4 +343,78 @@ test('hot paths are the CLI\'s, and the focus extends toward callers and retract
   await settled(page);
   assert.equal(await shownWeight(), through(stacks, fragment));
   await page.close();
+});
+
+test('the trace is answered only with the token of the printed URL', async () => {
+  const url = await serve([trace]);
+  const page = await open(url);
+  // The page itself sends the token, in a header.
+  assert.equal(await page.evaluate(() => fetch('/api/info').then((r) => r.status)), 401);
+  const token = new URL(url).searchParams.get('token');
+  assert.equal(await page.evaluate((t) => fetch('/api/info?token=' + t + 'x').then((r) => r.status), token), 403);
+  assert.equal(await page.evaluate((t) => fetch('/api/info?token=' + t).then((r) => r.status), token), 200);
+  // Without the token the page loads, says why it has nothing, and shows nothing.
+  const bare = await browser.newPage();
+  await bare.goto(url.replace(/\?token=.*/, ''));
+  await bare.waitForFunction(() => document.getElementById('status').textContent !== '');
+  assert.match(await bare.textContent('#status'), /cannot load the trace: .*token/);
+  assert.equal(await bare.locator('#top-table tbody tr').count(), 0);
+  await bare.close();
+  await page.close();
+});
+
+test('the info answers while slow queries run', async () => {
+  const big = path.join(root, 'target/view-concurrency.ctf');
+  execFileSync(tracekit, ['memtrace', 'sample', '-q', '-o', big, '--allocs', '400000']);
+  const url = await serve([big]);
+  const page = await open(url);
+  const token = new URL(url).searchParams.get('token');
+  // Distinct slow queries, more than the workers, then the info: it must not
+  // wait for them. Five, as a browser opens at most six connections to a
+  // server: a sixth query would hold the info in the browser, not the server.
+  const timings = await page.evaluate(async (t) => {
+    const h = { headers: { Authorization: 'Bearer ' + t } };
+    const t0 = performance.now();
+    const slow = [];
+    for (let i = 1; i <= 5; i++) {
+      slow.push(fetch(`/api/flamegraph?arg=--min-size&arg=${i}`, h).then((r) => r.text()).then(() => performance.now() - t0));
+    }
+    await new Promise((r) => setTimeout(r, 20));
+    const i0 = performance.now();
+    await fetch('/api/info', h).then((r) => r.json());
+    const info = performance.now() - i0;
+    return { info, answered: performance.now() - t0, slow: await Promise.all(slow) };
+  }, token);
+  const said = `info took ${timings.info} ms; the slow queries ended at ${JSON.stringify(timings.slow)} ms`;
+  assert.ok(Math.max(...timings.slow) > timings.answered, 'the slow queries were not slow enough to test anything: ' + said);
+  assert.ok(timings.info < 200, said);
+  await page.close();
+});
+
+test('a damaged trace is shown as far as it reads, under a banner', async () => {
+  // The whole trace, then a packet header cut short: an error, not a packet
+  // skipped with a warning.
+  const cut = path.join(root, 'target/view-damaged.ctf');
+  writeFileSync(cut, Buffer.concat([readFileSync(trace), Buffer.from([0xc1, 0x1f, 0xfc, 0xc1, 0, 0])]));
+  const page = await open(await serve([cut]));
+  // info exits with status 1 on a damaged trace, after its JSON.
+  let out;
+  try {
+    out = execFileSync(tracekit, ['memtrace', 'info', '--json', cut], { stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch (e) {
+    out = e.stdout;
+  }
+  const info = JSON.parse(out.toString());
+  assert.ok(info.damage, 'the cut trace is damaged');
+  const banner = await page.textContent('#damage');
+  assert.ok(await page.isVisible('#damage'));
+  assert.match(banner, new RegExp(`damaged at byte ${info.damage.offset}: .*${info.damage.events_before} events before it`));
+  // The table is of the events before the damage, as top prints them.
+  const rows = await topRows(page);
+  assert.ok(rows.length > 0);
+  await page.close();
+  // A whole trace has no banner.
+  const whole = await open(await serve([trace]));
+  assert.ok(!(await whole.isVisible('#damage')));
+  await whole.close();
 });

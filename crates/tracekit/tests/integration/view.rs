@@ -16,6 +16,7 @@ use serde_json::Value;
 struct Server {
     child: Child,
     port: u16,
+    token: String,
 }
 
 impl Server {
@@ -36,27 +37,34 @@ impl Server {
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        // "serving NAME at http://127.0.0.1:PORT/ (Ctrl-C stops)"
-        let port = line
+        // "serving NAME at http://127.0.0.1:PORT/?token=TOKEN (Ctrl-C stops)"
+        let (port, token) = line
             .split("http://127.0.0.1:")
             .nth(1)
-            .and_then(|r| r.split('/').next())
-            .and_then(|p| p.parse().ok())
+            .and_then(|r| r.split_once("/?token="))
+            .and_then(|(p, t)| Some((p.parse().ok()?, t.split(' ').next()?.to_string())))
             .unwrap_or_else(|| panic!("no URL in {line:?}"));
-        Server { child, port }
+        Server { child, port, token }
     }
 
     /// Status and body of `GET path` with `host` as the Host header (default: the
-    /// server's own address).
+    /// server's own address) and the server's token.
     fn get_as(&self, path: &str, host: Option<&str>) -> (u16, String) {
         let own = format!("127.0.0.1:{}", self.port);
+        let host = format!("Host: {}", host.unwrap_or(&own));
+        let token = format!("Authorization: Bearer {}", self.token);
+        self.request(path, &[&host, &token])
+    }
+
+    /// Status and body of `GET path` with `headers` alone.
+    fn request(&self, path: &str, headers: &[&str]) -> (u16, String) {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            host.unwrap_or(&own)
-        )
-        .unwrap();
+        let mut head = format!("GET {path} HTTP/1.1\r\n");
+        for h in headers {
+            head.push_str(h);
+            head.push_str("\r\n");
+        }
+        write!(s, "{head}Connection: close\r\n\r\n").unwrap();
         let mut raw = Vec::new();
         s.read_to_end(&mut raw).unwrap();
         let split = raw
@@ -66,7 +74,7 @@ impl Server {
         let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
         let body = &raw[split + 4..];
         let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-        // tiny_http answers with a length, or in chunks for long bodies.
+        // The server answers with a length, or in chunks for long bodies.
         let body = if head.contains("transfer-encoding: chunked") {
             dechunk(body)
         } else {
@@ -374,6 +382,19 @@ fn the_server_refuses_what_it_does_not_serve() {
             .0,
         200
     );
+    // Private: the API answers only with the token, the page without it.
+    let host = format!("Host: 127.0.0.1:{}", server.port);
+    let (status, body) = server.request("/api/info", &[&host]);
+    assert_eq!((status, body.contains("token")), (401, true), "{body}");
+    let wrong = format!("Authorization: Bearer {}0", server.token);
+    assert_eq!(server.request("/api/info", &[&host, &wrong]).0, 403);
+    let query = format!("/api/info?token={}", server.token);
+    assert_eq!(server.request(&query, &[&host]).0, 200);
+    assert_eq!(server.request("/", &[&host]).0, 200);
+    // Only one Host, and no other site's pages.
+    assert_eq!(server.request(&query, &[&host, &host]).0, 400);
+    let foreign = "Origin: http://evil.example";
+    assert_eq!(server.request(&query, &[&host, foreign]).0, 403);
     // Malformed arguments: 400 and the option parser's words.
     let (status, body) = server.get("/api/top?arg=--by&arg=nonsense");
     assert_eq!(status, 400);
@@ -392,5 +413,55 @@ fn the_server_refuses_what_it_does_not_serve() {
             .unwrap()
             .len(),
         1
+    );
+}
+
+#[test]
+fn slow_queries_hold_up_neither_the_info_nor_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.ctf");
+    let out = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args(["memtrace", "sample", "-o"])
+        .arg(&trace)
+        .args(["--allocs", "400000", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let server = std::sync::Arc::new(Server::start(&[&trace]));
+    let info = |server: &Server| {
+        let t = std::time::Instant::now();
+        assert_eq!(server.get("/api/info").0, 200);
+        assert_eq!(server.get("/").0, 200);
+        t.elapsed()
+    };
+    // Before the slow queries: how long the info takes on an idle server.
+    let idle = info(&server);
+    // Eight queries that each read the whole trace (distinct, so that none
+    // waits for another's answer): more than the workers can run at once.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let slow: Vec<_> = (0..8)
+        .map(|i| {
+            let (server, done) = (std::sync::Arc::clone(&server), std::sync::Arc::clone(&done));
+            std::thread::spawn(move || {
+                let limit = (i + 1).to_string();
+                let answer = server.json("top", &["--by", "backtrace", "--limit", &limit]);
+                assert_eq!(answer["sites"].as_array().unwrap().len(), i + 1);
+                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let busy = info(&server);
+    let finished_by_then = done.load(std::sync::atomic::Ordering::SeqCst);
+    for s in slow {
+        s.join().unwrap();
+    }
+    assert!(
+        finished_by_then < 8,
+        "the slow queries were not slow enough to test anything"
+    );
+    assert!(
+        busy < std::time::Duration::from_millis(200) + idle * 4,
+        "info and the page took {busy:?} behind the queries ({idle:?} idle)"
     );
 }
