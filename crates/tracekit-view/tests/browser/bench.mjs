@@ -75,7 +75,12 @@ server.kill('SIGINT');
 // they run.
 const busy = start();
 const base = new URL(await busy.url);
-const api = (q) => fetch(new URL('/api/' + q, base), auth).then((r) => r.text());
+const busyAuth = { headers: { Authorization: 'Bearer ' + (base.searchParams.get('token') ?? '') } };
+const api = async (q) => {
+  const r = await fetch(new URL('/api/' + q, base), busyAuth);
+  if (!r.ok) throw new Error(`${q}: ${r.status} ${await r.text()}`);
+  return r.text();
+};
 await api('info');
 const slowStart = Date.now();
 const slow = [];
