@@ -44,9 +44,29 @@ use tokio::sync::oneshot;
 
 use crate::api::{self, ApiError, Endpoint, Trace};
 
-const INDEX_HTML: &str = include_str!("../assets/index.html");
-const APP_JS: &str = include_str!("../assets/app.js");
-const APP_CSS: &str = include_str!("../assets/app.css");
+/// The page's files, by path: the page, its style and its ES modules (no build
+/// step: the browser loads the modules as written).
+const ASSETS: [(&str, &str, &str); 11] = {
+    const HTML: &str = "text/html; charset=utf-8";
+    const JS: &str = "text/javascript; charset=utf-8";
+    [
+        ("/", HTML, include_str!("../assets/index.html")),
+        ("/index.html", HTML, include_str!("../assets/index.html")),
+        (
+            "/app.css",
+            "text/css; charset=utf-8",
+            include_str!("../assets/app.css"),
+        ),
+        ("/app.js", JS, include_str!("../assets/app.js")),
+        ("/api.js", JS, include_str!("../assets/api.js")),
+        ("/dom.js", JS, include_str!("../assets/dom.js")),
+        ("/filter.js", JS, include_str!("../assets/filter.js")),
+        ("/flame.js", JS, include_str!("../assets/flame.js")),
+        ("/graph.js", JS, include_str!("../assets/graph.js")),
+        ("/state.js", JS, include_str!("../assets/state.js")),
+        ("/tables.js", JS, include_str!("../assets/tables.js")),
+    ]
+};
 
 /// How long a connection may take to send a request's head, or stay idle
 /// between requests, before it is closed.
@@ -506,18 +526,12 @@ fn classify(asked: &Asked, guard: &Guard, served: &Served) -> Routed {
         return refuse(405, "only GET");
     }
     let (path, query) = asked.url.split_once('?').unwrap_or((&asked.url, ""));
-    let asset = |content_type, body: &str| {
-        Routed::Reply(Reply {
+    if let Some(&(_, content_type, body)) = ASSETS.iter().find(|(p, _, _)| *p == path) {
+        return Routed::Reply(Reply {
             status: 200,
             content_type,
             body: body.to_string(),
-        })
-    };
-    match path {
-        "/" | "/index.html" => return asset("text/html; charset=utf-8", INDEX_HTML),
-        "/app.js" => return asset("text/javascript; charset=utf-8", APP_JS),
-        "/app.css" => return asset("text/css; charset=utf-8", APP_CSS),
-        _ => {}
+        });
     }
     let Some(name) = path.strip_prefix("/api/") else {
         return refuse(404, "not found");
@@ -828,5 +842,17 @@ mod tests {
         assert!(answer.contains("\"events\""), "{answer}");
         stop.store(true, Ordering::Relaxed);
         server.join().unwrap().unwrap();
+    }
+
+    #[test]
+    fn every_file_of_the_page_is_served() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let served = format!("/{}", path.file_name().unwrap().to_str().unwrap());
+            let body = std::fs::read_to_string(&path).unwrap();
+            let asset = ASSETS.iter().find(|(p, _, _)| *p == served);
+            assert_eq!(asset.map(|a| a.2), Some(body.as_str()), "{served}");
+        }
     }
 }

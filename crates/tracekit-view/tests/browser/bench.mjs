@@ -25,7 +25,11 @@ function start() {
   const server = spawn(tracekit, ['memtrace', 'view', trace], { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = new Promise((resolve) => {
     let out = '';
-    server.stdout.on('data', (d) => { out += d; const m = /(http:\/\/127\.0\.0\.1:\d+\/(\?token=[0-9a-f]+)?) /.exec(out); if (m) resolve(m[1]); });
+    server.stdout.on('data', (d) => {
+      out += d;
+      const m = /(http:\/\/127\.0\.0\.1:\d+\/(\?token=[0-9a-f]+)?) /.exec(out);
+      if (m) resolve(m[1]);
+    });
   });
   return { server, url };
 }
@@ -37,8 +41,12 @@ const url = await waiting;
 const token = new URL(url).searchParams.get('token') ?? '';
 const auth = { headers: { Authorization: 'Bearer ' + token } };
 console.log(`server up (trace read) in ${Date.now() - t0} ms`);
-const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-const idle = (page) => page.waitForFunction(() => document.getElementById('status').textContent === '', null, { timeout: 120000 });
+const browser = await chromium.launch({
+  executablePath: '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+});
+const idle = (page) =>
+  page.waitForFunction(() => document.getElementById('status').textContent === '', null, { timeout: 120000 });
 const times = { ready: [], filter: [], flame: [], zoom: [] };
 for (let run = 0; run < 5; run++) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -47,10 +55,16 @@ for (let run = 0; run < 5; run++) {
   await page.waitForSelector('body[data-ready="true"]', { timeout: 120000 });
   await idle(page);
   times.ready.push(Date.now() - t);
-  const dur = await page.evaluate((h) => fetch('/api/info', h).then((r) => r.json()).then((i) => i.duration_us / 1e6), auth);
+  const dur = await page.evaluate(
+    (h) =>
+      fetch('/api/info', h)
+        .then((r) => r.json())
+        .then((i) => i.duration_us / 1e6),
+    auth,
+  );
   t = Date.now();
   await page.fill('#f-from', (dur / 3 + run * 1e-3).toFixed(3) + 's');
-  await page.fill('#f-to', (2 * dur / 3).toFixed(3) + 's');
+  await page.fill('#f-to', ((2 * dur) / 3).toFixed(3) + 's');
   await page.click('#apply');
   await page.waitForFunction(() => location.hash.includes('from='));
   await idle(page);
@@ -84,7 +98,8 @@ const api = async (q) => {
 await api('info');
 const slowStart = Date.now();
 const slow = [];
-for (let n = 1; n <= 8; n++) slow.push(api(`top?arg=--by&arg=backtrace&arg=--limit&arg=${n}`).then(() => Date.now() - slowStart));
+for (let n = 1; n <= 8; n++)
+  slow.push(api(`top?arg=--by&arg=backtrace&arg=--limit&arg=${n}`).then(() => Date.now() - slowStart));
 const infos = [];
 for (let i = 0; i < 5; i++) {
   await new Promise((r) => setTimeout(r, 100));
@@ -94,6 +109,8 @@ for (let i = 0; i < 5; i++) {
   infos.push(Date.now() - t);
 }
 const ends = await Promise.all(slow);
-console.log(`info and page while 8 slow queries run: median ${median(infos)} ms (${infos.join(', ')}); the queries ended at ${ends.join(', ')} ms`);
+console.log(
+  `info and page while 8 slow queries run: median ${median(infos)} ms (${infos.join(', ')}); the queries ended at ${ends.join(', ')} ms`,
+);
 console.log(`server peak RSS under them ${peakMb(busy.server.pid)} MB`);
 busy.server.kill('SIGINT');

@@ -42,7 +42,9 @@ function cli(...args) {
 
 async function open(url) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.on('pageerror', (e) => { throw e; });
+  page.on('pageerror', (e) => {
+    throw e;
+  });
   await page.goto(url);
   await page.waitForSelector('body[data-ready="true"]');
   await page.waitForFunction(() => document.getElementById('status').textContent === '');
@@ -74,8 +76,14 @@ test('the top table is what top --json ranks', async () => {
   const page = await open(await serve([trace]));
   const rows = await topRows(page);
   const expected = cli('top', '--json', '--limit', '100', trace);
-  assert.deepEqual(rows.map((r) => r[0]), expected.sites.map((s) => s.site));
-  assert.deepEqual(rows.map((r) => r[2]), expected.sites.map((s) => String(s.allocs)));
+  assert.deepEqual(
+    rows.map((r) => r[0]),
+    expected.sites.map((s) => s.site),
+  );
+  assert.deepEqual(
+    rows.map((r) => r[2]),
+    expected.sites.map((s) => String(s.allocs)),
+  );
   const info = await page.textContent('#info');
   assert.match(info, /0\.001 \(1\/8000 bytes\)/);
   assert.match(info, /corpus-host/);
@@ -88,20 +96,52 @@ test('the top table is what top --json ranks', async () => {
   await settled(page);
   const sized = cli('top', '--json', '--limit', '100', '--min-size', '64', '--max-size', '4k', trace);
   const sizedRows = await topRows(page);
-  assert.deepEqual(sizedRows.map((r) => r[0]), sized.sites.map((s) => s.site));
-  assert.deepEqual(sizedRows.map((r) => r[2]), sized.sites.map((s) => String(s.allocs)));
-  assert.notDeepEqual(sizedRows.map((r) => r[2]), rows.map((r) => r[2]));
+  assert.deepEqual(
+    sizedRows.map((r) => r[0]),
+    sized.sites.map((s) => s.site),
+  );
+  assert.deepEqual(
+    sizedRows.map((r) => r[2]),
+    sized.sites.map((s) => String(s.allocs)),
+  );
+  assert.notDeepEqual(
+    sizedRows.map((r) => r[2]),
+    rows.map((r) => r[2]),
+  );
   // A clause on the objects' lives: never collected, lived 1 s or more.
   await page.check('#f-never');
   await page.fill('#f-lfrom', '1s');
   await page.click('#apply');
   await page.waitForFunction(() => location.hash.includes('never='));
   await settled(page);
-  const lives = cli('top', '--json', '--limit', '100', '--never-collected', '--lifetime', '1s', '140.020177s', '--min-size', '64', '--max-size', '4k', trace);
+  const lives = cli(
+    'top',
+    '--json',
+    '--limit',
+    '100',
+    '--never-collected',
+    '--lifetime',
+    '1s',
+    '140.020177s',
+    '--min-size',
+    '64',
+    '--max-size',
+    '4k',
+    trace,
+  );
   const livesRows = await topRows(page);
-  assert.deepEqual(livesRows.map((r) => r[0]), lives.sites.map((s) => s.site));
-  assert.deepEqual(livesRows.map((r) => r[2]), lives.sites.map((s) => String(s.allocs)));
-  assert.notDeepEqual(livesRows.map((r) => r[2]), sizedRows.map((r) => r[2]));
+  assert.deepEqual(
+    livesRows.map((r) => r[0]),
+    lives.sites.map((s) => s.site),
+  );
+  assert.deepEqual(
+    livesRows.map((r) => r[2]),
+    lives.sites.map((s) => String(s.allocs)),
+  );
+  assert.notDeepEqual(
+    livesRows.map((r) => r[2]),
+    sizedRows.map((r) => r[2]),
+  );
   await page.close();
 });
 
@@ -118,10 +158,19 @@ test('a range dragged on the memory graph filters the table as top --between', a
   const expected = cli('top', '--json', '--limit', '100', '--between', hash.get('from'), hash.get('to'), trace);
   const rows = await topRows(page);
   assert.ok(rows.length > 0);
-  assert.deepEqual(rows.map((r) => r[0]), expected.sites.map((s) => s.site));
-  assert.deepEqual(rows.map((r) => r[2]), expected.sites.map((s) => String(s.allocs)));
+  assert.deepEqual(
+    rows.map((r) => r[0]),
+    expected.sites.map((s) => s.site),
+  );
+  assert.deepEqual(
+    rows.map((r) => r[2]),
+    expected.sites.map((s) => String(s.allocs)),
+  );
   const whole = cli('top', '--json', '--limit', '100', trace);
-  assert.notDeepEqual(rows.map((r) => r[2]), whole.sites.map((s) => String(s.allocs)));
+  assert.notDeepEqual(
+    rows.map((r) => r[2]),
+    whole.sites.map((s) => String(s.allocs)),
+  );
   // The dragged range is shaded; a collected range is shaded too, apart.
   assert.equal(await page.locator('#graph rect.range').count(), 1);
   await page.fill('#f-cfrom', '1s');
@@ -155,14 +204,21 @@ test('a required function filters the flame graph as flamegraph --location; a cl
   const before = await frames.count();
   const widest = await page.$$eval('#flame div', (ds) => {
     let best = 1;
-    for (let i = 1; i < ds.length; i++) if (parseFloat(ds[i].style.width) > parseFloat(ds[best].style.width) && parseFloat(ds[i].style.width) < parseFloat(ds[0].style.width)) best = i;
+    for (let i = 1; i < ds.length; i++)
+      if (
+        parseFloat(ds[i].style.width) > parseFloat(ds[best].style.width) &&
+        parseFloat(ds[i].style.width) < parseFloat(ds[0].style.width)
+      )
+        best = i;
     return best;
   });
   const name = await frames.nth(widest).textContent();
   await frames.nth(widest).click();
   await page.waitForFunction(() => location.hash.includes('zoom='));
   // The URL changes before the graph is redrawn: wait for the redraw, not the URL.
-  await page.waitForFunction((n) => document.querySelector('#crumbs').textContent.endsWith(n), name, { timeout: 5000 }).catch(() => {});
+  await page
+    .waitForFunction((n) => document.querySelector('#crumbs').textContent.endsWith(n), name, { timeout: 5000 })
+    .catch(() => {});
   const crumbs = await page.textContent('#crumbs');
   assert.ok(crumbs.endsWith(name), `${crumbs} ends with ${name}`);
   assert.equal(await page.$eval('#flame div', (d) => d.textContent), name);
@@ -195,7 +251,15 @@ test('function clauses filter as --function and --forbid-function', async () => 
   await page.waitForFunction(() => location.hash.includes('clauses='));
   await settled(page);
   const total = Number(await page.getAttribute('#flame-total', 'data-total'));
-  const expected = cli('flamegraph', '--json', '--forbid-function', 'Module_033.func_35', '--location', 'module_0', trace);
+  const expected = cli(
+    'flamegraph',
+    '--json',
+    '--forbid-function',
+    'Module_033.func_35',
+    '--location',
+    'module_0',
+    trace,
+  );
   assert.equal(total, expected.total);
   assert.ok(total > 0 && total < cli('flamegraph', '--json', '--location', 'module_0', trace).total);
   // Hiding a frame changes the stacks drawn, not the total.
@@ -210,7 +274,17 @@ test('function clauses filter as --function and --forbid-function', async () => 
   assert.equal(Number(await page.getAttribute('#flame-total', 'data-total')), total);
   const drawn = await page.$$eval('#flame div', (ds) => ds.map((d) => d.textContent));
   assert.ok(!drawn.includes('Module_048.func_11'));
-  const hidden = cli('flamegraph', '--json', '--forbid-function', 'Module_033.func_35', '--location', 'module_0', '--hide', 'Module_048.func_11', trace);
+  const hidden = cli(
+    'flamegraph',
+    '--json',
+    '--forbid-function',
+    'Module_033.func_35',
+    '--location',
+    'module_0',
+    '--hide',
+    'Module_048.func_11',
+    trace,
+  );
   assert.ok(hidden.stacks.every((s) => !s.frames.includes('Module_048.func_11')));
   await page.screenshot({ path: path.join(shots, 'clauses.png'), fullPage: false });
   await page.close();
@@ -220,7 +294,9 @@ test('functions weigh the stacks they appear in', async () => {
   const page = await open(await serve([trace]));
   await page.click('button[data-tab="functions"]');
   await settled(page);
-  const shown = await page.$$eval('#functions-table tbody tr', (rows) => rows.map((r) => [r.cells[0].textContent, Number(r.cells[1].dataset.weight)]));
+  const shown = await page.$$eval('#functions-table tbody tr', (rows) =>
+    rows.map((r) => [r.cells[0].textContent, Number(r.cells[1].dataset.weight)]),
+  );
   // Each function's stacks, from the CLI's folded stacks.
   const f = cli('flamegraph', '--json', trace);
   const weight = new Map();
@@ -235,7 +311,10 @@ test('functions weigh the stacks they appear in', async () => {
 
 test('callee and caller tables expand; compare shows diff', async () => {
   const page = await open(await serve([trace, '--compare', other]));
-  for (const [tab, table] of [['callees', '#callee-table'], ['callers', '#caller-table']]) {
+  for (const [tab, table] of [
+    ['callees', '#callee-table'],
+    ['callers', '#caller-table'],
+  ]) {
     await page.click(`button[data-tab="${tab}"]`);
     await settled(page);
     const rows = page.locator(`${table} tbody tr`);
@@ -243,20 +322,29 @@ test('callee and caller tables expand; compare shows diff', async () => {
     assert.ok(n > 0);
     await rows.first().click();
     await page.waitForFunction(([sel, k]) => document.querySelectorAll(sel).length > k, [`${table} tbody tr`, n]);
-    assert.ok(await rows.count() > n, `${tab}: a click expands`);
+    assert.ok((await rows.count()) > n, `${tab}: a click expands`);
     // The count column: the sampled objects of the rows' stacks, which together
     // are every allocation of the trace but those without a backtrace.
-    const counts = await page.$$eval(`${table} tbody tr`, (rs) => rs.filter((r) => !r.cells[0].textContent.startsWith('  ')).map((r) => Number(r.cells[2].textContent)));
+    const counts = await page.$$eval(`${table} tbody tr`, (rs) =>
+      rs.filter((r) => !r.cells[0].textContent.startsWith('  ')).map((r) => Number(r.cells[2].textContent)),
+    );
     const top = cli('top', '--json', trace);
     const sum = counts.reduce((a, b) => a + b, 0);
     assert.equal(sum, top.events.allocs - top.events.filtered_allocs, `${tab}: counts`);
     // Sorting by count orders the first level by it.
     await page.click(`${table} th[data-sort="objects"]`);
     // The table is drawn anew, its sorted column marked.
-    await page.waitForFunction((sel) => document.querySelector(sel)?.textContent.endsWith('▾'), `${table} th[data-sort="objects"]`);
+    await page.waitForFunction(
+      (sel) => document.querySelector(sel)?.textContent.endsWith('▾'),
+      `${table} th[data-sort="objects"]`,
+    );
     await settled(page);
     const sorted = await page.$$eval(`${table} tbody tr`, (rs) => rs.map((r) => Number(r.cells[2].textContent)));
-    assert.deepEqual(sorted, [...sorted].sort((a, b) => b - a), `${tab}: sorted by count`);
+    assert.deepEqual(
+      sorted,
+      [...sorted].sort((a, b) => b - a),
+      `${tab}: sorted by count`,
+    );
     await page.screenshot({ path: path.join(shots, `${tab}.png`), fullPage: false });
   }
   // Keyboard: down twice, Enter focuses the flame graph on that call path.
@@ -277,7 +365,10 @@ test('callee and caller tables expand; compare shows diff', async () => {
   await settled(page);
   const names = await page.$$eval('#compare-table tbody tr', (rows) => rows.map((r) => r.cells[0].textContent));
   const expected = cli('diff', '--json', '--limit', '100', other, trace);
-  assert.deepEqual(names, expected.sites.map((s) => s.site));
+  assert.deepEqual(
+    names,
+    expected.sites.map((s) => s.site),
+  );
   await page.screenshot({ path: path.join(shots, 'compare.png'), fullPage: true });
   await page.close();
 });
@@ -288,20 +379,26 @@ function through(stacks, fragment) {
   for (const s of stacks) {
     const f = s.frames;
     for (let i = 0; i + fragment.length <= f.length; i++) {
-      if (fragment.every((x, j) => f[i + j] === x)) { w += s.weight; break; }
+      if (fragment.every((x, j) => f[i + j] === x)) {
+        w += s.weight;
+        break;
+      }
     }
   }
   return w;
 }
 
-test('hot paths are the CLI\'s, and the focus extends toward callers and retracts', async () => {
+test("hot paths are the CLI's, and the focus extends toward callers and retracts", async () => {
   const page = await open(await serve([trace]));
   await page.click('button[data-tab="functions"]');
   await settled(page);
   await page.waitForSelector('#hot-paths-table tbody tr');
   const shown = await page.$$eval('#hot-paths-table tbody tr', (rows) => rows.map((r) => r.cells[0].textContent));
   const hot = cli('hot-paths', '--json', trace);
-  assert.deepEqual(shown, hot.paths.map((p) => p.frames.join(' › ') + (p.cut ? ' …' : '')));
+  assert.deepEqual(
+    shown,
+    hot.paths.map((p) => p.frames.join(' › ') + (p.cut ? ' …' : '')),
+  );
   await page.screenshot({ path: path.join(shots, 'hot-paths.png'), fullPage: false });
   // Focus on the heaviest path of one frame that has callers.
   const stacks = cli('flamegraph', '--json', trace).stacks;
@@ -317,17 +414,28 @@ test('hot paths are the CLI\'s, and the focus extends toward callers and retract
   await page.screenshot({ path: path.join(shots, 'focus.png'), fullPage: false });
   // Extend toward callers: click the widest direct caller.
   const callers = page.locator('#flame-callers div');
-  assert.ok(await callers.count() > 0);
-  const widths = await callers.evaluateAll((ds) => ds.map((d) => [d.textContent, parseFloat(d.style.width), parseFloat(d.style.top)]));
+  assert.ok((await callers.count()) > 0);
+  const widths = await callers.evaluateAll((ds) =>
+    ds.map((d) => [d.textContent, parseFloat(d.style.width), parseFloat(d.style.top)]),
+  );
   const lowest = Math.max(...widths.map((w) => w[2]));
-  const direct = widths.map((w, k) => [...w, k]).filter((w) => w[2] === lowest).sort((a, b) => b[1] - a[1])[0];
+  const direct = widths
+    .map((w, k) => [...w, k])
+    .filter((w) => w[2] === lowest)
+    .sort((a, b) => b[1] - a[1])[0];
   const caller = direct[0];
   await callers.nth(direct[3]).click();
   await page.waitForFunction((n) => decodeURIComponent(location.hash).includes(n), caller);
   await settled(page);
   const longer = [caller, ...fragment];
   // The URL changes before the focus is redrawn: wait for the redraw.
-  await page.waitForFunction((t) => (document.querySelector('#fragment-bar')?.textContent ?? '').startsWith(t), longer.join(' › '), { timeout: 5000 }).catch(() => {});
+  await page
+    .waitForFunction(
+      (t) => (document.querySelector('#fragment-bar')?.textContent ?? '').startsWith(t),
+      longer.join(' › '),
+      { timeout: 5000 },
+    )
+    .catch(() => {});
   await settled(page);
   assert.ok((await page.$eval('#fragment-bar', (d) => d.textContent)).startsWith(longer.join(' › ')));
   assert.equal(await shownWeight(), through(stacks, longer));
@@ -377,7 +485,11 @@ test('the info answers while slow queries run', async () => {
     const t0 = performance.now();
     const slow = [];
     for (let i = 1; i <= 5; i++) {
-      slow.push(fetch(`/api/flamegraph?arg=--min-size&arg=${i}`, h).then((r) => r.text()).then(() => performance.now() - t0));
+      slow.push(
+        fetch(`/api/flamegraph?arg=--min-size&arg=${i}`, h)
+          .then((r) => r.text())
+          .then(() => performance.now() - t0),
+      );
     }
     await new Promise((r) => setTimeout(r, 20));
     const i0 = performance.now();
@@ -386,7 +498,10 @@ test('the info answers while slow queries run', async () => {
     return { info, answered: performance.now() - t0, slow: await Promise.all(slow) };
   }, token);
   const said = `info took ${timings.info} ms; the slow queries ended at ${JSON.stringify(timings.slow)} ms`;
-  assert.ok(Math.max(...timings.slow) > timings.answered, 'the slow queries were not slow enough to test anything: ' + said);
+  assert.ok(
+    Math.max(...timings.slow) > timings.answered,
+    'the slow queries were not slow enough to test anything: ' + said,
+  );
   assert.ok(timings.info < 200, said);
   await page.close();
 });
@@ -408,7 +523,10 @@ test('a damaged trace is shown as far as it reads, under a banner', async () => 
   assert.ok(info.damage, 'the cut trace is damaged');
   const banner = await page.textContent('#damage');
   assert.ok(await page.isVisible('#damage'));
-  assert.match(banner, new RegExp(`damaged at byte ${info.damage.offset}: .*${info.damage.events_before} events before it`));
+  assert.match(
+    banner,
+    new RegExp(`damaged at byte ${info.damage.offset}: .*${info.damage.events_before} events before it`),
+  );
   // The table is of the events before the damage, as top prints them.
   const rows = await topRows(page);
   assert.ok(rows.length > 0);

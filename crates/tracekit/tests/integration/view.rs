@@ -371,7 +371,7 @@ fn the_server_refuses_what_it_does_not_serve() {
     let server = Server::start(&[&trace]);
     let (status, page) = server.get("/");
     assert_eq!(status, 200);
-    assert!(page.contains("<script src=\"/app.js\">"));
+    assert!(page.contains("<script type=\"module\" src=\"/app.js\">"));
     assert_eq!(server.get("/app.js").0, 200);
     // DNS rebinding: a foreign name for our address.
     let (status, body) = server.get_as("/api/info", Some("evil.example:80"));

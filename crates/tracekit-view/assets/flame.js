@@ -1,0 +1,197 @@
+// The flame graph: the server's pruned tree around the zoomed node (or the
+// focused call sequence, with its callers above it), drawn as boxes.
+
+import { api } from './api.js';
+import { $, bytes, el, hash, pct } from './dom.js';
+import { filterArgs, hideArgs, liveArgs, page, saveState, state } from './state.js';
+
+// Lays out a flametree answer's nodes (preorder, parents first) as boxes:
+// x and width from the weights, depth from the parents.
+function layout(nodes, width) {
+  const x = new Float64Array(nodes.length);
+  const w = new Float64Array(nodes.length);
+  const depth = new Int32Array(nodes.length);
+  const next = new Float64Array(nodes.length); // where a node's next callee starts
+  let depthMax = 0;
+  nodes.forEach((n, i) => {
+    if (n.parent < 0) {
+      x[i] = 0;
+      w[i] = width;
+    } else {
+      const p = n.parent;
+      w[i] = nodes[p].total ? (w[p] * n.total) / nodes[p].total : 0;
+      x[i] = next[p];
+      next[p] += w[i];
+      depth[i] = depth[p] + 1;
+    }
+    next[i] = x[i];
+    depthMax = Math.max(depthMax, depth[i]);
+  });
+  return { x, w, depth, depthMax };
+}
+
+// Draws boxes into `box`; `up` puts depth 0 at the bottom. `click(i)` on a box.
+function drawBoxes(box, nodes, lay, up, fmt, total, click, skipRoot) {
+  const rows = lay.depthMax + (skipRoot ? 0 : 1);
+  box.style.height = rows * 17 + 'px';
+  const frag = document.createDocumentFragment();
+  nodes.forEach((n, i) => {
+    if (lay.w[i] < 0.5 || (skipRoot && i === 0)) return;
+    const d = lay.depth[i] - (skipRoot ? 1 : 0);
+    const e = el('div', {
+      title: `${n.name}\n${fmt(n.total)} (${pct(n.total / (total || 1))}), ${n.objects} objects`,
+      text: n.name,
+    });
+    e.style.left = lay.x[i] + 'px';
+    e.style.top = (up ? rows - 1 - d : d) * 17 + 'px';
+    e.style.width = lay.w[i] + 'px';
+    e.style.background = `hsl(${20 + (hash(n.name) % 40)}, 80%, ${60 + (hash(n.name) % 15)}%)`;
+    e.addEventListener('click', () => click(i));
+    frag.append(e);
+  });
+  box.append(frag);
+}
+
+// The names from a node up to (not including) the root of a flametree answer.
+function pathTo(nodes, i) {
+  const names = [];
+  for (let m = i; m > 0; m = nodes[m].parent) names.unshift(nodes[m].name);
+  return names;
+}
+
+export async function renderFlame(gen) {
+  const args = [...liveArgs(true), ...filterArgs(), ...hideArgs()];
+  for (const f of state.fragment) args.push('--fragment', f);
+  for (const f of state.zoom) args.push('--focus', f);
+  const t = await api('flametree', args);
+  if (gen !== page.generation) return;
+  const fmt = (w) => (t.unit === 'bytes' ? bytes(w) : w + ' samples');
+  // The zoom and the fragment as far as this filter's stacks follow them.
+  const path = t.focus;
+  const fragment = t.fragment || [];
+  const crumbs = el('span', { id: 'crumbs' });
+  [fragment.length ? '[' + fragment.join(' › ') + ']' : 'all', ...path].forEach((name, i) => {
+    const a = el('a', { text: name });
+    a.addEventListener('click', () => {
+      state.zoom = path.slice(0, i);
+      saveState();
+      renderFlame(page.generation);
+    });
+    crumbs.append(i ? ' › ' : '', a);
+  });
+  const orient = el(
+    'select',
+    { id: 'orient' },
+    el('option', { value: 'icicle', text: 'icicle (callers on top)' }),
+    el('option', { value: 'flame', text: 'flame (callers below)' }),
+  );
+  orient.value = state.orient;
+  orient.addEventListener('change', () => {
+    state.orient = orient.value;
+    saveState();
+    renderFlame(page.generation);
+  });
+  const shown = t.nodes.length ? t.nodes[0].total : 0;
+  const total = el('span', {
+    id: 'flame-total',
+    'data-total': String(t.total),
+    'data-shown': String(shown),
+    text: `${t.what}: total ${fmt(t.total)}; shown ${fmt(shown)}` + (t.truncated ? ' (largest frames only)' : ''),
+  });
+  const setFragment = (f) => {
+    state.fragment = f;
+    state.zoom = [];
+    saveState();
+    renderFlame(page.generation);
+  };
+  const tools = el('span', { id: 'focus-tools' });
+  if (!fragment.length) {
+    const b = el('button', {
+      type: 'button',
+      id: 'focus-here',
+      text: 'focus on ' + (path.length ? path[path.length - 1] : '…'),
+    });
+    b.disabled = !path.length;
+    b.title = 'show the callers and callees of this function, wherever it is called';
+    b.addEventListener('click', () => setFragment([path[path.length - 1]]));
+    tools.append(b);
+  } else {
+    const drop = (id, text, f) => {
+      const b = el('button', { type: 'button', id, text });
+      b.addEventListener('click', () => setFragment(f));
+      tools.append(b);
+    };
+    if (fragment.length > 1) {
+      drop('retract-callers', '− outermost', fragment.slice(1));
+      drop('retract-callees', '− innermost', fragment.slice(0, -1));
+    }
+    drop('clear-focus', 'clear focus', []);
+  }
+  const bar = el('div', { id: 'flame-bar' }, crumbs, orient, tools, total);
+  const parts = [bar];
+  const width = $('view').clientWidth || 1000;
+  if (fragment.length) {
+    // Callers above the fragment, drawn upward from it: click one to extend the
+    // fragment toward its callers.
+    const callers = el('div', { id: 'flame-callers', class: 'flame' });
+    const callee = el('div', { id: 'fragment-bar', text: fragment.join(' › ') + ' — ' + fmt(shown) });
+    parts.push(
+      el('p', {
+        class: 'hint',
+        text: 'callers above (click to extend the focus toward them), callees below (click to extend toward them)',
+      }),
+      callers,
+      callee,
+    );
+    const box = el('div', { id: 'flame', class: 'flame' });
+    parts.push(box);
+    $('view').replaceChildren(...parts);
+    const cl = layout(t.callers, width);
+    drawBoxes(
+      callers,
+      t.callers,
+      cl,
+      true,
+      fmt,
+      t.total,
+      (i) => setFragment([...pathTo(t.callers, i).reverse(), ...fragment]),
+      true,
+    );
+    const ll = layout(t.nodes, width);
+    drawBoxes(
+      box,
+      t.nodes,
+      ll,
+      false,
+      fmt,
+      t.total,
+      (i) => {
+        if (path.length) {
+          state.zoom = [...path, ...pathTo(t.nodes, i)];
+          saveState();
+          renderFlame(page.generation);
+        } else setFragment([...fragment, ...pathTo(t.nodes, i)]);
+      },
+      true,
+    );
+    return;
+  }
+  const box = el('div', { id: 'flame', class: 'flame' });
+  parts.push(box);
+  $('view').replaceChildren(...parts);
+  const lay = layout(t.nodes, box.clientWidth || width);
+  drawBoxes(
+    box,
+    t.nodes,
+    lay,
+    state.orient === 'flame',
+    fmt,
+    t.total,
+    (i) => {
+      state.zoom = [...path, ...pathTo(t.nodes, i)];
+      saveState();
+      renderFlame(page.generation);
+    },
+    false,
+  );
+}
