@@ -55,6 +55,15 @@ async function settled(page) {
   await page.waitForFunction(() => document.getElementById('status').textContent === '');
 }
 
+// The top table's rows are the sites of a `top --json` answer, in its order,
+// with its allocation counts.
+function assertTopRows(rows, top) {
+  assert.deepEqual(
+    rows.map((r) => [r[0], r[2]]),
+    top.sites.map((s) => [s.site, String(s.allocs)]),
+  );
+}
+
 async function topRows(page) {
   return page.$$eval('#top-table tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
 }
@@ -76,14 +85,7 @@ test('the top table is what top --json ranks', async () => {
   const page = await open(await serve([trace]));
   const rows = await topRows(page);
   const expected = cli('top', '--json', '--limit', '100', trace);
-  assert.deepEqual(
-    rows.map((r) => r[0]),
-    expected.sites.map((s) => s.site),
-  );
-  assert.deepEqual(
-    rows.map((r) => r[2]),
-    expected.sites.map((s) => String(s.allocs)),
-  );
+  assertTopRows(rows, expected);
   const info = await page.textContent('#info');
   assert.match(info, /0\.001 \(1\/8000 bytes\)/);
   assert.match(info, /corpus-host/);
@@ -96,14 +98,7 @@ test('the top table is what top --json ranks', async () => {
   await settled(page);
   const sized = cli('top', '--json', '--limit', '100', '--min-size', '64', '--max-size', '4k', trace);
   const sizedRows = await topRows(page);
-  assert.deepEqual(
-    sizedRows.map((r) => r[0]),
-    sized.sites.map((s) => s.site),
-  );
-  assert.deepEqual(
-    sizedRows.map((r) => r[2]),
-    sized.sites.map((s) => String(s.allocs)),
-  );
+  assertTopRows(sizedRows, sized);
   assert.notDeepEqual(
     sizedRows.map((r) => r[2]),
     rows.map((r) => r[2]),
@@ -130,14 +125,7 @@ test('the top table is what top --json ranks', async () => {
     trace,
   );
   const livesRows = await topRows(page);
-  assert.deepEqual(
-    livesRows.map((r) => r[0]),
-    lives.sites.map((s) => s.site),
-  );
-  assert.deepEqual(
-    livesRows.map((r) => r[2]),
-    lives.sites.map((s) => String(s.allocs)),
-  );
+  assertTopRows(livesRows, lives);
   assert.notDeepEqual(
     livesRows.map((r) => r[2]),
     sizedRows.map((r) => r[2]),
@@ -158,14 +146,7 @@ test('a range dragged on the memory graph filters the table as top --between', a
   const expected = cli('top', '--json', '--limit', '100', '--between', hash.get('from'), hash.get('to'), trace);
   const rows = await topRows(page);
   assert.ok(rows.length > 0);
-  assert.deepEqual(
-    rows.map((r) => r[0]),
-    expected.sites.map((s) => s.site),
-  );
-  assert.deepEqual(
-    rows.map((r) => r[2]),
-    expected.sites.map((s) => String(s.allocs)),
-  );
+  assertTopRows(rows, expected);
   const whole = cli('top', '--json', '--limit', '100', trace);
   assert.notDeepEqual(
     rows.map((r) => r[2]),
