@@ -171,7 +171,7 @@ impl Queues {
 /// to a tab, is then immediate. Bounded by their total size.
 #[derive(Default)]
 struct Cache {
-    entries: VecDeque<(Key, Arc<String>)>,
+    entries: VecDeque<(Key, Bytes)>,
     bytes: usize,
 }
 
@@ -182,15 +182,15 @@ type Key = (Endpoint, Vec<String>);
 const CACHE_BYTES: usize = 64 << 20;
 
 impl Cache {
-    fn get(&mut self, key: &Key) -> Option<Arc<String>> {
+    fn get(&mut self, key: &Key) -> Option<Bytes> {
         let i = self.entries.iter().position(|(k, _)| k == key)?;
         let entry = self.entries.remove(i)?;
-        let answer = Arc::clone(&entry.1);
+        let answer = entry.1.clone();
         self.entries.push_front(entry);
         Some(answer)
     }
 
-    fn put(&mut self, key: Key, answer: Arc<String>) {
+    fn put(&mut self, key: Key, answer: Bytes) {
         if answer.len() > CACHE_BYTES / 4 {
             return;
         }
@@ -305,8 +305,7 @@ impl Viewer {
         served.ready.notify_all();
         drop(runtime);
         for w in workers {
-            // A worker that panicked has already lost its query; the others
-            // served on.
+            // Workers catch the panics of queries; nothing else in them can.
             let _ = w.join();
         }
         listening
@@ -331,7 +330,7 @@ async fn handle(
         Routed::Reply(reply) => reply,
         Routed::Query(key) => match queue(key, &served) {
             Ok(reply) => reply,
-            // A worker that panicked dropped the query.
+            // Queued when the server stopped: dropped with its worker.
             Err(answer) => answer
                 .await
                 .unwrap_or_else(|_| Reply::text(500, "the query failed")),
@@ -345,7 +344,7 @@ async fn handle(
 fn queue(key: Key, served: &Served) -> Result<Reply, oneshot::Receiver<Reply>> {
     let mut answers = lock(&served.answers);
     if let Some(body) = answers.cache.get(&key) {
-        return Ok(Reply::json(Arc::unwrap_or_clone(body)));
+        return Ok(Reply::json(body));
     }
     let (waiter, answer) = oneshot::channel();
     if let Some(waiting) = answers.in_flight.get_mut(&key) {
@@ -375,21 +374,31 @@ fn work(served: &Served, stop: &AtomicBool) {
                 }
             }
         };
-        let Some((key, waiter)) = next else { continue };
-        let reply = served.ask(&key);
-        let waiting = {
-            let mut answers = lock(&served.answers);
-            if reply.status == 200 {
-                answers.cache.put(key.clone(), Arc::new(reply.body.clone()));
-            }
-            answers.in_flight.remove(&key).unwrap_or_default()
-        };
-        // A request whose connection closed no longer waits.
-        for other in waiting {
-            let _ = other.send(reply.clone());
+        if let Some((key, waiter)) = next {
+            answer(served, key, waiter, |key| served.ask(key));
         }
-        let _ = waiter.send(reply);
     }
+}
+
+/// Answers the query `key` with `ask`, to `waiter` and to the requests that
+/// joined it, and keeps the answer. A query that panics is answered 500 and
+/// the worker serves on: left in flight, it would hold every later request of
+/// the same query.
+fn answer(served: &Served, key: Key, waiter: Waiter, ask: impl FnOnce(&Key) -> Reply) {
+    let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ask(&key)))
+        .unwrap_or_else(|_| Reply::text(500, "the query failed"));
+    let waiting = {
+        let mut answers = lock(&served.answers);
+        if reply.status == 200 {
+            answers.cache.put(key.clone(), reply.body.clone());
+        }
+        answers.in_flight.remove(&key).unwrap_or_default()
+    };
+    // A request whose connection closed no longer waits.
+    for other in waiting {
+        let _ = other.send(reply.clone());
+    }
+    let _ = waiter.send(reply);
 }
 
 /// Who may ask: the Host headers and origins of this server, and its token.
@@ -475,12 +484,13 @@ impl Asked {
     }
 }
 
-/// A response: status, content type, body.
+/// A response: status, content type, body. The body is shared, not copied,
+/// between the cache, the requests that wait for one query, and the assets.
 #[derive(Clone)]
 struct Reply {
     status: u16,
     content_type: &'static str,
-    body: String,
+    body: Bytes,
 }
 
 impl Reply {
@@ -488,16 +498,37 @@ impl Reply {
         Reply {
             status,
             content_type: "text/plain; charset=utf-8",
+            body: Bytes::from(body.into()),
+        }
+    }
+
+    fn json(body: impl Into<Bytes>) -> Reply {
+        Reply {
+            status: 200,
+            content_type: "application/json",
             body: body.into(),
         }
     }
 
-    fn json(body: String) -> Reply {
-        Reply {
-            status: 200,
-            content_type: "application/json",
-            body,
+    /// The HTTP response.
+    fn response(self) -> Response<Full<Bytes>> {
+        let mut response = Response::new(Full::new(self.body));
+        *response.status_mut() = hyper::StatusCode::from_u16(self.status)
+            .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+        let headers = response.headers_mut();
+        for (name, value) in [
+            (hyper::header::CONTENT_TYPE, self.content_type),
+            (hyper::header::CACHE_CONTROL, "no-store"),
+            (hyper::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (hyper::header::REFERRER_POLICY, "no-referrer"),
+            (
+                hyper::header::CONTENT_SECURITY_POLICY,
+                "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:",
+            ),
+        ] {
+            headers.insert(name, hyper::header::HeaderValue::from_static(value));
         }
+        response
     }
 }
 
@@ -530,7 +561,7 @@ fn classify(asked: &Asked, guard: &Guard, served: &Served) -> Routed {
         return Routed::Reply(Reply {
             status: 200,
             content_type,
-            body: body.to_string(),
+            body: Bytes::from_static(body.as_bytes()),
         });
     }
     let Some(name) = path.strip_prefix("/api/") else {
@@ -578,29 +609,6 @@ fn classify(asked: &Asked, guard: &Guard, served: &Served) -> Routed {
     }
 }
 
-impl Reply {
-    /// The HTTP response.
-    fn response(self) -> Response<Full<Bytes>> {
-        let mut response = Response::new(Full::new(Bytes::from(self.body)));
-        *response.status_mut() = hyper::StatusCode::from_u16(self.status)
-            .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
-        let headers = response.headers_mut();
-        for (name, value) in [
-            (hyper::header::CONTENT_TYPE, self.content_type),
-            (hyper::header::CACHE_CONTROL, "no-store"),
-            (hyper::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-            (hyper::header::REFERRER_POLICY, "no-referrer"),
-            (
-                hyper::header::CONTENT_SECURITY_POLICY,
-                "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:",
-            ),
-        ] {
-            headers.insert(name, hyper::header::HeaderValue::from_static(value));
-        }
-        response
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -624,20 +632,20 @@ mod tests {
     fn the_cache_keeps_the_latest_answers_within_its_size() {
         let mut c = Cache::default();
         let key = |n: usize| (Endpoint::Top, vec![n.to_string()]);
-        let big = Arc::new("x".repeat(CACHE_BYTES / 8));
+        let big = Bytes::from("x".repeat(CACHE_BYTES / 8));
         for n in 0..12 {
-            c.put(key(n), Arc::clone(&big));
+            c.put(key(n), big.clone());
         }
         assert!(c.bytes <= CACHE_BYTES);
         assert_eq!(c.entries.len(), 8);
         assert!(c.get(&key(3)).is_none(), "the oldest went first");
         assert!(c.get(&key(4)).is_some());
         // Used again, 4 is now the newest: the next puts evict 5, not 4.
-        c.put(key(12), Arc::clone(&big));
+        c.put(key(12), big.clone());
         assert!(c.get(&key(4)).is_some());
         assert!(c.get(&key(5)).is_none());
         // An answer too large to keep is not kept.
-        c.put(key(13), Arc::new("y".repeat(CACHE_BYTES / 2)));
+        c.put(key(13), Bytes::from("y".repeat(CACHE_BYTES / 2)));
         assert!(c.get(&key(13)).is_none());
     }
 
@@ -649,7 +657,10 @@ mod tests {
             Routed::Reply(r) => r,
             Routed::Query(key) => s.ask(&key),
         };
-        (reply.status, reply.body)
+        (
+            reply.status,
+            String::from_utf8_lossy(&reply.body).into_owned(),
+        )
     }
 
     fn get(url: &str, host: &str) -> Asked {
@@ -854,5 +865,20 @@ mod tests {
             let asset = ASSETS.iter().find(|(p, _, _)| *p == served);
             assert_eq!(asset.map(|a| a.2), Some(body.as_str()), "{served}");
         }
+    }
+
+    #[test]
+    fn a_query_that_panics_is_answered_500_to_all_who_asked_it() {
+        let s = served();
+        let top = (Endpoint::Top, vec![]);
+        let first = queue(top.clone(), &s).err().unwrap();
+        let second = queue(top.clone(), &s).err().unwrap();
+        let (key, waiter) = lock(&s.queued).pop().unwrap();
+        answer(&s, key, waiter, |_| panic!("a query's bug"));
+        assert_eq!(first.blocking_recv().unwrap().status, 500);
+        assert_eq!(second.blocking_recv().unwrap().status, 500);
+        assert!(lock(&s.answers).in_flight.is_empty());
+        // Nothing kept: asked again, the query runs again.
+        assert!(queue(top, &s).is_err());
     }
 }
