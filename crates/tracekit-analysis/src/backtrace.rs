@@ -53,7 +53,7 @@ fn child_key(parent: u32, code: LocationCode) -> u64 {
 }
 
 /// The trie of backtraces.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Backtraces {
     nodes: Vec<Node>,
     /// Every node but the root, by its `parent` and `code`.

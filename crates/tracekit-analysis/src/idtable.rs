@@ -20,7 +20,7 @@ fn home(key: u64, bits: u32) -> usize {
 }
 
 /// Node ids by key (see the module docs).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct IdTable {
     slots: Vec<u32>,
     bits: u32,

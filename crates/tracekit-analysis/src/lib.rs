@@ -31,6 +31,7 @@ pub mod sampling;
 pub mod sites;
 pub mod svg;
 pub mod symbols;
+pub mod tables;
 pub mod time;
 pub mod trace_bytes;
 pub mod units;

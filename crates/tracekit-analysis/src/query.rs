@@ -14,13 +14,13 @@
 //!   entries, which the pass keeps up to the one that names the site.
 
 use serde_json::Value;
-use tracekit_memtrace::{AllocationSource, DomainId, LocationLookup, ReadError, Reader, Timedelta};
+use tracekit_memtrace::{AllocationSource, DomainId, LocationLookup, ReadError, Timedelta};
 
 use crate::analyzer::{Filter, FilterError, Options};
 use crate::curve::TimelinePoint;
 use crate::frames::{FrameTree, Hide};
 use crate::passes::objects::LifeClauses;
-use crate::passes::{self, FrameMatch, LocationFilter, Pass, Progress, Stage};
+use crate::passes::{self, FrameMatch, LocationFilter, Pass, Progress, Source, Stage};
 use crate::paths;
 use crate::render::{self, DiffContext, TopContext, TraceFile};
 use crate::report::{self, DiffRow, FoldOptions, GroupBy, Rank, Top, Unit};
@@ -184,7 +184,7 @@ impl FilterSpec {
     /// [`Stage::Analysing`]; with `settle`, its peak made exact.
     fn pass(
         &self,
-        reader: &mut Reader<'_>,
+        source: &mut dyn Source,
         options: Options,
         settle: bool,
         progress: Progress<'_>,
@@ -195,11 +195,11 @@ impl FilterSpec {
         if !life.is_empty() {
             progress(Stage::SelectingObjects, 0);
             let mut at = |pos| progress(Stage::SelectingObjects, pos);
-            options.filter.objects = Some(passes::objects::passing(reader, &life, &mut at));
+            options.filter.objects = Some(source.objects(&life, &mut at));
         }
         match settle {
-            true => passes::settled(reader, options, location.as_ref(), progress),
-            false => passes::analyze(reader, options, location.as_ref(), progress),
+            true => passes::settled(source, options, location.as_ref(), progress),
+            false => passes::analyze(source, options, location.as_ref(), progress),
         }
     }
 }
@@ -265,11 +265,11 @@ fn limit(n: usize) -> usize {
 /// The peak of the whole live heap, when `peak` asks for it.
 fn whole_peak(
     peak: bool,
-    reader: &mut Reader<'_>,
+    source: &mut dyn Source,
     progress: Progress<'_>,
 ) -> Result<Option<crate::Peak>, QueryError> {
     match peak {
-        true => passes::find_peak(reader, progress)
+        true => passes::find_peak(source, progress)
             .map(Some)
             .map_err(QueryError::Peak),
         false => Ok(None),
@@ -319,11 +319,11 @@ impl TopQuery {
     /// Runs the passes the query needs over `reader`.
     pub fn run(
         &self,
-        reader: &mut Reader<'_>,
+        source: &mut dyn Source,
         progress: Progress<'_>,
     ) -> Result<TopAnswer, QueryError> {
         let filter = self.filter.filter()?;
-        let peak = whole_peak(self.peak, reader, &mut *progress)?;
+        let peak = whole_peak(self.peak, source, &mut *progress)?;
         let context = TopContext {
             at: peak.as_ref().map(|p| p.time).or(self.at),
             at_peak: peak.is_some(),
@@ -334,7 +334,7 @@ impl TopQuery {
             ..self.sites.options(self.by, filter)
         };
         // The header shows the peak: the whole heap's, or this pass's made exact.
-        let mut pass = self.filter.pass(reader, options, peak.is_none(), progress);
+        let mut pass = self.filter.pass(source, options, peak.is_none(), progress);
         if let Some(peak) = peak {
             pass.profile.peak = peak;
         }
@@ -342,7 +342,7 @@ impl TopQuery {
             Some(_) => Rank::LiveAt,
             None => Rank::Allocated,
         };
-        let (symbols, skip) = (reader.locations(), self.sites.skip());
+        let (symbols, skip) = (source.locations(), self.sites.skip());
         let top = report::top_skipping(
             &pass.profile,
             symbols,
@@ -400,7 +400,7 @@ impl TimelineQuery {
     /// Runs the pass (without backtraces) over `reader`.
     pub fn run(
         &self,
-        reader: &mut Reader<'_>,
+        source: &mut dyn Source,
         progress: Progress<'_>,
     ) -> Result<TimelineAnswer, QueryError> {
         let options = Options {
@@ -408,7 +408,7 @@ impl TimelineQuery {
             backtraces: false,
             ..Options::default()
         };
-        let pass = self.filter.pass(reader, options, true, progress);
+        let pass = self.filter.pass(source, options, true, progress);
         let points = pass.profile.timeline.points(self.points.max(1));
         Ok(TimelineAnswer {
             pass,
@@ -508,11 +508,11 @@ impl FlameQuery {
     /// to `progress` as [`Stage::Folding`]).
     pub fn run(
         &self,
-        reader: &mut Reader<'_>,
+        source: &mut dyn Source,
         progress: Progress<'_>,
     ) -> Result<FlameAnswer, QueryError> {
         let filter = self.filter.filter()?;
-        let peak = whole_peak(self.peak, reader, &mut *progress)?;
+        let peak = whole_peak(self.peak, source, &mut *progress)?;
         let at = peak.map(|p| p.time).or(self.at);
         let weight = match (at, self.live_end) {
             (Some(_), _) => Weight::LiveAt,
@@ -529,12 +529,12 @@ impl FlameQuery {
             },
             ..Options::default()
         };
-        let pass = self.filter.pass(reader, options, false, &mut *progress);
+        let pass = self.filter.pass(source, options, false, &mut *progress);
         let unit = match self.samples {
             true => Unit::Samples,
             false => Unit::Bytes,
         };
-        progress(Stage::Folding, reader.size_bytes());
+        progress(Stage::Folding, source.size_bytes());
         let fold = FoldOptions {
             weight,
             label: self.frames,
@@ -545,7 +545,7 @@ impl FlameQuery {
             containing: self.hide.clone(),
             functions: self.hide_function.clone(),
         };
-        let tree = report::fold_tree_hiding(&pass.profile, reader.locations(), fold, &hide);
+        let tree = report::fold_tree_hiding(&pass.profile, source.locations(), fold, &hide);
         Ok(FlameAnswer {
             pass,
             tree,
@@ -631,7 +631,7 @@ impl HotPathsQuery {
     /// The flame graph's passes, then the paths in its tree.
     pub fn run(
         &self,
-        reader: &mut Reader<'_>,
+        source: &mut dyn Source,
         progress: Progress<'_>,
     ) -> Result<HotPathsAnswer, QueryError> {
         // The paths' counts are part of the answer.
@@ -639,7 +639,7 @@ impl HotPathsQuery {
             count_objects: true,
             ..self.flame.clone()
         };
-        let flame = query.run(reader, progress)?;
+        let flame = query.run(source, progress)?;
         Ok(self.answer(flame))
     }
 
@@ -760,14 +760,14 @@ impl FxtQuery {
     /// Runs the pass over `reader`, its peak exact: the timeline, the peak and the
     /// `big` largest allocations with their backtraces, no other backtrace
     /// ([`Options::big_backtraces_only`]).
-    pub fn run(&self, reader: &mut Reader<'_>, progress: Progress<'_>) -> Result<Pass, QueryError> {
+    pub fn run(&self, source: &mut dyn Source, progress: Progress<'_>) -> Result<Pass, QueryError> {
         let options = Options {
             filter: self.filter.filter()?,
             big: self.big,
             big_backtraces_only: true,
             ..Options::default()
         };
-        Ok(self.filter.pass(reader, options, true, progress))
+        Ok(self.filter.pass(source, options, true, progress))
     }
 
     /// The writer's options for this query.
@@ -818,11 +818,11 @@ impl DiffQuery {
     /// report its own progress).
     pub fn pass(
         &self,
-        reader: &mut Reader<'_>,
+        source: &mut dyn Source,
         progress: Progress<'_>,
     ) -> Result<Pass, QueryError> {
         let options = self.sites.options(self.by, self.filter.filter()?);
-        Ok(self.filter.pass(reader, options, false, progress))
+        Ok(self.filter.pass(source, options, false, progress))
     }
 
     /// Compares the two passes, each with its trace's locations.
@@ -886,6 +886,7 @@ impl DiffAnswer {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use tracekit_memtrace::Reader;
     use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
 
     fn trace(seed: u64) -> Vec<u8> {

@@ -8,3 +8,5 @@ mod dump;
 mod site_skip;
 #[path = "integration/tables.rs"]
 mod tables;
+#[path = "integration/trace_tables.rs"]
+mod trace_tables;

@@ -1,7 +1,8 @@
 //! The JSON answers behind the page: each endpoint runs the same query, with
 //! the same options, as the `tracekit memtrace` subcommand of its name, and
-//! answers what that subcommand prints with `--json`. No I/O: the trace is
-//! bytes in memory, the request a list of arguments.
+//! answers what that subcommand prints with `--json`, from the trace's tables
+//! (decoded once, when the trace is opened) rather than a new pass over its
+//! bytes. No I/O: the request is a list of arguments.
 //!
 //! | endpoint | subcommand | arguments |
 //! | --- | --- | --- |
@@ -40,22 +41,16 @@ use tracekit_analysis::query::{
     DiffQuery, FilterSpec, FlameQuery, HotPathsQuery, QueryError, TimelineQuery, TopQuery,
 };
 use tracekit_analysis::render::TraceFile;
+use tracekit_analysis::tables::Tables;
 use tracekit_analysis::trace_bytes::TraceBytes;
 use tracekit_memtrace::dump::InfoReport;
 use tracekit_memtrace::{ReadError, Reader};
 
-/// A progress callback for a pass over `bytes` that releases what the pass has read
-/// behind it, in steps.
-fn releasing(bytes: &TraceBytes) -> impl FnMut(tracekit_analysis::passes::Stage, u64) + use<> {
-    let mut pass = bytes.pass();
-    move |_, pos| pass.at(pos)
-}
-
-/// A trace being served: its bytes, the name its answers give it, and what
+/// A trace being served: its tables, the name its answers give it, and what
 /// does not change between requests.
 pub struct Trace {
     name: String,
-    bytes: TraceBytes,
+    tables: Tables,
     info: String,
     /// The flame graph tree of the last `flamegraph` options `flametree` was
     /// asked with.
@@ -72,16 +67,28 @@ struct Flame {
 }
 
 impl Trace {
-    /// A trace named `name` (as its answers print it). Reads it once, for its
-    /// `info` answer.
-    pub fn new(name: String, bytes: TraceBytes) -> Result<Trace, ReadError> {
+    /// A trace named `name` (as its answers print it), decoded once into its
+    /// tables, which every answer is made from; `progress` hears the byte
+    /// position reached. The pages read are let go as the decoding passes them,
+    /// and the bytes are not kept.
+    pub fn new(
+        name: String,
+        bytes: TraceBytes,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Trace, ReadError> {
         let mut reader = Reader::from_owner(bytes.clone())?;
         let report = InfoReport::collect(&mut reader, &name, |_| {}, |_| {});
         let info = to_json(&report);
         bytes.release_all();
+        let mut release = bytes.pass();
+        let tables = Tables::build(&mut reader, &mut |pos| {
+            release.at(pos);
+            progress(pos);
+        });
+        bytes.release_all();
         Ok(Trace {
             name,
-            bytes,
+            tables,
             info,
             flame: Mutex::new(None),
         })
@@ -92,21 +99,23 @@ impl Trace {
         &self.name
     }
 
+    /// The trace's tables.
+    pub fn tables(&self) -> &Tables {
+        &self.tables
+    }
+
     /// The flame graph of `query`: the one kept if it is of the same query, else
     /// folded now (and kept).
-    fn flame(
-        &self,
-        query: &FlameQuery,
-        progress: tracekit_analysis::passes::Progress<'_>,
-    ) -> Result<Arc<Flame>, ApiError> {
+    fn flame(&self, query: &FlameQuery) -> Result<Arc<Flame>, ApiError> {
         let kept = self.flame.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some((q, f)) = kept
             && q == *query
         {
             return Ok(f);
         }
-        let mut reader = self.reader()?;
-        let answer = query.run(&mut reader, progress).map_err(query_error)?;
+        let answer = query
+            .run(&mut &self.tables, &mut |_, _| {})
+            .map_err(query_error)?;
         let f = Arc::new(Flame {
             tree: answer.tree,
             unit: answer.unit,
@@ -118,13 +127,8 @@ impl Trace {
         Ok(f)
     }
 
-    fn reader(&self) -> Result<Reader<'static>, ApiError> {
-        // The same bytes parsed when the trace was made, so this does not fail.
-        Reader::from_owner(self.bytes.clone()).map_err(|e| ApiError::Unreadable(e.to_string()))
-    }
-
-    fn file(&self, reader: &Reader<'_>) -> TraceFile {
-        TraceFile::new(self.name.clone(), reader.info())
+    fn file(&self) -> TraceFile {
+        TraceFile::new(self.name.clone(), self.tables.info())
     }
 }
 
@@ -280,28 +284,16 @@ fn to_json(value: &impl serde::Serialize) -> String {
 }
 
 /// The answer of `endpoint` to `args` about `trace` (and `compare`, for
-/// [`Endpoint::Diff`]): the JSON its subcommand prints.
+/// [`Endpoint::Diff`]): the JSON its subcommand prints, made from the traces'
+/// tables.
 pub fn answer(
     trace: &Trace,
     compare: Option<&Trace>,
     endpoint: Endpoint,
     args: &[String],
 ) -> Result<String, ApiError> {
-    let answer = ask(trace, compare, endpoint, args);
-    trace.bytes.release_all();
-    if let Some(c) = compare {
-        c.bytes.release_all();
-    }
-    answer
-}
-
-fn ask(
-    trace: &Trace,
-    compare: Option<&Trace>,
-    endpoint: Endpoint,
-    args: &[String],
-) -> Result<String, ApiError> {
-    let mut quiet = releasing(&trace.bytes);
+    let mut quiet = |_, _| {};
+    let mut tables = &trace.tables;
     match endpoint {
         Endpoint::Info => {
             if let Some(a) = args.first() {
@@ -314,22 +306,19 @@ fn ask(
         Endpoint::Top => {
             let q = parse::<TopArgs>(args)?.query;
             checked(&q.filter)?;
-            let mut reader = trace.reader()?;
-            let answer = q.run(&mut reader, &mut quiet).map_err(query_error)?;
-            Ok(to_json(&answer.json(&trace.file(&reader))))
+            let answer = q.run(&mut tables, &mut quiet).map_err(query_error)?;
+            Ok(to_json(&answer.json(&trace.file())))
         }
         Endpoint::Timeline => {
             let q = parse::<TimelineArgs>(args)?.query;
             checked(&q.filter)?;
-            let mut reader = trace.reader()?;
-            let answer = q.run(&mut reader, &mut quiet).map_err(query_error)?;
-            Ok(to_json(&answer.json(&trace.file(&reader))))
+            let answer = q.run(&mut tables, &mut quiet).map_err(query_error)?;
+            Ok(to_json(&answer.json(&trace.file())))
         }
         Endpoint::Flamegraph => {
             let q = parse::<FlameArgs>(args)?.query;
             checked(&q.filter)?;
-            let mut reader = trace.reader()?;
-            let answer = q.run(&mut reader, &mut quiet).map_err(query_error)?;
+            let answer = q.run(&mut tables, &mut quiet).map_err(query_error)?;
             Ok(to_json(&answer.json()))
         }
         Endpoint::FlameTree => {
@@ -343,7 +332,7 @@ fn ask(
                     a.min_share
                 )));
             }
-            let flame = trace.flame(&a.query, &mut quiet)?;
+            let flame = trace.flame(&a.query)?;
             let shown = Shown {
                 min_share: a.min_share,
                 depth: a.depth.unwrap_or(usize::MAX),
@@ -377,22 +366,22 @@ fn ask(
         Endpoint::HotPaths => {
             let q = parse::<HotPathsArgs>(args)?.query;
             checked(&q.flame.filter)?;
-            let mut reader = trace.reader()?;
-            let answer = q.run(&mut reader, &mut quiet).map_err(query_error)?;
-            Ok(to_json(&answer.json(&trace.file(&reader))))
+            let answer = q.run(&mut tables, &mut quiet).map_err(query_error)?;
+            Ok(to_json(&answer.json(&trace.file())))
         }
         Endpoint::Diff => {
             let other = compare.ok_or(ApiError::NothingToCompare)?;
             let q = parse::<DiffArgs>(args)?.query;
             checked(&q.filter)?;
             // As `memtrace diff A B`: the compared trace is the baseline.
-            let (mut ra, mut rb) = (other.reader()?, trace.reader()?);
-            let pa = q
-                .pass(&mut ra, &mut releasing(&other.bytes))
-                .map_err(query_error)?;
-            let pb = q.pass(&mut rb, &mut quiet).map_err(query_error)?;
-            let ctx = q.context(other.file(&ra), trace.file(&rb));
-            let answer = q.compare((pa, ra.locations()), (pb, rb.locations()));
+            let mut base = &other.tables;
+            let pa = q.pass(&mut base, &mut quiet).map_err(query_error)?;
+            let pb = q.pass(&mut tables, &mut quiet).map_err(query_error)?;
+            let ctx = q.context(other.file(), trace.file());
+            let answer = q.compare(
+                (pa, other.tables.locations()),
+                (pb, trace.tables.locations()),
+            );
             Ok(to_json(&answer.json(&ctx)))
         }
     }
@@ -459,7 +448,7 @@ mod tests {
     use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
 
     #[test]
-    fn the_pages_read_are_released_after_each_answer() {
+    fn the_pages_read_are_let_go_at_start_and_never_read_again() {
         let config = SynthConfig {
             allocs: 1000,
             ..SynthConfig::default()
@@ -468,13 +457,21 @@ mod tests {
         let calls: Arc<Mutex<Vec<std::ops::Range<usize>>>> = Arc::default();
         let seen = Arc::clone(&calls);
         let b = TraceBytes::new(bytes).on_release(move |r| seen.lock().unwrap().push(r));
-        let trace = Trace::new("t".into(), b).unwrap();
-        assert_eq!(calls.lock().unwrap().len(), 1, "after reading the info");
+        let mut positions = Vec::new();
+        let trace = Trace::new("t".into(), b, &mut |p| positions.push(p)).unwrap();
+        assert_eq!(
+            calls.lock().unwrap().last(),
+            Some(&(0..usize::MAX)),
+            "all let go once the tables are built"
+        );
+        assert!(!positions.is_empty(), "the decoding reports its progress");
+        let released = calls.lock().unwrap().len();
         answer(&trace, None, Endpoint::Top, &[]).unwrap();
-        assert_eq!(calls.lock().unwrap().last(), Some(&(0..usize::MAX)));
-        assert_eq!(calls.lock().unwrap().len(), 2);
-        // A refused request reads nothing but still lets go.
-        assert!(answer(&trace, None, Endpoint::Top, &["--nope".into()]).is_err());
-        assert_eq!(calls.lock().unwrap().len(), 3);
+        assert_eq!(
+            calls.lock().unwrap().len(),
+            released,
+            "answers read no page"
+        );
+        assert_eq!(trace.tables().allocations(), 1000);
     }
 }

@@ -623,7 +623,7 @@ mod tests {
         };
         let bytes = write_synthetic(Vec::new(), &config).unwrap();
         Served::new(
-            Trace::new("t.ctf".into(), TraceBytes::new(bytes)).unwrap(),
+            Trace::new("t.ctf".into(), TraceBytes::new(bytes), &mut |_| {}).unwrap(),
             None,
         )
     }

@@ -23,7 +23,7 @@ use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, LocationCode, 
 /// Whether an entry names a site depends on its location code alone, so the answer is
 /// memoised per code; a small direct-mapped cache in front of the map answers the
 /// common case (the leaf of a recent allocation) in a few instructions.
-struct SiteStart<'s> {
+pub(crate) struct SiteStart<'s> {
     skip: &'s FrameSkip,
     /// `skip.is_empty()`, kept here so that the common case reads no pointer.
     skip_empty: bool,
@@ -35,7 +35,7 @@ struct SiteStart<'s> {
 const SITE_CACHE_BITS: u32 = 12;
 
 impl<'s> SiteStart<'s> {
-    fn new(skip: &'s FrameSkip) -> Self {
+    pub(crate) fn new(skip: &'s FrameSkip) -> Self {
         SiteStart {
             skip,
             skip_empty: skip.is_empty(),
@@ -52,7 +52,7 @@ impl<'s> SiteStart<'s> {
     /// the caller and the memo are out of line, so that the decoding loop around this
     /// stays small.
     #[inline(always)]
-    fn start(&mut self, table: &mt::LocationTable, backtrace: &[LocationCode]) -> usize {
+    pub(crate) fn start(&mut self, table: &mt::LocationTable, backtrace: &[LocationCode]) -> usize {
         let leaf = backtrace.len().saturating_sub(1);
         if self.skip_empty {
             return leaf;

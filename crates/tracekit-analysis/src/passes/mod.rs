@@ -1,4 +1,5 @@
-//! Passes over a trace read by `tracekit-memtrace`'s [`Reader`]: [`analyze`] runs one,
+//! Passes over a trace, read by `tracekit-memtrace`'s [`Reader`] or from its tables
+//! ([`Source`]): [`analyze`] runs one,
 //! the others find the peak of the whole live heap before a pass that weighs what is
 //! live at it ([`find_peak`]), and make a pass's peak exact when its domains
 //! interleaved ([`settle_peak`], [`settled`]).
@@ -13,13 +14,16 @@
 //! the pass counts such events ([`Peak::late_events`]) and names the domains. One
 //! more pass, told the domains upfront, then finds the exact peak.
 
-mod drive;
+pub(crate) mod drive;
 pub mod objects;
 
-use tracekit_memtrace::{LocationCode, ReadError, Reader, Warning};
+use std::sync::Arc;
+
+use tracekit_memtrace::{Info, LocationCode, LocationTable, ReadError, Reader, Warning};
 
 use crate::analyzer::{LocationMask, Options, Profile};
 use crate::curve::Peak;
+use objects::{AllocationSet, LifeClauses};
 
 #[doc(hidden)]
 pub use crate::analyzer::Threads;
@@ -70,41 +74,90 @@ impl Stage {
 /// with the byte position reached.
 pub type Progress<'a> = &'a mut dyn FnMut(Stage, u64);
 
-/// One analysis pass over `reader` with `options` (its [`Options::threads`] say on how
-/// many threads). `location` keeps only allocations whose backtrace locations pass its
-/// clauses. `progress` hears [`Stage::Analysing`] at position 0, then
-/// now and then the byte position reached.
-pub fn analyze(
-    reader: &mut Reader<'_>,
-    options: Options,
-    location: Option<&LocationFilter>,
-    progress: Progress<'_>,
-) -> Pass {
-    run(reader, options, location, Stage::Analysing, progress)
+/// What a pass reads: a trace's [`Reader`], decoding as it goes, or the trace's
+/// [`Tables`](crate::tables::Tables), decoded once. A pass gives the same [`Pass`]
+/// over either.
+pub trait Source {
+    /// The trace's header.
+    fn info(&self) -> &Info;
+    /// The trace's locations (every one, once a pass has read the whole trace).
+    fn locations(&self) -> &LocationTable;
+    /// The trace's size in bytes, the scale of progress positions.
+    fn size_bytes(&self) -> u64;
+    /// One analysis pass with `options`; `location` keeps only allocations whose
+    /// backtrace locations pass its clauses. `progress` hears `stage` at position 0,
+    /// then now and then the byte position reached.
+    fn pass(
+        &mut self,
+        options: Options,
+        location: Option<&LocationFilter>,
+        stage: Stage,
+        progress: Progress<'_>,
+    ) -> Pass;
+    /// The allocations (by ordinal) whose objects' lives pass `clauses`.
+    fn objects(
+        &mut self,
+        clauses: &LifeClauses,
+        progress: &mut dyn FnMut(u64),
+    ) -> Arc<AllocationSet>;
 }
 
-/// [`analyze`], its progress reported as `stage`.
-fn run(
-    reader: &mut Reader<'_>,
+impl Source for Reader<'_> {
+    fn info(&self) -> &Info {
+        Reader::info(self)
+    }
+
+    fn locations(&self) -> &LocationTable {
+        Reader::locations(self)
+    }
+
+    fn size_bytes(&self) -> u64 {
+        Reader::size_bytes(self)
+    }
+
+    fn pass(
+        &mut self,
+        options: Options,
+        location: Option<&LocationFilter>,
+        stage: Stage,
+        progress: Progress<'_>,
+    ) -> Pass {
+        progress(stage, 0);
+        let mut position = |pos| progress(stage, pos);
+        let two = match options.threads {
+            Threads::One => false,
+            Threads::Two => true,
+            Threads::Auto => std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
+        };
+        // The location filter matches locations as backtraces are decoded, which only
+        // the one-thread pass does.
+        if two && location.is_none() {
+            drive::two_threads(self, options, &mut position)
+        } else {
+            drive::one_thread(self, options, location, &mut position)
+        }
+    }
+
+    fn objects(
+        &mut self,
+        clauses: &LifeClauses,
+        progress: &mut dyn FnMut(u64),
+    ) -> Arc<AllocationSet> {
+        objects::passing(self, clauses, progress)
+    }
+}
+
+/// One analysis pass over `source` with `options` (its [`Options::threads`] say on
+/// how many threads a reader's pass runs). `location` keeps only allocations whose
+/// backtrace locations pass its clauses. `progress` hears [`Stage::Analysing`] at
+/// position 0, then now and then the byte position reached.
+pub fn analyze(
+    source: &mut dyn Source,
     options: Options,
     location: Option<&LocationFilter>,
-    stage: Stage,
     progress: Progress<'_>,
 ) -> Pass {
-    progress(stage, 0);
-    let mut position = |pos| progress(stage, pos);
-    let two = match options.threads {
-        Threads::One => false,
-        Threads::Two => true,
-        Threads::Auto => std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
-    };
-    // The location filter matches locations as backtraces are decoded, which only
-    // the one-thread pass does.
-    if two && location.is_none() {
-        drive::two_threads(reader, options, &mut position)
-    } else {
-        drive::one_thread(reader, options, location, &mut position)
-    }
+    source.pass(options, location, Stage::Analysing, progress)
 }
 
 /// Clauses on the locations of an allocation's backtrace, decided as backtraces are
@@ -192,19 +245,13 @@ impl LocationFilter {
 
 /// The peak of the whole live heap (no filter): a quick pass without backtraces,
 /// repeated with the domains known if the first pass saw domains interleave.
-pub fn find_peak(reader: &mut Reader<'_>, progress: Progress<'_>) -> Result<Peak, ReadError> {
+pub fn find_peak(source: &mut dyn Source, progress: Progress<'_>) -> Result<Peak, ReadError> {
     let mut options = Options {
         backtraces: false,
         timeline_buckets: 0,
         ..Options::default()
     };
-    let first = run(
-        reader,
-        options.clone(),
-        None,
-        Stage::FindingPeak,
-        &mut *progress,
-    );
+    let first = source.pass(options.clone(), None, Stage::FindingPeak, &mut *progress);
     if let Some(e) = first.error {
         return Err(e);
     }
@@ -213,7 +260,7 @@ pub fn find_peak(reader: &mut Reader<'_>, progress: Progress<'_>) -> Result<Peak
         return Ok(peak);
     }
     options.domains = peak.domains.clone();
-    let second = run(reader, options, None, Stage::FindingPeak, progress);
+    let second = source.pass(options, None, Stage::FindingPeak, progress);
     match second.error {
         Some(e) => Err(e),
         None => Ok(second.profile.peak),
@@ -224,7 +271,7 @@ pub fn find_peak(reader: &mut Reader<'_>, progress: Progress<'_>) -> Result<Peak
 /// backtraces unless the location filter needs them) with the domains known upfront.
 /// A pass that stopped at damage is left as it is.
 pub fn settle_peak(
-    reader: &mut Reader<'_>,
+    source: &mut dyn Source,
     pass: &mut Pass,
     options: &Options,
     location: Option<&LocationFilter>,
@@ -241,7 +288,7 @@ pub fn settle_peak(
         domains: pass.profile.peak.domains.clone(),
         ..options.clone()
     };
-    let second = run(reader, again, location, Stage::SettlingPeak, progress);
+    let second = source.pass(again, location, Stage::SettlingPeak, progress);
     if second.error.is_none() {
         pass.profile.peak = second.profile.peak;
     }
@@ -249,13 +296,13 @@ pub fn settle_peak(
 
 /// One pass with `options`, its peak made exact ([`analyze`], then [`settle_peak`]).
 pub fn settled(
-    reader: &mut Reader<'_>,
+    source: &mut dyn Source,
     options: Options,
     location: Option<&LocationFilter>,
     progress: Progress<'_>,
 ) -> Pass {
-    let mut pass = analyze(reader, options.clone(), location, &mut *progress);
-    settle_peak(reader, &mut pass, &options, location, progress);
+    let mut pass = analyze(source, options.clone(), location, &mut *progress);
+    settle_peak(source, &mut pass, &options, location, progress);
     pass
 }
 

@@ -84,7 +84,7 @@ pub struct AllocationSet {
 }
 
 impl AllocationSet {
-    fn insert(&mut self, n: u64) {
+    pub(crate) fn insert(&mut self, n: u64) {
         let (word, bit) = ((n / 64) as usize, n % 64);
         if self.bits.len() <= word {
             self.bits.resize(word + 1, 0);

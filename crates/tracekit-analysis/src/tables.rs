@@ -1,0 +1,759 @@
+//! Trace tables: a memtrace trace decoded once into columns, which every later
+//! question is answered from without decoding again.
+//!
+//! A question on the command line is best answered by one pass over the compressed
+//! trace. A viewer asks many, and there each new pass is mostly decoding. [`Tables`]
+//! holds what the passes need of the events, in trace order:
+//!
+//! | column | per | type | what |
+//! | --- | --- | --- | --- |
+//! | kind | event | `u8` | alloc, promote or collect |
+//! | time | allocation; promote or collect | `u32` or `u64` | microseconds from the trace's start |
+//! | object | allocation; promote or collect | `u32` or `u64` | the object's id |
+//! | domain | allocation; promote or collect | `u16` | the allocating or reporting domain |
+//! | length | allocation | `u32` or `u64` | the object's size in words |
+//! | samples | allocation | `u32` or `u64` | samples that hit it |
+//! | source | allocation | `u8` | minor, major or external |
+//! | backtrace | allocation | `u32` | its node in the backtrace trie |
+//! | site | allocation | `u32` | its node in the trie of sites: the entries from the one that names its site under the default [`FrameSkip`] |
+//! | ended | allocation | `u32` or `u64` | when it was collected (or its id reused), [`NEVER`] if never |
+//!
+//! A `u32 or u64` column is kept narrow until a value does not fit, then widened once,
+//! so a trace of under 71 minutes and 4 G objects costs 4 bytes a value. Backtraces are
+//! interned once into the trie the passes use ([`Backtraces`]); locations once, in the
+//! trace's own [`LocationTable`].
+//!
+//! A pass over the tables ([`Source::pass`]) feeds the same [`Analyzer`] the same
+//! events as a pass over the reader, with the backtraces already interned, so every
+//! answer is the reader's exactly. Filters are decided on columns before it: the
+//! location and function clauses once per distinct backtrace, the clauses on objects'
+//! lives ([`LifeClauses`]) from the allocation and end columns; both become the set of
+//! allocations the pass keeps.
+//!
+//! A trace that stops at damage gives tables of the events before it, and every pass
+//! over them reports the damage as the reader's pass would.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use tracekit_memtrace::{
+    Alloc, AllocationSource, DomainId, Event, Info, LocationCode, LocationTable, ObjId, ReadError,
+    Reader, Timedelta, Warning,
+};
+
+use crate::analyzer::{Analyzer, Options};
+use crate::backtrace::{BacktraceId, Backtraces};
+use crate::passes::drive::SiteStart;
+use crate::passes::objects::{AllocationSet, LifeClauses};
+use crate::passes::{LocationFilter, Pass, Progress, Source, Stage};
+use crate::sampling::Sampling;
+use crate::symbols::FrameSkip;
+
+/// A column of unsigned values, 4 bytes each until one needs 8.
+#[derive(Clone, Debug)]
+enum Column {
+    Narrow(Vec<u32>),
+    Wide(Vec<u64>),
+}
+
+impl Default for Column {
+    fn default() -> Self {
+        Column::Narrow(Vec::new())
+    }
+}
+
+impl Column {
+    #[inline]
+    fn push(&mut self, v: u64) {
+        match self {
+            Column::Narrow(n) => match u32::try_from(v) {
+                Ok(x) => n.push(x),
+                Err(_) => {
+                    let mut wide: Vec<u64> = n.iter().map(|&x| u64::from(x)).collect();
+                    wide.push(v);
+                    *self = Column::Wide(wide);
+                }
+            },
+            Column::Wide(w) => w.push(v),
+        }
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> u64 {
+        match self {
+            Column::Narrow(n) => n.get(i).map_or(0, |&x| u64::from(x)),
+            Column::Wide(w) => w.get(i).copied().unwrap_or(0),
+        }
+    }
+
+    #[inline]
+    fn set(&mut self, i: usize, v: u64) {
+        if let Column::Narrow(n) = self
+            && u32::try_from(v).is_err()
+        {
+            *self = Column::Wide(n.iter().map(|&x| u64::from(x)).collect());
+        }
+        match self {
+            Column::Narrow(n) => {
+                if let (Some(slot), Ok(x)) = (n.get_mut(i), u32::try_from(v)) {
+                    *slot = x;
+                }
+            }
+            Column::Wide(w) => {
+                if let Some(slot) = w.get_mut(i) {
+                    *slot = v;
+                }
+            }
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Column::Narrow(n) => n.capacity() * 4,
+            Column::Wide(w) => w.capacity() * 8,
+        }
+    }
+
+    fn shrink(&mut self) {
+        match self {
+            Column::Narrow(n) => n.shrink_to_fit(),
+            Column::Wide(w) => w.shrink_to_fit(),
+        }
+    }
+}
+
+/// The [`Tables::ended`] of an object never collected.
+pub const NEVER: u64 = u64::MAX;
+
+const KIND_ALLOC: u8 = 0;
+const KIND_PROMOTE: u8 = 1;
+const KIND_COLLECT: u8 = 2;
+
+/// A time is stored as its microseconds reinterpreted as unsigned: a negative time (an
+/// event stamped before the trace's start) widens its column but stays exact.
+#[inline]
+fn time_bits(t: Timedelta) -> u64 {
+    t.as_micros() as u64
+}
+
+#[inline]
+fn time_of(bits: u64) -> Timedelta {
+    Timedelta::from_micros(bits as i64)
+}
+
+/// A memtrace trace decoded into columns (see the module docs).
+#[derive(Clone, Debug)]
+pub struct Tables {
+    info: Info,
+    locations: LocationTable,
+    size_bytes: u64,
+    backtraces: Backtraces,
+    kind: Vec<u8>,
+    /// Per allocation, in order.
+    time: Column,
+    object: Column,
+    domain: Vec<u16>,
+    length: Column,
+    samples: Column,
+    source: Vec<u8>,
+    backtrace: Vec<u32>,
+    /// The trie of the allocations' backtraces from the entry that names their site
+    /// under [`FrameSkip::rust_std`] (what the reader's pass interns for sites named
+    /// by leaf, function or file), and each allocation's node in it.
+    sites: Backtraces,
+    site: Vec<u32>,
+    ended: Column,
+    /// Per promote or collect, in order.
+    other_time: Column,
+    other_object: Column,
+    other_domain: Vec<u16>,
+    end: Timedelta,
+    warnings: Vec<Warning>,
+    error: Option<ReadError>,
+}
+
+impl Tables {
+    /// Decodes every event of `reader`'s trace into tables; `progress` hears the byte
+    /// position now and then. Damage ends the tables where it starts ([`Tables::error`]).
+    pub fn build(reader: &mut Reader<'_>, progress: &mut dyn FnMut(u64)) -> Tables {
+        let mut t = Tables {
+            info: reader.info().clone(),
+            locations: LocationTable::default(),
+            size_bytes: reader.size_bytes(),
+            backtraces: Backtraces::new(),
+            kind: Vec::new(),
+            time: Column::default(),
+            object: Column::default(),
+            domain: Vec::new(),
+            length: Column::default(),
+            samples: Column::default(),
+            source: Vec::new(),
+            backtrace: Vec::new(),
+            sites: Backtraces::new(),
+            site: Vec::new(),
+            ended: Column::default(),
+            other_time: Column::default(),
+            other_object: Column::default(),
+            other_domain: Vec::new(),
+            end: Timedelta::default(),
+            warnings: Vec::new(),
+            error: None,
+        };
+        // Live objects: id -> allocation ordinal, for the `ended` column (an id reused
+        // while live ends the older object, as the analysis takes it).
+        let mut live: rustc_hash::FxHashMap<u64, u32> = rustc_hash::FxHashMap::default();
+        let mut end = Timedelta::default();
+        let skip = FrameSkip::rust_std();
+        let mut site_start = SiteStart::new(&skip);
+        {
+            let mut events = reader.events(true);
+            let mut count = 0u64;
+            loop {
+                let (time, event, table) = match events.next_event_with_locations() {
+                    None => break,
+                    Some(Ok(x)) => x,
+                    Some(Err(e)) => {
+                        t.error = Some(e);
+                        break;
+                    }
+                };
+                end = end.max(time);
+                match &event {
+                    Event::Alloc(a) => {
+                        let ordinal = t.source.len();
+                        let bt = t.backtraces.intern(a.domain, a.common_prefix, &a.backtrace);
+                        t.kind.push(KIND_ALLOC);
+                        t.time.push(time_bits(time));
+                        t.object.push(a.obj_id.get());
+                        t.domain.push(a.domain.get());
+                        t.length.push(a.length);
+                        t.samples.push(a.nsamples);
+                        t.source.push(a.source as u8);
+                        t.backtrace.push(bt.0);
+                        let k = site_start.start(table, &a.backtrace);
+                        let site = t.sites.intern_full(a.backtrace.get(k..).unwrap_or(&[]));
+                        t.site.push(site.0);
+                        t.ended.push(NEVER);
+                        // Past 4 G allocations the ordinal no longer fits: such
+                        // objects' ends are not tracked (they count as never
+                        // collected for the clauses on lives).
+                        if let Ok(o) = u32::try_from(ordinal)
+                            && let Some(old) = live.insert(a.obj_id.get(), o)
+                        {
+                            t.ended
+                                .set(old as usize, time_bits(time.max(t.alloc_time(old))));
+                        }
+                    }
+                    Event::Promote(id, domain) => {
+                        t.kind.push(KIND_PROMOTE);
+                        t.other_time.push(time_bits(time));
+                        t.other_object.push(id.get());
+                        t.other_domain.push(domain.get());
+                    }
+                    Event::Collect(id, domain) => {
+                        t.kind.push(KIND_COLLECT);
+                        t.other_time.push(time_bits(time));
+                        t.other_object.push(id.get());
+                        t.other_domain.push(domain.get());
+                        if let Some(old) = live.remove(&id.get()) {
+                            t.ended
+                                .set(old as usize, time_bits(time.max(t.alloc_time(old))));
+                        }
+                    }
+                }
+                count += 1;
+                if count & 0xFFFF == 0 {
+                    progress(events.position());
+                }
+            }
+            progress(events.position());
+            t.warnings = events.take_warnings();
+        }
+        t.end = end;
+        t.locations = reader.locations().clone();
+        t.shrink();
+        t
+    }
+
+    /// The time of allocation `ordinal`.
+    fn alloc_time(&self, ordinal: u32) -> Timedelta {
+        time_of(self.time.get(ordinal as usize))
+    }
+
+    fn shrink(&mut self) {
+        self.kind.shrink_to_fit();
+        self.time.shrink();
+        self.object.shrink();
+        self.domain.shrink_to_fit();
+        self.length.shrink();
+        self.samples.shrink();
+        self.source.shrink_to_fit();
+        self.backtrace.shrink_to_fit();
+        self.site.shrink_to_fit();
+        self.ended.shrink();
+        self.other_time.shrink();
+        self.other_object.shrink();
+        self.other_domain.shrink_to_fit();
+    }
+
+    /// The trace's header.
+    pub fn info(&self) -> &Info {
+        &self.info
+    }
+
+    /// Every location code of the trace.
+    pub fn locations(&self) -> &LocationTable {
+        &self.locations
+    }
+
+    /// Events held.
+    pub fn events(&self) -> u64 {
+        self.kind.len() as u64
+    }
+
+    /// Allocations held.
+    pub fn allocations(&self) -> u64 {
+        self.source.len() as u64
+    }
+
+    /// Why decoding stopped before the end of the trace, if it did.
+    pub fn error(&self) -> Option<&ReadError> {
+        self.error.as_ref()
+    }
+
+    /// The time of the last event.
+    pub fn end(&self) -> Timedelta {
+        self.end
+    }
+
+    /// Nodes of the backtrace trie (distinct backtrace prefixes, the empty one
+    /// included).
+    pub fn backtrace_nodes(&self) -> usize {
+        self.backtraces.len()
+    }
+
+    /// Approximate heap bytes the columns hold (the trie and locations aside).
+    pub fn column_bytes(&self) -> usize {
+        self.kind.capacity()
+            + self.time.bytes()
+            + self.object.bytes()
+            + self.domain.capacity() * 2
+            + self.length.bytes()
+            + self.samples.bytes()
+            + self.source.capacity()
+            + self.backtrace.capacity() * 4
+            + self.site.capacity() * 4
+            + self.ended.bytes()
+            + self.other_time.bytes()
+            + self.other_object.bytes()
+            + self.other_domain.capacity() * 2
+    }
+}
+
+/// The allocation source stored as `n`.
+fn source_of(n: u8) -> AllocationSource {
+    match n {
+        0 => AllocationSource::Minor,
+        1 => AllocationSource::Major,
+        _ => AllocationSource::External,
+    }
+}
+
+/// How a pass over the tables charges an allocation's backtrace, as the reader's
+/// pass with the same options would.
+enum Charge<'s> {
+    /// No backtraces: every allocation to the empty one.
+    Nothing,
+    /// To the node of its whole backtrace, in (a copy of) the tables' trie.
+    Whole,
+    /// To its node in the tables' trie of sites (a copy of it): sites named under
+    /// the default frame skip.
+    Sites,
+    /// To the node of the entries from the one that names its site, in a trie of
+    /// those alone; memoised per node of the whole trie.
+    Site {
+        start: SiteStart<'s>,
+        trie: Backtraces,
+        of: Vec<u32>,
+    },
+    /// The whole backtrace handed to the analysis, which interns only the big
+    /// allocations'.
+    BigOnly,
+}
+
+const UNKNOWN: u32 = u32::MAX;
+
+impl Tables {
+    /// Per node of the trie, whether its backtrace passes `mask`'s clauses of
+    /// `filter` (a frame matching every required clause, none a forbidden one).
+    fn nodes_passing(
+        &self,
+        filter: &LocationFilter,
+        mask: crate::analyzer::LocationMask,
+    ) -> Vec<bool> {
+        let n = self.backtraces.len();
+        let mut matched = vec![0u8; n];
+        let mut memo: rustc_hash::FxHashMap<LocationCode, u8> = rustc_hash::FxHashMap::default();
+        // A node's parent was interned before it, so one pass in index order sees
+        // every parent first.
+        for i in 1..n {
+            let id = BacktraceId(i as u32);
+            let parent = self.backtraces.parent(id).0 as usize;
+            let inherited = matched.get(parent).copied().unwrap_or(0);
+            let own = match self.backtraces.leaf(id) {
+                Some(code) => *memo
+                    .entry(code)
+                    .or_insert_with(|| filter.matches(&self.locations, code)),
+                None => 0,
+            };
+            matched[i] = inherited | own;
+        }
+        matched
+            .into_iter()
+            .map(|m| m & mask.required == mask.required && m & mask.forbidden == 0)
+            .collect()
+    }
+
+    /// One pass over the tables (see [`Source::pass`]).
+    fn replay(
+        &self,
+        mut options: Options,
+        location: Option<&LocationFilter>,
+        stage: Stage,
+        progress: Progress<'_>,
+    ) -> Pass {
+        progress(stage, 0);
+        let sampling = Sampling::from(&self.info);
+        let location = location.filter(|l| !l.is_empty());
+        // More clauses than bits is refused where the filter is made; here they
+        // would all be dropped, as the reader's pass drops them.
+        let mask = location.and_then(|l| l.mask().ok());
+        options.filter.location = None;
+        if let (Some(l), Some(mask)) = (location, mask) {
+            // As the reader's pass: a location filter needs whole backtraces.
+            options.backtraces = true;
+            let passing = self.nodes_passing(l, mask);
+            let before = options.filter.objects.take();
+            let mut set = AllocationSet::default();
+            for (n, &bt) in self.backtrace.iter().enumerate() {
+                let n = n as u64;
+                if passing.get(bt as usize).copied().unwrap_or(false)
+                    && before.as_ref().is_none_or(|b| b.contains(n))
+                {
+                    set.insert(n);
+                }
+            }
+            options.filter.objects = Some(Arc::new(set));
+        }
+        let located = mask.is_some();
+        let skip = options.site_skip.clone();
+        let mut charge = if !options.backtraces {
+            Charge::Nothing
+        } else if options.interns_big_only() && !located {
+            Charge::BigOnly
+        } else if options.leaf_only && !located && skip == FrameSkip::rust_std() {
+            Charge::Sites
+        } else if options.leaf_only && !located {
+            Charge::Site {
+                start: SiteStart::new(&skip),
+                trie: Backtraces::new(),
+                of: vec![UNKNOWN; self.backtraces.len()],
+            }
+        } else {
+            Charge::Whole
+        };
+        let mut analyzer = Analyzer::new(sampling, options);
+        let mut codes = Vec::new();
+        let (mut a, mut o) = (0usize, 0usize);
+        let total = self.kind.len().max(1);
+        for (i, &kind) in self.kind.iter().enumerate() {
+            if kind == KIND_ALLOC {
+                let time = time_of(self.time.get(a));
+                let whole = BacktraceId(self.backtrace.get(a).copied().unwrap_or(0));
+                let mut alloc = Alloc {
+                    obj_id: ObjId::new(self.object.get(a)),
+                    length: self.length.get(a),
+                    domain: DomainId::new(self.domain.get(a).copied().unwrap_or(0)),
+                    nsamples: self.samples.get(a),
+                    source: source_of(self.source.get(a).copied().unwrap_or(0)),
+                    backtrace: Cow::Borrowed(&[]),
+                    common_prefix: 0,
+                };
+                match &mut charge {
+                    Charge::Nothing => {
+                        analyzer.push_alloc_interned(time, &alloc, BacktraceId::EMPTY)
+                    }
+                    Charge::Whole => analyzer.push_alloc_interned(time, &alloc, whole),
+                    Charge::Sites => {
+                        let site = BacktraceId(self.site.get(a).copied().unwrap_or(0));
+                        analyzer.push_alloc_interned(time, &alloc, site)
+                    }
+                    Charge::Site { start, trie, of } => {
+                        let slot = whole.0 as usize;
+                        let mut id = of.get(slot).copied().unwrap_or(UNKNOWN);
+                        if id == UNKNOWN {
+                            self.backtraces.codes_into(whole, &mut codes);
+                            let k = start.start(&self.locations, &codes);
+                            id = trie.intern_full(codes.get(k..).unwrap_or(&[])).0;
+                            if let Some(s) = of.get_mut(slot) {
+                                *s = id;
+                            }
+                        }
+                        analyzer.push_alloc_interned(time, &alloc, BacktraceId(id));
+                    }
+                    Charge::BigOnly => {
+                        self.backtraces.codes_into(whole, &mut codes);
+                        alloc.backtrace = Cow::Borrowed(&codes);
+                        analyzer.push_alloc_suffix(time, &alloc, 0);
+                    }
+                }
+                a += 1;
+            } else {
+                let time = time_of(self.other_time.get(o));
+                let id = ObjId::new(self.other_object.get(o));
+                if kind == KIND_PROMOTE {
+                    analyzer.promote(time, id);
+                } else {
+                    let by = DomainId::new(self.other_domain.get(o).copied().unwrap_or(0));
+                    analyzer.collect(time, id, by);
+                }
+                o += 1;
+            }
+            if i & 0xF_FFFF == 0xF_FFFF {
+                progress(
+                    stage,
+                    (self.size_bytes as u128 * i as u128 / total as u128) as u64,
+                );
+            }
+        }
+        match charge {
+            Charge::Whole => analyzer.adopt_backtraces(self.backtraces.clone()),
+            Charge::Sites => analyzer.adopt_backtraces(self.sites.clone()),
+            Charge::Site { trie, .. } => analyzer.adopt_backtraces(trie),
+            Charge::Nothing | Charge::BigOnly => {}
+        }
+        progress(stage, self.size_bytes);
+        Pass {
+            profile: analyzer.finish(),
+            warnings: self.warnings.clone(),
+            error: self.error,
+            events: self.kind.len() as u64,
+        }
+    }
+
+    /// The allocations whose objects' lives pass `clauses`: a scan of the allocation
+    /// and end columns.
+    fn passing(&self, clauses: &LifeClauses) -> Arc<AllocationSet> {
+        let mut set = AllocationSet::default();
+        for n in 0..self.source.len() {
+            let alloc = time_of(self.time.get(n));
+            let ended = self.ended.get(n);
+            let collect = (ended != NEVER).then(|| time_of(ended));
+            if clauses.pass(alloc, collect, self.end) {
+                set.insert(n as u64);
+            }
+        }
+        Arc::new(set)
+    }
+}
+
+impl Source for &Tables {
+    fn info(&self) -> &Info {
+        &self.info
+    }
+
+    fn locations(&self) -> &LocationTable {
+        &self.locations
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.size_bytes
+    }
+
+    fn pass(
+        &mut self,
+        options: Options,
+        location: Option<&LocationFilter>,
+        stage: Stage,
+        progress: Progress<'_>,
+    ) -> Pass {
+        self.replay(options, location, stage, progress)
+    }
+
+    fn objects(
+        &mut self,
+        clauses: &LifeClauses,
+        progress: &mut dyn FnMut(u64),
+    ) -> Arc<AllocationSet> {
+        progress(0);
+        let set = self.passing(clauses);
+        progress(self.size_bytes);
+        set
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::query::{FilterSpec, SiteSpec, TopQuery};
+    use crate::render::TraceFile;
+    use crate::report::GroupBy;
+    use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+
+    /// An allocation as decoded, with when its object ended.
+    struct Decoded {
+        time: i64,
+        length: u64,
+        samples: u64,
+        source: AllocationSource,
+        functions: Vec<String>,
+        ended: Option<i64>,
+    }
+
+    /// Every allocation of `bytes`, straight from the reader's events.
+    fn decoded(bytes: &[u8]) -> (Vec<Decoded>, i64, Vec<String>) {
+        let mut reader = Reader::from_bytes(bytes).unwrap();
+        let mut out: Vec<Decoded> = Vec::new();
+        let mut live = std::collections::HashMap::new();
+        let mut end = 0;
+        let mut events = reader.events(true);
+        while let Some(item) = events.next_event_with_locations() {
+            let (t, event, table) = item.unwrap();
+            let t = t.as_micros();
+            end = end.max(t);
+            match event {
+                Event::Alloc(a) => {
+                    let functions = a
+                        .backtrace
+                        .iter()
+                        .flat_map(|c| table.get(*c).unwrap_or(&[]))
+                        .map(|l| l.defname.to_str_lossy().into_owned())
+                        .collect();
+                    live.insert(a.obj_id.get(), out.len());
+                    out.push(Decoded {
+                        time: t,
+                        length: a.length,
+                        samples: a.nsamples,
+                        source: a.source,
+                        functions,
+                        ended: None,
+                    });
+                }
+                Event::Collect(id, _) => {
+                    if let Some(n) = live.remove(&id.get()) {
+                        let d: &mut Decoded = &mut out[n];
+                        d.ended = Some(t.max(d.time));
+                    }
+                }
+                Event::Promote(..) => {}
+            }
+        }
+        drop(events);
+        let mut names: Vec<String> = reader
+            .locations()
+            .iter()
+            .flat_map(|(_, ls)| ls.iter().map(|l| l.defname.to_str_lossy().into_owned()))
+            .collect();
+        names.sort();
+        names.dedup();
+        (out, end, names)
+    }
+
+    fn trace() -> Vec<u8> {
+        let config = SynthConfig {
+            allocs: 3_000,
+            depth: 8,
+            functions: 40,
+            ..SynthConfig::default()
+        };
+        write_synthetic(Vec::new(), &config).unwrap()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// The allocations a filter keeps, answered from the tables, are those a
+        /// brute-force filter over the decoded events keeps.
+        #[test]
+        fn the_column_filter_keeps_what_brute_force_keeps(
+            between in proptest::option::of((0i64..=100, 0i64..=100)),
+            sizes in proptest::option::of((0u64..2_000, 0u64..4_000)),
+            sources in proptest::sample::subsequence(vec![0u8, 1, 2], 0..=3),
+            collected in proptest::option::of((0i64..=100, 0i64..=100)),
+            never in proptest::bool::weighted(0.15),
+            lifetime in proptest::option::of((0i64..=50, 0i64..=100)),
+            live in proptest::option::of((0i64..=100, 0i64..=100)),
+            function in proptest::option::of((0usize..1000, proptest::bool::ANY)),
+        ) {
+            let bytes = trace();
+            let (allocs, end, names) = decoded(&bytes);
+            let us = |share: i64| end * share / 100;
+            let td = |share: i64| Timedelta::from_micros(us(share));
+            let ordered = |(a, b): (i64, i64)| (a.min(b), a.max(b));
+            let between = between.map(ordered);
+            let collected = collected.map(ordered);
+            let lifetime = lifetime.map(ordered);
+            let live = live.map(ordered);
+            let sizes = sizes.map(|(a, b)| (a.min(b), a.max(b)));
+            let sources: Vec<AllocationSource> = sources.into_iter().map(source_of).collect();
+            let function = function.map(|(i, forbid)| (names[i % names.len()].clone(), forbid));
+            let spec = FilterSpec {
+                source: sources.clone(),
+                min_size: sizes.map(|s| s.0),
+                max_size: sizes.map(|s| s.1),
+                function: function.iter().filter(|f| !f.1).map(|f| f.0.clone()).collect(),
+                forbid_function: function.iter().filter(|f| f.1).map(|f| f.0.clone()).collect(),
+                between: between.map(|(a, b)| vec![td(a), td(b)]),
+                collected_between: collected.map(|(a, b)| vec![td(a), td(b)]),
+                never_collected: never,
+                lifetime: lifetime.map(|(a, b)| vec![td(a), td(b)]),
+                live_between: live.map(|(a, b)| vec![td(a), td(b)]),
+                ..FilterSpec::default()
+            };
+            let within = |t: i64, (a, b): (i64, i64)| us(a) <= t && t <= us(b);
+            let kept: Vec<&Decoded> = allocs
+                .iter()
+                .filter(|d| sources.is_empty() || sources.contains(&d.source))
+                .filter(|d| sizes.is_none_or(|(lo, hi)| lo <= d.length * 8 && d.length * 8 <= hi))
+                .filter(|d| between.is_none_or(|r| within(d.time, r)))
+                .filter(|d| collected.is_none_or(|r| d.ended.is_some_and(|e| within(e, r))))
+                .filter(|d| !never || d.ended.is_none())
+                .filter(|d| {
+                    lifetime.is_none_or(|r| within(d.ended.unwrap_or(end).max(d.time) - d.time, r))
+                })
+                .filter(|d| {
+                    live.is_none_or(|(a, b)| d.time <= us(b) && d.ended.is_none_or(|e| e > us(a)))
+                })
+                .filter(|d| {
+                    function.as_ref().is_none_or(|(name, forbid)| {
+                        d.functions.contains(name) != *forbid
+                    })
+                })
+                .collect();
+            let mut reader = Reader::from_bytes(&bytes).unwrap();
+            let tables = Tables::build(&mut reader, &mut |_| {});
+            let query = TopQuery {
+                by: GroupBy::Leaf,
+                limit: 1,
+                at: None,
+                peak: false,
+                sites: SiteSpec::default(),
+                filter: spec,
+            };
+            let answer = match query.run(&mut &tables, &mut |_, _| {}) {
+                Ok(a) => a,
+                // A range that ends before it starts keeps nothing by construction.
+                Err(_) => return Ok(()),
+            };
+            let totals = &answer.json(&TraceFile::new("t", tables.info()))["totals"];
+            let samples: u64 = kept.iter().map(|d| d.samples).sum();
+            let collected_allocs = kept.iter().filter(|d| d.ended.is_some()).count() as u64;
+            proptest::prop_assert_eq!(&totals["allocs"], &serde_json::json!(kept.len()));
+            proptest::prop_assert_eq!(&totals["samples"], &serde_json::json!(samples));
+            proptest::prop_assert_eq!(
+                &totals["collected_allocs"],
+                &serde_json::json!(collected_allocs)
+            );
+        }
+    }
+}

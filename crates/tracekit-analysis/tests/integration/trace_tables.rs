@@ -1,0 +1,285 @@
+//! Every query answered from a trace's tables gives the answer its pass over the
+//! reader gives: the `--json` document and the table, for every kind of filter, on
+//! the corpus's traces and on generated ones (one domain and several, deep and
+//! recursive stacks).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::Value;
+use tracekit_analysis::query::{
+    DiffQuery, FilterSpec, FlameQuery, HotPathsQuery, SiteSpec, TimelineQuery, TopQuery,
+};
+use tracekit_analysis::render::TraceFile;
+use tracekit_analysis::report::GroupBy;
+use tracekit_analysis::symbols::FrameLabel;
+use tracekit_analysis::tables::Tables;
+use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+use tracekit_memtrace::{AllocationSource, FormatVersion, Reader, Timedelta};
+
+fn quiet() -> impl FnMut(tracekit_analysis::passes::Stage, u64) {
+    |_, _| {}
+}
+
+fn file(r: &Reader<'_>) -> TraceFile {
+    TraceFile::new("t.ctf", r.info())
+}
+
+/// The filters compared: none, and one of each kind, some combined.
+fn filters(bytes: &[u8]) -> Vec<FilterSpec> {
+    let mut reader = Reader::from_bytes(bytes).unwrap();
+    let tables = Tables::build(&mut reader, &mut |_| {});
+    let end = tables.end().as_micros();
+    let at = |share: i64| Timedelta::from_micros(end * share / 6);
+    // A function and a location text that occur in the trace, so that the location
+    // clauses keep some allocations and drop others.
+    let mut names: Vec<(String, String)> = Vec::new();
+    let top = top_query(GroupBy::Function, false, None, FilterSpec::default());
+    let answer = top.run(&mut &tables, &mut quiet()).unwrap();
+    for row in answer.json(&file(&reader))["sites"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if let Some(name) = row["site"].as_str() {
+            let text = name.chars().take(4).collect::<String>();
+            names.push((name.to_string(), text));
+        }
+    }
+    let mut out = vec![
+        FilterSpec::default(),
+        FilterSpec {
+            between: Some(vec![at(2), at(4)]),
+            ..FilterSpec::default()
+        },
+        FilterSpec {
+            min_size: Some(64),
+            max_size: Some(1 << 20),
+            source: vec![AllocationSource::Minor, AllocationSource::Major],
+            ..FilterSpec::default()
+        },
+        FilterSpec {
+            domain: vec![0],
+            ..FilterSpec::default()
+        },
+        FilterSpec {
+            collected_between: Some(vec![at(1), at(5)]),
+            ..FilterSpec::default()
+        },
+        FilterSpec {
+            never_collected: true,
+            ..FilterSpec::default()
+        },
+        FilterSpec {
+            lifetime: Some(vec![Timedelta::from_micros(0), at(1)]),
+            live_between: Some(vec![at(3), at(3)]),
+            ..FilterSpec::default()
+        },
+    ];
+    if let Some((function, text)) = names.first() {
+        out.push(FilterSpec {
+            function: vec![function.clone()],
+            ..FilterSpec::default()
+        });
+        out.push(FilterSpec {
+            location: vec![text.clone()],
+            forbid_function: names.get(1).map(|n| n.0.clone()).into_iter().collect(),
+            between: Some(vec![at(1), at(6)]),
+            ..FilterSpec::default()
+        });
+        out.push(FilterSpec {
+            forbid: vec![text.clone()],
+            never_collected: true,
+            ..FilterSpec::default()
+        });
+    }
+    out
+}
+
+fn top_query(by: GroupBy, peak: bool, at: Option<Timedelta>, filter: FilterSpec) -> TopQuery {
+    TopQuery {
+        by,
+        // The rest are summed in `others`, which is compared too.
+        limit: 100,
+        at,
+        peak,
+        sites: SiteSpec::default(),
+        filter,
+    }
+}
+
+fn flame_query(filter: FilterSpec, at: Option<Timedelta>, peak: bool) -> FlameQuery {
+    FlameQuery {
+        at,
+        peak,
+        live_end: false,
+        frames: FrameLabel::Function,
+        samples: false,
+        collapse_recursion: false,
+        hide: Vec::new(),
+        hide_function: Vec::new(),
+        count_objects: true,
+        filter,
+    }
+}
+
+/// Asks every query with `filter` of the reader and of the tables, and compares.
+fn compare(name: &str, bytes: &[u8], tables: &Tables, filter: &FilterSpec) {
+    let what = format!("{name} with {filter:?}");
+    let mut reader = Reader::from_bytes(bytes).unwrap();
+    let f = file(&reader);
+    let mid = Some(Timedelta::from_micros(tables.end().as_micros() / 2));
+    let asked = [
+        (GroupBy::Leaf, false, None),
+        (GroupBy::Function, false, None),
+        (GroupBy::File, false, mid),
+        (GroupBy::Backtrace, false, None),
+        (GroupBy::Leaf, true, None),
+        (GroupBy::Backtrace, false, mid),
+    ];
+    for (by, peak, at) in asked {
+        {
+            let q = top_query(by, peak, at, filter.clone());
+            let a = q.run(&mut reader, &mut quiet()).unwrap();
+            let b = q.run(&mut &*tables, &mut quiet()).unwrap();
+            assert_eq!(a.json(&f), b.json(&f), "top {by:?} {peak} {at:?}: {what}");
+            assert_eq!(a.table(&f), b.table(&f), "top table: {what}");
+        }
+    }
+    let q = TimelineQuery {
+        points: 50,
+        filter: filter.clone(),
+    };
+    let a = q.run(&mut reader, &mut quiet()).unwrap();
+    let b = q.run(&mut &*tables, &mut quiet()).unwrap();
+    assert_eq!(a.json(&f), b.json(&f), "timeline: {what}");
+    for (at, peak) in [(None, false), (mid, false), (None, true)] {
+        let q = flame_query(filter.clone(), at, peak);
+        let a = q.run(&mut reader, &mut quiet()).unwrap();
+        let b = q.run(&mut &*tables, &mut quiet()).unwrap();
+        let (ja, jb) = (
+            serde_json::to_value(a.json()).unwrap(),
+            serde_json::to_value(b.json()).unwrap(),
+        );
+        assert_eq!(ja, jb, "flamegraph {at:?} {peak}: {what}");
+        let q = HotPathsQuery {
+            frequency: 0.005,
+            tolerance: 0.0001,
+            limit: 100,
+            flame: q,
+        };
+        let (a, b) = (q.answer(a), q.answer(b));
+        assert_eq!(a.json(&f), b.json(&f), "hot-paths: {what}");
+    }
+    let q = DiffQuery {
+        by: GroupBy::Function,
+        limit: 100,
+        live: false,
+        sites: SiteSpec::default(),
+        filter: filter.clone(),
+    };
+    let mut other = Reader::from_bytes(bytes).unwrap();
+    let pa = q.pass(&mut reader, &mut quiet()).unwrap();
+    let pb = q.pass(&mut other, &mut quiet()).unwrap();
+    let ta = q.pass(&mut &*tables, &mut quiet()).unwrap();
+    let tb = q.pass(&mut &*tables, &mut quiet()).unwrap();
+    let ctx = q.context(f.clone(), f.clone());
+    let a = q.compare((pa, reader.locations()), (pb, other.locations()));
+    let b = q.compare((ta, tables.locations()), (tb, tables.locations()));
+    assert_eq!(a.json(&ctx), b.json(&ctx), "diff: {what}");
+}
+
+fn compare_all(name: &str, bytes: &[u8]) -> usize {
+    let mut reader = Reader::from_bytes(bytes).unwrap();
+    let tables = Tables::build(&mut reader, &mut |_| {});
+    let filters = filters(bytes);
+    for filter in &filters {
+        compare(name, bytes, &tables, filter);
+    }
+    filters.len()
+}
+
+#[test]
+fn the_tables_answer_as_the_reader_on_the_corpus() {
+    let Some(corpus) = tracekit_testutil::corpus_path("memtrace") else {
+        tracekit_testutil::skip_without_corpus("the_tables_answer_as_the_reader_on_the_corpus");
+        return;
+    };
+    let rows = super::dump::manifest(&corpus);
+    assert!(!rows.is_empty());
+    for (trace, _) in rows {
+        let bytes = std::fs::read(&trace).unwrap();
+        compare_all(&trace.display().to_string(), &bytes);
+    }
+}
+
+#[test]
+fn the_tables_answer_as_the_reader_on_generated_traces() {
+    for (allocs, depth, recursive, version) in [
+        (20_000, 12, false, FormatVersion::V2),
+        (15_000, 40, true, FormatVersion::V3),
+    ] {
+        let config = SynthConfig {
+            allocs,
+            depth,
+            recursive,
+            format_version: version,
+            ..SynthConfig::default()
+        };
+        let bytes = write_synthetic(Vec::new(), &config).unwrap();
+        let n = compare_all(&format!("{config:?}"), &bytes);
+        assert!(n >= 10, "the location filters were made: {n}");
+    }
+}
+
+/// A trace cut short: the tables hold the events before the damage, and every pass
+/// over them reports it as the reader's does.
+#[test]
+fn damaged_tables_report_the_damage_as_the_reader() {
+    let bytes = write_synthetic(
+        Vec::new(),
+        &SynthConfig {
+            allocs: 5_000,
+            ..SynthConfig::default()
+        },
+    )
+    .unwrap();
+    // Bytes after the last packet that do not read as one (as a crash mid-write
+    // leaves them).
+    let cut = [&bytes[..], &[0xc1, 0x1f, 0xfc, 0xc1, 0, 0]].concat();
+    let mut reader = Reader::from_bytes(&cut).unwrap();
+    let tables = Tables::build(&mut reader, &mut |_| {});
+    assert!(tables.error().is_some(), "the cut trace reads as damaged");
+    let q = top_query(GroupBy::Leaf, false, None, FilterSpec::default());
+    let a = q.run(&mut reader, &mut quiet()).unwrap();
+    let b = q.run(&mut &tables, &mut quiet()).unwrap();
+    assert_eq!(a.pass.error, b.pass.error);
+    assert_eq!(a.pass.events, b.pass.events);
+    assert_eq!(a.pass.warnings, b.pass.warnings);
+    let f = file(&reader);
+    assert_eq!(a.json(&f), b.json(&f));
+}
+
+/// The answers carry the filters they were asked with: a filter that changes
+/// nothing would make the comparison above vacuous.
+#[test]
+fn the_filters_compared_change_the_answers() {
+    let bytes = write_synthetic(Vec::new(), &SynthConfig::default()).unwrap();
+    let mut reader = Reader::from_bytes(&bytes).unwrap();
+    let tables = Tables::build(&mut reader, &mut |_| {});
+    let f = file(&reader);
+    let total = |filter: FilterSpec| -> Value {
+        let q = top_query(GroupBy::Leaf, false, None, filter);
+        q.run(&mut &tables, &mut quiet()).unwrap().json(&f)["totals"].clone()
+    };
+    let all = total(FilterSpec::default());
+    let filters = filters(&bytes);
+    // The trace has one domain, which the domain filter keeps.
+    let narrowing: Vec<_> = filters[1..]
+        .iter()
+        .filter(|f| f.domain.is_empty())
+        .collect();
+    let changed = narrowing
+        .iter()
+        .filter(|filter| total((**filter).clone()) != all)
+        .count();
+    assert_eq!(changed, narrowing.len(), "every filter keeps less than all");
+}
