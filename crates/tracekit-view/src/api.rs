@@ -1,8 +1,9 @@
 //! The JSON answers behind the page: each endpoint runs the same query, with
 //! the same options, as the `tracekit memtrace` subcommand of its name, and
-//! answers what that subcommand prints with `--json`, from the trace's tables
-//! (decoded once, when the trace is opened) rather than a new pass over its
-//! bytes. No I/O: the request is a list of arguments.
+//! answers what that subcommand prints with `--json`: from the trace's tables
+//! once they are decoded ([`Trace::decode`]), from a pass over its bytes until
+//! then (the answers are the same). No I/O: the trace is bytes in memory, the
+//! request a list of arguments.
 //!
 //! | endpoint | subcommand | arguments |
 //! | --- | --- | --- |
@@ -32,10 +33,11 @@
 //! options, so a script asks the server exactly what it would ask the command
 //! line. There is no file argument: the trace is the one served.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use clap::Parser;
 use tracekit_analysis::frames::{FrameId, FrameTree, Unit};
+use tracekit_analysis::passes::{Progress, Source};
 use tracekit_analysis::paths;
 use tracekit_analysis::query::{
     DiffQuery, FilterSpec, FlameQuery, HotPathsQuery, QueryError, TimelineQuery, TopQuery,
@@ -46,11 +48,24 @@ use tracekit_analysis::trace_bytes::TraceBytes;
 use tracekit_memtrace::dump::InfoReport;
 use tracekit_memtrace::{ReadError, Reader};
 
-/// A trace being served: its tables, the name its answers give it, and what
-/// does not change between requests.
+/// A progress callback for a pass over `bytes` that releases what the pass has read
+/// behind it, in steps.
+fn releasing(bytes: &TraceBytes) -> impl FnMut(tracekit_analysis::passes::Stage, u64) + use<> {
+    let mut pass = bytes.pass();
+    move |_, pos| pass.at(pos)
+}
+
+/// A trace being served: its bytes, its tables once decoded, the name its
+/// answers give it, and what does not change between requests.
 pub struct Trace {
     name: String,
-    tables: Tables,
+    bytes: TraceBytes,
+    /// Set once [`Trace::decode`] is done; until then answers are passes over
+    /// the bytes.
+    tables: OnceLock<Tables>,
+    /// The trace-info record.
+    header: tracekit_memtrace::Info,
+    /// The `info` answer.
     info: String,
     /// The flame graph tree of the last `flamegraph` options `flametree` was
     /// asked with.
@@ -63,45 +78,71 @@ struct Flame {
     unit: Unit,
     what: String,
     /// The tree of the stacks reversed, made when first asked.
-    inverted: std::sync::OnceLock<FrameTree>,
+    inverted: OnceLock<FrameTree>,
 }
 
 impl Trace {
-    /// A trace named `name` (as its answers print it), decoded once into its
-    /// tables, which every answer is made from; `progress` hears the byte
-    /// position reached. The pages read are let go as the decoding passes them,
-    /// and the bytes are not kept.
-    pub fn new(
-        name: String,
-        bytes: TraceBytes,
-        progress: &mut dyn FnMut(u64),
-    ) -> Result<Trace, ReadError> {
+    /// A trace named `name` (as its answers print it). Reads it once, for its
+    /// `info` answer.
+    pub fn new(name: String, bytes: TraceBytes) -> Result<Trace, ReadError> {
         let mut reader = Reader::from_owner(bytes.clone())?;
         let report = InfoReport::collect(&mut reader, &name, |_| {}, |_| {});
         let info = to_json(&report);
         bytes.release_all();
-        let mut release = bytes.pass();
-        let tables = Tables::build(&mut reader, &mut |pos| {
-            release.at(pos);
-            progress(pos);
-        });
-        bytes.release_all();
         Ok(Trace {
             name,
-            tables,
+            header: reader.info().clone(),
+            bytes,
+            tables: OnceLock::new(),
             info,
             flame: Mutex::new(None),
         })
     }
 
+    /// Decodes the trace into its tables, which answers are made from once
+    /// this returns; `progress` hears the byte position reached. The pages
+    /// read are let go as the decoding passes them. A second call does nothing.
+    pub fn decode(&self, progress: &mut dyn FnMut(u64)) {
+        if self.tables.get().is_some() {
+            return;
+        }
+        // The header read when the trace was made, so this does not fail.
+        let Ok(mut reader) = Reader::from_owner(self.bytes.clone()) else {
+            return;
+        };
+        let mut release = self.bytes.pass();
+        let tables = Tables::build(&mut reader, &mut |pos| {
+            release.at(pos);
+            progress(pos);
+        });
+        self.bytes.release_all();
+        let _ = self.tables.set(tables);
+    }
+
+    /// The trace's tables, once [`Trace::decode`] has made them.
+    pub fn tables(&self) -> Option<&Tables> {
+        self.tables.get()
+    }
+
+    /// `ask` of the trace's tables, or of a pass over its bytes while they are
+    /// not decoded yet (the answers are the same).
+    fn with_source<R>(
+        &self,
+        ask: impl FnOnce(&mut dyn Source, Progress<'_>) -> R,
+    ) -> Result<R, ApiError> {
+        if let Some(mut tables) = self.tables.get() {
+            return Ok(ask(&mut tables, &mut |_, _| {}));
+        }
+        let mut reader = Reader::from_owner(self.bytes.clone())
+            .map_err(|e| ApiError::Unreadable(e.to_string()))?;
+        let answer = ask(&mut reader, &mut releasing(&self.bytes));
+        self.bytes.release_all();
+        Ok(answer)
+    }
+
     /// The name the answers give the trace.
     pub fn name(&self) -> &str {
         &self.name
-    }
-
-    /// The trace's tables.
-    pub fn tables(&self) -> &Tables {
-        &self.tables
     }
 
     /// The flame graph of `query`: the one kept if it is of the same query, else
@@ -113,14 +154,14 @@ impl Trace {
         {
             return Ok(f);
         }
-        let answer = query
-            .run(&mut &self.tables, &mut |_, _| {})
+        let answer = self
+            .with_source(|source, progress| query.run(source, progress))?
             .map_err(query_error)?;
         let f = Arc::new(Flame {
             tree: answer.tree,
             unit: answer.unit,
             what: answer.what,
-            inverted: std::sync::OnceLock::new(),
+            inverted: OnceLock::new(),
         });
         *self.flame.lock().unwrap_or_else(|e| e.into_inner()) =
             Some((query.clone(), Arc::clone(&f)));
@@ -128,7 +169,7 @@ impl Trace {
     }
 
     fn file(&self) -> TraceFile {
-        TraceFile::new(self.name.clone(), self.tables.info())
+        TraceFile::new(self.name.clone(), &self.header)
     }
 }
 
@@ -292,8 +333,6 @@ pub fn answer(
     endpoint: Endpoint,
     args: &[String],
 ) -> Result<String, ApiError> {
-    let mut quiet = |_, _| {};
-    let mut tables = &trace.tables;
     match endpoint {
         Endpoint::Info => {
             if let Some(a) = args.first() {
@@ -306,19 +345,25 @@ pub fn answer(
         Endpoint::Top => {
             let q = parse::<TopArgs>(args)?.query;
             checked(&q.filter)?;
-            let answer = q.run(&mut tables, &mut quiet).map_err(query_error)?;
+            let answer = trace
+                .with_source(|s, p| q.run(s, p))?
+                .map_err(query_error)?;
             Ok(to_json(&answer.json(&trace.file())))
         }
         Endpoint::Timeline => {
             let q = parse::<TimelineArgs>(args)?.query;
             checked(&q.filter)?;
-            let answer = q.run(&mut tables, &mut quiet).map_err(query_error)?;
+            let answer = trace
+                .with_source(|s, p| q.run(s, p))?
+                .map_err(query_error)?;
             Ok(to_json(&answer.json(&trace.file())))
         }
         Endpoint::Flamegraph => {
             let q = parse::<FlameArgs>(args)?.query;
             checked(&q.filter)?;
-            let answer = q.run(&mut tables, &mut quiet).map_err(query_error)?;
+            let answer = trace
+                .with_source(|s, p| q.run(s, p))?
+                .map_err(query_error)?;
             Ok(to_json(&answer.json()))
         }
         Endpoint::FlameTree => {
@@ -366,7 +411,9 @@ pub fn answer(
         Endpoint::HotPaths => {
             let q = parse::<HotPathsArgs>(args)?.query;
             checked(&q.flame.filter)?;
-            let answer = q.run(&mut tables, &mut quiet).map_err(query_error)?;
+            let answer = trace
+                .with_source(|s, p| q.run(s, p))?
+                .map_err(query_error)?;
             Ok(to_json(&answer.json(&trace.file())))
         }
         Endpoint::Diff => {
@@ -374,15 +421,21 @@ pub fn answer(
             let q = parse::<DiffArgs>(args)?.query;
             checked(&q.filter)?;
             // As `memtrace diff A B`: the compared trace is the baseline.
-            let mut base = &other.tables;
-            let pa = q.pass(&mut base, &mut quiet).map_err(query_error)?;
-            let pb = q.pass(&mut tables, &mut quiet).map_err(query_error)?;
             let ctx = q.context(other.file(), trace.file());
-            let answer = q.compare(
-                (pa, other.tables.locations()),
-                (pb, trace.tables.locations()),
-            );
-            Ok(to_json(&answer.json(&ctx)))
+            // Each pass with its trace's locations, while its source is at hand.
+            let json = other
+                .with_source(|sa, p| {
+                    let pa = q.pass(sa, p).map_err(query_error)?;
+                    trace
+                        .with_source(|sb, p| {
+                            let pb = q.pass(sb, p).map_err(query_error)?;
+                            let answer = q.compare((pa, sa.locations()), (pb, sb.locations()));
+                            Ok(to_json(&answer.json(&ctx)))
+                        })
+                        .and_then(|r| r)
+                })
+                .and_then(|r| r)?;
+            Ok(json)
         }
     }
 }
@@ -448,7 +501,7 @@ mod tests {
     use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
 
     #[test]
-    fn the_pages_read_are_let_go_at_start_and_never_read_again() {
+    fn answers_are_the_same_before_and_after_decoding_and_read_no_page_after() {
         let config = SynthConfig {
             allocs: 1000,
             ..SynthConfig::default()
@@ -457,21 +510,35 @@ mod tests {
         let calls: Arc<Mutex<Vec<std::ops::Range<usize>>>> = Arc::default();
         let seen = Arc::clone(&calls);
         let b = TraceBytes::new(bytes).on_release(move |r| seen.lock().unwrap().push(r));
+        let trace = Trace::new("t".into(), b).unwrap();
+        assert_eq!(calls.lock().unwrap().len(), 1, "after reading the info");
+        let asked: [(Endpoint, &[&str]); 4] = [
+            (Endpoint::Top, &["--by", "function", "--between", "0", "1"]),
+            (Endpoint::Timeline, &["--never-collected"]),
+            (Endpoint::FlameTree, &["--peak"]),
+            (Endpoint::HotPaths, &["--function", "nope"]),
+        ];
+        let ask = |e: Endpoint, args: &[&str]| {
+            let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+            answer(&trace, None, e, &args).unwrap()
+        };
+        let before: Vec<String> = asked.iter().map(|(e, a)| ask(*e, a)).collect();
+        assert!(trace.tables().is_none());
+        // A pass over the bytes lets go of them when done.
+        assert_eq!(calls.lock().unwrap().last(), Some(&(0..usize::MAX)));
         let mut positions = Vec::new();
-        let trace = Trace::new("t".into(), b, &mut |p| positions.push(p)).unwrap();
-        assert_eq!(
-            calls.lock().unwrap().last(),
-            Some(&(0..usize::MAX)),
-            "all let go once the tables are built"
-        );
+        trace.decode(&mut |p| positions.push(p));
         assert!(!positions.is_empty(), "the decoding reports its progress");
+        assert_eq!(trace.tables().map(|t| t.allocations()), Some(1000));
         let released = calls.lock().unwrap().len();
-        answer(&trace, None, Endpoint::Top, &[]).unwrap();
+        // The flame tree of the same options is kept: ask another first.
+        ask(Endpoint::FlameTree, &[]);
+        let after: Vec<String> = asked.iter().map(|(e, a)| ask(*e, a)).collect();
+        assert_eq!(before, after);
         assert_eq!(
             calls.lock().unwrap().len(),
             released,
             "answers read no page"
         );
-        assert_eq!(trace.tables().allocations(), 1000);
     }
 }

@@ -262,6 +262,18 @@ impl Viewer {
             .enable_io()
             .enable_time()
             .build()?;
+        // The traces are decoded into their tables beside the serving: until
+        // that is done, answers are passes over the bytes. A decoding that
+        // fails leaves the passes to answer.
+        let decoding = Arc::clone(&served);
+        std::thread::spawn(move || {
+            for trace in std::iter::once(&decoding.trace).chain(decoding.compare.as_ref()) {
+                let decode = || trace.decode(&mut |_| {});
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).is_err() {
+                    return;
+                }
+            }
+        });
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         let workers: Vec<_> = (0..cores)
             .map(|_| {
@@ -623,7 +635,7 @@ mod tests {
         };
         let bytes = write_synthetic(Vec::new(), &config).unwrap();
         Served::new(
-            Trace::new("t.ctf".into(), TraceBytes::new(bytes), &mut |_| {}).unwrap(),
+            Trace::new("t.ctf".into(), TraceBytes::new(bytes)).unwrap(),
             None,
         )
     }
@@ -811,6 +823,25 @@ mod tests {
         worker.join().unwrap();
         assert_eq!(queue(top, &s).ok().unwrap().body, a.body);
         assert!(lock(&s.answers).in_flight.is_empty());
+    }
+
+    #[test]
+    fn a_served_trace_is_decoded_into_its_tables_beside_the_serving() {
+        let viewer = Viewer::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let s = Arc::new(served());
+        assert!(s.trace.tables().is_none());
+        let stop = Arc::new(AtomicBool::new(false));
+        let server = {
+            let (s, stop) = (Arc::clone(&s), Arc::clone(&stop));
+            std::thread::spawn(move || viewer.serve(s, stop))
+        };
+        let started = std::time::Instant::now();
+        while s.trace.tables().is_none() && started.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(s.trace.tables().map(|t| t.allocations()), Some(500));
+        stop.store(true, Ordering::Relaxed);
+        server.join().unwrap().unwrap();
     }
 
     #[test]

@@ -11,7 +11,7 @@ use tracekit_view::{Served, Trace, Viewer};
 
 use crate::common::input;
 use crate::common::output;
-use crate::common::progress_bar;
+use crate::common::progress_spinner;
 
 /// Options of `memtrace view`.
 #[derive(Args, Debug)]
@@ -33,14 +33,12 @@ pub struct ViewArgs {
     open: bool,
 }
 
-/// Reads a trace into its tables for serving; its answers name it as the
-/// command line did.
+/// Reads a trace for serving; its answers name it as the command line did.
 fn load(path: &Path) -> Result<Trace> {
     let name = input::display(path);
-    let bytes = tracekit_io::memtrace::trace_bytes(path)?;
-    let bar = progress_bar(bytes.as_ref().len() as u64, "decoding", false);
-    let trace = Trace::new(name.clone(), bytes, &mut |pos| bar.set_position(pos));
-    bar.finish_and_clear();
+    let spinner = progress_spinner(&format!("reading {name}"), true, false);
+    let trace = Trace::new(name.clone(), tracekit_io::memtrace::trace_bytes(path)?);
+    spinner.finish_and_clear();
     trace.map_err(|e| anyhow::anyhow!("{name}: {e}"))
 }
 
