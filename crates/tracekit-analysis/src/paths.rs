@@ -15,6 +15,10 @@
 //! do after it, merged over its appearances) and the tree of its callers (what
 //! leads to it, innermost caller first), both weighing what the fragment weighs.
 //!
+//! [`functions`] weighs each function by the stacks it appears in, each stack
+//! once however deep the recursion (a fragment of one frame), and by the stacks
+//! it ends (where it allocates).
+//!
 //! [`hot_paths`] finds the fragments of at least a share `frequency` of the
 //! tree's weight and reports the ones not explained by a longer one: a heavy
 //! fragment is left out when extending it by one frame, toward its callers or
@@ -385,6 +389,59 @@ impl Preorder {
     }
 }
 
+/// A function's weight in a tree: [`functions`]' answer.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FunctionWeight {
+    /// The frame's name.
+    pub name: String,
+    /// The weight of the stacks it appears in, each once.
+    pub total: u64,
+    /// The weight of the stacks it ends (its own allocations).
+    #[serde(rename = "self")]
+    pub own: u64,
+}
+
+/// Every frame name of `tree`, with the weight of the stacks it appears in and
+/// of those it ends, heaviest total first (then by name).
+///
+/// A stack contains a name from its outermost appearance down, so a node adds
+/// its total to its name only where the name is not already on the path above
+/// it: one walk of the tree, counting the names on the path.
+pub fn functions(tree: &FrameTree) -> Vec<FunctionWeight> {
+    let mut ids: FxHashMap<&str, usize> = FxHashMap::default();
+    let mut out: Vec<FunctionWeight> = Vec::new();
+    // How many times each name is on the path from the root to the node.
+    let mut on_path: Vec<u32> = Vec::new();
+    // (node, entering): a node is entered, its children walked, then left.
+    let mut stack: Vec<(FrameId, bool)> = tree.children(FrameId::ROOT).map(|c| (c, true)).collect();
+    while let Some((node, entering)) = stack.pop() {
+        let name = tree.name(node);
+        let id = *ids.entry(name).or_insert_with(|| {
+            out.push(FunctionWeight {
+                name: name.to_string(),
+                total: 0,
+                own: 0,
+            });
+            on_path.push(0);
+            out.len() - 1
+        });
+        if !entering {
+            on_path[id] -= 1;
+            continue;
+        }
+        let (own, total) = tree.weight(node);
+        if on_path[id] == 0 {
+            out[id].total += total;
+        }
+        out[id].own += own;
+        on_path[id] += 1;
+        stack.push((node, false));
+        stack.extend(tree.children(node).map(|c| (c, true)));
+    }
+    out.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.name.cmp(&b.name)));
+    out
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -468,6 +525,44 @@ mod tests {
             .collect();
         expected.sort();
         assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn functions_weigh_each_stack_once_however_deep_the_recursion() {
+        let lines = [
+            ("main;f;g;f;g", 5),
+            ("main;f", 3),
+            ("main;h;g", 7),
+            ("main;g;g;g", 2),
+            ("h", 1),
+        ];
+        let got = functions(&tree(&lines));
+        // The slow way: every stack once per distinct name, and its leaf.
+        let mut want: Vec<FunctionWeight> = Vec::new();
+        for name in ["main", "f", "g", "h"] {
+            let total = lines
+                .iter()
+                .filter(|(s, _)| s.split(';').any(|f| f == name))
+                .map(|(_, w)| w)
+                .sum();
+            let own = lines
+                .iter()
+                .filter(|(s, _)| s.split(';').next_back() == Some(name))
+                .map(|(_, w)| w)
+                .sum();
+            want.push(FunctionWeight {
+                name: name.to_string(),
+                total,
+                own,
+            });
+        }
+        want.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.name.cmp(&b.name)));
+        assert_eq!(got, want);
+        assert_eq!(got[0].name, "main");
+        assert_eq!(
+            (got[1].name.as_str(), got[1].total, got[1].own),
+            ("g", 14, 14)
+        );
     }
 
     #[test]

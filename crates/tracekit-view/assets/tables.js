@@ -53,37 +53,14 @@ export async function renderTop(gen) {
   keyboardRows(table);
 }
 
-// The stacks as the flame graph folds them.
-let stacksRaw = { key: null, stacks: null };
-async function folded(gen) {
-  const args = [...liveArgs(true), ...filterArgs(), ...hideArgs()];
-  const key = JSON.stringify(args);
-  if (stacksRaw.key !== key) {
-    const f = await api('flamegraph', args);
-    if (gen !== page.generation) return null;
-    stacksRaw = { key, stacks: f.stacks, total: f.total, unit: f.unit };
-  }
-  return stacksRaw;
-}
-
 // Points of interest: each function's weight in the stacks it appears in (once
-// per stack, however deep the recursion) and as the allocating frame.
+// per stack, however deep the recursion) and as the allocating frame, weighed
+// by the server from the flame graph's tree.
 export async function renderFunctions(gen) {
-  const f = await folded(gen);
-  if (!f || gen !== page.generation) return;
-  const acc = new Map();
-  for (const s of f.stacks) {
-    const seen = new Set(s.frames);
-    for (const name of seen) {
-      const a = acc.get(name) || { name, total: 0, self: 0 };
-      a.total += s.weight;
-      acc.set(name, a);
-    }
-    const leaf = s.frames[s.frames.length - 1];
-    if (leaf !== undefined) acc.get(leaf).self += s.weight;
-  }
   const key = state.sort === 'self' ? 'self' : 'total';
-  const rows = [...acc.values()].sort((a, b) => b[key] - a[key] || (a.name < b.name ? -1 : 1)).slice(0, 200);
+  const f = await api('functions', [...liveArgs(true), ...filterArgs(), ...hideArgs(), '--sort', key]);
+  if (gen !== page.generation) return;
+  const rows = f.functions;
   const fmt = (w) => (f.unit === 'bytes' ? bytes(w) : String(w));
   const th = (k, label) => {
     const e = el('th', { text: label });
@@ -178,7 +155,7 @@ export async function renderFunctions(gen) {
     }),
     hotTable,
     el('h3', { text: 'Functions' }),
-    el('p', { text: `${acc.size} functions; the 200 heaviest` }),
+    el('p', { text: `${f.count} functions; the ${rows.length} heaviest` }),
     table,
   );
   keyboardRows(table);

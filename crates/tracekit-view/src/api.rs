@@ -14,10 +14,11 @@
 //! | `diff` | `memtrace diff --json` (the trace against the compared one) | `diff`'s options |
 //! | `hot-paths` | `memtrace hot-paths --json` | `hot-paths`' options |
 //! | `flametree` | the flame graph's tree around one node, for drawing | `flamegraph`'s options, `--focus FRAME`..., `--min-share F`, `--depth N`, `--invert`, `--fragment FRAME`... |
+//! | `functions` | each function's weight in the flame graph's stacks | `flamegraph`'s options, `--sort total\|self`, `--limit N` (200; 0: all) |
 //!
-//! `flametree` is the page's own: `flamegraph`'s stacks can be tens of
-//! megabytes, while a flame graph shows a few thousand frames. It answers the
-//! node reached from the root by the `--focus` frames (as far as they lead),
+//! `flametree` and `functions` are the page's own: `flamegraph`'s stacks can be tens of
+//! megabytes, while a flame graph shows a few thousand frames and the
+//! functions table two hundred rows. `flametree` answers the node reached from the root by the `--focus` frames (as far as they lead),
 //! and its callees down to those under `--min-share` of its weight and at most
 //! `--depth` levels below it, in preorder, each with its parent's index, its
 //! weight and its sampled objects. With `--invert` the tree is of the stacks
@@ -25,8 +26,11 @@
 //! With `--fragment` (a call sequence, caller first, anywhere in the stacks)
 //! the tree is the fragment's callees, merged over its appearances, and the
 //! answer also holds its callers' tree (innermost caller first), which
-//! `--focus` does not walk. The tree of the last `flamegraph` options asked
-//! is kept, so that zooming does not fold again.
+//! `--focus` does not walk. `functions` answers, per frame name, the weight of
+//! the stacks it appears in (each once, however deep the recursion: `total`)
+//! and of those it ends (`self`), heaviest first. The tree of the last
+//! `flamegraph` options asked is kept for both, so that zooming does not fold
+//! again.
 //!
 //! The arguments are a command line's options, one per `arg` query parameter
 //! (`/api/top?arg=--by&arg=function`), parsed by the subcommand's own
@@ -190,11 +194,13 @@ pub enum Endpoint {
     HotPaths,
     /// The flame graph around one node (the page's own).
     FlameTree,
+    /// Each function's weight in the flame graph's stacks (the page's own).
+    Functions,
 }
 
 impl Endpoint {
     /// Every endpoint.
-    pub const ALL: [Endpoint; 7] = [
+    pub const ALL: [Endpoint; 8] = [
         Endpoint::Info,
         Endpoint::Top,
         Endpoint::Timeline,
@@ -202,6 +208,7 @@ impl Endpoint {
         Endpoint::Diff,
         Endpoint::HotPaths,
         Endpoint::FlameTree,
+        Endpoint::Functions,
     ];
 
     /// The endpoint named `name` (the path after `/api/`).
@@ -214,6 +221,7 @@ impl Endpoint {
             "diff" => Endpoint::Diff,
             "flametree" => Endpoint::FlameTree,
             "hot-paths" => Endpoint::HotPaths,
+            "functions" => Endpoint::Functions,
             _ => return None,
         })
     }
@@ -291,6 +299,20 @@ struct FlameTreeArgs {
     /// its callees and its callers.
     #[arg(long, value_name = "FRAME")]
     fragment: Vec<String>,
+}
+
+#[derive(Parser)]
+#[command(name = "functions", no_binary_name = true, disable_help_flag = true)]
+struct FunctionsArgs {
+    #[command(flatten)]
+    query: FlameQuery,
+    /// Rank by the weight of the stacks a function ends (`self`) instead of
+    /// those it appears in (`total`).
+    #[arg(long, value_parser = ["total", "self"], default_value = "total")]
+    sort: String,
+    /// Answer this many functions (0: all).
+    #[arg(long, default_value_t = 200)]
+    limit: usize,
 }
 
 /// How much of a tree a `flametree` answer shows.
@@ -408,6 +430,31 @@ pub fn answer(
             answer["total"] = flame.tree.total().into();
             Ok(to_json(&answer))
         }
+        Endpoint::Functions => {
+            let mut a = parse::<FunctionsArgs>(args)?;
+            // The same tree as `flametree`'s, kept for both.
+            a.query.count_objects = true;
+            checked(&a.query.filter)?;
+            let flame = trace.flame(&a.query)?;
+            let mut functions = paths::functions(&flame.tree);
+            if a.sort == "self" {
+                functions.sort_by(|x, y| y.own.cmp(&x.own).then_with(|| x.name.cmp(&y.name)));
+            }
+            let count = functions.len();
+            if a.limit > 0 {
+                functions.truncate(a.limit);
+            }
+            Ok(to_json(&serde_json::json!({
+                "unit": match flame.unit {
+                    Unit::Bytes => "bytes",
+                    Unit::Samples => "samples",
+                },
+                "what": flame.what,
+                "total": flame.tree.total(),
+                "count": count,
+                "functions": functions,
+            })))
+        }
         Endpoint::HotPaths => {
             let q = parse::<HotPathsArgs>(args)?.query;
             checked(&q.flame.filter)?;
@@ -499,6 +546,68 @@ mod tests {
     use super::*;
     use std::sync::Mutex;
     use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+
+    #[test]
+    fn functions_are_weighed_as_the_flame_graphs_stacks_say() {
+        let config = SynthConfig {
+            allocs: 3000,
+            recursive: true,
+            ..SynthConfig::default()
+        };
+        let bytes = write_synthetic(Vec::new(), &config).unwrap();
+        let trace = Trace::new("t".into(), TraceBytes::new(bytes)).unwrap();
+        let ask = |e: Endpoint, args: &[&str]| -> serde_json::Value {
+            let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+            serde_json::from_str(&answer(&trace, None, e, &args).unwrap()).unwrap()
+        };
+        let stacks = ask(Endpoint::Flamegraph, &["--peak"]);
+        let mut want: std::collections::HashMap<String, (u64, u64)> = Default::default();
+        for s in stacks["stacks"].as_array().unwrap() {
+            let frames: Vec<&str> = s["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f.as_str().unwrap())
+                .collect();
+            let w = s["weight"].as_u64().unwrap();
+            let distinct: std::collections::HashSet<&str> = frames.iter().copied().collect();
+            for f in distinct {
+                want.entry(f.to_string()).or_default().0 += w;
+            }
+            if let Some(leaf) = frames.last() {
+                want.entry(leaf.to_string()).or_default().1 += w;
+            }
+        }
+        for sort in ["total", "self"] {
+            let got = ask(
+                Endpoint::Functions,
+                &["--peak", "--sort", sort, "--limit", "0"],
+            );
+            let rows = got["functions"].as_array().unwrap();
+            assert_eq!(rows.len(), want.len());
+            assert_eq!(got["count"].as_u64(), Some(want.len() as u64));
+            let mut last = u64::MAX;
+            for r in rows {
+                let name = r["name"].as_str().unwrap();
+                let (total, own) = (r["total"].as_u64().unwrap(), r["self"].as_u64().unwrap());
+                assert_eq!(want[name], (total, own), "{name}");
+                let key = if sort == "self" { own } else { total };
+                assert!(key <= last, "sorted by {sort}");
+                last = key;
+            }
+        }
+        let top = ask(Endpoint::Functions, &["--peak", "--limit", "5"]);
+        assert_eq!(top["functions"].as_array().unwrap().len(), 5);
+        assert!(
+            answer(
+                &trace,
+                None,
+                Endpoint::Functions,
+                &["--sort".into(), "x".into()]
+            )
+            .is_err()
+        );
+    }
 
     #[test]
     fn answers_are_the_same_before_and_after_decoding_and_read_no_page_after() {
