@@ -162,6 +162,18 @@ impl Backtraces {
         BacktraceId(node)
     }
 
+    /// Adds the child of `parent` with `code` as the next node, for a trie read
+    /// back in the order of its nodes; `None` when `parent` is not a node yet or
+    /// the child exists already (the nodes were not a trie's, in order).
+    pub fn push_child(&mut self, parent: BacktraceId, code: LocationCode) -> Option<BacktraceId> {
+        let next = self.nodes.len();
+        if parent.ix() >= next {
+            return None;
+        }
+        let child = self.child(parent.0, code);
+        (child as usize == next).then_some(BacktraceId(child))
+    }
+
     /// Interns `backtrace` without any prefix hint.
     #[inline]
     pub fn intern_full(&mut self, backtrace: &[LocationCode]) -> BacktraceId {

@@ -74,7 +74,13 @@ pub struct Trace {
     /// The flame graph tree of the last `flamegraph` options `flametree` was
     /// asked with.
     flame: Mutex<Option<(FlameQuery, Arc<Flame>)>>,
+    /// How [`Trace::decode`] makes the tables, when not by decoding the bytes.
+    decoder: Option<Decoder>,
 }
+
+/// Makes a trace's tables from its bytes (`None`: they cannot be made),
+/// reporting the byte position reached.
+pub type Decoder = Box<dyn Fn(&TraceBytes, &mut dyn FnMut(u64)) -> Option<Tables> + Send + Sync>;
 
 /// A folded flame graph, without the pass it came from.
 struct Flame {
@@ -100,7 +106,15 @@ impl Trace {
             tables: OnceLock::new(),
             info,
             flame: Mutex::new(None),
+            decoder: None,
         })
+    }
+
+    /// The trace whose tables [`Trace::decode`] makes with `decoder` (one that
+    /// keeps them between runs) rather than by decoding its bytes.
+    pub fn decoded_by(mut self, decoder: Decoder) -> Trace {
+        self.decoder = Some(decoder);
+        self
     }
 
     /// Decodes the trace into its tables, which answers are made from once
@@ -108,6 +122,12 @@ impl Trace {
     /// read are let go as the decoding passes them. A second call does nothing.
     pub fn decode(&self, progress: &mut dyn FnMut(u64)) {
         if self.tables.get().is_some() {
+            return;
+        }
+        if let Some(decoder) = &self.decoder {
+            if let Some(tables) = decoder(&self.bytes, progress) {
+                let _ = self.tables.set(tables);
+            }
             return;
         }
         // The header read when the trace was made, so this does not fail.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Args;
+use tracekit_io::tables_cache::{Origin, TablesCache};
 use tracekit_view::{Served, Trace, Viewer};
 
 use crate::common::input;
@@ -31,21 +32,45 @@ pub struct ViewArgs {
     /// Open the page in the default browser.
     #[arg(long)]
     open: bool,
+    /// Do not keep the trace's tables between runs (by default they are kept
+    /// under `$XDG_CACHE_HOME/tracekit/tables`, so that viewing the trace again
+    /// does not decode it again).
+    #[arg(long)]
+    no_cache: bool,
 }
 
 /// Reads a trace for serving; its answers name it as the command line did.
-fn load(path: &Path) -> Result<Trace> {
+/// Its tables are kept in `cache`, if any.
+fn load(path: &Path, cache: Option<&TablesCache>) -> Result<Trace> {
     let name = input::display(path);
     let spinner = progress_spinner(&format!("reading {name}"), true, false);
     let trace = Trace::new(name.clone(), tracekit_io::memtrace::trace_bytes(path)?);
     spinner.finish_and_clear();
-    trace.map_err(|e| anyhow::anyhow!("{name}: {e}"))
+    let trace = trace.map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    Ok(match cache {
+        None => trace,
+        Some(cache) => {
+            let (cache, path) = (cache.clone(), path.to_path_buf());
+            trace.decoded_by(Box::new(move |bytes, progress| {
+                let (tables, origin) = cache.tables(&path, bytes, progress)?;
+                if let Origin::NotKept(why) = origin {
+                    output::tell(format_args!("note: the trace's tables are not kept: {why}"));
+                }
+                Some(tables)
+            }))
+        }
+    })
 }
 
 /// Runs `memtrace view`.
 pub fn run(args: ViewArgs) -> Result<ExitCode> {
-    let trace = load(&args.file)?;
-    let compare = args.compare.as_deref().map(load).transpose()?;
+    let cache = (!args.no_cache).then(TablesCache::user).flatten();
+    let trace = load(&args.file, cache.as_ref())?;
+    let compare = args
+        .compare
+        .as_deref()
+        .map(|p| load(p, cache.as_ref()))
+        .transpose()?;
     if !args.bind.is_loopback() {
         eprintln!(
             "warning: listening on {}: other machines that reach it can read the trace",

@@ -195,6 +195,20 @@ impl LocationTable {
     }
 }
 
+/// A table of the given codes' locations (a code given twice keeps its last
+/// locations), for a table kept elsewhere and read back.
+impl FromIterator<(LocationCode, Vec<Location>)> for LocationTable {
+    fn from_iter<I: IntoIterator<Item = (LocationCode, Vec<Location>)>>(codes: I) -> Self {
+        LocationTable {
+            map: codes
+                .into_iter()
+                .map(|(c, l)| (c, l.into_boxed_slice()))
+                .collect(),
+            names: Names::default(),
+        }
+    }
+}
+
 impl crate::event::LocationLookup for LocationTable {
     fn locations(&self, code: LocationCode) -> Option<&[Location]> {
         self.get(code)

@@ -21,8 +21,15 @@ struct Server {
 
 impl Server {
     fn start(args: &[&Path]) -> Server {
+        // The tables are kept under the test's own folder, not the user's.
+        let cache = std::env::temp_dir().join(format!("tracekit-view-test-{}", std::process::id()));
+        Server::start_cached(args, &cache)
+    }
+
+    /// A server whose trace tables are kept under `cache` (`XDG_CACHE_HOME`).
+    fn start_cached(args: &[&Path], cache: &Path) -> Server {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_tracekit"));
-        cmd.args(["memtrace", "view"]);
+        cmd.args(["memtrace", "view"]).env("XDG_CACHE_HOME", cache);
         let mut args = args.iter();
         cmd.arg(args.next().unwrap());
         if let Some(other) = args.next() {
@@ -463,5 +470,95 @@ fn slow_queries_hold_up_neither_the_info_nor_the_page() {
     assert!(
         busy < std::time::Duration::from_millis(200) + idle * 4,
         "info and the page took {busy:?} behind the queries ({idle:?} idle)"
+    );
+}
+
+/// The one file of the tables cache under `cache`, once a server has written it.
+fn cached_file(cache: &Path) -> PathBuf {
+    let dir = cache.join("tracekit/tables");
+    let started = std::time::Instant::now();
+    loop {
+        let files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default();
+        if let [one] = &files[..]
+            && one.extension().is_some_and(|e| e == "tables")
+        {
+            return one.clone();
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no tables in {}: {files:?}",
+            dir.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_tables_are_kept_reused_and_remade_when_the_trace_changes() {
+    let Some(traces) = corpus_traces() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let trace = dir.path().join("t.ctf");
+    let pick = |name: &str| traces.iter().find(|p| p.ends_with(name)).unwrap().clone();
+    std::fs::copy(pick("lists_hashtbl_v2.ctf"), &trace).unwrap();
+    let top = |s: &Server| s.json("top", &["--by", "function"]);
+    let first = {
+        let s = Server::start_cached(&[&trace], &cache);
+        let file = cached_file(&cache);
+        (top(&s), file)
+    };
+    let written = std::fs::metadata(&first.1).unwrap().modified().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    {
+        let s = Server::start_cached(&[&trace], &cache);
+        // Read back: the same answers, the file not written again.
+        assert_eq!(top(&s), first.0);
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert_eq!(
+            std::fs::metadata(&first.1).unwrap().modified().unwrap(),
+            written
+        );
+    }
+    std::fs::copy(pick("mixed_v3.ctf"), &trace).unwrap();
+    {
+        let s = Server::start_cached(&[&trace], &cache);
+        let started = std::time::Instant::now();
+        while std::fs::metadata(&first.1).unwrap().modified().unwrap() == written {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "not remade"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_eq!(
+            top(&s),
+            cli_json(&[
+                "memtrace",
+                "top",
+                "--by",
+                "function",
+                "--json",
+                trace.to_str().unwrap()
+            ])
+        );
+    }
+    // A cache that cannot be written: the viewer serves all the same.
+    let blocked = dir.path().join("blocked");
+    std::fs::write(&blocked, b"a file, not a folder").unwrap();
+    let s = Server::start_cached(&[&trace], &blocked);
+    assert_eq!(
+        top(&s),
+        cli_json(&[
+            "memtrace",
+            "top",
+            "--by",
+            "function",
+            "--json",
+            trace.to_str().unwrap()
+        ])
     );
 }

@@ -33,6 +33,10 @@
 //! A trace that stops at damage gives tables of the events before it, and every pass
 //! over them reports the damage as the reader's pass would.
 
+mod file;
+
+pub use file::FileError;
+
 use std::borrow::Cow;
 use std::sync::Arc;
 

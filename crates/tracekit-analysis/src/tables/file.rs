@@ -1,0 +1,527 @@
+//! Trace tables as bytes, to keep them in a file and read them back instead of
+//! decoding the trace again. No I/O: [`Tables::write_to`] writes to any
+//! `io::Write`, [`Tables::read_from`] reads a byte slice (a mapped file).
+//!
+//! All integers are little-endian. A column is a width byte (4 or 8) and its
+//! values at that width.
+//!
+//! | bytes | what |
+//! | --- | --- |
+//! | 8 | magic `TKTABLE` and the format version (1) |
+//! | 8 | the time of the last event (µs, signed) |
+//! | 8 each | events, allocations, promotes and collects |
+//! | events | the kind of each event: 0 alloc, 1 promote, 2 collect |
+//! | column | per allocation: time |
+//! | column | object id |
+//! | 2 × allocations | domain |
+//! | column | length (words) |
+//! | column | samples |
+//! | allocations | source: 0 minor, 1 major, 2 external |
+//! | 4 × allocations | node in the backtrace trie |
+//! | 4 × allocations | node in the trie of sites |
+//! | column | end ([`NEVER`](super::NEVER) if never collected) |
+//! | column | per promote or collect: time |
+//! | column | object id |
+//! | 2 × promotes and collects | domain |
+//! | trie | the backtrace trie: 4 bytes of node count, then per node after the root its parent (4) and location code (8), in node order |
+//! | trie | the trie of sites, the same way |
+//! | 4 | location codes, then per code: the code (8), its location count (1), per location its line, first and last column (4 each), file name and function name (4 bytes of length, then the bytes) |
+//!
+//! Tables of a damaged trace, or of one whose packets were skipped, are not
+//! written: reading them back would lose the damage. Reading checks every
+//! count, width and id against the rest, so a file that is not what it says
+//! is an error with its offset, never tables that answer wrongly.
+
+use std::io::{self, Write};
+
+use tracekit_memtrace::{Info, Location, LocationCode, LocationTable, Name, Timedelta};
+
+use super::{Column, Tables};
+use crate::backtrace::{BacktraceId, Backtraces};
+
+const MAGIC: &[u8; 8] = b"TKTABLE\x01";
+
+/// Why bytes are not trace tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FileError {
+    /// Not tables of this format version.
+    #[error("not trace tables of this version")]
+    Magic,
+    /// The bytes end inside a section.
+    #[error("cut short at byte {0}")]
+    Truncated(usize),
+    /// A value that contradicts the rest (a count, a width, an id) at this offset.
+    #[error("inconsistent at byte {0}")]
+    Inconsistent(usize),
+    /// The tables are of a damaged trace, which are not written.
+    #[error("the tables are of a damaged trace")]
+    Damaged,
+}
+
+impl Tables {
+    /// Writes the tables in the format of the module docs. Tables of a damaged
+    /// trace are refused ([`FileError::Damaged`] as `io::ErrorKind::InvalidInput`).
+    pub fn write_to(&self, out: &mut dyn Write) -> io::Result<()> {
+        if self.error.is_some() || !self.warnings.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                FileError::Damaged,
+            ));
+        }
+        out.write_all(MAGIC)?;
+        out.write_all(&self.end.as_micros().to_le_bytes())?;
+        let promotes = self
+            .kind
+            .iter()
+            .filter(|&&k| k == super::KIND_PROMOTE)
+            .count();
+        let others = self.other_domain.len();
+        for n in [
+            self.kind.len(),
+            self.source.len(),
+            promotes,
+            others - promotes.min(others),
+        ] {
+            out.write_all(&(n as u64).to_le_bytes())?;
+        }
+        out.write_all(&self.kind)?;
+        write_column(out, &self.time)?;
+        write_column(out, &self.object)?;
+        write_u16s(out, &self.domain)?;
+        write_column(out, &self.length)?;
+        write_column(out, &self.samples)?;
+        out.write_all(&self.source)?;
+        write_u32s(out, &self.backtrace)?;
+        write_u32s(out, &self.site)?;
+        write_column(out, &self.ended)?;
+        write_column(out, &self.other_time)?;
+        write_column(out, &self.other_object)?;
+        write_u16s(out, &self.other_domain)?;
+        write_trie(out, &self.backtraces)?;
+        write_trie(out, &self.sites)?;
+        write_locations(out, &self.locations)
+    }
+
+    /// Reads tables written by [`Tables::write_to`] of the trace whose header
+    /// is `info` and size `size_bytes`.
+    pub fn read_from(bytes: &[u8], info: Info, size_bytes: u64) -> Result<Tables, FileError> {
+        let mut r = Bytes { bytes, at: 0 };
+        if r.take(8)? != MAGIC {
+            return Err(FileError::Magic);
+        }
+        let end = Timedelta::from_micros(r.i64()?);
+        let events = r.count()?;
+        let allocs = r.count()?;
+        let promotes = r.count()?;
+        let collects = r.count()?;
+        let others = promotes.checked_add(collects).ok_or(r.bad())?;
+        if allocs.checked_add(others) != Some(events) {
+            return Err(r.bad());
+        }
+        let at = r.at;
+        let kind = r.take(events)?.to_vec();
+        let mut counted = [0usize; 3];
+        for &k in &kind {
+            match counted.get_mut(usize::from(k)) {
+                Some(c) => *c += 1,
+                None => return Err(FileError::Inconsistent(at)),
+            }
+        }
+        if counted != [allocs, promotes, collects] {
+            return Err(FileError::Inconsistent(at));
+        }
+        let time = r.column(allocs)?;
+        let object = r.column(allocs)?;
+        let domain = r.u16s(allocs)?;
+        let length = r.column(allocs)?;
+        let samples = r.column(allocs)?;
+        let at = r.at;
+        let source = r.take(allocs)?.to_vec();
+        if source.iter().any(|&s| s > 2) {
+            return Err(FileError::Inconsistent(at));
+        }
+        let backtrace = r.u32s(allocs)?;
+        let site = r.u32s(allocs)?;
+        let ended = r.column(allocs)?;
+        let other_time = r.column(others)?;
+        let other_object = r.column(others)?;
+        let other_domain = r.u16s(others)?;
+        let (at, backtraces) = (r.at, r.trie()?);
+        if backtrace.iter().any(|&b| b as usize >= backtraces.len()) {
+            return Err(FileError::Inconsistent(at));
+        }
+        let (at, sites) = (r.at, r.trie()?);
+        if site.iter().any(|&b| b as usize >= sites.len()) {
+            return Err(FileError::Inconsistent(at));
+        }
+        let locations = r.locations()?;
+        if r.at != bytes.len() {
+            return Err(r.bad());
+        }
+        Ok(Tables {
+            info,
+            locations,
+            size_bytes,
+            backtraces,
+            kind,
+            time,
+            object,
+            domain,
+            length,
+            samples,
+            source,
+            backtrace,
+            sites,
+            site,
+            ended,
+            other_time,
+            other_object,
+            other_domain,
+            end,
+            warnings: Vec::new(),
+            error: None,
+        })
+    }
+}
+
+fn write_column(out: &mut dyn Write, c: &Column) -> io::Result<()> {
+    let mut buf = Vec::with_capacity(1 << 16);
+    match c {
+        Column::Narrow(v) => {
+            out.write_all(&[4])?;
+            for chunk in v.chunks(1 << 14) {
+                buf.clear();
+                chunk
+                    .iter()
+                    .for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
+                out.write_all(&buf)?;
+            }
+        }
+        Column::Wide(v) => {
+            out.write_all(&[8])?;
+            for chunk in v.chunks(1 << 13) {
+                buf.clear();
+                chunk
+                    .iter()
+                    .for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
+                out.write_all(&buf)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_u32s(out: &mut dyn Write, v: &[u32]) -> io::Result<()> {
+    let mut buf = Vec::with_capacity(1 << 16);
+    for chunk in v.chunks(1 << 14) {
+        buf.clear();
+        chunk
+            .iter()
+            .for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
+        out.write_all(&buf)?;
+    }
+    Ok(())
+}
+
+fn write_u16s(out: &mut dyn Write, v: &[u16]) -> io::Result<()> {
+    let mut buf = Vec::with_capacity(1 << 16);
+    for chunk in v.chunks(1 << 15) {
+        buf.clear();
+        chunk
+            .iter()
+            .for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
+        out.write_all(&buf)?;
+    }
+    Ok(())
+}
+
+fn write_trie(out: &mut dyn Write, t: &Backtraces) -> io::Result<()> {
+    out.write_all(&(t.len() as u32).to_le_bytes())?;
+    let mut buf = Vec::with_capacity(12 << 12);
+    for i in 1..t.len() {
+        let id = BacktraceId(i as u32);
+        buf.extend_from_slice(&t.parent(id).0.to_le_bytes());
+        buf.extend_from_slice(&t.leaf(id).map_or(0, |c| c.get()).to_le_bytes());
+        if buf.len() >= 12 << 12 {
+            out.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    out.write_all(&buf)
+}
+
+fn write_name(out: &mut dyn Write, n: &Name) -> io::Result<()> {
+    let b = n.as_bytes();
+    let len = u32::try_from(b.len()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    out.write_all(&len.to_le_bytes())?;
+    out.write_all(b)
+}
+
+fn write_locations(out: &mut dyn Write, t: &LocationTable) -> io::Result<()> {
+    let mut codes: Vec<(LocationCode, &[Location])> = t.iter().collect();
+    codes.sort_unstable_by_key(|(c, _)| c.get());
+    out.write_all(&(codes.len() as u32).to_le_bytes())?;
+    for (code, locs) in codes {
+        let n =
+            u8::try_from(locs.len()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        out.write_all(&code.get().to_le_bytes())?;
+        out.write_all(&[n])?;
+        for l in locs {
+            for v in [l.line, l.start_char, l.end_char] {
+                out.write_all(&v.to_le_bytes())?;
+            }
+            write_name(out, &l.filename)?;
+            write_name(out, &l.defname)?;
+        }
+    }
+    Ok(())
+}
+
+/// A cursor over the bytes being read.
+struct Bytes<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Bytes<'a> {
+    fn bad(&self) -> FileError {
+        FileError::Inconsistent(self.at)
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], FileError> {
+        let end = self
+            .at
+            .checked_add(n)
+            .ok_or(FileError::Truncated(self.at))?;
+        let b = self
+            .bytes
+            .get(self.at..end)
+            .ok_or(FileError::Truncated(self.at))?;
+        self.at = end;
+        Ok(b)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], FileError> {
+        let at = self.at;
+        self.take(N)?
+            .try_into()
+            .map_err(|_| FileError::Truncated(at))
+    }
+
+    fn i64(&mut self) -> Result<i64, FileError> {
+        Ok(i64::from_le_bytes(self.array()?))
+    }
+
+    fn u32(&mut self) -> Result<u32, FileError> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+
+    /// A count of items that must each take at least a byte of what is left:
+    /// more is a file cut short.
+    fn count(&mut self) -> Result<usize, FileError> {
+        let at = self.at;
+        let n = u64::from_le_bytes(self.array()?);
+        match usize::try_from(n) {
+            Ok(n) if n <= self.bytes.len() - self.at => Ok(n),
+            _ => Err(FileError::Truncated(at)),
+        }
+    }
+
+    fn column(&mut self, n: usize) -> Result<Column, FileError> {
+        let at = self.at;
+        match self.take(1)? {
+            [4] => {
+                Ok(Column::Narrow(self.values(n, 4, |b| {
+                    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+                })?))
+            }
+            [8] => Ok(Column::Wide(self.values(n, 8, |b| {
+                u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+            })?)),
+            _ => Err(FileError::Inconsistent(at)),
+        }
+    }
+
+    fn values<T>(
+        &mut self,
+        n: usize,
+        width: usize,
+        f: impl Fn(&[u8]) -> T,
+    ) -> Result<Vec<T>, FileError> {
+        let at = self.at;
+        let len = n.checked_mul(width).ok_or(FileError::Truncated(at))?;
+        Ok(self.take(len)?.chunks_exact(width).map(f).collect())
+    }
+
+    fn u32s(&mut self, n: usize) -> Result<Vec<u32>, FileError> {
+        self.values(n, 4, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u16s(&mut self, n: usize) -> Result<Vec<u16>, FileError> {
+        self.values(n, 2, |b| u16::from_le_bytes([b[0], b[1]]))
+    }
+
+    fn trie(&mut self) -> Result<Backtraces, FileError> {
+        let at = self.at;
+        let n = self.u32()? as usize;
+        if n == 0 || n.saturating_mul(12) > self.bytes.len() {
+            return Err(FileError::Inconsistent(at));
+        }
+        let mut t = Backtraces::new();
+        for _ in 1..n {
+            let at = self.at;
+            let parent = BacktraceId(self.u32()?);
+            let code = LocationCode::new(self.i64()?);
+            t.push_child(parent, code)
+                .ok_or(FileError::Inconsistent(at))?;
+        }
+        Ok(t)
+    }
+
+    fn name(&mut self) -> Result<Name, FileError> {
+        let n = self.u32()? as usize;
+        Ok(Name::new(self.take(n)?))
+    }
+
+    fn locations(&mut self) -> Result<LocationTable, FileError> {
+        let n = self.u32()? as usize;
+        let mut codes = Vec::with_capacity(n.min(self.bytes.len() / 9));
+        for _ in 0..n {
+            let code = LocationCode::new(self.i64()?);
+            let count = self.take(1)?[0];
+            let mut locs = Vec::with_capacity(usize::from(count));
+            for _ in 0..count {
+                let (line, start_char, end_char) = (self.u32()?, self.u32()?, self.u32()?);
+                let filename = self.name()?;
+                let defname = self.name()?;
+                locs.push(Location {
+                    filename,
+                    line,
+                    start_char,
+                    end_char,
+                    defname,
+                });
+            }
+            codes.push((code, locs));
+        }
+        Ok(codes.into_iter().collect())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::query::{FilterSpec, FlameQuery, SiteSpec, TopQuery};
+    use crate::render::TraceFile;
+    use crate::report::GroupBy;
+    use crate::symbols::FrameLabel;
+    use tracekit_memtrace::Reader;
+    use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+
+    fn tables(bytes: &[u8]) -> Tables {
+        let mut reader = Reader::from_bytes(bytes).unwrap();
+        Tables::build(&mut reader, &mut |_| {})
+    }
+
+    /// What the tables answer: the top sites by backtrace and the flame graph's stacks.
+    fn answers(t: &Tables) -> (serde_json::Value, serde_json::Value) {
+        let top = TopQuery {
+            by: GroupBy::Backtrace,
+            limit: 0,
+            at: None,
+            peak: true,
+            sites: SiteSpec::default(),
+            filter: FilterSpec::default(),
+        };
+        let file = TraceFile::new("t", t.info());
+        let top = top.run(&mut &*t, &mut |_, _| {}).unwrap().json(&file);
+        let flame = FlameQuery {
+            at: None,
+            peak: false,
+            live_end: true,
+            frames: FrameLabel::Location,
+            samples: false,
+            collapse_recursion: false,
+            hide: Vec::new(),
+            hide_function: Vec::new(),
+            count_objects: false,
+            filter: FilterSpec::default(),
+        };
+        let flame = flame.run(&mut &*t, &mut |_, _| {}).unwrap();
+        (top, serde_json::to_value(flame.json()).unwrap())
+    }
+
+    #[test]
+    fn tables_read_back_answer_as_the_tables_written() {
+        let config = SynthConfig {
+            allocs: 5_000,
+            ..SynthConfig::default()
+        };
+        let bytes = write_synthetic(Vec::new(), &config).unwrap();
+        let t = tables(&bytes);
+        let mut file = Vec::new();
+        t.write_to(&mut file).unwrap();
+        let back = Tables::read_from(&file, t.info().clone(), t.size_bytes).unwrap();
+        assert_eq!(answers(&back), answers(&t));
+        assert_eq!(back.column_bytes(), t.column_bytes());
+        let mut again = Vec::new();
+        back.write_to(&mut again).unwrap();
+        assert_eq!(again, file, "written again, byte for byte");
+    }
+
+    #[test]
+    fn bad_bytes_are_an_error_with_an_offset_never_a_panic() {
+        let bytes = write_synthetic(
+            Vec::new(),
+            &SynthConfig {
+                allocs: 300,
+                ..SynthConfig::default()
+            },
+        )
+        .unwrap();
+        let t = tables(&bytes);
+        let mut file = Vec::new();
+        t.write_to(&mut file).unwrap();
+        let info = t.info().clone();
+        assert_eq!(
+            Tables::read_from(b"nope", info.clone(), 0).err(),
+            Some(FileError::Truncated(0))
+        );
+        assert_eq!(
+            Tables::read_from(&file[..100], info.clone(), 0)
+                .err()
+                .map(|e| matches!(e, FileError::Truncated(_))),
+            Some(true)
+        );
+        // Every byte changed in turn: an error or tables, never a panic.
+        for i in 0..file.len() {
+            let mut bad = file.clone();
+            bad[i] ^= 0x5a;
+            let _ = Tables::read_from(&bad, info.clone(), 0);
+        }
+        let mut longer = file.clone();
+        longer.push(0);
+        assert!(matches!(
+            Tables::read_from(&longer, info, 0),
+            Err(FileError::Inconsistent(_))
+        ));
+    }
+
+    #[test]
+    fn the_tables_of_a_damaged_trace_are_not_written() {
+        let bytes = write_synthetic(
+            Vec::new(),
+            &SynthConfig {
+                allocs: 300,
+                ..SynthConfig::default()
+            },
+        )
+        .unwrap();
+        let cut = [&bytes[..], &[0xc1, 0x1f, 0xfc, 0xc1, 0, 0]].concat();
+        let t = tables(&cut);
+        assert!(t.error().is_some());
+        let e = t.write_to(&mut Vec::new()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    }
+}

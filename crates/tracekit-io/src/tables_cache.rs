@@ -1,0 +1,240 @@
+//! Trace tables kept between runs, so that a trace viewed again is not decoded
+//! again: a file per trace (named by a hash of the trace's path) in a cache
+//! folder, `$XDG_CACHE_HOME/tracekit/tables` by default
+//! (`~/.cache/tracekit/tables` without it).
+//!
+//! A cache file holds the key of the trace it was made from (tracekit's
+//! version, the trace's path, size and modification time, and a hash of its
+//! first and last 64 KiB), then the tables as
+//! [`Tables::write_to`](tracekit_analysis::tables::Tables::write_to) writes
+//! them. A trace that changed no longer matches its key and is decoded again,
+//! and its file replaced. A cache that cannot be read is decoded past; one
+//! that cannot be written is skipped: neither is an error. Files are written
+//! under a temporary name and renamed, so a cache file is whole or absent.
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use tracekit_analysis::tables::Tables;
+use tracekit_analysis::trace_bytes::TraceBytes;
+use tracekit_memtrace::Reader;
+
+use crate::input;
+
+/// Bytes hashed at each end of a trace for its key.
+const ENDS: usize = 64 << 10;
+
+/// Where trace tables are kept.
+#[derive(Clone, Debug)]
+pub struct TablesCache {
+    dir: PathBuf,
+}
+
+/// Where [`TablesCache::tables`] found the tables.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Read back from the cache.
+    Cached,
+    /// Decoded from the trace, and kept.
+    Built,
+    /// Decoded from the trace, and not kept, for the reason given.
+    NotKept(String),
+}
+
+/// FNV-1a, 64 bits: stable across builds, unlike the standard hasher.
+fn fnv(bytes: &[u8], mut h: u64) -> u64 {
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+impl TablesCache {
+    /// The user's cache folder, or `None` when neither `XDG_CACHE_HOME` nor
+    /// `HOME` says where it is.
+    pub fn user() -> Option<TablesCache> {
+        let base = std::env::var_os("XDG_CACHE_HOME")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|d| !d.is_empty())
+                    .map(|h| PathBuf::from(h).join(".cache"))
+            })?;
+        Some(TablesCache::in_dir(base.join("tracekit").join("tables")))
+    }
+
+    /// A cache in `dir` (made when first written).
+    pub fn in_dir(dir: impl Into<PathBuf>) -> TablesCache {
+        TablesCache { dir: dir.into() }
+    }
+
+    /// The folder of the cache.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The cache file of the trace at `path`, and the key its contents must
+    /// start with.
+    fn entry(&self, path: &Path, bytes: &[u8]) -> Option<(PathBuf, Vec<u8>)> {
+        let path = std::fs::canonicalize(path).ok()?;
+        let meta = std::fs::metadata(&path).ok()?;
+        let modified = meta.modified().ok()?;
+        let mtime = modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let head = bytes.get(..ENDS.min(bytes.len())).unwrap_or(&[]);
+        let tail = bytes.get(bytes.len().saturating_sub(ENDS)..).unwrap_or(&[]);
+        let ends = fnv(tail, fnv(head, FNV_START));
+        let key = format!(
+            "tracekit {}\0{}\0{}\0{}\0{:016x}\0",
+            env!("CARGO_PKG_VERSION"),
+            path.display(),
+            meta.len(),
+            mtime,
+            ends
+        );
+        let name = format!(
+            "{:016x}.tables",
+            fnv(path.as_os_str().as_encoded_bytes(), FNV_START)
+        );
+        Some((self.dir.join(name), key.into_bytes()))
+    }
+
+    /// The tables of the trace at `path`, whose bytes are `bytes`: read back
+    /// when the cache holds them for the trace as it is now, else decoded
+    /// (`progress` hears the byte position reached; the pages read are let
+    /// go as the decoding passes them) and kept. `None` when the trace's
+    /// header does not read.
+    pub fn tables(
+        &self,
+        path: &Path,
+        bytes: &TraceBytes,
+        progress: &mut dyn FnMut(u64),
+    ) -> Option<(Tables, Origin)> {
+        let entry = self.entry(path, bytes.as_ref());
+        if let Some((file, key)) = &entry
+            && let Some(tables) = Self::read(file, key, bytes)
+        {
+            return Some((tables, Origin::Cached));
+        }
+        let tables = build(bytes, progress)?;
+        let origin = match entry {
+            None => Origin::NotKept(format!("{}: cannot name its cache file", path.display())),
+            Some((file, key)) => match self.write(&file, &key, &tables) {
+                Ok(()) => Origin::Built,
+                Err(e) => Origin::NotKept(format!("{}: {e}", file.display())),
+            },
+        };
+        Some((tables, origin))
+    }
+
+    fn read(file: &Path, key: &[u8], bytes: &TraceBytes) -> Option<Tables> {
+        let f = std::fs::File::open(file).ok()?;
+        let cached = input::file_bytes(&f, &file.display().to_string()).ok()?;
+        let body = cached.as_ref().strip_prefix(key)?;
+        let info = Reader::from_owner(bytes.clone()).ok()?.info().clone();
+        let size = bytes.as_ref().len() as u64;
+        Tables::read_from(body, info, size).ok()
+    }
+
+    fn write(&self, file: &Path, key: &[u8], tables: &Tables) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        let temp = tempfile::NamedTempFile::new_in(&self.dir)?;
+        let mut out = BufWriter::with_capacity(1 << 20, temp);
+        out.write_all(key)?;
+        tables.write_to(&mut out)?;
+        let temp = out.into_inner().map_err(|e| e.into_error())?;
+        temp.persist(file).map_err(|e| e.error)?;
+        Ok(())
+    }
+}
+
+/// Decodes `bytes` into tables, letting go of the pages read as it goes;
+/// `None` when the trace's header does not read.
+pub fn build(bytes: &TraceBytes, progress: &mut dyn FnMut(u64)) -> Option<Tables> {
+    let mut reader = Reader::from_owner(bytes.clone()).ok()?;
+    let mut release = bytes.pass();
+    let tables = Tables::build(&mut reader, &mut |pos| {
+        release.at(pos);
+        progress(pos);
+    });
+    bytes.release_all();
+    Some(tables)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+
+    fn trace(dir: &Path, seed: u64) -> PathBuf {
+        let config = SynthConfig {
+            allocs: 2_000,
+            seed,
+            ..SynthConfig::default()
+        };
+        let path = dir.join("t.ctf");
+        std::fs::write(&path, write_synthetic(Vec::new(), &config).unwrap()).unwrap();
+        path
+    }
+
+    fn ask(cache: &TablesCache, path: &Path) -> (Tables, Origin) {
+        let bytes = crate::memtrace::trace_bytes(path).unwrap();
+        cache.tables(path, &bytes, &mut |_| {}).unwrap()
+    }
+
+    #[test]
+    fn a_second_start_reads_the_tables_back_and_a_changed_trace_is_decoded_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = TablesCache::in_dir(dir.path().join("cache"));
+        let path = trace(dir.path(), 1);
+        let (first, origin) = ask(&cache, &path);
+        assert_eq!(origin, Origin::Built);
+        let (again, origin) = ask(&cache, &path);
+        assert_eq!(origin, Origin::Cached);
+        assert_eq!(again.allocations(), first.allocations());
+        assert_eq!(again.end(), first.end());
+        // Another trace at the same path: decoded again, its file replaced.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let path = trace(dir.path(), 2);
+        let (changed, origin) = ask(&cache, &path);
+        assert_eq!(origin, Origin::Built);
+        assert_ne!(changed.end(), first.end());
+        assert_eq!(ask(&cache, &path).1, Origin::Cached);
+        let files = std::fs::read_dir(cache.dir()).unwrap().count();
+        assert_eq!(files, 1, "one file per trace, no temporary left");
+    }
+
+    #[test]
+    fn a_cache_that_cannot_be_written_or_read_is_decoded_past() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = trace(dir.path(), 1);
+        // The cache folder is a file: nothing can be written under it.
+        let blocked = dir.path().join("blocked");
+        std::fs::write(&blocked, b"a file").unwrap();
+        let cache = TablesCache::in_dir(&blocked);
+        let (tables, origin) = ask(&cache, &path);
+        assert!(matches!(origin, Origin::NotKept(_)), "{origin:?}");
+        assert_eq!(tables.allocations(), 2_000);
+        // A cache file that is not tables: decoded again and replaced.
+        let cache = TablesCache::in_dir(dir.path().join("cache"));
+        assert_eq!(ask(&cache, &path).1, Origin::Built);
+        let file = std::fs::read_dir(cache.dir())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let mut bytes = std::fs::read(&file).unwrap();
+        let n = bytes.len();
+        bytes.truncate(n - 7);
+        std::fs::write(&file, &bytes).unwrap();
+        assert_eq!(ask(&cache, &path).1, Origin::Built);
+        assert_eq!(ask(&cache, &path).1, Origin::Cached);
+    }
+}
