@@ -228,7 +228,11 @@ impl Timeline {
             let mut allocated = 0u64;
             let mut freed = 0u64;
             for (d, series) in self.series.iter().enumerate() {
-                for b in lo..hi {
+                // Buckets past a series' end are empty: a last event far after
+                // the last allocation (one that only touched the timeline) must
+                // not cost a step per bucket.
+                let len = series.allocated.len().max(series.freed.len());
+                for b in lo.min(len)..hi.min(len) {
                     let a = series.allocated.get(b).copied().unwrap_or(0);
                     let f = series.freed.get(b).copied().unwrap_or(0);
                     allocated = allocated.saturating_add(a);
@@ -480,6 +484,32 @@ mod tests {
             }
         }
         (best.0.max(0) as u64, best.1)
+    }
+
+    /// An event far after the last allocation (a promote, or an allocation the
+    /// filter left out, touches the timeline alone): the points cover it without
+    /// a step per empty bucket.
+    #[test]
+    fn a_far_last_event_costs_no_step_per_empty_bucket() {
+        let mut t = Timeline::new(1 << 10);
+        t.allocated(us(5), DomainId::new(0), 3);
+        t.freed(us(9), DomainId::new(0), 1);
+        t.touch(us(1 << 33));
+        let started = std::time::Instant::now();
+        let points = t.points(100);
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        assert!(
+            !points.is_empty() && points.len() <= 100,
+            "{}",
+            points.len()
+        );
+        let last = points.last().map(|p| (p.time, p.live));
+        assert!(
+            last.is_some_and(|(t, live)| t >= us(1 << 33) && live == 2),
+            "{last:?}"
+        );
+        assert_eq!(points.iter().map(|p| p.allocated).sum::<u64>(), 3);
+        assert_eq!(points.iter().map(|p| p.freed).sum::<u64>(), 1);
     }
 
     #[test]

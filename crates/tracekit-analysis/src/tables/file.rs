@@ -185,51 +185,36 @@ impl Tables {
 }
 
 fn write_column(out: &mut dyn Write, c: &Column) -> io::Result<()> {
-    let mut buf = Vec::with_capacity(1 << 16);
     match c {
         Column::Narrow(v) => {
             out.write_all(&[4])?;
-            for chunk in v.chunks(1 << 14) {
-                buf.clear();
-                chunk
-                    .iter()
-                    .for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
-                out.write_all(&buf)?;
-            }
+            write_values(out, v, |x| x.to_le_bytes())
         }
         Column::Wide(v) => {
             out.write_all(&[8])?;
-            for chunk in v.chunks(1 << 13) {
-                buf.clear();
-                chunk
-                    .iter()
-                    .for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
-                out.write_all(&buf)?;
-            }
+            write_values(out, v, |x| x.to_le_bytes())
         }
     }
-    Ok(())
 }
 
 fn write_u32s(out: &mut dyn Write, v: &[u32]) -> io::Result<()> {
-    let mut buf = Vec::with_capacity(1 << 16);
-    for chunk in v.chunks(1 << 14) {
-        buf.clear();
-        chunk
-            .iter()
-            .for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
-        out.write_all(&buf)?;
-    }
-    Ok(())
+    write_values(out, v, |x| x.to_le_bytes())
 }
 
 fn write_u16s(out: &mut dyn Write, v: &[u16]) -> io::Result<()> {
+    write_values(out, v, |x| x.to_le_bytes())
+}
+
+/// `values` as `bytes` gives each, through a buffer of about 64 KiB.
+fn write_values<T: Copy, const N: usize>(
+    out: &mut dyn Write,
+    values: &[T],
+    bytes: impl Fn(T) -> [u8; N],
+) -> io::Result<()> {
     let mut buf = Vec::with_capacity(1 << 16);
-    for chunk in v.chunks(1 << 15) {
+    for chunk in values.chunks((1 << 16) / N.max(1)) {
         buf.clear();
-        chunk
-            .iter()
-            .for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
+        chunk.iter().for_each(|&x| buf.extend_from_slice(&bytes(x)));
         out.write_all(&buf)?;
     }
     Ok(())

@@ -2,8 +2,8 @@
 //! question is answered from without decoding again.
 //!
 //! A question on the command line is best answered by one pass over the compressed
-//! trace. A viewer asks many, and there each new pass is mostly decoding. [`Tables`]
-//! holds what the passes need of the events, in trace order:
+//! trace. A viewer asks many, and decoding the same bytes for each is wasted work:
+//! [`Tables`] holds what the passes need of the events, in trace order:
 //!
 //! | column | per | type | what |
 //! | --- | --- | --- | --- |
@@ -32,6 +32,10 @@
 //!
 //! A trace that stops at damage gives tables of the events before it, and every pass
 //! over them reports the damage as the reader's pass would.
+//!
+//! The tables are written as bytes and read back by the `file` module
+//! ([`Tables::write_to`], [`Tables::read_from`]), so that a viewer keeps them between
+//! runs.
 
 mod file;
 

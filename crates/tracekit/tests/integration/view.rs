@@ -506,6 +506,16 @@ fn the_tables_are_kept_reused_and_remade_when_the_trace_changes() {
     let pick = |name: &str| traces.iter().find(|p| p.ends_with(name)).unwrap().clone();
     std::fs::copy(pick("lists_hashtbl_v2.ctf"), &trace).unwrap();
     let top = |s: &Server| s.json("top", &["--by", "function"]);
+    let cli_top = |trace: &Path| {
+        cli_json(&[
+            "memtrace",
+            "top",
+            "--by",
+            "function",
+            "--json",
+            trace.to_str().unwrap(),
+        ])
+    };
     let first = {
         let s = Server::start_cached(&[&trace], &cache);
         let file = cached_file(&cache);
@@ -534,31 +544,11 @@ fn the_tables_are_kept_reused_and_remade_when_the_trace_changes() {
             );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        assert_eq!(
-            top(&s),
-            cli_json(&[
-                "memtrace",
-                "top",
-                "--by",
-                "function",
-                "--json",
-                trace.to_str().unwrap()
-            ])
-        );
+        assert_eq!(top(&s), cli_top(&trace));
     }
     // A cache that cannot be written: the viewer serves all the same.
     let blocked = dir.path().join("blocked");
     std::fs::write(&blocked, b"a file, not a folder").unwrap();
     let s = Server::start_cached(&[&trace], &blocked);
-    assert_eq!(
-        top(&s),
-        cli_json(&[
-            "memtrace",
-            "top",
-            "--by",
-            "function",
-            "--json",
-            trace.to_str().unwrap()
-        ])
-    );
+    assert_eq!(top(&s), cli_top(&trace));
 }
