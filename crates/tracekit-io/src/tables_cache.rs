@@ -35,8 +35,8 @@ pub struct TablesCache {
 pub enum Origin {
     /// Read back from the cache.
     Cached,
-    /// Decoded from the trace, and kept.
-    Built,
+    /// Decoded from the trace, and kept in this file of this many bytes.
+    Built(PathBuf, u64),
     /// Decoded from the trace, and not kept, for the reason given.
     NotKept(String),
 }
@@ -125,7 +125,7 @@ impl TablesCache {
         let origin = match entry {
             None => Origin::NotKept(format!("{}: cannot name its cache file", path.display())),
             Some((file, key)) => match self.write(&file, &key, &tables) {
-                Ok(()) => Origin::Built,
+                Ok(bytes) => Origin::Built(file, bytes),
                 Err(e) => Origin::NotKept(format!("{}: {e}", file.display())),
             },
         };
@@ -141,15 +141,17 @@ impl TablesCache {
         Tables::read_from(body, info, size).ok()
     }
 
-    fn write(&self, file: &Path, key: &[u8], tables: &Tables) -> std::io::Result<()> {
+    /// Writes the cache file; its size.
+    fn write(&self, file: &Path, key: &[u8], tables: &Tables) -> std::io::Result<u64> {
         std::fs::create_dir_all(&self.dir)?;
         let temp = tempfile::NamedTempFile::new_in(&self.dir)?;
         let mut out = BufWriter::with_capacity(1 << 20, temp);
         out.write_all(key)?;
         tables.write_to(&mut out)?;
         let temp = out.into_inner().map_err(|e| e.into_error())?;
+        let bytes = temp.as_file().metadata()?.len();
         temp.persist(file).map_err(|e| e.error)?;
-        Ok(())
+        Ok(bytes)
     }
 }
 
@@ -194,7 +196,10 @@ mod tests {
         let cache = TablesCache::in_dir(dir.path().join("cache"));
         let path = trace(dir.path(), 1);
         let (first, origin) = ask(&cache, &path);
-        assert_eq!(origin, Origin::Built);
+        let Origin::Built(file, bytes) = origin else {
+            panic!("{origin:?}")
+        };
+        assert_eq!(std::fs::metadata(&file).unwrap().len(), bytes);
         let (again, origin) = ask(&cache, &path);
         assert_eq!(origin, Origin::Cached);
         assert_eq!(again.allocations(), first.allocations());
@@ -203,7 +208,7 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(20));
         let path = trace(dir.path(), 2);
         let (changed, origin) = ask(&cache, &path);
-        assert_eq!(origin, Origin::Built);
+        assert!(matches!(origin, Origin::Built(..)), "{origin:?}");
         assert_ne!(changed.end(), first.end());
         assert_eq!(ask(&cache, &path).1, Origin::Cached);
         let files = std::fs::read_dir(cache.dir()).unwrap().count();
@@ -223,7 +228,7 @@ mod tests {
         assert_eq!(tables.allocations(), 2_000);
         // A cache file that is not tables: decoded again and replaced.
         let cache = TablesCache::in_dir(dir.path().join("cache"));
-        assert_eq!(ask(&cache, &path).1, Origin::Built);
+        assert!(matches!(ask(&cache, &path).1, Origin::Built(..)));
         let file = std::fs::read_dir(cache.dir())
             .unwrap()
             .next()
@@ -234,7 +239,7 @@ mod tests {
         let n = bytes.len();
         bytes.truncate(n - 7);
         std::fs::write(&file, &bytes).unwrap();
-        assert_eq!(ask(&cache, &path).1, Origin::Built);
+        assert!(matches!(ask(&cache, &path).1, Origin::Built(..)));
         assert_eq!(ask(&cache, &path).1, Origin::Cached);
     }
 }

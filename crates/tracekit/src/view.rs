@@ -53,8 +53,16 @@ fn load(path: &Path, cache: Option<&TablesCache>) -> Result<Trace> {
             let (cache, path) = (cache.clone(), path.to_path_buf());
             trace.decoded_by(Box::new(move |bytes, progress| {
                 let (tables, origin) = cache.tables(&path, bytes, progress)?;
-                if let Origin::NotKept(why) = origin {
-                    output::tell(format_args!("note: the trace's tables are not kept: {why}"));
+                match origin {
+                    Origin::Built(file, bytes) => output::tell(format_args!(
+                        "note: the trace's tables are kept in {} ({:.1} MB; --no-cache keeps none)",
+                        file.display(),
+                        bytes as f64 / 1e6
+                    )),
+                    Origin::NotKept(why) => {
+                        output::tell(format_args!("note: the trace's tables are not kept: {why}"))
+                    }
+                    Origin::Cached => {}
                 }
                 Some(tables)
             }))
