@@ -7,7 +7,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -18,13 +19,18 @@ const trace = path.join(corpus, 'memtrace/traces/synth_v2.ctf');
 const other = path.join(corpus, 'memtrace/traces/lists_hashtbl_v2.ctf');
 const shots = path.join(root, 'target/view-screenshots');
 const browserPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const cacheHome = mkdtempSync(path.join(os.tmpdir(), 'tracekit-view-test-'));
 
 let servers = [];
 let browser;
 
 function serve(args) {
   return new Promise((resolve, reject) => {
-    const child = spawn(tracekit, ['memtrace', 'view', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(tracekit, ['memtrace', 'view', ...args], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      // The tables are kept in the run's own folder, not the user's cache.
+      env: { ...process.env, XDG_CACHE_HOME: cacheHome },
+    });
     servers.push(child);
     let out = '';
     child.stdout.on('data', (d) => {
@@ -79,6 +85,7 @@ before(async () => {
 after(async () => {
   if (browser) await browser.close();
   for (const s of servers) s.kill('SIGINT');
+  rmSync(cacheHome, { recursive: true, force: true });
 });
 
 test('the top table is what top --json ranks', async () => {

@@ -21,15 +21,22 @@ struct Server {
 
 impl Server {
     fn start(args: &[&Path]) -> Server {
-        // The tables are kept under the test's own folder, not the user's.
-        let cache = std::env::temp_dir().join(format!("tracekit-view-test-{}", std::process::id()));
-        Server::start_cached(args, &cache)
+        Server::spawn(args, None)
     }
 
     /// A server whose trace tables are kept under `cache` (`XDG_CACHE_HOME`).
     fn start_cached(args: &[&Path], cache: &Path) -> Server {
+        Server::spawn(args, Some(cache))
+    }
+
+    /// A server keeping its tables under `cache`, or none.
+    fn spawn(args: &[&Path], cache: Option<&Path>) -> Server {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_tracekit"));
-        cmd.args(["memtrace", "view"]).env("XDG_CACHE_HOME", cache);
+        cmd.args(["memtrace", "view"]);
+        match cache {
+            Some(dir) => cmd.env("XDG_CACHE_HOME", dir),
+            None => cmd.arg("--no-cache"),
+        };
         let mut args = args.iter();
         cmd.arg(args.next().unwrap());
         if let Some(other) = args.next() {
