@@ -138,7 +138,10 @@ impl TablesCache {
         let body = cached.as_ref().strip_prefix(key)?;
         let info = Reader::from_owner(bytes.clone()).ok()?.info().clone();
         let size = bytes.as_ref().len() as u64;
-        Tables::read_from(body, info, size).ok()
+        // The pages of each section read are let go: at the end the tables
+        // alone are resident, not the file as well.
+        let mut done = |at: usize| cached.release(0..key.len() + at);
+        Tables::read_from_releasing(body, info, size, &mut done).ok()
     }
 
     /// Writes the cache file; its size.

@@ -105,7 +105,20 @@ impl Tables {
     /// Reads tables written by [`Tables::write_to`] of the trace whose header
     /// is `info` and size `size_bytes`.
     pub fn read_from(bytes: &[u8], info: Info, size_bytes: u64) -> Result<Tables, FileError> {
-        let mut r = Bytes { bytes, at: 0 };
+        Tables::read_from_releasing(bytes, info, size_bytes, &mut |_| {})
+    }
+
+    /// [`Tables::read_from`], telling `done` after each section how many of the
+    /// bytes are read and will not be read again: a mapped file's pages there
+    /// can be let go, so that the file and the tables made of it are not both
+    /// resident at the end.
+    pub fn read_from_releasing(
+        bytes: &[u8],
+        info: Info,
+        size_bytes: u64,
+        done: &mut dyn FnMut(usize),
+    ) -> Result<Tables, FileError> {
+        let mut r = Bytes { bytes, at: 0, done };
         if r.take(8)? != MAGIC {
             return Err(FileError::Magic);
         }
@@ -263,12 +276,14 @@ fn write_locations(out: &mut dyn Write, t: &LocationTable) -> io::Result<()> {
 }
 
 /// A cursor over the bytes being read.
-struct Bytes<'a> {
+struct Bytes<'a, 'd> {
     bytes: &'a [u8],
     at: usize,
+    /// Told how far the reading has come after each section.
+    done: &'d mut dyn FnMut(usize),
 }
 
-impl<'a> Bytes<'a> {
+impl<'a> Bytes<'a, '_> {
     fn bad(&self) -> FileError {
         FileError::Inconsistent(self.at)
     }
@@ -335,7 +350,9 @@ impl<'a> Bytes<'a> {
     ) -> Result<Vec<T>, FileError> {
         let at = self.at;
         let len = n.checked_mul(width).ok_or(FileError::Truncated(at))?;
-        Ok(self.take(len)?.chunks_exact(width).map(f).collect())
+        let values = self.take(len)?.chunks_exact(width).map(f).collect();
+        (self.done)(self.at);
+        Ok(values)
     }
 
     fn u32s(&mut self, n: usize) -> Result<Vec<u32>, FileError> {
@@ -447,7 +464,14 @@ mod tests {
         let t = tables(&bytes);
         let mut file = Vec::new();
         t.write_to(&mut file).unwrap();
-        let back = Tables::read_from(&file, t.info().clone(), t.size_bytes).unwrap();
+        let mut done = Vec::new();
+        let back = Tables::read_from_releasing(&file, t.info().clone(), t.size_bytes, &mut |at| {
+            done.push(at)
+        })
+        .unwrap();
+        // Each section read is said once, in order, within the file.
+        assert!(done.len() >= 10, "{done:?}");
+        assert!(done.windows(2).all(|w| w[0] <= w[1]) && done.iter().all(|&at| at <= file.len()));
         assert_eq!(answers(&back), answers(&t));
         assert_eq!(back.column_bytes(), t.column_bytes());
         let mut again = Vec::new();
