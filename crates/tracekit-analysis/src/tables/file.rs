@@ -3,17 +3,18 @@
 //! `io::Write`, [`Tables::read_from`] reads a byte slice (a mapped file).
 //!
 //! All integers are little-endian. A column is a width byte (4 or 8) and its
-//! values at that width.
+//! values at that width; a domain column is a width byte of 2 and its values,
+//! or 0 alone when every value is 0.
 //!
 //! | bytes | what |
 //! | --- | --- |
-//! | 8 | magic `TKTABLE` and the format version (1) |
+//! | 8 | magic `TKTABLE` and the format version (2) |
 //! | 8 | the time of the last event (µs, signed) |
 //! | 8 each | events, allocations, promotes and collects |
 //! | events | the kind of each event: 0 alloc, 1 promote, 2 collect |
 //! | column | per allocation: time |
 //! | column | object id |
-//! | 2 × allocations | domain |
+//! | domains | domain |
 //! | column | length (words) |
 //! | column | samples |
 //! | allocations | source: 0 minor, 1 major, 2 external |
@@ -22,7 +23,7 @@
 //! | column | end ([`NEVER`](super::NEVER) if never collected) |
 //! | column | per promote or collect: time |
 //! | column | object id |
-//! | 2 × promotes and collects | domain |
+//! | domains | domain |
 //! | trie | the backtrace trie: 4 bytes of node count, then per node after the root its parent (4) and location code (8), in node order |
 //! | trie | the trie of sites, the same way |
 //! | 4 | location codes, then per code: the code (8), its location count (1), per location its line, first and last column (4 each), file name and function name (4 bytes of length, then the bytes) |
@@ -39,7 +40,7 @@ use tracekit_memtrace::{Info, Location, LocationCode, LocationTable, Name, Timed
 use super::{Column, Tables};
 use crate::backtrace::{BacktraceId, Backtraces};
 
-const MAGIC: &[u8; 8] = b"TKTABLE\x01";
+const MAGIC: &[u8; 8] = b"TKTABLE\x02";
 
 /// Why bytes are not trace tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -75,7 +76,7 @@ impl Tables {
             .iter()
             .filter(|&&k| k == super::KIND_PROMOTE)
             .count();
-        let others = self.other_domain.len();
+        let others = self.kind.len().saturating_sub(self.source.len());
         for n in [
             self.kind.len(),
             self.source.len(),
@@ -87,7 +88,7 @@ impl Tables {
         out.write_all(&self.kind)?;
         write_column(out, &self.time)?;
         write_column(out, &self.object)?;
-        write_u16s(out, &self.domain)?;
+        write_domains(out, &self.domain)?;
         write_column(out, &self.length)?;
         write_column(out, &self.samples)?;
         out.write_all(&self.source)?;
@@ -96,7 +97,7 @@ impl Tables {
         write_column(out, &self.ended)?;
         write_column(out, &self.other_time)?;
         write_column(out, &self.other_object)?;
-        write_u16s(out, &self.other_domain)?;
+        write_domains(out, &self.other_domain)?;
         write_trie(out, &self.backtraces)?;
         write_trie(out, &self.sites)?;
         write_locations(out, &self.locations)
@@ -145,7 +146,7 @@ impl Tables {
         }
         let time = r.column(allocs)?;
         let object = r.column(allocs)?;
-        let domain = r.u16s(allocs)?;
+        let domain = r.domains(allocs)?;
         let length = r.column(allocs)?;
         let samples = r.column(allocs)?;
         let at = r.at;
@@ -158,7 +159,7 @@ impl Tables {
         let ended = r.column(allocs)?;
         let other_time = r.column(others)?;
         let other_object = r.column(others)?;
-        let other_domain = r.u16s(others)?;
+        let other_domain = r.domains(others)?;
         let (at, backtraces) = (r.at, r.trie()?);
         if backtrace.iter().any(|&b| b as usize >= backtraces.len()) {
             return Err(FileError::Inconsistent(at));
@@ -214,7 +215,12 @@ fn write_u32s(out: &mut dyn Write, v: &[u32]) -> io::Result<()> {
     write_values(out, v, |x| x.to_le_bytes())
 }
 
-fn write_u16s(out: &mut dyn Write, v: &[u16]) -> io::Result<()> {
+/// A domain column: none when every value is 0.
+fn write_domains(out: &mut dyn Write, v: &[u16]) -> io::Result<()> {
+    if v.is_empty() {
+        return out.write_all(&[0]);
+    }
+    out.write_all(&[2])?;
     write_values(out, v, |x| x.to_le_bytes())
 }
 
@@ -359,8 +365,13 @@ impl<'a> Bytes<'a, '_> {
         self.values(n, 4, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    fn u16s(&mut self, n: usize) -> Result<Vec<u16>, FileError> {
-        self.values(n, 2, |b| u16::from_le_bytes([b[0], b[1]]))
+    fn domains(&mut self, n: usize) -> Result<Vec<u16>, FileError> {
+        let at = self.at;
+        match self.take(1)? {
+            [0] => Ok(Vec::new()),
+            [2] => self.values(n, 2, |b| u16::from_le_bytes([b[0], b[1]])),
+            _ => Err(FileError::Inconsistent(at)),
+        }
     }
 
     fn trie(&mut self) -> Result<Backtraces, FileError> {
@@ -470,7 +481,7 @@ mod tests {
         })
         .unwrap();
         // Each section read is said once, in order, within the file.
-        assert!(done.len() >= 10, "{done:?}");
+        assert!(done.len() >= 8, "{done:?}");
         assert!(done.windows(2).all(|w| w[0] <= w[1]) && done.iter().all(|&at| at <= file.len()));
         assert_eq!(answers(&back), answers(&t));
         assert_eq!(back.column_bytes(), t.column_bytes());

@@ -10,7 +10,7 @@
 //! | kind | event | `u8` | alloc, promote or collect |
 //! | time | allocation; promote or collect | `u32` or `u64` | microseconds from the trace's start |
 //! | object | allocation; promote or collect | `u32` or `u64` | the object's id |
-//! | domain | allocation; promote or collect | `u16` | the allocating or reporting domain |
+//! | domain | allocation; promote or collect | `u16` | the allocating or reporting domain (no column when every value is 0) |
 //! | length | allocation | `u32` or `u64` | the object's size in words |
 //! | samples | allocation | `u32` or `u64` | samples that hit it |
 //! | source | allocation | `u8` | minor, major or external |
@@ -292,6 +292,13 @@ impl Tables {
         self.kind.shrink_to_fit();
         self.time.shrink();
         self.object.shrink();
+        // One domain (every trace before OCaml 5): no column, every value 0.
+        if self.domain.iter().all(|&d| d == 0) {
+            self.domain = Vec::new();
+        }
+        if self.other_domain.iter().all(|&d| d == 0) {
+            self.other_domain = Vec::new();
+        }
         self.domain.shrink_to_fit();
         self.length.shrink();
         self.samples.shrink();
@@ -327,6 +334,11 @@ impl Tables {
     /// Why decoding stopped before the end of the trace, if it did.
     pub fn error(&self) -> Option<&ReadError> {
         self.error.as_ref()
+    }
+
+    /// The packets decoding skipped.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
     }
 
     /// The time of the last event.
