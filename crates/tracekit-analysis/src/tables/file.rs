@@ -490,16 +490,17 @@ mod tests {
         assert_eq!(again, file, "written again, byte for byte");
     }
 
+    fn small_trace() -> Vec<u8> {
+        let config = SynthConfig {
+            allocs: 300,
+            ..SynthConfig::default()
+        };
+        write_synthetic(Vec::new(), &config).unwrap()
+    }
+
     #[test]
     fn bad_bytes_are_an_error_with_an_offset_never_a_panic() {
-        let bytes = write_synthetic(
-            Vec::new(),
-            &SynthConfig {
-                allocs: 300,
-                ..SynthConfig::default()
-            },
-        )
-        .unwrap();
+        let bytes = small_trace();
         let t = tables(&bytes);
         let mut file = Vec::new();
         t.write_to(&mut file).unwrap();
@@ -530,14 +531,7 @@ mod tests {
 
     #[test]
     fn the_tables_of_a_damaged_trace_are_not_written() {
-        let bytes = write_synthetic(
-            Vec::new(),
-            &SynthConfig {
-                allocs: 300,
-                ..SynthConfig::default()
-            },
-        )
-        .unwrap();
+        let bytes = small_trace();
         let cut = [&bytes[..], &[0xc1, 0x1f, 0xfc, 0xc1, 0, 0]].concat();
         let t = tables(&cut);
         assert!(t.error().is_some());
