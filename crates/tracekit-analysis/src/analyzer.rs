@@ -57,6 +57,15 @@ pub struct LocationMask {
     pub forbidden: u8,
 }
 
+impl LocationMask {
+    /// Whether a backtrace whose frames match the clauses `matched` (a bit each)
+    /// is kept.
+    #[inline]
+    pub fn keeps(self, matched: u8) -> bool {
+        matched & self.required == self.required && matched & self.forbidden == 0
+    }
+}
+
 impl Filter {
     /// True when the filter keeps everything.
     pub fn is_empty(&self) -> bool {
@@ -574,8 +583,7 @@ impl Analyzer {
             return false;
         }
         if let Some(m) = f.location {
-            let path = self.node_mask(bt, matches);
-            return path & m.required == m.required && path & m.forbidden == 0;
+            return m.keeps(self.node_mask(bt, matches));
         }
         true
     }

@@ -121,7 +121,7 @@ impl TablesCache {
         {
             return Some((tables, Origin::Cached));
         }
-        let tables = build(bytes, progress)?;
+        let tables = Tables::from_bytes(bytes, progress)?;
         let origin = match entry {
             None => Origin::NotKept(format!("{}: cannot name its cache file", path.display())),
             Some((file, key)) => match self.write(&file, &key, &tables) {
@@ -156,19 +156,6 @@ impl TablesCache {
         temp.persist(file).map_err(|e| e.error)?;
         Ok(bytes)
     }
-}
-
-/// Decodes `bytes` into tables, letting go of the pages read as it goes;
-/// `None` when the trace's header does not read.
-pub fn build(bytes: &TraceBytes, progress: &mut dyn FnMut(u64)) -> Option<Tables> {
-    let mut reader = Reader::from_owner(bytes.clone()).ok()?;
-    let mut release = bytes.pass();
-    let tables = Tables::build(&mut reader, &mut |pos| {
-        release.at(pos);
-        progress(pos);
-    });
-    bytes.release_all();
-    Some(tables)
 }
 
 #[cfg(test)]

@@ -130,17 +130,10 @@ impl Trace {
             }
             return;
         }
-        // The header read when the trace was made, so this does not fail.
-        let Ok(mut reader) = Reader::from_owner(self.bytes.clone()) else {
-            return;
-        };
-        let mut release = self.bytes.pass();
-        let tables = Tables::build(&mut reader, &mut |pos| {
-            release.at(pos);
-            progress(pos);
-        });
-        self.bytes.release_all();
-        let _ = self.tables.set(tables);
+        // The header read when the trace was made, so this gives tables.
+        if let Some(tables) = Tables::from_bytes(&self.bytes, progress) {
+            let _ = self.tables.set(tables);
+        }
     }
 
     /// The trace's tables, once [`Trace::decode`] has made them.

@@ -56,6 +56,7 @@ use crate::passes::objects::{AllocationSet, LifeClauses};
 use crate::passes::{LocationFilter, Pass, Progress, Source, Stage};
 use crate::sampling::Sampling;
 use crate::symbols::FrameSkip;
+use crate::trace_bytes::TraceBytes;
 
 /// A column of unsigned values, 4 bytes each until one needs 8.
 #[derive(Clone, Debug)]
@@ -283,6 +284,20 @@ impl Tables {
         t
     }
 
+    /// Decodes the trace whose bytes are `bytes` into tables, letting go of the
+    /// pages read as it goes ([`TraceBytes::pass`]); `progress` hears the byte
+    /// position reached. `None` when the trace's header does not read.
+    pub fn from_bytes(bytes: &TraceBytes, progress: &mut dyn FnMut(u64)) -> Option<Tables> {
+        let mut reader = Reader::from_owner(bytes.clone()).ok()?;
+        let mut release = bytes.pass();
+        let tables = Tables::build(&mut reader, &mut |pos| {
+            release.at(pos);
+            progress(pos);
+        });
+        bytes.release_all();
+        Some(tables)
+    }
+
     /// The time of allocation `ordinal`.
     fn alloc_time(&self, ordinal: u32) -> Timedelta {
         time_of(self.time.get(ordinal as usize))
@@ -428,10 +443,7 @@ impl Tables {
             };
             matched[i] = inherited | own;
         }
-        matched
-            .into_iter()
-            .map(|m| m & mask.required == mask.required && m & mask.forbidden == 0)
-            .collect()
+        matched.into_iter().map(|m| mask.keeps(m)).collect()
     }
 
     /// One pass over the tables (see [`Source::pass`]).
