@@ -1,9 +1,12 @@
 //! Where a trace's tables land: written into a hidden folder beside the dataset and
 //! moved to `DIR/<table>/<trace_id>.parquet` only once every table is complete, so
-//! that an export that fails or is interrupted leaves the dataset as it was.
+//! that an export that fails or is interrupted leaves the dataset as it was; or
+//! kept in memory, the same Parquet bytes ([`MemoryTables`]), for a query that
+//! writes no file.
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::{Error, Result, TraceId};
 
@@ -16,6 +19,35 @@ pub struct TraceFiles {
     /// The temporary folder, when this owns it (removed when dropped).
     owned: Option<tempfile::TempDir>,
     tables: Vec<&'static str>,
+    /// Set for an export into memory: the tables written so far (no file then).
+    memory: Option<Arc<Mutex<Vec<MemoryTable>>>>,
+}
+
+/// One table of a trace, in memory: the bytes of the Parquet file an export
+/// writes, compressed as on disk (a seventh of the table's Arrow arrays, whose
+/// size grows with the trace).
+#[derive(Clone, Debug)]
+pub struct MemoryTable {
+    /// The table's name ([`crate::schema::Table::name`]).
+    pub name: &'static str,
+    /// The Parquet file.
+    pub parquet: Vec<u8>,
+}
+
+/// A trace's tables in memory ([`crate::export_to_memory`]).
+#[derive(Clone, Debug)]
+pub struct MemoryTables {
+    /// The trace's id: the `trace_id` of every row.
+    pub trace_id: TraceId,
+    /// Its tables, in the order they were finished.
+    pub tables: Vec<MemoryTable>,
+}
+
+impl MemoryTables {
+    /// Table `name`, if the trace has it.
+    pub fn table(&self, name: &str) -> Option<&MemoryTable> {
+        self.tables.iter().find(|t| t.name == name)
+    }
 }
 
 impl TraceFiles {
@@ -33,6 +65,7 @@ impl TraceFiles {
             temp: owned.path().to_path_buf(),
             owned: Some(owned),
             tables: Vec::new(),
+            memory: None,
         })
     }
 
@@ -47,7 +80,37 @@ impl TraceFiles {
             temp: temp.to_path_buf(),
             owned: None,
             tables: Vec::new(),
+            memory: None,
         })
+    }
+
+    /// An export of trace `trace_id` into memory: no file is written, and
+    /// [`TraceFiles::into_memory`] gives the tables.
+    pub(crate) fn in_memory(trace_id: TraceId) -> TraceFiles {
+        TraceFiles {
+            dir: PathBuf::new(),
+            trace_id,
+            temp: PathBuf::new(),
+            owned: None,
+            tables: Vec::new(),
+            memory: Some(Arc::default()),
+        }
+    }
+
+    /// Where tables go in an export into memory; `None` for files.
+    pub(crate) fn memory(&self) -> Option<&Arc<Mutex<Vec<MemoryTable>>>> {
+        self.memory.as_ref()
+    }
+
+    /// The tables of an export into memory (none for an export into files).
+    pub(crate) fn into_memory(self) -> MemoryTables {
+        let tables = self.memory.map_or_else(Vec::new, |m| {
+            std::mem::take(&mut *m.lock().unwrap_or_else(PoisonError::into_inner))
+        });
+        MemoryTables {
+            trace_id: self.trace_id,
+            tables,
+        }
     }
 
     /// The trace's id.

@@ -32,7 +32,7 @@ mod traces;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use dataset::TraceFiles;
+pub use dataset::{MemoryTable, MemoryTables, TraceFiles};
 
 /// A trace's id: a hash of its length and its first and last bytes (a memtrace
 /// trace starts with its process's pid, start time and host), shown as 16 hex digits.
@@ -168,6 +168,18 @@ pub fn export_into(
     let summary = write_tables(bytes, input, &mut files, options)?;
     files.commit()?;
     Ok(summary)
+}
+
+/// The tables of trace `bytes` of kind `input`, as [`export`] writes them but kept
+/// in memory: for a query over a trace that writes no file.
+pub fn export_to_memory(
+    bytes: &[u8],
+    input: Input,
+    options: &ExportOptions,
+) -> Result<(Summary, MemoryTables)> {
+    let mut files = TraceFiles::in_memory(TraceId::of(bytes));
+    let summary = write_tables(bytes, input, &mut files, options)?;
+    Ok((summary, files.into_memory()))
 }
 
 /// Writes the tables of trace `bytes` into `files`, leaving them out of place until

@@ -1,11 +1,13 @@
 //! One table's Parquet file, written as rows come: each table keeps column builders
 //! for at most one row group and hands them, when full, to a thread of its own that
 //! encodes and writes them (at most two row groups wait for it), so that memory does
-//! not grow with the trace and encoding runs beside the decoding.
+//! not grow with the trace and encoding runs beside the decoding. An export into
+//! memory writes the same bytes into a buffer instead of a file.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use arrow_array::builder::{BooleanBuilder, StringBuilder};
 use arrow_array::types::{Float64Type, Int32Type, Int64Type};
@@ -17,7 +19,7 @@ use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
-use crate::{Error, Result, TraceFiles};
+use crate::{Error, MemoryTable, Result, TraceFiles};
 
 /// A table's columns after `trace_id`, as column builders.
 pub(crate) trait Columns: Default {
@@ -158,9 +160,77 @@ macro_rules! columns {
 }
 pub(crate) use columns;
 
-/// Creates the Parquet file `path` for rows of `schema`.
-fn open(path: &Path, schema: &SchemaRef, row_group: usize) -> Result<ArrowWriter<File>> {
-    let file = File::create(path).map_err(|e| Error::write(path, e))?;
+/// Where a table's Parquet bytes go.
+enum Sink {
+    /// Its file.
+    File(File),
+    /// A buffer, in an export into memory.
+    Memory(Vec<u8>),
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Sink::File(f) => f.write(buf),
+            Sink::Memory(v) => v.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::File(f) => f.flush(),
+            Sink::Memory(_) => Ok(()),
+        }
+    }
+}
+
+/// Where a finished table lands: `path` synced, or, in an export into memory,
+/// its bytes added to `memory` as table `name`.
+struct Landing {
+    path: PathBuf,
+    name: &'static str,
+    memory: Option<Arc<Mutex<Vec<MemoryTable>>>>,
+}
+
+impl Landing {
+    fn of(files: &mut TraceFiles, name: &'static str) -> Landing {
+        Landing {
+            path: files.path(name),
+            name,
+            memory: files.memory().cloned(),
+        }
+    }
+
+    /// Finishes `writer`'s file.
+    fn close(self, writer: ArrowWriter<Sink>) -> Result<()> {
+        let sink = writer
+            .into_inner()
+            .map_err(|e| Error::write(&self.path, e))?;
+        match (sink, self.memory) {
+            (Sink::File(file), _) => file.sync_all().map_err(|e| Error::write(&self.path, e)),
+            (Sink::Memory(parquet), Some(memory)) => {
+                let table = MemoryTable {
+                    name: self.name,
+                    parquet,
+                };
+                memory
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(table);
+                Ok(())
+            }
+            (Sink::Memory(_), None) => Ok(()),
+        }
+    }
+}
+
+/// Starts the Parquet file of `landing` for rows of `schema`.
+fn open(landing: &Landing, schema: &SchemaRef, row_group: usize) -> Result<ArrowWriter<Sink>> {
+    let path = &landing.path;
+    let file = match landing.memory {
+        Some(_) => Sink::Memory(Vec::new()),
+        None => Sink::File(File::create(path).map_err(|e| Error::write(path, e))?),
+    };
     // Dictionaries for the text columns only (names, labels, the trace id repeat);
     // on ids, times and sizes, which rarely repeat, building one cost a fifth of an
     // export for nothing.
@@ -188,17 +258,17 @@ pub(crate) fn write_small<C: Columns>(
     mut cols: C,
     rows: usize,
 ) -> Result<u64> {
-    let path = files.path(name);
+    let landing = Landing::of(files, name);
+    let path = landing.path.clone();
     let id = files.trace_id().to_string();
     let ids = StringArray::from_iter_values(std::iter::repeat_n(&id, rows));
     let mut columns: Vec<ArrayRef> = vec![Arc::new(ids)];
     columns.extend(cols.finish());
     let batch =
         RecordBatch::try_new(schema.clone(), columns).map_err(|e| Error::write(&path, e))?;
-    let mut writer = open(&path, &schema, rows.max(1))?;
+    let mut writer = open(&landing, &schema, rows.max(1))?;
     writer.write(&batch).map_err(|e| Error::write(&path, e))?;
-    let file = writer.into_inner().map_err(|e| Error::write(&path, e))?;
-    file.sync_all().map_err(|e| Error::write(&path, e))?;
+    landing.close(writer)?;
     Ok(rows as u64)
 }
 
@@ -231,13 +301,14 @@ impl<C: Columns> TableWriter<C> {
         schema: SchemaRef,
         batch: usize,
     ) -> Result<Self> {
-        let path = files.path(name);
+        let landing = Landing::of(files, name);
+        let path = landing.path.clone();
         let row_group = batch.max(1);
         // Rows go to the writer in batches smaller than a row group: the writer's
         // per-batch work (levels, 8 bytes per row and column) then stays small, while
         // the row group, which the writer builds from several batches, keeps its size.
         let batch = row_group.min(BATCH_ROWS);
-        let mut writer = open(&path, &schema, row_group)?;
+        let mut writer = open(&landing, &schema, row_group)?;
         let (batches, rx) = std::sync::mpsc::sync_channel::<RecordBatch>(1);
         let at = path.clone();
         let thread = std::thread::Builder::new()
@@ -246,8 +317,7 @@ impl<C: Columns> TableWriter<C> {
                 for batch in rx {
                     writer.write(&batch).map_err(|e| Error::write(&at, e))?;
                 }
-                let file = writer.into_inner().map_err(|e| Error::write(&at, e))?;
-                file.sync_all().map_err(|e| Error::write(&at, e))
+                landing.close(writer)
             })
             .map_err(|e| Error::write(&path, e))?;
         Ok(TableWriter {

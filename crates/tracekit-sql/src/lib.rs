@@ -2,7 +2,9 @@
 //! an embedded engine (Apache DataFusion), and the named queries that answer the
 //! usual fleet questions ([`NAMED`]).
 //!
-//! A query runs over one or more datasets (export folders), each with a label.
+//! A query runs over one or more datasets, each with a label: export folders, or
+//! traces whose tables were built in memory for the query
+//! ([`tracekit_export::export_to_memory`]), so that querying a trace writes no file.
 //! Every table of the schema is a view over all the datasets' files of that table,
 //! with the label as an extra last column, `dataset`; a table that no dataset has
 //! is an empty view, so that a query naming it still runs. Queries are plain SQL;
@@ -17,13 +19,18 @@
 mod check;
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::datasource::MemTable;
+use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::object_store::memory::InMemory;
+use datafusion::object_store::path::Path as ObjectPath;
+use datafusion::object_store::{ObjectStoreExt, PutPayload};
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+use tracekit_export::MemoryTables;
 use tracekit_export::schema::TABLES;
 
 use check::parquet_files;
@@ -37,13 +44,22 @@ pub struct Answer {
     pub batches: Vec<RecordBatch>,
 }
 
-/// An export folder and the label its rows carry in the `dataset` column.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Tables to query and the label their rows carry in the `dataset` column.
+#[derive(Clone, Debug)]
 pub struct Dataset {
     /// The label.
     pub label: String,
-    /// The folder (`DIR/<table>/*.parquet`).
-    pub dir: PathBuf,
+    /// Where the tables are.
+    pub tables: Tables,
+}
+
+/// Where a dataset's tables are.
+#[derive(Clone, Debug)]
+pub enum Tables {
+    /// An export folder (`DIR/<table>/*.parquet`).
+    Folder(PathBuf),
+    /// The tables of traces, in memory.
+    Memory(Vec<MemoryTables>),
 }
 
 impl Dataset {
@@ -55,7 +71,7 @@ impl Dataset {
         {
             return Dataset {
                 label: label.to_string(),
-                dir: PathBuf::from(dir),
+                tables: Tables::Folder(PathBuf::from(dir)),
             };
         }
         let dir = PathBuf::from(arg);
@@ -63,7 +79,18 @@ impl Dataset {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| arg.to_string());
-        Dataset { label, dir }
+        Dataset {
+            label,
+            tables: Tables::Folder(dir),
+        }
+    }
+
+    /// The export folder, for a dataset of files.
+    pub fn dir(&self) -> Option<&Path> {
+        match &self.tables {
+            Tables::Folder(dir) => Some(dir),
+            Tables::Memory(_) => None,
+        }
     }
 }
 
@@ -262,6 +289,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// Where the engine reads the tables of traces held in memory.
+const MEMORY: &str = "memory:///";
+
 /// The name of the engine's worker threads.
 const WORKER_NAME: &str = "tracekit-sql";
 
@@ -271,12 +301,13 @@ const WORKER_NAME: &str = "tracekit-sql";
 pub fn query(datasets: &[Dataset], sql: &str) -> Result<Answer> {
     let mut files = Vec::new();
     for d in datasets {
+        let Some(dir) = d.dir() else { continue };
         let before = files.len();
         for t in TABLES {
-            files.extend(parquet_files(&d.dir.join(t.name)));
+            files.extend(parquet_files(&dir.join(t.name)));
         }
         if files.len() == before {
-            return Err(Error::NoTables(d.dir.clone()));
+            return Err(Error::NoTables(dir.to_path_buf()));
         }
     }
     for f in &files {
@@ -307,20 +338,49 @@ async fn run(datasets: &[Dataset], sql: &str, threads: usize, files: &[PathBuf])
         .with_target_partitions(threads)
         .with_information_schema(true);
     let ctx = SessionContext::new_with_config(config);
+    let memory = Arc::new(InMemory::new());
+    ctx.register_object_store(ObjectStoreUrl::parse(MEMORY)?.as_ref(), memory.clone());
     for table in TABLES {
         let mut parts = Vec::new();
         for (i, d) in datasets.iter().enumerate() {
-            let dir = d.dir.join(table.name);
-            if parquet_files(&dir).is_empty() {
-                continue;
-            }
-            let name = format!("__{}_{i}", table.name);
-            let options = ParquetReadOptions::default().file_extension(".parquet");
-            ctx.register_parquet(&name, &format!("{}/", dir.display()), options)
-                .await
-                .map_err(reading)?;
             let label = d.label.replace('\'', "''");
-            parts.push(format!("SELECT *, '{label}' AS dataset FROM {name}"));
+            let traces = match &d.tables {
+                Tables::Folder(dir) => {
+                    let dir = dir.join(table.name);
+                    if parquet_files(&dir).is_empty() {
+                        continue;
+                    }
+                    let name = format!("__{}_{i}", table.name);
+                    let options = ParquetReadOptions::default().file_extension(".parquet");
+                    ctx.register_parquet(&name, &format!("{}/", dir.display()), options)
+                        .await
+                        .map_err(reading)?;
+                    parts.push(format!("SELECT *, '{label}' AS dataset FROM {name}"));
+                    continue;
+                }
+                Tables::Memory(traces) => traces,
+            };
+            // The traces' files, where the engine reads them as it reads a
+            // folder's.
+            let mut any = false;
+            for trace in traces {
+                if let Some(t) = trace.table(table.name) {
+                    let at =
+                        ObjectPath::from(format!("{i}/{}/{}.parquet", table.name, trace.trace_id));
+                    memory
+                        .put(&at, PutPayload::from(t.parquet.clone()))
+                        .await
+                        .map_err(|e| Error::Engine(e.into()))?;
+                    any = true;
+                }
+            }
+            if any {
+                let name = format!("__{}_{i}", table.name);
+                let options = ParquetReadOptions::default().file_extension(".parquet");
+                ctx.register_parquet(&name, &format!("{MEMORY}{i}/{}/", table.name), options)
+                    .await?;
+                parts.push(format!("SELECT *, '{label}' AS dataset FROM {name}"));
+            }
         }
         if parts.is_empty() {
             // An empty table of the documented columns.
@@ -420,16 +480,12 @@ mod tests {
 
     #[test]
     fn datasets_parse_with_and_without_labels() {
-        assert_eq!(
-            Dataset::parse("before=/data/v1"),
-            Dataset {
-                label: "before".into(),
-                dir: "/data/v1".into()
-            }
-        );
+        let before = Dataset::parse("before=/data/v1");
+        assert_eq!(before.label, "before");
+        assert_eq!(before.dir(), Some(Path::new("/data/v1")));
         assert_eq!(Dataset::parse("/data/v2").label, "v2");
         // A path with `=` in a folder name is a path.
-        assert_eq!(Dataset::parse("/x/a=b").dir, PathBuf::from("/x/a=b"));
+        assert_eq!(Dataset::parse("/x/a=b").dir(), Some(Path::new("/x/a=b")));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, Result};
-use tracekit_export::{ExportOptions, Input, Summary, TraceFiles, TraceId};
+use tracekit_export::{ExportOptions, Input, MemoryTables, Summary, TraceFiles, TraceId};
 use tracekit_io::input::{self, Family, Kind};
 
 use crate::common::output::{self, TempDir};
@@ -151,21 +151,19 @@ fn export_one(path: &Path, args: &Args) -> Result<Exported> {
     })
 }
 
-/// Reads trace `path` and exports it into dataset folder `dir` (made if missing),
-/// through a temporary folder there that an interrupt removes.
-pub(crate) fn export_file(path: &Path, dir: &Path, row_group_rows: usize) -> Result<Summary> {
-    export_file_noted(path, dir, row_group_rows, false)
+/// Reads trace `path` and builds its tables in memory, for `tracekit sql`.
+pub(crate) fn tables_in_memory(path: &Path) -> Result<MemoryTables> {
+    let (bytes, kind, options) = read(path, ExportOptions::default().row_group_rows)?;
+    let (summary, tables) = tracekit_export::export_to_memory(&bytes, kind, &options)
+        .with_context(|| format!("reading {}", input::display(path)))?;
+    for w in &summary.warnings {
+        eprintln!("warning: {}: {w}", input::display(path));
+    }
+    Ok(tables)
 }
 
-/// [`export_file`]; with `noted`, the trace is named, once its tables are in
-/// place, in the message of a later interrupt (which keeps them).
-fn export_file_noted(
-    path: &Path,
-    dir: &Path,
-    row_group_rows: usize,
-    noted: bool,
-) -> Result<Summary> {
-    let name = input::display(path);
+/// Reads trace `path`: its bytes, kind, and how to export it.
+fn read(path: &Path, row_group_rows: usize) -> Result<(input::Bytes, Input, ExportOptions)> {
     let (bytes, kind) = input::read_all_sniffed(path, Family::Export)?;
     // `Family::Export` admits these three kinds only.
     let kind = match kind {
@@ -177,6 +175,21 @@ fn export_file_noted(
         row_group_rows,
         file: path.display().to_string(),
     };
+    Ok((bytes, kind, options))
+}
+
+/// Reads trace `path` and exports it into dataset folder `dir` (made if missing),
+/// through a temporary folder there that an interrupt removes; with `noted`, the
+/// trace is named, once its tables are in place, in the message of a later
+/// interrupt (which keeps them).
+fn export_file_noted(
+    path: &Path,
+    dir: &Path,
+    row_group_rows: usize,
+    noted: bool,
+) -> Result<Summary> {
+    let name = input::display(path);
+    let (bytes, kind, options) = read(path, row_group_rows)?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let temp = TempDir::new_in(dir)?;
     let id = TraceId::of(&bytes);

@@ -45,7 +45,7 @@ enum Command {
     Perf(perf::Command),
     /// Export traces as Parquet tables for SQL engines (DuckDB, Spark, Trino).
     Export(export::Args),
-    /// SQL over exported tables, or over traces (exported on the fly).
+    /// SQL over exported tables, or over traces (their tables built in memory).
     Sql(sql::Args),
 }
 

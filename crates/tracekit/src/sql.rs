@@ -1,14 +1,14 @@
 //! `tracekit sql`: a query over exported tables (`tracekit-sql`), or over traces
-//! exported on the fly into a temporary folder. This module parses the datasets,
+//! whose tables are built in memory for it. This module parses the datasets,
 //! picks the query and the output format.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use tracekit_sql::Dataset;
+use tracekit_sql::{Dataset, Tables};
 
-use crate::common::output::{Stdout, TempDir};
+use crate::common::output::Stdout;
 
 /// `tracekit sql` arguments.
 #[derive(clap::Args)]
@@ -17,7 +17,8 @@ pub struct Args {
     // SQL may open with a `--` comment, which is not an option.
     #[arg(allow_hyphen_values = true)]
     query: Option<String>,
-    /// Traces to query, exported on the fly (memtrace `.ctf`, FXT `.fxt`, perf.data).
+    /// Traces to query, their tables built in memory (memtrace `.ctf`, FXT `.fxt`,
+    /// perf.data); rows carry `traces` in column `dataset`.
     files: Vec<PathBuf>,
     /// An export folder to query, `[LABEL=]DIR` (repeatable; rows carry the label in
     /// column `dataset`, by default the folder's name).
@@ -50,29 +51,26 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // Before any export: a misspelt name is refused at once.
     let named = tracekit_sql::resolve(query)?;
     let mut datasets: Vec<Dataset> = args.over.iter().map(|a| Dataset::parse(a)).collect();
-    for d in &datasets {
-        if !d.dir.is_dir() {
+    for dir in datasets.iter().filter_map(Dataset::dir) {
+        if !dir.is_dir() {
             anyhow::bail!(
                 "{}: no such folder (give a `tracekit export` output)",
-                d.dir.display()
+                dir.display()
             );
         }
     }
-    // Traces given directly: exported into a temporary folder, one dataset.
-    let temp = if args.files.is_empty() {
-        None
-    } else {
-        let temp = TempDir::new_in(&std::env::temp_dir())?;
-        let row_group_rows = tracekit_export::ExportOptions::default().row_group_rows;
-        for path in &args.files {
-            crate::export::export_file(path, temp.path(), row_group_rows)?;
-        }
+    // Traces given directly: one dataset, its tables in memory.
+    if !args.files.is_empty() {
+        let traces = args
+            .files
+            .iter()
+            .map(|path| crate::export::tables_in_memory(path))
+            .collect::<Result<Vec<_>>>()?;
         datasets.push(Dataset {
             label: "traces".to_string(),
-            dir: temp.path().to_path_buf(),
+            tables: Tables::Memory(traces),
         });
-        Some(temp)
-    };
+    }
     if datasets.is_empty() {
         anyhow::bail!("nothing to query: give traces, or export folders with --over DIR");
     }
@@ -84,7 +82,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if let Some(n) = args.limit {
         answer.truncate(n);
     }
-    drop(temp);
     if args.json {
         answer.write_json(&mut out)?;
     } else if args.csv {

@@ -84,7 +84,7 @@ fn top_sites_across_traces_is_the_sum_of_each_trace_s_top() {
             e.1 += 1;
         }
     }
-    // The traces themselves, exported on the fly.
+    // The traces themselves, their tables in memory.
     let mut args = vec!["sql", "top-sites", "--json"];
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     args.extend(names.iter().map(String::as_str));
@@ -206,6 +206,67 @@ fn live_at_end_per_executable_equals_top_s_live_bytes() {
         .collect();
     expected.retain(|_, v| *v > 0);
     assert_eq!(got, expected);
+}
+
+/// The tables of memtrace and FXT traces.
+const TABLES: &[&str] = &[
+    "traces",
+    "allocations",
+    "backtraces",
+    "locations",
+    "slices",
+    "instants",
+    "counters",
+];
+
+/// A query's JSON rows in a fixed order (rows that tie in an `ORDER BY` may come
+/// in any).
+fn sorted_rows(answer: Value) -> Vec<String> {
+    let mut rows: Vec<String> = answer
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(Value::to_string)
+        .collect();
+    rows.sort();
+    rows
+}
+
+#[test]
+fn traces_queried_in_memory_answer_as_their_export_and_write_no_file() {
+    let Some(dir) = traces() else { return };
+    let Some(fxt) = tracekit_testutil::corpus_path("fxt/jst_tracing_demo.fxt") else {
+        return;
+    };
+    let files = [dir.join("mixed_v3.ctf"), dir.join("bigarrays_v2.ctf"), fxt];
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let exported = tmp.path().join("exported");
+    export(&files, &exported);
+    // Any temporary file would land here.
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let over = format!("traces={}", exported.display());
+    for table in TABLES {
+        let sql = format!("SELECT * FROM {table}");
+        let mut args = vec!["sql", sql.as_str(), "--json"];
+        args.extend(names.iter().map(String::as_str));
+        let out = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+            .args(&args)
+            .env("TMPDIR", &scratch)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let in_memory = sorted_rows(serde_json::from_slice(&out.stdout).unwrap());
+        let from_files = sorted_rows(json(&["sql", &sql, "--json", "--over", &over]));
+        assert!(!in_memory.is_empty(), "{table}");
+        assert_eq!(in_memory, from_files, "{table}");
+    }
+    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
 }
 
 #[test]
