@@ -30,8 +30,8 @@ pub struct TraceFiles {
 pub struct MemoryTable {
     /// The table's name ([`crate::schema::Table::name`]).
     pub name: &'static str,
-    /// The Parquet file.
-    pub parquet: Vec<u8>,
+    /// The Parquet file (shared, not copied, by a clone).
+    pub parquet: bytes::Bytes,
 }
 
 /// A trace's tables in memory ([`crate::export_to_memory`]).

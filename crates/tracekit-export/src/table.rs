@@ -211,7 +211,7 @@ impl Landing {
             (Sink::Memory(parquet), Some(memory)) => {
                 let table = MemoryTable {
                     name: self.name,
-                    parquet,
+                    parquet: parquet.into(),
                 };
                 memory
                     .lock()
