@@ -151,15 +151,19 @@ fn export_one(path: &Path, args: &Args) -> Result<Exported> {
     })
 }
 
-/// Reads trace `path` and builds its tables in memory, for `tracekit sql`.
-pub(crate) fn tables_in_memory(path: &Path) -> Result<MemoryTables> {
+/// Reads trace `path` and builds its tables in memory, for `tracekit sql`; the
+/// tables and the warnings of the reader, each naming the file.
+pub(crate) fn tables_in_memory(path: &Path) -> Result<(MemoryTables, Vec<String>)> {
+    let name = input::display(path);
     let (bytes, kind, options) = read(path, ExportOptions::default().row_group_rows)?;
     let (summary, tables) = tracekit_export::export_to_memory(&bytes, kind, &options)
-        .with_context(|| format!("reading {}", input::display(path)))?;
-    for w in &summary.warnings {
-        eprintln!("warning: {}: {w}", input::display(path));
-    }
-    Ok(tables)
+        .with_context(|| format!("reading {name}"))?;
+    let warnings = summary
+        .warnings
+        .iter()
+        .map(|w| format!("warning: {name}: {w}"))
+        .collect();
+    Ok((tables, warnings))
 }
 
 /// Reads trace `path`: its bytes, kind, and how to export it.

@@ -9,6 +9,7 @@ use anyhow::Result;
 use tracekit_sql::{Dataset, Tables};
 
 use crate::common::output::Stdout;
+use crate::common::{PROGRESS_THRESHOLD_BYTES, progress_spinner};
 
 /// `tracekit sql` arguments.
 #[derive(clap::Args)]
@@ -59,13 +60,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
             );
         }
     }
-    // Traces given directly: one dataset, its tables in memory.
+    // Traces given directly: one dataset, its tables in memory. Their reading
+    // reports no position: the bar moves by whole traces and its clock ticks.
     if !args.files.is_empty() {
-        let traces = args
-            .files
-            .iter()
-            .map(|path| crate::export::tables_in_memory(path))
-            .collect::<Result<Vec<_>>>()?;
+        let sizes: Vec<u64> = (args.files.iter())
+            .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+            .collect();
+        let total = sizes.iter().sum::<u64>();
+        let bar = progress_spinner("reading", total >= PROGRESS_THRESHOLD_BYTES, false);
+        let mut traces = Vec::new();
+        for (path, size) in args.files.iter().zip(sizes) {
+            let (tables, warnings) = crate::export::tables_in_memory(path)?;
+            bar.suspend(|| warnings.iter().for_each(|w| eprintln!("{w}")));
+            bar.inc(size);
+            traces.push(tables);
+        }
+        bar.finish_and_clear();
         datasets.push(Dataset {
             label: "traces".to_string(),
             tables: Tables::Memory(traces),
