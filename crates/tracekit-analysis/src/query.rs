@@ -13,7 +13,6 @@
 //! - sites named by leaf, function or file need only each backtrace's innermost
 //!   entries, which the pass keeps up to the one that names the site.
 
-use serde_json::Value;
 use tracekit_memtrace::{AllocationSource, DomainId, LocationLookup, ReadError, Timedelta};
 
 use crate::analyzer::{Filter, FilterError, Options};
@@ -368,7 +367,7 @@ impl TopAnswer {
     }
 
     /// The same as JSON.
-    pub fn json(&self, trace: &TraceFile) -> Value {
+    pub fn json(&self, trace: &TraceFile) -> render::TopJson {
         render::top_json(trace, &self.pass.profile, &self.top, &self.context)
     }
 }
@@ -425,7 +424,7 @@ impl TimelineAnswer {
     }
 
     /// JSON.
-    pub fn json(&self, trace: &TraceFile) -> Value {
+    pub fn json(&self, trace: &TraceFile) -> render::TimelineJson {
         render::timeline_json(trace, &self.pass.profile, &self.points)
     }
 
@@ -656,6 +655,40 @@ impl HotPathsQuery {
     }
 }
 
+/// `hot-paths --json`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct HotPathsJson {
+    /// The trace.
+    pub trace: render::InfoJson,
+    /// `bytes` or `samples`.
+    pub unit: &'static str,
+    /// What the weights measure.
+    pub what: String,
+    /// The weight of every path.
+    pub total: u64,
+    /// The significance frequency asked.
+    pub frequency: f64,
+    /// The tolerance asked.
+    pub tolerance: f64,
+    /// Paths found before the limit.
+    pub paths_found: usize,
+    /// The paths shown, heaviest first.
+    pub paths: Vec<HotPathJson>,
+}
+
+/// One hot path.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct HotPathJson {
+    /// Its frames, outermost first.
+    pub frames: Vec<String>,
+    /// Its weight.
+    pub weight: u64,
+    /// Its fraction of the total.
+    pub share: f64,
+    /// The objects it holds.
+    pub objects: u64,
+}
+
 impl HotPathsAnswer {
     /// The paths to show.
     pub fn shown(&self) -> &[paths::HotPath] {
@@ -714,29 +747,30 @@ impl HotPathsAnswer {
     }
 
     /// JSON: the weights' unit and meaning, the total, and the paths shown.
-    pub fn json(&self, trace: &TraceFile) -> Value {
-        let paths: Vec<Value> = self
+    pub fn json(&self, trace: &TraceFile) -> HotPathsJson {
+        let paths = self
             .shown()
             .iter()
-            .map(|p| {
-                serde_json::json!({
-                    "frames": p.frames,
-                    "weight": p.weight,
-                    "share": self.share(p.weight),
-                    "objects": p.objects,
-                })
+            .map(|p| HotPathJson {
+                frames: p.frames.clone(),
+                weight: p.weight,
+                share: self.share(p.weight),
+                objects: p.objects,
             })
             .collect();
-        serde_json::json!({
-            "trace": render::info_json(trace, &self.flame.pass.profile),
-            "unit": match self.flame.unit { Unit::Bytes => "bytes", Unit::Samples => "samples" },
-            "what": self.flame.what,
-            "total": self.flame.tree.total(),
-            "frequency": self.frequency,
-            "tolerance": self.tolerance,
-            "paths_found": self.paths.len(),
-            "paths": paths,
-        })
+        HotPathsJson {
+            trace: render::info_json(trace, &self.flame.pass.profile),
+            unit: match self.flame.unit {
+                Unit::Bytes => "bytes",
+                Unit::Samples => "samples",
+            },
+            what: self.flame.what.clone(),
+            total: self.flame.tree.total(),
+            frequency: self.frequency,
+            tolerance: self.tolerance,
+            paths_found: self.paths.len(),
+            paths,
+        }
     }
 }
 
@@ -871,7 +905,7 @@ impl DiffAnswer {
     }
 
     /// The same as JSON.
-    pub fn json(&self, ctx: &DiffContext) -> Value {
+    pub fn json(&self, ctx: &DiffContext) -> render::DiffJson {
         render::diff_json(
             ctx,
             &self.a.profile,

@@ -1,12 +1,13 @@
 //! Text tables, CSV and JSON for the reports: what `tracekit memtrace top`,
-//! `timeline` and `diff` print. Everything renders into strings or `serde_json`
-//! values.
+//! `timeline` and `diff` print. The JSON of each is a typed answer (`TopJson`,
+//! `TimelineJson`, `DiffJson`), the one the command's `--json` prints and the
+//! viewer's API sends; text renders into strings.
 
 use std::fmt::Write;
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
-use crate::analyzer::Profile;
+use crate::analyzer::{EventCounts, Profile};
 use crate::curve::TimelinePoint;
 use crate::frames::{FrameTree, Unit};
 use crate::report::{DiffRow, GroupBy, Rank, Top};
@@ -55,46 +56,119 @@ fn fmt_float(v: f64) -> String {
     }
 }
 
-pub(crate) fn info_json(trace: &TraceFile, profile: &Profile) -> Value {
-    let info = &trace.info;
-    json!({
-        "path": trace.path,
-        "executable_name": info.executable_name.to_string(),
-        "host_name": info.host_name.to_string(),
-        "pid": info.pid,
-        "start_time_us": info.start_time.as_micros(),
-        "context": info.context.as_ref().map(|c| c.to_string()),
-        "sample_rate": info.sample_rate,
-        "word_size": info.word_size,
-        "bytes_per_sample": Sampling::from(info).bytes_per_sample(),
-        "duration_s": profile.end.to_secs_f64(),
-    })
+/// A trace's header in every JSON answer.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct InfoJson {
+    /// The file it was read from.
+    pub path: String,
+    /// The traced executable.
+    pub executable_name: String,
+    /// The host it ran on.
+    pub host_name: String,
+    /// Its process id.
+    pub pid: i64,
+    /// When the trace started, in microseconds since the Unix epoch.
+    pub start_time_us: i64,
+    /// The context string the program gave, if any.
+    pub context: Option<String>,
+    /// Samples per allocated word.
+    pub sample_rate: f64,
+    /// Bits per word.
+    pub word_size: u8,
+    /// Bytes one sample stands for.
+    pub bytes_per_sample: f64,
+    /// Time of the last event, in seconds from the start.
+    pub duration_s: f64,
 }
 
-/// JSON of one set of counts. `share` is the ranked quantity's fraction of `total`.
-fn counts_json(s: Sampling, c: &SiteCounts, live_at: bool) -> serde_json::Map<String, Value> {
-    let mut m = serde_json::Map::new();
-    m.insert("allocs".into(), c.allocs.into());
-    m.insert("samples".into(), c.samples.into());
-    m.insert("bytes".into(), s.bytes(c.samples).into());
-    for src in AllocationSource::ALL {
-        let v = c.samples_by_source[src as usize];
-        m.insert(format!("{}_samples", src.name()), v.into());
-        m.insert(format!("{}_bytes", src.name()), s.bytes(v).into());
+pub(crate) fn info_json(trace: &TraceFile, profile: &Profile) -> InfoJson {
+    let info = &trace.info;
+    InfoJson {
+        path: trace.path.clone(),
+        executable_name: info.executable_name.to_string(),
+        host_name: info.host_name.to_string(),
+        pid: info.pid,
+        start_time_us: info.start_time.as_micros(),
+        context: info.context.as_ref().map(|c| c.to_string()),
+        sample_rate: info.sample_rate,
+        word_size: info.word_size,
+        bytes_per_sample: Sampling::from(info).bytes_per_sample(),
+        duration_s: profile.end.to_secs_f64(),
     }
-    m.insert("words".into(), c.words.into());
-    m.insert("promoted".into(), c.promoted.into());
-    m.insert("collected_allocs".into(), c.collected_allocs.into());
-    m.insert("collected_samples".into(), c.collected.into());
-    m.insert("live_end_allocs".into(), c.live_end_allocs().into());
-    m.insert("live_end_samples".into(), c.live_end().into());
-    m.insert("live_end_bytes".into(), s.bytes(c.live_end()).into());
-    if live_at {
-        m.insert("live_at_allocs".into(), c.live_at_allocs.into());
-        m.insert("live_at_samples".into(), c.live_at.into());
-        m.insert("live_at_bytes".into(), s.bytes(c.live_at).into());
+}
+
+/// One set of counts (a site's, the sites left out, or the whole trace's), in
+/// samples, bytes (samples times bytes per sample) and allocations.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CountsJson {
+    /// Sampled allocations.
+    pub allocs: u64,
+    /// Samples.
+    pub samples: u64,
+    /// Estimated bytes allocated.
+    pub bytes: u64,
+    /// Samples of minor-heap allocations.
+    pub minor_samples: u64,
+    /// Their bytes.
+    pub minor_bytes: u64,
+    /// Samples of major-heap allocations.
+    pub major_samples: u64,
+    /// Their bytes.
+    pub major_bytes: u64,
+    /// Samples of external allocations.
+    pub external_samples: u64,
+    /// Their bytes.
+    pub external_bytes: u64,
+    /// Words of the sampled objects.
+    pub words: u64,
+    /// Sampled objects promoted to the major heap.
+    pub promoted: u64,
+    /// Sampled objects collected.
+    pub collected_allocs: u64,
+    /// Their samples.
+    pub collected_samples: u64,
+    /// Sampled objects live at the end.
+    pub live_end_allocs: u64,
+    /// Their samples.
+    pub live_end_samples: u64,
+    /// Their bytes.
+    pub live_end_bytes: u64,
+    /// Sampled objects live at the time asked (`--at`, `--peak`); absent without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live_at_allocs: Option<u64>,
+    /// Their samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live_at_samples: Option<u64>,
+    /// Their bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live_at_bytes: Option<u64>,
+}
+
+/// The counts `c`, with the live-at counts when `live_at`.
+fn counts_json(s: Sampling, c: &SiteCounts, live_at: bool) -> CountsJson {
+    let by = |src: AllocationSource| c.samples_by_source[src as usize];
+    let at = |v: u64| live_at.then_some(v);
+    CountsJson {
+        allocs: c.allocs,
+        samples: c.samples,
+        bytes: s.bytes(c.samples),
+        minor_samples: by(AllocationSource::Minor),
+        minor_bytes: s.bytes(by(AllocationSource::Minor)),
+        major_samples: by(AllocationSource::Major),
+        major_bytes: s.bytes(by(AllocationSource::Major)),
+        external_samples: by(AllocationSource::External),
+        external_bytes: s.bytes(by(AllocationSource::External)),
+        words: c.words,
+        promoted: c.promoted,
+        collected_allocs: c.collected_allocs,
+        collected_samples: c.collected,
+        live_end_allocs: c.live_end_allocs(),
+        live_end_samples: c.live_end(),
+        live_end_bytes: s.bytes(c.live_end()),
+        live_at_allocs: at(c.live_at_allocs),
+        live_at_samples: at(c.live_at),
+        live_at_bytes: at(s.bytes(c.live_at)),
     }
-    m
 }
 
 fn share(part: u64, total: u64) -> f64 {
@@ -117,56 +191,117 @@ pub struct TopContext {
 }
 
 /// `top --json`.
-pub fn top_json(trace: &TraceFile, profile: &Profile, top: &Top, ctx: &TopContext) -> Value {
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TopJson {
+    /// The trace.
+    pub trace: InfoJson,
+    /// How sites are grouped.
+    pub by: GroupBy,
+    /// What ranks them.
+    pub rank: Rank,
+    /// The time live counts refer to, in seconds (`--at`, or the peak's).
+    pub at_s: Option<f64>,
+    /// Whether that time is the peak.
+    pub at_peak: bool,
+    /// The filter, in words.
+    pub filters: Vec<String>,
+    /// The peak of the live heap.
+    pub peak: PeakJson,
+    /// Every site's counts summed.
+    pub totals: CountsJson,
+    /// Events seen, kept and dropped.
+    pub events: EventCounts,
+    /// The top sites, first ranked first.
+    pub sites: Vec<SiteJson>,
+    /// The sites left out, together.
+    pub others: OthersJson,
+}
+
+/// One of the top sites.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SiteJson {
+    /// 1 for the first.
+    pub rank: usize,
+    /// Its name.
+    pub site: String,
+    /// Its fraction of the ranked quantity.
+    pub share: f64,
+    /// Its backtrace, innermost first (`--backtraces`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backtrace: Option<Vec<String>>,
+    /// Its counts.
+    #[serde(flatten)]
+    pub counts: CountsJson,
+}
+
+/// The sites left out of the top.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OthersJson {
+    /// How many.
+    pub sites: usize,
+    /// Their fraction of the ranked quantity.
+    pub share: f64,
+    /// Their counts summed.
+    #[serde(flatten)]
+    pub counts: CountsJson,
+}
+
+/// The peak of the live heap.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PeakJson {
+    /// When, in seconds from the start.
+    pub time_s: f64,
+    /// Live samples then.
+    pub samples: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Whether the peak is exact (no domain's events came late).
+    pub exact: bool,
+}
+
+/// The answer of `top`.
+pub fn top_json(trace: &TraceFile, profile: &Profile, top: &Top, ctx: &TopContext) -> TopJson {
     let s = profile.sampling;
     let live_at = profile.live_at.is_some();
     let total_ranked = top.rank.of(&top.totals);
-    let sites: Vec<Value> = top
+    let sites = top
         .sites
         .iter()
         .enumerate()
-        .map(|(i, site)| {
-            let mut m = counts_json(s, &site.counts, live_at);
-            m.insert("rank".into(), (i + 1).into());
-            m.insert("site".into(), site.name.clone().into());
-            m.insert(
-                "share".into(),
-                share(top.rank.of(&site.counts), total_ranked).into(),
-            );
-            if let Some(bt) = &site.backtrace {
-                m.insert("backtrace".into(), bt.clone().into());
-            }
-            Value::Object(m)
+        .map(|(i, site)| SiteJson {
+            rank: i + 1,
+            site: site.name.clone(),
+            share: share(top.rank.of(&site.counts), total_ranked),
+            backtrace: site.backtrace.clone(),
+            counts: counts_json(s, &site.counts, live_at),
         })
         .collect();
-    let mut others = counts_json(s, &top.others, live_at);
-    others.insert("sites".into(), top.other_sites.into());
-    others.insert(
-        "share".into(),
-        share(top.rank.of(&top.others), total_ranked).into(),
-    );
-    json!({
-        "trace": info_json(trace, profile),
-        "by": top.by,
-        "rank": top.rank,
-        "at_s": ctx.at.map(|t| t.to_secs_f64()),
-        "at_peak": ctx.at_peak,
-        "filters": ctx.filters,
-        "peak": peak_json(profile),
-        "totals": Value::Object(counts_json(s, &top.totals, live_at)),
-        "events": serde_json::to_value(profile.events).unwrap_or(Value::Null),
-        "sites": sites,
-        "others": Value::Object(others),
-    })
+    TopJson {
+        trace: info_json(trace, profile),
+        by: top.by,
+        rank: top.rank,
+        at_s: ctx.at.map(|t| t.to_secs_f64()),
+        at_peak: ctx.at_peak,
+        filters: ctx.filters.clone(),
+        peak: peak_json(profile),
+        totals: counts_json(s, &top.totals, live_at),
+        events: profile.events,
+        sites,
+        others: OthersJson {
+            sites: top.other_sites,
+            share: share(top.rank.of(&top.others), total_ranked),
+            counts: counts_json(s, &top.others, live_at),
+        },
+    }
 }
 
-fn peak_json(profile: &Profile) -> Value {
-    json!({
-        "time_s": profile.peak.time.to_secs_f64(),
-        "samples": profile.peak.live,
-        "bytes": profile.sampling.bytes(profile.peak.live),
-        "exact": profile.peak.late_events == 0,
-    })
+fn peak_json(profile: &Profile) -> PeakJson {
+    PeakJson {
+        time_s: profile.peak.time.to_secs_f64(),
+        samples: profile.peak.live,
+        bytes: profile.sampling.bytes(profile.peak.live),
+        exact: profile.peak.late_events == 0,
+    }
 }
 
 /// A plain text table with right-aligned numeric columns and a free last column.
@@ -438,33 +573,77 @@ pub fn timeline_csv(profile: &Profile, points: &[TimelinePoint]) -> String {
     out
 }
 
-/// Timeline as JSON.
-pub fn timeline_json(trace: &TraceFile, profile: &Profile, points: &[TimelinePoint]) -> Value {
+/// `timeline --json`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TimelineJson {
+    /// The trace.
+    pub trace: InfoJson,
+    /// The peak of the live heap.
+    pub peak: PeakJson,
+    /// The domains, in the order of each point's `live_bytes_by_domain`.
+    pub domains: Vec<u16>,
+    /// The counts of every allocation the filter keeps.
+    pub totals: CountsJson,
+    /// The curve.
+    pub points: Vec<PointJson>,
+}
+
+/// One point of the timeline: the interval that ends at its time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PointJson {
+    /// Its time, in seconds from the start.
+    pub time_s: f64,
+    /// The interval's length, in seconds.
+    pub interval_s: f64,
+    /// Bytes live at its time.
+    pub live_bytes: u64,
+    /// Bytes allocated in the interval.
+    pub allocated_bytes: u64,
+    /// Bytes freed in it.
+    pub freed_bytes: u64,
+    /// Bytes allocated per second over it.
+    pub alloc_rate_bytes_per_s: f64,
+    /// Samples live at its time.
+    pub live_samples: u64,
+    /// Bytes live at its time, per domain.
+    pub live_bytes_by_domain: Vec<u64>,
+}
+
+/// The answer of `timeline`.
+pub fn timeline_json(
+    trace: &TraceFile,
+    profile: &Profile,
+    points: &[TimelinePoint],
+) -> TimelineJson {
     let s = profile.sampling;
-    let domains: Vec<u16> = profile.timeline.domains().iter().map(|d| d.get()).collect();
-    let pts: Vec<Value> = points
+    let points = points
         .iter()
         .map(|p| {
             let secs = p.interval.to_secs_f64();
-            json!({
-                "time_s": p.time.to_secs_f64(),
-                "interval_s": secs,
-                "live_bytes": s.bytes(p.live),
-                "allocated_bytes": s.bytes(p.allocated),
-                "freed_bytes": s.bytes(p.freed),
-                "alloc_rate_bytes_per_s": if secs > 0.0 { s.bytes(p.allocated) as f64 / secs } else { 0.0 },
-                "live_samples": p.live,
-                "live_bytes_by_domain": p.live_by_domain.iter().map(|v| s.bytes(*v)).collect::<Vec<_>>(),
-            })
+            let allocated_bytes = s.bytes(p.allocated);
+            PointJson {
+                time_s: p.time.to_secs_f64(),
+                interval_s: secs,
+                live_bytes: s.bytes(p.live),
+                allocated_bytes,
+                freed_bytes: s.bytes(p.freed),
+                alloc_rate_bytes_per_s: if secs > 0.0 {
+                    allocated_bytes as f64 / secs
+                } else {
+                    0.0
+                },
+                live_samples: p.live,
+                live_bytes_by_domain: p.live_by_domain.iter().map(|v| s.bytes(*v)).collect(),
+            }
         })
         .collect();
-    json!({
-        "trace": info_json(trace, profile),
-        "peak": peak_json(profile),
-        "domains": domains,
-        "totals": Value::Object(counts_json(s, &profile.totals, false)),
-        "points": pts,
-    })
+    TimelineJson {
+        trace: info_json(trace, profile),
+        peak: peak_json(profile),
+        domains: profile.timeline.domains().iter().map(|d| d.get()).collect(),
+        totals: counts_json(s, &profile.totals, false),
+        points,
+    }
 }
 
 /// Names of the two traces of a diff.
@@ -567,41 +746,82 @@ pub fn no_difference(a: &Profile, b: &Profile, rows: &[DiffRow]) -> bool {
 }
 
 /// `diff --json`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DiffJson {
+    /// The first trace.
+    pub a: InfoJson,
+    /// The second.
+    pub b: InfoJson,
+    /// How sites are grouped (`None`: by leaf).
+    pub by: Option<GroupBy>,
+    /// `allocated` or `live_end`.
+    pub ranked_by: &'static str,
+    /// The first trace's counts.
+    pub totals_a: CountsJson,
+    /// The second's.
+    pub totals_b: CountsJson,
+    /// Whether no site's bytes changed.
+    pub no_difference: bool,
+    /// The sites whose bytes changed most, first.
+    pub sites: Vec<DiffSiteJson>,
+}
+
+/// A site in both traces.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DiffSiteJson {
+    /// Its name.
+    pub site: String,
+    /// Bytes it allocated in the first trace.
+    pub allocated_bytes_a: u64,
+    /// In the second.
+    pub allocated_bytes_b: u64,
+    /// The second less the first.
+    pub allocated_bytes_change: f64,
+    /// Its bytes live at the end of the first trace.
+    pub live_end_bytes_a: u64,
+    /// Of the second.
+    pub live_end_bytes_b: u64,
+    /// The second less the first.
+    pub live_end_bytes_change: f64,
+    /// Its sampled allocations in the first trace.
+    pub allocs_a: u64,
+    /// In the second.
+    pub allocs_b: u64,
+}
+
+/// The answer of `diff`.
 pub fn diff_json(
     ctx: &DiffContext,
     a: &Profile,
     b: &Profile,
     rows: &[DiffRow],
     limit: usize,
-) -> Value {
-    let all_rows = rows;
-    let rows: Vec<Value> = rows
+) -> DiffJson {
+    let sites = rows
         .iter()
         .take(limit)
-        .map(|r| {
-            json!({
-                "site": r.name,
-                "allocated_bytes_a": r.allocated_bytes.0,
-                "allocated_bytes_b": r.allocated_bytes.1,
-                "allocated_bytes_change": r.allocated_delta() as f64,
-                "live_end_bytes_a": r.live_end_bytes.0,
-                "live_end_bytes_b": r.live_end_bytes.1,
-                "live_end_bytes_change": r.live_end_delta() as f64,
-                "allocs_a": r.a.allocs,
-                "allocs_b": r.b.allocs,
-            })
+        .map(|r| DiffSiteJson {
+            site: r.name.clone(),
+            allocated_bytes_a: r.allocated_bytes.0,
+            allocated_bytes_b: r.allocated_bytes.1,
+            allocated_bytes_change: r.allocated_delta() as f64,
+            live_end_bytes_a: r.live_end_bytes.0,
+            live_end_bytes_b: r.live_end_bytes.1,
+            live_end_bytes_change: r.live_end_delta() as f64,
+            allocs_a: r.a.allocs,
+            allocs_b: r.b.allocs,
         })
         .collect();
-    json!({
-        "a": info_json(&ctx.a, a),
-        "b": info_json(&ctx.b, b),
-        "by": ctx.by,
-        "ranked_by": if ctx.by_live { "live_end" } else { "allocated" },
-        "totals_a": Value::Object(counts_json(a.sampling, &a.totals, false)),
-        "totals_b": Value::Object(counts_json(b.sampling, &b.totals, false)),
-        "no_difference": no_difference(a, b, all_rows),
-        "sites": rows,
-    })
+    DiffJson {
+        a: info_json(&ctx.a, a),
+        b: info_json(&ctx.b, b),
+        by: ctx.by,
+        ranked_by: if ctx.by_live { "live_end" } else { "allocated" },
+        totals_a: counts_json(a.sampling, &a.totals, false),
+        totals_b: counts_json(b.sampling, &b.totals, false),
+        no_difference: no_difference(a, b, rows),
+        sites,
+    }
 }
 
 /// Folded stacks as JSON, serialized as they are walked (no document in memory):
@@ -734,6 +954,36 @@ mod tests {
     use super::*;
     use crate::report::Unit;
     use crate::sites::Weight;
+    use serde_json::json;
+
+    /// The counts' JSON names each source's fields by the source's own name, and
+    /// carries the live-at fields only for a time asked.
+    #[test]
+    fn counts_name_sources_as_the_trace_does_and_live_at_when_asked() {
+        let s = Sampling {
+            sample_rate: 0.5,
+            word_size_bits: 64,
+        };
+        let c = SiteCounts {
+            samples_by_source: [1, 20, 300],
+            live_at: 7,
+            ..SiteCounts::default()
+        };
+        let without = serde_json::to_value(counts_json(s, &c, false)).unwrap();
+        for src in AllocationSource::ALL {
+            let samples = c.samples_by_source[src as usize];
+            assert_eq!(without[format!("{}_samples", src.name())], samples);
+            assert_eq!(without[format!("{}_bytes", src.name())], samples * 16);
+        }
+        assert!(without.get("live_at_samples").is_none());
+        let with = serde_json::to_value(counts_json(s, &c, true)).unwrap();
+        assert_eq!(with["live_at_samples"], 7);
+        assert_eq!(with["live_at_bytes"], 7 * 16);
+        assert_eq!(
+            with.as_object().unwrap().len(),
+            without.as_object().unwrap().len() + 3
+        );
+    }
 
     #[test]
     fn folded_stacks_as_text_and_json() {

@@ -462,7 +462,10 @@ mod tests {
             filter: FilterSpec::default(),
         };
         let flame = flame.run(&mut &*t, &mut |_, _| {}).unwrap();
-        (top, serde_json::to_value(flame.json()).unwrap())
+        (
+            serde_json::to_value(top).unwrap(),
+            serde_json::to_value(flame.json()).unwrap(),
+        )
     }
 
     #[test]

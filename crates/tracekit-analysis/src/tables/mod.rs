@@ -777,7 +777,8 @@ mod tests {
                 // A range that ends before it starts keeps nothing by construction.
                 Err(_) => return Ok(()),
             };
-            let totals = &answer.json(&TraceFile::new("t", tables.info()))["totals"];
+            let json = serde_json::to_value(answer.json(&TraceFile::new("t", tables.info())));
+            let totals = &json.unwrap()["totals"];
             let samples: u64 = kept.iter().map(|d| d.samples).sum();
             let collected_allocs = kept.iter().filter(|d| d.ended.is_some()).count() as u64;
             proptest::prop_assert_eq!(&totals["allocs"], &serde_json::json!(kept.len()));

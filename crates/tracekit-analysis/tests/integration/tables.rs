@@ -158,6 +158,7 @@ fn top_json_totals_match_counts() {
     let p = profile(1, None);
     let t = report::top(&p, &table(), GroupBy::File, Rank::Allocated, 2);
     let j = render::top_json(&info("a.ctf"), &p, &t, &TopContext::default());
+    let j = serde_json::to_value(j).unwrap();
     assert_eq!(j["totals"]["allocs"], 160);
     assert_eq!(j["totals"]["samples"], 40 * (1 + 2 + 3 + 4));
     assert_eq!(j["totals"]["bytes"], 40 * 10 * 8000);

@@ -35,7 +35,7 @@ fn filters(bytes: &[u8]) -> Vec<FilterSpec> {
     let mut names: Vec<(String, String)> = Vec::new();
     let top = top_query(GroupBy::Function, false, None, FilterSpec::default());
     let answer = top.run(&mut &tables, &mut quiet()).unwrap();
-    for row in answer.json(&file(&reader))["sites"]
+    for row in serde_json::to_value(answer.json(&file(&reader))).unwrap()["sites"]
         .as_array()
         .into_iter()
         .flatten()
@@ -300,7 +300,8 @@ fn the_filters_compared_change_the_answers() {
     let f = file(&reader);
     let total = |filter: FilterSpec| -> Value {
         let q = top_query(GroupBy::Leaf, false, None, filter);
-        q.run(&mut &tables, &mut quiet()).unwrap().json(&f)["totals"].clone()
+        let answer = q.run(&mut &tables, &mut quiet()).unwrap();
+        serde_json::to_value(answer.json(&f)).unwrap()["totals"].clone()
     };
     let all = total(FilterSpec::default());
     let filters = filters(&bytes);
