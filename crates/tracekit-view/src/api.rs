@@ -417,31 +417,31 @@ pub fn answer(
                 min_share: a.min_share,
                 depth: a.depth.unwrap_or(usize::MAX),
             };
-            let mut answer = match (a.invert, a.fragment.is_empty()) {
+            let (nodes, around) = match (a.invert, a.fragment.is_empty()) {
                 (true, _) => {
                     let inverted = flame.inverted.get_or_init(|| paths::inverted(&flame.tree));
-                    nodes_json(inverted, &a.focus, shown)
+                    (nodes_json(inverted, &a.focus, shown), None)
                 }
-                (false, true) => nodes_json(&flame.tree, &a.focus, shown),
+                (false, true) => (nodes_json(&flame.tree, &a.focus, shown), None),
                 (false, false) => {
                     let fragment: Vec<&str> = a.fragment.iter().map(String::as_str).collect();
                     let f = paths::focus(&flame.tree, &fragment);
-                    let mut answer = nodes_json(&f.callees, &a.focus, shown);
                     let callers = nodes_json(&f.callers, &[], shown);
-                    answer["fragment"] = serde_json::json!(&a.fragment[..f.found]);
-                    answer["callers"] = callers["nodes"].clone();
-                    answer["callers_truncated"] = callers["truncated"].clone();
-                    answer
+                    let around = Around {
+                        fragment: a.fragment[..f.found].to_vec(),
+                        callers: callers.nodes,
+                        callers_truncated: callers.truncated,
+                    };
+                    (nodes_json(&f.callees, &a.focus, shown), Some(around))
                 }
             };
-            answer["unit"] = match flame.unit {
-                Unit::Bytes => "bytes",
-                Unit::Samples => "samples",
-            }
-            .into();
-            answer["what"] = flame.what.clone().into();
-            answer["total"] = flame.tree.total().into();
-            Ok(to_json(&answer))
+            Ok(to_json(&FlameTreeJson {
+                unit: unit_name(flame.unit),
+                what: flame.what.clone(),
+                total: flame.tree.total(),
+                nodes,
+                around,
+            }))
         }
         Endpoint::Functions => {
             let mut a = parse::<FunctionsArgs>(args)?;
@@ -457,16 +457,13 @@ pub fn answer(
             if a.limit > 0 {
                 functions.truncate(a.limit);
             }
-            Ok(to_json(&serde_json::json!({
-                "unit": match flame.unit {
-                    Unit::Bytes => "bytes",
-                    Unit::Samples => "samples",
-                },
-                "what": flame.what,
-                "total": flame.tree.total(),
-                "count": count,
-                "functions": functions,
-            })))
+            Ok(to_json(&FunctionsJson {
+                unit: unit_name(flame.unit),
+                what: flame.what.clone(),
+                total: flame.tree.total(),
+                count,
+                functions,
+            }))
         }
         Endpoint::HotPaths => {
             let q = parse::<HotPathsArgs>(args)?.query;
@@ -500,11 +497,84 @@ pub fn answer(
     }
 }
 
+/// `bytes` or `samples`.
+fn unit_name(unit: Unit) -> &'static str {
+    match unit {
+        Unit::Bytes => "bytes",
+        Unit::Samples => "samples",
+    }
+}
+
+/// `/api/flametree`: the part of a flame graph's tree the page draws.
+#[derive(Debug, serde::Serialize)]
+struct FlameTreeJson {
+    /// `bytes` or `samples`.
+    unit: &'static str,
+    /// What the weights measure.
+    what: String,
+    /// The weight of the whole tree.
+    total: u64,
+    #[serde(flatten)]
+    nodes: NodesJson,
+    /// With a fragment: where it was found and who calls it.
+    #[serde(flatten)]
+    around: Option<Around>,
+}
+
+/// The callers of a fragment of frames.
+#[derive(Debug, serde::Serialize)]
+struct Around {
+    /// The part of the fragment the tree holds.
+    fragment: Vec<String>,
+    /// Its callers, as the callees are.
+    callers: Vec<NodeJson>,
+    /// Whether the callers were cut at the most nodes sent.
+    callers_truncated: bool,
+}
+
+/// Nodes of a tree around a focus ([`nodes_json`]).
+#[derive(Debug, serde::Serialize)]
+struct NodesJson {
+    /// The frames followed from the root.
+    focus: Vec<String>,
+    /// The least weight of a node sent.
+    min_weight: u64,
+    /// Whether nodes were cut at the most sent.
+    truncated: bool,
+    /// The nodes, in preorder.
+    nodes: Vec<NodeJson>,
+}
+
+/// One node.
+#[derive(Debug, serde::Serialize)]
+struct NodeJson {
+    name: String,
+    total: u64,
+    #[serde(rename = "self")]
+    own: u64,
+    objects: u64,
+    /// Its parent's index, -1 for the first.
+    parent: i64,
+    /// How many callees it has (sent or not).
+    callees: usize,
+}
+
+/// `/api/functions`.
+#[derive(Debug, serde::Serialize)]
+struct FunctionsJson {
+    unit: &'static str,
+    what: String,
+    total: u64,
+    /// Functions in the tree.
+    count: usize,
+    /// The first of them.
+    functions: Vec<paths::FunctionWeight>,
+}
+
 /// The node of `tree` that `focus` leads to from the root (as far as it
 /// leads), and its callees as `shown` says, in preorder, each with its
-/// parent's index: `{focus, min_weight, truncated, nodes}`.
-fn nodes_json(tree: &FrameTree, focus: &[String], shown: Shown) -> serde_json::Value {
-    use serde_json::json;
+/// parent's index.
+fn nodes_json(tree: &FrameTree, focus: &[String], shown: Shown) -> NodesJson {
     let mut node = FrameId::ROOT;
     let mut followed = Vec::new();
     for name in focus {
@@ -533,24 +603,24 @@ fn nodes_json(tree: &FrameTree, focus: &[String], shown: Shown) -> serde_json::V
             .children(n)
             .filter(|&c| tree.weight(c).1 >= floor)
             .collect();
-        nodes.push(json!({
-            "name": tree.name(n),
-            "total": total,
-            "self": own,
-            "objects": objects,
-            "parent": parent,
-            "callees": tree.children(n).count(),
-        }));
+        nodes.push(NodeJson {
+            name: tree.name(n).to_string(),
+            total,
+            own,
+            objects,
+            parent,
+            callees: tree.children(n).count(),
+        });
         if depth < shown.depth {
             stack.extend(kids.into_iter().rev().map(|c| (c, index, depth + 1)));
         }
     }
-    json!({
-        "focus": followed,
-        "min_weight": floor,
-        "truncated": truncated,
-        "nodes": nodes,
-    })
+    NodesJson {
+        focus: followed,
+        min_weight: floor,
+        truncated,
+        nodes,
+    }
 }
 
 #[cfg(test)]
