@@ -43,6 +43,16 @@ pub enum Unit {
     Samples,
 }
 
+impl Unit {
+    /// `bytes` or `samples`, as the JSON answers name the unit.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Bytes => "bytes",
+            Unit::Samples => "samples",
+        }
+    }
+}
+
 /// A frame-tree node: a printed stack, its parent's plus one frame.
 #[derive(Clone, Copy, Debug)]
 struct Node {

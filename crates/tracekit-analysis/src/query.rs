@@ -760,10 +760,7 @@ impl HotPathsAnswer {
             .collect();
         HotPathsJson {
             trace: render::info_json(trace, &self.flame.pass.profile),
-            unit: match self.flame.unit {
-                Unit::Bytes => "bytes",
-                Unit::Samples => "samples",
-            },
+            unit: self.flame.unit.name(),
             what: self.flame.what.clone(),
             total: self.flame.tree.total(),
             frequency: self.frequency,

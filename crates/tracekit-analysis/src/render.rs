@@ -831,10 +831,7 @@ pub fn folded_json<'a>(tree: &'a FrameTree, unit: Unit, what: &'a str) -> Folded
     FoldedJson {
         stacks: Stacks(tree),
         total: tree.total(),
-        unit: match unit {
-            Unit::Samples => "samples",
-            Unit::Bytes => "bytes",
-        },
+        unit: unit.name(),
         weight: what,
     }
 }

@@ -436,7 +436,7 @@ pub fn answer(
                 }
             };
             Ok(to_json(&FlameTreeJson {
-                unit: unit_name(flame.unit),
+                unit: flame.unit.name(),
                 what: flame.what.clone(),
                 total: flame.tree.total(),
                 nodes,
@@ -458,7 +458,7 @@ pub fn answer(
                 functions.truncate(a.limit);
             }
             Ok(to_json(&FunctionsJson {
-                unit: unit_name(flame.unit),
+                unit: flame.unit.name(),
                 what: flame.what.clone(),
                 total: flame.tree.total(),
                 count,
@@ -494,14 +494,6 @@ pub fn answer(
                 .and_then(|r| r)?;
             Ok(json)
         }
-    }
-}
-
-/// `bytes` or `samples`.
-fn unit_name(unit: Unit) -> &'static str {
-    match unit {
-        Unit::Bytes => "bytes",
-        Unit::Samples => "samples",
     }
 }
 
