@@ -6,7 +6,7 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use arrow_array::builder::{BooleanBuilder, StringBuilder};
@@ -164,72 +164,66 @@ pub(crate) use columns;
 enum Sink {
     /// Its file.
     File(File),
-    /// A buffer, in an export into memory.
-    Memory(Vec<u8>),
+    /// A buffer, added to `store` as table `name` when finished (an export into
+    /// memory).
+    Memory {
+        bytes: Vec<u8>,
+        name: &'static str,
+        store: Arc<Mutex<Vec<MemoryTable>>>,
+    },
 }
 
 impl Write for Sink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match self {
             Sink::File(f) => f.write(buf),
-            Sink::Memory(v) => v.write(buf),
+            Sink::Memory { bytes, .. } => bytes.write(buf),
         }
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         match self {
             Sink::File(f) => f.flush(),
-            Sink::Memory(_) => Ok(()),
+            Sink::Memory { .. } => Ok(()),
         }
     }
 }
 
-/// Where a finished table lands: `path` synced, or, in an export into memory,
-/// its bytes added to `memory` as table `name`.
-struct Landing {
-    path: PathBuf,
+/// Finishes `writer`'s table, whose file is `path` (named in errors): the file
+/// synced, or the bytes added to the export in memory.
+fn close(writer: ArrowWriter<Sink>, path: &Path) -> Result<()> {
+    match writer.into_inner().map_err(|e| Error::write(path, e))? {
+        Sink::File(file) => file.sync_all().map_err(|e| Error::write(path, e)),
+        Sink::Memory { bytes, name, store } => {
+            let table = MemoryTable {
+                name,
+                parquet: bytes.into(),
+            };
+            store
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(table);
+            Ok(())
+        }
+    }
+}
+
+/// Starts table `name` of `files` for rows of `schema`: its file's path (where
+/// it is written until committed), and the writer.
+fn open(
+    files: &mut TraceFiles,
     name: &'static str,
-    memory: Option<Arc<Mutex<Vec<MemoryTable>>>>,
-}
-
-impl Landing {
-    fn of(files: &mut TraceFiles, name: &'static str) -> Landing {
-        Landing {
-            path: files.path(name),
+    schema: &SchemaRef,
+    row_group: usize,
+) -> Result<(PathBuf, ArrowWriter<Sink>)> {
+    let path = files.path(name);
+    let file = match files.memory() {
+        Some(store) => Sink::Memory {
+            bytes: Vec::new(),
             name,
-            memory: files.memory().cloned(),
-        }
-    }
-
-    /// Finishes `writer`'s file.
-    fn close(self, writer: ArrowWriter<Sink>) -> Result<()> {
-        let sink = writer
-            .into_inner()
-            .map_err(|e| Error::write(&self.path, e))?;
-        match (sink, self.memory) {
-            (Sink::File(file), _) => file.sync_all().map_err(|e| Error::write(&self.path, e)),
-            (Sink::Memory(parquet), Some(memory)) => {
-                let table = MemoryTable {
-                    name: self.name,
-                    parquet: parquet.into(),
-                };
-                memory
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(table);
-                Ok(())
-            }
-            (Sink::Memory(_), None) => Ok(()),
-        }
-    }
-}
-
-/// Starts the Parquet file of `landing` for rows of `schema`.
-fn open(landing: &Landing, schema: &SchemaRef, row_group: usize) -> Result<ArrowWriter<Sink>> {
-    let path = &landing.path;
-    let file = match landing.memory {
-        Some(_) => Sink::Memory(Vec::new()),
-        None => Sink::File(File::create(path).map_err(|e| Error::write(path, e))?),
+            store: store.clone(),
+        },
+        None => Sink::File(File::create(&path).map_err(|e| Error::write(&path, e))?),
     };
     // Dictionaries for the text columns only (names, labels, the trace id repeat);
     // on ids, times and sizes, which rarely repeat, building one cost a fifth of an
@@ -244,8 +238,9 @@ fn open(landing: &Landing, schema: &SchemaRef, row_group: usize) -> Result<Arrow
                 props.set_column_dictionary_enabled(ColumnPath::from(field.name().as_str()), true);
         }
     }
-    ArrowWriter::try_new(file, schema.clone(), Some(props.build()))
-        .map_err(|e| Error::write(path, e))
+    let writer = ArrowWriter::try_new(file, schema.clone(), Some(props.build()))
+        .map_err(|e| Error::write(&path, e))?;
+    Ok((path, writer))
 }
 
 /// Writes table `name` of `files` whole, on this thread: its `rows` rows built in
@@ -258,17 +253,15 @@ pub(crate) fn write_small<C: Columns>(
     mut cols: C,
     rows: usize,
 ) -> Result<u64> {
-    let landing = Landing::of(files, name);
-    let path = landing.path.clone();
+    let (path, mut writer) = open(files, name, &schema, rows.max(1))?;
     let id = files.trace_id().to_string();
     let ids = StringArray::from_iter_values(std::iter::repeat_n(&id, rows));
     let mut columns: Vec<ArrayRef> = vec![Arc::new(ids)];
     columns.extend(cols.finish());
     let batch =
         RecordBatch::try_new(schema.clone(), columns).map_err(|e| Error::write(&path, e))?;
-    let mut writer = open(&landing, &schema, rows.max(1))?;
     writer.write(&batch).map_err(|e| Error::write(&path, e))?;
-    landing.close(writer)?;
+    close(writer, &path)?;
     Ok(rows as u64)
 }
 
@@ -301,14 +294,12 @@ impl<C: Columns> TableWriter<C> {
         schema: SchemaRef,
         batch: usize,
     ) -> Result<Self> {
-        let landing = Landing::of(files, name);
-        let path = landing.path.clone();
         let row_group = batch.max(1);
         // Rows go to the writer in batches smaller than a row group: the writer's
         // per-batch work (levels, 8 bytes per row and column) then stays small, while
         // the row group, which the writer builds from several batches, keeps its size.
         let batch = row_group.min(BATCH_ROWS);
-        let mut writer = open(&landing, &schema, row_group)?;
+        let (path, mut writer) = open(files, name, &schema, row_group)?;
         let (batches, rx) = std::sync::mpsc::sync_channel::<RecordBatch>(1);
         let at = path.clone();
         let thread = std::thread::Builder::new()
@@ -317,7 +308,7 @@ impl<C: Columns> TableWriter<C> {
                 for batch in rx {
                     writer.write(&batch).map_err(|e| Error::write(&at, e))?;
                 }
-                landing.close(writer)
+                close(writer, &at)
             })
             .map_err(|e| Error::write(&path, e))?;
         Ok(TableWriter {
