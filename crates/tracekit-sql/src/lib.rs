@@ -343,44 +343,40 @@ async fn run(datasets: &[Dataset], sql: &str, threads: usize, files: &[PathBuf])
     for table in TABLES {
         let mut parts = Vec::new();
         for (i, d) in datasets.iter().enumerate() {
-            let label = d.label.replace('\'', "''");
-            let traces = match &d.tables {
+            // Where the table's files are: a folder, or the in-memory store
+            // the traces' files are put in; none when the dataset lacks it.
+            let location = match &d.tables {
                 Tables::Folder(dir) => {
                     let dir = dir.join(table.name);
-                    if parquet_files(&dir).is_empty() {
-                        continue;
+                    (!parquet_files(&dir).is_empty()).then(|| format!("{}/", dir.display()))
+                }
+                Tables::Memory(traces) => {
+                    let mut any = false;
+                    for (trace, t) in traces
+                        .iter()
+                        .filter_map(|trace| Some((trace, trace.table(table.name)?)))
+                    {
+                        let at = ObjectPath::from(format!(
+                            "{i}/{}/{}.parquet",
+                            table.name, trace.trace_id
+                        ));
+                        memory
+                            .put(&at, PutPayload::from(t.parquet.clone()))
+                            .await
+                            .map_err(|e| Error::Engine(e.into()))?;
+                        any = true;
                     }
-                    let name = format!("__{}_{i}", table.name);
-                    let options = ParquetReadOptions::default().file_extension(".parquet");
-                    ctx.register_parquet(&name, &format!("{}/", dir.display()), options)
-                        .await
-                        .map_err(reading)?;
-                    parts.push(format!("SELECT *, '{label}' AS dataset FROM {name}"));
-                    continue;
+                    any.then(|| format!("{MEMORY}{i}/{}/", table.name))
                 }
-                Tables::Memory(traces) => traces,
             };
-            // The traces' files, where the engine reads them as it reads a
-            // folder's.
-            let mut any = false;
-            for trace in traces {
-                if let Some(t) = trace.table(table.name) {
-                    let at =
-                        ObjectPath::from(format!("{i}/{}/{}.parquet", table.name, trace.trace_id));
-                    memory
-                        .put(&at, PutPayload::from(t.parquet.clone()))
-                        .await
-                        .map_err(|e| Error::Engine(e.into()))?;
-                    any = true;
-                }
-            }
-            if any {
-                let name = format!("__{}_{i}", table.name);
-                let options = ParquetReadOptions::default().file_extension(".parquet");
-                ctx.register_parquet(&name, &format!("{MEMORY}{i}/{}/", table.name), options)
-                    .await?;
-                parts.push(format!("SELECT *, '{label}' AS dataset FROM {name}"));
-            }
+            let Some(location) = location else { continue };
+            let name = format!("__{}_{i}", table.name);
+            let options = ParquetReadOptions::default().file_extension(".parquet");
+            ctx.register_parquet(&name, &location, options)
+                .await
+                .map_err(reading)?;
+            let label = d.label.replace('\'', "''");
+            parts.push(format!("SELECT *, '{label}' AS dataset FROM {name}"));
         }
         if parts.is_empty() {
             // An empty table of the documented columns.
