@@ -12,7 +12,7 @@ use tracekit_export::{ExportOptions, Input, MemoryTables, Summary, TraceFiles, T
 use tracekit_io::input::{self, Family, Kind};
 
 use crate::common::output::{self, TempDir};
-use crate::common::{PROGRESS_THRESHOLD_BYTES, print_json, progress_spinner, quiet};
+use crate::common::{files_spinner, print_json, quiet};
 
 /// Table formats.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -63,11 +63,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let next = AtomicUsize::new(0);
     // The exports report no position: the bar moves by whole inputs and its clock
     // ticks in between, so that a long export is not silent.
-    let sizes: Vec<u64> = (args.files.iter())
-        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
-        .collect();
-    let total = sizes.iter().sum::<u64>();
-    let bar = progress_spinner("exporting", total >= PROGRESS_THRESHOLD_BYTES, false);
+    let (bar, sizes) = files_spinner(&args.files, "exporting");
     let results: Mutex<Vec<(usize, Result<Exported>)>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..jobs {

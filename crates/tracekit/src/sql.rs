@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use tracekit_sql::{Dataset, Tables};
 
+use crate::common::files_spinner;
 use crate::common::output::Stdout;
-use crate::common::{PROGRESS_THRESHOLD_BYTES, progress_spinner};
 
 /// `tracekit sql` arguments.
 #[derive(clap::Args)]
@@ -60,14 +60,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             );
         }
     }
-    // Traces given directly: one dataset, its tables in memory. Their reading
-    // reports no position: the bar moves by whole traces and its clock ticks.
+    // Traces given directly: one dataset, its tables in memory.
     if !args.files.is_empty() {
-        let sizes: Vec<u64> = (args.files.iter())
-            .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
-            .collect();
-        let total = sizes.iter().sum::<u64>();
-        let bar = progress_spinner("reading", total >= PROGRESS_THRESHOLD_BYTES, false);
+        let (bar, sizes) = files_spinner(&args.files, "reading");
         let mut traces = Vec::new();
         for (path, size) in args.files.iter().zip(sizes) {
             let (tables, warnings) = crate::export::tables_in_memory(path)?;

@@ -53,6 +53,18 @@ pub fn progress_spinner(what: &str, show: bool, quiet: bool) -> ProgressBar {
     bar
 }
 
+/// [`progress_spinner`] over whole input `files`, for work that reports no
+/// position within a file: shown when they add up to [`PROGRESS_THRESHOLD_BYTES`];
+/// with each file's size, to move the bar by as it is done.
+pub fn files_spinner(files: &[std::path::PathBuf], what: &str) -> (ProgressBar, Vec<u64>) {
+    let sizes: Vec<u64> = (files.iter())
+        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .collect();
+    let total = sizes.iter().sum::<u64>();
+    let bar = progress_spinner(what, total >= PROGRESS_THRESHOLD_BYTES, false);
+    (bar, sizes)
+}
+
 /// Writes `value` as pretty JSON (and a newline) to standard output.
 pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     let mut out = Stdout::new();
