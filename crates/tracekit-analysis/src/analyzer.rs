@@ -268,6 +268,34 @@ pub struct EventCounts {
     pub duplicate_ids: u64,
 }
 
+/// Events a pass over columns knows change nothing but the counts, and leaves
+/// out: allocations the filter drops, promotes and collects of no kept object.
+/// The analysis counts them as if fed ([`Analyzer::skipped`]); what else an event
+/// changes, the time seen, is a maximum, which does not depend on the order.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Skipped {
+    pub(crate) allocs: u64,
+    pub(crate) promotes: u64,
+    pub(crate) collects: u64,
+    /// The latest time of them.
+    pub(crate) end: Option<Timedelta>,
+}
+
+impl Skipped {
+    /// Counts an event at `time`: an allocation, else a promote or a collect.
+    #[inline]
+    pub(crate) fn event(&mut self, time: Timedelta, alloc: bool, promote: bool) {
+        if alloc {
+            self.allocs += 1;
+        } else if promote {
+            self.promotes += 1;
+        } else {
+            self.collects += 1;
+        }
+        self.end = Some(self.end.map_or(time, |e| e.max(time)));
+    }
+}
+
 /// The one-pass analysis state. Feed it every event with [`Analyzer::push`] (or
 /// [`Analyzer::push_matching`] for a location filter), then call
 /// [`Analyzer::finish`].
@@ -466,6 +494,78 @@ impl Analyzer {
         self.alloc_interned(time, a, bt, None, &mut |_| 0);
     }
 
+    /// [`Analyzer::push_alloc_interned`] for a caller that follows the objects' lives
+    /// itself (by where each allocation is in its trace, not by id): no live object
+    /// is kept. The allocation's site when the filter keeps it; the caller hands it
+    /// back with the object to [`Analyzer::promote_followed`],
+    /// [`Analyzer::collect_followed`] and [`Analyzer::finish_followed`]. Exact
+    /// only when no allocation reuses the id of a live object, which the analysis
+    /// would take as the older object's end.
+    #[inline(always)]
+    pub(crate) fn alloc_followed(
+        &mut self,
+        time: Timedelta,
+        a: &Alloc<'_>,
+        bt: BacktraceId,
+    ) -> Option<u32> {
+        self.counts.allocs += 1;
+        self.see(time);
+        if !self.keep(time, a, bt, &mut |_| 0) {
+            self.counts.filtered_allocs += 1;
+            return None;
+        }
+        let site = self.site(bt);
+        self.account(time, a, bt, site, None);
+        Some(site)
+    }
+
+    /// A promote event of a kept object followed by the caller: its site, or
+    /// `None` when it was promoted before (what [`Analyzer::promote`] finds by
+    /// id). A promote of no kept object is [`Skipped`].
+    #[inline]
+    pub(crate) fn promote_followed(&mut self, time: Timedelta, site: Option<u32>) {
+        self.counts.promotes += 1;
+        self.see(time);
+        if let Some(site) = site {
+            self.sites.promoted(site);
+        }
+    }
+
+    /// A collect event reported by `by` of the kept object `obj`, followed by the
+    /// caller, as [`Analyzer::collect`] finds it by id. A collect of no kept
+    /// object is [`Skipped`].
+    #[inline]
+    pub(crate) fn collect_followed(&mut self, time: Timedelta, obj: LiveObject, by: DomainId) {
+        self.counts.collects += 1;
+        self.see(time);
+        self.release(obj, time, by);
+    }
+
+    /// Counts events a pass over columns left out (see [`Skipped`]).
+    pub(crate) fn skipped(&mut self, s: &Skipped) {
+        self.counts.allocs += s.allocs;
+        self.counts.filtered_allocs += s.allocs;
+        self.counts.promotes += s.promotes;
+        self.counts.collects += s.collects;
+        self.counts.untracked += s.promotes + s.collects;
+        if let Some(t) = s.end {
+            self.see(t);
+        }
+    }
+
+    /// A promote (`promote`) or collect event of an id no object has: what
+    /// [`Analyzer::promote`] or [`Analyzer::collect`] does with one.
+    #[inline]
+    pub(crate) fn untracked(&mut self, time: Timedelta, promote: bool) {
+        if promote {
+            self.counts.promotes += 1;
+        } else {
+            self.counts.collects += 1;
+        }
+        self.see(time);
+        self.counts.untracked += 1;
+    }
+
     /// Takes the trie that [`Analyzer::push_alloc_interned`]'s ids are nodes of.
     pub(crate) fn adopt_backtraces(&mut self, backtraces: Backtraces) {
         self.backtraces = backtraces;
@@ -520,6 +620,30 @@ impl Analyzer {
             return;
         }
         let site = self.site(bt);
+        self.account(time, a, bt, site, whole);
+        let obj = LiveObject {
+            samples: a.nsamples,
+            time,
+            site,
+            domain: a.domain,
+            promoted: false,
+        };
+        if let Some(old) = self.live.insert(a.obj_id.get(), obj) {
+            self.counts.duplicate_ids += 1;
+            self.release(old, time, a.domain);
+        }
+    }
+
+    /// Counts a kept allocation charged to `site` (all but following its object).
+    #[inline(always)]
+    fn account(
+        &mut self,
+        time: Timedelta,
+        a: &Alloc<'_>,
+        bt: BacktraceId,
+        site: u32,
+        whole: Option<&[LocationCode]>,
+    ) {
         self.sites.allocated(site, a.nsamples, a.source, a.length);
         if self.timeline_on {
             self.timeline.allocated(time, a.domain, a.nsamples);
@@ -535,17 +659,6 @@ impl Analyzer {
                 .is_none_or(|floor| (a.length, a.nsamples) > floor)
         {
             self.note_big(time, a, bt, whole);
-        }
-        let obj = LiveObject {
-            samples: a.nsamples,
-            time,
-            site,
-            domain: a.domain,
-            promoted: false,
-        };
-        if let Some(old) = self.live.insert(a.obj_id.get(), obj) {
-            self.counts.duplicate_ids += 1;
-            self.release(old, time, a.domain);
         }
     }
 
@@ -722,9 +835,20 @@ impl Analyzer {
 
     /// Ends the pass.
     pub fn finish(mut self) -> Profile {
-        let live_objects_at_end = self.live.len() as u64;
+        let live = std::mem::replace(&mut self.live, LiveObjects::new());
+        self.finish_followed(live.len() as u64, live.values())
+    }
+
+    /// Ends a pass whose objects the caller followed ([`Analyzer::alloc_followed`]):
+    /// `count` kept objects are live at the end, those of `live`.
+    pub(crate) fn finish_followed(
+        mut self,
+        count: u64,
+        live: impl Iterator<Item = LiveObject>,
+    ) -> Profile {
+        let live_objects_at_end = count;
         if let Some(t) = self.options.live_at {
-            for obj in self.live.values() {
+            for obj in live {
                 if obj.time <= t {
                     self.sites.live_at_end(obj.site, obj.samples);
                 }

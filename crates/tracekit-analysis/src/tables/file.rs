@@ -8,9 +8,10 @@
 //!
 //! | bytes | what |
 //! | --- | --- |
-//! | 8 | magic `TKTABLE` and the format version (2) |
+//! | 8 | magic `TKTABLE` and the format version (3) |
 //! | 8 | the time of the last event (µs, signed) |
 //! | 8 each | events, allocations, promotes and collects |
+//! | 8 | allocations that reused the id of a live object |
 //! | events | the kind of each event: 0 alloc, 1 promote, 2 collect |
 //! | column | per allocation: time |
 //! | column | object id |
@@ -22,7 +23,7 @@
 //! | 4 × allocations | node in the trie of sites |
 //! | column | end ([`NEVER`](super::NEVER) if never collected) |
 //! | column | per promote or collect: time |
-//! | column | object id |
+//! | column | 1 + the ordinal of the allocation whose object it is, 0 if none |
 //! | domains | domain |
 //! | trie | the backtrace trie: 4 bytes of node count, then per node after the root its parent (4) and location code (8), in node order |
 //! | trie | the trie of sites, the same way |
@@ -40,7 +41,7 @@ use tracekit_memtrace::{Info, Location, LocationCode, LocationTable, Name, Timed
 use super::{Column, Tables};
 use crate::backtrace::{BacktraceId, Backtraces};
 
-const MAGIC: &[u8; 8] = b"TKTABLE\x02";
+const MAGIC: &[u8; 8] = b"TKTABLE\x03";
 
 /// Why bytes are not trace tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -85,6 +86,7 @@ impl Tables {
         ] {
             out.write_all(&(n as u64).to_le_bytes())?;
         }
+        out.write_all(&self.duplicates.to_le_bytes())?;
         out.write_all(&self.kind)?;
         write_column(out, &self.time)?;
         write_column(out, &self.object)?;
@@ -96,7 +98,7 @@ impl Tables {
         write_u32s(out, &self.site)?;
         write_column(out, &self.ended)?;
         write_column(out, &self.other_time)?;
-        write_column(out, &self.other_object)?;
+        write_column(out, &self.other_target)?;
         write_domains(out, &self.other_domain)?;
         write_trie(out, &self.backtraces)?;
         write_trie(out, &self.sites)?;
@@ -132,6 +134,7 @@ impl Tables {
         if allocs.checked_add(others) != Some(events) {
             return Err(r.bad());
         }
+        let duplicates = u64::from_le_bytes(r.array()?);
         let at = r.at;
         let kind = r.take(events)?.to_vec();
         let mut counted = [0usize; 3];
@@ -145,6 +148,7 @@ impl Tables {
             return Err(FileError::Inconsistent(at));
         }
         let time = r.column(allocs)?;
+        let times_sorted = time.sorted();
         let object = r.column(allocs)?;
         let domain = r.domains(allocs)?;
         let length = r.column(allocs)?;
@@ -158,7 +162,11 @@ impl Tables {
         let site = r.u32s(allocs)?;
         let ended = r.column(allocs)?;
         let other_time = r.column(others)?;
-        let other_object = r.column(others)?;
+        let at = r.at;
+        let other_target = r.column(others)?;
+        if (0..others).any(|i| other_target.get(i) > allocs as u64) {
+            return Err(FileError::Inconsistent(at));
+        }
         let other_domain = r.domains(others)?;
         let (at, backtraces) = (r.at, r.trie()?);
         if backtrace.iter().any(|&b| b as usize >= backtraces.len()) {
@@ -189,7 +197,9 @@ impl Tables {
             site,
             ended,
             other_time,
-            other_object,
+            times_sorted,
+            other_target,
+            duplicates,
             other_domain,
             end,
             warnings: Vec::new(),

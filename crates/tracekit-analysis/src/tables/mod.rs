@@ -9,7 +9,8 @@
 //! | --- | --- | --- | --- |
 //! | kind | event | `u8` | alloc, promote or collect |
 //! | time | allocation; promote or collect | `u32` or `u64` | microseconds from the trace's start |
-//! | object | allocation; promote or collect | `u32` or `u64` | the object's id |
+//! | object | allocation | `u32` or `u64` | the object's id |
+//! | target | promote or collect | `u32` or `u64` | 1 + the ordinal of the allocation whose object it is, 0 if none is live with its id |
 //! | domain | allocation; promote or collect | `u16` | the allocating or reporting domain (no column when every value is 0) |
 //! | length | allocation | `u32` or `u64` | the object's size in words |
 //! | samples | allocation | `u32` or `u64` | samples that hit it |
@@ -49,8 +50,9 @@ use tracekit_memtrace::{
     Reader, Timedelta, Warning,
 };
 
-use crate::analyzer::{Analyzer, Options};
+use crate::analyzer::{Analyzer, Options, Skipped};
 use crate::backtrace::{BacktraceId, Backtraces};
+use crate::live::LiveObject;
 use crate::passes::drive::SiteStart;
 use crate::passes::objects::{AllocationSet, LifeClauses};
 use crate::passes::{LocationFilter, Pass, Progress, Source, Stage};
@@ -116,6 +118,22 @@ impl Column {
         }
     }
 
+    /// Whether the values, read as signed times, never decrease.
+    fn sorted(&self) -> bool {
+        match self {
+            Column::Narrow(n) => n.windows(2).all(|w| w[0] <= w[1]),
+            Column::Wide(w) => w.windows(2).all(|w| (w[0] as i64) <= (w[1] as i64)),
+        }
+    }
+
+    /// The first index whose value fails `pred`, which holds for a prefix.
+    fn partition_point(&self, pred: impl Fn(u64) -> bool) -> usize {
+        match self {
+            Column::Narrow(n) => n.partition_point(|&x| pred(u64::from(x))),
+            Column::Wide(w) => w.partition_point(|&x| pred(x)),
+        }
+    }
+
     fn bytes(&self) -> usize {
         match self {
             Column::Narrow(n) => n.capacity() * 4,
@@ -174,8 +192,19 @@ pub struct Tables {
     ended: Column,
     /// Per promote or collect, in order.
     other_time: Column,
-    other_object: Column,
+    /// 1 + the ordinal of the allocation whose object the event is of, 0 when no
+    /// object with its id is live: a pass follows objects by ordinal, without
+    /// looking their ids up.
+    other_target: Column,
     other_domain: Vec<u16>,
+    /// Whether the allocations are in time order (as every trace of one domain
+    /// is), so that those of a time range are a run of them.
+    times_sorted: bool,
+    /// Allocations that reused the id of an object still live (a valid trace has
+    /// none). With any, a pass follows objects by id, as the analysis does: an
+    /// allocation its filter drops then leaves the older object live, which
+    /// following by ordinal would not.
+    duplicates: u64,
     end: Timedelta,
     warnings: Vec<Warning>,
     error: Option<ReadError>,
@@ -202,15 +231,17 @@ impl Tables {
             site: Vec::new(),
             ended: Column::default(),
             other_time: Column::default(),
-            other_object: Column::default(),
+            other_target: Column::default(),
             other_domain: Vec::new(),
+            times_sorted: true,
+            duplicates: 0,
             end: Timedelta::default(),
             warnings: Vec::new(),
             error: None,
         };
         // Live objects: id -> allocation ordinal, for the `ended` column (an id reused
         // while live ends the older object, as the analysis takes it).
-        let mut live: rustc_hash::FxHashMap<u64, u32> = rustc_hash::FxHashMap::default();
+        let mut live: rustc_hash::FxHashMap<u64, u64> = rustc_hash::FxHashMap::default();
         let mut end = Timedelta::default();
         let skip = FrameSkip::rust_std();
         let mut site_start = SiteStart::new(&skip);
@@ -243,12 +274,8 @@ impl Tables {
                         let site = t.sites.intern_full(a.backtrace.get(k..).unwrap_or(&[]));
                         t.site.push(site.0);
                         t.ended.push(NEVER);
-                        // Past 4 G allocations the ordinal no longer fits: such
-                        // objects' ends are not tracked (they count as never
-                        // collected for the clauses on lives).
-                        if let Ok(o) = u32::try_from(ordinal)
-                            && let Some(old) = live.insert(a.obj_id.get(), o)
-                        {
+                        if let Some(old) = live.insert(a.obj_id.get(), ordinal as u64) {
+                            t.duplicates += 1;
                             t.ended
                                 .set(old as usize, time_bits(time.max(t.alloc_time(old))));
                         }
@@ -256,15 +283,17 @@ impl Tables {
                     Event::Promote(id, domain) => {
                         t.kind.push(KIND_PROMOTE);
                         t.other_time.push(time_bits(time));
-                        t.other_object.push(id.get());
+                        t.other_target
+                            .push(live.get(&id.get()).map_or(0, |&o| o + 1));
                         t.other_domain.push(domain.get());
                     }
                     Event::Collect(id, domain) => {
                         t.kind.push(KIND_COLLECT);
                         t.other_time.push(time_bits(time));
-                        t.other_object.push(id.get());
                         t.other_domain.push(domain.get());
-                        if let Some(old) = live.remove(&id.get()) {
+                        let old = live.remove(&id.get());
+                        t.other_target.push(old.map_or(0, |o| o + 1));
+                        if let Some(old) = old {
                             t.ended
                                 .set(old as usize, time_bits(time.max(t.alloc_time(old))));
                         }
@@ -280,6 +309,7 @@ impl Tables {
         }
         t.end = end;
         t.locations = reader.locations().clone();
+        t.times_sorted = t.time.sorted();
         t.shrink();
         t
     }
@@ -299,7 +329,7 @@ impl Tables {
     }
 
     /// The time of allocation `ordinal`.
-    fn alloc_time(&self, ordinal: u32) -> Timedelta {
+    fn alloc_time(&self, ordinal: u64) -> Timedelta {
         time_of(self.time.get(ordinal as usize))
     }
 
@@ -322,7 +352,7 @@ impl Tables {
         self.site.shrink_to_fit();
         self.ended.shrink();
         self.other_time.shrink();
-        self.other_object.shrink();
+        self.other_target.shrink();
         self.other_domain.shrink_to_fit();
     }
 
@@ -380,7 +410,7 @@ impl Tables {
             + self.site.capacity() * 4
             + self.ended.bytes()
             + self.other_time.bytes()
-            + self.other_object.bytes()
+            + self.other_target.bytes()
             + self.other_domain.capacity() * 2
     }
 }
@@ -417,6 +447,11 @@ enum Charge<'s> {
 }
 
 const UNKNOWN: u32 = u32::MAX;
+
+/// A followed allocation's object not live, or not kept. (A kept allocation
+/// charged to the site past the last one a `u32` numbers, which no trace of
+/// fewer than 4 G allocations has, would count as not kept.)
+const GONE: u32 = u32::MAX;
 
 impl Tables {
     /// Per node of the trie, whether its backtrace passes `mask`'s clauses of
@@ -494,62 +529,114 @@ impl Tables {
         } else {
             Charge::Whole
         };
+        let between = options.filter.allocated_between;
         let mut analyzer = Analyzer::new(sampling, options);
+        // Objects followed by ordinal (see `other_target`): per allocation that can
+        // be kept its site while its object is live and kept, `GONE` otherwise.
+        let follow = self.duplicates == 0 && !matches!(charge, Charge::BigOnly);
+        // The allocations that can be kept, `first..last`: those in the filter's
+        // time range when the allocations are in time order, else all.
+        let (first, last) = match between {
+            Some((lo, hi)) if follow && self.times_sorted => {
+                let first = self.time.partition_point(|t| time_of(t) < lo);
+                (
+                    first,
+                    self.time.partition_point(|t| time_of(t) <= hi).max(first),
+                )
+            }
+            _ => (0, self.source.len()),
+        };
+        let mut site_of: Vec<u32> = Vec::new();
+        let mut promoted: Vec<u64> = Vec::new();
+        if follow {
+            site_of = vec![GONE; last - first];
+            promoted = vec![0; (last - first).div_ceil(64)];
+        }
+        // Before the first allocation that can be kept, every allocation is
+        // dropped and every promote and collect is of a dropped object: counted,
+        // not replayed.
+        let (start, before) = self.before(first);
+        analyzer.skipped(&before);
+        let mut after = Skipped::default();
         let mut codes = Vec::new();
-        let (mut a, mut o) = (0usize, 0usize);
+        let (mut a, mut o) = (first, start - first);
         let total = self.kind.len().max(1);
-        for (i, &kind) in self.kind.iter().enumerate() {
+        for (i, &kind) in self.kind.iter().enumerate().skip(start) {
             if kind == KIND_ALLOC {
                 let time = time_of(self.time.get(a));
-                let whole = BacktraceId(self.backtrace.get(a).copied().unwrap_or(0));
-                let mut alloc = Alloc {
-                    obj_id: ObjId::new(self.object.get(a)),
-                    length: self.length.get(a),
-                    domain: DomainId::new(self.domain.get(a).copied().unwrap_or(0)),
-                    nsamples: self.samples.get(a),
-                    source: source_of(self.source.get(a).copied().unwrap_or(0)),
-                    backtrace: Cow::Borrowed(&[]),
-                    common_prefix: 0,
-                };
-                match &mut charge {
-                    Charge::Nothing => {
-                        analyzer.push_alloc_interned(time, &alloc, BacktraceId::EMPTY)
-                    }
-                    Charge::Whole => analyzer.push_alloc_interned(time, &alloc, whole),
-                    Charge::Sites => {
-                        let site = BacktraceId(self.site.get(a).copied().unwrap_or(0));
-                        analyzer.push_alloc_interned(time, &alloc, site)
-                    }
-                    Charge::Site { start, trie, of } => {
-                        let slot = whole.0 as usize;
-                        let mut id = of.get(slot).copied().unwrap_or(UNKNOWN);
-                        if id == UNKNOWN {
-                            self.backtraces.codes_into(whole, &mut codes);
-                            let k = start.start(&self.locations, &codes);
-                            id = trie.intern_full(codes.get(k..).unwrap_or(&[])).0;
-                            if let Some(s) = of.get_mut(slot) {
-                                *s = id;
-                            }
-                        }
-                        analyzer.push_alloc_interned(time, &alloc, BacktraceId(id));
-                    }
+                if a >= last {
+                    after.event(time, true, false);
+                    a += 1;
+                    continue;
+                }
+                let mut alloc = self.alloc(a);
+                let bt = match &mut charge {
                     Charge::BigOnly => {
+                        let whole = BacktraceId(self.backtrace.get(a).copied().unwrap_or(0));
                         self.backtraces.codes_into(whole, &mut codes);
                         alloc.backtrace = Cow::Borrowed(&codes);
                         analyzer.push_alloc_suffix(time, &alloc, 0);
+                        a += 1;
+                        continue;
                     }
+                    charge => self.charged(a, charge, &mut codes),
+                };
+                if follow {
+                    if let (Some(site), Some(slot)) = (
+                        analyzer.alloc_followed(time, &alloc, bt),
+                        site_of.get_mut(a - first),
+                    ) {
+                        *slot = site;
+                    }
+                } else {
+                    analyzer.push_alloc_interned(time, &alloc, bt);
                 }
                 a += 1;
             } else {
                 let time = time_of(self.other_time.get(o));
-                let id = ObjId::new(self.other_object.get(o));
-                if kind == KIND_PROMOTE {
-                    analyzer.promote(time, id);
-                } else {
-                    let by = DomainId::new(self.other_domain.get(o).copied().unwrap_or(0));
-                    analyzer.collect(time, id, by);
-                }
+                let target = self.other_target.get(o).checked_sub(1).map(|n| n as usize);
+                let promote = kind == KIND_PROMOTE;
+                let by = DomainId::new(self.other_domain.get(o).copied().unwrap_or(0));
                 o += 1;
+                if follow {
+                    let site = target
+                        .and_then(|n| site_of.get(n.wrapping_sub(first)).copied())
+                        .filter(|&s| s != GONE);
+                    match (site, target) {
+                        (Some(site), Some(n)) if promote => {
+                            let k = n - first;
+                            let (word, bit) = (k / 64, 1u64 << (k % 64));
+                            let again = promoted.get(word).is_some_and(|w| w & bit != 0);
+                            if let Some(w) = promoted.get_mut(word) {
+                                *w |= bit;
+                            }
+                            analyzer.promote_followed(time, (!again).then_some(site));
+                        }
+                        (Some(site), Some(n)) => {
+                            if let Some(slot) = site_of.get_mut(n - first) {
+                                *slot = GONE;
+                            }
+                            analyzer.collect_followed(time, self.object_at(n, site), by);
+                        }
+                        _ => after.event(time, false, promote),
+                    }
+                } else {
+                    match target {
+                        // The id of the object the event is of: the live object
+                        // of that id in the analysis, if it keeps one.
+                        Some(n) => {
+                            let id = ObjId::new(self.object.get(n));
+                            if promote {
+                                analyzer.promote(time, id);
+                            } else {
+                                analyzer.collect(time, id, by);
+                            }
+                        }
+                        // No object of that id is live, so none that the analysis
+                        // keeps is either.
+                        None => analyzer.untracked(time, promote),
+                    }
+                }
             }
             if i & 0xF_FFFF == 0xF_FFFF {
                 progress(
@@ -558,6 +645,10 @@ impl Tables {
                 );
             }
         }
+        analyzer.skipped(&after);
+        let live = site_of.iter().enumerate().filter(|(_, s)| **s != GONE);
+        let count = live.clone().count() as u64;
+        let live = live.map(|(n, &site)| self.object_at(first + n, site));
         match charge {
             Charge::Whole => analyzer.adopt_backtraces(self.backtraces.clone()),
             Charge::Sites => analyzer.adopt_backtraces(self.sites.clone()),
@@ -565,11 +656,105 @@ impl Tables {
             Charge::Nothing | Charge::BigOnly => {}
         }
         progress(stage, self.size_bytes);
+        let profile = if follow {
+            analyzer.finish_followed(count, live)
+        } else {
+            analyzer.finish()
+        };
         Pass {
-            profile: analyzer.finish(),
+            profile,
             warnings: self.warnings.clone(),
             error: self.error,
             events: self.kind.len() as u64,
+        }
+    }
+
+    /// The index of the event of allocation `first` (the number of events when
+    /// there is none), and the events before it.
+    fn before(&self, first: usize) -> (usize, Skipped) {
+        let mut s = Skipped::default();
+        if first == 0 {
+            return (0, s);
+        }
+        let mut start = self.kind.len();
+        let mut allocs = 0;
+        for (i, &k) in self.kind.iter().enumerate() {
+            if k == KIND_ALLOC {
+                if allocs == first {
+                    start = i;
+                    break;
+                }
+                allocs += 1;
+            } else if k == KIND_PROMOTE {
+                s.promotes += 1;
+            } else {
+                s.collects += 1;
+            }
+        }
+        s.allocs = allocs as u64;
+        let others = start - allocs;
+        let latest = (0..allocs)
+            .map(|n| self.time.get(n))
+            .chain((0..others).map(|n| self.other_time.get(n)))
+            .map(time_of)
+            .max();
+        s.end = latest;
+        (start, s)
+    }
+
+    /// Allocation `n` as the analysis takes it (its backtrace aside).
+    #[inline]
+    fn alloc(&self, n: usize) -> Alloc<'static> {
+        Alloc {
+            obj_id: ObjId::new(self.object.get(n)),
+            length: self.length.get(n),
+            domain: DomainId::new(self.domain.get(n).copied().unwrap_or(0)),
+            nsamples: self.samples.get(n),
+            source: source_of(self.source.get(n).copied().unwrap_or(0)),
+            backtrace: Cow::Borrowed(&[]),
+            common_prefix: 0,
+        }
+    }
+
+    /// The live object of allocation `n`, charged to `site`.
+    #[inline]
+    fn object_at(&self, n: usize, site: u32) -> LiveObject {
+        LiveObject {
+            samples: self.samples.get(n),
+            time: time_of(self.time.get(n)),
+            site,
+            domain: DomainId::new(self.domain.get(n).copied().unwrap_or(0)),
+            promoted: false,
+        }
+    }
+
+    /// The node allocation `n` is charged to (any charge but
+    /// [`Charge::BigOnly`], which hands the analysis whole backtraces).
+    #[inline]
+    fn charged(
+        &self,
+        n: usize,
+        charge: &mut Charge<'_>,
+        codes: &mut Vec<LocationCode>,
+    ) -> BacktraceId {
+        let whole = BacktraceId(self.backtrace.get(n).copied().unwrap_or(0));
+        match charge {
+            Charge::Nothing | Charge::BigOnly => BacktraceId::EMPTY,
+            Charge::Whole => whole,
+            Charge::Sites => BacktraceId(self.site.get(n).copied().unwrap_or(0)),
+            Charge::Site { start, trie, of } => {
+                let slot = whole.0 as usize;
+                let mut id = of.get(slot).copied().unwrap_or(UNKNOWN);
+                if id == UNKNOWN {
+                    self.backtraces.codes_into(whole, codes);
+                    let k = start.start(&self.locations, codes);
+                    id = trie.intern_full(codes.get(k..).unwrap_or(&[])).0;
+                    if let Some(s) = of.get_mut(slot) {
+                        *s = id;
+                    }
+                }
+                BacktraceId(id)
+            }
         }
     }
 

@@ -262,6 +262,86 @@ fn the_tables_answer_as_the_reader_on_generated_traces() {
     }
 }
 
+/// Two domains that number their objects from the same id (written apart, the
+/// second's packets then put after the first's), so that allocations reuse the
+/// ids of objects still live, which the analysis takes as the older object's end:
+/// the tables, which otherwise follow objects by where they are in the trace, must
+/// follow them by id as the analysis does.
+#[test]
+fn ids_reused_while_live_answer_as_the_reader() {
+    use tracekit_memtrace::synth::{synth_code, synth_info, synth_locations};
+    use tracekit_memtrace::{DomainId, ObjId, Timestamp, Writer};
+    let info = synth_info();
+    let t0 = info.start_time.as_micros();
+    let header = Writer::new(Vec::new(), &info)
+        .unwrap()
+        .into_inner()
+        .unwrap()
+        .len();
+    let mut seed = 7u64;
+    let mut next = move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        seed >> 33
+    };
+    let domain = |d: u16, next: &mut dyn FnMut() -> u64| -> Vec<u8> {
+        let mut w = Writer::new(Vec::new(), &info)
+            .unwrap()
+            .for_domain(DomainId::new(d))
+            .unwrap();
+        let mut live: Vec<ObjId> = Vec::new();
+        for step in 0..2_000i64 {
+            let time = Timestamp::from_micros(t0 + step * 10 + i64::from(d) * 5);
+            match next() % 5 {
+                0 if !live.is_empty() => {
+                    let k = (next() as usize) % live.len();
+                    w.put_collect(time, live.swap_remove(k)).unwrap();
+                }
+                1 if !live.is_empty() => {
+                    let k = (next() as usize) % live.len();
+                    w.put_promote(time, live[k]).unwrap();
+                }
+                _ => {
+                    let f = (next() % 12) as u32;
+                    let stack = [synth_code(f, (f % 4) + 1), synth_code(f / 3, 1)];
+                    let source = [
+                        AllocationSource::Minor,
+                        AllocationSource::Major,
+                        AllocationSource::External,
+                    ][(next() % 3) as usize];
+                    let length = 1 + next() % 300;
+                    let id = w
+                        .put_alloc(
+                            time,
+                            length,
+                            1 + next() % 3,
+                            source,
+                            &stack,
+                            synth_locations,
+                        )
+                        .unwrap();
+                    live.push(id);
+                }
+            }
+        }
+        w.into_inner().unwrap()
+    };
+    let first = domain(0, &mut next);
+    let second = domain(1, &mut next);
+    let bytes = [&first[..], &second[header..]].concat();
+    let mut reader = Reader::from_bytes(&bytes).unwrap();
+    let q = top_query(GroupBy::Leaf, false, None, FilterSpec::default());
+    let pass = q.run(&mut reader, &mut quiet()).unwrap().pass;
+    assert!(pass.warnings.is_empty() && pass.error.is_none());
+    assert!(
+        pass.profile.events.duplicate_ids > 100,
+        "{:?}",
+        pass.profile.events
+    );
+    compare_all("ids reused while live", &bytes);
+}
+
 /// A trace cut short: the tables hold the events before the damage, and every pass
 /// over them reports it as the reader's does.
 #[test]
