@@ -36,6 +36,15 @@
 //! (`/api/top?arg=--by&arg=function`), parsed by the subcommand's own
 //! options, so a script asks the server exactly what it would ask the command
 //! line. There is no file argument: the trace is the one served.
+//!
+//! The same options can be named as parameters of their own ([`typed_args`]):
+//! `/api/top?by=function&limit=10&between=1s,2s&peak` asks what
+//! `top --by function --limit 10 --between 1s 2s --peak` does. A flag is on given
+//! alone or as `=true` (off as `=false`), an option of two values takes them
+//! separated by a comma, a repeatable option is given again (`hide=a&hide=b`),
+//! and `min_size` is `min-size`. The two forms mix; the named parameters become
+//! the arguments (after the `arg` ones), so the server takes both forms of one
+//! query as the same query.
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -224,6 +233,21 @@ impl Endpoint {
         Endpoint::Functions,
     ];
 
+    /// The options of the endpoint's subcommand (`info` has none).
+    fn options(self) -> Option<clap::Command> {
+        use clap::CommandFactory;
+        Some(match self {
+            Endpoint::Info => return None,
+            Endpoint::Top => TopArgs::command(),
+            Endpoint::Timeline => TimelineArgs::command(),
+            Endpoint::Flamegraph => FlameArgs::command(),
+            Endpoint::Diff => DiffArgs::command(),
+            Endpoint::HotPaths => HotPathsArgs::command(),
+            Endpoint::FlameTree => FlameTreeArgs::command(),
+            Endpoint::Functions => FunctionsArgs::command(),
+        })
+    }
+
     /// The endpoint named `name` (the path after `/api/`).
     pub fn from_name(name: &str) -> Option<Endpoint> {
         Some(match name {
@@ -333,6 +357,64 @@ struct FunctionsArgs {
 struct Shown {
     min_share: f64,
     depth: usize,
+}
+
+/// The options named by query parameters of their own (`by=function`, see the
+/// module docs) as the arguments the `arg` form gives (`--by`, `function`).
+pub fn typed_args(
+    endpoint: Endpoint,
+    params: &[(String, String)],
+) -> Result<Vec<String>, ApiError> {
+    let mut args = Vec::new();
+    if params.is_empty() {
+        return Ok(args);
+    }
+    let command = endpoint
+        .options()
+        .unwrap_or_else(|| clap::Command::new("info"));
+    let known = || {
+        let mut names: Vec<&str> = command
+            .get_arguments()
+            .filter_map(|a| a.get_long())
+            .collect();
+        names.sort_unstable();
+        match names.is_empty() {
+            true => "none".to_string(),
+            false => names.join(", "),
+        }
+    };
+    for (name, value) in params {
+        let long = name.replace('_', "-");
+        let Some(arg) = command
+            .get_arguments()
+            .find(|a| a.get_long() == Some(long.as_str()))
+        else {
+            return Err(ApiError::BadArguments(format!(
+                "unknown parameter {name:?}: this endpoint's options are {}",
+                known()
+            )));
+        };
+        let flag = matches!(arg.get_action(), clap::ArgAction::SetTrue);
+        let values = arg.get_num_args().map_or(1, |r| r.max_values());
+        if flag {
+            match value.as_str() {
+                "" | "true" | "1" => args.push(format!("--{long}")),
+                "false" | "0" => {}
+                _ => {
+                    return Err(ApiError::BadArguments(format!(
+                        "{name}={value}: a flag is on given alone or as =true, off as =false"
+                    )));
+                }
+            }
+        } else if values > 1 {
+            args.push(format!("--{long}"));
+            args.extend(value.split(',').map(str::to_string));
+        } else {
+            args.push(format!("--{long}"));
+            args.push(value.clone());
+        }
+    }
+    Ok(args)
 }
 
 /// Most nodes a `flametree` answer holds.

@@ -580,6 +580,7 @@ fn classify(asked: &Asked, guard: &Guard, served: &Served) -> Routed {
         return refuse(404, "not found");
     };
     let mut args = Vec::new();
+    let mut typed = Vec::new();
     let mut token = asked
         .authorization
         .as_deref()
@@ -589,12 +590,7 @@ fn classify(asked: &Asked, guard: &Guard, served: &Served) -> Routed {
         match &*key {
             "arg" => args.push(value.into_owned()),
             "token" => token = Some(value.into_owned()),
-            _ => {
-                return refuse(
-                    400,
-                    &format!("unknown parameter {key:?}: arguments are arg=..."),
-                );
-            }
+            _ => typed.push((key.into_owned(), value.into_owned())),
         }
     }
     match token {
@@ -613,11 +609,17 @@ fn classify(asked: &Asked, guard: &Guard, served: &Served) -> Routed {
             served.compare.is_some()
         )));
     }
-    match Endpoint::from_name(name) {
+    let Some(endpoint) = Endpoint::from_name(name) else {
+        return refuse(404, "not found");
+    };
+    match crate::api::typed_args(endpoint, &typed) {
+        Ok(more) => args.extend(more),
+        Err(e) => return refuse(400, &e.to_string()),
+    }
+    match endpoint {
         // The info is made when the trace is read: no query.
-        Some(Endpoint::Info) => Routed::Reply(served.ask(&(Endpoint::Info, args))),
-        Some(endpoint) => Routed::Query((endpoint, args)),
-        None => refuse(404, "not found"),
+        Endpoint::Info => Routed::Reply(served.ask(&(Endpoint::Info, args))),
+        endpoint => Routed::Query((endpoint, args)),
     }
 }
 
@@ -770,7 +772,11 @@ mod tests {
         assert_eq!(ask("/app.js").0, 200);
         assert_eq!(ask("/api/top?arg=--limit&arg=3").0, 200);
         assert_eq!(ask("/api/top?arg=--limit&arg=three").0, 400);
-        assert_eq!(ask("/api/top?limit=3").0, 400);
+        assert_eq!(ask("/api/top?limit=three").0, 400);
+        assert_eq!(ask("/api/top?nonsense=3").0, 400);
+        assert!(ask("/api/top?nonsense=3").1.contains("by, "));
+        assert_eq!(ask("/api/top?peak=maybe").0, 400);
+        assert_eq!(ask("/api/info?limit=3").0, 400);
         assert_eq!(ask("/api/diff").0, 400);
         assert_eq!(ask("/api/info?arg=x").0, 400);
         assert_eq!(ask("/Cargo.toml").0, 404);
@@ -784,6 +790,66 @@ mod tests {
         assert!(matches!(classify(&info, &guard, &s), Routed::Reply(_)));
         let top = get(&format!("/api/top?token={TOKEN}"), "127.0.0.1:1");
         assert!(matches!(classify(&top, &guard, &s), Routed::Query(_)));
+    }
+
+    /// Options named as parameters of their own are the query their `arg` form
+    /// is: the same arguments, so the same answer.
+    #[test]
+    fn typed_parameters_ask_what_their_arguments_ask() {
+        let guard = Guard::new("127.0.0.1:1".parse().unwrap(), TOKEN.into());
+        let s = served();
+        let key = |url: &str| match classify(
+            &get(&format!("{url}&token={TOKEN}"), "127.0.0.1:1"),
+            &guard,
+            &s,
+        ) {
+            Routed::Query(key) => key,
+            Routed::Reply(r) => panic!("{url}: {}", String::from_utf8_lossy(&r.body)),
+        };
+        let argv = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        for (typed, args) in [
+            (
+                "/api/top?by=function&limit=3&peak",
+                argv(&["--by", "function", "--limit", "3", "--peak"]),
+            ),
+            (
+                "/api/top?between=1ms,2ms&min_size=64&peak=false",
+                argv(&["--between", "1ms", "2ms", "--min-size", "64"]),
+            ),
+            (
+                "/api/flametree?hide=a&hide=b,c&invert=true&focus=x",
+                argv(&["--hide", "a", "--hide", "b,c", "--invert", "--focus", "x"]),
+            ),
+            (
+                "/api/timeline?arg=--points&arg=9&never-collected=1",
+                argv(&["--points", "9", "--never-collected"]),
+            ),
+        ] {
+            let (_, got) = key(typed);
+            assert_eq!(got, args, "{typed}");
+            let plain: Vec<String> = args.iter().map(|a| format!("arg={a}")).collect();
+            let path = typed.split('?').next().unwrap();
+            let (_, same) = key(&format!("{path}?{}", plain.join("&")));
+            assert_eq!(got, same, "{typed}");
+        }
+        let typed = status(
+            &get(
+                &format!("/api/top?by=function&limit=2&token={TOKEN}"),
+                "127.0.0.1:1",
+            ),
+            &guard,
+            &s,
+        );
+        let plain = status(
+            &get(
+                &format!("/api/top?arg=--by&arg=function&arg=--limit&arg=2&token={TOKEN}"),
+                "127.0.0.1:1",
+            ),
+            &guard,
+            &s,
+        );
+        assert_eq!(typed.0, 200);
+        assert_eq!(typed, plain);
     }
 
     #[test]
