@@ -874,6 +874,7 @@ impl Analyzer {
             big,
             live_objects_at_end,
             end: self.end,
+            trie_of: None,
         }
     }
 }
@@ -903,6 +904,10 @@ pub struct Profile {
     pub live_objects_at_end: u64,
     /// Time of the last event.
     pub end: Timedelta,
+    /// The trace tables ([`crate::tables::Tables::id`]) whose backtrace trie
+    /// `backtraces` is, node for node, if it is one: folds of such profiles can
+    /// reuse what earlier ones found of the trie's frames.
+    pub(crate) trie_of: Option<u64>,
 }
 
 /// Runs the analysis over `events`, each with its time from the trace start: the

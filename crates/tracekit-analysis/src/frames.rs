@@ -25,7 +25,7 @@ use tracekit_callstack::folded;
 use tracekit_memtrace::{LocationCode, LocationLookup};
 
 use crate::analyzer::Profile;
-use crate::backtrace::BacktraceId;
+use crate::backtrace::{BacktraceId, Backtraces};
 use crate::idtable::IdTable;
 use crate::sampling::Sampling;
 use crate::sites::SiteCounts;
@@ -135,17 +135,79 @@ impl FrameTree {
         hide: &Hide,
         weight: impl Fn(&SiteCounts) -> (u64, u64),
     ) -> FrameTree {
-        let mut b = Builder::new(profile, symbols, options);
-        b.hide = hide;
+        let mut b = Builder::new(profile.backtraces.len(), options, hide.clone());
         for (bt, counts) in profile.sites.iter() {
             let (w, objects) = weight(&counts);
             if w > 0 {
-                let node = b.node_of(bt);
+                let node = b.node_of(&profile.backtraces, symbols, bt);
                 b.tree.add(node, w, objects);
             }
         }
         let bytes = (options.unit == Unit::Bytes).then_some(profile.sampling);
         b.tree.finish(bytes)
+    }
+
+    /// [`FrameTree::build_hiding`] with the options and hidden frames of
+    /// `skeleton`, which holds the frames of the nodes of `profile`'s trie that
+    /// folds before it mapped (and maps the others now): only the weights are
+    /// added. The tree is the one `build_hiding` makes, node for node: its nodes
+    /// are made in the same order, those of the stacks of non-zero weight, site
+    /// after site, each stack's from the root down.
+    pub(crate) fn build_on(
+        skeleton: &mut Skeleton,
+        profile: &Profile,
+        symbols: &dyn LocationLookup,
+        weight: impl Fn(&SiteCounts) -> (u64, u64),
+    ) -> FrameTree {
+        let b = &mut skeleton.builder;
+        if b.map.len() < profile.backtraces.len() {
+            b.map.resize(profile.backtraces.len(), NONE);
+        }
+        let mut out = Growing::new();
+        // Skeleton node -> node of `out`, and skeleton name -> name of `out`.
+        let mut node_in: Vec<u32> = Vec::new();
+        let mut name_in: Vec<u32> = Vec::new();
+        let mut path: Vec<u32> = Vec::new();
+        for (bt, counts) in profile.sites.iter() {
+            let (w, objects) = weight(&counts);
+            if w == 0 {
+                continue;
+            }
+            let node = b.node_of(&profile.backtraces, symbols, bt);
+            if node_in.len() < b.tree.nodes.len() {
+                node_in.resize(b.tree.nodes.len(), NONE);
+                node_in[0] = 0;
+            }
+            if name_in.len() < b.tree.names.len() {
+                name_in.resize(b.tree.names.len(), NONE);
+                name_in[0] = 0;
+            }
+            let mut x = node;
+            while node_in.get(x as usize).is_some_and(|&n| n == NONE) {
+                path.push(x);
+                x = b.tree.nodes.get(x as usize).map_or(0, |n| n.parent);
+            }
+            let mut parent = node_in.get(x as usize).copied().unwrap_or(0);
+            while let Some(x) = path.pop() {
+                let name = b.tree.nodes.get(x as usize).map_or(0, |n| n.name) as usize;
+                let mut id = name_in.get(name).copied().unwrap_or(NONE);
+                if id == NONE {
+                    id = out.name_id(b.tree.names.get(name).map_or("", |n| n));
+                    if let Some(slot) = name_in.get_mut(name) {
+                        *slot = id;
+                    }
+                }
+                // A skeleton's node is one (parent, name) pair, so `out` has no
+                // such child yet.
+                parent = out.push_child(parent, id);
+                if let Some(slot) = node_in.get_mut(x as usize) {
+                    *slot = parent;
+                }
+            }
+            out.add(parent, w, objects);
+        }
+        let bytes = (b.options.unit == Unit::Bytes).then_some(profile.sampling);
+        out.finish(bytes)
     }
 
     /// For each of `profile.sites` (in order), the id of its printed stack, frames
@@ -162,11 +224,11 @@ impl FrameTree {
             unit: Unit::Samples,
             collapse_recursion: false,
         };
-        let mut b = Builder::new(profile, symbols, options);
+        let mut b = Builder::new(profile.backtraces.len(), options, Hide::default());
         let ids = profile
             .sites
             .iter()
-            .map(|(bt, _)| FrameId(b.node_of(bt)))
+            .map(|(bt, _)| FrameId(b.node_of(&profile.backtraces, symbols, bt)))
             .collect();
         (ids, b.tree.nodes.len())
     }
@@ -459,6 +521,18 @@ impl Growing {
         next
     }
 
+    /// A new child `name` of `parent`, which has none of that name: not entered
+    /// in the child table, which only [`Growing::child`] needs.
+    fn push_child(&mut self, parent: u32, name: u32) -> u32 {
+        self.nodes.push(Node {
+            name,
+            parent,
+            own: 0,
+            total: 0,
+        });
+        (self.nodes.len() - 1) as u32
+    }
+
     fn add(&mut self, node: u32, w: u64, objects: u64) {
         if let Some(n) = self.nodes.get_mut(node as usize) {
             n.own = n.own.saturating_add(w);
@@ -500,10 +574,30 @@ impl Growing {
     }
 }
 
+/// The frames of a backtrace trie's nodes under some [`TreeOptions`] and
+/// [`Hide`], kept between folds of profiles over one trie (the passes over trace
+/// tables, whose profiles share the tables' trie), so that a fold finds each
+/// site's stack by index instead of by name ([`FrameTree::build_on`]).
+pub(crate) struct Skeleton {
+    builder: Builder,
+}
+
+impl Skeleton {
+    /// An empty skeleton: no node mapped yet.
+    pub(crate) fn new(options: TreeOptions, hide: Hide) -> Skeleton {
+        Skeleton {
+            builder: Builder::new(0, options, hide),
+        }
+    }
+
+    /// Whether the skeleton is of these options.
+    pub(crate) fn is_of(&self, options: TreeOptions, hide: &Hide) -> bool {
+        self.builder.options == options && self.builder.hide == *hide
+    }
+}
+
 /// State while a [`FrameTree`] is built from a profile.
-struct Builder<'a> {
-    profile: &'a Profile,
-    symbols: &'a dyn LocationLookup,
+struct Builder {
     options: TreeOptions,
     /// Trie node → frame-tree node (`NONE`: not mapped yet).
     map: Vec<u32>,
@@ -515,19 +609,18 @@ struct Builder<'a> {
     scratch: Vec<BacktraceId>,
     labels: Vec<String>,
     /// Frames left out.
-    hide: &'a Hide,
+    hide: Hide,
 }
 
-impl<'a> Builder<'a> {
-    fn new(profile: &'a Profile, symbols: &'a dyn LocationLookup, options: TreeOptions) -> Self {
-        let mut map = vec![NONE; profile.backtraces.len()];
+impl Builder {
+    /// A builder for a trie of `nodes` nodes (more are mapped as they come).
+    fn new(nodes: usize, options: TreeOptions, hide: Hide) -> Self {
+        let mut map = vec![NONE; nodes.max(1)];
         if let Some(m) = map.first_mut() {
             // The empty backtrace is the root (the trie's root maps to the tree's).
             *m = 0;
         }
         Builder {
-            profile,
-            symbols,
             options,
             map,
             tree: Growing::new(),
@@ -535,17 +628,19 @@ impl<'a> Builder<'a> {
             frame_names: Vec::new(),
             scratch: Vec::new(),
             labels: Vec::new(),
-            hide: &NO_HIDE,
+            hide,
         }
     }
 
     /// The frame-tree node of trie node `bt`, mapping the unmapped ones above it first.
-    fn node_of(&mut self, bt: BacktraceId) -> u32 {
+    fn node_of(&mut self, bts: &Backtraces, symbols: &dyn LocationLookup, bt: BacktraceId) -> u32 {
         if bt == BacktraceId::EMPTY {
             let name = self.tree.name_id(EMPTY_BACKTRACE);
             return self.tree.child(0, name);
         }
-        let bts = &self.profile.backtraces;
+        if self.map.len() < bts.len() {
+            self.map.resize(bts.len(), NONE);
+        }
         self.scratch.clear();
         let mut cur = bt;
         while self.map.get(cur.0 as usize).is_some_and(|&m| m == NONE) {
@@ -555,7 +650,7 @@ impl<'a> Builder<'a> {
         let mut node = self.map.get(cur.0 as usize).copied().unwrap_or(0);
         while let Some(b) = self.scratch.pop() {
             if let Some(code) = bts.leaf(b) {
-                node = self.extend(node, code);
+                node = self.extend(symbols, node, code);
             }
             if let Some(m) = self.map.get_mut(b.0 as usize) {
                 *m = node;
@@ -565,14 +660,14 @@ impl<'a> Builder<'a> {
     }
 
     /// `node` extended by the frames `code` prints.
-    fn extend(&mut self, mut node: u32, code: LocationCode) -> u32 {
+    fn extend(&mut self, symbols: &dyn LocationLookup, mut node: u32, code: LocationCode) -> u32 {
         let (start, end) = match self.code_names.get(&code) {
             Some(&range) => range,
             None => {
                 self.labels.clear();
-                entry_labels(self.symbols, code, self.options.label, &mut self.labels);
+                entry_labels(symbols, code, self.options.label, &mut self.labels);
                 // One label per location, or one `$code` label without any.
-                let locations = self.symbols.locations(code).unwrap_or(&[]);
+                let locations = symbols.locations(code).unwrap_or(&[]);
                 let start = self.frame_names.len() as u32;
                 for (i, l) in self.labels.iter().enumerate() {
                     let name = folded::frame(l);
@@ -613,11 +708,6 @@ pub struct Hide {
     /// Frames of a location in one of these functions (its defname equals the text).
     pub functions: Vec<String>,
 }
-
-static NO_HIDE: Hide = Hide {
-    containing: Vec::new(),
-    functions: Vec::new(),
-};
 
 impl Hide {
     /// Whether nothing is hidden.

@@ -544,7 +544,7 @@ impl FlameQuery {
             containing: self.hide.clone(),
             functions: self.hide_function.clone(),
         };
-        let tree = report::fold_tree_hiding(&pass.profile, source.locations(), fold, &hide);
+        let tree = source.fold(&pass.profile, fold, &hide);
         Ok(FlameAnswer {
             pass,
             tree,

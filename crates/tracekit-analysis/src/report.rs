@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use crate::analyzer::Profile;
 use crate::backtrace::BacktraceId;
 pub use crate::frames::Unit;
-use crate::frames::{FrameTree, Hide, TreeOptions};
+use crate::frames::{FrameTree, Hide, Skeleton, TreeOptions};
 use crate::sites::{SiteCounts, Weight};
 use crate::symbols::{FrameLabel, FrameSkip, entry_labels, leaf_label, site_label};
 use tracekit_memtrace::{LocationCode, LocationLookup};
@@ -524,6 +524,33 @@ pub fn fold_tree_hiding(
     };
     let w = options.weight;
     FrameTree::build_hiding(profile, symbols, tree, hide, |c| (w.of(c), w.objects(c)))
+}
+
+/// [`fold_tree_hiding`] through `skeletons`, the frames earlier folds of profiles
+/// over the same trie found (one per options and hidden frames asked, the
+/// `keep` latest): the same tree, sooner.
+pub(crate) fn fold_tree_on(
+    skeletons: &mut Vec<Skeleton>,
+    keep: usize,
+    profile: &Profile,
+    symbols: &dyn LocationLookup,
+    options: FoldOptions,
+    hide: &Hide,
+) -> FrameTree {
+    let tree = TreeOptions {
+        label: options.label,
+        unit: options.unit,
+        collapse_recursion: options.collapse_recursion,
+    };
+    let mut skeleton = match skeletons.iter().position(|s| s.is_of(tree, hide)) {
+        Some(i) => skeletons.remove(i),
+        None => Skeleton::new(tree, hide.clone()),
+    };
+    let w = options.weight;
+    let folded = FrameTree::build_on(&mut skeleton, profile, symbols, |c| (w.of(c), w.objects(c)));
+    skeletons.insert(0, skeleton);
+    skeletons.truncate(keep);
+    folded
 }
 
 #[cfg(test)]

@@ -23,6 +23,8 @@ use tracekit_memtrace::{Info, LocationCode, LocationTable, ReadError, Reader, Wa
 
 use crate::analyzer::{LocationMask, Options, Profile};
 use crate::curve::Peak;
+use crate::frames::{FrameTree, Hide};
+use crate::report::FoldOptions;
 use objects::{AllocationSet, LifeClauses};
 
 #[doc(hidden)]
@@ -100,6 +102,12 @@ pub trait Source {
         clauses: &LifeClauses,
         progress: &mut dyn FnMut(u64),
     ) -> Arc<AllocationSet>;
+    /// The frame tree of `profile`, a pass's over this source
+    /// ([`crate::report::fold_tree_hiding`]); a source that keeps what a fold found
+    /// between passes may answer it sooner, never otherwise.
+    fn fold(&self, profile: &Profile, options: FoldOptions, hide: &Hide) -> FrameTree {
+        crate::report::fold_tree_hiding(profile, self.locations(), options, hide)
+    }
 }
 
 impl Source for Reader<'_> {

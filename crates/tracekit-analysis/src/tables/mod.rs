@@ -50,12 +50,14 @@ use tracekit_memtrace::{
     Reader, Timedelta, Warning,
 };
 
-use crate::analyzer::{Analyzer, Options, Skipped};
+use crate::analyzer::{Analyzer, Options, Profile, Skipped};
 use crate::backtrace::{BacktraceId, Backtraces};
+use crate::frames::{FrameTree, Hide};
 use crate::live::LiveObject;
 use crate::passes::drive::SiteStart;
 use crate::passes::objects::{AllocationSet, LifeClauses};
 use crate::passes::{LocationFilter, Pass, Progress, Source, Stage};
+use crate::report::FoldOptions;
 use crate::sampling::Sampling;
 use crate::symbols::FrameSkip;
 use crate::trace_bytes::TraceBytes;
@@ -149,6 +151,28 @@ impl Column {
     }
 }
 
+/// What folds of passes over one trie found of its frames
+/// ([`crate::report::fold_tree_on`]): shared by copies of the tables, whose trie
+/// is the same.
+#[derive(Clone, Default)]
+struct Skeletons(Arc<std::sync::Mutex<Vec<crate::frames::Skeleton>>>);
+
+impl std::fmt::Debug for Skeletons {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Skeletons")
+    }
+}
+
+/// Skeletons kept per tables: one per options and hidden frames asked, the
+/// latest (each holds about as much as the trie).
+const SKELETONS: usize = 2;
+
+/// A number no other tables of this process have.
+fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The [`Tables::ended`] of an object never collected.
 pub const NEVER: u64 = u64::MAX;
 
@@ -200,6 +224,10 @@ pub struct Tables {
     /// Whether the allocations are in time order (as every trace of one domain
     /// is), so that those of a time range are a run of them.
     times_sorted: bool,
+    /// This instance's number (its copies share it, and their trie).
+    id: u64,
+    /// What folds of passes over these tables found of their trie's frames.
+    skeletons: Skeletons,
     /// Allocations that reused the id of an object still live (a valid trace has
     /// none). With any, a pass follows objects by id, as the analysis does: an
     /// allocation its filter drops then leaves the older object live, which
@@ -234,6 +262,8 @@ impl Tables {
             other_target: Column::default(),
             other_domain: Vec::new(),
             times_sorted: true,
+            id: next_id(),
+            skeletons: Skeletons::default(),
             duplicates: 0,
             end: Timedelta::default(),
             warnings: Vec::new(),
@@ -649,6 +679,7 @@ impl Tables {
         let live = site_of.iter().enumerate().filter(|(_, s)| **s != GONE);
         let count = live.clone().count() as u64;
         let live = live.map(|(n, &site)| self.object_at(first + n, site));
+        let whole = matches!(charge, Charge::Whole);
         match charge {
             Charge::Whole => analyzer.adopt_backtraces(self.backtraces.clone()),
             Charge::Sites => analyzer.adopt_backtraces(self.sites.clone()),
@@ -656,11 +687,14 @@ impl Tables {
             Charge::Nothing | Charge::BigOnly => {}
         }
         progress(stage, self.size_bytes);
-        let profile = if follow {
+        let mut profile = if follow {
             analyzer.finish_followed(count, live)
         } else {
             analyzer.finish()
         };
+        if whole {
+            profile.trie_of = Some(self.id);
+        }
         Pass {
             profile,
             warnings: self.warnings.clone(),
@@ -806,6 +840,21 @@ impl Source for &Tables {
         let set = self.passing(clauses);
         progress(self.size_bytes);
         set
+    }
+
+    fn fold(&self, profile: &Profile, options: FoldOptions, hide: &Hide) -> FrameTree {
+        if profile.trie_of != Some(self.id) {
+            return crate::report::fold_tree_hiding(profile, &self.locations, options, hide);
+        }
+        let mut skeletons = self.skeletons.0.lock().unwrap_or_else(|e| e.into_inner());
+        crate::report::fold_tree_on(
+            &mut skeletons,
+            SKELETONS,
+            profile,
+            &self.locations,
+            options,
+            hide,
+        )
     }
 }
 
