@@ -11,6 +11,10 @@
 //! and its file replaced. A cache that cannot be read is decoded past; one
 //! that cannot be written is skipped: neither is an error. Files are written
 //! under a temporary name and renamed, so a cache file is whole or absent.
+//! A write cut short by the end of its process (a viewer stopped while it
+//! writes a large trace's tables) leaves its temporary file, as large as the
+//! tables: each writer holds a lock on its own, and the next write removes the
+//! temporary files no process holds.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -20,6 +24,9 @@ use tracekit_analysis::trace_bytes::TraceBytes;
 use tracekit_memtrace::Reader;
 
 use crate::input;
+
+/// How the temporary files of writes in progress are named.
+const PARTIAL: &str = ".partial-";
 
 /// Bytes hashed at each end of a trace for its key.
 const ENDS: usize = 64 << 10;
@@ -147,7 +154,14 @@ impl TablesCache {
     /// Writes the cache file; its size.
     fn write(&self, file: &Path, key: &[u8], tables: &Tables) -> std::io::Result<u64> {
         std::fs::create_dir_all(&self.dir)?;
-        let temp = tempfile::NamedTempFile::new_in(&self.dir)?;
+        self.remove_abandoned();
+        let temp = tempfile::Builder::new()
+            .prefix(PARTIAL)
+            .tempfile_in(&self.dir)?;
+        // Held until the file is renamed or removed, and let go by the system
+        // if the process ends first: a temporary file nobody holds is
+        // abandoned. (Where locks are not supported, none is removed.)
+        try_lock(temp.as_file());
         let mut out = BufWriter::with_capacity(1 << 20, temp);
         out.write_all(key)?;
         tables.write_to(&mut out)?;
@@ -156,6 +170,45 @@ impl TablesCache {
         temp.persist(file).map_err(|e| e.error)?;
         Ok(bytes)
     }
+
+    /// Removes the temporary files of writes whose process ended before they
+    /// were renamed: those whose lock no one holds.
+    fn remove_abandoned(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            // `.tmp` is how earlier versions named theirs.
+            let name = entry.file_name();
+            let name = name.as_encoded_bytes();
+            if !name.starts_with(PARTIAL.as_bytes()) && !name.starts_with(b".tmp") {
+                continue;
+            }
+            let path = entry.path();
+            if let Ok(f) = std::fs::File::open(&path)
+                && try_lock(&f)
+            {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+}
+
+/// Takes an exclusive lock on `f` if no one holds one, without waiting;
+/// whether it did. The system lets it go when the file's last handle closes,
+/// or its process ends.
+#[cfg(unix)]
+fn try_lock(f: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock reads and writes no memory of ours; the descriptor is
+    // `f`'s, open for the whole call.
+    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+/// Without locks, no temporary file can be told abandoned.
+#[cfg(not(unix))]
+fn try_lock(_: &std::fs::File) -> bool {
+    false
 }
 
 #[cfg(test)]
@@ -178,6 +231,48 @@ mod tests {
     fn ask(cache: &TablesCache, path: &Path) -> (Tables, Origin) {
         let bytes = crate::memtrace::trace_bytes(path).unwrap();
         cache.tables(path, &bytes, &mut |_| {}).unwrap()
+    }
+
+    /// A write cut short leaves its temporary file; the next write removes it,
+    /// and not the file of a write still in progress (whose lock is held).
+    #[cfg(unix)]
+    #[test]
+    fn abandoned_writes_are_removed_and_writes_in_progress_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = TablesCache::in_dir(dir.path().join("cache"));
+        std::fs::create_dir_all(cache.dir()).unwrap();
+        let abandoned = cache.dir().join(format!("{PARTIAL}abc123"));
+        std::fs::write(&abandoned, vec![7u8; 4096]).unwrap();
+        let older = cache.dir().join(".tmpAbC123");
+        std::fs::write(&older, vec![7u8; 4096]).unwrap();
+        let writing = cache.dir().join(format!("{PARTIAL}def456"));
+        std::fs::write(&writing, b"in progress").unwrap();
+        let held = std::fs::File::open(&writing).unwrap();
+        assert!(try_lock(&held));
+        let other = cache.dir().join("0123456789abcdef.tables");
+        std::fs::write(&other, b"another trace's tables").unwrap();
+        let path = trace(dir.path(), 3);
+        let (_, origin) = ask(&cache, &path);
+        assert!(matches!(origin, Origin::Built(..)), "{origin:?}");
+        assert!(
+            !abandoned.exists(),
+            "the abandoned temporary file is removed"
+        );
+        assert!(
+            !older.exists(),
+            "so is one named as earlier versions named them"
+        );
+        assert!(writing.exists(), "a write in progress is left alone");
+        assert!(other.exists(), "other cache files are left alone");
+        // The cache's own write left no temporary file of its own behind.
+        let left: Vec<_> = std::fs::read_dir(cache.dir())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(PARTIAL))
+            .map(|e| e.path())
+            .collect();
+        assert_eq!(left, vec![writing.clone()]);
+        drop(held);
     }
 
     #[test]
