@@ -271,7 +271,7 @@ impl Tables {
         };
         // Live objects: id -> allocation ordinal, for the `ended` column (an id reused
         // while live ends the older object, as the analysis takes it).
-        let mut live: rustc_hash::FxHashMap<u64, u64> = rustc_hash::FxHashMap::default();
+        let mut live: crate::live::LiveTable<u64> = crate::live::LiveTable::new();
         let mut end = Timedelta::default();
         let skip = FrameSkip::rust_std();
         let mut site_start = SiteStart::new(&skip);
@@ -314,14 +314,14 @@ impl Tables {
                         t.kind.push(KIND_PROMOTE);
                         t.other_time.push(time_bits(time));
                         t.other_target
-                            .push(live.get(&id.get()).map_or(0, |&o| o + 1));
+                            .push(live.get_mut(id.get()).map_or(0, |o| *o + 1));
                         t.other_domain.push(domain.get());
                     }
                     Event::Collect(id, domain) => {
                         t.kind.push(KIND_COLLECT);
                         t.other_time.push(time_bits(time));
                         t.other_domain.push(domain.get());
-                        let old = live.remove(&id.get());
+                        let old = live.remove(id.get());
                         t.other_target.push(old.map_or(0, |o| o + 1));
                         if let Some(old) = old {
                             t.ended
