@@ -24,12 +24,19 @@
 //! interned once into the trie the passes use ([`Backtraces`]); locations once, in the
 //! trace's own [`LocationTable`].
 //!
-//! A pass over the tables ([`Source::pass`]) feeds the same [`Analyzer`] the same
-//! events as a pass over the reader, with the backtraces already interned, so every
-//! answer is the reader's exactly. Filters are decided on columns before it: the
-//! location and function clauses once per distinct backtrace, the clauses on objects'
-//! lives ([`LifeClauses`]) from the allocation and end columns; both become the set of
-//! allocations the pass keeps.
+//! A pass over the tables ([`Source::pass`]) feeds the same [`Analyzer`] the
+//! events of a pass over the reader, with the backtraces already interned, so every
+//! answer is the reader's exactly. It follows objects by the target column rather
+//! than by id (unless an allocation reused a live object's id, which the analysis
+//! takes as the older object's end), and what cannot change an answer but its
+//! counts it counts without feeding: with an allocated-between filter and
+//! allocations in time order, the events before the range's first allocation, and
+//! after its last the allocations and the promotes and collects of objects the
+//! filter dropped. Filters are decided on columns before it: the location and
+//! function clauses once per distinct backtrace, the clauses on objects' lives
+//! ([`LifeClauses`]) from the allocation and end columns; both become the set of
+//! allocations the pass keeps. A flame graph's fold over a pass's profile reuses
+//! what earlier folds found of the trie's frames ([`Source::fold`]).
 //!
 //! A trace that stops at damage gives tables of the events before it, and every pass
 //! over them reports the damage as the reader's pass would.
