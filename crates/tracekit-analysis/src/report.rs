@@ -474,6 +474,17 @@ pub struct FoldOptions {
     pub collapse_recursion: bool,
 }
 
+impl FoldOptions {
+    /// How the frame tree prints and weighs its stacks, the weight aside.
+    fn tree(&self) -> TreeOptions {
+        TreeOptions {
+            label: self.label,
+            unit: self.unit,
+            collapse_recursion: self.collapse_recursion,
+        }
+    }
+}
+
 impl Default for FoldOptions {
     fn default() -> Self {
         FoldOptions {
@@ -517,13 +528,10 @@ pub fn fold_tree_hiding(
     options: FoldOptions,
     hide: &Hide,
 ) -> FrameTree {
-    let tree = TreeOptions {
-        label: options.label,
-        unit: options.unit,
-        collapse_recursion: options.collapse_recursion,
-    };
     let w = options.weight;
-    FrameTree::build_hiding(profile, symbols, tree, hide, |c| (w.of(c), w.objects(c)))
+    FrameTree::build_hiding(profile, symbols, options.tree(), hide, |c| {
+        (w.of(c), w.objects(c))
+    })
 }
 
 /// [`fold_tree_hiding`] through `skeletons`, the frames earlier folds of profiles
@@ -537,11 +545,7 @@ pub(crate) fn fold_tree_on(
     options: FoldOptions,
     hide: &Hide,
 ) -> FrameTree {
-    let tree = TreeOptions {
-        label: options.label,
-        unit: options.unit,
-        collapse_recursion: options.collapse_recursion,
-    };
+    let tree = options.tree();
     let mut skeleton = match skeletons.iter().position(|s| s.is_of(tree, hide)) {
         Some(i) => skeletons.remove(i),
         None => Skeleton::new(tree, hide.clone()),
