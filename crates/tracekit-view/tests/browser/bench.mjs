@@ -1,7 +1,10 @@
 // Times `tracekit memtrace view` in chromium on one trace (not a test: a
 // measurement for docs/performance.md). Prints medians of 5 runs of: the page
 // ready after navigation, a filter change (allocated in the middle third), a
-// tab switch to the flame graph, a zoom, and the server's peak RSS. Then, on a
+// tab switch to the flame graph, a zoom, and the server's peak RSS; then the
+// filter change and the flame graph tab again, timed inside the page (from the
+// click to the idle status, without this process's round trips to the
+// browser, which the first figures include). Then, on a
 // server of its own, `/api/info` and the page while 8 distinct slow queries
 // (`top --by backtrace --limit N`) run, asked from this process (a browser
 // would queue the ninth request itself, at six connections), and that
@@ -78,6 +81,43 @@ for (let run = 0; run < 5; run++) {
   await page.locator('#flame div').nth(1).click();
   await page.waitForFunction(() => location.hash.includes('zoom='));
   times.zoom.push(Date.now() - t);
+  await page.close();
+}
+// Inside the page: each click, then the status polled until idle.
+const clicked = (selector) =>
+  new Promise((resolve) => {
+    const t = performance.now();
+    document.querySelector(selector).click();
+    const poll = () => {
+      const idle = document.getElementById('status').textContent === '';
+      if (idle && document.body.dataset.ready === 'true') resolve(performance.now() - t);
+      else setTimeout(poll, 2);
+    };
+    setTimeout(poll, 2);
+  });
+times['filter in page'] = [];
+times['flame in page'] = [];
+for (let run = 0; run < 5; run++) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await page.goto(url + '#page-run=' + run);
+  await page.waitForSelector('body[data-ready="true"]', { timeout: 120000 });
+  await idle(page);
+  const dur = await page.evaluate(
+    (h) =>
+      fetch('/api/info', h)
+        .then((r) => r.json())
+        .then((i) => i.duration_us / 1e6),
+    auth,
+  );
+  // Times not asked above, so that no answer is one the server kept.
+  await page.fill('#f-from', (dur / 3 + run * 1e-3 + 5e-4).toFixed(4) + 's');
+  await page.fill('#f-to', ((2 * dur) / 3).toFixed(3) + 's');
+  // A second for the server to finish what earlier pages asked.
+  await new Promise((r) => setTimeout(r, 1000));
+  times['filter in page'].push(Math.round(await page.evaluate(clicked, '#apply')));
+  await page.evaluate(() => document.querySelector('#flame')?.replaceChildren());
+  await new Promise((r) => setTimeout(r, 1000));
+  times['flame in page'].push(Math.round(await page.evaluate(clicked, 'button[data-tab="flame"]')));
   await page.close();
 }
 for (const [k, v] of Object.entries(times)) console.log(`${k}: median ${median(v)} ms (${v.join(', ')})`);
