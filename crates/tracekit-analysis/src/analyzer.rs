@@ -11,6 +11,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
 
 use crate::backtrace::{BacktraceId, Backtraces};
 use crate::curve::{Peak, PeakTracker, Timeline};
@@ -308,6 +309,8 @@ pub struct Analyzer {
     /// Objects longer than this many words fail the filter.
     max_words: u64,
     backtraces: Backtraces,
+    /// The trie grown elsewhere, once adopted ([`Analyzer::adopt_backtraces`]).
+    adopted: Option<Arc<Backtraces>>,
     /// Per trie node its site, when the trie is grown elsewhere
     /// ([`Analyzer::push_alloc_interned`]); empty otherwise (the trie's nodes hold it).
     site_of: Vec<u32>,
@@ -369,6 +372,7 @@ impl Analyzer {
             min_words,
             max_words,
             backtraces: Backtraces::new(),
+            adopted: None,
             site_of: Vec::new(),
             node_match: Vec::new(),
             live: LiveObjects::new(),
@@ -566,12 +570,11 @@ impl Analyzer {
         self.counts.untracked += 1;
     }
 
-    /// Takes the trie that [`Analyzer::push_alloc_interned`]'s ids are nodes of.
-    pub(crate) fn adopt_backtraces(&mut self, backtraces: Backtraces) {
-        self.backtraces = backtraces;
-        for i in 0..self.sites.len() {
-            self.backtraces.set_site(self.sites.backtrace(i), i as u32);
-        }
+    /// Takes the trie that [`Analyzer::push_alloc_interned`]'s ids are nodes of,
+    /// for the profile, once every allocation is in. It is shared, not copied:
+    /// its nodes carry no sites of this analysis ([`Backtraces::site`]).
+    pub(crate) fn adopt_backtraces(&mut self, backtraces: Arc<Backtraces>) {
+        self.adopted = Some(backtraces);
         self.site_of = Vec::new();
     }
 
@@ -865,7 +868,10 @@ impl Analyzer {
         Profile {
             sampling: self.sampling,
             live_at: self.options.live_at,
-            backtraces: self.backtraces,
+            backtraces: match self.adopted {
+                Some(trie) => trie,
+                None => Arc::new(self.backtraces),
+            },
             sites: self.sites,
             totals,
             timeline: self.timeline,
@@ -886,8 +892,9 @@ pub struct Profile {
     pub sampling: Sampling,
     /// The time [`SiteCounts::live_at`] refers to.
     pub live_at: Option<Timedelta>,
-    /// The interned backtraces.
-    pub backtraces: Backtraces,
+    /// The interned backtraces (shared with the trace tables a pass over them
+    /// read).
+    pub backtraces: Arc<Backtraces>,
     /// Counts per allocating backtrace, in order of first allocation.
     pub sites: SiteTable,
     /// Sum over all sites.

@@ -264,7 +264,8 @@ impl Backtraces {
 
     /// The caller's index attached to `id` by [`Backtraces::set_site`], if any. The
     /// analysis keeps its per-backtrace counts this way, next to the node it has just
-    /// walked to.
+    /// walked to, in a trie it grows itself (a trie grown elsewhere and shared with
+    /// it, as the trace tables', carries no sites).
     #[inline]
     pub fn site(&self, id: BacktraceId) -> Option<u32> {
         match self.nodes.get(id.ix()) {

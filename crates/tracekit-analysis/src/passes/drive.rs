@@ -344,7 +344,7 @@ pub(super) fn two_threads(
             Err(panic) => std::panic::resume_unwind(panic),
         };
         if let Some(trie) = trie {
-            analyzer.adopt_backtraces(trie);
+            analyzer.adopt_backtraces(std::sync::Arc::new(trie));
         }
         let profile = analyzer.finish();
         Pass {

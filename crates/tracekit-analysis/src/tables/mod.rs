@@ -205,7 +205,8 @@ pub struct Tables {
     info: Info,
     locations: LocationTable,
     size_bytes: u64,
-    backtraces: Backtraces,
+    /// Shared with the profiles of passes that charge whole backtraces.
+    backtraces: Arc<Backtraces>,
     kind: Vec<u8>,
     /// Per allocation, in order.
     time: Column,
@@ -218,7 +219,7 @@ pub struct Tables {
     /// The trie of the allocations' backtraces from the entry that names their site
     /// under [`FrameSkip::rust_std`] (what the reader's pass interns for sites named
     /// by leaf, function or file), and each allocation's node in it.
-    sites: Backtraces,
+    sites: Arc<Backtraces>,
     site: Vec<u32>,
     ended: Column,
     /// Per promote or collect, in order.
@@ -253,7 +254,7 @@ impl Tables {
             info: reader.info().clone(),
             locations: LocationTable::default(),
             size_bytes: reader.size_bytes(),
-            backtraces: Backtraces::new(),
+            backtraces: Arc::default(),
             kind: Vec::new(),
             time: Column::default(),
             object: Column::default(),
@@ -262,7 +263,7 @@ impl Tables {
             samples: Column::default(),
             source: Vec::new(),
             backtrace: Vec::new(),
-            sites: Backtraces::new(),
+            sites: Arc::default(),
             site: Vec::new(),
             ended: Column::default(),
             other_time: Column::default(),
@@ -282,6 +283,7 @@ impl Tables {
         let mut end = Timedelta::default();
         let skip = FrameSkip::rust_std();
         let mut site_start = SiteStart::new(&skip);
+        let (mut backtraces, mut sites) = (Backtraces::new(), Backtraces::new());
         {
             let mut events = reader.events(true);
             let mut count = 0u64;
@@ -298,7 +300,7 @@ impl Tables {
                 match &event {
                     Event::Alloc(a) => {
                         let ordinal = t.source.len();
-                        let bt = t.backtraces.intern(a.domain, a.common_prefix, &a.backtrace);
+                        let bt = backtraces.intern(a.domain, a.common_prefix, &a.backtrace);
                         t.kind.push(KIND_ALLOC);
                         t.time.push(time_bits(time));
                         t.object.push(a.obj_id.get());
@@ -308,7 +310,7 @@ impl Tables {
                         t.source.push(a.source as u8);
                         t.backtrace.push(bt.0);
                         let k = site_start.start(table, &a.backtrace);
-                        let site = t.sites.intern_full(a.backtrace.get(k..).unwrap_or(&[]));
+                        let site = sites.intern_full(a.backtrace.get(k..).unwrap_or(&[]));
                         t.site.push(site.0);
                         t.ended.push(NEVER);
                         if let Some(old) = live.insert(a.obj_id.get(), ordinal as u64) {
@@ -345,6 +347,8 @@ impl Tables {
             t.warnings = events.take_warnings();
         }
         t.end = end;
+        t.backtraces = Arc::new(backtraces);
+        t.sites = Arc::new(sites);
         t.locations = reader.locations().clone();
         t.times_sorted = t.time.sorted();
         t.shrink();
@@ -688,9 +692,9 @@ impl Tables {
         let live = live.map(|(n, &site)| self.object_at(first + n, site));
         let whole = matches!(charge, Charge::Whole);
         match charge {
-            Charge::Whole => analyzer.adopt_backtraces(self.backtraces.clone()),
-            Charge::Sites => analyzer.adopt_backtraces(self.sites.clone()),
-            Charge::Site { trie, .. } => analyzer.adopt_backtraces(trie),
+            Charge::Whole => analyzer.adopt_backtraces(Arc::clone(&self.backtraces)),
+            Charge::Sites => analyzer.adopt_backtraces(Arc::clone(&self.sites)),
+            Charge::Site { trie, .. } => analyzer.adopt_backtraces(Arc::new(trie)),
             Charge::Nothing | Charge::BigOnly => {}
         }
         progress(stage, self.size_bytes);
