@@ -50,6 +50,15 @@ const browser = await chromium.launch({
 });
 const idle = (page) =>
   page.waitForFunction(() => document.getElementById('status').textContent === '', null, { timeout: 120000 });
+// The trace's duration in seconds, as the page's server says.
+const duration = (page) =>
+  page.evaluate(
+    (h) =>
+      fetch('/api/info', h)
+        .then((r) => r.json())
+        .then((i) => i.duration_us / 1e6),
+    auth,
+  );
 const times = { ready: [], filter: [], flame: [], zoom: [] };
 for (let run = 0; run < 5; run++) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -58,13 +67,7 @@ for (let run = 0; run < 5; run++) {
   await page.waitForSelector('body[data-ready="true"]', { timeout: 120000 });
   await idle(page);
   times.ready.push(Date.now() - t);
-  const dur = await page.evaluate(
-    (h) =>
-      fetch('/api/info', h)
-        .then((r) => r.json())
-        .then((i) => i.duration_us / 1e6),
-    auth,
-  );
+  const dur = await duration(page);
   t = Date.now();
   await page.fill('#f-from', (dur / 3 + run * 1e-3).toFixed(3) + 's');
   await page.fill('#f-to', ((2 * dur) / 3).toFixed(3) + 's');
@@ -102,13 +105,7 @@ for (let run = 0; run < 5; run++) {
   await page.goto(url + '#page-run=' + run);
   await page.waitForSelector('body[data-ready="true"]', { timeout: 120000 });
   await idle(page);
-  const dur = await page.evaluate(
-    (h) =>
-      fetch('/api/info', h)
-        .then((r) => r.json())
-        .then((i) => i.duration_us / 1e6),
-    auth,
-  );
+  const dur = await duration(page);
   // Times not asked above, so that no answer is one the server kept.
   await page.fill('#f-from', (dur / 3 + run * 1e-3 + 5e-4).toFixed(4) + 's');
   await page.fill('#f-to', ((2 * dur) / 3).toFixed(3) + 's');
