@@ -557,19 +557,6 @@ impl Analyzer {
         }
     }
 
-    /// A promote (`promote`) or collect event of an id no object has: what
-    /// [`Analyzer::promote`] or [`Analyzer::collect`] does with one.
-    #[inline]
-    pub(crate) fn untracked(&mut self, time: Timedelta, promote: bool) {
-        if promote {
-            self.counts.promotes += 1;
-        } else {
-            self.counts.collects += 1;
-        }
-        self.see(time);
-        self.counts.untracked += 1;
-    }
-
     /// Takes the trie that [`Analyzer::push_alloc_interned`]'s ids are nodes of,
     /// for the profile, once every allocation is in. It is shared, not copied:
     /// its nodes carry no sites of this analysis ([`Backtraces::site`]).
@@ -880,7 +867,6 @@ impl Analyzer {
             big,
             live_objects_at_end,
             end: self.end,
-            trie_of: None,
         }
     }
 }
@@ -911,10 +897,6 @@ pub struct Profile {
     pub live_objects_at_end: u64,
     /// Time of the last event.
     pub end: Timedelta,
-    /// The trace tables ([`crate::tables::Tables::id`]) whose backtrace trie
-    /// `backtraces` is, node for node, if it is one: folds of such profiles can
-    /// reuse what earlier ones found of the trie's frames.
-    pub(crate) trie_of: Option<u64>,
 }
 
 /// Runs the analysis over `events`, each with its time from the trace start: the

@@ -198,7 +198,6 @@ impl Tables {
             ended,
             other_time,
             times_sorted,
-            id: super::next_id(),
             skeletons: super::Skeletons::default(),
             other_target,
             duplicates,

@@ -174,12 +174,6 @@ impl std::fmt::Debug for Skeletons {
 /// latest (each holds about as much as the trie).
 const SKELETONS: usize = 2;
 
-/// A number no other tables of this process have.
-fn next_id() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
-
 /// The [`Tables::ended`] of an object never collected.
 pub const NEVER: u64 = u64::MAX;
 
@@ -232,8 +226,6 @@ pub struct Tables {
     /// Whether the allocations are in time order (as every trace of one domain
     /// is), so that those of a time range are a run of them.
     times_sorted: bool,
-    /// This instance's number (its copies share it, and their trie).
-    id: u64,
     /// What folds of passes over these tables found of their trie's frames.
     skeletons: Skeletons,
     /// Allocations that reused the id of an object still live (a valid trace has
@@ -270,7 +262,6 @@ impl Tables {
             other_target: Column::default(),
             other_domain: Vec::new(),
             times_sorted: true,
-            id: next_id(),
             skeletons: Skeletons::default(),
             duplicates: 0,
             end: Timedelta::default(),
@@ -675,7 +666,7 @@ impl Tables {
                         }
                         // No object of that id is live, so none that the analysis
                         // keeps is either.
-                        None => analyzer.untracked(time, promote),
+                        None => after.event(time, false, promote),
                     }
                 }
             }
@@ -690,7 +681,6 @@ impl Tables {
         let live = site_of.iter().enumerate().filter(|(_, s)| **s != GONE);
         let count = live.clone().count() as u64;
         let live = live.map(|(n, &site)| self.object_at(first + n, site));
-        let whole = matches!(charge, Charge::Whole);
         match charge {
             Charge::Whole => analyzer.adopt_backtraces(Arc::clone(&self.backtraces)),
             Charge::Sites => analyzer.adopt_backtraces(Arc::clone(&self.sites)),
@@ -698,14 +688,11 @@ impl Tables {
             Charge::Nothing | Charge::BigOnly => {}
         }
         progress(stage, self.size_bytes);
-        let mut profile = if follow {
+        let profile = if follow {
             analyzer.finish_followed(count, live)
         } else {
             analyzer.finish()
         };
-        if whole {
-            profile.trie_of = Some(self.id);
-        }
         Pass {
             profile,
             warnings: self.warnings.clone(),
@@ -854,7 +841,9 @@ impl Source for &Tables {
     }
 
     fn fold(&self, profile: &Profile, options: FoldOptions, hide: &Hide) -> FrameTree {
-        if profile.trie_of != Some(self.id) {
+        // A profile of a pass that charged whole backtraces holds the tables'
+        // own trie, which the skeletons are of.
+        if !Arc::ptr_eq(&profile.backtraces, &self.backtraces) {
             return crate::report::fold_tree_hiding(profile, &self.locations, options, hide);
         }
         let mut skeletons = self.skeletons.0.lock().unwrap_or_else(|e| e.into_inner());
