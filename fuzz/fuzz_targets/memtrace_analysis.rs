@@ -3,10 +3,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracekit_analysis::passes::{FrameMatch, LocationFilter};
 use tracekit_analysis::render::TraceFile;
 use tracekit_analysis::report::{self, FoldOptions, GroupBy, Rank};
-use tracekit_analysis::{Options, Threads, analyze};
+use tracekit_analysis::{Filter, Options, Threads, analyze};
 use tracekit_memtrace::{Reader, Timedelta};
 
 fuzz_target!(|data: &[u8]| {
@@ -27,13 +26,17 @@ fuzz_target!(|data: &[u8]| {
         threads: Threads::Two,
         ..options
     };
-    let clauses = LocationFilter {
-        require: vec![FrameMatch::Contains("a".into())],
-        forbid: vec![FrameMatch::Function("b".into())],
+    let located = Options {
+        filter: Filter {
+            location: vec!["a".into()],
+            forbid_function: vec!["b".into()],
+            ..Filter::default()
+        },
+        ..one.clone()
     };
-    let a = analyze(&mut reader, one.clone(), Some(&clauses), &mut |_, _| {});
-    let b = analyze(&mut reader, two, None, &mut |_, _| {});
-    let c = analyze(&mut reader, one, None, &mut |_, _| {});
+    let a = analyze(&mut reader, located, &mut |_, _| {});
+    let b = analyze(&mut reader, two, &mut |_, _| {});
+    let c = analyze(&mut reader, one, &mut |_, _| {});
     assert_eq!((b.events, b.error), (c.events, c.error));
     assert_eq!(b.profile.totals, c.profile.totals);
     assert_eq!(b.profile.peak, c.profile.peak);

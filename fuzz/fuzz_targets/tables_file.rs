@@ -7,7 +7,8 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use tracekit_analysis::query::{FilterSpec, SiteSpec, TimelineQuery, TopQuery};
+use tracekit_analysis::Filter;
+use tracekit_analysis::query::{SiteSpec, TimelineQuery, TopQuery};
 use tracekit_analysis::report::GroupBy;
 use tracekit_analysis::tables::Tables;
 use tracekit_memtrace::Reader;
@@ -38,18 +39,18 @@ fn ask(t: &Tables) {
         at: None,
         peak: true,
         sites: SiteSpec::default(),
-        filter: FilterSpec {
+        filter: Filter {
             lifetime: Some(vec![
                 tracekit_memtrace::Timedelta::from_micros(0),
                 tracekit_memtrace::Timedelta::from_micros(1000),
             ]),
-            ..FilterSpec::default()
+            ..Filter::default()
         },
     };
     let _ = top.run(&mut &*t, &mut |_, _| {});
     let timeline = TimelineQuery {
         points: 10,
-        filter: FilterSpec::default(),
+        filter: Filter::default(),
     };
     let _ = timeline.run(&mut &*t, &mut |_, _| {});
 }

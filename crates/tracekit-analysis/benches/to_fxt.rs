@@ -14,8 +14,9 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use tracekit_analysis::Filter;
 use tracekit_analysis::fxt;
-use tracekit_analysis::query::{FilterSpec, FxtQuery, TimelineQuery};
+use tracekit_analysis::query::{FxtQuery, TimelineQuery};
 use tracekit_memtrace::Reader;
 use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
 
@@ -28,12 +29,12 @@ fn bench(c: &mut Criterion) {
     let mut reader = Reader::from_bytes(&data).unwrap();
     let timeline = TimelineQuery {
         points: 500,
-        filter: FilterSpec::default(),
+        filter: Filter::default(),
     };
     let query = FxtQuery {
         big: 20,
         points: 2000,
-        filter: FilterSpec::default(),
+        filter: Filter::default(),
     };
     let events = timeline
         .run(&mut reader, &mut |_, _| {})

@@ -137,7 +137,7 @@ fn flamegraph(reader: &mut Reader<'_>, svg: bool) -> usize {
         threads: Threads::Two,
         ..Options::default()
     };
-    let p = analyze(reader, options, None, &mut |_, _| {});
+    let p = analyze(reader, options, &mut |_, _| {});
     let tree = report::fold_tree(
         &p.profile,
         reader.locations(),
@@ -169,7 +169,7 @@ fn top(reader: &mut Reader<'_>, pipelined: bool, leaf_only: bool) -> usize {
         },
         ..Options::default()
     };
-    let p = analyze(reader, options, None, &mut |_, _| {});
+    let p = analyze(reader, options, &mut |_, _| {});
     let by = if leaf_only {
         GroupBy::Leaf
     } else {

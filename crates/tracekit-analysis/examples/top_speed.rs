@@ -77,7 +77,7 @@ fn read_all(reader: &mut Reader<'_>) -> u64 {
 
 /// One `top` pass on `threads` threads; its events.
 fn analyze_on(reader: &mut Reader<'_>, options: Options, threads: Threads) -> u64 {
-    analyze(reader, Options { threads, ..options }, None, &mut |_, _| {}).events
+    analyze(reader, Options { threads, ..options }, &mut |_, _| {}).events
 }
 
 #[inline(never)]

@@ -15,127 +15,13 @@ use std::sync::Arc;
 
 use crate::backtrace::{BacktraceId, Backtraces};
 use crate::curve::{Peak, PeakTracker, Timeline};
+use crate::filter::{Filter, LocationMask, WordRange};
 use crate::live::{LiveObject, LiveObjects};
+use crate::passes::objects::AllocationSet;
 use crate::sampling::Sampling;
 use crate::sites::{PerSite, SiteCounts, SiteTable};
 use crate::symbols::FrameSkip;
 use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, LocationCode, ObjId, Timedelta};
-
-/// Which allocations count. An allocation that fails the filter is ignored, and so are
-/// its promotion and collection.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Filter {
-    /// Keep only these sources (`None`: all).
-    pub sources: Option<Vec<AllocationSource>>,
-    /// Keep only objects whose own size (`length` words times the word size) is at
-    /// least this many bytes.
-    pub min_size_bytes: u64,
-    /// Keep only objects whose own size is at most this many bytes (`None`: no
-    /// bound).
-    pub max_size_bytes: Option<u64>,
-    /// Keep only allocations of these domains (`None`: all).
-    pub domains: Option<Vec<DomainId>>,
-    /// Keep only allocations made in this time range (inclusive).
-    pub allocated_between: Option<(Timedelta, Timedelta)>,
-    /// Keep only allocations whose backtrace passes location clauses (see
-    /// [`Analyzer::push_matching`]).
-    pub location: Option<LocationMask>,
-    /// Keep only these allocations, by ordinal (the n-th allocation event of the
-    /// trace): those whose objects' lives pass clauses decided by a pass before
-    /// ([`crate::passes::objects`]).
-    pub objects: Option<std::sync::Arc<crate::passes::objects::AllocationSet>>,
-}
-
-/// Which location clauses a backtrace must pass. The caller's predicate
-/// ([`Analyzer::push_matching`]) says, for a location code, which clauses it
-/// matches, a bit each; a backtrace matches the clauses any of its frames match.
-/// It is kept when it matches every `required` clause and no `forbidden` one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LocationMask {
-    /// Clauses a frame of the backtrace must match.
-    pub required: u8,
-    /// Clauses no frame of the backtrace may match.
-    pub forbidden: u8,
-}
-
-impl LocationMask {
-    /// Whether a backtrace whose frames match the clauses `matched` (a bit each)
-    /// is kept.
-    #[inline]
-    pub fn keeps(self, matched: u8) -> bool {
-        matched & self.required == self.required && matched & self.forbidden == 0
-    }
-}
-
-impl Filter {
-    /// True when the filter keeps everything.
-    pub fn is_empty(&self) -> bool {
-        *self == Filter::default()
-    }
-
-    /// The filter in words, a clause each (`source minor`, `objects of at least 64.0
-    /// KiB`, ...), for report headers; `location` is the location clauses in words
-    /// ([`Filter::location`]).
-    pub fn describe(&self, location: &[String]) -> Vec<String> {
-        let mut out = Vec::new();
-        for s in self.sources.iter().flatten() {
-            out.push(format!("source {}", s.name()));
-        }
-        if self.min_size_bytes > 0 {
-            out.push(format!(
-                "objects of at least {}",
-                crate::svg::human_bytes(self.min_size_bytes as f64)
-            ));
-        }
-        if let Some(max) = self.max_size_bytes {
-            out.push(format!(
-                "objects of at most {}",
-                crate::svg::human_bytes(max as f64)
-            ));
-        }
-        out.extend(location.iter().cloned());
-        for d in self.domains.iter().flatten() {
-            out.push(format!("domain {d}"));
-        }
-        if let Some((a, b)) = self.allocated_between {
-            out.push(format!("allocated between {a} and {b}"));
-        }
-        out
-    }
-
-    /// Checks that the filter can keep something: a time range must not end before
-    /// it starts.
-    pub fn check(&self) -> Result<(), FilterError> {
-        if let Some((a, b)) = self.allocated_between
-            && a > b
-        {
-            return Err(FilterError::EmptyRange(a, b));
-        }
-        match self.max_size_bytes {
-            Some(max) if self.min_size_bytes > max => {
-                Err(FilterError::EmptySizeRange(self.min_size_bytes, max))
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
-/// A filter that keeps nothing by construction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum FilterError {
-    /// `allocated_between` ends before it starts.
-    #[error("--between: {0} is after {1}")]
-    EmptyRange(Timedelta, Timedelta),
-    /// A time range of the option named ends before it starts.
-    #[error("{0}: {1} is after {2}")]
-    EmptyRangeOf(&'static str, Timedelta, Timedelta),
-    /// More location and function clauses than a pass can follow.
-    #[error("at most {max} location and function clauses, not {0}", max = crate::passes::MAX_LOCATION_CLAUSES)]
-    TooManyClauses(usize),
-    /// The size range's least size (bytes) is above its largest.
-    #[error("--min-size {0} is above --max-size {1}")]
-    EmptySizeRange(u64, u64),
-}
 
 /// How a pass over a reader spreads its work ([`Options::threads`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -156,8 +42,16 @@ pub enum Threads {
 /// What to compute.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Which allocations count.
+    /// Which allocations count. An allocation that fails the filter is ignored, and
+    /// so are its promotion and collection. The analysis decides the clauses on the
+    /// allocation event itself, and the location clauses as [`Analyzer::push_matching`]
+    /// is told; the clauses on objects' lives it takes from [`Options::objects`].
     pub filter: Filter,
+    /// The allocations whose objects' lives pass the filter's clauses on them, found
+    /// before the pass ([`crate::passes::Source::objects`]); only these are kept. A
+    /// pass ([`crate::passes::analyze`]) finds them itself when the filter has such
+    /// clauses and this is `None`.
+    pub objects: Option<Arc<AllocationSet>>,
     /// Also count what is live at this time (`alloc time <= T < collect time`).
     pub live_at: Option<Timedelta>,
     /// Intern backtraces. Off, every allocation is charged to the empty backtrace,
@@ -209,7 +103,7 @@ impl Options {
         self.backtraces
             && self.big_backtraces_only
             && !self.leaf_only
-            && self.filter.location.is_none()
+            && self.filter.location_mask().is_none()
     }
 }
 
@@ -217,6 +111,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             filter: Filter::default(),
+            objects: None,
             live_at: None,
             backtraces: true,
             leaf_only: false,
@@ -304,10 +199,11 @@ impl Skipped {
 pub struct Analyzer {
     options: Options,
     sampling: Sampling,
+    /// The filter's clauses on the allocation event, as checked per allocation.
     source_mask: [bool; 3],
-    min_words: u64,
-    /// Objects longer than this many words fail the filter.
-    max_words: u64,
+    words: WordRange,
+    between: Option<(Timedelta, Timedelta)>,
+    location: Option<LocationMask>,
     backtraces: Backtraces,
     /// The trie grown elsewhere, once adopted ([`Analyzer::adopt_backtraces`]).
     adopted: Option<Arc<Backtraces>>,
@@ -346,31 +242,30 @@ const MASK_KNOWN: u16 = 1 << 8;
 impl Analyzer {
     /// A fresh analysis of a trace with the given sampling parameters.
     pub fn new(sampling: Sampling, options: Options) -> Self {
-        let mut source_mask = [true; 3];
-        if let Some(sources) = &options.filter.sources {
-            source_mask = [false; 3];
-            for s in sources {
-                source_mask[*s as usize] = true;
-            }
+        let f = &options.filter;
+        let mut source_mask = [f.source.is_empty(); 3];
+        for s in &f.source {
+            source_mask[*s as usize] = true;
         }
-        let word_bytes = sampling.word_bytes().max(1);
-        let min_words = options.filter.min_size_bytes.div_ceil(word_bytes);
-        let max_words = options
-            .filter
-            .max_size_bytes
-            .map_or(u64::MAX, |b| b / word_bytes);
+        let words = WordRange::of(f, sampling.word_bytes());
+        let between = f.allocated_between();
+        let location = f.location_mask();
+        let keep_all = f.without_location_clauses().is_empty()
+            && location.is_none()
+            && options.objects.is_none();
         let big_only = options.interns_big_only();
         Analyzer {
             sites: SiteTable::new(options.per_site),
             timeline: Timeline::new(options.timeline_buckets),
             timeline_on: options.timeline_buckets > 0,
-            keep_all: options.filter.is_empty(),
+            keep_all,
             peak: PeakTracker::with_domains(1 << 20, &options.domains),
             options,
             sampling,
             source_mask,
-            min_words,
-            max_words,
+            words,
+            between,
+            location,
             backtraces: Backtraces::new(),
             adopted: None,
             site_of: Vec::new(),
@@ -391,7 +286,7 @@ impl Analyzer {
         self.push_matching(time, event, &mut |_| 0);
     }
 
-    /// Feeds one event. When the filter has [`Filter::location`] clauses, an
+    /// Feeds one event. When the filter has location or function clauses, an
     /// allocation is kept only if its backtrace's location codes match them: `matches`
     /// says which clauses a code matches, a bit each. It is asked once per new trie
     /// node, not per event.
@@ -583,7 +478,7 @@ impl Analyzer {
         }
         let bt = if !self.options.backtraces {
             BacktraceId::EMPTY
-        } else if self.options.leaf_only && self.options.filter.location.is_none() {
+        } else if self.options.leaf_only && self.location.is_none() {
             let n = a.backtrace.len();
             self.backtraces
                 .intern_full(&a.backtrace[n.saturating_sub(1)..])
@@ -663,29 +558,27 @@ impl Analyzer {
         if self.keep_all {
             return true;
         }
-        let f = &self.options.filter;
         if !self.source_mask[a.source as usize]
-            || a.length < self.min_words
-            || a.length > self.max_words
+            || a.length < self.words.min
+            || a.length > self.words.max
         {
             return false;
         }
-        if let Some(domains) = &f.domains
-            && !domains.contains(&a.domain)
-        {
+        let domains = &self.options.filter.domain;
+        if !domains.is_empty() && !domains.contains(&a.domain.get()) {
             return false;
         }
-        if let Some((lo, hi)) = f.allocated_between
+        if let Some((lo, hi)) = self.between
             && !(lo <= time && time <= hi)
         {
             return false;
         }
-        if let Some(set) = &f.objects
+        if let Some(set) = &self.options.objects
             && !set.contains(self.counts.allocs.wrapping_sub(1))
         {
             return false;
         }
-        if let Some(m) = f.location {
+        if let Some(m) = self.location {
             return m.keeps(self.node_mask(bt, matches));
         }
         true
@@ -921,44 +814,6 @@ mod tests {
         Timedelta::from_micros(t)
     }
 
-    #[test]
-    fn filters_in_words() {
-        assert!(Filter::default().describe(&[]).is_empty());
-        let f = Filter {
-            sources: Some(vec![AllocationSource::Minor, AllocationSource::External]),
-            min_size_bytes: 65536,
-            max_size_bytes: Some(1 << 20),
-            domains: Some(vec![DomainId::new(2)]),
-            allocated_between: Some((us(1_500_000), us(2_000_000))),
-            location: Some(LocationMask {
-                required: 1,
-                forbidden: 0,
-            }),
-            objects: None,
-        };
-        assert_eq!(
-            f.describe(&["backtrace location contains \"Hashtbl\"".to_string()]),
-            [
-                "source minor",
-                "source external",
-                "objects of at least 64.0 KiB",
-                "objects of at most 1.00 MiB",
-                "backtrace location contains \"Hashtbl\"",
-                "domain 2",
-                "allocated between 1.5s and 2s",
-            ]
-        );
-        assert!(f.check().is_ok());
-        let backwards = Filter {
-            allocated_between: Some((us(2), us(1))),
-            ..Filter::default()
-        };
-        assert_eq!(
-            backwards.check(),
-            Err(FilterError::EmptyRange(us(2), us(1)))
-        );
-    }
-
     const SAMPLING: Sampling = Sampling {
         sample_rate: 0.5,
         word_size_bits: 64,
@@ -1058,42 +913,36 @@ mod tests {
             analyze_events(SAMPLING, opts, sample_events())
         };
         let p = run(Filter {
-            sources: Some(vec![AllocationSource::Minor]),
+            source: vec![AllocationSource::Minor],
             ..Filter::default()
         });
         assert_eq!((p.totals.allocs, p.totals.samples), (2, 3));
         // The collect of the filtered-out objects is ignored.
         assert_eq!(p.events.untracked, 3);
         let p = run(Filter {
-            min_size_bytes: 4 * 8 + 1,
+            min_size: Some(4 * 8 + 1),
             ..Filter::default()
         });
         assert_eq!((p.totals.allocs, p.totals.samples), (2, 8));
         // Objects of 16, 48, 32 and 80 bytes.
         let p = run(Filter {
-            max_size_bytes: Some(48),
+            max_size: Some(48),
             ..Filter::default()
         });
         assert_eq!((p.totals.allocs, p.totals.samples), (3, 6));
         let p = run(Filter {
-            min_size_bytes: 33,
-            max_size_bytes: Some(48),
+            min_size: Some(33),
+            max_size: Some(48),
             ..Filter::default()
         });
         assert_eq!((p.totals.allocs, p.totals.samples), (1, 3));
-        let empty = Filter {
-            min_size_bytes: 49,
-            max_size_bytes: Some(48),
-            ..Filter::default()
-        };
-        assert_eq!(empty.check(), Err(FilterError::EmptySizeRange(49, 48)));
         let p = run(Filter {
-            allocated_between: Some((us(20), us(30))),
+            between: Some(vec![us(20), us(30)]),
             ..Filter::default()
         });
         assert_eq!((p.totals.allocs, p.totals.samples), (2, 5));
         let p = run(Filter {
-            domains: Some(vec![DomainId::new(1)]),
+            domain: vec![1],
             ..Filter::default()
         });
         assert_eq!(p.totals.allocs, 0);
@@ -1102,43 +951,44 @@ mod tests {
     #[test]
     fn location_filter_matches_any_frame() {
         // Backtraces [1, 2] (three allocs, 1 + 2 + 5 samples) and [1, 3] (3 samples).
-        // Clause 1: code 3; clause 2: code 2; clause 4: code 1.
-        let run = |required: u8, forbidden: u8| {
+        // `required` and `forbidden` codes, one clause each, numbered as the filter
+        // numbers them: the required ones first.
+        let run = |required: &[i64], forbidden: &[i64]| {
+            let clause = |_: &i64| String::new();
             let opts = Options {
                 filter: Filter {
-                    location: Some(LocationMask {
-                        required,
-                        forbidden,
-                    }),
+                    location: required.iter().map(clause).collect(),
+                    forbid: forbidden.iter().map(clause).collect(),
                     ..Filter::default()
                 },
                 ..Options::default()
             };
+            let codes: Vec<i64> = required.iter().chain(forbidden).copied().collect();
             let mut a = Analyzer::new(SAMPLING, opts);
             let mut asked = Vec::new();
             for (t, ev) in sample_events() {
                 a.push_matching(t, &ev, &mut |c| {
                     asked.push(c.get());
-                    match c.get() {
-                        3 => 1,
-                        2 => 2,
-                        1 => 4,
-                        _ => 0,
-                    }
+                    codes
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, k)| **k == c.get())
+                        .fold(0, |m, (i, _)| m | 1 << i)
                 });
             }
-            // Each new node is asked about once.
+            // Each new node is asked about once, and none without a clause.
             asked.sort_unstable();
-            assert_eq!(asked, vec![1, 2, 3]);
+            let expected: &[i64] = if codes.is_empty() { &[] } else { &[1, 2, 3] };
+            assert_eq!(asked, expected);
             let p = a.finish();
             (p.totals.allocs, p.totals.samples)
         };
-        assert_eq!(run(1, 0), (1, 3), "require 3");
-        assert_eq!(run(0, 1), (3, 8), "forbid 3");
-        assert_eq!(run(4, 0), (4, 11), "require 1: every backtrace");
-        assert_eq!(run(4, 2), (1, 3), "require 1, forbid 2");
-        assert_eq!(run(3, 0), (0, 0), "3 and 2: in no backtrace");
-        assert_eq!(run(0, 0), (4, 11), "no clause");
+        assert_eq!(run(&[3], &[]), (1, 3), "require 3");
+        assert_eq!(run(&[], &[3]), (3, 8), "forbid 3");
+        assert_eq!(run(&[1], &[]), (4, 11), "require 1: every backtrace");
+        assert_eq!(run(&[1], &[2]), (1, 3), "require 1, forbid 2");
+        assert_eq!(run(&[3, 2], &[]), (0, 0), "3 and 2: in no backtrace");
+        assert_eq!(run(&[], &[]), (4, 11), "no clause");
     }
 
     #[test]

@@ -753,7 +753,7 @@ mod tests {
         };
         let bytes = write_synthetic(Vec::new(), &config).unwrap();
         let mut reader = Reader::from_bytes(&bytes).unwrap();
-        let p = passes::analyze(&mut reader, Options::default(), None, &mut |_, _| {});
+        let p = passes::analyze(&mut reader, Options::default(), &mut |_, _| {});
         (bytes, p)
     }
 
@@ -807,7 +807,7 @@ mod tests {
         // The pass over this reader fills its location table, so that frames print
         // as functions, locations and files rather than as codes.
         let mut reader = Reader::from_bytes(&bytes).unwrap();
-        let p = passes::analyze(&mut reader, Options::default(), None, &mut |_, _| {});
+        let p = passes::analyze(&mut reader, Options::default(), &mut |_, _| {});
         let symbols = reader.locations();
         assert!(!symbols.is_empty());
         for label in [FrameLabel::Function, FrameLabel::Location, FrameLabel::File] {
@@ -833,7 +833,7 @@ mod tests {
         let (bytes, _) = pass(13);
         // The pass over this reader fills its location table.
         let mut reader = Reader::from_bytes(&bytes).unwrap();
-        let p = passes::analyze(&mut reader, Options::default(), None, &mut |_, _| {});
+        let p = passes::analyze(&mut reader, Options::default(), &mut |_, _| {});
         let symbols = reader.locations();
         for hide in [&["fn_1"][..], &["Module_00", "fn_3"], &["_"]] {
             for collapse_recursion in [false, true] {
@@ -878,7 +878,7 @@ mod tests {
     fn hiding_a_function_leaves_out_exactly_the_frames_of_that_name() {
         let (bytes, _) = pass(14);
         let mut reader = Reader::from_bytes(&bytes).unwrap();
-        let p = passes::analyze(&mut reader, Options::default(), None, &mut |_, _| {});
+        let p = passes::analyze(&mut reader, Options::default(), &mut |_, _| {});
         let symbols = reader.locations();
         let o = FoldOptions::default();
         let all = crate::report::fold_tree(&p.profile, symbols, o).lines();

@@ -17,6 +17,7 @@
 pub mod analyzer;
 pub mod backtrace;
 pub mod curve;
+pub mod filter;
 pub mod frames;
 pub mod fxt;
 mod huge;
@@ -36,11 +37,10 @@ pub mod time;
 pub mod trace_bytes;
 pub mod units;
 
-pub use analyzer::{
-    Analyzer, BigAlloc, EventCounts, Filter, FilterError, Options, Profile, analyze_events,
-};
+pub use analyzer::{Analyzer, BigAlloc, EventCounts, Options, Profile, analyze_events};
 pub use backtrace::{BacktraceId, Backtraces};
 pub use curve::{Peak, PeakTracker, Timeline, TimelinePoint};
+pub use filter::{Filter, FilterError};
 pub use passes::{Pass, Threads, analyze};
 pub use sampling::Sampling;
 pub use sites::{PerSite, SiteCounts, SiteTable, Weight};

@@ -13,13 +13,13 @@
 //! - sites named by leaf, function or file need only each backtrace's innermost
 //!   entries, which the pass keeps up to the one that names the site.
 
-use tracekit_memtrace::{AllocationSource, DomainId, LocationLookup, ReadError, Timedelta};
+use tracekit_memtrace::{LocationLookup, ReadError, Timedelta};
 
-use crate::analyzer::{Filter, FilterError, Options};
+use crate::analyzer::Options;
 use crate::curve::TimelinePoint;
+use crate::filter::{Filter, FilterError};
 use crate::frames::{FrameTree, Hide};
-use crate::passes::objects::LifeClauses;
-use crate::passes::{self, FrameMatch, LocationFilter, Pass, Progress, Source, Stage};
+use crate::passes::{self, Pass, Progress, Source, Stage};
 use crate::paths;
 use crate::render::{self, DiffContext, TopContext, TraceFile};
 use crate::report::{self, DiffRow, FoldOptions, GroupBy, Rank, Top, Unit};
@@ -38,180 +38,34 @@ pub enum QueryError {
     Peak(ReadError),
 }
 
-/// Which allocations count (shared by every query).
-#[derive(Clone, Debug, Default, PartialEq)]
-#[cfg_attr(feature = "clap", derive(clap::Args))]
-pub struct FilterSpec {
-    /// Keep only allocations from this source (repeatable).
-    #[cfg_attr(feature = "clap", arg(long, value_enum))]
-    pub source: Vec<AllocationSource>,
-    /// Keep only objects at least this large (the object's own size, length x word size;
-    /// e.g. 4096, 64k, 1MiB).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE", value_parser = size_arg))]
-    pub min_size: Option<u64>,
-    /// Keep only objects at most this large (the object's own size).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE", value_parser = size_arg))]
-    pub max_size: Option<u64>,
-    /// Keep only allocations whose backtrace has a location containing this text
-    /// (locations print as defname@file:line:start-end; repeatable: one for each).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "SUBSTRING"))]
-    pub location: Vec<String>,
-    /// Leave out allocations whose backtrace has a location containing this text
-    /// (repeatable).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "SUBSTRING"))]
-    pub forbid: Vec<String>,
-    /// Keep only allocations whose backtrace has a frame in this function (its
-    /// defname exactly; repeatable: a frame in each).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "NAME"))]
-    pub function: Vec<String>,
-    /// Leave out allocations whose backtrace has a frame in this function
-    /// (repeatable).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "NAME"))]
-    pub forbid_function: Vec<String>,
-    /// Keep only allocations made by this domain (repeatable).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "ID"))]
-    pub domain: Vec<u16>,
-    /// Keep only allocations made between two times (inclusive).
-    #[cfg_attr(
-        feature = "clap",
-        arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = time_arg)
-    )]
-    pub between: Option<Vec<Timedelta>>,
-    /// Keep only objects collected between two times (inclusive).
-    #[cfg_attr(
-        feature = "clap",
-        arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = time_arg)
-    )]
-    pub collected_between: Option<Vec<Timedelta>>,
-    /// Keep only objects never collected.
-    #[cfg_attr(feature = "clap", arg(long))]
-    pub never_collected: bool,
-    /// Keep only objects that lived this long (e.g. `0 10ms`; an object never
-    /// collected lives until the end of the trace).
-    #[cfg_attr(
-        feature = "clap",
-        arg(long, num_args = 2, value_names = ["D1", "D2"], value_parser = time_arg)
-    )]
-    pub lifetime: Option<Vec<Timedelta>>,
-    /// Keep only objects live at some time between two times.
-    #[cfg_attr(
-        feature = "clap",
-        arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = time_arg)
-    )]
-    pub live_between: Option<Vec<Timedelta>>,
-}
-
-/// A pair of times from a two-value option.
-fn pair(v: &Option<Vec<Timedelta>>) -> Option<(Timedelta, Timedelta)> {
-    v.as_ref().and_then(|v| Some((*v.first()?, *v.get(1)?)))
-}
-
-impl FilterSpec {
-    /// The clauses on the objects' lives.
-    pub fn life(&self) -> LifeClauses {
-        LifeClauses {
-            collected_between: pair(&self.collected_between),
-            never_collected: self.never_collected,
-            lifetime_between: pair(&self.lifetime),
-            live_between: pair(&self.live_between),
-        }
-    }
-
-    /// The analyser's filter; an error when it keeps nothing by construction.
-    pub fn filter(&self) -> Result<Filter, FilterError> {
-        let f = Filter {
-            sources: (!self.source.is_empty()).then(|| self.source.clone()),
-            min_size_bytes: self.min_size.unwrap_or(0),
-            max_size_bytes: self.max_size,
-            domains: (!self.domain.is_empty())
-                .then(|| self.domain.iter().map(|d| DomainId::new(*d)).collect()),
-            allocated_between: self
-                .between
-                .as_ref()
-                .and_then(|v| Some((*v.first()?, *v.get(1)?))),
-            location: self
-                .locations()
-                .map(|l| l.mask().map_err(|e| FilterError::TooManyClauses(e.0)))
-                .transpose()?,
-            // Found by a pass of their own (`FilterSpec::pass`).
-            objects: None,
-        };
-        let life = self.life();
-        for (option, range) in [
-            ("--collected-between", life.collected_between),
-            ("--lifetime", life.lifetime_between),
-            ("--live-between", life.live_between),
-        ] {
-            if let Some((a, b)) = range
-                && a > b
-            {
-                return Err(FilterError::EmptyRangeOf(option, a, b));
-            }
-        }
-        f.check()?;
-        Ok(f)
-    }
-
-    /// The location and function clauses, if any.
-    pub fn locations(&self) -> Option<LocationFilter> {
-        let l = LocationFilter {
-            require: (self.location.iter().cloned().map(FrameMatch::Contains))
-                .chain(self.function.iter().cloned().map(FrameMatch::Function))
-                .collect(),
-            forbid: (self.forbid.iter().cloned().map(FrameMatch::Contains))
-                .chain(
-                    self.forbid_function
-                        .iter()
-                        .cloned()
-                        .map(FrameMatch::Function),
-                )
-                .collect(),
-        };
-        (!l.is_empty()).then_some(l)
-    }
-
-    /// The filter in words, a clause each, for report headers.
-    pub fn describe(&self) -> Vec<String> {
-        let mut location = self.locations().map(|l| l.describe()).unwrap_or_default();
-        location.extend(self.life().describe());
-        self.filter()
-            .map(|f| f.describe(&location))
-            .unwrap_or_default()
-    }
-
-    /// One pass with `options` and this filter, its progress reported as
-    /// [`Stage::Analysing`]; with `settle`, its peak made exact.
-    fn pass(
-        &self,
-        source: &mut dyn Source,
-        options: Options,
-        settle: bool,
-        progress: Progress<'_>,
-    ) -> Pass {
-        let location = self.locations();
-        let mut options = options;
-        let life = self.life();
-        if !life.is_empty() {
-            progress(Stage::SelectingObjects, 0);
-            let mut at = |pos| progress(Stage::SelectingObjects, pos);
-            options.filter.objects = Some(source.objects(&life, &mut at));
-        }
-        match settle {
-            true => passes::settled(source, options, location.as_ref(), progress),
-            false => passes::analyze(source, options, location.as_ref(), progress),
-        }
+/// One pass with `options` and `filter`, its progress reported as
+/// [`Stage::Analysing`]; with `settle`, its peak made exact.
+fn filtered_pass(
+    filter: &Filter,
+    source: &mut dyn Source,
+    options: Options,
+    settle: bool,
+    progress: Progress<'_>,
+) -> Pass {
+    let options = Options {
+        filter: filter.clone(),
+        ..options
+    };
+    match settle {
+        true => passes::settled(source, options, progress),
+        false => passes::analyze(source, options, progress),
     }
 }
 
 /// A time argument (`12.5s`, `300ms`, a bare number of seconds).
 #[cfg(feature = "clap")]
-fn time_arg(s: &str) -> Result<Timedelta, String> {
+pub(crate) fn time_arg(s: &str) -> Result<Timedelta, String> {
     crate::time::parse_time(s).map_err(|e| e.to_string())
 }
 
 /// A size argument (`4096`, `64k`, `1MiB`).
 #[cfg(feature = "clap")]
-fn size_arg(s: &str) -> Result<u64, String> {
+pub(crate) fn size_arg(s: &str) -> Result<u64, String> {
     crate::units::parse_bytes(s).map_err(|e| e.to_string())
 }
 
@@ -243,10 +97,9 @@ impl SiteSpec {
             .fold(base, |skip, p| skip.with_pattern(p))
     }
 
-    /// The pass's options for sites grouped `by`, with `filter`.
-    fn options(&self, by: GroupBy, filter: Filter) -> Options {
+    /// The pass's options for sites grouped `by`.
+    fn options(&self, by: GroupBy) -> Options {
         Options {
-            filter,
             leaf_only: by != GroupBy::Backtrace,
             site_skip: self.skip(),
             // Site tables do not show the timeline.
@@ -297,7 +150,7 @@ pub struct TopQuery {
     pub sites: SiteSpec,
     #[allow(missing_docs)]
     #[cfg_attr(feature = "clap", command(flatten))]
-    pub filter: FilterSpec,
+    pub filter: Filter,
 }
 
 /// The answer to a [`TopQuery`].
@@ -321,7 +174,7 @@ impl TopQuery {
         source: &mut dyn Source,
         progress: Progress<'_>,
     ) -> Result<TopAnswer, QueryError> {
-        let filter = self.filter.filter()?;
+        self.filter.check()?;
         let peak = whole_peak(self.peak, source, &mut *progress)?;
         let context = TopContext {
             at: peak.as_ref().map(|p| p.time).or(self.at),
@@ -330,10 +183,10 @@ impl TopQuery {
         };
         let options = Options {
             live_at: context.at,
-            ..self.sites.options(self.by, filter)
+            ..self.sites.options(self.by)
         };
         // The header shows the peak: the whole heap's, or this pass's made exact.
-        let mut pass = self.filter.pass(source, options, peak.is_none(), progress);
+        let mut pass = filtered_pass(&self.filter, source, options, peak.is_none(), progress);
         if let Some(peak) = peak {
             pass.profile.peak = peak;
         }
@@ -381,7 +234,7 @@ pub struct TimelineQuery {
     pub points: usize,
     #[allow(missing_docs)]
     #[cfg_attr(feature = "clap", command(flatten))]
-    pub filter: FilterSpec,
+    pub filter: Filter,
 }
 
 /// The answer to a [`TimelineQuery`].
@@ -402,12 +255,12 @@ impl TimelineQuery {
         source: &mut dyn Source,
         progress: Progress<'_>,
     ) -> Result<TimelineAnswer, QueryError> {
+        self.filter.check()?;
         let options = Options {
-            filter: self.filter.filter()?,
             backtraces: false,
             ..Options::default()
         };
-        let pass = self.filter.pass(source, options, true, progress);
+        let pass = filtered_pass(&self.filter, source, options, true, progress);
         let points = pass.profile.timeline.points(self.points.max(1));
         Ok(TimelineAnswer {
             pass,
@@ -486,7 +339,7 @@ pub struct FlameQuery {
     pub count_objects: bool,
     #[allow(missing_docs)]
     #[cfg_attr(feature = "clap", command(flatten))]
-    pub filter: FilterSpec,
+    pub filter: Filter,
 }
 
 /// The answer to a [`FlameQuery`].
@@ -510,7 +363,7 @@ impl FlameQuery {
         source: &mut dyn Source,
         progress: Progress<'_>,
     ) -> Result<FlameAnswer, QueryError> {
-        let filter = self.filter.filter()?;
+        self.filter.check()?;
         let peak = whole_peak(self.peak, source, &mut *progress)?;
         let at = peak.map(|p| p.time).or(self.at);
         let weight = match (at, self.live_end) {
@@ -519,7 +372,6 @@ impl FlameQuery {
             (None, false) => Weight::Allocated,
         };
         let options = Options {
-            filter,
             live_at: at,
             timeline_buckets: 0,
             per_site: match self.count_objects {
@@ -528,7 +380,7 @@ impl FlameQuery {
             },
             ..Options::default()
         };
-        let pass = self.filter.pass(source, options, false, &mut *progress);
+        let pass = filtered_pass(&self.filter, source, options, false, &mut *progress);
         let unit = match self.samples {
             true => Unit::Samples,
             false => Unit::Bytes,
@@ -784,7 +636,7 @@ pub struct FxtQuery {
     pub points: usize,
     #[allow(missing_docs)]
     #[cfg_attr(feature = "clap", command(flatten))]
-    pub filter: FilterSpec,
+    pub filter: Filter,
 }
 
 impl FxtQuery {
@@ -792,13 +644,13 @@ impl FxtQuery {
     /// `big` largest allocations with their backtraces, no other backtrace
     /// ([`Options::big_backtraces_only`]).
     pub fn run(&self, source: &mut dyn Source, progress: Progress<'_>) -> Result<Pass, QueryError> {
+        self.filter.check()?;
         let options = Options {
-            filter: self.filter.filter()?,
             big: self.big,
             big_backtraces_only: true,
             ..Options::default()
         };
-        Ok(self.filter.pass(source, options, true, progress))
+        Ok(filtered_pass(&self.filter, source, options, true, progress))
     }
 
     /// The writer's options for this query.
@@ -828,7 +680,7 @@ pub struct DiffQuery {
     pub sites: SiteSpec,
     #[allow(missing_docs)]
     #[cfg_attr(feature = "clap", command(flatten))]
-    pub filter: FilterSpec,
+    pub filter: Filter,
 }
 
 /// The answer to a [`DiffQuery`].
@@ -852,8 +704,15 @@ impl DiffQuery {
         source: &mut dyn Source,
         progress: Progress<'_>,
     ) -> Result<Pass, QueryError> {
-        let options = self.sites.options(self.by, self.filter.filter()?);
-        Ok(self.filter.pass(source, options, false, progress))
+        self.filter.check()?;
+        let options = self.sites.options(self.by);
+        Ok(filtered_pass(
+            &self.filter,
+            source,
+            options,
+            false,
+            progress,
+        ))
     }
 
     /// Compares the two passes, each with its trace's locations.
@@ -917,6 +776,7 @@ impl DiffAnswer {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use tracekit_memtrace::AllocationSource;
     use tracekit_memtrace::Reader;
     use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
 
@@ -929,7 +789,7 @@ mod tests {
         write_synthetic(Vec::new(), &config).unwrap()
     }
 
-    fn top(peak: bool, filter: FilterSpec) -> TopQuery {
+    fn top(peak: bool, filter: Filter) -> TopQuery {
         TopQuery {
             by: GroupBy::Leaf,
             limit: 0,
@@ -940,10 +800,10 @@ mod tests {
         }
     }
 
-    fn major_only() -> FilterSpec {
-        FilterSpec {
+    fn major_only() -> Filter {
+        Filter {
             source: vec![AllocationSource::Major],
-            ..FilterSpec::default()
+            ..Filter::default()
         }
     }
 
@@ -975,14 +835,14 @@ mod tests {
     fn top_ranks_by_allocation_and_keeps_only_the_limit() {
         let bytes = trace(4);
         let mut reader = Reader::from_bytes(&bytes).unwrap();
-        let all = top(false, FilterSpec::default())
+        let all = top(false, Filter::default())
             .run(&mut reader, &mut |_, _| {})
             .unwrap();
         assert_eq!(all.top.rank, Rank::Allocated);
         assert!(all.top.sites.len() > 5 && all.top.other_sites == 0);
         let five = TopQuery {
             limit: 5,
-            ..top(false, FilterSpec::default())
+            ..top(false, Filter::default())
         };
         let five = five.run(&mut reader, &mut |_, _| {}).unwrap();
         let names = |a: &TopAnswer| {
@@ -1003,11 +863,11 @@ mod tests {
         let mut reader = Reader::from_bytes(&bytes).unwrap();
         let query = TopQuery {
             by: GroupBy::Backtrace,
-            ..top(false, FilterSpec::default())
+            ..top(false, Filter::default())
         };
         let answer = query.run(&mut reader, &mut |_, _| {}).unwrap();
         // The same pass with every backtrace entry kept, ranked the same way.
-        let whole = passes::analyze(&mut reader, Options::default(), None, &mut |_, _| {});
+        let whole = passes::analyze(&mut reader, Options::default(), &mut |_, _| {});
         let symbols = reader.locations();
         let expected = report::top(
             &whole.profile,
@@ -1035,9 +895,9 @@ mod tests {
     fn an_empty_time_range_is_refused_before_any_pass() {
         let bytes = trace(5);
         let mut reader = Reader::from_bytes(&bytes).unwrap();
-        let filter = FilterSpec {
+        let filter = Filter {
             between: Some(vec![Timedelta::from_micros(5), Timedelta::from_micros(1)]),
-            ..FilterSpec::default()
+            ..Filter::default()
         };
         let mut passes_made = 0;
         let r = top(false, filter).run(&mut reader, &mut |_, pos| {
@@ -1082,35 +942,34 @@ mod tests {
         let t1 = Timedelta::from_micros(third);
         let t2 = Timedelta::from_micros(2 * third);
         let specs = [
-            FilterSpec {
+            Filter {
                 collected_between: Some(vec![t1, t2]),
-                ..FilterSpec::default()
+                ..Filter::default()
             },
-            FilterSpec {
+            Filter {
                 never_collected: true,
-                ..FilterSpec::default()
+                ..Filter::default()
             },
-            FilterSpec {
+            Filter {
                 lifetime: Some(vec![ms(0), ms(5)]),
-                ..FilterSpec::default()
+                ..Filter::default()
             },
-            FilterSpec {
+            Filter {
                 live_between: Some(vec![t1, t2]),
-                ..FilterSpec::default()
+                ..Filter::default()
             },
-            FilterSpec {
+            Filter {
                 live_between: Some(vec![t1, t1]),
                 lifetime: Some(vec![ms(1), ms(1_000_000)]),
                 source: vec![AllocationSource::Minor],
-                ..FilterSpec::default()
+                ..Filter::default()
             },
         ];
         let total: u64 = objects.iter().map(|o| o.0).sum();
         for spec in specs {
-            let life = spec.life();
             let expected: u64 = objects
                 .iter()
-                .filter(|(_, a, c)| life.pass(*a, *c, end))
+                .filter(|(_, a, c)| spec.keeps_life(*a, *c, end))
                 .map(|o| o.0)
                 .sum();
             let q = TimelineQuery {
@@ -1126,12 +985,12 @@ mod tests {
             }
             assert!(0 < got && got < total, "{spec:?}: {got} of {total}");
         }
-        let backwards = FilterSpec {
+        let backwards = Filter {
             lifetime: Some(vec![ms(2), ms(1)]),
-            ..FilterSpec::default()
+            ..Filter::default()
         };
         assert_eq!(
-            backwards.filter(),
+            backwards.check(),
             Err(FilterError::EmptyRangeOf("--lifetime", ms(2), ms(1)))
         );
     }
@@ -1151,7 +1010,7 @@ mod tests {
             hide: Vec::new(),
             hide_function: Vec::new(),
             count_objects: false,
-            filter: FilterSpec::default(),
+            filter: Filter::default(),
         };
         let mut stages = Vec::new();
         let answer = query.run(&mut reader, &mut |s, _| stages.push(s)).unwrap();
@@ -1174,7 +1033,7 @@ mod tests {
             limit: 20,
             live: false,
             sites: SiteSpec::default(),
-            filter: FilterSpec::default(),
+            filter: Filter::default(),
         };
         let (mut ra, mut rb) = (
             Reader::from_bytes(&bytes).unwrap(),
@@ -1199,7 +1058,7 @@ mod tests {
         let whole = passes::find_peak(&mut reader, &mut |_, _| {}).unwrap();
         let query = TimelineQuery {
             points: 40,
-            filter: FilterSpec::default(),
+            filter: Filter::default(),
         };
         let answer = query.run(&mut reader, &mut |_, _| {}).unwrap();
         assert!(!answer.points.is_empty() && answer.points.len() <= 40);

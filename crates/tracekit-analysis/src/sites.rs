@@ -337,25 +337,15 @@ mod tests {
                 threads,
                 ..Options::default()
             };
-            let all = analyze(&mut reader, options(PerSite::All), None, &mut |_, _| {}).profile;
+            let all = analyze(&mut reader, options(PerSite::All), &mut |_, _| {}).profile;
             assert!(all.sites.len() > 1000);
             for w in [Weight::Allocated, Weight::LiveAt, Weight::LiveEnd] {
-                let one = analyze(
-                    &mut reader,
-                    options(PerSite::Counted(w)),
-                    None,
-                    &mut |_, _| {},
-                )
-                .profile;
+                let one =
+                    analyze(&mut reader, options(PerSite::Counted(w)), &mut |_, _| {}).profile;
                 assert_eq!(one.sites.keeps(), PerSite::Counted(w));
                 // Without the count, the same weights and no objects.
-                let bare = analyze(
-                    &mut reader,
-                    options(PerSite::Weight(w)),
-                    None,
-                    &mut |_, _| {},
-                )
-                .profile;
+                let bare =
+                    analyze(&mut reader, options(PerSite::Weight(w)), &mut |_, _| {}).profile;
                 assert!(bare.sites.iter().all(|(_, c)| w.objects(&c) == 0));
                 let weight_of = |p: &crate::Profile| -> Vec<u64> {
                     p.sites.iter().map(|(_, c)| w.of(&c)).collect()

@@ -49,11 +49,12 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use clap::Parser;
+use tracekit_analysis::Filter;
 use tracekit_analysis::frames::{FrameId, FrameTree, Unit};
 use tracekit_analysis::passes::{Progress, Source};
 use tracekit_analysis::paths;
 use tracekit_analysis::query::{
-    DiffQuery, FilterSpec, FlameQuery, HotPathsQuery, QueryError, TimelineQuery, TopQuery,
+    DiffQuery, FlameQuery, HotPathsQuery, QueryError, TimelineQuery, TopQuery,
 };
 use tracekit_analysis::render::TraceFile;
 use tracekit_analysis::tables::Tables;
@@ -425,10 +426,9 @@ fn parse<P: Parser>(args: &[String]) -> Result<P, ApiError> {
 }
 
 /// A filter that can keep something (the subcommands check it before reading).
-fn checked(filter: &FilterSpec) -> Result<(), ApiError> {
+fn checked(filter: &Filter) -> Result<(), ApiError> {
     filter
-        .filter()
-        .map(drop)
+        .check()
         .map_err(|e| ApiError::BadArguments(e.to_string()))
 }
 

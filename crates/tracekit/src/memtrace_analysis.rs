@@ -242,7 +242,7 @@ fn post_pass(reader: &Reader<'_>, what: &str) -> ProgressBar {
 }
 
 fn top(args: TableArgs<TopQuery>) -> Result<ExitCode> {
-    args.query.filter.filter()?;
+    args.query.filter.check()?;
     let (mut reader, bytes) = open_shared(&args.file)?;
     let answer = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
     let info = TraceFile::new(input::display(&args.file), reader.info());
@@ -263,7 +263,7 @@ fn top(args: TableArgs<TopQuery>) -> Result<ExitCode> {
 }
 
 fn timeline(mut args: TimelineArgs) -> Result<ExitCode> {
-    args.query.filter.filter()?;
+    args.query.filter.check()?;
     if let Some(plot) = &args.plot {
         require_svg(plot, "--plot")?;
     }
@@ -291,7 +291,7 @@ fn timeline(mut args: TimelineArgs) -> Result<ExitCode> {
 }
 
 fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
-    args.query.filter.filter()?;
+    args.query.filter.check()?;
     if let Some(out) = &args.svg {
         require_svg(out, "--svg")?;
     }
@@ -326,7 +326,7 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
 }
 
 fn hot_paths(args: TableArgs<HotPathsQuery>) -> Result<ExitCode> {
-    args.query.flame.filter.filter()?;
+    args.query.flame.filter.check()?;
     let (mut reader, bytes) = open_shared(&args.file)?;
     let answer = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
     let info = TraceFile::new(input::display(&args.file), reader.info());
@@ -339,7 +339,7 @@ fn hot_paths(args: TableArgs<HotPathsQuery>) -> Result<ExitCode> {
 }
 
 fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
-    args.query.filter.filter()?;
+    args.query.filter.check()?;
     let output =
         (args.output.clone()).unwrap_or_else(|| default_output(Some(&args.file), Format::Fxt));
     refuse_same_file(&output, &[&args.file])?;
@@ -375,7 +375,7 @@ pub fn fxt_write_error(path: &Path, e: FinishError) -> anyhow::Error {
 }
 
 fn diff(args: DiffArgs) -> Result<ExitCode> {
-    args.query.filter.filter()?;
+    args.query.filter.check()?;
     let analyse = |path: &Path| -> Result<(Reader<'static>, Pass)> {
         let (mut reader, bytes) = open_shared(path)?;
         let pass = ask(path, &mut reader, bytes, |r, p| args.query.pass(r, p))?;

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use tracekit_memtrace as mt;
 
-use super::{LocationFilter, Pass};
+use super::Pass;
 use crate::analyzer::{Analyzer, Options};
 use crate::backtrace::{BacktraceId, Backtraces};
 use crate::sampling::Sampling;
@@ -109,21 +109,19 @@ impl<'s> SiteStart<'s> {
 }
 
 /// Runs one analysis pass over `reader` on this thread. Backtraces are decoded only
-/// when the options need them. `location` keeps only allocations whose backtrace
-/// locations pass its clauses (it needs backtraces). `progress` is called now and
-/// then with the byte position reached.
+/// when the options need them, or the filter's location clauses (which match the
+/// locations as they are decoded). `progress` is called now and then with the byte
+/// position reached.
 pub(super) fn one_thread(
     reader: &mut mt::Reader<'_>,
     mut options: Options,
-    location: Option<&LocationFilter>,
     progress: &mut dyn FnMut(u64),
 ) -> Pass {
     let sampling = Sampling::from(reader.info());
-    let location = location.filter(|l| !l.is_empty());
-    // More clauses than bits is refused where the filter is made
-    // (`FilterSpec::filter`); here they would all be dropped.
-    options.filter.location = location.and_then(|l| l.mask().ok());
-    let location = location.filter(|_| options.filter.location.is_some());
+    // More clauses than a mask holds are refused where the filter is checked
+    // (`Filter::check`); here they would all be dropped.
+    let clauses = options.filter.clone();
+    let location = options.filter.location_mask().map(|_| &clauses);
     let parse_backtraces = options.backtraces || location.is_some();
     options.backtraces = parse_backtraces;
     let leaf_sites = options.leaf_only && parse_backtraces && location.is_none();
@@ -163,7 +161,7 @@ pub(super) fn one_thread(
             Some(clauses) => analyzer.push_matching(dt, &event, &mut |code| {
                 *memo
                     .entry(code)
-                    .or_insert_with(|| clauses.matches(table, code))
+                    .or_insert_with(|| clauses.clause_matches(table, code))
             }),
         }
         if count & 0xFFFF == 0 {

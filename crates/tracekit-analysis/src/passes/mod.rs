@@ -19,13 +19,14 @@ pub mod objects;
 
 use std::sync::Arc;
 
-use tracekit_memtrace::{Info, LocationCode, LocationTable, ReadError, Reader, Warning};
+use tracekit_memtrace::{Info, LocationTable, ReadError, Reader, Warning};
 
-use crate::analyzer::{LocationMask, Options, Profile};
+use crate::analyzer::{Options, Profile};
 use crate::curve::Peak;
+use crate::filter::Filter;
 use crate::frames::{FrameTree, Hide};
 use crate::report::FoldOptions;
-use objects::{AllocationSet, LifeClauses};
+use objects::AllocationSet;
 
 #[doc(hidden)]
 pub use crate::analyzer::Threads;
@@ -86,22 +87,14 @@ pub trait Source {
     fn locations(&self) -> &LocationTable;
     /// The trace's size in bytes, the scale of progress positions.
     fn size_bytes(&self) -> u64;
-    /// One analysis pass with `options`; `location` keeps only allocations whose
-    /// backtrace locations pass its clauses. `progress` hears `stage` at position 0,
-    /// then now and then the byte position reached.
-    fn pass(
-        &mut self,
-        options: Options,
-        location: Option<&LocationFilter>,
-        stage: Stage,
-        progress: Progress<'_>,
-    ) -> Pass;
-    /// The allocations (by ordinal) whose objects' lives pass `clauses`.
-    fn objects(
-        &mut self,
-        clauses: &LifeClauses,
-        progress: &mut dyn FnMut(u64),
-    ) -> Arc<AllocationSet>;
+    /// One analysis pass with `options`, its filter's clauses on objects' lives
+    /// already decided ([`Options::objects`]; [`analyze`] decides them).
+    /// `progress` hears `stage` at position 0, then now and then the byte position
+    /// reached.
+    fn pass(&mut self, options: Options, stage: Stage, progress: Progress<'_>) -> Pass;
+    /// The allocations (by ordinal) whose objects' lives pass `filter`'s clauses on
+    /// them.
+    fn objects(&mut self, filter: &Filter, progress: &mut dyn FnMut(u64)) -> Arc<AllocationSet>;
     /// The frame tree of `profile`, a pass's over this source
     /// ([`crate::report::fold_tree_hiding`]); a source that keeps what a fold found
     /// between passes may answer it sooner, never otherwise.
@@ -123,13 +116,7 @@ impl Source for Reader<'_> {
         Reader::size_bytes(self)
     }
 
-    fn pass(
-        &mut self,
-        options: Options,
-        location: Option<&LocationFilter>,
-        stage: Stage,
-        progress: Progress<'_>,
-    ) -> Pass {
+    fn pass(&mut self, options: Options, stage: Stage, progress: Progress<'_>) -> Pass {
         progress(stage, 0);
         let mut position = |pos| progress(stage, pos);
         let two = match options.threads {
@@ -137,118 +124,43 @@ impl Source for Reader<'_> {
             Threads::Two => true,
             Threads::Auto => std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
         };
-        // The location filter matches locations as backtraces are decoded, which only
-        // the one-thread pass does.
-        if two && location.is_none() {
+        // Location clauses match locations as backtraces are decoded, which only the
+        // one-thread pass does.
+        if two && options.filter.location_mask().is_none() {
             drive::two_threads(self, options, &mut position)
         } else {
-            drive::one_thread(self, options, location, &mut position)
+            drive::one_thread(self, options, &mut position)
         }
     }
 
-    fn objects(
-        &mut self,
-        clauses: &LifeClauses,
-        progress: &mut dyn FnMut(u64),
-    ) -> Arc<AllocationSet> {
-        objects::passing(self, clauses, progress)
+    fn objects(&mut self, filter: &Filter, progress: &mut dyn FnMut(u64)) -> Arc<AllocationSet> {
+        objects::passing(self, filter, progress)
     }
 }
 
 /// One analysis pass over `source` with `options` (its [`Options::threads`] say on
-/// how many threads a reader's pass runs). `location` keeps only allocations whose
-/// backtrace locations pass its clauses. `progress` hears [`Stage::Analysing`] at
-/// position 0, then now and then the byte position reached.
-pub fn analyze(
+/// how many threads a reader's pass runs). When the filter has clauses on objects'
+/// lives that [`Options::objects`] has not decided, a quick pass decides them first
+/// ([`Stage::SelectingObjects`]). `progress` hears [`Stage::Analysing`] at position
+/// 0, then now and then the byte position reached.
+pub fn analyze(source: &mut dyn Source, options: Options, progress: Progress<'_>) -> Pass {
+    let options = decide_objects(source, options, &mut *progress);
+    source.pass(options, Stage::Analysing, progress)
+}
+
+/// `options` with the allocations its filter's clauses on lives keep, found by
+/// `source` unless known or there are none.
+fn decide_objects(
     source: &mut dyn Source,
-    options: Options,
-    location: Option<&LocationFilter>,
+    mut options: Options,
     progress: Progress<'_>,
-) -> Pass {
-    source.pass(options, location, Stage::Analysing, progress)
-}
-
-/// Clauses on the locations of an allocation's backtrace, decided as backtraces are
-/// decoded (they need the trace's location table). Locations print as
-/// `defname@file:line:start-end`, or `$code` for a code without any.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LocationFilter {
-    /// A frame of the backtrace must match each of these.
-    pub require: Vec<FrameMatch>,
-    /// No frame of the backtrace may match any of these.
-    pub forbid: Vec<FrameMatch>,
-}
-
-/// What a frame must be to match.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FrameMatch {
-    /// One of its locations, printed, contains the text.
-    Contains(String),
-    /// One of its locations is in this function (its defname is the text).
-    Function(String),
-}
-
-/// More location clauses than a filter holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("at most {MAX_LOCATION_CLAUSES} location and function clauses, not {0}")]
-pub struct TooManyClauses(pub usize);
-
-/// Most clauses of a [`LocationFilter`] (a bit each in [`LocationMask`]).
-pub const MAX_LOCATION_CLAUSES: usize = 8;
-
-impl LocationFilter {
-    /// Whether there is no clause.
-    pub fn is_empty(&self) -> bool {
-        self.require.is_empty() && self.forbid.is_empty()
+) -> Options {
+    if options.filter.has_life_clauses() && options.objects.is_none() {
+        progress(Stage::SelectingObjects, 0);
+        let mut at = |pos| progress(Stage::SelectingObjects, pos);
+        options.objects = Some(source.objects(&options.filter, &mut at));
     }
-
-    /// The clauses as the analyser's masks: the required ones first, a bit each.
-    pub fn mask(&self) -> Result<LocationMask, TooManyClauses> {
-        let n = self.require.len() + self.forbid.len();
-        if n > MAX_LOCATION_CLAUSES {
-            return Err(TooManyClauses(n));
-        }
-        let bits = |from: usize, k: usize| ((1u16 << (from + k)) - (1u16 << from)) as u8;
-        Ok(LocationMask {
-            required: bits(0, self.require.len()),
-            forbidden: bits(self.require.len(), self.forbid.len()),
-        })
-    }
-
-    /// The clauses `code` matches, bits as in [`LocationFilter::mask`].
-    pub(crate) fn matches(
-        &self,
-        table: &tracekit_memtrace::LocationTable,
-        code: LocationCode,
-    ) -> u8 {
-        let locs = table.get(code).unwrap_or(&[]);
-        let printed: Vec<String> = match locs.is_empty() {
-            true => vec![format!("${}", code.get())],
-            false => locs.iter().map(|l| l.to_string()).collect(),
-        };
-        let hit = |m: &FrameMatch| match m {
-            FrameMatch::Contains(text) => printed.iter().any(|p| p.contains(text.as_str())),
-            FrameMatch::Function(name) => locs.iter().any(|l| l.defname.to_string() == *name),
-        };
-        self.require
-            .iter()
-            .chain(&self.forbid)
-            .enumerate()
-            .fold(0, |mask, (i, m)| if hit(m) { mask | 1 << i } else { mask })
-    }
-
-    /// The clauses in words, for report headers.
-    pub fn describe(&self) -> Vec<String> {
-        let required = self.require.iter().map(|m| match m {
-            FrameMatch::Contains(t) => format!("backtrace location contains {t:?}"),
-            FrameMatch::Function(f) => format!("a frame in function {f:?}"),
-        });
-        let forbidden = self.forbid.iter().map(|m| match m {
-            FrameMatch::Contains(t) => format!("no backtrace location contains {t:?}"),
-            FrameMatch::Function(f) => format!("no frame in function {f:?}"),
-        });
-        required.chain(forbidden).collect()
-    }
+    options
 }
 
 /// The peak of the whole live heap (no filter): a quick pass without backtraces,
@@ -259,7 +171,7 @@ pub fn find_peak(source: &mut dyn Source, progress: Progress<'_>) -> Result<Peak
         timeline_buckets: 0,
         ..Options::default()
     };
-    let first = source.pass(options.clone(), None, Stage::FindingPeak, &mut *progress);
+    let first = source.pass(options.clone(), Stage::FindingPeak, &mut *progress);
     if let Some(e) = first.error {
         return Err(e);
     }
@@ -268,7 +180,7 @@ pub fn find_peak(source: &mut dyn Source, progress: Progress<'_>) -> Result<Peak
         return Ok(peak);
     }
     options.domains = peak.domains.clone();
-    let second = source.pass(options, None, Stage::FindingPeak, progress);
+    let second = source.pass(options, Stage::FindingPeak, progress);
     match second.error {
         Some(e) => Err(e),
         None => Ok(second.profile.peak),
@@ -276,13 +188,12 @@ pub fn find_peak(source: &mut dyn Source, progress: Progress<'_>) -> Result<Peak
 }
 
 /// Makes `pass`'s peak exact when its domains interleaved: one more pass (without
-/// backtraces unless the location filter needs them) with the domains known upfront.
+/// backtraces unless the location clauses need them) with the domains known upfront.
 /// A pass that stopped at damage is left as it is.
 pub fn settle_peak(
     source: &mut dyn Source,
     pass: &mut Pass,
     options: &Options,
-    location: Option<&LocationFilter>,
     progress: Progress<'_>,
 ) {
     if pass.profile.peak.late_events == 0 || pass.error.is_some() {
@@ -296,21 +207,18 @@ pub fn settle_peak(
         domains: pass.profile.peak.domains.clone(),
         ..options.clone()
     };
-    let second = source.pass(again, location, Stage::SettlingPeak, progress);
+    let again = decide_objects(source, again, &mut *progress);
+    let second = source.pass(again, Stage::SettlingPeak, progress);
     if second.error.is_none() {
         pass.profile.peak = second.profile.peak;
     }
 }
 
 /// One pass with `options`, its peak made exact ([`analyze`], then [`settle_peak`]).
-pub fn settled(
-    source: &mut dyn Source,
-    options: Options,
-    location: Option<&LocationFilter>,
-    progress: Progress<'_>,
-) -> Pass {
-    let mut pass = analyze(source, options.clone(), location, &mut *progress);
-    settle_peak(source, &mut pass, &options, location, progress);
+pub fn settled(source: &mut dyn Source, options: Options, progress: Progress<'_>) -> Pass {
+    let options = decide_objects(source, options, &mut *progress);
+    let mut pass = analyze(source, options.clone(), &mut *progress);
+    settle_peak(source, &mut pass, &options, progress);
     pass
 }
 
@@ -367,7 +275,7 @@ mod tests {
         assert_eq!(seen.first(), Some(&(Stage::FindingPeak, 0)));
         assert!(peak.live > 0);
         let mut seen = Vec::new();
-        let pass = settled(&mut reader, Options::default(), None, &mut |s, pos| {
+        let pass = settled(&mut reader, Options::default(), &mut |s, pos| {
             seen.push((s, pos))
         });
         assert_eq!(seen.first(), Some(&(Stage::Analysing, 0)));
@@ -385,20 +293,20 @@ mod tests {
         };
         let bytes = write_synthetic(Vec::new(), &config).unwrap();
         let mut reader = Reader::from_bytes(&bytes).unwrap();
-        let mut pass = |threads, location| {
+        let mut pass = |threads, location: &[&str]| {
             let options = Options {
                 threads,
+                filter: Filter {
+                    location: location.iter().map(|l| l.to_string()).collect(),
+                    ..Filter::default()
+                },
                 ..Options::default()
             };
-            analyze(&mut reader, options, location, &mut |_, _| {})
+            analyze(&mut reader, options, &mut |_, _| {})
         };
-        let module_3 = LocationFilter {
-            require: vec![FrameMatch::Contains("module_003".into())],
-            forbid: vec![],
-        };
-        let all = pass(Threads::Two, None);
-        let one = pass(Threads::One, Some(&module_3));
-        let two = pass(Threads::Two, Some(&module_3));
+        let all = pass(Threads::Two, &[]);
+        let one = pass(Threads::One, &["module_003"]);
+        let two = pass(Threads::Two, &["module_003"]);
         assert!(0 < one.profile.totals.allocs);
         assert!(one.profile.totals.allocs < all.profile.totals.allocs);
         assert_eq!(one.profile.totals, two.profile.totals);
@@ -432,53 +340,49 @@ mod tests {
             }
         }
         let function = allocs[7].1[2].1.clone();
-        let cases = [
-            (vec![FrameMatch::Contains("module_003".into())], vec![]),
-            (vec![], vec![FrameMatch::Contains("module_003".into())]),
-            (vec![FrameMatch::Function(function.clone())], vec![]),
-            (
-                vec![FrameMatch::Contains("module_00".into())],
-                vec![
-                    FrameMatch::Function(function.clone()),
-                    FrameMatch::Contains(".ml:1".into()),
-                ],
-            ),
-            (
-                vec![FrameMatch::Function(function[..4].to_string())],
-                vec![],
-            ),
-        ];
-        for (require, forbid) in cases {
-            let hit = |m: &FrameMatch, frames: &[(String, String)]| {
-                frames.iter().any(|(printed, defname)| match m {
-                    FrameMatch::Contains(t) => printed.contains(t.as_str()),
-                    FrameMatch::Function(f) => defname == f,
-                })
+        let clauses =
+            |location: &[&str], function: &[&str], forbid: &[&str], forbid_function: &[&str]| {
+                let own = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+                Filter {
+                    location: own(location),
+                    function: own(function),
+                    forbid: own(forbid),
+                    forbid_function: own(forbid_function),
+                    ..Filter::default()
+                }
             };
+        let cases = [
+            clauses(&["module_003"], &[], &[], &[]),
+            clauses(&[], &[], &["module_003"], &[]),
+            clauses(&[], &[&function], &[], &[]),
+            clauses(&["module_00"], &[], &[".ml:1"], &[&function]),
+            clauses(&[], &[&function[..4]], &[], &[]),
+        ];
+        for filter in cases {
+            let contains = |t: &String, frames: &[(String, String)]| {
+                frames
+                    .iter()
+                    .any(|(printed, _)| printed.contains(t.as_str()))
+            };
+            let in_function =
+                |f: &String, frames: &[(String, String)]| frames.iter().any(|(_, d)| d == f);
             let expected: u64 = allocs
                 .iter()
                 .filter(|(_, f)| {
-                    require.iter().all(|m| hit(m, f)) && !forbid.iter().any(|m| hit(m, f))
+                    filter.location.iter().all(|t| contains(t, f))
+                        && filter.function.iter().all(|n| in_function(n, f))
+                        && !filter.forbid.iter().any(|t| contains(t, f))
+                        && !filter.forbid_function.iter().any(|n| in_function(n, f))
                 })
                 .map(|(n, _)| n)
                 .sum();
-            let clauses = LocationFilter { require, forbid };
-            let p = analyze(
-                &mut reader,
-                Options::default(),
-                Some(&clauses),
-                &mut |_, _| {},
-            );
-            assert_eq!(p.profile.totals.samples, expected, "{clauses:?}");
+            let options = Options {
+                filter: filter.clone(),
+                ..Options::default()
+            };
+            let p = analyze(&mut reader, options, &mut |_, _| {});
+            assert_eq!(p.profile.totals.samples, expected, "{filter:?}");
         }
-        let too_many = LocationFilter {
-            require: vec![FrameMatch::Contains("a".into()); MAX_LOCATION_CLAUSES + 1],
-            forbid: vec![],
-        };
-        assert_eq!(
-            too_many.mask(),
-            Err(TooManyClauses(MAX_LOCATION_CLAUSES + 1))
-        );
     }
 
     #[test]
@@ -497,7 +401,7 @@ mod tests {
                 big_backtraces_only,
                 ..Options::default()
             };
-            let p = analyze(&mut reader, options, None, &mut |_, _| {}).profile;
+            let p = analyze(&mut reader, options, &mut |_, _| {}).profile;
             let big: Vec<_> = p
                 .big
                 .iter()
@@ -522,12 +426,10 @@ mod tests {
     fn an_interleaved_peak_is_settled() {
         let bytes = interleaved();
         let mut reader = Reader::from_bytes(&bytes).unwrap();
-        let once = analyze(&mut reader, Options::default(), None, &mut |_, _| {});
+        let once = analyze(&mut reader, Options::default(), &mut |_, _| {});
         assert!(once.profile.peak.late_events > 0, "{:?}", once.profile.peak);
         let mut stages = Vec::new();
-        let settled = settled(&mut reader, Options::default(), None, &mut |s, _| {
-            stages.push(s)
-        });
+        let settled = settled(&mut reader, Options::default(), &mut |s, _| stages.push(s));
         assert!(stages.contains(&Stage::SettlingPeak));
         // Only one object was ever live at once.
         assert_eq!(settled.profile.peak.live, 100);

@@ -436,7 +436,8 @@ impl<'a> Bytes<'a, '_> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::query::{FilterSpec, FlameQuery, SiteSpec, TopQuery};
+    use crate::Filter;
+    use crate::query::{FlameQuery, SiteSpec, TopQuery};
     use crate::render::TraceFile;
     use crate::report::GroupBy;
     use crate::symbols::FrameLabel;
@@ -456,7 +457,7 @@ mod tests {
             at: None,
             peak: true,
             sites: SiteSpec::default(),
-            filter: FilterSpec::default(),
+            filter: Filter::default(),
         };
         let file = TraceFile::new("t", t.info());
         let top = top.run(&mut &*t, &mut |_, _| {}).unwrap().json(&file);
@@ -470,7 +471,7 @@ mod tests {
             hide: Vec::new(),
             hide_function: Vec::new(),
             count_objects: false,
-            filter: FilterSpec::default(),
+            filter: Filter::default(),
         };
         let flame = flame.run(&mut &*t, &mut |_, _| {}).unwrap();
         (

@@ -34,7 +34,7 @@
 //! after its last the allocations and the promotes and collects of objects the
 //! filter dropped. Filters are decided on columns before it: the location and
 //! function clauses once per distinct backtrace, the clauses on objects' lives
-//! ([`LifeClauses`]) from the allocation and end columns; both become the set of
+//! from the allocation and end columns; both become the set of
 //! allocations the pass keeps. A flame graph's fold over a pass's profile reuses
 //! what earlier folds found of the trie's frames ([`Source::fold`]).
 //!
@@ -59,11 +59,12 @@ use tracekit_memtrace::{
 
 use crate::analyzer::{Analyzer, Options, Profile, Skipped};
 use crate::backtrace::{BacktraceId, Backtraces};
+use crate::filter::{Filter, LocationMask};
 use crate::frames::{FrameTree, Hide};
 use crate::live::LiveObject;
 use crate::passes::drive::SiteStart;
-use crate::passes::objects::{AllocationSet, LifeClauses};
-use crate::passes::{LocationFilter, Pass, Progress, Source, Stage};
+use crate::passes::objects::AllocationSet;
+use crate::passes::{Pass, Progress, Source, Stage};
 use crate::report::FoldOptions;
 use crate::sampling::Sampling;
 use crate::symbols::FrameSkip;
@@ -488,11 +489,7 @@ const GONE: u32 = u32::MAX;
 impl Tables {
     /// Per node of the trie, whether its backtrace passes `mask`'s clauses of
     /// `filter` (a frame matching every required clause, none a forbidden one).
-    fn nodes_passing(
-        &self,
-        filter: &LocationFilter,
-        mask: crate::analyzer::LocationMask,
-    ) -> Vec<bool> {
+    fn nodes_passing(&self, filter: &Filter, mask: LocationMask) -> Vec<bool> {
         let n = self.backtraces.len();
         let mut matched = vec![0u8; n];
         let mut memo: rustc_hash::FxHashMap<LocationCode, u8> = rustc_hash::FxHashMap::default();
@@ -505,7 +502,7 @@ impl Tables {
             let own = match self.backtraces.leaf(id) {
                 Some(code) => *memo
                     .entry(code)
-                    .or_insert_with(|| filter.matches(&self.locations, code)),
+                    .or_insert_with(|| filter.clause_matches(&self.locations, code)),
                 None => 0,
             };
             matched[i] = inherited | own;
@@ -514,25 +511,21 @@ impl Tables {
     }
 
     /// One pass over the tables (see [`Source::pass`]).
-    fn replay(
-        &self,
-        mut options: Options,
-        location: Option<&LocationFilter>,
-        stage: Stage,
-        progress: Progress<'_>,
-    ) -> Pass {
+    fn replay(&self, mut options: Options, stage: Stage, progress: Progress<'_>) -> Pass {
         progress(stage, 0);
         let sampling = Sampling::from(&self.info);
-        let location = location.filter(|l| !l.is_empty());
-        // More clauses than bits is refused where the filter is made; here they
-        // would all be dropped, as the reader's pass drops them.
-        let mask = location.and_then(|l| l.mask().ok());
-        options.filter.location = None;
-        if let (Some(l), Some(mask)) = (location, mask) {
-            // As the reader's pass: a location filter needs whole backtraces.
+        // More clauses than a mask holds are refused where the filter is checked;
+        // here they would all be dropped, as the reader's pass drops them. The
+        // clauses are decided here, per node of the trie, into the set of
+        // allocations kept: the analysis is told nothing of them.
+        let mask = options.filter.location_mask();
+        let clauses = options.filter.clone();
+        options.filter = options.filter.without_location_clauses();
+        if let Some(mask) = mask {
+            // As the reader's pass: location clauses need whole backtraces.
             options.backtraces = true;
-            let passing = self.nodes_passing(l, mask);
-            let before = options.filter.objects.take();
+            let passing = self.nodes_passing(&clauses, mask);
+            let before = options.objects.take();
             let mut set = AllocationSet::default();
             for (n, &bt) in self.backtrace.iter().enumerate() {
                 let n = n as u64;
@@ -542,7 +535,7 @@ impl Tables {
                     set.insert(n);
                 }
             }
-            options.filter.objects = Some(Arc::new(set));
+            options.objects = Some(Arc::new(set));
         }
         let located = mask.is_some();
         let skip = options.site_skip.clone();
@@ -561,7 +554,7 @@ impl Tables {
         } else {
             Charge::Whole
         };
-        let between = options.filter.allocated_between;
+        let between = options.filter.allocated_between();
         let mut analyzer = Analyzer::new(sampling, options);
         // Objects followed by ordinal (see `other_target`): per allocation that can
         // be kept its site while its object is live and kept, `GONE` otherwise.
@@ -790,15 +783,15 @@ impl Tables {
         }
     }
 
-    /// The allocations whose objects' lives pass `clauses`: a scan of the allocation
-    /// and end columns.
-    fn passing(&self, clauses: &LifeClauses) -> Arc<AllocationSet> {
+    /// The allocations whose objects' lives pass `filter`'s clauses on them: a scan
+    /// of the allocation and end columns.
+    fn passing(&self, filter: &Filter) -> Arc<AllocationSet> {
         let mut set = AllocationSet::default();
         for n in 0..self.source.len() {
             let alloc = time_of(self.time.get(n));
             let ended = self.ended.get(n);
             let collect = (ended != NEVER).then(|| time_of(ended));
-            if clauses.pass(alloc, collect, self.end) {
+            if filter.keeps_life(alloc, collect, self.end) {
                 set.insert(n as u64);
             }
         }
@@ -819,23 +812,13 @@ impl Source for &Tables {
         self.size_bytes
     }
 
-    fn pass(
-        &mut self,
-        options: Options,
-        location: Option<&LocationFilter>,
-        stage: Stage,
-        progress: Progress<'_>,
-    ) -> Pass {
-        self.replay(options, location, stage, progress)
+    fn pass(&mut self, options: Options, stage: Stage, progress: Progress<'_>) -> Pass {
+        self.replay(options, stage, progress)
     }
 
-    fn objects(
-        &mut self,
-        clauses: &LifeClauses,
-        progress: &mut dyn FnMut(u64),
-    ) -> Arc<AllocationSet> {
+    fn objects(&mut self, filter: &Filter, progress: &mut dyn FnMut(u64)) -> Arc<AllocationSet> {
         progress(0);
-        let set = self.passing(clauses);
+        let set = self.passing(filter);
         progress(self.size_bytes);
         set
     }
@@ -862,7 +845,8 @@ impl Source for &Tables {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::query::{FilterSpec, SiteSpec, TopQuery};
+    use crate::Filter;
+    use crate::query::{SiteSpec, TopQuery};
     use crate::render::TraceFile;
     use crate::report::GroupBy;
     use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
@@ -963,7 +947,7 @@ mod tests {
             let sizes = sizes.map(|(a, b)| (a.min(b), a.max(b)));
             let sources: Vec<AllocationSource> = sources.into_iter().map(source_of).collect();
             let function = function.map(|(i, forbid)| (names[i % names.len()].clone(), forbid));
-            let spec = FilterSpec {
+            let spec = Filter {
                 source: sources.clone(),
                 min_size: sizes.map(|s| s.0),
                 max_size: sizes.map(|s| s.1),
@@ -974,7 +958,7 @@ mod tests {
                 never_collected: never,
                 lifetime: lifetime.map(|(a, b)| vec![td(a), td(b)]),
                 live_between: live.map(|(a, b)| vec![td(a), td(b)]),
-                ..FilterSpec::default()
+                ..Filter::default()
             };
             let within = |t: i64, (a, b): (i64, i64)| us(a) <= t && t <= us(b);
             let kept: Vec<&Decoded> = allocs

@@ -23,7 +23,7 @@ fn us(t: u64) -> Timedelta {
 
 /// One pass over `reader` on `threads` threads.
 fn pass(reader: &mut Reader<'_>, options: Options, threads: Threads) -> Pass {
-    analyze(reader, Options { threads, ..options }, None, &mut |_, _| {})
+    analyze(reader, Options { threads, ..options }, &mut |_, _| {})
 }
 
 /// One pass on one thread, which must read the whole trace.

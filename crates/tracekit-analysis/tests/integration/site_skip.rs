@@ -13,7 +13,7 @@ use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
 
 /// One pass over `reader` on `threads` threads.
 fn pass(reader: &mut Reader<'_>, options: Options, threads: Threads) -> Pass {
-    analyze(reader, Options { threads, ..options }, None, &mut |_, _| {})
+    analyze(reader, Options { threads, ..options }, &mut |_, _| {})
 }
 
 #[test]

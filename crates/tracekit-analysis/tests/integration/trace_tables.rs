@@ -6,8 +6,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::Value;
+use tracekit_analysis::Filter;
 use tracekit_analysis::query::{
-    DiffQuery, FilterSpec, FlameQuery, HotPathsQuery, SiteSpec, TimelineQuery, TopQuery,
+    DiffQuery, FlameQuery, HotPathsQuery, SiteSpec, TimelineQuery, TopQuery,
 };
 use tracekit_analysis::render::TraceFile;
 use tracekit_analysis::report::GroupBy;
@@ -25,7 +26,7 @@ fn file(r: &Reader<'_>) -> TraceFile {
 }
 
 /// The filters compared: none, and one of each kind, some combined.
-fn filters(bytes: &[u8]) -> Vec<FilterSpec> {
+fn filters(bytes: &[u8]) -> Vec<Filter> {
     let mut reader = Reader::from_bytes(bytes).unwrap();
     let tables = Tables::build(&mut reader, &mut |_| {});
     let end = tables.end().as_micros();
@@ -33,7 +34,7 @@ fn filters(bytes: &[u8]) -> Vec<FilterSpec> {
     // A function and a location text that occur in the trace, so that the location
     // clauses keep some allocations and drop others.
     let mut names: Vec<(String, String)> = Vec::new();
-    let top = top_query(GroupBy::Function, false, None, FilterSpec::default());
+    let top = top_query(GroupBy::Function, false, None, Filter::default());
     let answer = top.run(&mut &tables, &mut quiet()).unwrap();
     for row in serde_json::to_value(answer.json(&file(&reader))).unwrap()["sites"]
         .as_array()
@@ -46,56 +47,56 @@ fn filters(bytes: &[u8]) -> Vec<FilterSpec> {
         }
     }
     let mut out = vec![
-        FilterSpec::default(),
-        FilterSpec {
+        Filter::default(),
+        Filter {
             between: Some(vec![at(2), at(4)]),
-            ..FilterSpec::default()
+            ..Filter::default()
         },
-        FilterSpec {
+        Filter {
             min_size: Some(64),
             max_size: Some(1 << 20),
             source: vec![AllocationSource::Minor, AllocationSource::Major],
-            ..FilterSpec::default()
+            ..Filter::default()
         },
-        FilterSpec {
+        Filter {
             domain: vec![0],
-            ..FilterSpec::default()
+            ..Filter::default()
         },
-        FilterSpec {
+        Filter {
             collected_between: Some(vec![at(1), at(5)]),
-            ..FilterSpec::default()
+            ..Filter::default()
         },
-        FilterSpec {
+        Filter {
             never_collected: true,
-            ..FilterSpec::default()
+            ..Filter::default()
         },
-        FilterSpec {
+        Filter {
             lifetime: Some(vec![Timedelta::from_micros(0), at(1)]),
             live_between: Some(vec![at(3), at(3)]),
-            ..FilterSpec::default()
+            ..Filter::default()
         },
     ];
     if let Some((function, text)) = names.first() {
-        out.push(FilterSpec {
+        out.push(Filter {
             function: vec![function.clone()],
-            ..FilterSpec::default()
+            ..Filter::default()
         });
-        out.push(FilterSpec {
+        out.push(Filter {
             location: vec![text.clone()],
             forbid_function: names.get(1).map(|n| n.0.clone()).into_iter().collect(),
             between: Some(vec![at(1), at(6)]),
-            ..FilterSpec::default()
+            ..Filter::default()
         });
-        out.push(FilterSpec {
+        out.push(Filter {
             forbid: vec![text.clone()],
             never_collected: true,
-            ..FilterSpec::default()
+            ..Filter::default()
         });
     }
     out
 }
 
-fn top_query(by: GroupBy, peak: bool, at: Option<Timedelta>, filter: FilterSpec) -> TopQuery {
+fn top_query(by: GroupBy, peak: bool, at: Option<Timedelta>, filter: Filter) -> TopQuery {
     TopQuery {
         by,
         // The rest are summed in `others`, which is compared too.
@@ -107,7 +108,7 @@ fn top_query(by: GroupBy, peak: bool, at: Option<Timedelta>, filter: FilterSpec)
     }
 }
 
-fn flame_query(filter: FilterSpec, at: Option<Timedelta>, peak: bool) -> FlameQuery {
+fn flame_query(filter: Filter, at: Option<Timedelta>, peak: bool) -> FlameQuery {
     FlameQuery {
         at,
         peak,
@@ -123,7 +124,7 @@ fn flame_query(filter: FilterSpec, at: Option<Timedelta>, peak: bool) -> FlameQu
 }
 
 /// Asks every query with `filter` of the reader and of the tables, and compares.
-fn compare(name: &str, bytes: &[u8], tables: &Tables, filter: &FilterSpec) {
+fn compare(name: &str, bytes: &[u8], tables: &Tables, filter: &Filter) {
     let what = format!("{name} with {filter:?}");
     let mut reader = Reader::from_bytes(bytes).unwrap();
     let f = file(&reader);
@@ -331,7 +332,7 @@ fn ids_reused_while_live_answer_as_the_reader() {
     let second = domain(1, &mut next);
     let bytes = [&first[..], &second[header..]].concat();
     let mut reader = Reader::from_bytes(&bytes).unwrap();
-    let q = top_query(GroupBy::Leaf, false, None, FilterSpec::default());
+    let q = top_query(GroupBy::Leaf, false, None, Filter::default());
     let pass = q.run(&mut reader, &mut quiet()).unwrap().pass;
     assert!(pass.warnings.is_empty() && pass.error.is_none());
     assert!(
@@ -360,7 +361,7 @@ fn damaged_tables_report_the_damage_as_the_reader() {
     let mut reader = Reader::from_bytes(&cut).unwrap();
     let tables = Tables::build(&mut reader, &mut |_| {});
     assert!(tables.error().is_some(), "the cut trace reads as damaged");
-    let q = top_query(GroupBy::Leaf, false, None, FilterSpec::default());
+    let q = top_query(GroupBy::Leaf, false, None, Filter::default());
     let a = q.run(&mut reader, &mut quiet()).unwrap();
     let b = q.run(&mut &tables, &mut quiet()).unwrap();
     assert_eq!(a.pass.error, b.pass.error);
@@ -378,12 +379,12 @@ fn the_filters_compared_change_the_answers() {
     let mut reader = Reader::from_bytes(&bytes).unwrap();
     let tables = Tables::build(&mut reader, &mut |_| {});
     let f = file(&reader);
-    let total = |filter: FilterSpec| -> Value {
+    let total = |filter: Filter| -> Value {
         let q = top_query(GroupBy::Leaf, false, None, filter);
         let answer = q.run(&mut &tables, &mut quiet()).unwrap();
         serde_json::to_value(answer.json(&f)).unwrap()["totals"].clone()
     };
-    let all = total(FilterSpec::default());
+    let all = total(Filter::default());
     let filters = filters(&bytes);
     // The trace has one domain, which the domain filter keeps.
     let narrowing: Vec<_> = filters[1..]
