@@ -1,7 +1,9 @@
-//! Trace tables read back from bytes (`Tables::read_from`, the viewer's cache
-//! files): arbitrary bytes, and a real file with bytes flipped where the input
-//! says, which reaches past the checks at the start. Tables that read are then
-//! queried, so a file that passes every check cannot make a query panic.
+//! Trace tables read back from bytes (`Tables::read_from`, and
+//! `Tables::read_in_place` as the viewer reads its cache files): arbitrary
+//! bytes, and a real file with bytes flipped where the input says, which
+//! reaches past the checks at the start. Tables that read are then queried, so
+//! a file that passes every check cannot make a query panic; read in place,
+//! they must answer as read into memory.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -67,7 +69,19 @@ fuzz_target!(|data: &[u8]| {
             *b ^= c[2];
         }
     }
-    if let Ok(t) = Tables::read_from(&flipped, info.clone(), 0) {
-        ask(&t);
+    let copied = Tables::read_from(&flipped, info.clone(), 0);
+    if let Ok(t) = &copied {
+        ask(t);
+    }
+    // After 8 bytes of key, as in a cache file.
+    let mut keyed = vec![0u8; 8];
+    keyed.extend_from_slice(&flipped);
+    let shared: std::sync::Arc<dyn AsRef<[u8]> + Send + Sync> = std::sync::Arc::new(keyed);
+    // SAFETY: a vector's bytes, never changed.
+    let placed = unsafe { Tables::read_in_place(shared, 8, info.clone(), 0, &mut |_| {}) };
+    assert_eq!(placed.as_ref().err(), copied.as_ref().err());
+    if let (Ok(a), Ok(b)) = (&placed, &copied) {
+        assert_eq!(a.events(), b.events());
+        ask(a);
     }
 });

@@ -18,6 +18,7 @@
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tracekit_analysis::tables::Tables;
 use tracekit_analysis::trace_bytes::TraceBytes;
@@ -96,7 +97,7 @@ impl TablesCache {
         let head = bytes.get(..ENDS.min(bytes.len())).unwrap_or(&[]);
         let tail = bytes.get(bytes.len().saturating_sub(ENDS)..).unwrap_or(&[]);
         let ends = fnv(tail, fnv(head, FNV_START));
-        let key = format!(
+        let mut key = format!(
             "tracekit {}\0{}\0{}\0{}\0{:016x}\0",
             env!("CARGO_PKG_VERSION"),
             path.display(),
@@ -104,6 +105,11 @@ impl TablesCache {
             mtime,
             ends
         );
+        // The tables after it start at a multiple of 8 bytes, so that their
+        // columns can be read in place from the mapped file.
+        while !key.len().is_multiple_of(8) {
+            key.push('\0');
+        }
         let name = format!(
             "{:016x}.tables",
             fnv(path.as_os_str().as_encoded_bytes(), FNV_START)
@@ -141,14 +147,23 @@ impl TablesCache {
 
     fn read(file: &Path, key: &[u8], bytes: &TraceBytes) -> Option<Tables> {
         let f = std::fs::File::open(file).ok()?;
-        let cached = input::file_bytes(&f, &file.display().to_string()).ok()?;
-        let body = cached.as_ref().strip_prefix(key)?;
+        let cached = Arc::new(input::file_bytes(&f, &file.display().to_string()).ok()?);
+        if !cached.starts_with(key) {
+            return None;
+        }
         let info = Reader::from_owner(bytes.clone()).ok()?.info().clone();
         let size = bytes.as_ref().len() as u64;
-        // The pages of each section read are let go: at the end the tables
-        // alone are resident, not the file as well.
-        let mut done = |at: usize| cached.release(0..key.len() + at);
-        Tables::read_from_releasing(body, info, size, &mut done).ok()
+        // The pages of each section read and checked are let go: the columns
+        // are paged in again as passes read them, and the rest is decoded
+        // into memory, so that the file is not also resident.
+        let release = Arc::clone(&cached);
+        let mut done = |at: usize| release.release(0..key.len() + at);
+        // SAFETY: `input::Bytes` gives the same bytes at one address for as
+        // long as it lives: a vector, or a read-only mapping of the cache file,
+        // which nothing changes while it is mapped (a new cache file replaces
+        // it by a rename, leaving the mapped one as it is; `file_bytes` states
+        // what mapping needs of a file).
+        unsafe { Tables::read_in_place(cached, key.len(), info, size, &mut done) }.ok()
     }
 
     /// Writes the cache file; its size.

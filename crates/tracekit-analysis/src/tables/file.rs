@@ -1,14 +1,19 @@
 //! Trace tables as bytes, to keep them in a file and read them back instead of
 //! decoding the trace again. No I/O: [`Tables::write_to`] writes to any
-//! `io::Write`, [`Tables::read_from`] reads a byte slice (a mapped file).
+//! `io::Write`; [`Tables::read_from`] reads a byte slice into memory, and
+//! [`Tables::read_in_place`] reads shared bytes (a mapped file) leaving the
+//! columns where they are, to be paged in as passes read them.
 //!
-//! All integers are little-endian. A column is a width byte (4 or 8) and its
-//! values at that width; a domain column is a width byte of 2 and its values,
-//! or 0 alone when every value is 0.
+//! All integers are little-endian. A column is a width byte (4 or 8), zeros up
+//! to the next multiple of 8 bytes from the start, and its values at that
+//! width; a domain column is a width byte of 2, the zeros and its values, or 0
+//! alone when every value is 0. Each array of values starts at a multiple of 8
+//! bytes from the start (zeros before it where needed), so that a mapped file
+//! whose tables start at such an offset can be read in place.
 //!
 //! | bytes | what |
 //! | --- | --- |
-//! | 8 | magic `TKTABLE` and the format version (3) |
+//! | 8 | magic `TKTABLE` and the format version (4) |
 //! | 8 | the time of the last event (µs, signed) |
 //! | 8 each | events, allocations, promotes and collects |
 //! | 8 | allocations that reused the id of a live object |
@@ -38,10 +43,14 @@ use std::io::{self, Write};
 
 use tracekit_memtrace::{Info, Location, LocationCode, LocationTable, Name, Timedelta};
 
+use super::store::{Plain, Shared, Store};
 use super::{Column, Tables};
 use crate::backtrace::{BacktraceId, Backtraces};
 
-const MAGIC: &[u8; 8] = b"TKTABLE\x03";
+const MAGIC: &[u8; 8] = b"TKTABLE\x04";
+
+/// The alignment of each array of values, from the start of the tables.
+const ALIGN: usize = 8;
 
 /// Why bytes are not trace tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -70,6 +79,7 @@ impl Tables {
                 FileError::Damaged,
             ));
         }
+        let out = &mut Counted { out, at: 0 };
         out.write_all(MAGIC)?;
         out.write_all(&self.end.as_micros().to_le_bytes())?;
         let promotes = self
@@ -87,12 +97,14 @@ impl Tables {
             out.write_all(&(n as u64).to_le_bytes())?;
         }
         out.write_all(&self.duplicates.to_le_bytes())?;
+        out.pad()?;
         out.write_all(&self.kind)?;
         write_column(out, &self.time)?;
         write_column(out, &self.object)?;
         write_domains(out, &self.domain)?;
         write_column(out, &self.length)?;
         write_column(out, &self.samples)?;
+        out.pad()?;
         out.write_all(&self.source)?;
         write_u32s(out, &self.backtrace)?;
         write_u32s(out, &self.site)?;
@@ -106,22 +118,53 @@ impl Tables {
     }
 
     /// Reads tables written by [`Tables::write_to`] of the trace whose header
-    /// is `info` and size `size_bytes`.
+    /// is `info` and size `size_bytes`, into memory.
     pub fn read_from(bytes: &[u8], info: Info, size_bytes: u64) -> Result<Tables, FileError> {
-        Tables::read_from_releasing(bytes, info, size_bytes, &mut |_| {})
+        Tables::read(bytes, None, info, size_bytes, &mut |_| {})
     }
 
-    /// [`Tables::read_from`], telling `done` after each section how many of the
-    /// bytes are read and will not be read again: a mapped file's pages there
-    /// can be let go, so that the file and the tables made of it are not both
-    /// resident at the end.
-    pub fn read_from_releasing(
-        bytes: &[u8],
+    /// Reads tables written by [`Tables::write_to`] at byte `offset` of `bytes`
+    /// (a mapped cache file), as [`Tables::read_from`] does, but leaving the
+    /// columns in place: the tables keep `bytes` and read their values there
+    /// (on a little-endian host, when `offset` is a multiple of 8 from an
+    /// aligned start; else they are copied). `done` hears, after each section,
+    /// up to where the bytes are read and checked: the pages there can be let
+    /// go, and are paged in again when a pass reads them.
+    ///
+    /// # Safety
+    ///
+    /// `bytes`' `as_ref` must return the same bytes at the same address, never
+    /// changed, for as long as the tables or any clone of `bytes` live: true of
+    /// bytes in a vector, and of a read-only mapping of a file that nothing
+    /// changes while it is mapped (which reading a mapped file already needs).
+    pub unsafe fn read_in_place(
+        bytes: Shared,
+        offset: usize,
         info: Info,
         size_bytes: u64,
         done: &mut dyn FnMut(usize),
     ) -> Result<Tables, FileError> {
-        let mut r = Bytes { bytes, at: 0, done };
+        let all: &[u8] = (*bytes).as_ref();
+        let body = all.get(offset..).ok_or(FileError::Truncated(0))?;
+        Tables::read(body, Some((&bytes, offset)), info, size_bytes, done)
+    }
+
+    /// Reads `bytes`, which are `shared`'s from the offset given when that is
+    /// `Some` (columns then read in place, under [`Tables::read_in_place`]'s
+    /// contract).
+    fn read(
+        bytes: &[u8],
+        shared: Option<(&Shared, usize)>,
+        info: Info,
+        size_bytes: u64,
+        done: &mut dyn FnMut(usize),
+    ) -> Result<Tables, FileError> {
+        let mut r = Bytes {
+            bytes,
+            shared,
+            at: 0,
+            done,
+        };
         if r.take(8)? != MAGIC {
             return Err(FileError::Magic);
         }
@@ -135,10 +178,11 @@ impl Tables {
             return Err(r.bad());
         }
         let duplicates = u64::from_le_bytes(r.array()?);
+        r.pad()?;
         let at = r.at;
-        let kind = r.take(events)?.to_vec();
+        let kind: Store<u8> = r.values(events)?;
         let mut counted = [0usize; 3];
-        for &k in &kind {
+        for &k in kind.iter() {
             match counted.get_mut(usize::from(k)) {
                 Some(c) => *c += 1,
                 None => return Err(FileError::Inconsistent(at)),
@@ -153,13 +197,16 @@ impl Tables {
         let domain = r.domains(allocs)?;
         let length = r.column(allocs)?;
         let samples = r.column(allocs)?;
+        r.pad()?;
         let at = r.at;
-        let source = r.take(allocs)?.to_vec();
+        let source: Store<u8> = r.values(allocs)?;
         if source.iter().any(|&s| s > 2) {
             return Err(FileError::Inconsistent(at));
         }
-        let backtrace = r.u32s(allocs)?;
-        let site = r.u32s(allocs)?;
+        r.pad()?;
+        let backtrace: Store<u32> = r.values(allocs)?;
+        r.pad()?;
+        let site: Store<u32> = r.values(allocs)?;
         let ended = r.column(allocs)?;
         let other_time = r.column(others)?;
         let at = r.at;
@@ -209,35 +256,65 @@ impl Tables {
     }
 }
 
-fn write_column(out: &mut dyn Write, c: &Column) -> io::Result<()> {
+/// A writer that knows how many bytes it has written, to align arrays.
+struct Counted<'a> {
+    out: &'a mut dyn Write,
+    at: usize,
+}
+
+impl Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.at += n;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl Counted<'_> {
+    /// Zeros up to the next multiple of [`ALIGN`].
+    fn pad(&mut self) -> io::Result<()> {
+        let n = self.at.next_multiple_of(ALIGN) - self.at;
+        self.write_all(&[0; ALIGN][..n])
+    }
+}
+
+fn write_column(out: &mut Counted<'_>, c: &Column) -> io::Result<()> {
     match c {
         Column::Narrow(v) => {
             out.write_all(&[4])?;
+            out.pad()?;
             write_values(out, v, |x| x.to_le_bytes())
         }
         Column::Wide(v) => {
             out.write_all(&[8])?;
+            out.pad()?;
             write_values(out, v, |x| x.to_le_bytes())
         }
     }
 }
 
-fn write_u32s(out: &mut dyn Write, v: &[u32]) -> io::Result<()> {
+fn write_u32s(out: &mut Counted<'_>, v: &[u32]) -> io::Result<()> {
+    out.pad()?;
     write_values(out, v, |x| x.to_le_bytes())
 }
 
 /// A domain column: none when every value is 0.
-fn write_domains(out: &mut dyn Write, v: &[u16]) -> io::Result<()> {
+fn write_domains(out: &mut Counted<'_>, v: &[u16]) -> io::Result<()> {
     if v.is_empty() {
         return out.write_all(&[0]);
     }
     out.write_all(&[2])?;
+    out.pad()?;
     write_values(out, v, |x| x.to_le_bytes())
 }
 
 /// `values` as `bytes` gives each, through a buffer of about 64 KiB.
 fn write_values<T: Copy, const N: usize>(
-    out: &mut dyn Write,
+    out: &mut Counted<'_>,
     values: &[T],
     bytes: impl Fn(T) -> [u8; N],
 ) -> io::Result<()> {
@@ -295,6 +372,9 @@ fn write_locations(out: &mut dyn Write, t: &LocationTable) -> io::Result<()> {
 /// A cursor over the bytes being read.
 struct Bytes<'a, 'd> {
     bytes: &'a [u8],
+    /// The shared bytes `bytes` are of, from this offset, when columns are read
+    /// in place.
+    shared: Option<(&'a Shared, usize)>,
     at: usize,
     /// Told how far the reading has come after each section.
     done: &'d mut dyn FnMut(usize),
@@ -344,43 +424,51 @@ impl<'a> Bytes<'a, '_> {
         }
     }
 
+    /// Skips the zeros up to the next multiple of [`ALIGN`].
+    fn pad(&mut self) -> Result<(), FileError> {
+        let n = self.at.next_multiple_of(ALIGN) - self.at;
+        self.take(n).map(drop)
+    }
+
     fn column(&mut self, n: usize) -> Result<Column, FileError> {
         let at = self.at;
         match self.take(1)? {
             [4] => {
-                Ok(Column::Narrow(self.values(n, 4, |b| {
-                    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
-                })?))
+                self.pad()?;
+                Ok(Column::Narrow(self.values(n)?))
             }
-            [8] => Ok(Column::Wide(self.values(n, 8, |b| {
-                u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
-            })?)),
+            [8] => {
+                self.pad()?;
+                Ok(Column::Wide(self.values(n)?))
+            }
             _ => Err(FileError::Inconsistent(at)),
         }
     }
 
-    fn values<T>(
-        &mut self,
-        n: usize,
-        width: usize,
-        f: impl Fn(&[u8]) -> T,
-    ) -> Result<Vec<T>, FileError> {
+    /// `n` values: in place in the shared bytes when there are some, else copied.
+    fn values<T: Plain>(&mut self, n: usize) -> Result<Store<T>, FileError> {
         let at = self.at;
-        let len = n.checked_mul(width).ok_or(FileError::Truncated(at))?;
-        let values = self.take(len)?.chunks_exact(width).map(f).collect();
+        let len = n.checked_mul(T::WIDTH).ok_or(FileError::Truncated(at))?;
+        let raw = self.take(len)?;
+        let store = match self.shared {
+            // SAFETY: `shared` is only set by `Tables::read_in_place`, whose
+            // caller promises what `Store::in_place` needs of the bytes.
+            Some((bytes, offset)) => unsafe { Store::in_place(bytes, offset + at, n) },
+            None => Store::copied(raw, n),
+        };
+        let store = store.ok_or(FileError::Truncated(at))?;
         (self.done)(self.at);
-        Ok(values)
+        Ok(store)
     }
 
-    fn u32s(&mut self, n: usize) -> Result<Vec<u32>, FileError> {
-        self.values(n, 4, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    fn domains(&mut self, n: usize) -> Result<Vec<u16>, FileError> {
+    fn domains(&mut self, n: usize) -> Result<Store<u16>, FileError> {
         let at = self.at;
         match self.take(1)? {
-            [0] => Ok(Vec::new()),
-            [2] => self.values(n, 2, |b| u16::from_le_bytes([b[0], b[1]])),
+            [0] => Ok(Store::default()),
+            [2] => {
+                self.pad()?;
+                self.values(n)
+            }
             _ => Err(FileError::Inconsistent(at)),
         }
     }
@@ -490,19 +578,37 @@ mod tests {
         let t = tables(&bytes);
         let mut file = Vec::new();
         t.write_to(&mut file).unwrap();
-        let mut done = Vec::new();
-        let back = Tables::read_from_releasing(&file, t.info().clone(), t.size_bytes, &mut |at| {
-            done.push(at)
-        })
-        .unwrap();
-        // Each section read is said once, in order, within the file.
-        assert!(done.len() >= 8, "{done:?}");
-        assert!(done.windows(2).all(|w| w[0] <= w[1]) && done.iter().all(|&at| at <= file.len()));
+        let back = Tables::read_from(&file, t.info().clone(), t.size_bytes).unwrap();
         assert_eq!(answers(&back), answers(&t));
         assert_eq!(back.column_bytes(), t.column_bytes());
         let mut again = Vec::new();
         back.write_to(&mut again).unwrap();
         assert_eq!(again, file, "written again, byte for byte");
+
+        // In place, after a key of 16 bytes as a cache file has.
+        let mut keyed = vec![b'k'; 16];
+        keyed.extend_from_slice(&file);
+        let shared: Shared = std::sync::Arc::new(keyed);
+        let mut done = Vec::new();
+        // SAFETY: a vector's bytes, never changed.
+        let placed = unsafe {
+            Tables::read_in_place(shared, 16, t.info().clone(), t.size_bytes, &mut |at| {
+                done.push(at)
+            })
+        }
+        .unwrap();
+        // Each section read is said once, in order, within the file.
+        assert!(done.len() >= 8, "{done:?}");
+        assert!(done.windows(2).all(|w| w[0] <= w[1]) && done.iter().all(|&at| at <= file.len()));
+        assert_eq!(answers(&placed), answers(&t));
+        if cfg!(target_endian = "little") {
+            assert_eq!(placed.column_bytes(), 0, "every column in place");
+        }
+        let copy = placed.clone();
+        drop(placed);
+        let mut again = Vec::new();
+        copy.write_to(&mut again).unwrap();
+        assert_eq!(again, file, "written again from the bytes in place");
     }
 
     fn small_trace() -> Vec<u8> {

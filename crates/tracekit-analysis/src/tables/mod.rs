@@ -43,11 +43,15 @@
 //!
 //! The tables are written as bytes and read back by the `file` module
 //! ([`Tables::write_to`], [`Tables::read_from`]), so that a viewer keeps them between
-//! runs.
+//! runs. Read back from a mapped file ([`Tables::read_in_place`]), the columns stay
+//! in it (`store`): the system pages them in as passes read them and may drop
+//! them again, so tables larger than memory still answer.
 
 mod file;
+mod store;
 
 pub use file::FileError;
+use store::Store;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -70,61 +74,99 @@ use crate::sampling::Sampling;
 use crate::symbols::FrameSkip;
 use crate::trace_bytes::TraceBytes;
 
-/// A column of unsigned values, 4 bytes each until one needs 8.
+/// A column of unsigned values as it is built, 4 bytes each until one needs 8.
 #[derive(Clone, Debug)]
-enum Column {
+enum ColumnBuilder {
     Narrow(Vec<u32>),
     Wide(Vec<u64>),
 }
 
-impl Default for Column {
+impl Default for ColumnBuilder {
     fn default() -> Self {
-        Column::Narrow(Vec::new())
+        ColumnBuilder::Narrow(Vec::new())
     }
 }
 
-impl Column {
+impl ColumnBuilder {
     #[inline]
     fn push(&mut self, v: u64) {
         match self {
-            Column::Narrow(n) => match u32::try_from(v) {
+            ColumnBuilder::Narrow(n) => match u32::try_from(v) {
                 Ok(x) => n.push(x),
                 Err(_) => {
                     let mut wide: Vec<u64> = n.iter().map(|&x| u64::from(x)).collect();
                     wide.push(v);
-                    *self = Column::Wide(wide);
+                    *self = ColumnBuilder::Wide(wide);
                 }
             },
-            Column::Wide(w) => w.push(v),
+            ColumnBuilder::Wide(w) => w.push(v),
         }
     }
 
     #[inline]
     fn get(&self, i: usize) -> u64 {
         match self {
-            Column::Narrow(n) => n.get(i).map_or(0, |&x| u64::from(x)),
-            Column::Wide(w) => w.get(i).copied().unwrap_or(0),
+            ColumnBuilder::Narrow(n) => n.get(i).map_or(0, |&x| u64::from(x)),
+            ColumnBuilder::Wide(w) => w.get(i).copied().unwrap_or(0),
         }
     }
 
     #[inline]
     fn set(&mut self, i: usize, v: u64) {
-        if let Column::Narrow(n) = self
+        if let ColumnBuilder::Narrow(n) = self
             && u32::try_from(v).is_err()
         {
-            *self = Column::Wide(n.iter().map(|&x| u64::from(x)).collect());
+            *self = ColumnBuilder::Wide(n.iter().map(|&x| u64::from(x)).collect());
         }
         match self {
-            Column::Narrow(n) => {
+            ColumnBuilder::Narrow(n) => {
                 if let (Some(slot), Ok(x)) = (n.get_mut(i), u32::try_from(v)) {
                     *slot = x;
                 }
             }
-            Column::Wide(w) => {
+            ColumnBuilder::Wide(w) => {
                 if let Some(slot) = w.get_mut(i) {
                     *slot = v;
                 }
             }
+        }
+    }
+
+    /// The column, its spare capacity let go.
+    fn finish(self) -> Column {
+        match self {
+            ColumnBuilder::Narrow(mut n) => {
+                n.shrink_to_fit();
+                Column::Narrow(Store::from_vec(n))
+            }
+            ColumnBuilder::Wide(mut w) => {
+                w.shrink_to_fit();
+                Column::Wide(Store::from_vec(w))
+            }
+        }
+    }
+}
+
+/// A column of unsigned values, 4 bytes each unless one needs 8, in memory or in
+/// place in a mapped cache file ([`Store`]).
+#[derive(Clone, Debug)]
+enum Column {
+    Narrow(Store<u32>),
+    Wide(Store<u64>),
+}
+
+impl Default for Column {
+    fn default() -> Self {
+        Column::Narrow(Store::default())
+    }
+}
+
+impl Column {
+    #[inline]
+    fn get(&self, i: usize) -> u64 {
+        match self {
+            Column::Narrow(n) => n.get(i).map_or(0, |&x| u64::from(x)),
+            Column::Wide(w) => w.get(i).copied().unwrap_or(0),
         }
     }
 
@@ -144,17 +186,10 @@ impl Column {
         }
     }
 
-    fn bytes(&self) -> usize {
+    fn own_bytes(&self) -> usize {
         match self {
-            Column::Narrow(n) => n.capacity() * 4,
-            Column::Wide(w) => w.capacity() * 8,
-        }
-    }
-
-    fn shrink(&mut self) {
-        match self {
-            Column::Narrow(n) => n.shrink_to_fit(),
-            Column::Wide(w) => w.shrink_to_fit(),
+            Column::Narrow(n) => n.own_bytes(),
+            Column::Wide(w) => w.own_bytes(),
         }
     }
 }
@@ -202,20 +237,20 @@ pub struct Tables {
     size_bytes: u64,
     /// Shared with the profiles of passes that charge whole backtraces.
     backtraces: Arc<Backtraces>,
-    kind: Vec<u8>,
+    kind: Store<u8>,
     /// Per allocation, in order.
     time: Column,
     object: Column,
-    domain: Vec<u16>,
+    domain: Store<u16>,
     length: Column,
     samples: Column,
-    source: Vec<u8>,
-    backtrace: Vec<u32>,
+    source: Store<u8>,
+    backtrace: Store<u32>,
     /// The trie of the allocations' backtraces from the entry that names their site
     /// under [`FrameSkip::rust_std`] (what the reader's pass interns for sites named
     /// by leaf, function or file), and each allocation's node in it.
     sites: Arc<Backtraces>,
-    site: Vec<u32>,
+    site: Store<u32>,
     ended: Column,
     /// Per promote or collect, in order.
     other_time: Column,
@@ -223,7 +258,7 @@ pub struct Tables {
     /// object with its id is live: a pass follows objects by ordinal, without
     /// looking their ids up.
     other_target: Column,
-    other_domain: Vec<u16>,
+    other_domain: Store<u16>,
     /// Whether the allocations are in time order (as every trace of one domain
     /// is), so that those of a time range are a run of them.
     times_sorted: bool,
@@ -239,36 +274,54 @@ pub struct Tables {
     error: Option<ReadError>,
 }
 
+/// The columns of [`Tables::build`] as they grow.
+#[derive(Default)]
+struct Building {
+    kind: Vec<u8>,
+    time: ColumnBuilder,
+    object: ColumnBuilder,
+    domain: Vec<u16>,
+    length: ColumnBuilder,
+    samples: ColumnBuilder,
+    source: Vec<u8>,
+    backtrace: Vec<u32>,
+    site: Vec<u32>,
+    ended: ColumnBuilder,
+    other_time: ColumnBuilder,
+    other_target: ColumnBuilder,
+    other_domain: Vec<u16>,
+}
+
+impl Building {
+    /// Allocation `ordinal`'s object ended at `time` (not before it was allocated).
+    fn end(&mut self, ordinal: u64, time: Timedelta) {
+        let allocated = time_of(self.time.get(ordinal as usize));
+        self.ended
+            .set(ordinal as usize, time_bits(time.max(allocated)));
+    }
+}
+
+/// `v` as a store, its spare capacity let go.
+fn vec_store<T: store::Plain>(mut v: Vec<T>) -> Store<T> {
+    v.shrink_to_fit();
+    Store::from_vec(v)
+}
+
+/// A domain column: none when every value is 0 (every trace before OCaml 5).
+fn domains(v: Vec<u16>) -> Store<u16> {
+    match v.iter().all(|&d| d == 0) {
+        true => Store::default(),
+        false => vec_store(v),
+    }
+}
+
 impl Tables {
     /// Decodes every event of `reader`'s trace into tables; `progress` hears the byte
     /// position now and then. Damage ends the tables where it starts ([`Tables::error`]).
     pub fn build(reader: &mut Reader<'_>, progress: &mut dyn FnMut(u64)) -> Tables {
-        let mut t = Tables {
-            info: reader.info().clone(),
-            locations: LocationTable::default(),
-            size_bytes: reader.size_bytes(),
-            backtraces: Arc::default(),
-            kind: Vec::new(),
-            time: Column::default(),
-            object: Column::default(),
-            domain: Vec::new(),
-            length: Column::default(),
-            samples: Column::default(),
-            source: Vec::new(),
-            backtrace: Vec::new(),
-            sites: Arc::default(),
-            site: Vec::new(),
-            ended: Column::default(),
-            other_time: Column::default(),
-            other_target: Column::default(),
-            other_domain: Vec::new(),
-            times_sorted: true,
-            skeletons: Skeletons::default(),
-            duplicates: 0,
-            end: Timedelta::default(),
-            warnings: Vec::new(),
-            error: None,
-        };
+        let mut b = Building::default();
+        let mut error = None;
+        let mut duplicates = 0u64;
         // Live objects: id -> allocation ordinal, for the `ended` column (an id reused
         // while live ends the older object, as the analysis takes it).
         let mut live: crate::live::LiveTable<u64> = crate::live::LiveTable::new();
@@ -276,7 +329,7 @@ impl Tables {
         let skip = FrameSkip::rust_std();
         let mut site_start = SiteStart::new(&skip);
         let (mut backtraces, mut sites) = (Backtraces::new(), Backtraces::new());
-        {
+        let warnings = {
             let mut events = reader.events(true);
             let mut count = 0u64;
             loop {
@@ -284,49 +337,47 @@ impl Tables {
                     None => break,
                     Some(Ok(x)) => x,
                     Some(Err(e)) => {
-                        t.error = Some(e);
+                        error = Some(e);
                         break;
                     }
                 };
                 end = end.max(time);
                 match &event {
                     Event::Alloc(a) => {
-                        let ordinal = t.source.len();
+                        let ordinal = b.source.len();
                         let bt = backtraces.intern(a.domain, a.common_prefix, &a.backtrace);
-                        t.kind.push(KIND_ALLOC);
-                        t.time.push(time_bits(time));
-                        t.object.push(a.obj_id.get());
-                        t.domain.push(a.domain.get());
-                        t.length.push(a.length);
-                        t.samples.push(a.nsamples);
-                        t.source.push(a.source as u8);
-                        t.backtrace.push(bt.0);
+                        b.kind.push(KIND_ALLOC);
+                        b.time.push(time_bits(time));
+                        b.object.push(a.obj_id.get());
+                        b.domain.push(a.domain.get());
+                        b.length.push(a.length);
+                        b.samples.push(a.nsamples);
+                        b.source.push(a.source as u8);
+                        b.backtrace.push(bt.0);
                         let k = site_start.start(table, &a.backtrace);
                         let site = sites.intern_full(a.backtrace.get(k..).unwrap_or(&[]));
-                        t.site.push(site.0);
-                        t.ended.push(NEVER);
+                        b.site.push(site.0);
+                        b.ended.push(NEVER);
                         if let Some(old) = live.insert(a.obj_id.get(), ordinal as u64) {
-                            t.duplicates += 1;
-                            t.ended
-                                .set(old as usize, time_bits(time.max(t.alloc_time(old))));
+                            duplicates += 1;
+                            b.end(old, time);
                         }
                     }
                     Event::Promote(id, domain) => {
-                        t.kind.push(KIND_PROMOTE);
-                        t.other_time.push(time_bits(time));
-                        t.other_target
+                        b.kind.push(KIND_PROMOTE);
+                        b.other_time.push(time_bits(time));
+                        b.other_target
                             .push(live.get_mut(id.get()).map_or(0, |o| *o + 1));
-                        t.other_domain.push(domain.get());
+                        b.other_domain.push(domain.get());
                     }
                     Event::Collect(id, domain) => {
-                        t.kind.push(KIND_COLLECT);
-                        t.other_time.push(time_bits(time));
-                        t.other_domain.push(domain.get());
+                        b.kind.push(KIND_COLLECT);
+                        b.other_time.push(time_bits(time));
+                        b.other_domain.push(domain.get());
                         let old = live.remove(id.get());
-                        t.other_target.push(old.map_or(0, |o| o + 1));
+                        b.other_target.push(old.map_or(0, |o| o + 1));
                         if let Some(old) = old {
-                            t.ended
-                                .set(old as usize, time_bits(time.max(t.alloc_time(old))));
+                            b.end(old, time);
                         }
                     }
                 }
@@ -336,15 +387,36 @@ impl Tables {
                 }
             }
             progress(events.position());
-            t.warnings = events.take_warnings();
+            events.take_warnings()
+        };
+        let time = b.time.finish();
+        let times_sorted = time.sorted();
+        Tables {
+            info: reader.info().clone(),
+            locations: reader.locations().clone(),
+            size_bytes: reader.size_bytes(),
+            backtraces: Arc::new(backtraces),
+            kind: vec_store(b.kind),
+            time,
+            object: b.object.finish(),
+            domain: domains(b.domain),
+            length: b.length.finish(),
+            samples: b.samples.finish(),
+            source: vec_store(b.source),
+            backtrace: vec_store(b.backtrace),
+            sites: Arc::new(sites),
+            site: vec_store(b.site),
+            ended: b.ended.finish(),
+            other_time: b.other_time.finish(),
+            other_target: b.other_target.finish(),
+            other_domain: domains(b.other_domain),
+            times_sorted,
+            skeletons: Skeletons::default(),
+            duplicates,
+            end,
+            warnings,
+            error,
         }
-        t.end = end;
-        t.backtraces = Arc::new(backtraces);
-        t.sites = Arc::new(sites);
-        t.locations = reader.locations().clone();
-        t.times_sorted = t.time.sorted();
-        t.shrink();
-        t
     }
 
     /// Decodes the trace whose bytes are `bytes` into tables, letting go of the
@@ -359,34 +431,6 @@ impl Tables {
         });
         bytes.release_all();
         Some(tables)
-    }
-
-    /// The time of allocation `ordinal`.
-    fn alloc_time(&self, ordinal: u64) -> Timedelta {
-        time_of(self.time.get(ordinal as usize))
-    }
-
-    fn shrink(&mut self) {
-        self.kind.shrink_to_fit();
-        self.time.shrink();
-        self.object.shrink();
-        // One domain (every trace before OCaml 5): no column, every value 0.
-        if self.domain.iter().all(|&d| d == 0) {
-            self.domain = Vec::new();
-        }
-        if self.other_domain.iter().all(|&d| d == 0) {
-            self.other_domain = Vec::new();
-        }
-        self.domain.shrink_to_fit();
-        self.length.shrink();
-        self.samples.shrink();
-        self.source.shrink_to_fit();
-        self.backtrace.shrink_to_fit();
-        self.site.shrink_to_fit();
-        self.ended.shrink();
-        self.other_time.shrink();
-        self.other_target.shrink();
-        self.other_domain.shrink_to_fit();
     }
 
     /// The trace's header.
@@ -430,21 +474,23 @@ impl Tables {
         self.backtraces.len()
     }
 
-    /// Approximate heap bytes the columns hold (the trie and locations aside).
+    /// Approximate heap bytes the columns hold (the trie and locations aside):
+    /// none for columns read in place from a mapped cache file
+    /// ([`Tables::read_in_place`]).
     pub fn column_bytes(&self) -> usize {
-        self.kind.capacity()
-            + self.time.bytes()
-            + self.object.bytes()
-            + self.domain.capacity() * 2
-            + self.length.bytes()
-            + self.samples.bytes()
-            + self.source.capacity()
-            + self.backtrace.capacity() * 4
-            + self.site.capacity() * 4
-            + self.ended.bytes()
-            + self.other_time.bytes()
-            + self.other_target.bytes()
-            + self.other_domain.capacity() * 2
+        self.kind.own_bytes()
+            + self.time.own_bytes()
+            + self.object.own_bytes()
+            + self.domain.own_bytes()
+            + self.length.own_bytes()
+            + self.samples.own_bytes()
+            + self.source.own_bytes()
+            + self.backtrace.own_bytes()
+            + self.site.own_bytes()
+            + self.ended.own_bytes()
+            + self.other_time.own_bytes()
+            + self.other_target.own_bytes()
+            + self.other_domain.own_bytes()
     }
 }
 
