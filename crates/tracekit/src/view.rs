@@ -62,7 +62,10 @@ fn load(path: &Path, cache: Option<&TablesCache>) -> Result<Trace> {
                     Origin::NotKept(why) => {
                         output::tell(format_args!("note: the trace's tables are not kept: {why}"))
                     }
-                    Origin::Cached => {}
+                    Origin::Cached(file) => output::tell(format_args!(
+                        "note: the trace's tables are read back from {}",
+                        file.display()
+                    )),
                 }
                 Some(tables)
             }))
