@@ -1,0 +1,153 @@
+//! The timeline at scale, for docs/performance.md:
+//!
+//! - `timeline_bench write OUT.fxt [SLICES]` writes a trace of nested complete
+//!   slices on 16 threads (default 12,500,000 slices, about 300 MB): per thread,
+//!   trees of slices up to 7 deep, each written when it ends, as a tracing
+//!   library writes complete events;
+//! - `timeline_bench read FILE.fxt` builds its timeline and times what a
+//!   viewer asks: every lane of every track drawn on 2,000 pixels, for the
+//!   whole trace and for windows of a tenth, a hundredth and a thousandth of
+//!   it, and prints the process's peak memory.
+
+use std::time::Instant;
+
+use tracekit_fxt::format::Koid;
+use tracekit_fxt::io::IoDestination;
+use tracekit_fxt::read::Reader;
+use tracekit_fxt::write::{Initialization, Writer, WriterOptions};
+use tracekit_timeline::Timeline;
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+type W = Writer<IoDestination<std::io::BufWriter<std::fs::File>>>;
+
+/// Writes a slice starting at `start` with its children; its end.
+fn tree(
+    w: &mut W,
+    thread: tracekit_fxt::format::ThreadId,
+    names: &[tracekit_fxt::format::StringId],
+    rng: &mut Rng,
+    start: u64,
+    depth: u32,
+    written: &mut u64,
+) -> Result<u64, Box<dyn std::error::Error>> {
+    let mut t = start + rng.below(50);
+    let children = if depth < 6 { rng.below(4) } else { 0 };
+    for _ in 0..children {
+        t = tree(w, thread, names, rng, t, depth + 1, written)? + rng.below(100);
+    }
+    let end = t + 100 + rng.below(2_000);
+    let name = names[rng.below(names.len() as u64) as usize];
+    w.duration_complete(thread, names[0], name, start, end, &[])?;
+    *written += 1;
+    Ok(end)
+}
+
+fn write(out: &str, slices: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let file = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(out)?);
+    let init = WriterOptions {
+        initialization: Some(Initialization::new(1_000_000_000)),
+        ..WriterOptions::default()
+    };
+    let mut w = Writer::with_options(IoDestination::new(file), &init)?;
+    let mut threads = Vec::new();
+    for slot in 0..16u8 {
+        let (pid, tid) = (Koid(1000), Koid(1001 + u64::from(slot)));
+        if slot == 0 {
+            w.set_process_name(pid, "bench")?;
+        }
+        w.set_thread_name(pid, tid, format!("worker {slot}").as_str())?;
+        threads.push(w.set_thread_slot(slot, pid, tid)?);
+    }
+    let mut names = Vec::new();
+    for i in 0..200 {
+        names.push(w.intern(&format!("function_{i:03}"))?);
+    }
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut clocks = vec![1_000u64; threads.len()];
+    let mut written = 0;
+    while written < slices {
+        for (i, &thread) in threads.iter().enumerate() {
+            clocks[i] = tree(&mut w, thread, &names, &mut rng, clocks[i], 0, &mut written)?
+                + rng.below(500);
+        }
+    }
+    w.finish_io()?;
+    println!(
+        "{out}: {written} slices, {} bytes",
+        std::fs::metadata(out)?.len()
+    );
+    Ok(())
+}
+
+fn peak_mb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmHWM:"))?.to_string();
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kb| kb / 1024)
+}
+
+fn read(path: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let file = std::fs::File::open(path)?;
+    // SAFETY: a bench's own input, which nothing changes while it runs.
+    let bytes = unsafe { memmap2::Mmap::map(&file)? };
+    let started = Instant::now();
+    let t = Timeline::build(&mut Reader::new(&bytes), &mut |_| {});
+    let lanes: usize = t.tracks().iter().map(|t| t.lanes.len()).sum();
+    println!(
+        "built in {:.2} s: {} slices on {} tracks, {lanes} lanes, peak {} MB",
+        started.elapsed().as_secs_f64(),
+        t.slices(),
+        t.tracks().len(),
+        peak_mb()
+    );
+    let (first, last) = (t.first_ns().unwrap_or(0), t.last_ns().unwrap_or(0));
+    let mut out = Vec::new();
+    for share in [1, 10, 100, 1000] {
+        let span = (last - first) / share;
+        let mut times = Vec::new();
+        let mut drawn = 0;
+        for k in 0..5u64 {
+            let from = first + (last - first - span) / 5 * k;
+            let started = Instant::now();
+            drawn = 0;
+            for track in t.tracks() {
+                for lane in &track.lanes {
+                    out.clear();
+                    lane.window(from, from + span, span.div_ceil(2_000), &mut out);
+                    drawn += out.len();
+                }
+            }
+            times.push(started.elapsed().as_secs_f64() * 1e3);
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "1/{share} of the trace on 2000 px, every lane: median {:.1} ms ({} drawn)",
+            times[2], drawn
+        );
+    }
+    println!("peak {} MB", peak_mb());
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["write", out] => write(out, 12_500_000),
+        ["write", out, n] => write(out, n.parse()?),
+        ["read", path] => read(path),
+        _ => Err("usage: timeline_bench write OUT.fxt [SLICES] | read FILE.fxt".into()),
+    }
+}

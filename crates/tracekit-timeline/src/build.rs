@@ -1,0 +1,337 @@
+//! The one pass over an FXT trace's records that builds a [`Timeline`]: event
+//! records (instant, counter, duration begin, end and complete, async begin and
+//! end) and kernel object records (the names of processes and threads).
+
+use rustc_hash::FxHashMap;
+use tracekit_fxt::format::{ArgValue, EventKind, ObjectType};
+use tracekit_fxt::read::{Record, Records};
+
+use crate::lane::{Lane, OPEN, Slice};
+use crate::{Counter, Instant, Timeline, Track, TrackKind};
+
+/// Distinct strings, each once.
+#[derive(Default)]
+struct Strings {
+    ids: FxHashMap<Box<[u8]>, u32>,
+    texts: Vec<Box<str>>,
+}
+
+impl Strings {
+    fn id(&mut self, bytes: &[u8]) -> u32 {
+        if let Some(&id) = self.ids.get(bytes) {
+            return id;
+        }
+        let id = self.texts.len() as u32;
+        self.texts
+            .push(String::from_utf8_lossy(bytes).into_owned().into_boxed_str());
+        self.ids.insert(bytes.into(), id);
+        id
+    }
+}
+
+/// A thread's slices and instants as they are read.
+#[derive(Default)]
+struct ThreadBuild {
+    /// Duration begins waiting for their ends.
+    open: Vec<Slice>,
+    slices: Vec<Slice>,
+    instants: Vec<Instant>,
+}
+
+impl Timeline {
+    /// Reads every record of `reader` into a timeline; `progress` hears the
+    /// input position now and then. Damage ends the timeline where it starts
+    /// ([`Timeline::error`]).
+    pub fn build(reader: &mut dyn Records, progress: &mut dyn FnMut(u64)) -> Timeline {
+        let mut strings = Strings::default();
+        let mut names: FxHashMap<u64, u32> = FxHashMap::default();
+        let mut pids: FxHashMap<u64, ()> = FxHashMap::default();
+        let mut threads: FxHashMap<(u64, u64), ThreadBuild> = FxHashMap::default();
+        let mut asyncs: FxHashMap<(u64, u32, u64), Slice> = FxHashMap::default();
+        let mut async_slices: FxHashMap<u64, Vec<Slice>> = FxHashMap::default();
+        let mut counters: Vec<Counter> = Vec::new();
+        let mut counter_of: FxHashMap<(u64, u32, u64, u32), usize> = FxHashMap::default();
+        let (mut first, mut last) = (u64::MAX, 0u64);
+        let mut records = 0u64;
+        let mut error = None;
+        loop {
+            let entry = match reader.next_entry() {
+                Ok(Some(e)) => e,
+                Ok(None) => break,
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            };
+            records += 1;
+            if records & 0xFFFF == 0 {
+                progress(entry.offset);
+            }
+            let e = match entry.record {
+                Record::KernelObject(o)
+                    if o.object_type == ObjectType::PROCESS
+                        || o.object_type == ObjectType::THREAD =>
+                {
+                    names.insert(o.koid.0, strings.id(o.name.as_bytes()));
+                    continue;
+                }
+                Record::Event(e) => e,
+                _ => continue,
+            };
+            let (pid, tid) = (e.thread.process.0, e.thread.thread.0);
+            pids.insert(pid, ());
+            let time = entry.tick_rate.ns(e.ticks);
+            first = first.min(time);
+            last = last.max(time);
+            let name = strings.id(e.name.as_bytes());
+            let category = strings.id(e.category.as_bytes());
+            let begun = Slice {
+                start: time,
+                end: OPEN,
+                name,
+                category,
+                record: entry.offset,
+            };
+            match e.kind {
+                EventKind::DurationBegin => threads.entry((pid, tid)).or_default().open.push(begun),
+                EventKind::DurationEnd => {
+                    let t = threads.entry((pid, tid)).or_default();
+                    // An end without a begin (the trace started inside a slice)
+                    // closes nothing, as the reference importers take it.
+                    if let Some(s) = t.open.pop() {
+                        t.slices.push(Slice { end: time, ..s });
+                    }
+                }
+                EventKind::DurationComplete { end_ticks } => {
+                    let end = entry.tick_rate.ns(end_ticks).max(time);
+                    last = last.max(end);
+                    let t = threads.entry((pid, tid)).or_default();
+                    t.slices.push(Slice { end, ..begun });
+                }
+                EventKind::AsyncBegin { id } => {
+                    asyncs.insert((pid, name, id), begun);
+                }
+                EventKind::AsyncEnd { id } => {
+                    if let Some(s) = asyncs.remove(&(pid, name, id)) {
+                        let s = Slice {
+                            end: time.max(s.start),
+                            ..s
+                        };
+                        async_slices.entry(pid).or_default().push(s);
+                    }
+                }
+                EventKind::Instant => {
+                    let t = threads.entry((pid, tid)).or_default();
+                    t.instants.push(Instant {
+                        time,
+                        name,
+                        category,
+                        record: entry.offset,
+                    });
+                }
+                EventKind::Counter { id } => {
+                    for a in e.args.iter() {
+                        let value = match a.value {
+                            ArgValue::Int32(v) => f64::from(v),
+                            ArgValue::UInt32(v) => f64::from(v),
+                            ArgValue::Int64(v) => v as f64,
+                            ArgValue::UInt64(v) => v as f64,
+                            ArgValue::Double(v) => v,
+                            _ => continue,
+                        };
+                        let series = strings.id(a.name.as_bytes());
+                        let at = *counter_of
+                            .entry((pid, name, id, series))
+                            .or_insert_with(|| {
+                                counters.push(Counter {
+                                    pid,
+                                    name,
+                                    id,
+                                    series,
+                                    times: Vec::new(),
+                                    values: Vec::new(),
+                                });
+                                counters.len() - 1
+                            });
+                        counters[at].times.push(time);
+                        counters[at].values.push(value);
+                    }
+                }
+                EventKind::AsyncInstant { .. }
+                | EventKind::FlowBegin { .. }
+                | EventKind::FlowStep { .. }
+                | EventKind::FlowEnd { .. } => {}
+            }
+        }
+        progress(reader.position());
+        let warnings = reader.warnings().to_vec();
+        // Async slices still open at the end.
+        for ((pid, _, _), s) in asyncs {
+            async_slices.entry(pid).or_default().push(s);
+        }
+
+        let mut tracks = Vec::new();
+        for ((pid, tid), mut t) in threads {
+            // Begins still open at the end are open slices.
+            t.slices.append(&mut t.open);
+            t.instants.sort_by_key(|i| (i.time, i.record));
+            tracks.push(Track {
+                kind: TrackKind::Thread,
+                pid,
+                tid,
+                name: names.get(&tid).copied(),
+                lanes: nested(t.slices),
+                instants: t.instants,
+            });
+        }
+        for (pid, slices) in async_slices {
+            tracks.push(Track {
+                kind: TrackKind::Async,
+                pid,
+                tid: 0,
+                name: None,
+                lanes: packed(slices),
+                instants: Vec::new(),
+            });
+        }
+        tracks.sort_by_key(|t| (t.pid, t.kind == TrackKind::Async, t.tid));
+        let mut processes: Vec<(u64, Option<u32>)> = pids
+            .into_keys()
+            .map(|pid| (pid, names.get(&pid).copied()))
+            .collect();
+        processes.sort_unstable();
+        counters.sort_by_key(|c| (c.pid, c.name, c.id, c.series));
+        let first_ns = (first <= last).then_some(first);
+        Timeline {
+            strings: strings.texts,
+            processes,
+            tracks,
+            counters,
+            first_ns,
+            last_ns: first_ns.map(|_| last),
+            records,
+            warnings,
+            error,
+        }
+    }
+}
+
+/// A thread's slices in lanes by depth: sorted by start (the longer first
+/// between equal starts), each one deeper than every slice still open when it
+/// starts.
+fn nested(mut slices: Vec<Slice>) -> Vec<Lane> {
+    slices.sort_by(|a, b| {
+        (a.start, std::cmp::Reverse(a.end), a.record).cmp(&(
+            b.start,
+            std::cmp::Reverse(b.end),
+            b.record,
+        ))
+    });
+    let mut lanes: Vec<Lane> = Vec::new();
+    // The ends of the slices still open, outermost first.
+    let mut stack: Vec<u64> = Vec::new();
+    for s in slices {
+        while stack.last().is_some_and(|&end| end <= s.start) {
+            stack.pop();
+        }
+        let depth = stack.len();
+        if lanes.len() == depth {
+            lanes.push(Lane::default());
+        }
+        lanes[depth].push(s);
+        stack.push(s.end);
+    }
+    lanes.iter_mut().for_each(Lane::finish);
+    lanes
+}
+
+/// Async slices in as few lanes as taking the first free one gives: sorted by
+/// start, each in the first lane whose last slice has ended.
+fn packed(mut slices: Vec<Slice>) -> Vec<Lane> {
+    slices.sort_by_key(|s| (s.start, s.record));
+    let mut lanes: Vec<(u64, Lane)> = Vec::new();
+    for s in slices {
+        match lanes.iter_mut().find(|(end, _)| *end <= s.start) {
+            Some((end, lane)) => {
+                *end = s.end;
+                lane.push(s);
+            }
+            None => {
+                let mut lane = Lane::default();
+                lane.push(s);
+                lanes.push((s.end, lane));
+            }
+        }
+    }
+    lanes
+        .into_iter()
+        .map(|(_, mut lane)| {
+            lane.finish();
+            lane
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn slice(start: u64, end: u64, record: u64) -> Slice {
+        Slice {
+            start,
+            end,
+            name: 0,
+            category: 0,
+            record,
+        }
+    }
+
+    fn lanes_of(lanes: &[Lane]) -> Vec<Vec<(u64, u64)>> {
+        lanes
+            .iter()
+            .map(|l| {
+                (0..l.len())
+                    .map(|i| (l.get(i).unwrap().start, l.get(i).unwrap().end))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn complete_slices_nest_by_time_whatever_their_order() {
+        // As a writer of complete events emits them: inner ones first.
+        let slices = vec![
+            slice(2, 3, 0),
+            slice(4, 6, 1),
+            slice(1, 8, 2),
+            slice(8, 9, 3),
+            slice(0, 10, 4),
+            slice(5, 5, 5),
+            slice(10, OPEN, 6),
+        ];
+        assert_eq!(
+            lanes_of(&nested(slices)),
+            [
+                vec![(0, 10), (10, OPEN)],
+                vec![(1, 8), (8, 9)],
+                vec![(2, 3), (4, 6)],
+                vec![(5, 5)],
+            ]
+        );
+    }
+
+    #[test]
+    fn async_slices_take_the_first_free_lane() {
+        let slices = vec![
+            slice(0, 10, 0),
+            slice(2, 4, 1),
+            slice(5, 12, 2),
+            slice(10, 11, 3),
+        ];
+        assert_eq!(
+            lanes_of(&packed(slices)),
+            [vec![(0, 10), (10, 11)], vec![(2, 4), (5, 12)]]
+        );
+    }
+}

@@ -1,0 +1,171 @@
+//! FXT timelines as tables: a trace decoded once into per-track columns, from
+//! which a viewer asks what a viewport shows, at any size of trace.
+//!
+//! A viewer of a large trace cannot hold every record in the browser (the
+//! Perfetto UI stops at about 2 GB, magic-trace's viewer well before). The
+//! server keeps the trace as a [`Timeline`] and answers, for a time range of a
+//! track drawn on N pixels, one record per slice of at least a pixel and one
+//! merged run per pixel for the rest ([`Lane::window`]): the answer is
+//! bounded by the pixels, not by the trace.
+//!
+//! What the one pass over the records ([`Timeline::build`]) keeps:
+//!
+//! | table | per | what |
+//! | --- | --- | --- |
+//! | tracks | thread, and process with async slices | pid, tid, name (from kernel object records), and lanes |
+//! | lanes | track and depth | the slices at that depth ([`lane`]): start, end, name, category, record offset |
+//! | instants | thread track | time, name, category, record offset |
+//! | counters | process, name, counter id and argument | times and values |
+//! | strings | distinct name or category | its text (lossy UTF-8) |
+//!
+//! A thread's slices are those of its duration begin/end pairs and of its
+//! complete events; their depths come from nesting in time (a slice that
+//! starts inside another, before it ends, is one deeper), which a trace of
+//! complete events alone does not state. A process's async slices (begin and
+//! end matched by name and id) are on a track of their own, each in the first
+//! lane free when it starts. Times are nanoseconds of the trace's clock. A
+//! slice without an end is open until the end of the trace ([`lane::OPEN`]).
+//! Flow events are not kept yet.
+//!
+//! A trace that stops at damage gives the timeline of the records before it
+//! ([`Timeline::error`]).
+
+#![deny(missing_docs)]
+
+mod build;
+pub mod lane;
+
+use tracekit_fxt::read::{ReadError, Warning};
+
+use lane::Lane;
+
+/// The kind of a track.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrackKind {
+    /// A thread's slices and instants.
+    Thread,
+    /// A process's async slices.
+    Async,
+}
+
+/// An instant event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Instant {
+    /// When, nanoseconds.
+    pub time: u64,
+    /// Name, in the timeline's strings.
+    pub name: u32,
+    /// Category, in the timeline's strings.
+    pub category: u32,
+    /// Byte offset of its record.
+    pub record: u64,
+}
+
+/// One track of the timeline.
+#[derive(Clone, Debug)]
+pub struct Track {
+    /// Thread or async.
+    pub kind: TrackKind,
+    /// The process's koid.
+    pub pid: u64,
+    /// The thread's koid (0 for an async track).
+    pub tid: u64,
+    /// The thread's name, from a kernel object record, in the timeline's
+    /// strings.
+    pub name: Option<u32>,
+    /// Its slices, a lane per depth (or per async lane), outermost first.
+    pub lanes: Vec<Lane>,
+    /// Its instants, by time.
+    pub instants: Vec<Instant>,
+}
+
+impl Track {
+    /// Slices on the track.
+    pub fn slices(&self) -> usize {
+        self.lanes.iter().map(Lane::len).sum()
+    }
+}
+
+/// One series of a counter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Counter {
+    /// The process's koid.
+    pub pid: u64,
+    /// The counter's name, in the timeline's strings.
+    pub name: u32,
+    /// The counter id.
+    pub id: u64,
+    /// The argument that holds the series, in the timeline's strings.
+    pub series: u32,
+    /// Sample times, nanoseconds, in the order of the records.
+    pub times: Vec<u64>,
+    /// Values.
+    pub values: Vec<f64>,
+}
+
+/// A trace's timeline (see the crate docs).
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    strings: Vec<Box<str>>,
+    processes: Vec<(u64, Option<u32>)>,
+    tracks: Vec<Track>,
+    counters: Vec<Counter>,
+    first_ns: Option<u64>,
+    last_ns: Option<u64>,
+    records: u64,
+    warnings: Vec<Warning>,
+    error: Option<ReadError>,
+}
+
+impl Timeline {
+    /// The text of string `id` (empty for no such string).
+    pub fn string(&self, id: u32) -> &str {
+        self.strings.get(id as usize).map_or("", |s| s)
+    }
+
+    /// The processes, by koid, with their names.
+    pub fn processes(&self) -> &[(u64, Option<u32>)] {
+        &self.processes
+    }
+
+    /// The tracks: threads by process and thread koid, then each process's
+    /// async track after its threads.
+    pub fn tracks(&self) -> &[Track] {
+        &self.tracks
+    }
+
+    /// The counters' series.
+    pub fn counters(&self) -> &[Counter] {
+        &self.counters
+    }
+
+    /// Slices on every track.
+    pub fn slices(&self) -> usize {
+        self.tracks.iter().map(Track::slices).sum()
+    }
+
+    /// The earliest time of the trace (a record's, or a slice's end).
+    pub fn first_ns(&self) -> Option<u64> {
+        self.first_ns
+    }
+
+    /// The latest time of the trace.
+    pub fn last_ns(&self) -> Option<u64> {
+        self.last_ns
+    }
+
+    /// Records read.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// What the reader skipped.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// Why reading stopped before the end of the trace, if it did.
+    pub fn error(&self) -> Option<&ReadError> {
+        self.error.as_ref()
+    }
+}

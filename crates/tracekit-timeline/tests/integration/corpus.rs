@@ -1,0 +1,135 @@
+//! Every slice of the corpus's FXT traces, as a plain matching of the records
+//! finds them, is on the timeline once, on its thread's track (or its
+//! process's async track), and a slice deeper than the outermost starts within
+//! one a lane above it.
+
+use std::collections::HashMap;
+
+use tracekit_fxt::format::EventKind;
+use tracekit_fxt::read::{Reader, Record, Records};
+use tracekit_timeline::lane::OPEN;
+use tracekit_timeline::{Timeline, TrackKind};
+
+/// (pid, tid or 0 for async, start, end, name) of every slice.
+type Row = (u64, u64, u64, u64, String);
+
+fn traces() -> Option<Vec<std::path::PathBuf>> {
+    let dir = tracekit_testutil::corpus_path("fxt")?;
+    let mut out: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "fxt"))
+        .collect();
+    out.sort();
+    assert!(out.len() >= 5, "the corpus's FXT traces: {out:?}");
+    Some(out)
+}
+
+/// The slices of `bytes` by a plain matching: begins and ends by thread,
+/// async begins and ends by process, name and id, completes as they are.
+fn matched(bytes: &[u8]) -> Vec<Row> {
+    let mut r = Reader::new(bytes);
+    let mut open: HashMap<(u64, u64), Vec<(u64, String)>> = HashMap::new();
+    let mut asyncs: HashMap<(u64, String, u64), u64> = HashMap::new();
+    let mut rows = Vec::new();
+    while let Ok(Some(e)) = r.next_entry() {
+        let Record::Event(ev) = e.record else {
+            continue;
+        };
+        let (pid, tid) = (ev.thread.process.0, ev.thread.thread.0);
+        let t = e.tick_rate.ns(ev.ticks);
+        let name = String::from_utf8_lossy(ev.name.as_bytes()).into_owned();
+        match ev.kind {
+            EventKind::DurationBegin => open.entry((pid, tid)).or_default().push((t, name)),
+            EventKind::DurationEnd => {
+                if let Some((s, n)) = open.entry((pid, tid)).or_default().pop() {
+                    rows.push((pid, tid, s, t, n));
+                }
+            }
+            EventKind::DurationComplete { end_ticks } => {
+                rows.push((pid, tid, t, e.tick_rate.ns(end_ticks).max(t), name))
+            }
+            EventKind::AsyncBegin { id } => {
+                asyncs.insert((pid, name, id), t);
+            }
+            EventKind::AsyncEnd { id } => {
+                if let Some(s) = asyncs.remove(&(pid, name.clone(), id)) {
+                    rows.push((pid, 0, s, t.max(s), name));
+                }
+            }
+            _ => {}
+        }
+    }
+    for ((pid, tid), stack) in open {
+        rows.extend(stack.into_iter().map(|(s, n)| (pid, tid, s, OPEN, n)));
+    }
+    for ((pid, name, _), s) in asyncs {
+        rows.push((pid, 0, s, OPEN, name));
+    }
+    rows.sort();
+    rows
+}
+
+#[test]
+fn every_slice_of_the_corpus_is_on_its_track_once() {
+    let Some(traces) = traces() else {
+        tracekit_testutil::skip_without_corpus("every_slice_of_the_corpus_is_on_its_track_once");
+        return;
+    };
+    for path in traces {
+        let bytes = std::fs::read(&path).unwrap();
+        let t = Timeline::build(&mut Reader::new(&bytes), &mut |_| {});
+        let mut rows: Vec<Row> = Vec::new();
+        for track in t.tracks() {
+            for (depth, lane) in track.lanes.iter().enumerate() {
+                for i in 0..lane.len() {
+                    let s = lane.get(i).unwrap();
+                    let tid = match track.kind {
+                        TrackKind::Thread => track.tid,
+                        TrackKind::Async => 0,
+                    };
+                    rows.push((track.pid, tid, s.start, s.end, t.string(s.name).to_string()));
+                    if track.kind == TrackKind::Thread && depth > 0 {
+                        let above = &track.lanes[depth - 1];
+                        let parent = above.range(s.start, s.start + 1);
+                        // It starts within it; it may outlive it (open until
+                        // the end of the trace, or stamped so).
+                        let within = parent.clone().any(|j| {
+                            let p = above.get(j).unwrap();
+                            p.start <= s.start && s.start < p.end
+                        });
+                        assert!(within, "{}: {s:?} under {parent:?}", path.display());
+                    }
+                }
+            }
+        }
+        rows.sort();
+        let expected = matched(&bytes);
+        assert_eq!(rows.len(), t.slices());
+        assert_eq!(rows, expected, "{}", path.display());
+        if path.ends_with("magic_trace_sample.fxt") {
+            // 17,296 begin and end pairs on one thread, named `main`.
+            assert_eq!(t.slices(), 17_296);
+            let main = &t.tracks()[0];
+            assert_eq!(main.name.map(|n| t.string(n)), Some("main"));
+            assert!(main.lanes.len() > 5, "nested: {} lanes", main.lanes.len());
+        }
+    }
+}
+
+#[test]
+fn a_truncated_trace_keeps_what_was_read() {
+    let Some(path) = tracekit_testutil::corpus_path("fxt/magic_trace_sample.fxt") else {
+        tracekit_testutil::skip_without_corpus("a_truncated_trace_keeps_what_was_read");
+        return;
+    };
+    let bytes = std::fs::read(path).unwrap();
+    let whole = Timeline::build(&mut Reader::new(&bytes), &mut |_| {});
+    let cut = &bytes[..bytes.len() / 2 + 3];
+    let mut positions = Vec::new();
+    let half = Timeline::build(&mut Reader::new(cut), &mut |p| positions.push(p));
+    assert!(half.error().is_some() || !half.warnings().is_empty());
+    assert!(0 < half.slices() && half.slices() < whole.slices());
+    assert!(half.records() < whole.records());
+    assert!(!positions.is_empty());
+}
