@@ -157,13 +157,8 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
                     }
                     EventKind::Counter { id } => {
                         for a in e.args.iter() {
-                            let value = match a.value {
-                                ArgValue::Int32(v) => f64::from(v),
-                                ArgValue::UInt32(v) => f64::from(v),
-                                ArgValue::Int64(v) => v as f64,
-                                ArgValue::UInt64(v) => v as f64,
-                                ArgValue::Double(v) => v,
-                                _ => continue,
+                            let Some(value) = a.value.as_f64() else {
+                                continue;
                             };
                             let c = &mut counters.cols;
                             c.pid.append_value(pid as i64);

@@ -560,6 +560,19 @@ impl<S> ArgValue<'_, S> {
             Self::Int32(_) | Self::UInt32(_) | Self::Int64(_) | Self::UInt64(_) | Self::Double(_)
         )
     }
+
+    /// A numeric value as a counter sample (64-bit integers past 2^53 rounded);
+    /// `None` for the others.
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            Self::Int32(v) => Some(f64::from(v)),
+            Self::UInt32(v) => Some(f64::from(v)),
+            Self::Int64(v) => Some(v as f64),
+            Self::UInt64(v) => Some(v as f64),
+            Self::Double(v) => Some(v),
+            _ => None,
+        }
+    }
 }
 
 /// A named argument. `S` as in [`ArgValue`].
@@ -695,6 +708,22 @@ pub(crate) const fn words_for(len: usize) -> usize {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numeric_values_are_counter_samples_and_only_they() {
+        let v = |a: ArgValue<'_, StringRef<'_>>| (a.as_f64(), a.is_numeric());
+        assert_eq!(v(ArgValue::Int32(-3)), (Some(-3.0), true));
+        assert_eq!(v(ArgValue::UInt32(u32::MAX)), (Some(4_294_967_295.0), true));
+        assert_eq!(
+            v(ArgValue::Int64(-1 << 40)),
+            (Some(-1_099_511_627_776.0), true)
+        );
+        assert_eq!(v(ArgValue::UInt64(7)), (Some(7.0), true));
+        assert_eq!(v(ArgValue::Double(0.5)), (Some(0.5), true));
+        assert_eq!(v(ArgValue::Bool(true)), (None, false));
+        assert_eq!(v(ArgValue::Pointer(8)), (None, false));
+        assert_eq!(v(ArgValue::Null), (None, false));
+    }
 
     #[test]
     fn bit_fields() {

@@ -3,7 +3,7 @@
 //! end) and kernel object records (the names of processes and threads).
 
 use rustc_hash::FxHashMap;
-use tracekit_fxt::format::{ArgValue, EventKind, ObjectType};
+use tracekit_fxt::format::{EventKind, ObjectType};
 use tracekit_fxt::read::{Record, Records};
 
 use crate::lane::{Lane, OPEN, Slice};
@@ -131,13 +131,8 @@ impl Timeline {
                 }
                 EventKind::Counter { id } => {
                     for a in e.args.iter() {
-                        let value = match a.value {
-                            ArgValue::Int32(v) => f64::from(v),
-                            ArgValue::UInt32(v) => f64::from(v),
-                            ArgValue::Int64(v) => v as f64,
-                            ArgValue::UInt64(v) => v as f64,
-                            ArgValue::Double(v) => v,
-                            _ => continue,
+                        let Some(value) = a.value.as_f64() else {
+                            continue;
                         };
                         let series = strings.id(a.name.as_bytes());
                         let at = *counter_of
