@@ -11,8 +11,9 @@
 
 use arrow_array::builder::StringBuilder;
 use rustc_hash::FxHashMap;
-use tracekit_fxt::format::{ArgValue, EventKind, ObjectType};
+use tracekit_fxt::format::{EventKind, ObjectType};
 use tracekit_fxt::read::{Args, Reader, Record, Records};
+use tracekit_timeline::args_json;
 
 use crate::schema::{COUNTERS, INSTANTS, SLICES, TRACES};
 use crate::table::{F64, I64, OptI32, OptI64, TableWriter, columns};
@@ -113,7 +114,7 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
                     name: e.name.to_string(),
                     category: e.category.to_string(),
                     start_ns: time,
-                    args: json(args),
+                    args: args_json(args),
                 };
                 match e.kind {
                     EventKind::DurationBegin => {
@@ -152,7 +153,7 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
                         c.name.append_value(e.name.to_string());
                         c.category.append_value(e.category.to_string());
                         c.time_ns.append_value(time as i64);
-                        c.args.append_value(json(e.args));
+                        c.args.append_value(args_json(e.args));
                         instants.row_done()?;
                     }
                     EventKind::Counter { id } => {
@@ -245,32 +246,4 @@ fn write_slice(
     c.async_id.append_option(async_id.map(|id| id as i64));
     c.args.append_value(&o.args);
     slices.row_done()
-}
-
-/// Arguments as a JSON object: numbers as numbers (a double that is not finite as
-/// a string), strings lossily, pointers as hex strings, koids as numbers, blobs as
-/// their size.
-fn json(args: Args<'_>) -> String {
-    if args.is_empty() {
-        return "{}".to_string();
-    }
-    let mut map = serde_json::Map::new();
-    for a in args.iter() {
-        let v = match a.value {
-            ArgValue::Null => serde_json::Value::Null,
-            ArgValue::Int32(v) => v.into(),
-            ArgValue::UInt32(v) => v.into(),
-            ArgValue::Int64(v) => v.into(),
-            ArgValue::UInt64(v) => v.into(),
-            ArgValue::Double(v) => serde_json::Number::from_f64(v)
-                .map_or_else(|| v.to_string().into(), serde_json::Value::Number),
-            ArgValue::String(s) => s.to_string().into(),
-            ArgValue::Pointer(p) => format!("{p:#x}").into(),
-            ArgValue::Koid(k) => k.0.into(),
-            ArgValue::Bool(b) => b.into(),
-            ArgValue::Blob(b) => b.len().into(),
-        };
-        map.insert(a.name.to_string(), v);
-    }
-    serde_json::Value::Object(map).to_string()
 }

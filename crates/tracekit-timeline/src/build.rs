@@ -4,7 +4,7 @@
 
 use rustc_hash::FxHashMap;
 use tracekit_fxt::format::{EventKind, ObjectType};
-use tracekit_fxt::read::{Record, Records};
+use tracekit_fxt::read::{Args, Record, Records};
 
 use crate::lane::{Lane, OPEN, Slice};
 use crate::{Counter, Instant, Timeline, Track, TrackKind};
@@ -29,6 +29,33 @@ impl Strings {
     }
 }
 
+/// Argument sets as JSON objects, each once in one text: id 0 is `{}`.
+struct ArgSets {
+    text: String,
+    /// Where each set starts in `text`, and where the last ends.
+    at: Vec<u64>,
+}
+
+impl Default for ArgSets {
+    fn default() -> Self {
+        ArgSets {
+            text: "{}".to_string(),
+            at: vec![0, 2],
+        }
+    }
+}
+
+impl ArgSets {
+    fn add(&mut self, args: Args<'_>) -> u32 {
+        if args.is_empty() {
+            return 0;
+        }
+        self.text.push_str(&crate::args_json(args));
+        self.at.push(self.text.len() as u64);
+        (self.at.len() - 2) as u32
+    }
+}
+
 /// A thread's slices and instants as they are read.
 #[derive(Default)]
 struct ThreadBuild {
@@ -44,6 +71,7 @@ impl Timeline {
     /// ([`Timeline::error`]).
     pub fn build(reader: &mut dyn Records, progress: &mut dyn FnMut(u64)) -> Timeline {
         let mut strings = Strings::default();
+        let mut arg_sets = ArgSets::default();
         let mut names: FxHashMap<u64, u32> = FxHashMap::default();
         let mut pids: FxHashMap<u64, ()> = FxHashMap::default();
         let mut threads: FxHashMap<(u64, u64), ThreadBuild> = FxHashMap::default();
@@ -85,12 +113,21 @@ impl Timeline {
             last = last.max(time);
             let name = strings.id(e.name.as_bytes());
             let category = strings.id(e.category.as_bytes());
+            // The arguments of what starts a slice, or of an instant.
+            let args = match e.kind {
+                EventKind::DurationBegin
+                | EventKind::DurationComplete { .. }
+                | EventKind::AsyncBegin { .. }
+                | EventKind::Instant => arg_sets.add(e.args),
+                _ => 0,
+            };
             let begun = Slice {
                 start: time,
                 end: OPEN,
                 name,
                 category,
                 record: entry.offset,
+                args,
             };
             match e.kind {
                 EventKind::DurationBegin => threads.entry((pid, tid)).or_default().open.push(begun),
@@ -127,6 +164,7 @@ impl Timeline {
                         name,
                         category,
                         record: entry.offset,
+                        args,
                     });
                 }
                 EventKind::Counter { id } => {
@@ -199,6 +237,8 @@ impl Timeline {
         let first_ns = (first <= last).then_some(first);
         Timeline {
             strings: strings.texts,
+            args_text: arg_sets.text,
+            args_at: arg_sets.at,
             processes,
             tracks,
             counters,
@@ -279,6 +319,7 @@ mod tests {
             name: 0,
             category: 0,
             record,
+            args: 0,
         }
     }
 

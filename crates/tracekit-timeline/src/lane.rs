@@ -20,7 +20,8 @@
 //! | end | slice | `u64` | nanoseconds; [`OPEN`] for a slice still open at the end of the trace |
 //! | name | slice | `u32` | the name, in the timeline's strings |
 //! | category | slice | `u32` | the category, in the timeline's strings |
-//! | record | slice | `u64` | byte offset of the record that began it, where its arguments are |
+//! | record | slice | `u64` | byte offset of the record that began it |
+//! | args | slice | `u32` | its arguments, in the timeline's arguments ([`crate::Timeline::args`]) |
 
 /// The end of a slice still open at the end of the trace.
 pub const OPEN: u64 = u64::MAX;
@@ -51,6 +52,8 @@ pub struct Slice {
     pub category: u32,
     /// Byte offset of the record that began it.
     pub record: u64,
+    /// Its arguments, in the timeline's arguments.
+    pub args: u32,
 }
 
 /// The slices of one track at one depth (see the module docs).
@@ -61,6 +64,7 @@ pub struct Lane {
     name: Vec<u32>,
     category: Vec<u32>,
     record: Vec<u64>,
+    args: Vec<u32>,
     blocks: Vec<Summary>,
     supers: Vec<Summary>,
 }
@@ -93,6 +97,7 @@ impl Lane {
         self.name.push(s.name);
         self.category.push(s.category);
         self.record.push(s.record);
+        self.args.push(s.args);
     }
 
     /// Makes the block summaries; after the last [`Lane::push`].
@@ -119,6 +124,7 @@ impl Lane {
         self.name.shrink_to_fit();
         self.category.shrink_to_fit();
         self.record.shrink_to_fit();
+        self.args.shrink_to_fit();
     }
 
     fn summarize(&self, from: usize, n: usize) -> Summary {
@@ -156,6 +162,7 @@ impl Lane {
             name: *self.name.get(i)?,
             category: *self.category.get(i)?,
             record: *self.record.get(i)?,
+            args: *self.args.get(i)?,
         })
     }
 
@@ -167,6 +174,12 @@ impl Lane {
             (Some(&s), Some(&e)) => e.saturating_sub(s),
             _ => 0,
         }
+    }
+
+    /// How many slices start before `t` (the index of the first that starts at
+    /// or after it).
+    pub fn starting_before(&self, t: u64) -> usize {
+        self.start.partition_point(|&s| s < t)
     }
 
     /// The indices of the slices that show in `from..to`: those that end after
@@ -286,6 +299,7 @@ mod tests {
                 name: i as u32,
                 category: 0,
                 record: i as u64,
+                args: 0,
             });
             t = start + dur;
         }

@@ -13,10 +13,11 @@
 //! | table | per | what |
 //! | --- | --- | --- |
 //! | tracks | thread, and process with async slices | pid, tid, name (from kernel object records), and lanes |
-//! | lanes | track and depth | the slices at that depth ([`lane`]): start, end, name, category, record offset |
-//! | instants | thread track | time, name, category, record offset |
+//! | lanes | track and depth | the slices at that depth ([`lane`]): start, end, name, category, record offset, arguments |
+//! | instants | thread track | time, name, category, record offset, arguments |
 //! | counters | process, name, counter id and argument | times and values |
 //! | strings | distinct name or category | its text (lossy UTF-8) |
+//! | arguments | slice begun or instant with arguments | a JSON object ([`args_json`]), all in one text |
 //!
 //! A thread's slices are those of its duration begin/end pairs and of its
 //! complete events; their depths come from nesting in time (a slice that
@@ -27,6 +28,10 @@
 //! slice without an end is open until the end of the trace ([`lane::OPEN`]).
 //! Flow events are not kept yet.
 //!
+//! What a viewer asks of it beside viewports: the slices of a selection by
+//! name ([`Timeline::selection`]), and the next or previous slice whose name
+//! matches a search ([`Timeline::find`]).
+//!
 //! A trace that stops at damage gives the timeline of the records before it
 //! ([`Timeline::error`]).
 
@@ -34,8 +39,12 @@
 
 mod build;
 pub mod lane;
+mod select;
 
-use tracekit_fxt::read::{ReadError, Warning};
+pub use select::{NameTotals, Position};
+
+use tracekit_fxt::format::ArgValue;
+use tracekit_fxt::read::{Args, ReadError, Warning};
 
 use lane::Lane;
 
@@ -59,6 +68,8 @@ pub struct Instant {
     pub category: u32,
     /// Byte offset of its record.
     pub record: u64,
+    /// Its arguments, in the timeline's arguments ([`Timeline::args`]).
+    pub args: u32,
 }
 
 /// One track of the timeline.
@@ -107,6 +118,10 @@ pub struct Counter {
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
     strings: Vec<Box<str>>,
+    /// Argument sets as JSON objects, one after the other, and where each
+    /// starts (the last entry where the last ends).
+    args_text: String,
+    args_at: Vec<u64>,
     processes: Vec<(u64, Option<u32>)>,
     tracks: Vec<Track>,
     counters: Vec<Counter>,
@@ -121,6 +136,16 @@ impl Timeline {
     /// The text of string `id` (empty for no such string).
     pub fn string(&self, id: u32) -> &str {
         self.strings.get(id as usize).map_or("", |s| s)
+    }
+
+    /// The arguments of set `id` (a slice's or an instant's) as a JSON object
+    /// (`{}` for none, or no such set).
+    pub fn args(&self, id: u32) -> &str {
+        let i = id as usize;
+        match (self.args_at.get(i), self.args_at.get(i + 1)) {
+            (Some(&a), Some(&b)) => self.args_text.get(a as usize..b as usize).unwrap_or("{}"),
+            _ => "{}",
+        }
     }
 
     /// The processes, by koid, with their names.
@@ -168,4 +193,32 @@ impl Timeline {
     pub fn error(&self) -> Option<&ReadError> {
         self.error.as_ref()
     }
+}
+
+/// Arguments as a JSON object: numbers as numbers (a double that is not finite as
+/// a string), strings lossily, pointers as hex strings, koids as numbers, blobs as
+/// their size.
+pub fn args_json(args: Args<'_>) -> String {
+    if args.is_empty() {
+        return "{}".to_string();
+    }
+    let mut map = serde_json::Map::new();
+    for a in args.iter() {
+        let v = match a.value {
+            ArgValue::Null => serde_json::Value::Null,
+            ArgValue::Int32(v) => v.into(),
+            ArgValue::UInt32(v) => v.into(),
+            ArgValue::Int64(v) => v.into(),
+            ArgValue::UInt64(v) => v.into(),
+            ArgValue::Double(v) => serde_json::Number::from_f64(v)
+                .map_or_else(|| v.to_string().into(), serde_json::Value::Number),
+            ArgValue::String(s) => s.to_string().into(),
+            ArgValue::Pointer(p) => format!("{p:#x}").into(),
+            ArgValue::Koid(k) => k.0.into(),
+            ArgValue::Bool(b) => b.into(),
+            ArgValue::Blob(b) => b.len().into(),
+        };
+        map.insert(a.name.to_string(), v);
+    }
+    serde_json::Value::Object(map).to_string()
 }

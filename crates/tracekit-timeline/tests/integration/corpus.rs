@@ -10,8 +10,11 @@ use tracekit_fxt::read::{Reader, Record, Records};
 use tracekit_timeline::lane::OPEN;
 use tracekit_timeline::{Timeline, TrackKind};
 
-/// (pid, tid or 0 for async, start, end, name) of every slice.
-type Row = (u64, u64, u64, u64, String);
+/// (pid, tid or 0 for async, start, end, name, arguments) of every slice.
+type Row = (u64, u64, u64, u64, String, String);
+
+/// A begin waiting for its end: start, name, arguments.
+type Begun = (u64, String, String);
 
 fn traces() -> Option<Vec<std::path::PathBuf>> {
     let dir = tracekit_testutil::corpus_path("fxt")?;
@@ -29,8 +32,8 @@ fn traces() -> Option<Vec<std::path::PathBuf>> {
 /// async begins and ends by process, name and id, completes as they are.
 fn matched(bytes: &[u8]) -> Vec<Row> {
     let mut r = Reader::new(bytes);
-    let mut open: HashMap<(u64, u64), Vec<(u64, String)>> = HashMap::new();
-    let mut asyncs: HashMap<(u64, String, u64), u64> = HashMap::new();
+    let mut open: HashMap<(u64, u64), Vec<Begun>> = HashMap::new();
+    let mut asyncs: HashMap<(u64, String, u64), (u64, String)> = HashMap::new();
     let mut rows = Vec::new();
     while let Ok(Some(e)) = r.next_entry() {
         let Record::Event(ev) = e.record else {
@@ -39,32 +42,33 @@ fn matched(bytes: &[u8]) -> Vec<Row> {
         let (pid, tid) = (ev.thread.process.0, ev.thread.thread.0);
         let t = e.tick_rate.ns(ev.ticks);
         let name = String::from_utf8_lossy(ev.name.as_bytes()).into_owned();
+        let args = tracekit_timeline::args_json(ev.args);
         match ev.kind {
-            EventKind::DurationBegin => open.entry((pid, tid)).or_default().push((t, name)),
+            EventKind::DurationBegin => open.entry((pid, tid)).or_default().push((t, name, args)),
             EventKind::DurationEnd => {
-                if let Some((s, n)) = open.entry((pid, tid)).or_default().pop() {
-                    rows.push((pid, tid, s, t, n));
+                if let Some((s, n, a)) = open.entry((pid, tid)).or_default().pop() {
+                    rows.push((pid, tid, s, t, n, a));
                 }
             }
             EventKind::DurationComplete { end_ticks } => {
-                rows.push((pid, tid, t, e.tick_rate.ns(end_ticks).max(t), name))
+                rows.push((pid, tid, t, e.tick_rate.ns(end_ticks).max(t), name, args))
             }
             EventKind::AsyncBegin { id } => {
-                asyncs.insert((pid, name, id), t);
+                asyncs.insert((pid, name, id), (t, args));
             }
             EventKind::AsyncEnd { id } => {
-                if let Some(s) = asyncs.remove(&(pid, name.clone(), id)) {
-                    rows.push((pid, 0, s, t.max(s), name));
+                if let Some((s, a)) = asyncs.remove(&(pid, name.clone(), id)) {
+                    rows.push((pid, 0, s, t.max(s), name, a));
                 }
             }
             _ => {}
         }
     }
     for ((pid, tid), stack) in open {
-        rows.extend(stack.into_iter().map(|(s, n)| (pid, tid, s, OPEN, n)));
+        rows.extend(stack.into_iter().map(|(s, n, a)| (pid, tid, s, OPEN, n, a)));
     }
-    for ((pid, name, _), s) in asyncs {
-        rows.push((pid, 0, s, OPEN, name));
+    for ((pid, name, _), (s, a)) in asyncs {
+        rows.push((pid, 0, s, OPEN, name, a));
     }
     rows.sort();
     rows
@@ -88,7 +92,14 @@ fn every_slice_of_the_corpus_is_on_its_track_once() {
                         TrackKind::Thread => track.tid,
                         TrackKind::Async => 0,
                     };
-                    rows.push((track.pid, tid, s.start, s.end, t.string(s.name).to_string()));
+                    rows.push((
+                        track.pid,
+                        tid,
+                        s.start,
+                        s.end,
+                        t.string(s.name).to_string(),
+                        t.args(s.args).to_string(),
+                    ));
                     if track.kind == TrackKind::Thread && depth > 0 {
                         let above = &track.lanes[depth - 1];
                         let parent = above.range(s.start, s.start + 1);
@@ -113,6 +124,13 @@ fn every_slice_of_the_corpus_is_on_its_track_once() {
             let main = &t.tracks()[0];
             assert_eq!(main.name.map(|n| t.string(n)), Some("main"));
             assert!(main.lanes.len() > 5, "nested: {} lanes", main.lanes.len());
+            // Begins carry their address and symbol.
+            let first = main.lanes[0].get(0).unwrap();
+            let args: serde_json::Value = serde_json::from_str(t.args(first.args)).unwrap();
+            assert!(
+                args.get("address").is_some() && args.get("symbol").is_some(),
+                "{args}"
+            );
         }
     }
 }

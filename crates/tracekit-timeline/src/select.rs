@@ -1,0 +1,347 @@
+//! What a viewer asks of a selection and of names: the slices of a time range
+//! on some tracks, by name, as Perfetto's area selection sums them, and the
+//! next or previous slice whose name matches a search.
+
+use crate::lane::OPEN;
+use crate::{Timeline, TrackKind};
+
+/// The slices of one name in a selection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NameTotals {
+    /// The name, in the timeline's strings.
+    pub name: u32,
+    /// Slices.
+    pub count: u64,
+    /// Their whole durations, nanoseconds.
+    pub total_ns: u64,
+    /// Their durations less their children's (the slices one lane deeper that
+    /// start within them, as far as they stay within them), nanoseconds.
+    pub self_ns: u64,
+    /// The longest one's duration, nanoseconds.
+    pub max_ns: u64,
+}
+
+/// Where a slice is: its track, its lane in the track, its index in the lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Position {
+    /// Index in [`Timeline::tracks`].
+    pub track: usize,
+    /// Index in the track's lanes.
+    pub lane: usize,
+    /// Index in the lane.
+    pub index: usize,
+}
+
+impl Timeline {
+    /// The end of slice `end` for sums: an open slice ends with the trace.
+    fn closed(&self, end: u64) -> u64 {
+        match end {
+            OPEN => self.last_ns.unwrap_or(0),
+            e => e,
+        }
+    }
+
+    /// The slices on `tracks` (indices in [`Timeline::tracks`]; others are
+    /// ignored) that overlap `from..to`, by name, the largest total first:
+    /// whole durations, as Perfetto's area selection sums them. An open slice
+    /// lasts until the end of the trace.
+    pub fn selection(&self, tracks: &[usize], from: u64, to: u64) -> Vec<NameTotals> {
+        let mut by_name: Vec<Option<NameTotals>> = Vec::new();
+        for track in tracks.iter().filter_map(|&t| self.tracks.get(t)) {
+            for (depth, lane) in track.lanes.iter().enumerate() {
+                let children = match track.kind {
+                    TrackKind::Thread => track.lanes.get(depth + 1),
+                    // Async lanes are packed, not nested.
+                    TrackKind::Async => None,
+                };
+                for i in lane.range(from, to) {
+                    let Some(s) = lane.get(i) else { continue };
+                    let end = self.closed(s.end);
+                    let dur = end.saturating_sub(s.start);
+                    let mut inner = 0u64;
+                    if let Some(children) = children {
+                        for c in children.range(s.start, end) {
+                            let Some(c) = children.get(c) else { continue };
+                            if c.start >= s.start {
+                                inner += self.closed(c.end).min(end).saturating_sub(c.start);
+                            }
+                        }
+                    }
+                    let at = s.name as usize;
+                    if by_name.len() <= at {
+                        by_name.resize(at + 1, None);
+                    }
+                    let t = by_name[at].get_or_insert(NameTotals {
+                        name: s.name,
+                        count: 0,
+                        total_ns: 0,
+                        self_ns: 0,
+                        max_ns: 0,
+                    });
+                    t.count += 1;
+                    t.total_ns += dur;
+                    t.self_ns += dur.saturating_sub(inner);
+                    t.max_ns = t.max_ns.max(dur);
+                }
+            }
+        }
+        let mut out: Vec<NameTotals> = by_name.into_iter().flatten().collect();
+        out.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
+        out
+    }
+
+    /// Per string, whether it contains `text` (ASCII case ignored): the names
+    /// a search matches.
+    pub fn names_containing(&self, text: &str) -> Vec<bool> {
+        let text = text.to_ascii_lowercase();
+        self.strings
+            .iter()
+            .map(|s| s.to_ascii_lowercase().contains(&text))
+            .collect()
+    }
+
+    /// The first slice after `after` (or the first of all), or with `backward`
+    /// the last before it (or the last of all), whose name `names` marks, in
+    /// the order of their starts (then track, lane and index).
+    pub fn find(
+        &self,
+        names: &[bool],
+        after: Option<Position>,
+        backward: bool,
+    ) -> Option<Position> {
+        let key = |p: Position| -> Option<(u64, Position)> {
+            let s = self.tracks.get(p.track)?.lanes.get(p.lane)?.get(p.index)?;
+            Some((s.start, p))
+        };
+        let from = after.and_then(key);
+        let mut best: Option<(u64, Position)> = None;
+        for (t, track) in self.tracks.iter().enumerate() {
+            for (l, lane) in track.lanes.iter().enumerate() {
+                let hit = |i: usize| {
+                    let s = lane.get(i)?;
+                    let k = (
+                        s.start,
+                        Position {
+                            track: t,
+                            lane: l,
+                            index: i,
+                        },
+                    );
+                    let beyond = match (from, backward) {
+                        (None, _) => true,
+                        (Some(f), false) => k > f,
+                        (Some(f), true) => k < f,
+                    };
+                    (beyond && names.get(s.name as usize).copied().unwrap_or(false)).then_some(k)
+                };
+                // Within a lane, starts are sorted: the first hit past the
+                // start searched from is the lane's best.
+                let found = match (backward, from) {
+                    (false, f) => {
+                        let first = f.map_or(0, |(start, _)| lane.starting_before(start));
+                        (first..lane.len()).find_map(hit)
+                    }
+                    (true, f) => {
+                        let last = f.map_or(lane.len(), |(start, _)| {
+                            lane.starting_before(start.saturating_add(1))
+                        });
+                        (0..last).rev().find_map(hit)
+                    }
+                };
+                if let Some(k) = found
+                    && best.is_none_or(|b| if backward { k > b } else { k < b })
+                {
+                    best = Some(k);
+                }
+            }
+        }
+        best.map(|(_, p)| p)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use tracekit_fxt::format::Koid;
+    use tracekit_fxt::io::IoDestination;
+    use tracekit_fxt::read::Reader;
+    use tracekit_fxt::write::{Initialization, Writer, WriterOptions};
+
+    /// A trace of nested slices on three threads, from `shape`: per slice its
+    /// thread, name (of five), gap after the previous one of its thread,
+    /// duration and whether it holds the next one; begins and ends or complete
+    /// events by `complete`.
+    fn trace(shape: &[(u8, u8, u16, u16, bool)], complete: bool) -> Timeline {
+        let init = WriterOptions {
+            initialization: Some(Initialization::new(1_000_000_000)),
+            ..WriterOptions::default()
+        };
+        let mut w = Writer::with_options(IoDestination::new(Vec::new()), &init).unwrap();
+        let threads: Vec<_> = (0..3u8)
+            .map(|i| {
+                w.set_thread_slot(i, Koid(1), Koid(10 + u64::from(i)))
+                    .unwrap()
+            })
+            .collect();
+        let names: Vec<_> = (0..5)
+            .map(|i| w.intern(&format!("n{i}")).unwrap())
+            .collect();
+        let cat = w.intern("c").unwrap();
+        // Per thread: its clock and the slices still open (end, name).
+        let mut clock = [0u64; 3];
+        let mut open: [Vec<(u64, usize)>; 3] = Default::default();
+        let close =
+            |w: &mut Writer<IoDestination<Vec<u8>>>, t: usize, (end, name): (u64, usize)| {
+                if !complete {
+                    w.duration_end(threads[t], cat, names[name], end, &[])
+                        .unwrap();
+                }
+            };
+        let mut pending: Vec<(usize, u64, u64, usize)> = Vec::new();
+        for &(t, name, gap, dur, holds) in shape {
+            let (t, name) = (usize::from(t % 3), usize::from(name % 5));
+            let mut start = clock[t] + u64::from(gap);
+            // Close what ends before this one starts.
+            while let Some(&(end, n)) = open[t].last() {
+                if end > start {
+                    break;
+                }
+                open[t].pop();
+                close(&mut w, t, (end, n));
+            }
+            // Begins and ends nest by their order; complete events may
+            // outlive the slice they start in.
+            let end = match open[t].last() {
+                Some(&(outer, _)) => {
+                    start = start.min(outer.saturating_sub(1));
+                    match complete {
+                        true => start + u64::from(dur),
+                        false => (start + u64::from(dur)).min(outer),
+                    }
+                }
+                None => start + u64::from(dur),
+            };
+            if complete {
+                pending.push((t, start, end, name));
+            } else {
+                w.duration_begin(threads[t], cat, names[name], start, &[])
+                    .unwrap();
+            }
+            open[t].push((end, name));
+            clock[t] = if holds { start } else { end };
+            if !holds {
+                open[t].pop();
+                close(&mut w, t, (end, name));
+            }
+        }
+        for (t, stack) in open.iter_mut().enumerate() {
+            while let Some(x) = stack.pop() {
+                close(&mut w, t, x);
+            }
+        }
+        for (t, start, end, name) in pending {
+            w.duration_complete(threads[t], cat, names[name], start, end, &[])
+                .unwrap();
+        }
+        let bytes = w.finish_io().unwrap();
+        Timeline::build(&mut Reader::new(&bytes), &mut |_| {})
+    }
+
+    /// Every slice with its position and depth.
+    fn all(t: &Timeline) -> Vec<(Position, crate::lane::Slice)> {
+        let mut out = Vec::new();
+        for (ti, track) in t.tracks().iter().enumerate() {
+            for (l, lane) in track.lanes.iter().enumerate() {
+                for i in 0..lane.len() {
+                    let p = Position {
+                        track: ti,
+                        lane: l,
+                        index: i,
+                    };
+                    out.push((p, lane.get(i).unwrap()));
+                }
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// A selection's sums and a search's steps against every slice looked at.
+        #[test]
+        fn selections_and_searches_answer_as_every_slice_says(
+            shape in proptest::collection::vec((0u8..3, 0u8..5, 0u16..30, 1u16..200, proptest::bool::weighted(0.4)), 1..400),
+            complete in proptest::bool::ANY,
+            from in 0u64..20_000,
+            span in 1u64..20_000,
+            tracks in proptest::sample::subsequence(vec![0usize, 1, 2], 0..=3),
+            wanted in proptest::collection::vec(proptest::bool::ANY, 7),
+        ) {
+            let t = trace(&shape, complete);
+            let slices = all(&t);
+            let to = from + span;
+            // Selection.
+            let mut expected: std::collections::BTreeMap<u32, (u64, u64, u64, u64)> = Default::default();
+            for (p, s) in &slices {
+                if !(tracks.contains(&p.track) && s.end > from && s.start < to) {
+                    continue;
+                }
+                let end = t.closed(s.end);
+                let dur = end - s.start;
+                let inner: u64 = slices
+                    .iter()
+                    .filter(|(q, c)| q.track == p.track && q.lane == p.lane + 1 && c.start >= s.start && c.start < end)
+                    .map(|(_, c)| t.closed(c.end).min(end) - c.start)
+                    .sum();
+                let e = expected.entry(s.name).or_default();
+                e.0 += 1;
+                e.1 += dur;
+                e.2 += dur - inner.min(dur);
+                e.3 = e.3.max(dur);
+            }
+            let got: std::collections::BTreeMap<u32, (u64, u64, u64, u64)> = t
+                .selection(&tracks, from, to)
+                .into_iter()
+                .map(|n| (n.name, (n.count, n.total_ns, n.self_ns, n.max_ns)))
+                .collect();
+            prop_assert_eq!(&got, &expected);
+            // Search, forward from nothing to the end, then backward.
+            let names: Vec<bool> = (0..t.strings.len()).map(|i| wanted[i % wanted.len()]).collect();
+            let mut order: Vec<(u64, Position)> = slices
+                .iter()
+                .filter(|(_, s)| names[s.name as usize])
+                .map(|(p, s)| (s.start, *p))
+                .collect();
+            order.sort();
+            let mut walked = Vec::new();
+            let mut at = None;
+            while let Some(p) = t.find(&names, at, false) {
+                walked.push(p);
+                at = Some(p);
+            }
+            let forward: Vec<Position> = order.iter().map(|(_, p)| *p).collect();
+            prop_assert_eq!(&walked, &forward);
+            let mut back = Vec::new();
+            let mut at = None;
+            while let Some(p) = t.find(&names, at, true) {
+                back.push(p);
+                at = Some(p);
+            }
+            back.reverse();
+            prop_assert_eq!(&back, &forward);
+        }
+    }
+
+    #[test]
+    fn names_are_searched_by_what_they_contain() {
+        let t = trace(&[(0, 0, 0, 10, false), (0, 3, 1, 10, false)], true);
+        let hits = t.names_containing("N3");
+        let named: Vec<&str> = (0..hits.len())
+            .filter(|&i| hits[i])
+            .map(|i| t.string(i as u32))
+            .collect();
+        assert_eq!(named, ["n3"]);
+    }
+}
