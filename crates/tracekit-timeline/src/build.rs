@@ -146,7 +146,11 @@ impl Timeline {
                     t.slices.push(Slice { end, ..begun });
                 }
                 EventKind::AsyncBegin { id } => {
-                    asyncs.insert((pid, name, id), begun);
+                    // A second begin of a slice still open: the first one's end
+                    // is not known, so it stays open rather than lost.
+                    if let Some(earlier) = asyncs.insert((pid, name, id), begun) {
+                        async_slices.entry(pid).or_default().push(earlier);
+                    }
                 }
                 EventKind::AsyncEnd { id } => {
                     if let Some(s) = asyncs.remove(&(pid, name, id)) {
@@ -369,5 +373,23 @@ mod tests {
             lanes_of(&packed(slices)),
             [vec![(0, 10), (10, 11)], vec![(2, 4), (5, 12)]]
         );
+    }
+
+    #[test]
+    fn an_async_begun_twice_keeps_both() {
+        use tracekit_fxt::format::Koid;
+        use tracekit_fxt::io::IoDestination;
+        use tracekit_fxt::write::Writer;
+        let mut w = Writer::new(IoDestination::new(Vec::new())).unwrap();
+        let thread = w.set_thread_slot(0, Koid(1), Koid(2)).unwrap();
+        let (cat, name) = (w.intern("c").unwrap(), w.intern("request").unwrap());
+        w.async_begin(thread, cat, name, 10, 7, &[]).unwrap();
+        w.async_begin(thread, cat, name, 20, 7, &[]).unwrap();
+        w.async_end(thread, cat, name, 30, 7, &[]).unwrap();
+        let bytes = w.finish_io().unwrap();
+        let t = Timeline::build(&mut tracekit_fxt::read::Reader::new(&bytes), &mut |_| {});
+        let track = &t.tracks()[0];
+        assert_eq!(track.kind, TrackKind::Async);
+        assert_eq!(lanes_of(&track.lanes), [vec![(10, OPEN)], vec![(20, 30)]]);
     }
 }

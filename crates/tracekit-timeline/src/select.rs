@@ -63,7 +63,9 @@ impl Timeline {
                         for c in children.range(s.start, end) {
                             let Some(c) = children.get(c) else { continue };
                             if c.start >= s.start {
-                                inner += self.closed(c.end).min(end).saturating_sub(c.start);
+                                inner = inner.saturating_add(
+                                    self.closed(c.end).min(end).saturating_sub(c.start),
+                                );
                             }
                         }
                     }
@@ -79,8 +81,10 @@ impl Timeline {
                         max_ns: 0,
                     });
                     t.count += 1;
-                    t.total_ns += dur;
-                    t.self_ns += dur.saturating_sub(inner);
+                    // Saturating: durations of a damaged trace's stamps can
+                    // sum past what 64 bits hold.
+                    t.total_ns = t.total_ns.saturating_add(dur);
+                    t.self_ns = t.self_ns.saturating_add(dur.saturating_sub(inner));
                     t.max_ns = t.max_ns.max(dur);
                 }
             }

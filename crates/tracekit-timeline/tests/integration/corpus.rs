@@ -54,7 +54,9 @@ fn matched(bytes: &[u8]) -> Vec<Row> {
                 rows.push((pid, tid, t, e.tick_rate.ns(end_ticks).max(t), name, args))
             }
             EventKind::AsyncBegin { id } => {
-                asyncs.insert((pid, name, id), (t, args));
+                if let Some((s, a)) = asyncs.insert((pid, name.clone(), id), (t, args)) {
+                    rows.push((pid, 0, s, OPEN, name, a));
+                }
             }
             EventKind::AsyncEnd { id } => {
                 if let Some((s, a)) = asyncs.remove(&(pid, name.clone(), id)) {
