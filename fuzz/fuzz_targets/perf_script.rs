@@ -8,12 +8,12 @@
 
 use libfuzzer_sys::fuzz_target;
 use tracekit_callstack::decode::{Decoder, HitCollector};
+use tracekit_callstack::event::Time;
 use tracekit_callstack::filter::RangeFilter;
 use tracekit_callstack::fxt_sink::FxtSink;
 use tracekit_callstack::ocaml::OcamlExceptionInfo;
 use tracekit_callstack::script::{RecordParser, Records, complete_prefix, parse_record};
 use tracekit_callstack::transcript::{self, TranscriptOptions};
-use tracekit_callstack::event::Time;
 use tracekit_callstack::writer::{Config, SampleTiming, TraceScope};
 use tracekit_fxt::write::{VecDestination, Writer};
 

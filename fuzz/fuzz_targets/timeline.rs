@@ -19,7 +19,12 @@ fuzz_target!(|data: &[u8]| {
         for lane in &track.lanes {
             for px in [1, 7, 1000] {
                 out.clear();
-                lane.window(first, first.saturating_add(span), span.div_ceil(px), &mut out);
+                lane.window(
+                    first,
+                    first.saturating_add(span),
+                    span.div_ceil(px),
+                    &mut out,
+                );
                 let drawn: u64 = out
                     .iter()
                     .map(|d| match d {
@@ -27,7 +32,10 @@ fuzz_target!(|data: &[u8]| {
                         Drawn::Merged { count, .. } => u64::from(*count),
                     })
                     .sum();
-                assert_eq!(drawn, lane.range(first, first.saturating_add(span)).len() as u64);
+                assert_eq!(
+                    drawn,
+                    lane.range(first, first.saturating_add(span)).len() as u64
+                );
             }
             overlapping += lane.range(first, first.saturating_add(span)).len() as u64;
             for i in 0..lane.len() {
