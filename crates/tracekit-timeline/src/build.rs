@@ -126,7 +126,6 @@ impl Timeline {
                 end: OPEN,
                 name,
                 category,
-                record: entry.offset,
                 args,
             };
             match e.kind {
@@ -167,7 +166,6 @@ impl Timeline {
                         time,
                         name,
                         category,
-                        record: entry.offset,
                         args,
                     });
                 }
@@ -211,7 +209,8 @@ impl Timeline {
         for ((pid, tid), mut t) in threads {
             // Begins still open at the end are open slices.
             t.slices.append(&mut t.open);
-            t.instants.sort_by_key(|i| (i.time, i.record));
+            // Stable: instants of one time stay in the order of their records.
+            t.instants.sort_by_key(|i| i.time);
             tracks.push(Track {
                 kind: TrackKind::Thread,
                 pid,
@@ -259,13 +258,8 @@ impl Timeline {
 /// between equal starts), each one deeper than every slice still open when it
 /// starts.
 fn nested(mut slices: Vec<Slice>) -> Vec<Lane> {
-    slices.sort_by(|a, b| {
-        (a.start, std::cmp::Reverse(a.end), a.record).cmp(&(
-            b.start,
-            std::cmp::Reverse(b.end),
-            b.record,
-        ))
-    });
+    // Stable: equal slices stay in the order they were read.
+    slices.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
     let mut lanes: Vec<Lane> = Vec::new();
     // The ends of the slices still open, outermost first.
     let mut stack: Vec<u64> = Vec::new();
@@ -287,7 +281,7 @@ fn nested(mut slices: Vec<Slice>) -> Vec<Lane> {
 /// Async slices in as few lanes as taking the first free one gives: sorted by
 /// start, each in the first lane whose last slice has ended.
 fn packed(mut slices: Vec<Slice>) -> Vec<Lane> {
-    slices.sort_by_key(|s| (s.start, s.record));
+    slices.sort_by_key(|s| s.start);
     let mut lanes: Vec<(u64, Lane)> = Vec::new();
     for s in slices {
         match lanes.iter_mut().find(|(end, _)| *end <= s.start) {
@@ -316,13 +310,12 @@ fn packed(mut slices: Vec<Slice>) -> Vec<Lane> {
 mod tests {
     use super::*;
 
-    fn slice(start: u64, end: u64, record: u64) -> Slice {
+    fn slice(start: u64, end: u64, name: u32) -> Slice {
         Slice {
             start,
             end,
-            name: 0,
+            name,
             category: 0,
-            record,
             args: 0,
         }
     }

@@ -20,7 +20,6 @@
 //! | end | slice | `u64` | nanoseconds; [`OPEN`] for a slice still open at the end of the trace |
 //! | name | slice | `u32` | the name, in the timeline's strings |
 //! | category | slice | `u32` | the category, in the timeline's strings |
-//! | record | slice | `u64` | byte offset of the record that began it |
 //! | args | slice | `u32` | its arguments, in the timeline's arguments ([`crate::Timeline::args`]) |
 
 /// The end of a slice still open at the end of the trace.
@@ -50,8 +49,6 @@ pub struct Slice {
     pub name: u32,
     /// Category, in the timeline's strings.
     pub category: u32,
-    /// Byte offset of the record that began it.
-    pub record: u64,
     /// Its arguments, in the timeline's arguments.
     pub args: u32,
 }
@@ -63,7 +60,6 @@ pub struct Lane {
     end: Vec<u64>,
     name: Vec<u32>,
     category: Vec<u32>,
-    record: Vec<u64>,
     args: Vec<u32>,
     blocks: Vec<Summary>,
     supers: Vec<Summary>,
@@ -96,7 +92,6 @@ impl Lane {
         self.end.push(s.end);
         self.name.push(s.name);
         self.category.push(s.category);
-        self.record.push(s.record);
         self.args.push(s.args);
     }
 
@@ -123,7 +118,6 @@ impl Lane {
         self.end.shrink_to_fit();
         self.name.shrink_to_fit();
         self.category.shrink_to_fit();
-        self.record.shrink_to_fit();
         self.args.shrink_to_fit();
     }
 
@@ -161,7 +155,6 @@ impl Lane {
             end: *self.end.get(i)?,
             name: *self.name.get(i)?,
             category: *self.category.get(i)?,
-            record: *self.record.get(i)?,
             args: *self.args.get(i)?,
         })
     }
@@ -298,7 +291,6 @@ mod tests {
                 end,
                 name: i as u32,
                 category: 0,
-                record: i as u64,
                 args: 0,
             });
             t = start + dur;

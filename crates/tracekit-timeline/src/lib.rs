@@ -13,8 +13,8 @@
 //! | table | per | what |
 //! | --- | --- | --- |
 //! | tracks | thread, and process with async slices | pid, tid, name (from kernel object records), and lanes |
-//! | lanes | track and depth | the slices at that depth ([`lane`]): start, end, name, category, record offset, arguments |
-//! | instants | thread track | time, name, category, record offset, arguments |
+//! | lanes | track and depth | the slices at that depth ([`lane`]): start, end, name, category, arguments |
+//! | instants | thread track | time, name, category, arguments |
 //! | counters | process, name, counter id and argument | times and values |
 //! | strings | distinct name or category | its text (lossy UTF-8) |
 //! | arguments | slice begun or instant with arguments | a JSON object ([`args_json`]), all in one text |
@@ -66,8 +66,6 @@ pub struct Instant {
     pub name: u32,
     /// Category, in the timeline's strings.
     pub category: u32,
-    /// Byte offset of its record.
-    pub record: u64,
     /// Its arguments, in the timeline's arguments ([`Timeline::args`]).
     pub args: u32,
 }
