@@ -47,11 +47,13 @@ fuzz_target!(|data: &[u8]| {
     }
     let all: Vec<usize> = (0..t.tracks().len()).collect();
     let counted: u64 = t
-        .selection(&all, first, first.saturating_add(span))
+        .selection(&all, Some((first, first.saturating_add(span))))
         .iter()
         .map(|n| n.count)
         .sum();
     assert_eq!(counted, overlapping);
+    let every: u64 = t.selection(&all, None).iter().map(|n| n.count).sum();
+    assert_eq!(every, t.slices() as u64);
     let names = t.names_containing("");
     let mut at = None;
     let mut steps = 0;

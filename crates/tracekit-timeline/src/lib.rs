@@ -39,6 +39,7 @@
 
 mod build;
 pub mod lane;
+pub mod report;
 mod select;
 
 pub use select::{NameTotals, Position};

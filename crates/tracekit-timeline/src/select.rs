@@ -42,10 +42,10 @@ impl Timeline {
     }
 
     /// The slices on `tracks` (indices in [`Timeline::tracks`]; others are
-    /// ignored) that overlap `from..to`, by name, the largest total first:
-    /// whole durations, as Perfetto's area selection sums them. An open slice
-    /// lasts until the end of the trace.
-    pub fn selection(&self, tracks: &[usize], from: u64, to: u64) -> Vec<NameTotals> {
+    /// ignored) that overlap `range` (`from..to`; every slice for `None`), by
+    /// name, the largest total first: whole durations, as Perfetto's area
+    /// selection sums them. An open slice lasts until the end of the trace.
+    pub fn selection(&self, tracks: &[usize], range: Option<(u64, u64)>) -> Vec<NameTotals> {
         let mut by_name: Vec<Option<NameTotals>> = Vec::new();
         for track in tracks.iter().filter_map(|&t| self.tracks.get(t)) {
             for (depth, lane) in track.lanes.iter().enumerate() {
@@ -54,7 +54,11 @@ impl Timeline {
                     // Async lanes are packed, not nested.
                     TrackKind::Async => None,
                 };
-                for i in lane.range(from, to) {
+                let shown = match range {
+                    Some((from, to)) => lane.range(from, to),
+                    None => 0..lane.len(),
+                };
+                for i in shown {
                     let Some(s) = lane.get(i) else { continue };
                     let end = self.closed(s.end);
                     let dur = end.saturating_sub(s.start);
@@ -306,7 +310,7 @@ mod tests {
                 e.3 = e.3.max(dur);
             }
             let got: std::collections::BTreeMap<u32, (u64, u64, u64, u64)> = t
-                .selection(&tracks, from, to)
+                .selection(&tracks, Some((from, to)))
                 .into_iter()
                 .map(|n| (n.name, (n.count, n.total_ns, n.self_ns, n.max_ns)))
                 .collect();

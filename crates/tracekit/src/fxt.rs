@@ -1,6 +1,7 @@
-//! `tracekit fxt ...` subcommands: dump, check, copy, to-json and stats for Fuchsia
-//! trace format files. The work is `tracekit-fxt`'s (`dump`, `check`, `copy`,
-//! `chrome`, `stats`); this module opens files and picks exit codes.
+//! `tracekit fxt ...` subcommands: dump, check, copy, to-json, top and stats for
+//! Fuchsia trace format files. The work is `tracekit-fxt`'s (`dump`, `check`,
+//! `copy`, `chrome`, `stats`) and `tracekit-timeline`'s (`top`); this module opens
+//! files and picks exit codes.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -15,6 +16,8 @@ use tracekit_fxt::io::{FinishError, IoDestination};
 use tracekit_fxt::read::{ReadError, Records};
 use tracekit_fxt::stats::Stats;
 use tracekit_fxt::write::Writer;
+use tracekit_timeline::Timeline;
+use tracekit_timeline::report::{TopQuery, duration};
 
 use crate::common::input::{self, Family};
 use crate::common::names::{Format, OutputArg, check_format};
@@ -61,6 +64,27 @@ pub enum Command {
         #[command(flatten)]
         output: OutputArg,
     },
+    /// Slices by name, the largest total first: count, total, self time (less
+    /// the slices nested in them), average and longest, as the Perfetto UI's
+    /// area selection sums them.
+    Top {
+        /// The trace (`-` for stdin).
+        file: PathBuf,
+        /// Only slices that overlap this time range, from the trace's first time
+        /// (e.g. `1.5s 2s`, `300ms 400ms`).
+        #[arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = time_arg)]
+        between: Option<Vec<u64>>,
+        /// Only slices of this thread, by its koid (repeatable; async slices are
+        /// on no thread).
+        #[arg(long, value_name = "KOID")]
+        thread: Vec<u64>,
+        /// Show this many names (0: all).
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Counts by record and event type, providers, processes, threads, time span.
     Stats {
         /// The trace (`-` for stdin).
@@ -82,8 +106,31 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
         Command::ToJson { input, output } => {
             to_json(&input, &output.or_default(Some(&input), Format::Json))
         }
+        Command::Top {
+            file,
+            between,
+            thread,
+            limit,
+            json,
+        } => {
+            let query = TopQuery {
+                between: between.and_then(|v| Some((*v.first()?, *v.get(1)?))),
+                threads: thread,
+                limit,
+            };
+            top(&file, &query, json)
+        }
         Command::Stats { file, json } => stats(&file, json),
     }
+}
+
+/// A time from the trace's first time, in nanoseconds.
+fn time_arg(s: &str) -> Result<u64, String> {
+    let t = tracekit_analysis::parse_time(s).map_err(|e| e.to_string())?;
+    u64::try_from(t.as_micros())
+        .ok()
+        .and_then(|us| us.checked_mul(1_000))
+        .ok_or_else(|| "time out of range".to_string())
 }
 
 /// [`tracekit_io::fxt::with_records`] with a progress bar over a file; a read
@@ -191,6 +238,35 @@ fn to_json(input_path: &Path, output: &Path) -> Result<ExitCode> {
             ));
         }
         Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn top(path: &Path, query: &TopQuery, as_json: bool) -> Result<ExitCode> {
+    if let Some((a, b)) = query.between
+        && a > b
+    {
+        anyhow::bail!("--between: {} is after {}", duration(a), duration(b));
+    }
+    with_records(path, None, |reader, bar| {
+        let timeline = Timeline::build(reader, &mut |pos| bar.set_position(pos));
+        bar.finish_and_clear();
+        print_warnings(path, reader);
+        let answer = query.run(&timeline);
+        match as_json {
+            true => print_json(&answer)?,
+            false => print(&answer.table())?,
+        }
+        Ok(match timeline.error() {
+            None => ExitCode::SUCCESS,
+            Some(e) => {
+                eprintln!(
+                    "error: {}: {e}; the results cover the {} records before it",
+                    input::display(path),
+                    timeline.records()
+                );
+                ExitCode::from(1)
+            }
+        })
     })
 }
 

@@ -1,5 +1,5 @@
 //! `tracekit fxt ...` end to end: dump snapshots, check verdicts and exit codes, copy,
-//! to-json and stats on the corpus.
+//! to-json, top and stats on the corpus.
 
 #![allow(clippy::unwrap_used)]
 
@@ -176,4 +176,64 @@ fn stats_snapshot() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["event_types"]["duration_begin"], 17296);
     assert_eq!(v["last_ns"], 329913);
+}
+
+#[test]
+fn top_counts_every_slice_stats_counts() {
+    let names = [
+        "magic_trace_sample.fxt",
+        "jst_tracing_demo.fxt",
+        "synthetic_all_records.fxt",
+        "ocaml_trace_fuchsia_t2_second.fxt",
+    ];
+    for name in names {
+        let Some(path) = corpus(name) else {
+            return;
+        };
+        let json = |args: &[&str]| -> serde_json::Value {
+            let out = tracekit(args, &path);
+            assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+            serde_json::from_slice(&out.stdout).unwrap()
+        };
+        let stats = json(&["stats", "--json"]);
+        let n = |k: &str| stats["event_types"][k].as_u64().unwrap_or(0);
+        // Every begin is a slice (open ones too), every complete and async begin one.
+        let expected = n("duration_begin") + n("duration_complete") + n("async_begin");
+        let top = json(&["top", "--json", "--limit", "0"]);
+        assert_eq!(top["slices"], expected, "{name}");
+        let rows = top["names"].as_array().unwrap();
+        assert_eq!(rows.len() as u64, top["distinct_names"].as_u64().unwrap());
+        let counted: u64 = rows.iter().map(|r| r["count"].as_u64().unwrap()).sum();
+        assert_eq!(counted, expected, "{name}");
+        for r in rows {
+            let (total, own, max) = (&r["total_ns"], &r["self_ns"], &r["max_ns"]);
+            assert!(
+                own.as_u64() <= total.as_u64() && max.as_u64() <= total.as_u64(),
+                "{r}"
+            );
+        }
+        // A range over the whole trace counts the same.
+        let whole = json(&["top", "--json", "--between", "0", "1h"]);
+        assert_eq!(whole["slices"], top["slices"], "{name}");
+    }
+    let Some(path) = corpus("magic_trace_sample.fxt") else {
+        return;
+    };
+    // One thread, koid 2: every slice; another: none.
+    let out = tracekit(&["top", "--json", "--thread", "2"], &path);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["slices"], 17_296);
+    let out = tracekit(&["top", "--json", "--thread", "3"], &path);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["slices"], 0);
+    // The first 100 µs hold fewer.
+    let out = tracekit(&["top", "--json", "--between", "0", "100us"], &path);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(0 < v["slices"].as_u64().unwrap() && v["slices"].as_u64().unwrap() < 17_296);
+    let out = tracekit(&["top", "--limit", "5"], &path);
+    assert!(out.status.success());
+    insta::assert_snapshot!("top_magic_trace_sample", text(&out.stdout));
+    let out = tracekit(&["top", "--between", "2ms", "1ms"], &path);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--between: 2.00 ms is after 1.00 ms"));
 }

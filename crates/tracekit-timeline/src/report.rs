@@ -1,0 +1,168 @@
+//! What `tracekit fxt top` prints: the slices of a trace, or of a time range and
+//! some threads, by name (count, total, self time, average, longest), as a
+//! table or as JSON ([`TopJson`], which a viewer's answer will share).
+
+use std::fmt::Write as _;
+
+use crate::{Timeline, TrackKind};
+
+/// Which slices a top counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TopQuery {
+    /// Only those that overlap this range, nanoseconds from the trace's first
+    /// time (`None`: all).
+    pub between: Option<(u64, u64)>,
+    /// Only those on these threads, by koid (empty: every track, async ones
+    /// included).
+    pub threads: Vec<u64>,
+    /// Names shown, the largest total first (0: all).
+    pub limit: usize,
+}
+
+/// The slices of one name.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct NameJson {
+    /// The name.
+    pub name: String,
+    /// Slices.
+    pub count: u64,
+    /// Their whole durations, nanoseconds.
+    pub total_ns: u64,
+    /// Their durations less their children's, nanoseconds.
+    pub self_ns: u64,
+    /// The average duration, nanoseconds (rounded down).
+    pub avg_ns: u64,
+    /// The longest one, nanoseconds.
+    pub max_ns: u64,
+}
+
+/// The answer of a [`TopQuery`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TopJson {
+    /// The range counted, nanoseconds of the trace's clock (the whole trace
+    /// when none was asked).
+    pub from_ns: Option<u64>,
+    /// Its end.
+    pub to_ns: Option<u64>,
+    /// The threads counted (empty: every track).
+    pub threads: Vec<u64>,
+    /// Slices counted, every name's.
+    pub slices: u64,
+    /// Distinct names counted.
+    pub distinct_names: usize,
+    /// The names shown, the largest total first.
+    pub names: Vec<NameJson>,
+}
+
+impl TopQuery {
+    /// Asks `timeline`.
+    pub fn run(&self, timeline: &Timeline) -> TopJson {
+        let tracks: Vec<usize> = (0..timeline.tracks().len())
+            .filter(|&i| {
+                let t = &timeline.tracks()[i];
+                self.threads.is_empty()
+                    || (t.kind == TrackKind::Thread && self.threads.contains(&t.tid))
+            })
+            .collect();
+        let first = timeline.first_ns().unwrap_or(0);
+        let range = self
+            .between
+            .map(|(a, b)| (first.saturating_add(a), first.saturating_add(b)));
+        let all = timeline.selection(&tracks, range);
+        let slices = all.iter().map(|n| n.count).sum();
+        let shown = match self.limit {
+            0 => all.len(),
+            n => n.min(all.len()),
+        };
+        TopJson {
+            from_ns: range.map(|r| r.0).or(timeline.first_ns()),
+            to_ns: range.map(|r| r.1).or(timeline.last_ns()),
+            threads: self.threads.clone(),
+            slices,
+            distinct_names: all.len(),
+            names: all[..shown]
+                .iter()
+                .map(|n| NameJson {
+                    name: timeline.string(n.name).to_string(),
+                    count: n.count,
+                    total_ns: n.total_ns,
+                    self_ns: n.self_ns,
+                    avg_ns: n.total_ns / n.count.max(1),
+                    max_ns: n.max_ns,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl TopJson {
+    /// The answer as a table, durations in the unit that reads best.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let plural = |n: usize, one: &str, many: &str| match n {
+            1 => format!("1 {one}"),
+            n => format!("{n} {many}"),
+        };
+        let _ = writeln!(
+            out,
+            "{} of {}{}",
+            plural(self.slices as usize, "slice", "slices"),
+            plural(self.distinct_names, "name", "names"),
+            match self.names.len() < self.distinct_names {
+                true => format!(" (the {} largest totals shown)", self.names.len()),
+                false => String::new(),
+            }
+        );
+        let _ = writeln!(
+            out,
+            "{:>9}  {:>10}  {:>10}  {:>10}  {:>10}  name",
+            "count", "total", "self", "average", "longest"
+        );
+        for n in &self.names {
+            let _ = writeln!(
+                out,
+                "{:>9}  {:>10}  {:>10}  {:>10}  {:>10}  {}",
+                n.count,
+                duration(n.total_ns),
+                duration(n.self_ns),
+                duration(n.avg_ns),
+                duration(n.max_ns),
+                n.name
+            );
+        }
+        out
+    }
+}
+
+/// A duration in nanoseconds as people read it: `812 ns`, `12.3 us`, `4.56 ms`,
+/// `1.23 s`, three significant digits.
+pub fn duration(ns: u64) -> String {
+    let (value, unit) = match ns {
+        0..1_000 => return format!("{ns} ns"),
+        1_000..1_000_000 => (ns as f64 / 1e3, "us"),
+        1_000_000..1_000_000_000 => (ns as f64 / 1e6, "ms"),
+        _ => (ns as f64 / 1e9, "s"),
+    };
+    let digits = match value {
+        v if v < 10.0 => 2,
+        v if v < 100.0 => 1,
+        _ => 0,
+    };
+    format!("{value:.digits$} {unit}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_in_their_unit() {
+        assert_eq!(duration(0), "0 ns");
+        assert_eq!(duration(999), "999 ns");
+        assert_eq!(duration(1_000), "1.00 us");
+        assert_eq!(duration(12_345), "12.3 us");
+        assert_eq!(duration(456_700_000), "457 ms");
+        assert_eq!(duration(1_230_000_000), "1.23 s");
+        assert_eq!(duration(3_600_000_000_000), "3600 s");
+    }
+}
