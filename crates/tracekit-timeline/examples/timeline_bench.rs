@@ -1,9 +1,7 @@
 //! The timeline at scale, for docs/performance.md:
 //!
-//! - `timeline_bench write OUT.fxt [SLICES]` writes a trace of nested complete
-//!   slices on 16 threads (default 12,500,000 slices, about 300 MB): per thread,
-//!   trees of slices up to 7 deep, each written when it ends, as a tracing
-//!   library writes complete events;
+//! - `timeline_bench write OUT.fxt [SLICES]` writes the benches' trace of nested
+//!   complete slices on 16 threads (default 12,500,000 slices, about 300 MB);
 //! - `timeline_bench read FILE.fxt` builds its timeline and times what a
 //!   viewer asks: every lane of every track drawn on 2,000 pixels, for the
 //!   whole trace and for windows of a tenth, a hundredth and a thousandth of
@@ -11,77 +9,16 @@
 
 use std::time::Instant;
 
-use tracekit_fxt::format::Koid;
-use tracekit_fxt::io::IoDestination;
 use tracekit_fxt::read::Reader;
-use tracekit_fxt::write::{Initialization, Writer, WriterOptions};
 use tracekit_timeline::Timeline;
 
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
-type W = Writer<IoDestination<std::io::BufWriter<std::fs::File>>>;
-
-/// Writes a slice starting at `start` with its children; its end.
-fn tree(
-    w: &mut W,
-    thread: tracekit_fxt::format::ThreadId,
-    names: &[tracekit_fxt::format::StringId],
-    rng: &mut Rng,
-    start: u64,
-    depth: u32,
-    written: &mut u64,
-) -> Result<u64, Box<dyn std::error::Error>> {
-    let mut t = start + rng.below(50);
-    let children = if depth < 6 { rng.below(4) } else { 0 };
-    for _ in 0..children {
-        t = tree(w, thread, names, rng, t, depth + 1, written)? + rng.below(100);
-    }
-    let end = t + 100 + rng.below(2_000);
-    let name = names[rng.below(names.len() as u64) as usize];
-    w.duration_complete(thread, names[0], name, start, end, &[])?;
-    *written += 1;
-    Ok(end)
-}
+#[path = "../benches/common/mod.rs"]
+mod common;
 
 fn write(out: &str, slices: u64) -> Result<(), Box<dyn std::error::Error>> {
     let file = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(out)?);
-    let init = WriterOptions {
-        initialization: Some(Initialization::new(1_000_000_000)),
-        ..WriterOptions::default()
-    };
-    let mut w = Writer::with_options(IoDestination::new(file), &init)?;
-    let mut threads = Vec::new();
-    for slot in 0..16u8 {
-        let (pid, tid) = (Koid(1000), Koid(1001 + u64::from(slot)));
-        if slot == 0 {
-            w.set_process_name(pid, "bench")?;
-        }
-        w.set_thread_name(pid, tid, format!("worker {slot}").as_str())?;
-        threads.push(w.set_thread_slot(slot, pid, tid)?);
-    }
-    let mut names = Vec::new();
-    for i in 0..200 {
-        names.push(w.intern(&format!("function_{i:03}"))?);
-    }
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let mut clocks = vec![1_000u64; threads.len()];
-    let mut written = 0;
-    while written < slices {
-        for (i, &thread) in threads.iter().enumerate() {
-            clocks[i] = tree(&mut w, thread, &names, &mut rng, clocks[i], 0, &mut written)?
-                + rng.below(500);
-        }
-    }
-    w.finish_io()?;
+    let (file, written) = common::nested_trace(file, slices)?;
+    file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     println!(
         "{out}: {written} slices, {} bytes",
         std::fs::metadata(out)?.len()
