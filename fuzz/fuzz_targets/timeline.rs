@@ -1,7 +1,9 @@
 //! FXT timelines of arbitrary bytes: building one never panics, and what a
 //! viewer asks of it holds together: every slice that shows in a window is
 //! drawn once, a selection counts every slice it overlaps, and a search walks
-//! every slice of the names searched, in order, once.
+//! every slice of the names searched, in order, once. A timeline written as
+//! bytes reads back as the same bytes, and the input read as a timeline file
+//! is an error or a timeline, never a panic.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -10,7 +12,15 @@ use tracekit_timeline::Timeline;
 use tracekit_timeline::lane::Drawn;
 
 fuzz_target!(|data: &[u8]| {
+    let _ = Timeline::read_from(data);
     let t = Timeline::build(&mut Reader::new(data), &mut |_| {});
+    let mut file = Vec::new();
+    if t.write_to(&mut file).is_ok() {
+        let back = Timeline::read_from(&file).expect("a timeline written reads back");
+        let mut again = Vec::new();
+        back.write_to(&mut again).expect("written again");
+        assert_eq!(again, file);
+    }
     let (first, last) = (t.first_ns().unwrap_or(0), t.last_ns().unwrap_or(0));
     let span = last.saturating_sub(first).max(1);
     let mut out = Vec::new();

@@ -50,6 +50,18 @@ fn read(path: &str) -> Result<(), Box<dyn std::error::Error>> {
         t.tracks().len(),
         peak_mb()
     );
+    let started = Instant::now();
+    let mut file = Vec::new();
+    t.write_to(&mut file)?;
+    let wrote = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let back = Timeline::read_from(&file)?;
+    println!(
+        "as a file: {} bytes, written in {wrote:.2} s, read back in {:.2} s",
+        file.len(),
+        started.elapsed().as_secs_f64()
+    );
+    drop((back, file));
     let (first, last) = (t.first_ns().unwrap_or(0), t.last_ns().unwrap_or(0));
     let mut out = Vec::new();
     for share in [1, 10, 100, 1000] {

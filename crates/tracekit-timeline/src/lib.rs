@@ -34,14 +34,20 @@
 //!
 //! A trace that stops at damage gives the timeline of the records before it
 //! ([`Timeline::error`]).
+//!
+//! The `file` module writes a timeline as bytes and reads it back
+//! ([`Timeline::write_to`], [`Timeline::read_from`]), so that a viewer can keep
+//! it between runs.
 
 #![deny(missing_docs)]
 
 mod build;
+mod file;
 pub mod lane;
 pub mod report;
 mod select;
 
+pub use file::FileError;
 pub use select::{NameTotals, Position};
 
 use tracekit_fxt::format::ArgValue;

@@ -153,3 +153,43 @@ fn a_truncated_trace_keeps_what_was_read() {
     assert!(half.records() < whole.records());
     assert!(!positions.is_empty());
 }
+
+#[test]
+fn every_corpus_timeline_reads_back_as_written() {
+    let Some(traces) = traces() else {
+        tracekit_testutil::skip_without_corpus("every_corpus_timeline_reads_back_as_written");
+        return;
+    };
+    for path in traces {
+        let bytes = std::fs::read(&path).unwrap();
+        let t = Timeline::build(&mut Reader::new(&bytes), &mut |_| {});
+        if t.error().is_some() || !t.warnings().is_empty() {
+            continue;
+        }
+        let mut file = Vec::new();
+        t.write_to(&mut file).unwrap();
+        let back = Timeline::read_from(&file).unwrap();
+        let mut again = Vec::new();
+        back.write_to(&mut again).unwrap();
+        assert_eq!(again, file, "{}", path.display());
+        assert_eq!(back.slices(), t.slices());
+        let slices = |t: &Timeline| -> Vec<(u64, u64, String, String)> {
+            let mut out = Vec::new();
+            for track in t.tracks() {
+                for lane in &track.lanes {
+                    for i in 0..lane.len() {
+                        let s = lane.get(i).unwrap();
+                        out.push((
+                            s.start,
+                            s.end,
+                            t.string(s.name).to_string(),
+                            t.args(s.args).to_string(),
+                        ));
+                    }
+                }
+            }
+            out
+        };
+        assert_eq!(slices(&back), slices(&t), "{}", path.display());
+    }
+}
