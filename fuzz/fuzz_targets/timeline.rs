@@ -55,6 +55,9 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
+    for f in t.flows() {
+        assert!(f.points.iter().all(|p| p.track < t.tracks().len()));
+    }
     let all: Vec<usize> = (0..t.tracks().len()).collect();
     let counted: u64 = t
         .selection(&all, Some((first, first.saturating_add(span))))

@@ -7,7 +7,7 @@ use tracekit_fxt::format::{EventKind, ObjectType};
 use tracekit_fxt::read::{Args, Record, Records};
 
 use crate::lane::{Lane, OPEN, Slice};
-use crate::{Counter, Instant, Timeline, Track, TrackKind};
+use crate::{Counter, Flow, FlowPhase, FlowPoint, Instant, Timeline, Track, TrackKind};
 
 /// Distinct strings, each once.
 #[derive(Default)]
@@ -56,6 +56,9 @@ impl ArgSets {
     }
 }
 
+/// A flow event as it is read: its thread (pid, tid), time and phase.
+type FlowEvent = ((u64, u64), u64, FlowPhase);
+
 /// A thread's slices and instants as they are read.
 #[derive(Default)]
 struct ThreadBuild {
@@ -79,6 +82,9 @@ impl Timeline {
         let mut async_slices: FxHashMap<u64, Vec<Slice>> = FxHashMap::default();
         let mut counters: Vec<Counter> = Vec::new();
         let mut counter_of: FxHashMap<(u64, u32, u64, u32), usize> = FxHashMap::default();
+        // Flows by id, their events' threads as (pid, tid) until tracks are numbered.
+        let mut open_flows: FxHashMap<u64, Vec<FlowEvent>> = FxHashMap::default();
+        let mut flows: Vec<(u64, Vec<FlowEvent>)> = Vec::new();
         let (mut first, mut last) = (u64::MAX, 0u64);
         let mut records = 0u64;
         let mut error = None;
@@ -192,10 +198,32 @@ impl Timeline {
                         counters[at].values.push(value);
                     }
                 }
-                EventKind::AsyncInstant { .. }
-                | EventKind::FlowBegin { .. }
-                | EventKind::FlowStep { .. }
-                | EventKind::FlowEnd { .. } => {}
+                EventKind::FlowBegin { id }
+                | EventKind::FlowStep { id }
+                | EventKind::FlowEnd { id } => {
+                    // The flow's thread gets a track even with nothing else on it.
+                    threads.entry((pid, tid)).or_default();
+                    let phase = match e.kind {
+                        EventKind::FlowBegin { .. } => FlowPhase::Begin,
+                        EventKind::FlowStep { .. } => FlowPhase::Step,
+                        _ => FlowPhase::End,
+                    };
+                    if phase == FlowPhase::Begin
+                        && let Some(earlier) = open_flows.remove(&id)
+                    {
+                        flows.push((id, earlier));
+                    }
+                    open_flows
+                        .entry(id)
+                        .or_default()
+                        .push(((pid, tid), time, phase));
+                    if phase == FlowPhase::End
+                        && let Some(done) = open_flows.remove(&id)
+                    {
+                        flows.push((id, done));
+                    }
+                }
+                EventKind::AsyncInstant { .. } => {}
             }
         }
         progress(reader.position());
@@ -231,6 +259,30 @@ impl Timeline {
             });
         }
         tracks.sort_by_key(|t| (t.pid, t.kind == TrackKind::Async, t.tid));
+        flows.extend(open_flows);
+        let track_of: FxHashMap<(u64, u64), usize> = tracks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.kind == TrackKind::Thread)
+            .map(|(i, t)| ((t.pid, t.tid), i))
+            .collect();
+        let mut flows: Vec<Flow> = flows
+            .into_iter()
+            .map(|(id, points)| Flow {
+                id,
+                points: points
+                    .into_iter()
+                    .filter_map(|(thread, time, phase)| {
+                        Some(FlowPoint {
+                            track: *track_of.get(&thread)?,
+                            time,
+                            phase,
+                        })
+                    })
+                    .collect(),
+            })
+            .collect();
+        flows.sort_by_key(|f| (f.points.first().map(|p| p.time), f.id));
         let mut processes: Vec<(u64, Option<u32>)> = pids
             .into_keys()
             .map(|pid| (pid, names.get(&pid).copied()))
@@ -245,6 +297,7 @@ impl Timeline {
             processes,
             tracks,
             counters,
+            flows,
             first_ns,
             last_ns: first_ns.map(|_| last),
             records,
@@ -384,5 +437,43 @@ mod tests {
         let track = &t.tracks()[0];
         assert_eq!(track.kind, TrackKind::Async);
         assert_eq!(lanes_of(&track.lanes), [vec![(10, OPEN)], vec![(20, 30)]]);
+    }
+
+    #[test]
+    fn a_flow_begun_again_is_a_second_flow() {
+        use tracekit_fxt::format::Koid;
+        use tracekit_fxt::io::IoDestination;
+        use tracekit_fxt::write::Writer;
+        let mut w = Writer::new(IoDestination::new(Vec::new())).unwrap();
+        let (a, b) = (
+            w.set_thread_slot(0, Koid(1), Koid(2)).unwrap(),
+            w.set_thread_slot(1, Koid(1), Koid(3)).unwrap(),
+        );
+        w.flow_begin(a, 10, 5).unwrap();
+        w.flow_step(b, 12, 5).unwrap();
+        w.flow_begin(b, 20, 5).unwrap();
+        w.flow_end(a, 30, 5).unwrap();
+        w.flow_step(a, 40, 5).unwrap();
+        let bytes = w.finish_io().unwrap();
+        let t = Timeline::build(&mut tracekit_fxt::read::Reader::new(&bytes), &mut |_| {});
+        let flows: Vec<Vec<(u64, u64, FlowPhase)>> = t
+            .flows()
+            .iter()
+            .map(|f| {
+                f.points
+                    .iter()
+                    .map(|p| (t.tracks()[p.track].tid, p.time, p.phase))
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            flows,
+            [
+                vec![(2, 10, FlowPhase::Begin), (3, 12, FlowPhase::Step)],
+                vec![(3, 20, FlowPhase::Begin), (2, 30, FlowPhase::End)],
+                // A step after the end starts a flow of its own.
+                vec![(2, 40, FlowPhase::Step)],
+            ]
+        );
     }
 }

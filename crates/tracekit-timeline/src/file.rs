@@ -8,7 +8,7 @@
 //!
 //! | bytes | what |
 //! | --- | --- |
-//! | 8 | magic `TKTIMEL` and the format version (1) |
+//! | 8 | magic `TKTIMEL` and the format version (2) |
 //! | 8 | records read |
 //! | 9 each | the first and the last time, each an optional `u64` (a byte, then 8) |
 //! | 4 + strings | the strings |
@@ -16,6 +16,7 @@
 //! | 4 + 13 each | processes: koid (8), optional name (5) |
 //! | 4 + tracks | per track: kind (1: 0 thread, 1 async), pid (8), tid (8), optional name (5), then its lanes (4 bytes of count; per lane 4 bytes of slices and the columns start (8 each), end (8 each), name, category, arguments (4 each)), then its instants (4 bytes of count; time (8), name, category, arguments (4 each) per instant) |
 //! | 4 + counters | per series: pid (8), name (4), id (8), series (4), samples (4), then times (8 each) and values (8 each, IEEE 754) |
+//! | 4 + flows | per flow: id (8), events (4), then per event its track (4), time (8) and phase (1: 0 begin, 1 step, 2 end) |
 //!
 //! A timeline of a damaged trace, or of one whose records were skipped, is not
 //! written: reading it back would lose the damage. Reading checks every count,
@@ -26,9 +27,9 @@
 use std::io::{self, Write};
 
 use crate::lane::{Lane, OPEN, Slice};
-use crate::{Counter, Instant, Timeline, Track, TrackKind};
+use crate::{Counter, Flow, FlowPhase, FlowPoint, Instant, Timeline, Track, TrackKind};
 
-const MAGIC: &[u8; 8] = b"TKTIMEL\x01";
+const MAGIC: &[u8; 8] = b"TKTIMEL\x02";
 
 /// Why bytes are not a timeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -161,6 +162,21 @@ impl Timeline {
             out.write_all(&u32_of(c.times.len())?)?;
             write_u64s(out, c.times.iter().copied())?;
             write_u64s(out, c.values.iter().map(|v| v.to_bits()))?;
+        }
+        out.write_all(&u32_of(self.flows.len())?)?;
+        for f in &self.flows {
+            out.write_all(&f.id.to_le_bytes())?;
+            out.write_all(&u32_of(f.points.len())?)?;
+            for p in &f.points {
+                out.write_all(&u32_of(p.track)?)?;
+                out.write_all(&p.time.to_le_bytes())?;
+                let phase: u8 = match p.phase {
+                    FlowPhase::Begin => 0,
+                    FlowPhase::Step => 1,
+                    FlowPhase::End => 2,
+                };
+                out.write_all(&[phase])?;
+            }
         }
         Ok(())
     }
@@ -313,6 +329,29 @@ impl Timeline {
                 values,
             });
         }
+        let n = r.count(12)?;
+        let mut flows = Vec::with_capacity(n);
+        for _ in 0..n {
+            let id = r.u64()?;
+            let events = r.count(13)?;
+            let mut points = Vec::with_capacity(events);
+            for _ in 0..events {
+                let at = r.at;
+                let track = r.u32()? as usize;
+                let time = r.u64()?;
+                let phase = match r.take(1)? {
+                    [0] => FlowPhase::Begin,
+                    [1] => FlowPhase::Step,
+                    [2] => FlowPhase::End,
+                    _ => return Err(FileError::Inconsistent(at)),
+                };
+                if track >= tracks.len() {
+                    return Err(FileError::Inconsistent(at));
+                }
+                points.push(FlowPoint { track, time, phase });
+            }
+            flows.push(Flow { id, points });
+        }
         if r.at != bytes.len() {
             return Err(r.bad());
         }
@@ -323,6 +362,7 @@ impl Timeline {
             processes,
             tracks,
             counters,
+            flows,
             first_ns,
             last_ns,
             records,
@@ -438,6 +478,10 @@ mod tests {
         w.async_end(t, c, a, 25, 9, &[]).unwrap();
         w.counter(t, c, a, 18, 3, &[Arg::new(key, ArgValue::Double(2.5))])
             .unwrap();
+        let other = w.set_thread_slot(1, Koid(1), Koid(3)).unwrap();
+        w.flow_begin(t, 11, 77).unwrap();
+        w.flow_step(other, 13, 77).unwrap();
+        w.flow_end(t, 19, 77).unwrap();
         let bytes = w.finish_io().unwrap();
         Timeline::build(&mut Reader::new(&bytes), &mut |_| {})
     }
@@ -457,6 +501,19 @@ mod tests {
         assert_eq!(written(&back), file, "written again, byte for byte");
         assert_eq!(back.slices(), 4);
         assert_eq!(back.counters(), t.counters());
+        assert_eq!(back.flows(), t.flows());
+        let flow = &t.flows()[0];
+        assert_eq!(flow.id, 77);
+        let steps: Vec<_> = flow.points.iter().map(|p| (p.time, p.phase)).collect();
+        assert_eq!(
+            steps,
+            [
+                (11, FlowPhase::Begin),
+                (13, FlowPhase::Step),
+                (19, FlowPhase::End)
+            ]
+        );
+        assert_ne!(flow.points[0].track, flow.points[1].track, "on two threads");
         assert_eq!(back.tracks()[0].instants, t.tracks()[0].instants);
         let s = back.tracks()[0].lanes[0].get(0).unwrap();
         assert_eq!(back.string(s.name), "outer");

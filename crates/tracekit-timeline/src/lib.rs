@@ -16,6 +16,7 @@
 //! | lanes | track and depth | the slices at that depth ([`lane`]): start, end, name, category, arguments |
 //! | instants | thread track | time, name, category, arguments |
 //! | counters | process, name, counter id and argument | times and values |
+//! | flows | flow (a begin and what follows with its id) | per event its thread's track, time and phase |
 //! | strings | distinct name or category | its text (lossy UTF-8) |
 //! | arguments | slice begun or instant with arguments | a JSON object ([`args_json`]), all in one text |
 //!
@@ -26,7 +27,8 @@
 //! end matched by name and id) are on a track of their own, each in the first
 //! lane free when it starts. Times are nanoseconds of the trace's clock. A
 //! slice without an end is open until the end of the trace ([`lane::OPEN`]).
-//! Flow events are not kept yet.
+//! A flow begin starts a flow of its id (ending one still open with it), steps
+//! and an end follow it; a step or end without a begin starts one too.
 //!
 //! What a viewer asks of it beside viewports: the slices of a selection by
 //! name ([`Timeline::selection`]), and the next or previous slice whose name
@@ -102,6 +104,38 @@ impl Track {
     }
 }
 
+/// Where a flow event is in a flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlowPhase {
+    /// Its first event.
+    Begin,
+    /// An event between.
+    Step,
+    /// Its last event.
+    End,
+}
+
+/// One event of a flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowPoint {
+    /// The track of the thread it is on (an index in [`Timeline::tracks`]).
+    pub track: usize,
+    /// When, nanoseconds.
+    pub time: u64,
+    /// Which event it is.
+    pub phase: FlowPhase,
+}
+
+/// A flow: work handed from one place to another, the events of one flow id
+/// from a begin to an end (or to the end of the trace), in the order read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Flow {
+    /// The flow id.
+    pub id: u64,
+    /// Its events.
+    pub points: Vec<FlowPoint>,
+}
+
 /// One series of a counter.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Counter {
@@ -130,6 +164,7 @@ pub struct Timeline {
     processes: Vec<(u64, Option<u32>)>,
     tracks: Vec<Track>,
     counters: Vec<Counter>,
+    flows: Vec<Flow>,
     first_ns: Option<u64>,
     last_ns: Option<u64>,
     records: u64,
@@ -167,6 +202,11 @@ impl Timeline {
     /// The counters' series.
     pub fn counters(&self) -> &[Counter] {
         &self.counters
+    }
+
+    /// The flows, by their first event's time.
+    pub fn flows(&self) -> &[Flow] {
+        &self.flows
     }
 
     /// Slices on every track.

@@ -117,9 +117,36 @@ fn every_slice_of_the_corpus_is_on_its_track_once() {
             }
         }
         rows.sort();
+        // Every flow event is in a flow, on its thread's track.
+        let mut flow_events = Vec::new();
+        let mut r = Reader::new(&bytes);
+        while let Ok(Some(e)) = r.next_entry() {
+            if let Record::Event(ev) = e.record
+                && let EventKind::FlowBegin { id }
+                | EventKind::FlowStep { id }
+                | EventKind::FlowEnd { id } = ev.kind
+            {
+                flow_events.push((id, ev.thread.thread.0, e.tick_rate.ns(ev.ticks)));
+            }
+        }
+        let mut in_flows: Vec<(u64, u64, u64)> = t
+            .flows()
+            .iter()
+            .flat_map(|f| {
+                f.points
+                    .iter()
+                    .map(|p| (f.id, t.tracks()[p.track].tid, p.time))
+            })
+            .collect();
+        flow_events.sort();
+        in_flows.sort();
+        assert_eq!(in_flows, flow_events, "{}", path.display());
         let expected = matched(&bytes);
         assert_eq!(rows.len(), t.slices());
         assert_eq!(rows, expected, "{}", path.display());
+        if path.ends_with("synthetic_all_records.fxt") {
+            assert_eq!(t.flows().len(), 1, "a begin, a step and an end");
+        }
         if path.ends_with("magic_trace_sample.fxt") {
             // 17,296 begin and end pairs on one thread, named `main`.
             assert_eq!(t.slices(), 17_296);
