@@ -5,7 +5,7 @@
 //!
 //! `cargo bench -p tracekit-timeline --bench timeline -- --warm-up-time 1 --measurement-time 3`
 //!
-//! At the scale (12.5 M slices, 300 MB) `examples/timeline_bench.rs`
+//! At 12.5 M slices (300 MB) `examples/timeline_bench.rs`
 //! writes the trace to a file and times the same.
 
 use std::hint::black_box;
