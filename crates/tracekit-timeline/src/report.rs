@@ -1,10 +1,11 @@
-//! What `tracekit fxt top` prints: the slices of a trace, or of a time range and
-//! some threads, by name (count, total, self time, average, longest), as a
-//! table or as JSON ([`TopJson`], which a viewer's answer will share).
+//! What `tracekit fxt top` and `tracekit fxt slices` print: the slices of a
+//! trace, or of a time range and some threads, by name (count, total, self
+//! time, average, longest), or each one, as a table or as JSON ([`TopJson`],
+//! [`SlicesJson`], which a viewer's answers will share).
 
 use std::fmt::Write as _;
 
-use crate::{Timeline, TrackKind};
+use crate::{Timeline, Track, TrackKind};
 
 /// Which slices a top counts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -58,11 +59,7 @@ impl TopQuery {
     /// Asks `timeline`.
     pub fn run(&self, timeline: &Timeline) -> TopJson {
         let tracks: Vec<usize> = (0..timeline.tracks().len())
-            .filter(|&i| {
-                let t = &timeline.tracks()[i];
-                self.threads.is_empty()
-                    || (t.kind == TrackKind::Thread && self.threads.contains(&t.tid))
-            })
+            .filter(|&i| on_threads(&timeline.tracks()[i], &self.threads))
             .collect();
         let first = timeline.first_ns().unwrap_or(0);
         let range = self
@@ -129,6 +126,170 @@ impl TopJson {
                 duration(n.max_ns),
                 n.name
             );
+        }
+        out
+    }
+}
+
+/// Whether `track` is one of `threads` (by koid; every track when empty).
+fn on_threads(track: &Track, threads: &[u64]) -> bool {
+    threads.is_empty() || (track.kind == TrackKind::Thread && threads.contains(&track.tid))
+}
+
+/// Which slices `tracekit fxt slices` lists.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SlicesQuery {
+    /// Only those that overlap this range, nanoseconds from the trace's first
+    /// time (`None`: all).
+    pub between: Option<(u64, u64)>,
+    /// Only those on these threads, by koid (empty: every track).
+    pub threads: Vec<u64>,
+    /// Only those whose name contains this text (ASCII case ignored).
+    pub name: Option<String>,
+    /// Slices listed, the earliest first (0: all).
+    pub limit: usize,
+}
+
+/// One slice, as `fxt slices` lists it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct SliceJson {
+    /// Its track, an index in the timeline's tracks.
+    pub track: usize,
+    /// `thread` or `async`.
+    pub kind: &'static str,
+    /// The process's koid.
+    pub pid: u64,
+    /// The thread's koid (0 on an async track).
+    pub tid: u64,
+    /// Its lane: the depth on a thread.
+    pub depth: usize,
+    /// Start, nanoseconds of the trace's clock.
+    pub start_ns: u64,
+    /// Duration, nanoseconds; `None` for a slice still open at the end.
+    pub duration_ns: Option<u64>,
+    /// Name.
+    pub name: String,
+    /// Category.
+    pub category: String,
+    /// Arguments.
+    pub args: serde_json::Value,
+}
+
+/// The answer of a [`SlicesQuery`].
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct SlicesJson {
+    /// The trace's first time, nanoseconds (what `--between` counts from).
+    pub first_ns: Option<u64>,
+    /// Slices that match, listed or not.
+    pub matching: u64,
+    /// The earliest of them (by start, then track, lane and index).
+    pub slices: Vec<SliceJson>,
+}
+
+impl SlicesQuery {
+    /// Asks `timeline`.
+    pub fn run(&self, timeline: &Timeline) -> SlicesJson {
+        let first = timeline.first_ns().unwrap_or(0);
+        let range = self
+            .between
+            .map(|(a, b)| (first.saturating_add(a), first.saturating_add(b)));
+        let names = self.name.as_deref().map(|n| timeline.names_containing(n));
+        let mut hits: Vec<(u64, usize, usize, usize)> = Vec::new();
+        for (ti, track) in timeline.tracks().iter().enumerate() {
+            if !on_threads(track, &self.threads) {
+                continue;
+            }
+            for (l, lane) in track.lanes.iter().enumerate() {
+                let shown = match range {
+                    Some((from, to)) => lane.range(from, to),
+                    None => 0..lane.len(),
+                };
+                for i in shown {
+                    let Some(s) = lane.get(i) else { continue };
+                    let named = names
+                        .as_ref()
+                        .is_none_or(|n| n.get(s.name as usize).copied().unwrap_or(false));
+                    if named {
+                        hits.push((s.start, ti, l, i));
+                    }
+                }
+            }
+        }
+        hits.sort_unstable();
+        let matching = hits.len() as u64;
+        if self.limit > 0 {
+            hits.truncate(self.limit);
+        }
+        let slices = hits
+            .into_iter()
+            .filter_map(|(_, ti, l, i)| {
+                let track = timeline.tracks().get(ti)?;
+                let s = track.lanes.get(l)?.get(i)?;
+                Some(SliceJson {
+                    track: ti,
+                    kind: match track.kind {
+                        TrackKind::Thread => "thread",
+                        TrackKind::Async => "async",
+                    },
+                    pid: track.pid,
+                    tid: track.tid,
+                    depth: l,
+                    start_ns: s.start,
+                    duration_ns: (s.end != crate::lane::OPEN).then(|| s.end - s.start),
+                    name: timeline.string(s.name).to_string(),
+                    category: timeline.string(s.category).to_string(),
+                    args: serde_json::from_str(timeline.args(s.args))
+                        .unwrap_or(serde_json::Value::Null),
+                })
+            })
+            .collect();
+        SlicesJson {
+            first_ns: timeline.first_ns(),
+            matching,
+            slices,
+        }
+    }
+}
+
+impl SlicesJson {
+    /// The answer as a table: start from the trace's first time, duration,
+    /// thread (or async track's process), depth, name, arguments.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{} matching slices{}",
+            self.matching,
+            match (self.slices.len() as u64) < self.matching {
+                true => format!(" (the {} earliest shown)", self.slices.len()),
+                false => String::new(),
+            }
+        );
+        let _ = writeln!(
+            out,
+            "{:>10}  {:>10}  {:>14}  {:>5}  name  args",
+            "start", "duration", "thread", "depth"
+        );
+        let first = self.first_ns.unwrap_or(0);
+        for s in &self.slices {
+            let thread = match s.kind {
+                "async" => format!("async {}", s.pid),
+                _ => format!("{}/{}", s.pid, s.tid),
+            };
+            let args = match &s.args {
+                serde_json::Value::Object(m) if m.is_empty() => String::new(),
+                a => a.to_string(),
+            };
+            let line = format!(
+                "{:>10}  {:>10}  {:>14}  {:>5}  {}  {}",
+                duration(s.start_ns.saturating_sub(first)),
+                s.duration_ns.map_or_else(|| "open".to_string(), duration),
+                thread,
+                s.depth,
+                s.name,
+                args
+            );
+            let _ = writeln!(out, "{}", line.trim_end());
         }
         out
     }

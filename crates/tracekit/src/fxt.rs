@@ -1,7 +1,7 @@
-//! `tracekit fxt ...` subcommands: dump, check, copy, to-json, top and stats for
-//! Fuchsia trace format files. The work is `tracekit-fxt`'s (`dump`, `check`,
-//! `copy`, `chrome`, `stats`) and `tracekit-timeline`'s (`top`); this module opens
-//! files and picks exit codes.
+//! `tracekit fxt ...` subcommands: dump, check, copy, to-json, top, slices and
+//! stats for Fuchsia trace format files. The work is `tracekit-fxt`'s (`dump`,
+//! `check`, `copy`, `chrome`, `stats`) and `tracekit-timeline`'s (`top`,
+//! `slices`); this module opens files and picks exit codes.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -17,7 +17,7 @@ use tracekit_fxt::read::{ReadError, Records};
 use tracekit_fxt::stats::Stats;
 use tracekit_fxt::write::Writer;
 use tracekit_timeline::Timeline;
-use tracekit_timeline::report::{TopQuery, duration};
+use tracekit_timeline::report::{SlicesQuery, TopQuery, duration};
 
 use crate::common::input::{self, Family};
 use crate::common::names::{Format, OutputArg, check_format};
@@ -85,6 +85,27 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The slices of a trace, the earliest first: start (from the trace's first
+    /// time), duration, thread, depth, name and arguments.
+    Slices {
+        /// The trace (`-` for stdin).
+        file: PathBuf,
+        /// Only slices that overlap this time range, from the trace's first time.
+        #[arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = time_arg)]
+        between: Option<Vec<u64>>,
+        /// Only slices of this thread, by its koid (repeatable).
+        #[arg(long, value_name = "KOID")]
+        thread: Vec<u64>,
+        /// Only slices whose name contains this text (ASCII case ignored).
+        #[arg(long, value_name = "TEXT")]
+        name: Option<String>,
+        /// List this many (0: all).
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Counts by record and event type, providers, processes, threads, time span.
     Stats {
         /// The trace (`-` for stdin).
@@ -119,6 +140,22 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
                 limit,
             };
             top(&file, &query, json)
+        }
+        Command::Slices {
+            file,
+            between,
+            thread,
+            name,
+            limit,
+            json,
+        } => {
+            let query = SlicesQuery {
+                between: between.and_then(|v| Some((*v.first()?, *v.get(1)?))),
+                threads: thread,
+                name,
+                limit,
+            };
+            slices(&file, &query, json)
         }
         Command::Stats { file, json } => stats(&file, json),
     }
@@ -242,7 +279,34 @@ fn to_json(input_path: &Path, output: &Path) -> Result<ExitCode> {
 }
 
 fn top(path: &Path, query: &TopQuery, as_json: bool) -> Result<ExitCode> {
-    if let Some((a, b)) = query.between
+    timeline_answer(path, query.between, |t| {
+        let answer = query.run(t);
+        match as_json {
+            true => print_json(&answer),
+            false => print(&answer.table()).map_err(Into::into),
+        }
+    })
+}
+
+fn slices(path: &Path, query: &SlicesQuery, as_json: bool) -> Result<ExitCode> {
+    timeline_answer(path, query.between, |t| {
+        let answer = query.run(t);
+        match as_json {
+            true => print_json(&answer),
+            false => print(&answer.table()).map_err(Into::into),
+        }
+    })
+}
+
+/// Builds the trace's timeline (with a progress bar) and prints `answer`'s
+/// answer of it; a trace cut short at damage answers what was read before it,
+/// and exits 1.
+fn timeline_answer(
+    path: &Path,
+    between: Option<(u64, u64)>,
+    answer: impl FnOnce(&Timeline) -> Result<()>,
+) -> Result<ExitCode> {
+    if let Some((a, b)) = between
         && a > b
     {
         anyhow::bail!("--between: {} is after {}", duration(a), duration(b));
@@ -251,11 +315,7 @@ fn top(path: &Path, query: &TopQuery, as_json: bool) -> Result<ExitCode> {
         let timeline = Timeline::build(reader, &mut |pos| bar.set_position(pos));
         bar.finish_and_clear();
         print_warnings(path, reader);
-        let answer = query.run(&timeline);
-        match as_json {
-            true => print_json(&answer)?,
-            false => print(&answer.table())?,
-        }
+        answer(&timeline)?;
         Ok(match timeline.error() {
             None => ExitCode::SUCCESS,
             Some(e) => {

@@ -1,5 +1,5 @@
 //! `tracekit fxt ...` end to end: dump snapshots, check verdicts and exit codes, copy,
-//! to-json, top and stats on the corpus.
+//! to-json, top, slices and stats on the corpus.
 
 #![allow(clippy::unwrap_used)]
 
@@ -236,4 +236,63 @@ fn top_counts_every_slice_stats_counts() {
     let out = tracekit(&["top", "--between", "2ms", "1ms"], &path);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--between: 2.00 ms is after 1.00 ms"));
+}
+
+#[test]
+fn slices_lists_every_slice_top_counts_the_earliest_first() {
+    let Some(path) = corpus("magic_trace_sample.fxt") else {
+        return;
+    };
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = tracekit(args, &path);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let all = json(&["slices", "--json", "--limit", "0"]);
+    let top = json(&["top", "--json", "--limit", "0"]);
+    assert_eq!(all["matching"], top["slices"]);
+    let slices = all["slices"].as_array().unwrap();
+    assert_eq!(slices.len(), 17_296);
+    let starts: Vec<u64> = slices
+        .iter()
+        .map(|s| s["start_ns"].as_u64().unwrap())
+        .collect();
+    assert!(
+        starts.windows(2).all(|w| w[0] <= w[1]),
+        "the earliest first"
+    );
+    // Every begin of this trace carries its symbol, which is its name.
+    for s in slices {
+        assert_eq!(s["args"]["symbol"], s["name"], "{s}");
+    }
+    // A name search finds what top counts of the names it matches.
+    let found = json(&["slices", "--json", "--limit", "0", "--name", "SCHED_IN"]);
+    let counted: u64 = top["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["name"].as_str().unwrap().contains("sched_in"))
+        .map(|n| n["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(found["matching"], counted);
+    assert!(counted > 0);
+    let first = json(&[
+        "slices",
+        "--json",
+        "--limit",
+        "0",
+        "--between",
+        "0",
+        "100us",
+    ]);
+    let early = starts.iter().filter(|&&s| s < 100_000).count() as u64;
+    // Those that start in it, and the ones still running into it.
+    assert!(first["matching"].as_u64().unwrap() >= early);
+    assert!(first["matching"].as_u64().unwrap() < 17_296);
+    let Some(demo) = corpus("jst_tracing_demo.fxt") else {
+        return;
+    };
+    let out = tracekit(&["slices"], &demo);
+    assert!(out.status.success());
+    insta::assert_snapshot!("slices_jst_tracing_demo", text(&out.stdout));
 }
