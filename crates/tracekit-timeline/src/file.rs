@@ -65,22 +65,14 @@ fn write_opt(out: &mut dyn Write, v: Option<u32>) -> io::Result<()> {
     }
 }
 
-fn write_u64s(out: &mut dyn Write, v: impl Iterator<Item = u64>) -> io::Result<()> {
+/// Values as their little-endian bytes, through a buffer of about 64 KiB.
+fn write_le<const N: usize>(
+    out: &mut dyn Write,
+    v: impl Iterator<Item = [u8; N]>,
+) -> io::Result<()> {
     let mut buf = Vec::with_capacity(1 << 16);
     for x in v {
-        buf.extend_from_slice(&x.to_le_bytes());
-        if buf.len() >= 1 << 16 {
-            out.write_all(&buf)?;
-            buf.clear();
-        }
-    }
-    out.write_all(&buf)
-}
-
-fn write_u32s(out: &mut dyn Write, v: impl Iterator<Item = u32>) -> io::Result<()> {
-    let mut buf = Vec::with_capacity(1 << 16);
-    for x in v {
-        buf.extend_from_slice(&x.to_le_bytes());
+        buf.extend_from_slice(&x);
         if buf.len() >= 1 << 16 {
             out.write_all(&buf)?;
             buf.clear();
@@ -122,7 +114,7 @@ impl Timeline {
         }
         write_str(out, &self.args_text)?;
         out.write_all(&u32_of(self.args_at.len())?)?;
-        write_u64s(out, self.args_at.iter().copied())?;
+        write_le(out, self.args_at.iter().map(|a| a.to_le_bytes()))?;
         out.write_all(&u32_of(self.processes.len())?)?;
         for &(pid, name) in &self.processes {
             out.write_all(&pid.to_le_bytes())?;
@@ -139,11 +131,11 @@ impl Timeline {
                 let n = lane.len();
                 let slices = || (0..n).filter_map(|i| lane.get(i));
                 out.write_all(&u32_of(n)?)?;
-                write_u64s(out, slices().map(|s| s.start))?;
-                write_u64s(out, slices().map(|s| s.end))?;
-                write_u32s(out, slices().map(|s| s.name))?;
-                write_u32s(out, slices().map(|s| s.category))?;
-                write_u32s(out, slices().map(|s| s.args))?;
+                write_le(out, slices().map(|s| s.start.to_le_bytes()))?;
+                write_le(out, slices().map(|s| s.end.to_le_bytes()))?;
+                write_le(out, slices().map(|s| s.name.to_le_bytes()))?;
+                write_le(out, slices().map(|s| s.category.to_le_bytes()))?;
+                write_le(out, slices().map(|s| s.args.to_le_bytes()))?;
             }
             out.write_all(&u32_of(t.instants.len())?)?;
             for i in &t.instants {
@@ -160,8 +152,11 @@ impl Timeline {
             out.write_all(&c.id.to_le_bytes())?;
             out.write_all(&c.series.to_le_bytes())?;
             out.write_all(&u32_of(c.times.len())?)?;
-            write_u64s(out, c.times.iter().copied())?;
-            write_u64s(out, c.values.iter().map(|v| v.to_bits()))?;
+            write_le(out, c.times.iter().map(|t| t.to_le_bytes()))?;
+            write_le(
+                out,
+                (c.values.iter().map(|v| v.to_bits())).map(u64::to_le_bytes),
+            )?;
         }
         out.write_all(&u32_of(self.flows.len())?)?;
         for f in &self.flows {

@@ -281,21 +281,27 @@ fn to_json(input_path: &Path, output: &Path) -> Result<ExitCode> {
 fn top(path: &Path, query: &TopQuery, as_json: bool) -> Result<ExitCode> {
     timeline_answer(path, query.between, |t| {
         let answer = query.run(t);
-        match as_json {
-            true => print_json(&answer),
-            false => print(&answer.table()).map_err(Into::into),
-        }
+        show(as_json, &answer, || answer.table())
     })
 }
 
 fn slices(path: &Path, query: &SlicesQuery, as_json: bool) -> Result<ExitCode> {
     timeline_answer(path, query.between, |t| {
         let answer = query.run(t);
-        match as_json {
-            true => print_json(&answer),
-            false => print(&answer.table()).map_err(Into::into),
-        }
+        show(as_json, &answer, || answer.table())
     })
+}
+
+/// Prints an answer as JSON, or as its table.
+fn show(
+    as_json: bool,
+    answer: &impl serde::Serialize,
+    table: impl FnOnce() -> String,
+) -> Result<()> {
+    match as_json {
+        true => print_json(answer),
+        false => Ok(print(&table())?),
+    }
 }
 
 /// Builds the trace's timeline (with a progress bar) and prints `answer`'s
