@@ -193,7 +193,7 @@ impl Timeline {
         let args_text = r.string()?;
         let at = r.at;
         let n = r.count(8)?;
-        let args_at: Vec<u64> = (0..n).map(|_| r.u64()).collect::<Result<_, _>>()?;
+        let args_at = r.u64s(n)?;
         let boundaries_hold = (args_at.is_empty() || args_at.first() == Some(&0))
             && args_at.windows(2).all(|w| w[0] <= w[1])
             && args_at
@@ -238,12 +238,12 @@ impl Timeline {
             let mut lanes = Vec::with_capacity(lanes_n);
             for _ in 0..lanes_n {
                 let n = r.count(28)?;
-                let start: Vec<u64> = (0..n).map(|_| r.u64()).collect::<Result<_, _>>()?;
-                let end: Vec<u64> = (0..n).map(|_| r.u64()).collect::<Result<_, _>>()?;
+                let start = r.u64s(n)?;
+                let end = r.u64s(n)?;
                 let mut ids = [Vec::new(), Vec::new(), Vec::new()];
                 for (k, v) in ids.iter_mut().enumerate() {
                     let at = r.at;
-                    *v = (0..n).map(|_| r.u32()).collect::<Result<_, _>>()?;
+                    *v = r.u32s(n)?;
                     let fits = |&id: &u32| match k {
                         2 => args_ok(id),
                         _ => (id as usize) < strings.len(),
@@ -311,10 +311,8 @@ impl Timeline {
             let series = r.u32()?;
             string(&r, series)?;
             let samples = r.count(16)?;
-            let times: Vec<u64> = (0..samples).map(|_| r.u64()).collect::<Result<_, _>>()?;
-            let values: Vec<f64> = (0..samples)
-                .map(|_| r.u64().map(f64::from_bits))
-                .collect::<Result<_, _>>()?;
+            let times = r.u64s(samples)?;
+            let values: Vec<f64> = r.u64s(samples)?.into_iter().map(f64::from_bits).collect();
             counters.push(Counter {
                 pid,
                 name,
@@ -404,6 +402,14 @@ impl<'a> Bytes<'a> {
 
     fn u32(&mut self) -> Result<u32, FileError> {
         Ok(u32::from_le_bytes(self.array()?))
+    }
+
+    fn u64s(&mut self, n: usize) -> Result<Vec<u64>, FileError> {
+        (0..n).map(|_| self.u64()).collect()
+    }
+
+    fn u32s(&mut self, n: usize) -> Result<Vec<u32>, FileError> {
+        (0..n).map(|_| self.u32()).collect()
     }
 
     fn opt_u64(&mut self) -> Result<Option<u64>, FileError> {

@@ -183,6 +183,15 @@ impl Lane {
         first..last
     }
 
+    /// The indices of the slices that show in `range` ([`Lane::range`]), or of
+    /// every slice for `None`.
+    pub fn shown(&self, range: Option<(u64, u64)>) -> std::ops::Range<usize> {
+        match range {
+            Some((from, to)) => self.range(from, to),
+            None => 0..self.len(),
+        }
+    }
+
     /// What `from..to` at `ns_per_px` nanoseconds a pixel shows of the lane
     /// (see the module docs), appended to `out` in time order.
     pub fn window(&self, from: u64, to: u64, ns_per_px: u64, out: &mut Vec<Drawn>) {

@@ -61,10 +61,7 @@ impl TopQuery {
         let tracks: Vec<usize> = (0..timeline.tracks().len())
             .filter(|&i| on_threads(&timeline.tracks()[i], &self.threads))
             .collect();
-        let first = timeline.first_ns().unwrap_or(0);
-        let range = self
-            .between
-            .map(|(a, b)| (first.saturating_add(a), first.saturating_add(b)));
+        let range = on_clock(timeline, self.between);
         let all = timeline.selection(&tracks, range);
         let slices = all.iter().map(|n| n.count).sum();
         let shown = match self.limit {
@@ -131,6 +128,12 @@ impl TopJson {
     }
 }
 
+/// `between`, nanoseconds from the trace's first time, on the trace's clock.
+fn on_clock(timeline: &Timeline, between: Option<(u64, u64)>) -> Option<(u64, u64)> {
+    let first = timeline.first_ns().unwrap_or(0);
+    between.map(|(a, b)| (first.saturating_add(a), first.saturating_add(b)))
+}
+
 /// Whether `track` is one of `threads` (by koid; every track when empty).
 fn on_threads(track: &Track, threads: &[u64]) -> bool {
     threads.is_empty() || (track.kind == TrackKind::Thread && threads.contains(&track.tid))
@@ -189,10 +192,7 @@ pub struct SlicesJson {
 impl SlicesQuery {
     /// Asks `timeline`.
     pub fn run(&self, timeline: &Timeline) -> SlicesJson {
-        let first = timeline.first_ns().unwrap_or(0);
-        let range = self
-            .between
-            .map(|(a, b)| (first.saturating_add(a), first.saturating_add(b)));
+        let range = on_clock(timeline, self.between);
         let names = self.name.as_deref().map(|n| timeline.names_containing(n));
         let mut hits: Vec<(u64, usize, usize, usize)> = Vec::new();
         for (ti, track) in timeline.tracks().iter().enumerate() {
@@ -200,11 +200,7 @@ impl SlicesQuery {
                 continue;
             }
             for (l, lane) in track.lanes.iter().enumerate() {
-                let shown = match range {
-                    Some((from, to)) => lane.range(from, to),
-                    None => 0..lane.len(),
-                };
-                for i in shown {
+                for i in lane.shown(range) {
                     let Some(s) = lane.get(i) else { continue };
                     let named = names
                         .as_ref()

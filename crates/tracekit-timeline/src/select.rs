@@ -54,11 +54,7 @@ impl Timeline {
                     // Async lanes are packed, not nested.
                     TrackKind::Async => None,
                 };
-                let shown = match range {
-                    Some((from, to)) => lane.range(from, to),
-                    None => 0..lane.len(),
-                };
-                for i in shown {
+                for i in lane.shown(range) {
                     let Some(s) = lane.get(i) else { continue };
                     let end = self.closed(s.end);
                     let dur = end.saturating_sub(s.start);

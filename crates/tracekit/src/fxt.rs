@@ -135,7 +135,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             json,
         } => {
             let query = TopQuery {
-                between: between.and_then(|v| Some((*v.first()?, *v.get(1)?))),
+                between: pair(between),
                 threads: thread,
                 limit,
             };
@@ -150,7 +150,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             json,
         } => {
             let query = SlicesQuery {
-                between: between.and_then(|v| Some((*v.first()?, *v.get(1)?))),
+                between: pair(between),
                 threads: thread,
                 name,
                 limit,
@@ -159,6 +159,11 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
         }
         Command::Stats { file, json } => stats(&file, json),
     }
+}
+
+/// The two values of a two-value option.
+fn pair(v: Option<Vec<u64>>) -> Option<(u64, u64)> {
+    v.and_then(|v| Some((*v.first()?, *v.get(1)?)))
 }
 
 /// A time from the trace's first time, in nanoseconds.
