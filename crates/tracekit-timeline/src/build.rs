@@ -62,10 +62,48 @@ type FlowEvent = ((u64, u64), u64, FlowPhase);
 /// A thread's slices and instants as they are read.
 #[derive(Default)]
 struct ThreadBuild {
-    /// Duration begins waiting for their ends.
-    open: Vec<Slice>,
+    /// Duration begins and ends, in the order read: the time, and the begin
+    /// (an index in `begins`) or [`END`].
+    marks: Vec<(u64, u32)>,
+    begins: Vec<Slice>,
     slices: Vec<Slice>,
     instants: Vec<Instant>,
+}
+
+/// A duration end among a thread's marks.
+const END: u32 = u32::MAX;
+
+impl ThreadBuild {
+    /// Pairs the duration begins and ends into slices, in the order of their
+    /// times (a writer may write them out of order: magic-trace writes the
+    /// begins of the frames already on the stack when tracing started at the
+    /// end of the trace, at time 0), each end closing the latest begin still
+    /// open, as the Perfetto importer sorts and matches them. Marks of one time
+    /// stay in the order read. An end without a begin (the trace started
+    /// inside a slice) closes nothing; begins still open at the end are open
+    /// slices.
+    fn pair(&mut self) {
+        let mut marks = std::mem::take(&mut self.marks);
+        if !marks.is_sorted_by_key(|m| m.0) {
+            marks.sort_by_key(|m| m.0);
+        }
+        let mut open: Vec<u32> = Vec::new();
+        for (time, mark) in marks {
+            match mark {
+                END => {
+                    if let Some(s) = open.pop().and_then(|b| self.begins.get(b as usize)) {
+                        self.slices.push(Slice { end: time, ..*s });
+                    }
+                }
+                b => open.push(b),
+            }
+        }
+        let begins = std::mem::take(&mut self.begins);
+        self.slices.extend(
+            open.into_iter()
+                .filter_map(|b| begins.get(b as usize).copied()),
+        );
+    }
 }
 
 impl Timeline {
@@ -135,14 +173,23 @@ impl Timeline {
                 args,
             };
             match e.kind {
-                EventKind::DurationBegin => threads.entry((pid, tid)).or_default().open.push(begun),
-                EventKind::DurationEnd => {
+                EventKind::DurationBegin => {
                     let t = threads.entry((pid, tid)).or_default();
-                    // An end without a begin (the trace started inside a slice)
-                    // closes nothing, as the reference importers take it.
-                    if let Some(s) = t.open.pop() {
-                        t.slices.push(Slice { end: time, ..s });
+                    // Past u32::MAX - 1 begins on one thread, the rest are lost
+                    // rather than taken for ends.
+                    if let Ok(b) = u32::try_from(t.begins.len())
+                        && b != END
+                    {
+                        t.marks.push((time, b));
+                        t.begins.push(begun);
                     }
+                }
+                EventKind::DurationEnd => {
+                    threads
+                        .entry((pid, tid))
+                        .or_default()
+                        .marks
+                        .push((time, END));
                 }
                 EventKind::DurationComplete { end_ticks } => {
                     let end = entry.tick_rate.ns(end_ticks).max(time);
@@ -235,8 +282,7 @@ impl Timeline {
 
         let mut tracks = Vec::new();
         for ((pid, tid), mut t) in threads {
-            // Begins still open at the end are open slices.
-            t.slices.append(&mut t.open);
+            t.pair();
             // Stable: instants of one time stay in the order of their records.
             t.instants.sort_by_key(|i| i.time);
             tracks.push(Track {
@@ -405,6 +451,30 @@ mod tests {
                 vec![(5, 5)],
             ]
         );
+    }
+
+    /// As magic-trace writes a trace that starts inside frames: their ends
+    /// first, their begins (at time 0) last.
+    #[test]
+    fn begins_and_ends_pair_in_the_order_of_their_times() {
+        let mut t = ThreadBuild::default();
+        let begin = |t: &mut ThreadBuild, time: u64, name: u32| {
+            t.marks.push((time, t.begins.len() as u32));
+            t.begins.push(slice(time, OPEN, name));
+        };
+        t.marks.push((5, END)); // inner, begun before the trace
+        t.marks.push((9, END)); // outer
+        begin(&mut t, 10, 2);
+        t.marks.push((12, END));
+        t.marks.push((13, END)); // closes nothing
+        begin(&mut t, 14, 3); // still open
+        begin(&mut t, 0, 0); // outer, written last
+        begin(&mut t, 0, 1); // inner
+        t.pair();
+        let mut got: Vec<(u64, u64, u32)> =
+            t.slices.iter().map(|s| (s.start, s.end, s.name)).collect();
+        got.sort_unstable();
+        assert_eq!(got, [(0, 5, 1), (0, 9, 0), (10, 12, 2), (14, OPEN, 3)]);
     }
 
     #[test]
