@@ -53,55 +53,109 @@ impl Stats {
         mut progress: impl FnMut(u64),
     ) -> Result<Stats, ReadError> {
         let mut st = Stats::default();
-        let key = |t: Thread| format!("{}/{}", t.process, t.thread);
-        while let Some(Entry {
-            offset,
-            record: rec,
-            tick_rate,
-        }) = reader.next_entry()?
-        {
-            st.records += 1;
+        while let Some(entry) = reader.next_entry()? {
+            st.count(&entry);
             if st.records % 8192 == 0 {
-                progress(offset);
-            }
-            *st.record_types.entry(rec.type_name()).or_default() += 1;
-            if let Some(t) = rec.ticks() {
-                let ns = tick_rate.ns(t);
-                st.first_ns = Some(st.first_ns.map_or(ns, |f| f.min(ns)));
-                st.last_ns = Some(st.last_ns.map_or(ns, |l| l.max(ns)));
-            }
-            match rec {
-                Record::ProviderInfo { id, name } => {
-                    st.providers.insert(id, Str(name).to_string());
-                }
-                Record::Event(e) => {
-                    *st.event_types
-                        .entry(e.kind.event_type().name())
-                        .or_default() += 1;
-                    st.threads.entry(key(e.thread)).or_default().events += 1;
-                    st.processes.entry(e.thread.process.0).or_default();
-                    if let EventKind::DurationComplete { end_ticks } = e.kind {
-                        let ns = tick_rate.ns(end_ticks);
-                        st.last_ns = Some(st.last_ns.map_or(ns, |l| l.max(ns)));
-                    }
-                }
-                Record::KernelObject(o) if o.object_type == ObjectType::PROCESS => {
-                    st.processes.insert(o.koid.0, Some(o.name.to_string()));
-                }
-                Record::KernelObject(o) if o.object_type == ObjectType::THREAD => {
-                    let pid = o.process().unwrap_or(Koid(0));
-                    let t = Thread {
-                        process: pid,
-                        thread: o.koid,
-                    };
-                    st.threads.entry(key(t)).or_default().name = Some(o.name.to_string());
-                }
-                _ => {}
+                progress(entry.offset);
             }
         }
-        st.bytes = reader.position();
-        st.warnings = reader.warning_count();
+        st.finish(reader);
         Ok(st)
+    }
+
+    /// Counts one record.
+    pub fn count(&mut self, entry: &Entry<'_>) {
+        let st = self;
+        let key = |t: Thread| format!("{}/{}", t.process, t.thread);
+        let (rec, tick_rate) = (entry.record, entry.tick_rate);
+        st.records += 1;
+        *st.record_types.entry(rec.type_name()).or_default() += 1;
+        if let Some(t) = rec.ticks() {
+            let ns = tick_rate.ns(t);
+            st.first_ns = Some(st.first_ns.map_or(ns, |f| f.min(ns)));
+            st.last_ns = Some(st.last_ns.map_or(ns, |l| l.max(ns)));
+        }
+        match rec {
+            Record::ProviderInfo { id, name } => {
+                st.providers.insert(id, Str(name).to_string());
+            }
+            Record::Event(e) => {
+                *st.event_types
+                    .entry(e.kind.event_type().name())
+                    .or_default() += 1;
+                st.threads.entry(key(e.thread)).or_default().events += 1;
+                st.processes.entry(e.thread.process.0).or_default();
+                if let EventKind::DurationComplete { end_ticks } = e.kind {
+                    let ns = tick_rate.ns(end_ticks);
+                    st.last_ns = Some(st.last_ns.map_or(ns, |l| l.max(ns)));
+                }
+            }
+            Record::KernelObject(o) if o.object_type == ObjectType::PROCESS => {
+                st.processes.insert(o.koid.0, Some(o.name.to_string()));
+            }
+            Record::KernelObject(o) if o.object_type == ObjectType::THREAD => {
+                let pid = o.process().unwrap_or(Koid(0));
+                let t = Thread {
+                    process: pid,
+                    thread: o.koid,
+                };
+                st.threads.entry(key(t)).or_default().name = Some(o.name.to_string());
+            }
+            _ => {}
+        }
+    }
+
+    /// Takes the bytes read and the warnings from `reader`, once its records
+    /// are counted.
+    pub fn finish(&mut self, reader: &dyn Records) {
+        self.bytes = reader.position();
+        self.warnings = reader.warning_count();
+    }
+}
+
+/// A reader that counts what passes through it, so that another consumer of
+/// the records gets the trace's [`Stats`] in the same pass.
+pub struct Counted<'r> {
+    reader: &'r mut dyn Records,
+    stats: Stats,
+}
+
+impl<'r> Counted<'r> {
+    /// Counts the records read from `reader`.
+    pub fn new(reader: &'r mut dyn Records) -> Counted<'r> {
+        Counted {
+            reader,
+            stats: Stats::default(),
+        }
+    }
+
+    /// The counts of the records read so far.
+    pub fn stats(&self) -> Stats {
+        let mut st = self.stats.clone();
+        st.finish(&*self.reader);
+        st
+    }
+}
+
+impl Records for Counted<'_> {
+    fn next_entry(&mut self) -> Result<Option<Entry<'_>>, ReadError> {
+        let entry = self.reader.next_entry()?;
+        if let Some(e) = &entry {
+            self.stats.count(e);
+        }
+        Ok(entry)
+    }
+
+    fn position(&self) -> u64 {
+        self.reader.position()
+    }
+
+    fn warnings(&self) -> &[crate::read::Warning] {
+        self.reader.warnings()
+    }
+
+    fn warning_count(&self) -> u64 {
+        self.reader.warning_count()
     }
 }
 
@@ -205,5 +259,10 @@ mod tests {
             text.contains("  1/2                           2 events \"main\""),
             "{text}"
         );
+        // Counted on the way through another reader's pass: the same counts.
+        let mut reader = Reader::new(&bytes);
+        let mut counted = Counted::new(&mut reader);
+        while counted.next_entry().unwrap().is_some() {}
+        assert_eq!(counted.stats(), st);
     }
 }

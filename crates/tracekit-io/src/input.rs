@@ -103,6 +103,8 @@ pub enum Family {
     Perf,
     /// `tracekit export` and `tracekit sql`: memtrace, FXT and perf.data.
     Export,
+    /// `tracekit view`: memtrace, FXT, perf.data and `perf script` text.
+    View,
 }
 
 /// What `kind` is, for an error message (`None` when it says nothing useful).
@@ -128,6 +130,10 @@ pub fn expect(family: Family, kind: Kind, name: &str) -> Result<()> {
         Family::Fxt => kind == Kind::Fxt,
         Family::Perf => matches!(kind, Kind::PerfData | Kind::Text),
         Family::Export => matches!(kind, Kind::Memtrace | Kind::Fxt | Kind::PerfData),
+        Family::View => matches!(
+            kind,
+            Kind::Memtrace | Kind::Fxt | Kind::PerfData | Kind::Text
+        ),
     };
     if ok {
         return Ok(());
@@ -137,6 +143,9 @@ pub fn expect(family: Family, kind: Kind, name: &str) -> Result<()> {
         Family::Fxt => "not an FXT file (no magic record)",
         Family::Perf => "not `perf script` text or a perf.data file",
         Family::Export => "not a memtrace trace, an FXT trace or a perf.data file",
+        Family::View => {
+            "not a memtrace trace, an FXT trace, a perf.data file or `perf script` text"
+        }
     };
     Err(Error::WrongKind {
         name: name.to_string(),

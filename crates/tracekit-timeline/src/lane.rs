@@ -148,6 +148,11 @@ impl Lane {
         self.start.is_empty()
     }
 
+    /// The names of its slices, in order.
+    pub fn names(&self) -> &[u32] {
+        &self.name
+    }
+
     /// Slice `i`, if there is one.
     pub fn get(&self, i: usize) -> Option<Slice> {
         Some(Slice {

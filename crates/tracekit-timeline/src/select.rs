@@ -2,7 +2,7 @@
 //! on some tracks, by name, as Perfetto's area selection sums them, and the
 //! next or previous slice whose name matches a search.
 
-use crate::lane::OPEN;
+use crate::lane::{Lane, OPEN, Slice};
 use crate::{Timeline, TrackKind};
 
 /// The slices of one name in a selection.
@@ -58,17 +58,7 @@ impl Timeline {
                     let Some(s) = lane.get(i) else { continue };
                     let end = self.closed(s.end);
                     let dur = end.saturating_sub(s.start);
-                    let mut inner = 0u64;
-                    if let Some(children) = children {
-                        for c in children.range(s.start, end) {
-                            let Some(c) = children.get(c) else { continue };
-                            if c.start >= s.start {
-                                inner = inner.saturating_add(
-                                    self.closed(c.end).min(end).saturating_sub(c.start),
-                                );
-                            }
-                        }
-                    }
+                    let inner = self.inner_ns(children, s.start, end);
                     let at = s.name as usize;
                     if by_name.len() <= at {
                         by_name.resize(at + 1, None);
@@ -92,6 +82,46 @@ impl Timeline {
         let mut out: Vec<NameTotals> = by_name.into_iter().flatten().collect();
         out.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
         out
+    }
+
+    /// The time the slices of `children` that start in `start..end` spend in
+    /// it.
+    fn inner_ns(&self, children: Option<&Lane>, start: u64, end: u64) -> u64 {
+        let Some(children) = children else { return 0 };
+        children
+            .range(start, end)
+            .filter_map(|c| children.get(c))
+            .filter(|c| c.start >= start)
+            .fold(0u64, |inner, c| {
+                inner.saturating_add(self.closed(c.end).min(end).saturating_sub(c.start))
+            })
+    }
+
+    /// The slice at `at`, and its self time: its duration less that of the
+    /// slices nested in it (an async slice nests none).
+    pub fn slice_at(&self, at: Position) -> Option<(Slice, u64)> {
+        let track = self.tracks.get(at.track)?;
+        let s = track.lanes.get(at.lane)?.get(at.index)?;
+        let end = self.closed(s.end);
+        let children = match track.kind {
+            TrackKind::Thread => track.lanes.get(at.lane + 1),
+            TrackKind::Async => None,
+        };
+        let inner = self.inner_ns(children, s.start, end);
+        Some((s, end.saturating_sub(s.start).saturating_sub(inner)))
+    }
+
+    /// How many slices have a name `names` marks.
+    pub fn count_named(&self, names: &[bool]) -> u64 {
+        let mut n = 0;
+        for lane in self.tracks.iter().flat_map(|t| &t.lanes) {
+            n += lane
+                .names()
+                .iter()
+                .filter(|&&i| names.get(i as usize).copied().unwrap_or(false))
+                .count() as u64;
+        }
+        n
     }
 
     /// Per string, whether it contains `text` (ASCII case ignored): the names
@@ -311,6 +341,18 @@ mod tests {
                 .map(|n| (n.name, (n.count, n.total_ns, n.self_ns, n.max_ns)))
                 .collect();
             prop_assert_eq!(&got, &expected);
+            // A slice and its self time, by position.
+            for (p, s) in slices.iter().take(20) {
+                let (got, own) = t.slice_at(*p).unwrap();
+                prop_assert_eq!(got, *s);
+                let end = t.closed(s.end);
+                let inner: u64 = slices
+                    .iter()
+                    .filter(|(q, c)| q.track == p.track && q.lane == p.lane + 1 && c.start >= s.start && c.start < end)
+                    .map(|(_, c)| t.closed(c.end).min(end) - c.start)
+                    .sum();
+                prop_assert_eq!(own, (end - s.start).saturating_sub(inner));
+            }
             // Search, forward from nothing to the end, then backward.
             let names: Vec<bool> = (0..t.strings.len()).map(|i| wanted[i % wanted.len()]).collect();
             let mut order: Vec<(u64, Position)> = slices
@@ -326,6 +368,7 @@ mod tests {
                 at = Some(p);
             }
             let forward: Vec<Position> = order.iter().map(|(_, p)| *p).collect();
+            prop_assert_eq!(t.count_named(&names), forward.len() as u64);
             prop_assert_eq!(&walked, &forward);
             let mut back = Vec::new();
             let mut at = None;

@@ -1,15 +1,21 @@
-//! `tracekit memtrace view`: a memtrace trace's analyses in the browser.
+//! `tracekit view`: a trace in the browser.
 //!
 //! The viewer is a small HTTP server ([`server`]) that answers, as JSON, the
-//! same queries as the `tracekit memtrace` subcommands ([`api`]), and a
-//! single-page app, compiled into the binary, that draws them: the trace's
-//! info, the memory graph, the filter, the top sites, the flame graph and the
-//! comparison with another trace.
+//! same queries as tracekit's subcommands, and a page, compiled into the
+//! binary, that draws them. It serves one of two kinds of trace:
+//! - a memtrace trace ([`api`]): the trace's info, the memory graph, the
+//!   filter, the top sites, the flame graph and the comparison with another
+//!   trace;
+//! - a timeline of slices ([`timeline`]: FXT, or perf data decoded into it):
+//!   its threads as tracks of nested slices, drawn at any zoom from answers
+//!   bounded by the pixels shown.
 #![deny(missing_docs)]
 
 pub mod api;
 pub mod browser;
 pub mod server;
+pub mod timeline;
 
 pub use api::{ApiError, Endpoint, Trace, answer};
 pub use server::{BindError, Served, Viewer};
+pub use timeline::{TimelineEndpoint, TimelineTrace};

@@ -1,5 +1,7 @@
 //! The viewer's HTTP server: the page's assets, compiled into the binary, and
-//! the [`crate::api`] answers under `/api/`.
+//! the answers under `/api/`: [`crate::api`]'s for a memtrace trace,
+//! [`crate::timeline`]'s for a timeline. The page at `/` is the one for the
+//! kind of trace served.
 //!
 //! What it will serve, and to whom:
 //! - `GET` only. The paths are a fixed list: the page (`/`), its script and
@@ -43,20 +45,25 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::oneshot;
 
 use crate::api::{self, ApiError, Endpoint, Trace};
+use crate::timeline::{TimelineEndpoint, TimelineTrace};
 
 /// The page's files, by path: the page, its style and its ES modules (no build
 /// step: the browser loads the modules as written).
-const ASSETS: [(&str, &str, &str); 11] = {
+const ASSETS: [(&str, &str, &str); 14] = {
     const HTML: &str = "text/html; charset=utf-8";
     const JS: &str = "text/javascript; charset=utf-8";
+    const CSS: &str = "text/css; charset=utf-8";
     [
-        ("/", HTML, include_str!("../assets/index.html")),
         ("/index.html", HTML, include_str!("../assets/index.html")),
         (
-            "/app.css",
-            "text/css; charset=utf-8",
-            include_str!("../assets/app.css"),
+            "/timeline.html",
+            HTML,
+            include_str!("../assets/timeline.html"),
         ),
+        ("/app.css", CSS, include_str!("../assets/app.css")),
+        ("/timeline.css", CSS, include_str!("../assets/timeline.css")),
+        ("/timeline.js", JS, include_str!("../assets/timeline.js")),
+        ("/canvas.js", JS, include_str!("../assets/canvas.js")),
         ("/app.js", JS, include_str!("../assets/app.js")),
         ("/api.js", JS, include_str!("../assets/api.js")),
         ("/dom.js", JS, include_str!("../assets/dom.js")),
@@ -89,10 +96,44 @@ pub struct BindError {
     pub message: String,
 }
 
+/// What a viewer serves.
+enum Content {
+    /// A memtrace trace, and one to compare it with.
+    Memtrace {
+        trace: Box<Trace>,
+        compare: Option<Box<Trace>>,
+    },
+    /// A timeline of slices.
+    Timeline(Box<TimelineTrace>),
+}
+
+/// Which endpoint a query is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Route {
+    Memtrace(Endpoint),
+    Timeline(TimelineEndpoint),
+}
+
+/// Every route, in the order the workers' queues take turns.
+const ROUTES: [Route; Endpoint::ALL.len() + TimelineEndpoint::ALL.len()] = {
+    let mut routes =
+        [Route::Memtrace(Endpoint::Info); Endpoint::ALL.len() + TimelineEndpoint::ALL.len()];
+    let mut i = 0;
+    while i < Endpoint::ALL.len() {
+        routes[i] = Route::Memtrace(Endpoint::ALL[i]);
+        i += 1;
+    }
+    let mut j = 0;
+    while j < TimelineEndpoint::ALL.len() {
+        routes[i + j] = Route::Timeline(TimelineEndpoint::ALL[j]);
+        j += 1;
+    }
+    routes
+};
+
 /// The traces a viewer serves, and the answers it has given lately.
 pub struct Served {
-    trace: Trace,
-    compare: Option<Trace>,
+    content: Content,
     /// Answers made, and queries in flight with the requests that wait for
     /// them: one lock, so that a request finds its answer in one or the other.
     answers: Mutex<Answers>,
@@ -104,18 +145,52 @@ pub struct Served {
 impl Served {
     /// Serves `trace`, and `compare` to compare it with (`--compare`).
     pub fn new(trace: Trace, compare: Option<Trace>) -> Served {
+        Served::of(Content::Memtrace {
+            trace: Box::new(trace),
+            compare: compare.map(Box::new),
+        })
+    }
+
+    /// Serves a timeline.
+    pub fn timeline(timeline: TimelineTrace) -> Served {
+        Served::of(Content::Timeline(Box::new(timeline)))
+    }
+
+    fn of(content: Content) -> Served {
         Served {
-            trace,
-            compare,
+            content,
             answers: Mutex::new(Answers::default()),
             queued: Mutex::new(Queues::default()),
             ready: Condvar::new(),
         }
     }
 
+    /// The memtrace traces served, if any: the trace, then the compared one.
+    fn memtrace(&self) -> impl Iterator<Item = &Trace> {
+        let (trace, compare) = match &self.content {
+            Content::Memtrace { trace, compare } => (Some(&**trace), compare.as_deref()),
+            Content::Timeline(_) => (None, None),
+        };
+        trace.into_iter().chain(compare)
+    }
+
     /// The answer to `key`, made now (on the caller's thread).
     fn ask(&self, key: &Key) -> Reply {
-        match api::answer(&self.trace, self.compare.as_ref(), key.0, &key.1) {
+        let answered = match (&self.content, key.0) {
+            (Content::Memtrace { trace, compare }, Route::Memtrace(e)) => {
+                api::answer(trace, compare.as_deref(), e, &key.1)
+            }
+            (Content::Timeline(t), Route::Timeline(e)) => {
+                let params: Vec<(String, String)> = key
+                    .1
+                    .chunks_exact(2)
+                    .map(|p| (p[0].clone(), p[1].clone()))
+                    .collect();
+                t.answer(e, &params)
+            }
+            _ => return Reply::text(404, "not found"),
+        };
+        match answered {
             Ok(body) => Reply::json(body),
             Err(e @ (ApiError::BadArguments(_) | ApiError::NothingToCompare)) => {
                 Reply::text(400, e.to_string())
@@ -136,7 +211,7 @@ struct Answers {
 /// that a run of flame graphs does not hold up a `top`.
 #[derive(Default)]
 struct Queues {
-    queues: HashMap<Endpoint, VecDeque<(Key, Waiter)>>,
+    queues: HashMap<Route, VecDeque<(Key, Waiter)>>,
     /// The endpoint served last.
     last: usize,
 }
@@ -151,12 +226,12 @@ impl Queues {
 
     /// The next query, from the first non-empty queue after the last served.
     fn pop(&mut self) -> Option<(Key, Waiter)> {
-        let n = Endpoint::ALL.len();
+        let n = ROUTES.len();
         for step in 1..=n {
             let i = (self.last + step) % n;
             if let Some(next) = self
                 .queues
-                .get_mut(&Endpoint::ALL[i])
+                .get_mut(&ROUTES[i])
                 .and_then(VecDeque::pop_front)
             {
                 self.last = i;
@@ -175,8 +250,9 @@ struct Cache {
     bytes: usize,
 }
 
-/// What a request asks: an endpoint and its arguments.
-type Key = (Endpoint, Vec<String>);
+/// What a request asks: an endpoint and its arguments (for a timeline's,
+/// each parameter's name and value, one after the other).
+type Key = (Route, Vec<String>);
 
 /// Most bytes of answers the cache keeps.
 const CACHE_BYTES: usize = 64 << 20;
@@ -267,7 +343,7 @@ impl Viewer {
         // fails leaves the passes to answer.
         let decoding = Arc::clone(&served);
         std::thread::spawn(move || {
-            for trace in std::iter::once(&decoding.trace).chain(decoding.compare.as_ref()) {
+            for trace in decoding.memtrace() {
                 let decode = || trace.decode(&mut |_| {});
                 if std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).is_err() {
                     return;
@@ -569,6 +645,11 @@ fn classify(asked: &Asked, guard: &Guard, served: &Served) -> Routed {
         return refuse(405, "only GET");
     }
     let (path, query) = asked.url.split_once('?').unwrap_or((&asked.url, ""));
+    let path = match (path, &served.content) {
+        ("/", Content::Memtrace { .. }) => "/index.html",
+        ("/", Content::Timeline(_)) => "/timeline.html",
+        (path, _) => path,
+    };
     if let Some(&(_, content_type, body)) = ASSETS.iter().find(|(p, _, _)| *p == path) {
         return Routed::Reply(Reply {
             status: 200,
@@ -604,10 +685,29 @@ fn classify(asked: &Asked, guard: &Guard, served: &Served) -> Routed {
         Some(_) => {}
     }
     if name == "features" {
+        let (kind, compare) = match &served.content {
+            Content::Memtrace { compare, .. } => ("memtrace", compare.is_some()),
+            Content::Timeline(_) => ("timeline", false),
+        };
         return Routed::Reply(Reply::json(format!(
-            "{{\"compare\": {}}}",
-            served.compare.is_some()
+            "{{\"kind\": \"{kind}\", \"compare\": {compare}}}"
         )));
+    }
+    if let Content::Timeline(_) = served.content {
+        let Some(endpoint) = TimelineEndpoint::from_name(name) else {
+            return refuse(404, "not found");
+        };
+        if !args.is_empty() {
+            return refuse(400, "a timeline's parameters are named: ?from=0&to=1000");
+        }
+        let key = (
+            Route::Timeline(endpoint),
+            typed.into_iter().flat_map(|(k, v)| [k, v]).collect(),
+        );
+        return match endpoint.is_ready() {
+            true => Routed::Reply(served.ask(&key)),
+            false => Routed::Query(key),
+        };
     }
     let Some(endpoint) = Endpoint::from_name(name) else {
         return refuse(404, "not found");
@@ -618,8 +718,8 @@ fn classify(asked: &Asked, guard: &Guard, served: &Served) -> Routed {
     }
     match endpoint {
         // The info is made when the trace is read: no query.
-        Endpoint::Info => Routed::Reply(served.ask(&(Endpoint::Info, args))),
-        endpoint => Routed::Query((endpoint, args)),
+        Endpoint::Info => Routed::Reply(served.ask(&(Route::Memtrace(Endpoint::Info), args))),
+        endpoint => Routed::Query((Route::Memtrace(endpoint), args)),
     }
 }
 
@@ -645,7 +745,7 @@ mod tests {
     #[test]
     fn the_cache_keeps_the_latest_answers_within_its_size() {
         let mut c = Cache::default();
-        let key = |n: usize| (Endpoint::Top, vec![n.to_string()]);
+        let key = |n: usize| (Route::Memtrace(Endpoint::Top), vec![n.to_string()]);
         let big = Bytes::from("x".repeat(CACHE_BYTES / 8));
         for n in 0..12 {
             c.put(key(n), big.clone());
@@ -784,12 +884,68 @@ mod tests {
         let mut post = get("/", "127.0.0.1:1");
         post.get = false;
         assert_eq!(status(&post, &guard, &s).0, 405);
-        assert_eq!(ask("/api/features").1, "{\"compare\": false}");
+        assert_eq!(
+            ask("/api/features").1,
+            "{\"kind\": \"memtrace\", \"compare\": false}"
+        );
         // The info needs no worker; queries do.
         let info = get(&format!("/api/info?token={TOKEN}"), "127.0.0.1:1");
         assert!(matches!(classify(&info, &guard, &s), Routed::Reply(_)));
         let top = get(&format!("/api/top?token={TOKEN}"), "127.0.0.1:1");
         assert!(matches!(classify(&top, &guard, &s), Routed::Query(_)));
+    }
+
+    #[test]
+    fn a_timeline_is_served_with_its_own_page_and_endpoints() {
+        use tracekit_fxt::write::{VecDestination, Writer};
+        let mut w = Writer::new(VecDestination::new()).unwrap();
+        let th = w
+            .set_thread_slot(
+                1,
+                tracekit_fxt::format::Koid(1),
+                tracekit_fxt::format::Koid(2),
+            )
+            .unwrap();
+        let (cat, name) = (w.intern("c").unwrap(), w.intern("n").unwrap());
+        w.duration_complete(th, cat, name, 10, 20, &[]).unwrap();
+        let bytes = w.finish().unwrap().into_vec();
+        let mut reader = tracekit_fxt::read::Reader::new(&bytes);
+        let mut counted = tracekit_fxt::stats::Counted::new(&mut reader);
+        let timeline = tracekit_timeline::Timeline::build(&mut counted, &mut |_| {});
+        let stats = counted.stats();
+        let s = Served::timeline(TimelineTrace::new("t.fxt".into(), timeline, &stats));
+        let guard = Guard::new("127.0.0.1:1".parse().unwrap(), TOKEN.into());
+        let ask = |url: &str| {
+            let sep = if url.contains('?') { '&' } else { '?' };
+            status(
+                &get(&format!("{url}{sep}token={TOKEN}"), "127.0.0.1:1"),
+                &guard,
+                &s,
+            )
+        };
+        let page = ask("/");
+        assert_eq!(page.0, 200);
+        assert!(page.1.contains("/timeline.js"), "{}", page.1);
+        assert!(ask("/api/features").1.contains("\"timeline\""));
+        assert!(ask("/api/tracks").1.contains("\"slices\":1"));
+        assert!(ask("/api/stats").1.contains("\"duration_complete\":1"));
+        assert_eq!(ask("/api/window?from=0&to=10&px=10").0, 200);
+        assert_eq!(ask("/api/window?px=0").0, 400);
+        assert_eq!(ask("/api/window?arg=--px").0, 400);
+        assert_eq!(ask("/api/info").0, 404);
+        assert_eq!(ask("/api/top?limit=1").0, 200);
+        // Its queries go to the workers; its first answers do not.
+        let key = |url: &str| {
+            classify(
+                &get(&format!("{url}&token={TOKEN}"), "127.0.0.1:1"),
+                &guard,
+                &s,
+            )
+        };
+        assert!(matches!(key("/api/window?px=9"), Routed::Query(_)));
+        assert!(matches!(key("/api/tracks?"), Routed::Reply(_)));
+        // A memtrace endpoint's route is not a timeline's.
+        assert_eq!(s.ask(&(Route::Memtrace(Endpoint::Top), vec![])).status, 404);
     }
 
     /// Options named as parameters of their own are the query their `arg` form
@@ -855,16 +1011,27 @@ mod tests {
     #[test]
     fn a_query_asked_twice_is_queued_once_and_queues_take_turns() {
         let s = served();
-        let top = (Endpoint::Top, vec!["--limit".to_string(), "2".to_string()]);
+        let top = (
+            Route::Memtrace(Endpoint::Top),
+            vec!["--limit".to_string(), "2".to_string()],
+        );
         let first = queue(top.clone(), &s).err().unwrap();
         let _second = queue(top, &s).err().unwrap();
-        let _third = queue((Endpoint::Flamegraph, vec![]), &s).err().unwrap();
-        let _fourth = queue((Endpoint::Top, vec![]), &s).err().unwrap();
+        let _third = queue((Route::Memtrace(Endpoint::Flamegraph), vec![]), &s)
+            .err()
+            .unwrap();
+        let _fourth = queue((Route::Memtrace(Endpoint::Top), vec![]), &s)
+            .err()
+            .unwrap();
         let mut q = lock(&s.queued);
         let taken: Vec<(Key, Waiter)> = std::iter::from_fn(|| q.pop()).collect();
-        let order: Vec<Endpoint> = taken.iter().map(|(k, _)| k.0).collect();
+        let order: Vec<Route> = taken.iter().map(|(k, _)| k.0).collect();
         // Two requests of one query queue it once; the endpoints take turns.
-        assert_eq!(order, [Endpoint::Top, Endpoint::Flamegraph, Endpoint::Top]);
+        let (top, flame) = (
+            Route::Memtrace(Endpoint::Top),
+            Route::Memtrace(Endpoint::Flamegraph),
+        );
+        assert_eq!(order, [top, flame, top]);
         drop(taken);
         // A query dropped unanswered (a worker that panicked) ends its wait.
         assert!(first.blocking_recv().is_err());
@@ -878,7 +1045,10 @@ mod tests {
             let (s, stop) = (Arc::clone(&s), Arc::clone(&stop));
             std::thread::spawn(move || work(&s, &stop))
         };
-        let top = (Endpoint::Top, vec!["--limit".to_string(), "2".to_string()]);
+        let top = (
+            Route::Memtrace(Endpoint::Top),
+            vec!["--limit".to_string(), "2".to_string()],
+        );
         let a = queue(top.clone(), &s).err().unwrap();
         let b = queue(top.clone(), &s).err().unwrap();
         let (a, b) = (a.blocking_recv().unwrap(), b.blocking_recv().unwrap());
@@ -895,17 +1065,26 @@ mod tests {
     fn a_served_trace_is_decoded_into_its_tables_beside_the_serving() {
         let viewer = Viewer::bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let s = Arc::new(served());
-        assert!(s.trace.tables().is_none());
+        assert!(s.memtrace().next().unwrap().tables().is_none());
         let stop = Arc::new(AtomicBool::new(false));
         let server = {
             let (s, stop) = (Arc::clone(&s), Arc::clone(&stop));
             std::thread::spawn(move || viewer.serve(s, stop))
         };
         let started = std::time::Instant::now();
-        while s.trace.tables().is_none() && started.elapsed() < Duration::from_secs(60) {
+        while s.memtrace().next().unwrap().tables().is_none()
+            && started.elapsed() < Duration::from_secs(60)
+        {
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert_eq!(s.trace.tables().map(|t| t.allocations()), Some(500));
+        assert_eq!(
+            s.memtrace()
+                .next()
+                .unwrap()
+                .tables()
+                .map(|t| t.allocations()),
+            Some(500)
+        );
         stop.store(true, Ordering::Relaxed);
         server.join().unwrap().unwrap();
     }
@@ -967,7 +1146,7 @@ mod tests {
     #[test]
     fn a_query_that_panics_is_answered_500_to_all_who_asked_it() {
         let s = served();
-        let top = (Endpoint::Top, vec![]);
+        let top = (Route::Memtrace(Endpoint::Top), vec![]);
         let first = queue(top.clone(), &s).err().unwrap();
         let second = queue(top.clone(), &s).err().unwrap();
         let (key, waiter) = lock(&s.queued).pop().unwrap();

@@ -43,6 +43,9 @@ enum Command {
     /// Call-stack timelines from `perf` (magic-trace style).
     #[command(subcommand)]
     Perf(perf::Command),
+    /// Serve a trace to a web browser: a memtrace trace's analyses, or the
+    /// timeline of an FXT trace, a perf.data file or `perf script` text.
+    View(view::ViewArgs),
     /// Export traces as Parquet tables for SQL engines (DuckDB, Spark, Trino).
     Export(export::Args),
     /// SQL over exported tables, or over traces (their tables built in memory).
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
         Command::Memtrace(cmd) => memtrace::run(cmd),
         Command::Fxt(cmd) => fxt::run(cmd),
         Command::Perf(cmd) => perf::run(cmd),
+        Command::View(args) => view::run(args),
         Command::Export(args) => export::run(args),
         Command::Sql(args) => sql::run(args),
     };

@@ -130,6 +130,10 @@ pub struct RecordArgs {
     /// Print the transcript instead of writing FXT.
     #[arg(long)]
     transcript: bool,
+    /// Then serve the trace's timeline to a web browser and open it (as
+    /// `tracekit view DIR/trace.fxt --open`).
+    #[arg(long, conflicts_with = "transcript")]
+    view: bool,
     /// The perf executable.
     #[arg(long, default_value = "perf")]
     perf: PathBuf,
@@ -266,6 +270,46 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
         eprintln!("{decoded} in {took:.2?}: wrote {records} FXT records to {shown}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Decodes `path` (perf.data or `perf script` text) with the default options
+/// into an FXT trace in memory, with progress, for `tracekit view`.
+pub fn decode_in_memory(path: &Path, quiet: bool) -> anyhow::Result<Vec<u8>> {
+    let options = DecodeOptions::default();
+    let config = options.config(false)?;
+    let perf = PathBuf::from("perf");
+    let mut source = open(path, &perf, options.mode)?;
+    let name = source.name();
+    let mut printer = WarningPrinter::default();
+    if let Some(data) = direct(&source, &options)? {
+        let bar = progress_bar(data.size(), "reading", quiet);
+        let (out, decoded, read) = decode_data_to_fxt(
+            data,
+            &options.read_options(),
+            config,
+            (Vec::new(), &name),
+            |n| bar.set_position(n),
+            |w| printer.print(w),
+        )?;
+        bar.finish_and_clear();
+        report_read(&name, &read);
+        require_events(&name, &decoded.stats)?;
+        return Ok(out);
+    }
+    let progress = progress(name.clone(), quiet);
+    let (out, decoded) = decode_to_fxt(
+        &mut source,
+        config,
+        None,
+        (Vec::new(), &name),
+        progress,
+        |w| printer.print(w),
+    )?;
+    for w in decoded.warnings() {
+        eprintln!("warning: {w}");
+    }
+    require_events(&name, &decoded.stats)?;
+    Ok(out)
 }
 
 /// Prints what the direct reader found that a user should know.
@@ -425,6 +469,13 @@ fn record(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         ..DecodeArgs::default()
     };
     let decoded = decode(&decode_args);
+    let decoded = match (decoded, args.view) {
+        (Ok(code), true) if code == ExitCode::SUCCESS => {
+            let trace = args.output_dir.join("trace.fxt");
+            crate::view::run(crate::view::ViewArgs::opening(trace))
+        }
+        (decoded, _) => decoded,
+    };
     // The recorded program's failure is the command's, as if it had run alone
     // (perf record exits with the workload's status); a decoding error is still
     // reported, but the program's status says more about what went wrong.

@@ -1,4 +1,7 @@
-//! `tracekit memtrace view`: serves a trace's analyses to a browser.
+//! `tracekit view` (and `tracekit memtrace view`): serves a trace to a
+//! browser. A memtrace trace is served with its analyses; an FXT trace, a
+//! perf.data file or `perf script` text as a timeline of slices (perf data
+//! decoded into FXT in memory first).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -7,19 +10,23 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Args;
+use tracekit_fxt::read::Reader;
+use tracekit_fxt::stats::Counted;
+use tracekit_io::input::{Family, Kind};
 use tracekit_io::tables_cache::{Origin, TablesCache};
-use tracekit_view::{Served, Trace, Viewer};
+use tracekit_timeline::Timeline;
+use tracekit_view::{Served, TimelineTrace, Trace, Viewer};
 
 use crate::common::input;
 use crate::common::output;
 use crate::common::progress_spinner;
 
-/// Options of `memtrace view`.
+/// Options of `view`.
 #[derive(Args, Debug)]
 pub struct ViewArgs {
-    /// The trace.
+    /// The trace: memtrace, FXT, perf.data or `perf script` text.
     file: PathBuf,
-    /// Another trace to compare with (the "Compare" view, as `memtrace diff OTHER FILE`).
+    /// A memtrace trace to compare with (the "Compare" view, as `memtrace diff OTHER FILE`).
     #[arg(long, value_name = "OTHER")]
     compare: Option<PathBuf>,
     /// Port to listen on (default: a free one).
@@ -37,6 +44,20 @@ pub struct ViewArgs {
     /// does not decode it again).
     #[arg(long)]
     no_cache: bool,
+}
+
+impl ViewArgs {
+    /// Serves `file` on a free loopback port and opens the page.
+    pub fn opening(file: PathBuf) -> ViewArgs {
+        ViewArgs {
+            file,
+            compare: None,
+            port: 0,
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            open: true,
+            no_cache: false,
+        }
+    }
 }
 
 /// Reads a trace for serving; its answers name it as the command line did.
@@ -73,8 +94,50 @@ fn load(path: &Path, cache: Option<&TablesCache>) -> Result<Trace> {
     })
 }
 
-/// Runs `memtrace view`.
+/// Builds the timeline of an FXT trace (or of perf data, decoded first), with
+/// progress; its answers name it as the command line did.
+fn load_timeline(path: &Path, kind: Kind) -> Result<TimelineTrace> {
+    let name = input::display(path);
+    let quiet = crate::common::quiet();
+    let bytes = match kind {
+        Kind::Fxt => tracekit_io::input::read_all(path, Family::Fxt)?,
+        _ => tracekit_io::input::Bytes::Owned(crate::perf::decode_in_memory(path, quiet)?),
+    };
+    let bar = crate::common::progress_bar(bytes.len() as u64, "building the timeline", quiet);
+    let mut reader = Reader::new(&bytes);
+    let mut counted = Counted::new(&mut reader);
+    let timeline = Timeline::build(&mut counted, &mut |pos| bar.set_position(pos));
+    let stats = counted.stats();
+    bar.finish_and_clear();
+    for line in tracekit_io::fxt::warning_lines(path, &reader) {
+        eprintln!("{line}");
+    }
+    if let Some(e) = timeline.error() {
+        eprintln!(
+            "warning: {name}: {e}; the timeline shows the {} records before it",
+            timeline.records()
+        );
+    }
+    Ok(TimelineTrace::new(name, timeline, &stats))
+}
+
+/// Runs `view`.
 pub fn run(args: ViewArgs) -> Result<ExitCode> {
+    if input::is_stdin(&args.file) {
+        anyhow::bail!("tracekit view reads a file, not standard input");
+    }
+    let kind = tracekit_io::input::open_stream(&args.file, Family::View)?.kind();
+    if kind != Kind::Memtrace {
+        if args.compare.is_some() {
+            anyhow::bail!(
+                "--compare: {} is not a memtrace trace; only memtrace traces are compared",
+                input::display(&args.file)
+            );
+        }
+        let timeline = load_timeline(&args.file, kind)?;
+        let name = timeline.name().to_string();
+        return serve(&args, &name, Served::timeline(timeline));
+    }
     let cache = (!args.no_cache).then(TablesCache::user).flatten();
     let trace = load(&args.file, cache.as_ref())?;
     let compare = args
@@ -82,6 +145,12 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
         .as_deref()
         .map(|p| load(p, cache.as_ref()))
         .transpose()?;
+    let name = trace.name().to_string();
+    serve(&args, &name, Served::new(trace, compare))
+}
+
+/// Serves `served` (named `name`) until Ctrl-C.
+fn serve(args: &ViewArgs, name: &str, served: Served) -> Result<ExitCode> {
     if !args.bind.is_loopback() {
         eprintln!(
             "warning: listening on {}: other machines that reach it can read the trace",
@@ -94,10 +163,7 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
     // take the path of commands that write files.
     let stop = output::stop_on_interrupt();
     let url = viewer.url();
-    output::print(&format!(
-        "serving {} at {url} (Ctrl-C stops)\n",
-        trace.name()
-    ))?;
+    output::print(&format!("serving {name} at {url} (Ctrl-C stops)\n"))?;
     if args.open {
         let shown = url.clone();
         let warn =
@@ -105,7 +171,7 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
         tracekit_view::browser::open(&url, warn);
     }
     viewer
-        .serve(Arc::new(Served::new(trace, compare)), stop)
+        .serve(Arc::new(served), stop)
         .map_err(|e| anyhow::anyhow!("cannot serve: {e}"))?;
     output::tell("stopped");
     Ok(ExitCode::SUCCESS)

@@ -1,0 +1,346 @@
+// The timeline's drawing: rows laid out from the tracks, the time axis, the
+// slices of the server's window answers, and what a point on the canvas is.
+// Times are nanoseconds from the trace's first time.
+
+export const LABEL = 200;
+export const AXIS = 26;
+export const HEADER = 18;
+export const LANE = 17;
+export const COUNTER = 40;
+const SCROLLBAR = 14;
+
+// Rows: per track a header and a row per lane; per counter one row. Pinned
+// rows first, in the order pinned, in a band that does not scroll.
+export function layout(tracks, counters, pinned) {
+  const rows = [];
+  const add = (row, list) => {
+    list.push(row);
+    return row.h;
+  };
+  const pinnedRows = [];
+  const rest = [];
+  let y = 0;
+  for (const id of pinned) {
+    const t = tracks[id];
+    if (t) y += add({ kind: 'track', id, h: HEADER + t.lanes * LANE, track: t, y }, pinnedRows);
+  }
+  const band = y;
+  let z = 0;
+  for (const t of tracks) {
+    if (pinned.includes(t.id)) continue;
+    z += add({ kind: 'track', id: t.id, h: HEADER + t.lanes * LANE, track: t, y: z }, rest);
+  }
+  for (const c of counters) z += add({ kind: 'counter', id: c.id, h: COUNTER, counter: c, y: z }, rest);
+  for (const r of pinnedRows) rows.push({ ...r, pinned: true });
+  for (const r of rest) rows.push({ ...r, pinned: false });
+  return { rows, band, height: z };
+}
+
+// Where a row is on the canvas, scrolled by `scroll`.
+export function rowTop(row, lay, scroll) {
+  return row.pinned ? AXIS + row.y : AXIS + lay.band + row.y - scroll;
+}
+
+export function plotWidth(width) {
+  return Math.max(1, width - LABEL - SCROLLBAR);
+}
+
+export function xOf(view, width, t) {
+  return LABEL + ((t - view.from) / (view.to - view.from)) * plotWidth(width);
+}
+
+export function timeAt(view, width, x) {
+  return view.from + ((x - LABEL) / plotWidth(width)) * (view.to - view.from);
+}
+
+// A duration, in the unit that suits it.
+export function duration(ns) {
+  const a = Math.abs(ns);
+  if (a < 1e3) return `${ns} ns`;
+  if (a < 1e6) return `${+(ns / 1e3).toPrecision(4)} µs`;
+  if (a < 1e9) return `${+(ns / 1e6).toPrecision(4)} ms`;
+  return `${+(ns / 1e9).toPrecision(5)} s`;
+}
+
+// A stable colour per name.
+const colours = new Map();
+export function colour(name) {
+  let c = colours.get(name);
+  if (!c) {
+    let h = 2166136261;
+    for (let i = 0; i < name.length; i++) {
+      h ^= name.charCodeAt(i);
+      h = Math.imul(h, 16777619);
+    }
+    const hue = (h >>> 0) % 360;
+    const light = 58 + ((h >>> 9) % 3) * 6;
+    c = `hsl(${hue}, 55%, ${light}%)`;
+    colours.set(name, c);
+  }
+  return c;
+}
+
+const widths = new Map();
+function textWidth(ctx, s) {
+  let w = widths.get(s);
+  if (w === undefined) {
+    w = ctx.measureText(s).width;
+    if (widths.size > 20000) widths.clear();
+    widths.set(s, w);
+  }
+  return w;
+}
+
+// `s` cut to fit `w` pixels, or '' when not even a letter fits.
+function fit(ctx, s, w) {
+  if (w < 14) return '';
+  if (textWidth(ctx, s) <= w) return s;
+  const per = textWidth(ctx, s) / s.length;
+  const n = Math.floor(w / per) - 1;
+  return n >= 1 ? s.slice(0, n) + '…' : '';
+}
+
+function trackLabel(t) {
+  const who = t.kind === 'async' ? 'async' : `${t.name ?? 'thread'} [${t.tid}]`;
+  return `${who} · ${t.process ?? 'process'} [${t.pid}]`;
+}
+
+export function labelOf(row) {
+  if (row.kind === 'counter') {
+    const c = row.counter;
+    return `${c.name}${c.series && c.series !== c.name ? ' · ' + c.series : ''} (${c.pid})`;
+  }
+  return trackLabel(row.track);
+}
+
+function ticks(view, width) {
+  const span = view.to - view.from;
+  const target = (span / plotWidth(width)) * 110;
+  const p = Math.pow(10, Math.floor(Math.log10(Math.max(target, 1))));
+  const step = [1, 2, 5, 10].map((m) => m * p).find((s) => s >= target) ?? 10 * p;
+  const out = [];
+  for (let t = Math.ceil(view.from / step) * step; t <= view.to; t += step) out.push(t);
+  return out;
+}
+
+// Draws everything: `data` is the latest window answer (by track id), drawn
+// at the current view whatever view it was asked for.
+export function draw(ctx, s) {
+  const { width, height, view, lay, scroll, data, names } = s;
+  ctx.clearRect(0, 0, width, height);
+  ctx.font = '11px system-ui, sans-serif';
+  ctx.textBaseline = 'middle';
+  const byTrack = new Map();
+  for (const t of data?.tracks ?? []) byTrack.set(t.track, t);
+  const counters = new Map();
+  for (const c of data?.counters ?? []) counters.set(c.counter, c);
+  const x = (t) => xOf(view, width, t);
+  const right = width - SCROLLBAR;
+  const drawRow = (row) => {
+    const top = rowTop(row, lay, scroll);
+    if (top + row.h < AXIS || top > height) return;
+    ctx.fillStyle = row.pinned ? '#eef3fb' : '#f4f4f4';
+    ctx.fillRect(0, top, width, HEADER);
+    ctx.fillStyle = '#333';
+    ctx.fillText(fit(ctx, (row.pinned ? '▲ ' : '') + labelOf(row), LABEL - 8), 4, top + HEADER / 2);
+    ctx.strokeStyle = '#ddd';
+    ctx.beginPath();
+    ctx.moveTo(0, top + row.h - 0.5);
+    ctx.lineTo(width, top + row.h - 0.5);
+    ctx.stroke();
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(LABEL, top, right - LABEL, row.h);
+    ctx.clip();
+    if (row.kind === 'counter') {
+      drawCounter(ctx, row, top, counters.get(row.id), x, right);
+    } else {
+      drawTrack(ctx, s, row, top, byTrack.get(row.id), names, x, right);
+    }
+    ctx.restore();
+  };
+  for (const row of lay.rows) if (!row.pinned) drawRow(row);
+  // The pinned band over the scrolled rows.
+  if (lay.band > 0) {
+    ctx.fillStyle = '#fff';
+    ctx.fillRect(0, AXIS, width, lay.band);
+    for (const row of lay.rows) if (row.pinned) drawRow(row);
+    ctx.strokeStyle = '#88a';
+    ctx.beginPath();
+    ctx.moveTo(0, AXIS + lay.band + 0.5);
+    ctx.lineTo(width, AXIS + lay.band + 0.5);
+    ctx.stroke();
+  }
+  drawFlows(ctx, s, x);
+  drawArea(ctx, s, x);
+  drawAxis(ctx, view, width, x);
+}
+
+function drawTrack(ctx, s, row, top, answer, names, x, right) {
+  if (!answer) return;
+  const sel = s.selected;
+  answer.lanes.forEach((items, lane) => {
+    const y = top + HEADER + lane * LANE;
+    if (y > s.height || y + LANE < AXIS) return;
+    for (const it of items) {
+      const name = names[it[2]] ?? '';
+      const x0 = Math.max(x(it[0]), LABEL - 2);
+      const x1 = Math.min(it[1] === null ? right : x(it[1]), right + 2);
+      const w = Math.max(x1 - x0, 1);
+      const merged = it.length > 4;
+      ctx.fillStyle = colour(name);
+      ctx.globalAlpha = merged ? 0.6 : 1;
+      ctx.fillRect(x0, y + 1, w, LANE - 2);
+      ctx.globalAlpha = 1;
+      if (!merged && w > 14) {
+        const text = fit(ctx, name, w - 4);
+        if (text) {
+          ctx.fillStyle = '#111';
+          ctx.fillText(text, x0 + 2, y + LANE / 2);
+        }
+      }
+      if (sel && sel.track === row.id && sel.lane === lane && sel.index === it[3] && !merged) {
+        ctx.strokeStyle = '#000';
+        ctx.lineWidth = 2;
+        ctx.strokeRect(x0 + 1, y + 1, Math.max(w - 2, 1), LANE - 2);
+        ctx.lineWidth = 1;
+      }
+    }
+  });
+  ctx.fillStyle = '#333';
+  for (const [t] of answer.instants) {
+    const cx = x(t);
+    const cy = top + HEADER / 2;
+    ctx.beginPath();
+    ctx.moveTo(cx, cy - 5);
+    ctx.lineTo(cx + 4, cy);
+    ctx.lineTo(cx, cy + 5);
+    ctx.lineTo(cx - 4, cy);
+    ctx.fill();
+  }
+}
+
+function drawCounter(ctx, row, top, answer, x, right) {
+  if (!answer || answer.points.length === 0) return;
+  const c = row.counter;
+  const lo = Math.min(0, c.min ?? 0);
+  const hi = Math.max(c.max ?? 1, lo + 1e-9);
+  const y = (v) => top + COUNTER - 2 - ((v - lo) / (hi - lo)) * (COUNTER - HEADER / 2 - 4);
+  ctx.fillStyle = 'rgba(70, 120, 200, 0.45)';
+  ctx.strokeStyle = 'rgb(50, 90, 170)';
+  ctx.beginPath();
+  ctx.moveTo(Math.max(x(answer.points[0][0]), LABEL), y(lo));
+  const pts = answer.points;
+  for (let i = 0; i < pts.length; i++) {
+    const x0 = Math.max(x(pts[i][0]), LABEL);
+    const x1 = i + 1 < pts.length ? x(pts[i + 1][0]) : right;
+    ctx.lineTo(x0, y(pts[i][2]));
+    ctx.lineTo(Math.max(x1, x0 + 1), y(pts[i][2]));
+  }
+  ctx.lineTo(right, y(lo));
+  ctx.closePath();
+  ctx.fill();
+  ctx.fillStyle = '#333';
+  ctx.fillText(`max ${Number(c.max ?? 0).toPrecision(4)}`, LABEL + 4, top + HEADER / 2);
+}
+
+function drawFlows(ctx, s, x) {
+  const flows = s.data?.flows ?? [];
+  if (flows.length === 0) return;
+  const rows = new Map();
+  for (const r of s.lay.rows) if (r.kind === 'track') rows.set(r.id, r);
+  const yOf = (track) => {
+    const r = rows.get(track);
+    return r ? rowTop(r, s.lay, s.scroll) + HEADER + LANE / 2 : null;
+  };
+  ctx.strokeStyle = 'rgba(60, 60, 60, 0.8)';
+  ctx.fillStyle = 'rgba(60, 60, 60, 0.8)';
+  for (const f of flows) {
+    for (let i = 0; i + 1 < f.length; i++) {
+      const [ta, a] = f[i];
+      const [tb, b] = f[i + 1];
+      const ya = yOf(ta);
+      const yb = yOf(tb);
+      if (ya === null || yb === null) continue;
+      const xa = x(a);
+      const xb = x(b);
+      ctx.beginPath();
+      ctx.moveTo(xa, ya);
+      ctx.bezierCurveTo(xa + 30, ya, xb - 30, yb, xb, yb);
+      ctx.stroke();
+      const angle = Math.atan2(yb - ya, 30);
+      ctx.beginPath();
+      ctx.moveTo(xb, yb);
+      ctx.lineTo(xb - 7 * Math.cos(angle - 0.4), yb - 7 * Math.sin(angle - 0.4));
+      ctx.lineTo(xb - 7 * Math.cos(angle + 0.4), yb - 7 * Math.sin(angle + 0.4));
+      ctx.fill();
+    }
+  }
+}
+
+function drawArea(ctx, s, x) {
+  const a = s.area;
+  if (!a) return;
+  const x0 = Math.max(x(Math.min(a.from, a.to)), LABEL);
+  const x1 = Math.min(x(Math.max(a.from, a.to)), s.width);
+  ctx.fillStyle = 'rgba(40, 100, 220, 0.12)';
+  ctx.fillRect(x0, AXIS, Math.max(x1 - x0, 1), s.height - AXIS);
+  ctx.strokeStyle = 'rgba(40, 100, 220, 0.8)';
+  ctx.strokeRect(x0 + 0.5, AXIS + 0.5, Math.max(x1 - x0, 1), s.height - AXIS - 1);
+}
+
+function drawAxis(ctx, view, width, x) {
+  ctx.fillStyle = '#fafafa';
+  ctx.fillRect(0, 0, width, AXIS);
+  ctx.strokeStyle = '#bbb';
+  ctx.beginPath();
+  ctx.moveTo(0, AXIS - 0.5);
+  ctx.lineTo(width, AXIS - 0.5);
+  ctx.stroke();
+  ctx.fillStyle = '#444';
+  ctx.fillText(`${duration(Math.round(view.to - view.from))} shown`, 4, AXIS / 2);
+  for (const t of ticks(view, width)) {
+    const px = Math.round(x(t)) + 0.5;
+    if (px < LABEL) continue;
+    ctx.strokeStyle = '#999';
+    ctx.beginPath();
+    ctx.moveTo(px, AXIS - 7);
+    ctx.lineTo(px, AXIS);
+    ctx.stroke();
+    ctx.fillText(duration(Math.round(t)), px + 3, AXIS / 2 - 2);
+  }
+}
+
+// What is at (px, py): a row and, in a lane, the item drawn there.
+export function hit(s, px, py) {
+  if (py < AXIS) return { axis: true };
+  const pinnedRows = s.lay.rows.filter((r) => r.pinned);
+  const rows = py < AXIS + s.lay.band ? pinnedRows : s.lay.rows.filter((r) => !r.pinned);
+  const row = rows.find((r) => {
+    const top = rowTop(r, s.lay, s.scroll);
+    return py >= top && py < top + r.h;
+  });
+  if (!row) return {};
+  if (px < LABEL) return { row, label: true };
+  if (row.kind !== 'track') return { row };
+  const lane = Math.floor((py - rowTop(row, s.lay, s.scroll) - HEADER) / LANE);
+  const answer = (s.data?.tracks ?? []).find((t) => t.track === row.id);
+  const items = lane >= 0 && answer ? answer.lanes[lane] : null;
+  if (!items) return { row };
+  const t = timeAt(s.view, s.width, px);
+  const slack = (s.view.to - s.view.from) / plotWidth(s.width);
+  // Items are in time order: the last that starts at or before the point.
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (items[mid][0] <= t + slack) lo = mid + 1;
+    else hi = mid;
+  }
+  for (let i = lo - 1; i >= 0 && i >= lo - 3; i--) {
+    const it = items[i];
+    const end = it[1] === null ? Infinity : it[1];
+    if (end + slack >= t) return { row, lane, item: it };
+  }
+  return { row, lane };
+}

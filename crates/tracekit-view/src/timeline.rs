@@ -1,0 +1,918 @@
+//! The JSON answers behind the timeline page: a trace of slices (FXT, or perf
+//! data decoded into it) held as a [`Timeline`], asked what a viewport of N
+//! pixels shows, what a slice is, what a range holds and where a name is. No
+//! I/O: the timeline is in memory, a request a list of named parameters.
+//!
+//! Times in the page's endpoints are nanoseconds from the trace's first time
+//! (integers, so that a browser's doubles hold them exactly for 104 days of
+//! trace). `slices` and `top` answer what `tracekit fxt slices --json` and
+//! `tracekit fxt top --json` print, on the trace's own clock.
+//!
+//! | endpoint | answers | parameters |
+//! | --- | --- | --- |
+//! | `stats` | `fxt stats --json` of the trace | none |
+//! | `tracks` | the trace's name, span, processes, tracks, counters, and damage | none |
+//! | `window` | what `from..to` drawn on `px` pixels shows of some tracks: per lane, one item per slice of at least a pixel and one merged item per pixel for the rest; instants (one per pixel), counters (min and max per pixel) and flows in the range | `from`, `to`, `px`, `tracks` (`1,2,5`; default all) |
+//! | `details` | one slice: name, category, track, times, self time, arguments | `track`, `lane`, `index` |
+//! | `selection` | the slices of a range on some tracks, by name (count, total, self, average, max), as Perfetto's area selection sums them | `from`, `to`, `tracks` |
+//! | `search` | the next (or previous) slice whose name contains a text, and how many there are | `text`, `after` (`track,lane,index`), `backward` |
+//! | `slices` | `fxt slices --json` | `between` (`T1,T2`, as `1.5s,2s`), `thread` (repeatable), `name`, `limit` |
+//! | `top` | `fxt top --json` | `between`, `thread`, `limit` |
+//!
+//! In a `window` answer a slice drawn as itself is `[start, end, name, index]`
+//! and a merged run `[start, end, name, index, count]` (its longest slice's
+//! name and index); `end` is `null` for a slice still open at the end of the
+//! trace. Names are ids, with their texts in the answer's `names`.
+
+use std::fmt::Write as _;
+
+use tracekit_fxt::stats::Stats;
+use tracekit_timeline::lane::{Drawn, OPEN};
+use tracekit_timeline::report::{SlicesQuery, TopQuery};
+use tracekit_timeline::{FlowPhase, Position, Timeline, TrackKind};
+
+use crate::api::ApiError;
+
+/// Most flows a window answer holds.
+const MAX_FLOWS: usize = 2_000;
+
+/// Most pixels a window may be asked for.
+const MAX_PX: u64 = 16_384;
+
+/// A timeline being served.
+pub struct TimelineTrace {
+    name: String,
+    timeline: Timeline,
+    stats: String,
+    tracks: String,
+}
+
+/// What a request to a timeline asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TimelineEndpoint {
+    /// `fxt stats --json`.
+    Stats,
+    /// The tracks and what else the page draws first.
+    Tracks,
+    /// What a viewport shows.
+    Window,
+    /// One slice.
+    Details,
+    /// A range's slices by name.
+    Selection,
+    /// The next or previous slice of a name.
+    Search,
+    /// `fxt slices --json`.
+    Slices,
+    /// `fxt top --json`.
+    Top,
+}
+
+impl TimelineEndpoint {
+    /// Every endpoint.
+    pub const ALL: [TimelineEndpoint; 8] = [
+        TimelineEndpoint::Stats,
+        TimelineEndpoint::Tracks,
+        TimelineEndpoint::Window,
+        TimelineEndpoint::Details,
+        TimelineEndpoint::Selection,
+        TimelineEndpoint::Search,
+        TimelineEndpoint::Slices,
+        TimelineEndpoint::Top,
+    ];
+
+    /// The endpoint named `name` (the path after `/api/`).
+    pub fn from_name(name: &str) -> Option<TimelineEndpoint> {
+        Some(match name {
+            "stats" => TimelineEndpoint::Stats,
+            "tracks" => TimelineEndpoint::Tracks,
+            "window" => TimelineEndpoint::Window,
+            "details" => TimelineEndpoint::Details,
+            "selection" => TimelineEndpoint::Selection,
+            "search" => TimelineEndpoint::Search,
+            "slices" => TimelineEndpoint::Slices,
+            "top" => TimelineEndpoint::Top,
+            _ => return None,
+        })
+    }
+
+    /// The parameters it takes.
+    fn parameters(self) -> &'static [&'static str] {
+        match self {
+            TimelineEndpoint::Stats | TimelineEndpoint::Tracks => &[],
+            TimelineEndpoint::Window => &["from", "to", "px", "tracks"],
+            TimelineEndpoint::Details => &["track", "lane", "index"],
+            TimelineEndpoint::Selection => &["from", "to", "tracks"],
+            TimelineEndpoint::Search => &["text", "after", "backward"],
+            TimelineEndpoint::Slices => &["between", "thread", "name", "limit"],
+            TimelineEndpoint::Top => &["between", "thread", "limit"],
+        }
+    }
+
+    /// Whether its answer is made when the trace is loaded: no query.
+    pub fn is_ready(self) -> bool {
+        matches!(self, TimelineEndpoint::Stats | TimelineEndpoint::Tracks)
+    }
+}
+
+fn to_json(value: &impl serde::Serialize) -> String {
+    // Serializing plain data cannot fail.
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+impl TimelineTrace {
+    /// A timeline named `name`, with the counts of the records it was built
+    /// from.
+    pub fn new(name: String, timeline: Timeline, stats: &Stats) -> TimelineTrace {
+        let tracks = tracks_json(&name, &timeline);
+        TimelineTrace {
+            name,
+            timeline,
+            stats: to_json(stats),
+            tracks,
+        }
+    }
+
+    /// Its name, as its answers give it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The timeline.
+    pub fn timeline(&self) -> &Timeline {
+        &self.timeline
+    }
+
+    /// The answer of `endpoint` to `params` (name and value, in the order
+    /// asked).
+    pub fn answer(
+        &self,
+        endpoint: TimelineEndpoint,
+        params: &[(String, String)],
+    ) -> Result<String, ApiError> {
+        let p = Params::check(endpoint, params)?;
+        let t = &self.timeline;
+        Ok(match endpoint {
+            TimelineEndpoint::Stats => self.stats.clone(),
+            TimelineEndpoint::Tracks => self.tracks.clone(),
+            TimelineEndpoint::Window => {
+                let (from, to) = (p.time("from")?.unwrap_or(0), p.time("to")?);
+                let to = to.unwrap_or_else(|| self.span());
+                let px = p.number("px")?.unwrap_or(1000);
+                if px == 0 || px > MAX_PX {
+                    return Err(bad(format!("px: between 1 and {MAX_PX}")));
+                }
+                if to <= from {
+                    return Err(bad("to: after from".to_string()));
+                }
+                let tracks = p.tracks(t)?;
+                window(t, from, to, px, &tracks)
+            }
+            TimelineEndpoint::Details => {
+                let at = Position {
+                    track: p.required("track")?,
+                    lane: p.required("lane")?,
+                    index: p.required("index")?,
+                };
+                details(t, at).ok_or_else(|| bad("no such slice".to_string()))?
+            }
+            TimelineEndpoint::Selection => {
+                let from = p.time("from")?.unwrap_or(0);
+                let to = p.time("to")?.unwrap_or_else(|| self.span());
+                if to < from {
+                    return Err(bad("to: not before from".to_string()));
+                }
+                let tracks = p.tracks(t)?;
+                selection(t, from, to, &tracks)
+            }
+            TimelineEndpoint::Search => {
+                let text = p.get("text").unwrap_or_default();
+                if text.is_empty() {
+                    return Err(bad("text: what to search for".to_string()));
+                }
+                let after = p.get("after").map(position).transpose()?;
+                let backward = p.flag("backward")?;
+                search(t, text, after, backward)
+            }
+            TimelineEndpoint::Slices => to_json(
+                &SlicesQuery {
+                    between: p.between()?,
+                    threads: p.numbers("thread")?,
+                    name: p.get("name").map(str::to_string),
+                    limit: p.number("limit")?.map_or(50, |n| n as usize),
+                }
+                .run(t),
+            ),
+            TimelineEndpoint::Top => to_json(
+                &TopQuery {
+                    between: p.between()?,
+                    threads: p.numbers("thread")?,
+                    limit: p.number("limit")?.map_or(20, |n| n as usize),
+                }
+                .run(t),
+            ),
+        })
+    }
+
+    /// The trace's span, nanoseconds.
+    fn span(&self) -> u64 {
+        match (self.timeline.first_ns(), self.timeline.last_ns()) {
+            (Some(a), Some(b)) => b.saturating_sub(a).max(1),
+            _ => 1,
+        }
+    }
+}
+
+fn bad(message: String) -> ApiError {
+    ApiError::BadArguments(message)
+}
+
+/// A request's parameters, checked against its endpoint's.
+struct Params<'a>(&'a [(String, String)]);
+
+impl<'a> Params<'a> {
+    fn check(endpoint: TimelineEndpoint, params: &'a [(String, String)]) -> Result<Self, ApiError> {
+        let known = endpoint.parameters();
+        for (name, _) in params {
+            if !known.contains(&name.as_str()) {
+                let names = match known.is_empty() {
+                    true => "none".to_string(),
+                    false => known.join(", "),
+                };
+                return Err(bad(format!(
+                    "unknown parameter {name:?}: this endpoint's parameters are {names}"
+                )));
+            }
+        }
+        Ok(Params(params))
+    }
+
+    fn get(&self, name: &str) -> Option<&'a str> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn number(&self, name: &str) -> Result<Option<u64>, ApiError> {
+        self.get(name)
+            .map(|v| {
+                v.parse::<u64>()
+                    .map_err(|_| bad(format!("{name}={v}: not a whole number")))
+            })
+            .transpose()
+    }
+
+    fn required(&self, name: &str) -> Result<usize, ApiError> {
+        self.number(name)?
+            .map(|n| n as usize)
+            .ok_or_else(|| bad(format!("{name}: required")))
+    }
+
+    /// A time in nanoseconds from the trace's first time: a whole number of
+    /// nanoseconds, or a time with its unit (`1.5ms`).
+    fn time(&self, name: &str) -> Result<Option<u64>, ApiError> {
+        self.get(name).map(|v| nanoseconds(name, v)).transpose()
+    }
+
+    fn numbers(&self, name: &str) -> Result<Vec<u64>, ApiError> {
+        let mut out = Vec::new();
+        for (n, v) in self.0 {
+            if n == name {
+                for part in v.split(',').filter(|p| !p.is_empty()) {
+                    out.push(
+                        part.parse()
+                            .map_err(|_| bad(format!("{name}={v}: not a whole number")))?,
+                    );
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn flag(&self, name: &str) -> Result<bool, ApiError> {
+        match self.get(name) {
+            None | Some("false" | "0") => Ok(false),
+            Some("" | "true" | "1") => Ok(true),
+            Some(v) => Err(bad(format!(
+                "{name}={v}: a flag is on given alone or as =true, off as =false"
+            ))),
+        }
+    }
+
+    fn between(&self) -> Result<Option<(u64, u64)>, ApiError> {
+        let Some(v) = self.get("between") else {
+            return Ok(None);
+        };
+        let Some((a, b)) = v.split_once(',') else {
+            return Err(bad(format!("between={v}: two times, as 1s,2s")));
+        };
+        let (a, b) = (nanoseconds("between", a)?, nanoseconds("between", b)?);
+        if a > b {
+            return Err(bad(format!("between={v}: the first is after the second")));
+        }
+        Ok(Some((a, b)))
+    }
+
+    /// The tracks asked for (all of them when none are), each checked.
+    fn tracks(&self, t: &Timeline) -> Result<Vec<usize>, ApiError> {
+        let Some(v) = self.get("tracks") else {
+            return Ok((0..t.tracks().len()).collect());
+        };
+        let mut out = Vec::new();
+        for part in v.split(',').filter(|p| !p.is_empty()) {
+            match part.parse::<usize>() {
+                Ok(i) if i < t.tracks().len() => out.push(i),
+                _ => return Err(bad(format!("tracks={v}: {part} is not a track"))),
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn nanoseconds(name: &str, v: &str) -> Result<u64, ApiError> {
+    if let Ok(n) = v.parse::<u64>() {
+        return Ok(n);
+    }
+    let t = tracekit_analysis::parse_time(v).map_err(|e| bad(format!("{name}={v}: {e}")))?;
+    u64::try_from(t.as_micros())
+        .ok()
+        .and_then(|us| us.checked_mul(1_000))
+        .ok_or_else(|| bad(format!("{name}={v}: out of range")))
+}
+
+fn position(v: &str) -> Result<Position, ApiError> {
+    let mut parts = v.split(',').map(str::parse::<usize>);
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(Ok(track)), Some(Ok(lane)), Some(Ok(index)), None) => {
+            Ok(Position { track, lane, index })
+        }
+        _ => Err(bad(format!("after={v}: track,lane,index"))),
+    }
+}
+
+/// A JSON string literal.
+fn quoted(s: &str) -> String {
+    serde_json::Value::from(s).to_string()
+}
+
+fn kind_name(kind: TrackKind) -> &'static str {
+    match kind {
+        TrackKind::Thread => "thread",
+        TrackKind::Async => "async",
+    }
+}
+
+fn tracks_json(name: &str, t: &Timeline) -> String {
+    let process = |pid: u64| {
+        t.processes()
+            .iter()
+            .find(|(p, _)| *p == pid)
+            .and_then(|(_, n)| *n)
+            .map(|n| t.string(n).to_string())
+    };
+    let tracks: Vec<serde_json::Value> = t
+        .tracks()
+        .iter()
+        .enumerate()
+        .map(|(i, tr)| {
+            serde_json::json!({
+                "id": i,
+                "kind": kind_name(tr.kind),
+                "pid": tr.pid,
+                "tid": tr.tid,
+                "name": tr.name.map(|n| t.string(n)),
+                "process": process(tr.pid),
+                "lanes": tr.lanes.len(),
+                "slices": tr.slices(),
+                "instants": tr.instants.len(),
+            })
+        })
+        .collect();
+    let counters: Vec<serde_json::Value> = t
+        .counters()
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let (lo, hi) = c
+                .values
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                    (lo.min(v), hi.max(v))
+                });
+            serde_json::json!({
+                "id": i,
+                "pid": c.pid,
+                "process": process(c.pid),
+                "name": t.string(c.name),
+                "counter": c.id,
+                "series": t.string(c.series),
+                "points": c.times.len(),
+                "min": lo.is_finite().then_some(lo),
+                "max": hi.is_finite().then_some(hi),
+            })
+        })
+        .collect();
+    let first = t.first_ns().unwrap_or(0);
+    let warnings: Vec<String> = t.warnings().iter().map(ToString::to_string).collect();
+    to_json(&serde_json::json!({
+        "name": name,
+        "first_ns": t.first_ns(),
+        "span_ns": t.last_ns().map(|l| l.saturating_sub(first)),
+        "records": t.records(),
+        "slices": t.slices(),
+        "flows": t.flows().len(),
+        "damage": t.error().map(ToString::to_string),
+        "warnings": warnings,
+        "tracks": tracks,
+        "counters": counters,
+    }))
+}
+
+/// Names used in an answer, each once, with their texts at the end.
+#[derive(Default)]
+struct Names(Vec<u32>, rustc_hash::FxHashSet<u32>);
+
+impl Names {
+    fn add(&mut self, id: u32) -> u32 {
+        if self.1.insert(id) {
+            self.0.push(id);
+        }
+        id
+    }
+
+    fn json(&self, t: &Timeline) -> String {
+        let mut out = String::from("{");
+        for (i, id) in self.0.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "\"{id}\":{}", quoted(t.string(*id)));
+        }
+        out.push('}');
+        out
+    }
+}
+
+fn window(t: &Timeline, from: u64, to: u64, px: u64, tracks: &[usize]) -> String {
+    let first = t.first_ns().unwrap_or(0);
+    let (a, b) = (first.saturating_add(from), first.saturating_add(to));
+    let ns_per_px = (to - from).div_ceil(px).max(1);
+    let rel = |v: u64| v.saturating_sub(first);
+    let end = |v: u64| match v {
+        OPEN => "null".to_string(),
+        v => rel(v).to_string(),
+    };
+    let mut names = Names::default();
+    let mut out = String::with_capacity(1 << 16);
+    let _ = write!(
+        out,
+        "{{\"from\":{from},\"to\":{to},\"px\":{px},\"ns_per_px\":{ns_per_px},\"tracks\":["
+    );
+    let mut drawn = Vec::new();
+    for (n, &ti) in tracks.iter().enumerate() {
+        let Some(track) = t.tracks().get(ti) else {
+            continue;
+        };
+        if n > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{{\"track\":{ti},\"lanes\":[");
+        for (l, lane) in track.lanes.iter().enumerate() {
+            if l > 0 {
+                out.push(',');
+            }
+            out.push('[');
+            drawn.clear();
+            lane.window(a, b, ns_per_px, &mut drawn);
+            for (k, d) in drawn.iter().enumerate() {
+                if k > 0 {
+                    out.push(',');
+                }
+                match *d {
+                    Drawn::Slice(i) => {
+                        if let Some(s) = lane.get(i as usize) {
+                            let _ = write!(
+                                out,
+                                "[{},{},{},{i}]",
+                                rel(s.start),
+                                end(s.end),
+                                names.add(s.name)
+                            );
+                        }
+                    }
+                    Drawn::Merged {
+                        start,
+                        end: e,
+                        count,
+                        longest,
+                    } => {
+                        let name = lane.get(longest as usize).map_or(0, |s| s.name);
+                        let _ = write!(
+                            out,
+                            "[{},{},{},{longest},{count}]",
+                            rel(start),
+                            end(e),
+                            names.add(name)
+                        );
+                    }
+                }
+            }
+            out.push(']');
+        }
+        out.push_str("],\"instants\":[");
+        // One instant per pixel: the first in it.
+        let instants = &track.instants;
+        let mut i = instants.partition_point(|x| x.time < a);
+        let mut k = 0;
+        while let Some(x) = instants.get(i).filter(|x| x.time < b) {
+            if k > 0 {
+                out.push(',');
+            }
+            k += 1;
+            let _ = write!(out, "[{},{},{i}]", rel(x.time), names.add(x.name));
+            let next = x.time - (x.time - a) % ns_per_px + ns_per_px;
+            i += instants[i..].partition_point(|y| y.time < next);
+        }
+        out.push_str("]}");
+    }
+    out.push_str("],\"counters\":[");
+    for (ci, c) in t.counters().iter().enumerate() {
+        if ci > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{{\"counter\":{ci},\"points\":[");
+        // Per pixel, the lowest and highest value; and the value before the
+        // range, so that the line starts at its left edge.
+        let mut pixels: Vec<(u64, f64, f64)> = Vec::new();
+        let mut before: Option<(u64, f64)> = None;
+        for (&time, &v) in c.times.iter().zip(&c.values) {
+            if time < a {
+                if before.is_none_or(|(bt, _)| time >= bt) {
+                    before = Some((time, v));
+                }
+                continue;
+            }
+            if time >= b {
+                continue;
+            }
+            let p = (time - a) / ns_per_px;
+            match pixels.last_mut() {
+                Some((q, lo, hi)) if *q == p => {
+                    *lo = lo.min(v);
+                    *hi = hi.max(v);
+                }
+                _ => pixels.push((p, v, v)),
+            }
+        }
+        let mut k = 0;
+        let mut point = |out: &mut String, time: u64, lo: f64, hi: f64| {
+            if !(lo.is_finite() && hi.is_finite()) {
+                return;
+            }
+            if k > 0 {
+                out.push(',');
+            }
+            k += 1;
+            let _ = write!(out, "[{},{lo},{hi}]", rel(time));
+        };
+        if let Some((time, v)) = before {
+            point(&mut out, time, v, v);
+        }
+        for (p, lo, hi) in pixels {
+            point(&mut out, a + p * ns_per_px, lo, hi);
+        }
+        out.push_str("]}");
+    }
+    out.push_str("],\"flows\":[");
+    let mut shown = 0;
+    let mut more = false;
+    for f in t.flows() {
+        let inside = f.points.windows(2).any(|w| w[0].time < b && w[1].time >= a)
+            || (f.points.len() == 1 && f.points[0].time >= a && f.points[0].time < b);
+        if !inside || !f.points.iter().any(|p| tracks.contains(&p.track)) {
+            continue;
+        }
+        if shown == MAX_FLOWS {
+            more = true;
+            break;
+        }
+        if shown > 0 {
+            out.push(',');
+        }
+        shown += 1;
+        out.push('[');
+        for (k, p) in f.points.iter().enumerate() {
+            if k > 0 {
+                out.push(',');
+            }
+            let phase = match p.phase {
+                FlowPhase::Begin => 'b',
+                FlowPhase::Step => 's',
+                FlowPhase::End => 'e',
+            };
+            let _ = write!(out, "[{},{},\"{phase}\"]", p.track, rel(p.time));
+        }
+        out.push(']');
+    }
+    let _ = write!(out, "],\"flows_cut\":{more},\"names\":{}}}", names.json(t));
+    out
+}
+
+fn details(t: &Timeline, at: Position) -> Option<String> {
+    let (s, self_ns) = t.slice_at(at)?;
+    let track = t.tracks().get(at.track)?;
+    let first = t.first_ns().unwrap_or(0);
+    let end = (s.end != OPEN).then(|| s.end.saturating_sub(first));
+    let args: serde_json::Value =
+        serde_json::from_str(t.args(s.args)).unwrap_or(serde_json::Value::Null);
+    Some(to_json(&serde_json::json!({
+        "track": at.track,
+        "lane": at.lane,
+        "index": at.index,
+        "name": t.string(s.name),
+        "category": t.string(s.category),
+        "kind": kind_name(track.kind),
+        "pid": track.pid,
+        "tid": track.tid,
+        "thread": track.name.map(|n| t.string(n)),
+        "start": s.start.saturating_sub(first),
+        "start_ns": s.start,
+        "end": end,
+        "duration_ns": end.map(|e| e.saturating_sub(s.start.saturating_sub(first))),
+        "self_ns": self_ns,
+        "open": s.end == OPEN,
+        "args": args,
+    })))
+}
+
+fn selection(t: &Timeline, from: u64, to: u64, tracks: &[usize]) -> String {
+    let first = t.first_ns().unwrap_or(0);
+    let range = (first.saturating_add(from), first.saturating_add(to));
+    let names = t.selection(tracks, Some(range));
+    let rows: Vec<serde_json::Value> = names
+        .iter()
+        .map(|n| {
+            serde_json::json!({
+                "name": t.string(n.name),
+                "count": n.count,
+                "total_ns": n.total_ns,
+                "self_ns": n.self_ns,
+                "avg_ns": n.total_ns.checked_div(n.count).unwrap_or(0),
+                "max_ns": n.max_ns,
+            })
+        })
+        .collect();
+    to_json(&serde_json::json!({
+        "from": from,
+        "to": to,
+        "tracks": tracks,
+        "slices": names.iter().map(|n| n.count).sum::<u64>(),
+        "names": rows,
+    }))
+}
+
+fn search(t: &Timeline, text: &str, after: Option<Position>, backward: bool) -> String {
+    let names = t.names_containing(text);
+    let found = t.find(&names, after, backward);
+    let first = t.first_ns().unwrap_or(0);
+    let hit = found.and_then(|p| {
+        let s = t.tracks().get(p.track)?.lanes.get(p.lane)?.get(p.index)?;
+        Some(serde_json::json!({
+            "track": p.track,
+            "lane": p.lane,
+            "index": p.index,
+            "name": t.string(s.name),
+            "start": s.start.saturating_sub(first),
+            "end": (s.end != OPEN).then(|| s.end.saturating_sub(first)),
+        }))
+    });
+    to_json(&serde_json::json!({
+        "text": text,
+        "matches": t.count_named(&names),
+        "found": hit,
+    }))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+    use tracekit_fxt::format::{Koid, StringRef};
+    use tracekit_fxt::read::Reader;
+    use tracekit_fxt::stats::Counted;
+    use tracekit_fxt::write::{Initialization, VecDestination, Writer, WriterOptions};
+
+    /// Two threads of nested slices (a parent of 1000 ns holding ten children
+    /// of 50 ns, forty times), an instant, a counter and a flow, on a clock
+    /// that starts at 1 s.
+    fn trace() -> (Vec<u8>, TimelineTrace) {
+        let init = WriterOptions {
+            initialization: Some(Initialization::new(1_000_000_000)),
+            ..WriterOptions::default()
+        };
+        let mut w = Writer::with_options(VecDestination::new(), &init).unwrap();
+        w.set_process_name(Koid(1), StringRef::inline("proc"))
+            .unwrap();
+        w.set_thread_name(Koid(1), Koid(2), StringRef::inline("main"))
+            .unwrap();
+        let threads = [
+            w.set_thread_slot(1, Koid(1), Koid(2)).unwrap(),
+            w.set_thread_slot(2, Koid(1), Koid(3)).unwrap(),
+        ];
+        let cat = w.intern("cat").unwrap();
+        let (parent, child) = (w.intern("parent").unwrap(), w.intern("child").unwrap());
+        let base = 1_000_000_000u64;
+        for (k, &th) in threads.iter().enumerate() {
+            for i in 0..40u64 {
+                let t = base + i * 2_000 + k as u64 * 100;
+                for c in 0..10u64 {
+                    let s = t + 10 + c * 90;
+                    w.duration_complete(th, cat, child, s, s + 50, &[]).unwrap();
+                }
+                w.duration_complete(th, cat, parent, t, t + 1_000, &[])
+                    .unwrap();
+            }
+        }
+        let args = [tracekit_fxt::format::RawArg::new(
+            w.intern("size").unwrap(),
+            tracekit_fxt::format::ArgValue::UInt64(7),
+        )];
+        w.instant(threads[0], cat, child, base + 500, &args)
+            .unwrap();
+        let bytes = w.finish().unwrap().into_vec();
+        let mut reader = Reader::new(&bytes);
+        let mut counted = Counted::new(&mut reader);
+        let timeline = Timeline::build(&mut counted, &mut |_| {});
+        let stats = counted.stats();
+        (bytes, TimelineTrace::new("t.fxt".into(), timeline, &stats))
+    }
+
+    fn ask(t: &TimelineTrace, e: TimelineEndpoint, params: &[(&str, &str)]) -> Value {
+        let params: Vec<(String, String)> = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        serde_json::from_str(&t.answer(e, &params).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn stats_are_those_of_fxt_stats() {
+        let (bytes, t) = trace();
+        let st = Stats::collect(&mut Reader::new(&bytes), |_| {}).unwrap();
+        let expected: Value = serde_json::from_str(&to_json(&st)).unwrap();
+        assert_eq!(ask(&t, TimelineEndpoint::Stats, &[]), expected);
+        let tracks = ask(&t, TimelineEndpoint::Tracks, &[]);
+        assert_eq!(tracks["slices"], 880);
+        assert_eq!(tracks["tracks"][0]["name"], "main");
+        assert_eq!(tracks["tracks"][0]["process"], "proc");
+        assert_eq!(tracks["tracks"][1]["tid"], 3);
+    }
+
+    /// Every slice that shows in a window is in its answer once: as itself
+    /// when at least a pixel wide, else in a merged run's count.
+    #[test]
+    fn a_window_accounts_for_every_slice_it_shows() {
+        let (_, t) = trace();
+        for (from, to, px) in [(0, 80_000, 100), (0, 80_000, 4_000), (3_000, 5_000, 500)] {
+            let w = ask(
+                &t,
+                TimelineEndpoint::Window,
+                &[
+                    ("from", &from.to_string()),
+                    ("to", &to.to_string()),
+                    ("px", &px.to_string()),
+                ],
+            );
+            let ns_per_px = w["ns_per_px"].as_u64().unwrap();
+            for (ti, track) in t.timeline().tracks().iter().enumerate() {
+                let first = t.timeline().first_ns().unwrap();
+                for (l, lane) in track.lanes.iter().enumerate() {
+                    let shown = lane.range(first + from, first + to).len() as u64;
+                    let items = w["tracks"][ti]["lanes"][l].as_array().unwrap();
+                    let mut counted = 0;
+                    for it in items {
+                        let it = it.as_array().unwrap();
+                        let d = it[1].as_u64().unwrap() - it[0].as_u64().unwrap();
+                        match it.len() {
+                            4 => {
+                                assert!(d >= ns_per_px, "{it:?} drawn alone under a pixel");
+                                counted += 1;
+                            }
+                            _ => counted += it[4].as_u64().unwrap(),
+                        }
+                        let name = it[2].as_u64().unwrap().to_string();
+                        assert!(w["names"][&name].is_string(), "{name} named");
+                    }
+                    assert_eq!(counted, shown, "track {ti} lane {l} at {px} px");
+                }
+            }
+        }
+        // Zoomed in on one parent: each child drawn as itself, by name.
+        let w = ask(
+            &t,
+            TimelineEndpoint::Window,
+            &[("from", "0"), ("to", "1000"), ("px", "1000")],
+        );
+        let children = w["tracks"][0]["lanes"][1].as_array().unwrap();
+        assert_eq!(children.len(), 10);
+        assert_eq!(children[0], serde_json::json!([10, 60, children[0][2], 0]));
+        let name = children[0][2].as_u64().unwrap().to_string();
+        assert_eq!(w["names"][&name], "child");
+        assert_eq!(w["tracks"][0]["instants"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn details_selection_and_search_answer_what_the_slices_say() {
+        let (_, t) = trace();
+        let d = ask(
+            &t,
+            TimelineEndpoint::Details,
+            &[("track", "0"), ("lane", "0"), ("index", "1")],
+        );
+        assert_eq!(d["name"], "parent");
+        assert_eq!(d["start"], 2_000);
+        assert_eq!(d["start_ns"], 1_000_002_000u64);
+        assert_eq!(d["duration_ns"], 1_000);
+        assert_eq!(d["self_ns"], 500, "ten children of 50 ns");
+        assert_eq!(d["thread"], "main");
+        let s = ask(
+            &t,
+            TimelineEndpoint::Selection,
+            &[("from", "0"), ("to", "3999"), ("tracks", "0")],
+        );
+        // Two parents (at 0 and 2000 ns) and their twenty children.
+        assert_eq!(s["slices"], 22);
+        let names = s["names"].as_array().unwrap();
+        assert_eq!(
+            (names[0]["name"].as_str(), names[0]["count"].as_u64()),
+            (Some("parent"), Some(2))
+        );
+        assert_eq!(names[0]["self_ns"], 1_000);
+        assert_eq!(names[1]["total_ns"], 1_000);
+        // Search: every parent, in time order, then nothing.
+        let mut after: Option<String> = None;
+        let mut starts = Vec::new();
+        loop {
+            let mut params = vec![("text", "PAR".to_string())];
+            if let Some(a) = &after {
+                params.push(("after", a.clone()));
+            }
+            let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let r = ask(&t, TimelineEndpoint::Search, &params);
+            assert_eq!(r["matches"], 80);
+            let Some(f) = r["found"].as_object() else {
+                break;
+            };
+            starts.push(f["start"].as_u64().unwrap());
+            after = Some(format!("{},{},{}", f["track"], f["lane"], f["index"]));
+        }
+        assert_eq!(starts.len(), 80);
+        assert!(starts.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn bad_parameters_are_refused_with_what_is_wrong() {
+        let (_, t) = trace();
+        let refuse = |e, params: &[(&str, &str)]| {
+            let params: Vec<(String, String)> = params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            match t.answer(e, &params) {
+                Err(ApiError::BadArguments(m)) => m,
+                other => panic!("{params:?}: {other:?}"),
+            }
+        };
+        assert!(refuse(TimelineEndpoint::Window, &[("px", "0")]).contains("px"));
+        assert!(refuse(TimelineEndpoint::Window, &[("from", "9"), ("to", "3")]).contains("after"));
+        assert!(refuse(TimelineEndpoint::Window, &[("tracks", "7")]).contains("not a track"));
+        assert!(
+            refuse(TimelineEndpoint::Window, &[("nope", "1")]).contains("from, to, px, tracks")
+        );
+        assert!(refuse(TimelineEndpoint::Details, &[("track", "0")]).contains("lane"));
+        assert!(
+            refuse(
+                TimelineEndpoint::Details,
+                &[("track", "0"), ("lane", "0"), ("index", "99")]
+            )
+            .contains("no such")
+        );
+        assert!(refuse(TimelineEndpoint::Search, &[]).contains("text"));
+        assert!(
+            refuse(TimelineEndpoint::Search, &[("text", "a"), ("after", "1,2")])
+                .contains("track,lane,index")
+        );
+        assert!(refuse(TimelineEndpoint::Slices, &[("between", "2s,1s")]).contains("after"));
+        assert!(refuse(TimelineEndpoint::Stats, &[("x", "1")]).contains("none"));
+        // Times with units are times from the trace's first time.
+        let top = ask(
+            &t,
+            TimelineEndpoint::Top,
+            &[("between", "0,1us"), ("limit", "0")],
+        );
+        assert_eq!(top["slices"], 11 + 11);
+    }
+}

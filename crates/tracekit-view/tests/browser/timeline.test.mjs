@@ -1,0 +1,369 @@
+// `tracekit view` of timelines in a real browser (Debian's chromium, driven by
+// playwright-core): the corpus's magic-trace output, Jane Street's demo trace,
+// the tracing layer's async example and a `perf record` of a threaded C
+// program. What the page shows is checked against `tracekit fxt dump`, read
+// here independently of the server. Screenshots go to target/view-screenshots/.
+//
+//   TRACEKIT=target/release/tracekit CORPUS=../shared/corpus node --test timeline.test.mjs
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const root = path.resolve(import.meta.dirname, '../../../..');
+const tracekit = path.resolve(root, process.env.TRACEKIT ?? 'target/release/tracekit');
+const corpus = path.resolve(root, process.env.CORPUS ?? '../shared/corpus');
+const magic = path.join(corpus, 'fxt/magic_trace_sample.fxt');
+const demo = path.join(corpus, 'fxt/jst_tracing_demo.fxt');
+const shots = path.join(root, 'target/view-screenshots');
+const browserPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'tracekit-timeline-test-'));
+
+// The canvas's layout (canvas.js).
+const LABEL = 200;
+const AXIS = 26;
+const HEADER = 18;
+const LANE = 17;
+
+let servers = [];
+let browser;
+
+function serve(file) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(tracekit, ['-q', 'view', file], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, XDG_CACHE_HOME: scratch },
+    });
+    servers.push(child);
+    let out = '';
+    let err = '';
+    child.stderr.on('data', (d) => (err += d));
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /(http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.on('exit', (code) => reject(new Error(`view exited with ${code}: ${out}${err}`)));
+  });
+}
+
+function cli(...args) {
+  return execFileSync(tracekit, args, { maxBuffer: 1 << 28 }).toString();
+}
+
+// The slices of `fxt dump`'s records: complete events, and begin/end pairs
+// matched per thread in the order of their times (records of one time in the
+// order written), as Perfetto's importer sorts them; each with its thread,
+// name, start and end on the trace's clock (ns), and its arguments as the
+// dump prints them.
+function dumpSlices(file) {
+  const slices = [];
+  const marks = [];
+  for (const line of cli('fxt', 'dump', file).split('\n')) {
+    const m =
+      /^0x[0-9a-f]+ (duration_complete|duration_begin|duration_end) ts=(\d+)(?: end=(\d+))? thread=(\S+) category="([^"]*)" name="([^"]*)"(?: args=(.*))?$/.exec(
+        line,
+      );
+    if (!m) continue;
+    const [, kind, ts, end, thread, category, name, args] = m;
+    const slice = { thread, name, category, start: +ts, end: +end, args: args ?? '' };
+    if (kind === 'duration_complete') slices.push(slice);
+    else marks.push({ kind, slice });
+  }
+  // Array.prototype.sort is stable.
+  marks.sort((p, q) => p.slice.start - q.slice.start);
+  const open = new Map();
+  for (const { kind, slice } of marks) {
+    if (!open.has(slice.thread)) open.set(slice.thread, []);
+    const stack = open.get(slice.thread);
+    if (kind === 'duration_begin') stack.push(slice);
+    else if (stack.length) slices.push({ ...stack.pop(), end: slice.start });
+  }
+  for (const stack of open.values()) for (const s of stack) slices.push({ ...s, end: Infinity });
+  return slices;
+}
+
+async function open(url, size = { width: 1400, height: 900 }) {
+  const page = await browser.newPage({ viewport: size });
+  page.on('pageerror', (e) => {
+    throw e;
+  });
+  await page.goto(url);
+  await page.waitForSelector('body[data-ready="true"]');
+  await settled(page);
+  return page;
+}
+
+async function settled(page) {
+  await page.waitForFunction(() => document.getElementById('status').textContent === '');
+}
+
+async function box(page) {
+  return page.locator('#timeline').boundingBox();
+}
+
+async function view(page) {
+  return page.evaluate(() => window.tracekitView());
+}
+
+async function details(page) {
+  await page.waitForSelector('#details-table');
+  return page.$$eval('#details-table tr', (rows) =>
+    Object.fromEntries(rows.map((r) => [r.cells[0].textContent, r.cells[1].textContent])),
+  );
+}
+
+function threadsOf(file) {
+  return Object.keys(JSON.parse(cli('fxt', 'stats', '--json', file)).threads);
+}
+
+// The tracks shown are the trace's threads (`pid/tid` as `fxt stats` keys them).
+async function assertTracks(page, file) {
+  const rows = await page.evaluate(() => window.tracekitRows());
+  const shown = rows
+    .filter((r) => r.kind === 'track' && !/async/.test(r.label))
+    .map((r) => {
+      const [, tid, pid] = /\[(\d+)\] · .*\[(\d+)\]$/.exec(r.label);
+      return `${pid}/${tid}`;
+    });
+  assert.deepEqual(shown.sort(), threadsOf(file).sort());
+  return rows;
+}
+
+before(async () => {
+  mkdirSync(shots, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: browserPath,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  for (const s of servers) s.kill('SIGINT');
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+test('magic-trace output: tracks, details, zoom and pan, search, a range', async () => {
+  const page = await open(await serve(magic));
+  await assertTracks(page, magic);
+  const slices = dumpSlices(magic);
+  const first = Math.min(...slices.map((s) => s.start));
+  await page.screenshot({ path: path.join(shots, 'timeline-magic-trace.png') });
+
+  // A click on the outermost slice: its details are the dump's record.
+  const b = await box(page);
+  await page.mouse.click(b.x + LABEL + 300, b.y + AXIS + HEADER + LANE / 2);
+  const d = await details(page);
+  const start = +/\((\d+) ns on the trace's clock\)/.exec(d.Start)[1];
+  const dur = +/\((\d+) ns\)/.exec(d.Duration)[1];
+  const record = slices.find((s) => s.start === start && s.name === d.Name);
+  assert.ok(record, `a slice ${d.Name} at ${start} in the dump`);
+  assert.equal(dur, record.end - record.start);
+  assert.equal(d.symbol, record.name);
+  assert.equal(d.Depth, '0');
+  assert.match(d.Thread, /\(1\/2\)$/);
+
+  // W zooms in at the mouse, S out, D pans right, A left.
+  const whole = await view(page);
+  await page.mouse.move(b.x + LABEL + 400, b.y + 300);
+  for (let i = 0; i < 6; i++) await page.keyboard.press('w');
+  await settled(page);
+  const zoomed = await view(page);
+  assert.ok(zoomed.to - zoomed.from < (whole.to - whole.from) * 0.3, JSON.stringify(zoomed));
+  await page.keyboard.press('d');
+  await settled(page);
+  const panned = await view(page);
+  assert.ok(panned.from > zoomed.from, JSON.stringify({ zoomed, panned }));
+  await page.keyboard.press('a');
+  await page.keyboard.press('a');
+  await settled(page);
+  assert.ok((await view(page)).from < panned.from);
+  assert.match(page.url(), /#from=\d+&to=\d+/);
+  await page.screenshot({ path: path.join(shots, 'timeline-magic-trace-zoomed.png') });
+  // Drag pans.
+  const before = await view(page);
+  await page.mouse.move(b.x + LABEL + 500, b.y + 300);
+  await page.mouse.down();
+  await page.mouse.move(b.x + LABEL + 300, b.y + 300, { steps: 5 });
+  await page.mouse.up();
+  await settled(page);
+  assert.ok((await view(page)).from > before.from);
+
+  // Search finds every slice whose name contains the text.
+  const text = '_dl_map_object';
+  const named = slices.filter((s) => s.name.toLowerCase().includes(text)).sort((p, q) => p.start - q.start);
+  await page.fill('#search', text);
+  await page.press('#search', 'Enter');
+  await page.waitForFunction(() => document.getElementById('search-count').dataset.matches !== undefined);
+  await settled(page);
+  assert.equal(+(await page.getAttribute('#search-count', 'data-matches')), named.length);
+  const found = [];
+  for (let i = 0; i < named.length; i++) {
+    if (i > 0) {
+      await page.click('#search-next');
+      await page.waitForFunction((n) => document.querySelectorAll('#details-table').length && n, i);
+      await settled(page);
+    }
+    const f = await details(page);
+    found.push(+/\((\d+) ns on the trace's clock\)/.exec(f.Start)[1]);
+    assert.ok(f.Name.toLowerCase().includes(text), f.Name);
+  }
+  assert.deepEqual(
+    found,
+    named.map((s) => s.start),
+  );
+  await page.screenshot({ path: path.join(shots, 'timeline-magic-trace-search.png') });
+
+  // A range dragged on the axis: its table counts the dump's slices in it.
+  await page.keyboard.press('Escape');
+  await page.evaluate(() => {
+    location.hash = '';
+  });
+  await page.reload();
+  await page.waitForSelector('body[data-ready="true"]');
+  await settled(page);
+  await page.mouse.move(b.x + LABEL + 200, b.y + 10);
+  await page.mouse.down();
+  await page.mouse.move(b.x + LABEL + 700, b.y + 10, { steps: 5 });
+  await page.mouse.up();
+  await page.waitForSelector('#selection-table');
+  await settled(page);
+  const range = /range=(\d+)%2C(\d+)/.exec(page.url());
+  assert.ok(range, page.url());
+  const [from, to] = [first + +range[1], first + +range[2]];
+  const inRange = slices.filter((s) => s.end > from && s.start < to);
+  const byName = new Map();
+  for (const s of inRange) byName.set(s.name, (byName.get(s.name) ?? 0) + 1);
+  const rows = await page.$$eval('#selection-table tbody tr', (trs) =>
+    trs.map((r) => [r.cells[0].textContent, +r.dataset.count]),
+  );
+  assert.deepEqual(new Map(rows), byName);
+  await page.screenshot({ path: path.join(shots, 'timeline-magic-trace-range.png') });
+
+  // The URL holds the view: a reload shows the same range and table.
+  await page.reload();
+  await page.waitForSelector('#selection-table');
+  await settled(page);
+  const again = await page.$$eval('#selection-table tbody tr', (trs) => trs.length);
+  assert.equal(again, rows.length);
+  await page.close();
+});
+
+test("Jane Street's demo trace: async track, counter, flow, arguments, pinning", async () => {
+  const page = await open(await serve(demo));
+  const rows = await assertTracks(page, demo);
+  assert.ok(rows.some((r) => r.kind === 'track' && /async/.test(r.label)));
+  assert.ok(rows.some((r) => r.kind === 'counter'));
+  const slices = dumpSlices(demo);
+  // The first slice: its arguments are the record's.
+  const b = await box(page);
+  const info = await page.evaluate(() =>
+    fetch('/api/tracks', {
+      headers: { Authorization: 'Bearer ' + new URLSearchParams(location.search).get('token') },
+    }).then((r) => r.json()),
+  );
+  const span = info.span_ns;
+  const first = slices.sort((p, q) => p.start - q.start)[0];
+  const x = LABEL + ((first.start - info.first_ns + 1000) / span) * (b.width - LABEL - 14);
+  await page.mouse.click(b.x + x, b.y + AXIS + HEADER + LANE / 2);
+  const d = await details(page);
+  assert.equal(d.Name, first.name);
+  assert.equal(d.Category, first.category);
+  const args = await page.$$eval('#details-table tr.arg', (trs) =>
+    trs.map((r) => `"${r.cells[0].textContent}": "${r.cells[1].textContent}"`),
+  );
+  assert.equal(`{${args.join(', ')}}`, first.args);
+  // A click on a track's name pins it above the others.
+  const last = rows.filter((r) => r.kind === 'track').at(-1);
+  const lastTop = AXIS + (HEADER + LANE * info.tracks[0].lanes);
+  await page.mouse.click(b.x + 20, b.y + lastTop + 5);
+  await settled(page);
+  const pinned = await page.evaluate(() => window.tracekitRows());
+  assert.equal(pinned[0].id, last.id);
+  assert.equal(pinned[0].pinned, true);
+  await page.waitForFunction((id) => location.hash.includes(`pin=${id}`), last.id);
+  await page.screenshot({ path: path.join(shots, 'timeline-jst-demo.png') });
+  await page.close();
+});
+
+test('a trace cut short: what was read is shown, under a banner', async () => {
+  const bytes = readFileSync(demo);
+  const cut = path.join(scratch, 'cut.fxt');
+  writeFileSync(cut, bytes.subarray(0, 0x1b8));
+  const page = await open(await serve(cut));
+  assert.equal(await page.isVisible('#damage'), true);
+  assert.match(await page.textContent('#damage'), /cut short/);
+  const total = await page.evaluate(() => document.getElementById('title').textContent);
+  assert.match(total, /4 slices/);
+  await page.screenshot({ path: path.join(shots, 'timeline-damaged.png') });
+  await page.close();
+});
+
+test("the tracing layer's async example: its worker threads", async () => {
+  const example = path.resolve(path.dirname(tracekit), 'examples/tasks');
+  if (!existsSync(example)) {
+    console.log(`# skipped: no ${example} (cargo build --release -p tracekit-tracing --example tasks)`);
+    return;
+  }
+  const fxt = path.join(scratch, 'tasks.fxt');
+  execFileSync(example, [], { env: { ...process.env, TRACEKIT_FXT: fxt } });
+  const page = await open(await serve(fxt));
+  await assertTracks(page, fxt);
+  const slices = dumpSlices(fxt);
+  const handles = slices.filter((s) => s.name.toLowerCase().includes('parse')).length;
+  await page.fill('#search', 'parse');
+  await page.press('#search', 'Enter');
+  await page.waitForFunction(() => document.getElementById('search-count').dataset.matches !== undefined);
+  assert.equal(+(await page.getAttribute('#search-count', 'data-matches')), handles);
+  await settled(page);
+  await page.screenshot({ path: path.join(shots, 'timeline-tracing-tasks.png') });
+  await page.close();
+});
+
+test('a perf recording of a threaded C program: its threads', async () => {
+  const dir = path.join(scratch, 'perf');
+  mkdirSync(dir, { recursive: true });
+  const src = path.join(dir, 'threads.c');
+  writeFileSync(
+    src,
+    `#define _GNU_SOURCE
+#include <pthread.h>
+#include <unistd.h>
+volatile unsigned long sink;
+__attribute__((noinline)) void leaf(int n) { for (int i = 0; i < n; i++) sink += i * 7; }
+__attribute__((noinline)) void middle(int k) { leaf(20000 + (k & 1) * 10000); }
+__attribute__((noinline)) void outer(int rounds) { for (int r = 0; r < rounds; r++) middle(r); }
+void *worker(void *arg) {
+  pthread_setname_np(pthread_self(), arg ? "worker-1" : "worker-0");
+  outer(1500);
+  return 0;
+}
+int main(void) {
+  pthread_t t[2];
+  for (long i = 0; i < 2; i++) pthread_create(&t[i], 0, worker, (void *)i);
+  outer(1500);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], 0);
+  return 0;
+}
+`,
+  );
+  const exe = path.join(dir, 'threads');
+  const cc = spawnSync('cc', ['-O0', '-g', '-fno-omit-frame-pointer', '-pthread', '-o', exe, src]);
+  const rec = cc.status === 0 && spawnSync(tracekit, ['-q', 'perf', 'record', '-o', dir, '--', exe]);
+  if (!rec || rec.status !== 0 || !existsSync(path.join(dir, 'perf.data'))) {
+    console.log(`# skipped: cannot record with perf here: ${rec ? rec.stderr : cc.stderr}`);
+    return;
+  }
+  // The perf.data itself: decoded to a timeline in memory by the viewer.
+  const page = await open(await serve(path.join(dir, 'perf.data')));
+  await assertTracks(page, path.join(dir, 'trace.fxt'));
+  const labels = (await page.evaluate(() => window.tracekitRows())).map((r) => r.label).join('\n');
+  assert.match(labels, /worker-0/);
+  assert.match(labels, /worker-1/);
+  await page.screenshot({ path: path.join(shots, 'timeline-perf-threads.png') });
+  await page.close();
+});
