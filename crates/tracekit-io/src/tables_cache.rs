@@ -1,13 +1,23 @@
 //! Trace tables kept between runs, so that a trace viewed again is not decoded
 //! again: a file per trace (named by a hash of the trace's path) in a cache
 //! folder, `$XDG_CACHE_HOME/tracekit/tables` by default
-//! (`~/.cache/tracekit/tables` without it).
+//! (`~/.cache/tracekit/tables` without it). A memtrace trace's tables are
+//! `HASH.tables`; the timeline of an FXT trace or of perf data is
+//! `HASH.timeline`.
 //!
-//! A cache file holds the key of the trace it was made from (tracekit's
-//! version, the trace's path, size and modification time, and a hash of its
-//! first and last 64 KiB), then the tables as
+//! A cache file holds the key of the trace it was made from (what the file
+//! holds, tracekit's version, the trace's path, size and modification time,
+//! and a hash of its first and last 64 KiB), then the tables as
 //! [`Tables::write_to`](tracekit_analysis::tables::Tables::write_to) writes
-//! them. A trace that changed no longer matches its key and is decoded again,
+//! them, or the timeline:
+//!
+//! | bytes | what |
+//! | --- | --- |
+//! | 8 | the length N of the trace's `fxt stats --json` text, little-endian |
+//! | N | that text |
+//! | to a multiple of 8 | zeros |
+//! | the rest | the timeline as [`Timeline::write_to`](tracekit_timeline::Timeline::write_to) writes it |
+//! A trace that changed no longer matches its key and is decoded again,
 //! and its file replaced. A cache that cannot be read is decoded past; one
 //! that cannot be written is skipped: neither is an error. Files are written
 //! under a temporary name and renamed, so a cache file is whole or absent.
@@ -23,6 +33,7 @@ use std::sync::Arc;
 use tracekit_analysis::tables::Tables;
 use tracekit_analysis::trace_bytes::TraceBytes;
 use tracekit_memtrace::Reader;
+use tracekit_timeline::Timeline;
 
 use crate::input;
 
@@ -85,20 +96,18 @@ impl TablesCache {
         &self.dir
     }
 
-    /// The cache file of the trace at `path`, and the key its contents must
-    /// start with.
-    fn entry(&self, path: &Path, bytes: &[u8]) -> Option<(PathBuf, Vec<u8>)> {
+    /// The cache file of kind `kind` (its extension) of the trace at `path`,
+    /// and the key its contents must start with.
+    fn entry(&self, path: &Path, kind: &str) -> Option<(PathBuf, Vec<u8>)> {
         let path = std::fs::canonicalize(path).ok()?;
         let meta = std::fs::metadata(&path).ok()?;
         let modified = meta.modified().ok()?;
         let mtime = modified
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        let head = bytes.get(..ENDS.min(bytes.len())).unwrap_or(&[]);
-        let tail = bytes.get(bytes.len().saturating_sub(ENDS)..).unwrap_or(&[]);
-        let ends = fnv(tail, fnv(head, FNV_START));
+        let ends = ends_hash(&path, meta.len()).ok()?;
         let mut key = format!(
-            "tracekit {}\0{}\0{}\0{}\0{:016x}\0",
+            "tracekit {} {kind}\0{}\0{}\0{}\0{:016x}\0",
             env!("CARGO_PKG_VERSION"),
             path.display(),
             meta.len(),
@@ -111,7 +120,7 @@ impl TablesCache {
             key.push('\0');
         }
         let name = format!(
-            "{:016x}.tables",
+            "{:016x}.{kind}",
             fnv(path.as_os_str().as_encoded_bytes(), FNV_START)
         );
         Some((self.dir.join(name), key.into_bytes()))
@@ -128,7 +137,7 @@ impl TablesCache {
         bytes: &TraceBytes,
         progress: &mut dyn FnMut(u64),
     ) -> Option<(Tables, Origin)> {
-        let entry = self.entry(path, bytes.as_ref());
+        let entry = self.entry(path, "tables");
         if let Some((file, key)) = &entry
             && let Some(tables) = Self::read(file, key, bytes)
         {
@@ -137,7 +146,7 @@ impl TablesCache {
         let tables = Tables::from_bytes(bytes, progress)?;
         let origin = match entry {
             None => Origin::NotKept(format!("{}: cannot name its cache file", path.display())),
-            Some((file, key)) => match self.write(&file, &key, &tables) {
+            Some((file, key)) => match self.write(&file, &key, &mut |out| tables.write_to(out)) {
                 Ok(bytes) => Origin::Built(file, bytes),
                 Err(e) => Origin::NotKept(format!("{}: {e}", file.display())),
             },
@@ -166,8 +175,61 @@ impl TablesCache {
         unsafe { Tables::read_in_place(cached, key.len(), info, size, &mut done) }.ok()
     }
 
-    /// Writes the cache file; its size.
-    fn write(&self, file: &Path, key: &[u8], tables: &Tables) -> std::io::Result<u64> {
+    /// The timeline of the trace at `path` (FXT, or perf data) and its `fxt
+    /// stats --json` text: read back when the cache holds them for the trace
+    /// as it is now, else made by `build` (`None`: it cannot be) and kept.
+    pub fn timeline<E>(
+        &self,
+        path: &Path,
+        build: impl FnOnce() -> Result<(Timeline, String), E>,
+    ) -> Result<(Timeline, String, Origin), E> {
+        let entry = self.entry(path, "timeline");
+        if let Some((file, key)) = &entry
+            && let Some((timeline, stats)) = Self::read_timeline(file, key)
+        {
+            return Ok((timeline, stats, Origin::Cached(file.clone())));
+        }
+        let (timeline, stats) = build()?;
+        let origin = match entry {
+            None => Origin::NotKept(format!("{}: cannot name its cache file", path.display())),
+            Some((file, key)) => {
+                let mut write = |out: &mut dyn Write| {
+                    out.write_all(&(stats.len() as u64).to_le_bytes())?;
+                    out.write_all(stats.as_bytes())?;
+                    out.write_all(&[0; 8][..(8 - stats.len() % 8) % 8])?;
+                    timeline.write_to(out)
+                };
+                match self.write(&file, &key, &mut write) {
+                    Ok(bytes) => Origin::Built(file, bytes),
+                    Err(e) => Origin::NotKept(format!("{}: {e}", file.display())),
+                }
+            }
+        };
+        Ok((timeline, stats, origin))
+    }
+
+    fn read_timeline(file: &Path, key: &[u8]) -> Option<(Timeline, String)> {
+        let f = std::fs::File::open(file).ok()?;
+        let cached = input::file_bytes(&f, &file.display().to_string()).ok()?;
+        let rest = cached.strip_prefix(key)?;
+        let n = usize::try_from(u64::from_le_bytes(rest.get(..8)?.try_into().ok()?)).ok()?;
+        let stats = std::str::from_utf8(rest.get(8..8usize.checked_add(n)?)?).ok()?;
+        let skip = (8 + n).next_multiple_of(8);
+        let base = key.len() + skip;
+        // The pages copied are let go: the file is not resident beside the
+        // timeline read from it.
+        let mut done = |at: usize| cached.release(0..base + at);
+        let timeline = Timeline::read_from_releasing(rest.get(skip..)?, &mut done).ok()?;
+        Some((timeline, stats.to_string()))
+    }
+
+    /// Writes the cache file with `write`; its size.
+    fn write(
+        &self,
+        file: &Path,
+        key: &[u8],
+        write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+    ) -> std::io::Result<u64> {
         std::fs::create_dir_all(&self.dir)?;
         self.remove_abandoned();
         let temp = tempfile::Builder::new()
@@ -179,7 +241,7 @@ impl TablesCache {
         try_lock(temp.as_file());
         let mut out = BufWriter::with_capacity(1 << 20, temp);
         out.write_all(key)?;
-        tables.write_to(&mut out)?;
+        write(&mut out)?;
         let temp = out.into_inner().map_err(|e| e.into_error())?;
         let bytes = temp.as_file().metadata()?.len();
         temp.persist(file).map_err(|e| e.error)?;
@@ -207,6 +269,19 @@ impl TablesCache {
             }
         }
     }
+}
+
+/// A hash of the first and last [`ENDS`] bytes of the file at `path`, of `len`
+/// bytes.
+fn ends_hash(path: &Path, len: u64) -> std::io::Result<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    let mut head = Vec::with_capacity(ENDS);
+    (&mut f).take(ENDS as u64).read_to_end(&mut head)?;
+    let mut tail = Vec::with_capacity(ENDS);
+    f.seek(SeekFrom::Start(len.saturating_sub(ENDS as u64)))?;
+    f.take(ENDS as u64).read_to_end(&mut tail)?;
+    Ok(fnv(&tail, fnv(&head, FNV_START)))
 }
 
 /// Takes an exclusive lock on `f` if no one holds one, without waiting;
@@ -318,6 +393,58 @@ mod tests {
         assert!(matches!(ask(&cache, &path).1, Origin::Cached(_)));
         let files = std::fs::read_dir(cache.dir()).unwrap().count();
         assert_eq!(files, 1, "one file per trace, no temporary left");
+    }
+
+    #[test]
+    fn a_timeline_is_kept_beside_tables_and_read_back_until_its_trace_changes() {
+        use tracekit_fxt::format::Koid;
+        use tracekit_fxt::write::{VecDestination, Writer};
+        let dir = tempfile::tempdir().unwrap();
+        let cache = TablesCache::in_dir(dir.path().join("cache"));
+        let write = |slices: u64| {
+            let mut w = Writer::new(VecDestination::new()).unwrap();
+            let th = w.set_thread_slot(1, Koid(1), Koid(2)).unwrap();
+            let (cat, name) = (w.intern("c").unwrap(), w.intern("n").unwrap());
+            for i in 0..slices {
+                w.duration_complete(th, cat, name, i * 10, i * 10 + 5, &[])
+                    .unwrap();
+            }
+            let path = dir.path().join("t.fxt");
+            std::fs::write(&path, w.finish().unwrap().into_vec()).unwrap();
+            path
+        };
+        let build = |path: &Path| {
+            let bytes = std::fs::read(path).unwrap();
+            let t = Timeline::build(&mut tracekit_fxt::read::Reader::new(&bytes), &mut |_| {});
+            Ok::<_, ()>((t, format!("{{\"stats of\": {}}}", bytes.len())))
+        };
+        let path = write(3);
+        let (first, stats, origin) = cache.timeline(&path, || build(&path)).unwrap();
+        assert!(matches!(origin, Origin::Built(..)), "{origin:?}");
+        let unused = || -> Result<(Timeline, String), ()> { panic!("built again") };
+        let (again, same, origin) = cache.timeline(&path, unused).unwrap();
+        assert!(matches!(origin, Origin::Cached(_)), "{origin:?}");
+        assert_eq!((again.slices(), same), (first.slices(), stats));
+        // Changed: built again.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let path = write(5);
+        let (changed, _, origin) = cache.timeline(&path, || build(&path)).unwrap();
+        assert!(matches!(origin, Origin::Built(..)), "{origin:?}");
+        assert_eq!(changed.slices(), 5);
+        // A build that fails is the caller's error, and nothing is kept.
+        let other = dir.path().join("u.fxt");
+        std::fs::write(&other, b"x").unwrap();
+        assert!(
+            cache
+                .timeline(&other, || Err::<(Timeline, String), _>("no"))
+                .is_err()
+        );
+        let names: Vec<String> = std::fs::read_dir(cache.dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        assert!(names[0].ends_with(".timeline"), "{names:?}");
     }
 
     #[test]

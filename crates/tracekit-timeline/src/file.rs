@@ -178,6 +178,17 @@ impl Timeline {
 
     /// Reads a timeline written by [`Timeline::write_to`].
     pub fn read_from(bytes: &[u8]) -> Result<Timeline, FileError> {
+        Timeline::read_from_releasing(bytes, &mut |_| {})
+    }
+
+    /// [`Timeline::read_from`], telling `done` now and then how many bytes
+    /// it has read and copied, which it will not read again: a caller that
+    /// maps the file can let those pages go, so that the file and the
+    /// timeline are not both resident.
+    pub fn read_from_releasing(
+        bytes: &[u8],
+        done: &mut dyn FnMut(usize),
+    ) -> Result<Timeline, FileError> {
         let mut r = Bytes { bytes, at: 0 };
         if r.take(8)? != MAGIC {
             return Err(FileError::Magic);
@@ -271,6 +282,7 @@ impl Timeline {
                 }
                 lane.finish();
                 lanes.push(lane);
+                done(r.at);
             }
             let n = r.count(20)?;
             let mut instants = Vec::with_capacity(n);

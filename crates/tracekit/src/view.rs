@@ -74,20 +74,7 @@ fn load(path: &Path, cache: Option<&TablesCache>) -> Result<Trace> {
             let (cache, path) = (cache.clone(), path.to_path_buf());
             trace.decoded_by(Box::new(move |bytes, progress| {
                 let (tables, origin) = cache.tables(&path, bytes, progress)?;
-                match origin {
-                    Origin::Built(file, bytes) => output::tell(format_args!(
-                        "note: the trace's tables are kept in {} ({:.1} MB; --no-cache keeps none)",
-                        file.display(),
-                        bytes as f64 / 1e6
-                    )),
-                    Origin::NotKept(why) => {
-                        output::tell(format_args!("note: the trace's tables are not kept: {why}"))
-                    }
-                    Origin::Cached(file) => output::tell(format_args!(
-                        "note: the trace's tables are read back from {}",
-                        file.display()
-                    )),
-                }
+                tell_origin("tables are", &origin);
                 Some(tables)
             }))
         }
@@ -95,22 +82,43 @@ fn load(path: &Path, cache: Option<&TablesCache>) -> Result<Trace> {
 }
 
 /// Builds the timeline of an FXT trace (or of perf data, decoded first), with
-/// progress; its answers name it as the command line did.
-fn load_timeline(path: &Path, kind: Kind) -> Result<TimelineTrace> {
+/// progress, or reads it back from `cache`; its answers name it as the
+/// command line did.
+fn load_timeline(path: &Path, kind: Kind, cache: Option<&TablesCache>) -> Result<TimelineTrace> {
     let name = input::display(path);
-    let quiet = crate::common::quiet();
-    let bytes = match kind {
-        Kind::Fxt => tracekit_io::input::read_all(path, Family::Fxt)?,
-        _ => tracekit_io::input::Bytes::Owned(crate::perf::decode_in_memory(path, quiet)?),
+    let build = || -> Result<(Timeline, String)> {
+        let quiet = crate::common::quiet();
+        let bytes = match kind {
+            Kind::Fxt => tracekit_io::input::read_all(path, Family::Fxt)?,
+            _ => tracekit_io::input::Bytes::Owned(crate::perf::decode_in_memory(path, quiet)?),
+        };
+        let bar = crate::common::progress_bar(bytes.len() as u64, "building the timeline", quiet);
+        let mut reader = Reader::new(&bytes);
+        let mut counted = Counted::new(&mut reader);
+        // The pages of a mapped file read are let go as the pass goes on, so
+        // that the trace is not resident beside its timeline.
+        let timeline = Timeline::build(&mut counted, &mut |pos| {
+            bar.set_position(pos);
+            bytes.release(0..usize::try_from(pos).unwrap_or(usize::MAX));
+        });
+        let stats = tracekit_view::timeline::stats_json(&counted.stats());
+        bar.finish_and_clear();
+        let more = reader.warning_count() - reader.warnings().len() as u64;
+        if more > 0 {
+            eprintln!("warning: {name}: {more} more warnings");
+        }
+        Ok((timeline, stats))
     };
-    let bar = crate::common::progress_bar(bytes.len() as u64, "building the timeline", quiet);
-    let mut reader = Reader::new(&bytes);
-    let mut counted = Counted::new(&mut reader);
-    let timeline = Timeline::build(&mut counted, &mut |pos| bar.set_position(pos));
-    let stats = counted.stats();
-    bar.finish_and_clear();
-    for line in tracekit_io::fxt::warning_lines(path, &reader) {
-        eprintln!("{line}");
+    let (timeline, stats) = match cache {
+        None => build()?,
+        Some(cache) => {
+            let (timeline, stats, origin) = cache.timeline(path, build)?;
+            tell_origin("timeline is", &origin);
+            (timeline, stats)
+        }
+    };
+    for w in timeline.warnings() {
+        eprintln!("warning: {name}: {w}");
     }
     if let Some(e) = timeline.error() {
         eprintln!(
@@ -118,7 +126,26 @@ fn load_timeline(path: &Path, kind: Kind) -> Result<TimelineTrace> {
             timeline.records()
         );
     }
-    Ok(TimelineTrace::new(name, timeline, &stats))
+    Ok(TimelineTrace::new(name, timeline, stats))
+}
+
+/// Says where the cache found what it was asked for (`what`: "tables are" or
+/// "timeline is").
+fn tell_origin(what: &str, origin: &Origin) {
+    match origin {
+        Origin::Built(file, bytes) => output::tell(format_args!(
+            "note: the trace's {what} kept in {} ({:.1} MB; --no-cache keeps none)",
+            file.display(),
+            *bytes as f64 / 1e6
+        )),
+        Origin::NotKept(why) => {
+            output::tell(format_args!("note: the trace's {what} not kept: {why}"))
+        }
+        Origin::Cached(file) => output::tell(format_args!(
+            "note: the trace's {what} read back from {}",
+            file.display()
+        )),
+    }
 }
 
 /// Runs `view`.
@@ -134,7 +161,8 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
                 input::display(&args.file)
             );
         }
-        let timeline = load_timeline(&args.file, kind)?;
+        let cache = (!args.no_cache).then(TablesCache::user).flatten();
+        let timeline = load_timeline(&args.file, kind, cache.as_ref())?;
         let name = timeline.name().to_string();
         return serve(&args, &name, Served::timeline(timeline));
     }
