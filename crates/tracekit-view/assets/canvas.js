@@ -179,34 +179,50 @@ export function draw(ctx, s) {
 function drawTrack(ctx, s, row, top, answer, names, x, right) {
   if (!answer) return;
   const sel = s.selected;
+  // Rectangles batched by colour (and merged runs apart, paler): one fill
+  // per colour rather than per slice; then the names that fit.
+  const batches = new Map();
+  const labels = [];
+  let outline = null;
   answer.lanes.forEach((items, lane) => {
     const y = top + HEADER + lane * LANE;
     if (y > s.height || y + LANE < AXIS) return;
     for (const it of items) {
-      const name = names[it[2]] ?? '';
       const x0 = Math.max(x(it[0]), LABEL - 2);
       const x1 = Math.min(it[1] === null ? right : x(it[1]), right + 2);
+      if (x1 < LABEL || x0 > right) continue;
       const w = Math.max(x1 - x0, 1);
       const merged = it.length > 4;
-      ctx.fillStyle = colour(name);
-      ctx.globalAlpha = merged ? 0.6 : 1;
-      ctx.fillRect(x0, y + 1, w, LANE - 2);
-      ctx.globalAlpha = 1;
-      if (!merged && w > 14) {
-        const text = fit(ctx, name, w - 4);
-        if (text) {
-          ctx.fillStyle = '#111';
-          ctx.fillText(text, x0 + 2, y + LANE / 2);
-        }
-      }
-      if (sel && sel.track === row.id && sel.lane === lane && sel.index === it[3] && !merged) {
-        ctx.strokeStyle = '#000';
-        ctx.lineWidth = 2;
-        ctx.strokeRect(x0 + 1, y + 1, Math.max(w - 2, 1), LANE - 2);
-        ctx.lineWidth = 1;
+      const key = merged ? -1 - it[2] : it[2];
+      let batch = batches.get(key);
+      if (!batch) batches.set(key, (batch = []));
+      batch.push(x0, y + 1, w);
+      if (!merged && w > 14) labels.push(it[2], x0, y, w);
+      if (!merged && sel && sel.track === row.id && sel.lane === lane && sel.index === it[3]) {
+        outline = [x0, y, w];
       }
     }
   });
+  for (const [key, rects] of batches) {
+    const merged = key < 0;
+    ctx.fillStyle = colour(names[merged ? -1 - key : key] ?? '');
+    ctx.globalAlpha = merged ? 0.6 : 1;
+    ctx.beginPath();
+    for (let i = 0; i < rects.length; i += 3) ctx.rect(rects[i], rects[i + 1], rects[i + 2], LANE - 2);
+    ctx.fill();
+  }
+  ctx.globalAlpha = 1;
+  ctx.fillStyle = '#111';
+  for (let i = 0; i < labels.length; i += 4) {
+    const text = fit(ctx, names[labels[i]] ?? '', labels[i + 3] - 4);
+    if (text) ctx.fillText(text, labels[i + 1] + 2, labels[i + 2] + LANE / 2);
+  }
+  if (outline) {
+    ctx.strokeStyle = '#000';
+    ctx.lineWidth = 2;
+    ctx.strokeRect(outline[0] + 1, outline[1] + 1, Math.max(outline[2] - 2, 1), LANE - 2);
+    ctx.lineWidth = 1;
+  }
   ctx.fillStyle = '#333';
   for (const [t] of answer.instants) {
     const cx = x(t);

@@ -913,7 +913,8 @@ mod tests {
         let mut counted = tracekit_fxt::stats::Counted::new(&mut reader);
         let timeline = tracekit_timeline::Timeline::build(&mut counted, &mut |_| {});
         let stats = counted.stats();
-        let s = Served::timeline(TimelineTrace::new("t.fxt".into(), timeline, &stats));
+        let stats = crate::timeline::stats_json(&stats);
+        let s = Served::timeline(TimelineTrace::new("t.fxt".into(), timeline, stats));
         let guard = Guard::new("127.0.0.1:1".parse().unwrap(), TOKEN.into());
         let ask = |url: &str| {
             let sep = if url.contains('?') { '&' } else { '?' };

@@ -122,13 +122,13 @@ fn to_json(value: &impl serde::Serialize) -> String {
 
 impl TimelineTrace {
     /// A timeline named `name`, with the counts of the records it was built
-    /// from.
-    pub fn new(name: String, timeline: Timeline, stats: &Stats) -> TimelineTrace {
+    /// from as `fxt stats --json` prints them ([`stats_json`]).
+    pub fn new(name: String, timeline: Timeline, stats: String) -> TimelineTrace {
         let tracks = tracks_json(&name, &timeline);
         TimelineTrace {
             name,
             timeline,
-            stats: to_json(stats),
+            stats,
             tracks,
         }
     }
@@ -221,6 +221,11 @@ impl TimelineTrace {
             _ => 1,
         }
     }
+}
+
+/// The counts of a trace's records as `fxt stats --json` prints them.
+pub fn stats_json(stats: &Stats) -> String {
+    to_json(stats)
 }
 
 fn bad(message: String) -> ApiError {
@@ -455,15 +460,16 @@ impl Names {
     }
 }
 
+/// Appends `v` in decimal.
+fn number(out: &mut String, v: u64) {
+    out.push_str(itoa::Buffer::new().format(v));
+}
+
 fn window(t: &Timeline, from: u64, to: u64, px: u64, tracks: &[usize]) -> String {
     let first = t.first_ns().unwrap_or(0);
     let (a, b) = (first.saturating_add(from), first.saturating_add(to));
     let ns_per_px = (to - from).div_ceil(px).max(1);
     let rel = |v: u64| v.saturating_sub(first);
-    let end = |v: u64| match v {
-        OPEN => "null".to_string(),
-        v => rel(v).to_string(),
-    };
     let mut names = Names::default();
     let mut out = String::with_capacity(1 << 16);
     let _ = write!(
@@ -490,34 +496,39 @@ fn window(t: &Timeline, from: u64, to: u64, px: u64, tracks: &[usize]) -> String
                 if k > 0 {
                     out.push(',');
                 }
-                match *d {
-                    Drawn::Slice(i) => {
-                        if let Some(s) = lane.get(i as usize) {
-                            let _ = write!(
-                                out,
-                                "[{},{},{},{i}]",
-                                rel(s.start),
-                                end(s.end),
-                                names.add(s.name)
-                            );
-                        }
-                    }
+                // Written digit by digit: a zoomed-out answer is tens of
+                // thousands of these.
+                let (start, e, name, index, count) = match *d {
+                    Drawn::Slice(i) => match lane.get(i as usize) {
+                        Some(s) => (s.start, s.end, s.name, i, None),
+                        None => continue,
+                    },
                     Drawn::Merged {
                         start,
-                        end: e,
+                        end,
                         count,
                         longest,
                     } => {
                         let name = lane.get(longest as usize).map_or(0, |s| s.name);
-                        let _ = write!(
-                            out,
-                            "[{},{},{},{longest},{count}]",
-                            rel(start),
-                            end(e),
-                            names.add(name)
-                        );
+                        (start, end, name, longest, Some(count))
                     }
+                };
+                out.push('[');
+                number(&mut out, rel(start));
+                out.push(',');
+                match e {
+                    OPEN => out.push_str("null"),
+                    e => number(&mut out, rel(e)),
                 }
+                out.push(',');
+                number(&mut out, u64::from(names.add(name)));
+                out.push(',');
+                number(&mut out, u64::from(index));
+                if let Some(count) = count {
+                    out.push(',');
+                    number(&mut out, u64::from(count));
+                }
+                out.push(']');
             }
             out.push(']');
         }
@@ -747,7 +758,10 @@ mod tests {
         let mut counted = Counted::new(&mut reader);
         let timeline = Timeline::build(&mut counted, &mut |_| {});
         let stats = counted.stats();
-        (bytes, TimelineTrace::new("t.fxt".into(), timeline, &stats))
+        (
+            bytes,
+            TimelineTrace::new("t.fxt".into(), timeline, stats_json(&stats)),
+        )
     }
 
     fn ask(t: &TimelineTrace, e: TimelineEndpoint, params: &[(&str, &str)]) -> Value {
