@@ -5,7 +5,8 @@
 //! TRACEKIT_FXT=tasks.fxt cargo run --release -p tracekit-tracing --example tasks
 //! ```
 //!
-//! then open `tasks.fxt` in Perfetto (ui.perfetto.dev). A producer accepts
+//! then open `tasks.fxt` with `tracekit view tasks.fxt`, or in Perfetto
+//! (ui.perfetto.dev). A producer accepts
 //! requests and queues them; four handler tasks take them, parse them (a
 //! synchronous span), wait on a simulated lookup and reply. Each worker thread is a
 //! track of slices; a request's span that resumed on another worker after an
