@@ -50,7 +50,7 @@ pub mod report;
 mod select;
 
 pub use file::FileError;
-pub use select::{NameTotals, Position};
+pub use select::{FlameNode, NameTotals, Position};
 
 use tracekit_fxt::format::ArgValue;
 use tracekit_fxt::read::{Args, ReadError, Warning};

@@ -21,6 +21,19 @@ pub struct NameTotals {
     pub max_ns: u64,
 }
 
+/// A node of a range's call tree ([`Timeline::flame`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlameNode {
+    /// Its caller's node (an index in the tree), `None` at the root.
+    pub parent: Option<u32>,
+    /// The name, in the timeline's strings.
+    pub name: u32,
+    /// Nanoseconds its slices spend inside the range.
+    pub total_ns: u64,
+    /// The same, less its children's.
+    pub self_ns: u64,
+}
+
 /// Where a slice is: its track, its lane in the track, its index in the lane.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Position {
@@ -122,6 +135,71 @@ impl Timeline {
                 .count() as u64;
         }
         n
+    }
+
+    /// The call tree of a range: the slices on `tracks`' threads that
+    /// overlap `from..to`, merged by their path of names from the outermost
+    /// slice (over every thread), each weighing the part of it inside the
+    /// range. Nodes in the order made: a parent before its children. A slice
+    /// nests in the slice one lane up that starts last at or before it.
+    pub fn flame(&self, tracks: &[usize], range: (u64, u64)) -> Vec<FlameNode> {
+        let (from, to) = range;
+        let mut nodes: Vec<FlameNode> = Vec::new();
+        let mut index: rustc_hash::FxHashMap<(u32, u32), u32> = Default::default();
+        let mut node = |nodes: &mut Vec<FlameNode>, parent: Option<u32>, name: u32| {
+            let key = (parent.map_or(u32::MAX, |p| p), name);
+            *index.entry(key).or_insert_with(|| {
+                nodes.push(FlameNode {
+                    parent,
+                    name,
+                    total_ns: 0,
+                    self_ns: 0,
+                });
+                (nodes.len() - 1) as u32
+            })
+        };
+        for track in tracks.iter().filter_map(|&t| self.tracks.get(t)) {
+            if track.kind != TrackKind::Thread {
+                continue;
+            }
+            // Per lane, the node of each slice in the range, by its index.
+            let mut above: Option<(std::ops::Range<usize>, Vec<u32>)> = None;
+            for (depth, lane) in track.lanes.iter().enumerate() {
+                let shown = lane.range(from, to);
+                let mut here = Vec::with_capacity(shown.len());
+                for i in shown.clone() {
+                    let Some(s) = lane.get(i) else { break };
+                    let parent = match (&above, depth) {
+                        (_, 0) | (None, _) => None,
+                        (Some((r, ids)), _) => {
+                            let up = &track.lanes[depth - 1];
+                            up.starting_before(s.start.saturating_add(1))
+                                .checked_sub(1)
+                                .filter(|j| r.contains(j))
+                                .and_then(|j| ids.get(j - r.start).copied())
+                        }
+                    };
+                    let id = node(&mut nodes, parent, s.name);
+                    let inside = self.closed(s.end).min(to).saturating_sub(s.start.max(from));
+                    if let Some(n) = nodes.get_mut(id as usize) {
+                        n.total_ns = n.total_ns.saturating_add(inside);
+                    }
+                    here.push(id);
+                }
+                above = Some((shown, here));
+            }
+        }
+        // Self time: what the children do not cover.
+        let mut inner = vec![0u64; nodes.len()];
+        for n in &nodes {
+            if let Some(p) = n.parent {
+                inner[p as usize] = inner[p as usize].saturating_add(n.total_ns);
+            }
+        }
+        for (n, c) in nodes.iter_mut().zip(inner) {
+            n.self_ns = n.total_ns.saturating_sub(c);
+        }
+        nodes
     }
 
     /// Per string, whether it contains `text` (ASCII case ignored): the names
@@ -341,6 +419,44 @@ mod tests {
                 .map(|n| (n.name, (n.count, n.total_ns, n.self_ns, n.max_ns)))
                 .collect();
             prop_assert_eq!(&got, &expected);
+            // The range's call tree: by path of names, what each path's
+            // slices spend in the range.
+            let mut paths: std::collections::BTreeMap<Vec<u32>, u64> = Default::default();
+            for (p, s) in &slices {
+                if !(tracks.contains(&p.track) && s.end > from && s.start < to) {
+                    continue;
+                }
+                let mut path = vec![s.name];
+                let (mut lane, mut start) = (p.lane, s.start);
+                while lane > 0 {
+                    lane -= 1;
+                    let up = slices
+                        .iter()
+                        .filter(|(q, c)| q.track == p.track && q.lane == lane && c.start <= start)
+                        .max_by_key(|(q, c)| (c.start, q.index))
+                        .unwrap();
+                    path.push(up.1.name);
+                    start = up.1.start;
+                }
+                path.reverse();
+                *paths.entry(path).or_default() += t.closed(s.end).min(to) - s.start.max(from);
+            }
+            let tree = t.flame(&tracks, (from, to));
+            let mut got: std::collections::BTreeMap<Vec<u32>, u64> = Default::default();
+            for (i, n) in tree.iter().enumerate() {
+                let mut path = vec![n.name];
+                let mut at = n.parent;
+                while let Some(p) = at {
+                    prop_assert!((p as usize) < i, "a parent before its children");
+                    path.push(tree[p as usize].name);
+                    at = tree[p as usize].parent;
+                }
+                path.reverse();
+                got.insert(path, n.total_ns);
+                let children: u64 = tree.iter().filter(|c| c.parent == Some(i as u32)).map(|c| c.total_ns).sum();
+                prop_assert_eq!(n.self_ns, n.total_ns.saturating_sub(children));
+            }
+            prop_assert_eq!(&got, &paths);
             // A slice and its self time, by position.
             for (p, s) in slices.iter().take(20) {
                 let (got, own) = t.slice_at(*p).unwrap();

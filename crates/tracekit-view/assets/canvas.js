@@ -360,3 +360,45 @@ export function hit(s, px, py) {
   }
   return { row, lane };
 }
+
+// A range's call tree as an icicle: roots on top, each node as wide as the
+// time it spends in the range, its children under it, the heaviest first.
+// Returns the drawing's height; draws when `ctx` is given.
+export function drawFlame(ctx, answer, width) {
+  const nodes = answer.nodes;
+  const children = nodes.map(() => []);
+  const roots = [];
+  nodes.forEach((n, i) => (n[0] === null ? roots : children[n[0]]).push(i));
+  const byWeight = (a, b) => nodes[b][2] - nodes[a][2];
+  roots.sort(byWeight);
+  for (const c of children) c.sort(byWeight);
+  const total = roots.reduce((s, i) => s + nodes[i][2], 0) || 1;
+  const ROW = 16;
+  let depth = 0;
+  const place = (list, x0, d) => {
+    let x = x0;
+    for (const i of list) {
+      const w = (nodes[i][2] / total) * width;
+      if (w < 0.5) break;
+      depth = Math.max(depth, d + 1);
+      if (ctx) {
+        const name = answer.names[nodes[i][1]] ?? '';
+        ctx.fillStyle = colour(name);
+        ctx.fillRect(x, d * ROW, Math.max(w - 0.5, 0.5), ROW - 1);
+        const text = fit(ctx, name, w - 4);
+        if (text) {
+          ctx.fillStyle = '#111';
+          ctx.fillText(text, x + 2, d * ROW + ROW / 2);
+        }
+      }
+      place(children[i], x, d + 1);
+      x += w;
+    }
+  };
+  if (ctx) {
+    ctx.font = '11px system-ui, sans-serif';
+    ctx.textBaseline = 'middle';
+  }
+  place(roots, 0, 0);
+  return depth * ROW;
+}

@@ -1,7 +1,20 @@
 // The timeline page: its state (the view, pinned tracks, the selected slice,
 // the search and the selected range, all held in the URL's fragment), the
 // server's answers for what the canvas shows, and the keys and the mouse.
-import { AXIS, HEADER, LANE, draw, duration, hit, labelOf, layout, plotWidth, rowTop, timeAt } from '/canvas.js';
+import {
+  AXIS,
+  HEADER,
+  LANE,
+  draw,
+  drawFlame,
+  duration,
+  hit,
+  labelOf,
+  layout,
+  plotWidth,
+  rowTop,
+  timeAt,
+} from '/canvas.js';
 
 // The server answers only with the token of the URL it printed; it goes in a
 // header, so that it stays out of the addresses of the requests.
@@ -336,6 +349,31 @@ async function showArea() {
       });
     }
     box.replaceChildren(h, table);
+    // And its call tree, as a flame graph.
+    const tree = await api('flame', { from, to, tracks: a.tracks.join(',') });
+    if (tree.nodes.length > 0) {
+      const title = document.createElement('h2');
+      title.textContent = 'Flame graph of the range';
+      const c = document.createElement('canvas');
+      c.id = 'flame';
+      const w = Math.max(200, box.clientWidth - 24);
+      const hgt = drawFlame(null, tree, w);
+      const dpr = window.devicePixelRatio || 1;
+      c.width = w * dpr;
+      c.height = hgt * dpr;
+      c.style.width = `${w}px`;
+      c.style.height = `${hgt}px`;
+      c.dataset.nodes = tree.nodes.length;
+      c.dataset.total = tree.total_ns;
+      const fctx = c.getContext('2d');
+      fctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      drawFlame(fctx, tree, w);
+      box.insertBefore(c, table);
+      box.insertBefore(title, c);
+      const below = document.createElement('h2');
+      below.textContent = 'By name';
+      box.insertBefore(below, table);
+    }
   } catch (e) {
     failed(e);
   } finally {
@@ -475,7 +513,8 @@ window.addEventListener('mouseup', (e) => {
         return top < y1 && top + row.h > y0;
       })
       .map((row) => row.id);
-    state.area.tracks = tracks;
+    // Whole nanoseconds: what the URL holds is what is asked.
+    state.area = { from: Math.floor(state.area.from), to: Math.ceil(state.area.to), tracks };
     writeUrl();
     redraw();
     showArea();

@@ -15,6 +15,7 @@
 //! | `window` | what `from..to` drawn on `px` pixels shows of some tracks: per lane, one item per slice of at least a pixel and one merged item per pixel for the rest; instants (one per pixel), counters (min and max per pixel) and flows in the range | `from`, `to`, `px`, `tracks` (`1,2,5`; default all) |
 //! | `details` | one slice: name, category, track, times, self time, arguments | `track`, `lane`, `index` |
 //! | `selection` | the slices of a range on some tracks, by name (count, total, self, average, max), as Perfetto's area selection sums them | `from`, `to`, `tracks` |
+//! | `flame` | the range's call tree: its slices merged by their path of names, each with the time it spends in the range (nodes under 1/5000 of the whole left out) | `from`, `to`, `tracks` |
 //! | `search` | the next (or previous) slice whose name contains a text, and how many there are | `text`, `after` (`track,lane,index`), `backward` |
 //! | `slices` | `fxt slices --json` | `between` (`T1,T2`, as `1.5s,2s`), `thread` (repeatable), `name`, `limit` |
 //! | `top` | `fxt top --json` | `between`, `thread`, `limit` |
@@ -60,6 +61,8 @@ pub enum TimelineEndpoint {
     Details,
     /// A range's slices by name.
     Selection,
+    /// A range's call tree.
+    Flame,
     /// The next or previous slice of a name.
     Search,
     /// `fxt slices --json`.
@@ -70,12 +73,13 @@ pub enum TimelineEndpoint {
 
 impl TimelineEndpoint {
     /// Every endpoint.
-    pub const ALL: [TimelineEndpoint; 8] = [
+    pub const ALL: [TimelineEndpoint; 9] = [
         TimelineEndpoint::Stats,
         TimelineEndpoint::Tracks,
         TimelineEndpoint::Window,
         TimelineEndpoint::Details,
         TimelineEndpoint::Selection,
+        TimelineEndpoint::Flame,
         TimelineEndpoint::Search,
         TimelineEndpoint::Slices,
         TimelineEndpoint::Top,
@@ -89,6 +93,7 @@ impl TimelineEndpoint {
             "window" => TimelineEndpoint::Window,
             "details" => TimelineEndpoint::Details,
             "selection" => TimelineEndpoint::Selection,
+            "flame" => TimelineEndpoint::Flame,
             "search" => TimelineEndpoint::Search,
             "slices" => TimelineEndpoint::Slices,
             "top" => TimelineEndpoint::Top,
@@ -102,7 +107,7 @@ impl TimelineEndpoint {
             TimelineEndpoint::Stats | TimelineEndpoint::Tracks => &[],
             TimelineEndpoint::Window => &["from", "to", "px", "tracks"],
             TimelineEndpoint::Details => &["track", "lane", "index"],
-            TimelineEndpoint::Selection => &["from", "to", "tracks"],
+            TimelineEndpoint::Selection | TimelineEndpoint::Flame => &["from", "to", "tracks"],
             TimelineEndpoint::Search => &["text", "after", "backward"],
             TimelineEndpoint::Slices => &["between", "thread", "name", "limit"],
             TimelineEndpoint::Top => &["between", "thread", "limit"],
@@ -176,14 +181,17 @@ impl TimelineTrace {
                 };
                 details(t, at).ok_or_else(|| bad("no such slice".to_string()))?
             }
-            TimelineEndpoint::Selection => {
+            TimelineEndpoint::Selection | TimelineEndpoint::Flame => {
                 let from = p.time("from")?.unwrap_or(0);
                 let to = p.time("to")?.unwrap_or_else(|| self.span());
                 if to < from {
                     return Err(bad("to: not before from".to_string()));
                 }
                 let tracks = p.tracks(t)?;
-                selection(t, from, to, &tracks)
+                match endpoint {
+                    TimelineEndpoint::Flame => flame(t, from, to, &tracks),
+                    _ => selection(t, from, to, &tracks),
+                }
             }
             TimelineEndpoint::Search => {
                 let text = p.get("text").unwrap_or_default();
@@ -684,6 +692,56 @@ fn selection(t: &Timeline, from: u64, to: u64, tracks: &[usize]) -> String {
     }))
 }
 
+/// Nodes of a call tree under this share of the whole are left out.
+const FLAME_SHARE: u64 = 5_000;
+
+fn flame(t: &Timeline, from: u64, to: u64, tracks: &[usize]) -> String {
+    let first = t.first_ns().unwrap_or(0);
+    let range = (first.saturating_add(from), first.saturating_add(to));
+    let tree = t.flame(tracks, range);
+    let whole: u64 = tree
+        .iter()
+        .filter(|n| n.parent.is_none())
+        .map(|n| n.total_ns)
+        .sum();
+    let least = whole / FLAME_SHARE;
+    // A child weighs no more than its parent: keeping the heavy ones keeps
+    // every kept node's parent.
+    let mut kept = vec![u32::MAX; tree.len()];
+    let mut names = Names::default();
+    let mut out = String::new();
+    let mut n = 0u32;
+    for (i, node) in tree.iter().enumerate() {
+        let parent = match node.parent {
+            None => None,
+            Some(p) => match kept.get(p as usize) {
+                Some(&k) if k != u32::MAX => Some(k),
+                _ => continue,
+            },
+        };
+        if node.total_ns < least.max(1) && whole > 0 {
+            continue;
+        }
+        kept[i] = n;
+        if n > 0 {
+            out.push(',');
+        }
+        n += 1;
+        let parent = parent.map_or("null".to_string(), |p| p.to_string());
+        let _ = write!(
+            out,
+            "[{parent},{},{},{}]",
+            names.add(node.name),
+            node.total_ns,
+            node.self_ns
+        );
+    }
+    format!(
+        "{{\"from\":{from},\"to\":{to},\"total_ns\":{whole},\"nodes\":[{out}],\"names\":{}}}",
+        names.json(t)
+    )
+}
+
 fn search(t: &Timeline, text: &str, after: Option<Position>, backward: bool) -> String {
     let names = t.names_containing(text);
     let found = t.find(&names, after, backward);
@@ -866,6 +924,31 @@ mod tests {
         );
         assert_eq!(names[0]["self_ns"], 1_000);
         assert_eq!(names[1]["total_ns"], 1_000);
+        // The range's call tree: parent, and child under it; the range cuts
+        // the second parent (2000..3000) at 2500.
+        let f = ask(
+            &t,
+            TimelineEndpoint::Flame,
+            &[("from", "0"), ("to", "2500"), ("tracks", "0")],
+        );
+        let nodes = f["nodes"].as_array().unwrap();
+        let name = |n: &Value| f["names"][n[1].as_u64().unwrap().to_string()].clone();
+        assert_eq!(nodes.len(), 2, "{f}");
+        assert_eq!(
+            (name(&nodes[0]), &nodes[0][0]),
+            ("parent".into(), &Value::Null)
+        );
+        assert_eq!(
+            (name(&nodes[1]), &nodes[1][0]),
+            ("child".into(), &Value::from(0))
+        );
+        assert_eq!(nodes[0][2], 1_500);
+        // Ten children of the first parent, and those of the second that
+        // start before 2500 (at 2010, 2100, ... 2370, 2460: six, the last cut
+        // to 40 ns).
+        assert_eq!(nodes[1][2], 10 * 50 + 5 * 50 + 40);
+        assert_eq!(nodes[0][3], 1_500 - (10 * 50 + 5 * 50 + 40));
+        assert_eq!(f["total_ns"], 1_500);
         // Search: every parent, in time order, then nothing.
         let mut after: Option<String> = None;
         let mut starts = Vec::new();

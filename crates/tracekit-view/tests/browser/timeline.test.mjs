@@ -150,7 +150,19 @@ after(async () => {
 test('magic-trace output: tracks, details, zoom and pan, search, a range', async () => {
   const page = await open(await serve(magic));
   await assertTracks(page, magic);
+  // Every record counted: the stats endpoint is `fxt stats --json`.
+  const stats = await page.evaluate(() =>
+    fetch('/api/stats', {
+      headers: { Authorization: 'Bearer ' + new URLSearchParams(location.search).get('token') },
+    }).then((r) => r.json()),
+  );
+  assert.deepEqual(stats, JSON.parse(cli('fxt', 'stats', '--json', magic)));
   const slices = dumpSlices(magic);
+  assert.equal(
+    +(await page.textContent('#title')).match(/(\d+) slices/)[1],
+    slices.length,
+    'the title counts the slices the dump pairs',
+  );
   const first = Math.min(...slices.map((s) => s.start));
   await page.screenshot({ path: path.join(shots, 'timeline-magic-trace.png') });
 
@@ -242,7 +254,27 @@ test('magic-trace output: tracks, details, zoom and pan, search, a range', async
     trs.map((r) => [r.cells[0].textContent, +r.dataset.count]),
   );
   assert.deepEqual(new Map(rows), byName);
+  // Its flame graph weighs the time the outermost slices spend in the range:
+  // per thread, the part of the range that some slice covers.
+  await page.waitForSelector('#flame');
+  let covered = 0;
+  for (const thread of new Set(inRange.map((s) => s.thread))) {
+    const spans = inRange
+      .filter((s) => s.thread === thread)
+      .map((s) => [Math.max(s.start, from), Math.min(s.end, to)])
+      .sort((p, q) => p[0] - q[0]);
+    let [a, b] = spans[0];
+    for (const [c, d] of spans.slice(1)) {
+      if (c > b) {
+        covered += b - a;
+        [a, b] = [c, d];
+      } else b = Math.max(b, d);
+    }
+    covered += b - a;
+  }
+  assert.equal(+(await page.getAttribute('#flame', 'data-total')), covered);
   await page.screenshot({ path: path.join(shots, 'timeline-magic-trace-range.png') });
+  await page.locator('#selection').screenshot({ path: path.join(shots, 'timeline-magic-trace-range-flame.png') });
 
   // The URL holds the view: a reload shows the same range and table.
   await page.reload();
