@@ -1,7 +1,8 @@
-//! `tracekit memtrace view` end to end: the server started as a user starts it,
-//! asked over HTTP. Its JSON endpoints answer what the subcommands print with
-//! `--json` for the same options, on every corpus trace; it refuses foreign Host
-//! headers, malformed arguments and paths outside its own; Ctrl-C stops it.
+//! `tracekit memtrace view` and `tracekit view` end to end: the server started
+//! as a user starts it, asked over HTTP. Its JSON endpoints answer what the
+//! subcommands print with `--json` for the same options, on every corpus trace
+//! (memtrace traces, FXT traces and `perf script` text); it refuses foreign
+//! Host headers, malformed arguments and paths outside its own; Ctrl-C stops it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![cfg(unix)]
 
@@ -31,8 +32,14 @@ impl Server {
 
     /// A server keeping its tables under `cache`, or none.
     fn spawn(args: &[&Path], cache: Option<&Path>) -> Server {
+        Server::spawn_as(&["memtrace", "view"], args, cache)
+    }
+
+    /// `tracekit COMMAND...` serving `args` (a trace, and one to compare it
+    /// with), keeping what it builds under `cache`, or nothing.
+    fn spawn_as(command: &[&str], args: &[&Path], cache: Option<&Path>) -> Server {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_tracekit"));
-        cmd.args(["memtrace", "view"]);
+        cmd.args(command);
         match cache {
             Some(dir) => cmd.env("XDG_CACHE_HOME", dir),
             None => cmd.arg("--no-cache"),
@@ -174,6 +181,82 @@ fn corpus_traces() -> Option<Vec<PathBuf>> {
         dir.display()
     );
     Some(traces)
+}
+
+/// Every slice counted: `tracekit view` of an FXT trace answers what `fxt
+/// stats`, `fxt top` and `fxt slices` print with `--json`, built or read back
+/// from its cache; of `perf script` text, what they print of the FXT `perf
+/// decode` writes.
+#[test]
+fn a_timeline_answers_what_the_fxt_subcommands_print() {
+    let Some(dir) = tracekit_testutil::corpus_path("fxt") else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let text = tracekit_testutil::corpus_path("magic-trace/c_demo_sampling.perf").unwrap();
+    let decoded = scratch.path().join("c_demo.fxt");
+    let status = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args(["-q", "perf", "decode"])
+        .arg(&text)
+        .arg("-o")
+        .arg(&decoded)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut cases: Vec<(PathBuf, PathBuf)> = ["magic_trace_sample.fxt", "jst_tracing_demo.fxt"]
+        .iter()
+        .map(|n| (dir.join(n), dir.join(n)))
+        .collect();
+    cases.push((text, decoded));
+    let cache = scratch.path().join("cache");
+    for (served, fxt) in &cases {
+        let fxt = fxt.to_str().unwrap();
+        for start in ["built", "read back"] {
+            let server = Server::spawn_as(&["view"], &[served], Some(&cache));
+            let ask = |path: &str| {
+                let (status, body) = server.get(path);
+                assert_eq!(status, 200, "{path}: {body}");
+                serde_json::from_str::<Value>(&body).unwrap()
+            };
+            let what = format!("{} ({start})", served.display());
+            assert_eq!(
+                ask("/api/stats"),
+                cli_json(&["fxt", "stats", "--json", fxt]),
+                "{what}"
+            );
+            assert_eq!(
+                ask("/api/top?limit=0"),
+                cli_json(&["fxt", "top", "--json", "--limit", "0", fxt]),
+                "{what}"
+            );
+            assert_eq!(
+                ask("/api/slices?limit=0&between=0,1ms"),
+                cli_json(&[
+                    "fxt",
+                    "slices",
+                    "--json",
+                    "--limit",
+                    "0",
+                    "--between",
+                    "0",
+                    "1ms",
+                    fxt
+                ]),
+                "{what}"
+            );
+            let (status, page) = server.get("/");
+            assert!(status == 200 && page.contains("/timeline.js"), "{what}");
+        }
+    }
+    let kept: Vec<_> = std::fs::read_dir(cache.join("tracekit/tables"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        kept.iter().filter(|n| n.ends_with(".timeline")).count(),
+        3,
+        "{kept:?}"
+    );
 }
 
 #[test]
