@@ -276,7 +276,7 @@ pub const SLICES: Table = Table {
         col(
             "tid",
             Type::Int64,
-            "the thread's koid (for an async slice, the thread that began it)",
+            "the thread's koid (0 for an async slice: it is on its process's async track)",
         ),
         opt("process", Type::String, "the process's name"),
         opt("thread", Type::String, "the thread's name"),

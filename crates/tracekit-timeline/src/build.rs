@@ -117,7 +117,8 @@ impl Timeline {
         let mut pids: FxHashMap<u64, ()> = FxHashMap::default();
         let mut threads: FxHashMap<(u64, u64), ThreadBuild> = FxHashMap::default();
         let mut asyncs: FxHashMap<(u64, u32, u64), Slice> = FxHashMap::default();
-        let mut async_slices: FxHashMap<u64, Vec<Slice>> = FxHashMap::default();
+        // Per process, its async slices with their ids.
+        let mut async_slices: FxHashMap<u64, Vec<(Slice, u64)>> = FxHashMap::default();
         let mut counters: Vec<Counter> = Vec::new();
         let mut counter_of: FxHashMap<(u64, u32, u64, u32), usize> = FxHashMap::default();
         // Flows by id, their events' threads as (pid, tid) until tracks are numbered.
@@ -201,7 +202,7 @@ impl Timeline {
                     // A second begin of a slice still open: the first one's end
                     // is not known, so it stays open rather than lost.
                     if let Some(earlier) = asyncs.insert((pid, name, id), begun) {
-                        async_slices.entry(pid).or_default().push(earlier);
+                        async_slices.entry(pid).or_default().push((earlier, id));
                     }
                 }
                 EventKind::AsyncEnd { id } => {
@@ -210,7 +211,7 @@ impl Timeline {
                             end: time.max(s.start),
                             ..s
                         };
-                        async_slices.entry(pid).or_default().push(s);
+                        async_slices.entry(pid).or_default().push((s, id));
                     }
                 }
                 EventKind::Instant => {
@@ -234,15 +235,18 @@ impl Timeline {
                                 counters.push(Counter {
                                     pid,
                                     name,
+                                    category,
                                     id,
                                     series,
                                     times: Vec::new(),
                                     values: Vec::new(),
+                                    threads: Vec::new(),
                                 });
                                 counters.len() - 1
                             });
                         counters[at].times.push(time);
                         counters[at].values.push(value);
+                        counters[at].threads.push(tid);
                     }
                 }
                 EventKind::FlowBegin { id }
@@ -276,8 +280,8 @@ impl Timeline {
         progress(reader.position());
         let warnings = reader.warnings().to_vec();
         // Async slices still open at the end.
-        for ((pid, _, _), s) in asyncs {
-            async_slices.entry(pid).or_default().push(s);
+        for ((pid, _, id), s) in asyncs {
+            async_slices.entry(pid).or_default().push((s, id));
         }
 
         let mut tracks = Vec::new();
@@ -379,18 +383,18 @@ fn nested(mut slices: Vec<Slice>) -> Vec<Lane> {
 
 /// Async slices in as few lanes as taking the first free one gives: sorted by
 /// start, each in the first lane whose last slice has ended.
-fn packed(mut slices: Vec<Slice>) -> Vec<Lane> {
-    slices.sort_by_key(|s| s.start);
+fn packed(mut slices: Vec<(Slice, u64)>) -> Vec<Lane> {
+    slices.sort_by_key(|(s, _)| s.start);
     let mut lanes: Vec<(u64, Lane)> = Vec::new();
-    for s in slices {
+    for (s, id) in slices {
         match lanes.iter_mut().find(|(end, _)| *end <= s.start) {
             Some((end, lane)) => {
                 *end = s.end;
-                lane.push(s);
+                lane.push_async(s, id);
             }
             None => {
                 let mut lane = Lane::default();
-                lane.push(s);
+                lane.push_async(s, id);
                 lanes.push((s.end, lane));
             }
         }
@@ -485,10 +489,13 @@ mod tests {
             slice(5, 12, 2),
             slice(10, 11, 3),
         ];
+        let lanes = packed(slices.into_iter().zip(100..).collect());
         assert_eq!(
-            lanes_of(&packed(slices)),
+            lanes_of(&lanes),
             [vec![(0, 10), (10, 11)], vec![(2, 4), (5, 12)]]
         );
+        // Each keeps its async id.
+        assert_eq!((lanes[0].id(1), lanes[1].id(0)), (Some(103), Some(101)));
     }
 
     #[test]

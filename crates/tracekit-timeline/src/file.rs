@@ -8,14 +8,14 @@
 //!
 //! | bytes | what |
 //! | --- | --- |
-//! | 8 | magic `TKTIMEL` and the format version (2) |
+//! | 8 | magic `TKTIMEL` and the format version (3) |
 //! | 8 | records read |
 //! | 9 each | the first and the last time, each an optional `u64` (a byte, then 8) |
 //! | 4 + strings | the strings |
 //! | string, 4 + 8 each | the argument sets' text, their count + 1, and where each starts (the last: where the last ends) |
 //! | 4 + 13 each | processes: koid (8), optional name (5) |
-//! | 4 + tracks | per track: kind (1: 0 thread, 1 async), pid (8), tid (8), optional name (5), then its lanes (4 bytes of count; per lane 4 bytes of slices and the columns start (8 each), end (8 each), name, category, arguments (4 each)), then its instants (4 bytes of count; time (8), name, category, arguments (4 each) per instant) |
-//! | 4 + counters | per series: pid (8), name (4), id (8), series (4), samples (4), then times (8 each) and values (8 each, IEEE 754) |
+//! | 4 + tracks | per track: kind (1: 0 thread, 1 async), pid (8), tid (8), optional name (5), then its lanes (4 bytes of count; per lane 4 bytes of slices and the columns start (8 each), end (8 each), name, category, arguments (4 each), then 4 bytes of async ids (none in a thread's lane, one per slice in an async track's) and the ids (8 each)), then its instants (4 bytes of count; time (8), name, category, arguments (4 each) per instant) |
+//! | 4 + counters | per series: pid (8), name (4), category (4), id (8), series (4), samples (4), then times (8 each), values (8 each, IEEE 754) and threads (8 each) |
 //! | 4 + flows | per flow: id (8), events (4), then per event its track (4), time (8) and phase (1: 0 begin, 1 step, 2 end) |
 //!
 //! A timeline of a damaged trace, or of one whose records were skipped, is not
@@ -29,7 +29,7 @@ use std::io::{self, Write};
 use crate::lane::{Lane, OPEN, Slice};
 use crate::{Counter, Flow, FlowPhase, FlowPoint, Instant, Timeline, Track, TrackKind};
 
-const MAGIC: &[u8; 8] = b"TKTIMEL\x02";
+const MAGIC: &[u8; 8] = b"TKTIMEL\x03";
 
 /// Why bytes are not a timeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -136,6 +136,8 @@ impl Timeline {
                 write_le(out, slices().map(|s| s.name.to_le_bytes()))?;
                 write_le(out, slices().map(|s| s.category.to_le_bytes()))?;
                 write_le(out, slices().map(|s| s.args.to_le_bytes()))?;
+                out.write_all(&u32_of(lane.ids().len())?)?;
+                write_le(out, lane.ids().iter().map(|id| id.to_le_bytes()))?;
             }
             out.write_all(&u32_of(t.instants.len())?)?;
             for i in &t.instants {
@@ -149,6 +151,7 @@ impl Timeline {
         for c in &self.counters {
             out.write_all(&c.pid.to_le_bytes())?;
             out.write_all(&c.name.to_le_bytes())?;
+            out.write_all(&c.category.to_le_bytes())?;
             out.write_all(&c.id.to_le_bytes())?;
             out.write_all(&c.series.to_le_bytes())?;
             out.write_all(&u32_of(c.times.len())?)?;
@@ -157,6 +160,7 @@ impl Timeline {
                 out,
                 (c.values.iter().map(|v| v.to_bits())).map(u64::to_le_bytes),
             )?;
+            write_le(out, c.threads.iter().map(|t| t.to_le_bytes()))?;
         }
         out.write_all(&u32_of(self.flows.len())?)?;
         for f in &self.flows {
@@ -263,6 +267,12 @@ impl Timeline {
                         return Err(FileError::Inconsistent(at));
                     }
                 }
+                let at = r.at;
+                let async_ids = match r.count(8)? {
+                    0 => Vec::new(),
+                    m if m == n && kind == TrackKind::Async => r.u64s(n)?,
+                    _ => return Err(FileError::Inconsistent(at)),
+                };
                 let mut lane = Lane::default();
                 let mut last_end = 0u64;
                 for i in 0..n {
@@ -272,13 +282,17 @@ impl Timeline {
                         return Err(r.bad());
                     }
                     last_end = e;
-                    lane.push(Slice {
+                    let slice = Slice {
                         start: s,
                         end: e,
                         name: ids[0][i],
                         category: ids[1][i],
                         args: ids[2][i],
-                    });
+                    };
+                    match async_ids.get(i) {
+                        Some(&id) => lane.push_async(slice, id),
+                        None => lane.push(slice),
+                    }
                 }
                 lane.finish();
                 lanes.push(lane);
@@ -313,25 +327,30 @@ impl Timeline {
                 instants,
             });
         }
-        let n = r.count(28)?;
+        let n = r.count(32)?;
         let mut counters = Vec::with_capacity(n);
         for _ in 0..n {
             let pid = r.u64()?;
             let name = r.u32()?;
             string(&r, name)?;
+            let category = r.u32()?;
+            string(&r, category)?;
             let id = r.u64()?;
             let series = r.u32()?;
             string(&r, series)?;
-            let samples = r.count(16)?;
+            let samples = r.count(24)?;
             let times = r.u64s(samples)?;
             let values: Vec<f64> = r.u64s(samples)?.into_iter().map(f64::from_bits).collect();
+            let threads = r.u64s(samples)?;
             counters.push(Counter {
                 pid,
                 name,
+                category,
                 id,
                 series,
                 times,
                 values,
+                threads,
             });
         }
         let n = r.count(12)?;
@@ -514,6 +533,16 @@ mod tests {
         assert_eq!(written(&back), file, "written again, byte for byte");
         assert_eq!(back.slices(), 4);
         assert_eq!(back.counters(), t.counters());
+        assert_eq!(back.counters()[0].threads, [2]);
+        assert_eq!(back.string(back.counters()[0].category), "cat");
+        // The async slice keeps its id.
+        let async_track = back
+            .tracks()
+            .iter()
+            .find(|t| t.kind == TrackKind::Async)
+            .unwrap();
+        assert_eq!(async_track.lanes[0].id(0), Some(9));
+        assert_eq!(back.tracks()[0].lanes[0].id(0), None);
         assert_eq!(back.flows(), t.flows());
         let flow = &t.flows()[0];
         assert_eq!(flow.id, 77);

@@ -21,6 +21,7 @@
 //! | name | slice | `u32` | the name, in the timeline's strings |
 //! | category | slice | `u32` | the category, in the timeline's strings |
 //! | args | slice | `u32` | its arguments, in the timeline's arguments ([`crate::Timeline::args`]) |
+//! | ids | slice of an async lane | `u64` | the async id of its begin and end (none in a thread's lanes) |
 
 /// The end of a slice still open at the end of the trace.
 pub const OPEN: u64 = u64::MAX;
@@ -61,6 +62,7 @@ pub struct Lane {
     name: Vec<u32>,
     category: Vec<u32>,
     args: Vec<u32>,
+    ids: Vec<u64>,
     blocks: Vec<Summary>,
     supers: Vec<Summary>,
 }
@@ -95,6 +97,22 @@ impl Lane {
         self.args.push(s.args);
     }
 
+    /// Adds an async slice, with its id, after the others (as [`Lane::push`]).
+    pub(crate) fn push_async(&mut self, s: Slice, id: u64) {
+        self.push(s);
+        self.ids.push(id);
+    }
+
+    /// The async id of slice `i`, in an async track's lane.
+    pub fn id(&self, i: usize) -> Option<u64> {
+        self.ids.get(i).copied()
+    }
+
+    /// The async ids, one per slice, or none for a thread's lane.
+    pub(crate) fn ids(&self) -> &[u64] {
+        &self.ids
+    }
+
     /// Makes the block summaries; after the last [`Lane::push`].
     pub(crate) fn finish(&mut self) {
         self.blocks = (0..self.start.len().div_ceil(BLOCK))
@@ -119,6 +137,7 @@ impl Lane {
         self.name.shrink_to_fit();
         self.category.shrink_to_fit();
         self.args.shrink_to_fit();
+        self.ids.shrink_to_fit();
     }
 
     fn summarize(&self, from: usize, n: usize) -> Summary {

@@ -15,7 +15,7 @@
 //! | tracks | thread, and process with async slices | pid, tid, name (from kernel object records), and lanes |
 //! | lanes | track and depth | the slices at that depth ([`lane`]): start, end, name, category, arguments |
 //! | instants | thread track | time, name, category, arguments |
-//! | counters | process, name, counter id and argument | times and values |
+//! | counters | process, name, counter id and argument | times, values and threads |
 //! | flows | flow (a begin and what follows with its id) | per event its thread's track, time and phase |
 //! | strings | distinct name or category | its text (lossy UTF-8) |
 //! | arguments | slice begun or instant with arguments | a JSON object ([`args_json`]), all in one text |
@@ -143,6 +143,8 @@ pub struct Counter {
     pub pid: u64,
     /// The counter's name, in the timeline's strings.
     pub name: u32,
+    /// The category of its first sample, in the timeline's strings.
+    pub category: u32,
     /// The counter id.
     pub id: u64,
     /// The argument that holds the series, in the timeline's strings.
@@ -151,6 +153,8 @@ pub struct Counter {
     pub times: Vec<u64>,
     /// Values.
     pub values: Vec<f64>,
+    /// The thread of each sample, by koid.
+    pub threads: Vec<u64>,
 }
 
 /// A trace's timeline (see the crate docs).

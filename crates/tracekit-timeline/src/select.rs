@@ -141,7 +141,8 @@ impl Timeline {
     /// overlap `from..to`, merged by their path of names from the outermost
     /// slice (over every thread), each weighing the part of it inside the
     /// range. Nodes in the order made: a parent before its children. A slice
-    /// nests in the slice one lane up that starts last at or before it.
+    /// nests in the slice one lane up that starts last at or before it; one
+    /// that outlasts that slice past the range's start is a root.
     pub fn flame(&self, tracks: &[usize], range: (u64, u64)) -> Vec<FlameNode> {
         let (from, to) = range;
         let mut nodes: Vec<FlameNode> = Vec::new();
@@ -435,6 +436,11 @@ mod tests {
                         .filter(|(q, c)| q.track == p.track && q.lane == lane && c.start <= start)
                         .max_by_key(|(q, c)| (c.start, q.index))
                         .unwrap();
+                    // A caller that ended before the range (a slice that
+                    // outlasts it) is not in the range's tree.
+                    if !(up.1.end > from && up.1.start < to) {
+                        break;
+                    }
                     path.push(up.1.name);
                     start = up.1.start;
                 }

@@ -238,6 +238,43 @@ fn fxt_slices_instants_and_counters_match_the_records() {
             let v: Value = serde_json::from_str(a.unwrap()).unwrap();
             assert!(v.is_object());
         }
+        // The same slices as `fxt slices` lists, from the same timeline.
+        let listed: Value = serde_json::from_str(&ok(&[
+            "fxt",
+            "slices",
+            trace.to_str().unwrap(),
+            "--json",
+            "--limit",
+            "0",
+        ]))
+        .unwrap();
+        let names = col::<StringArray>(&slices, "name");
+        let mut exported: Vec<(String, i64, Option<i64>, Option<i32>)> = (0..slices.num_rows())
+            .map(|i| {
+                (
+                    names.value(i).to_string(),
+                    start.value(i),
+                    (!dur.is_null(i)).then(|| dur.value(i)),
+                    (!depth.is_null(i)).then(|| depth.value(i)),
+                )
+            })
+            .collect();
+        let mut expected: Vec<(String, i64, Option<i64>, Option<i32>)> = listed["slices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["name"].as_str().unwrap().to_string(),
+                    s["start_ns"].as_i64().unwrap(),
+                    s["duration_ns"].as_i64(),
+                    (s["kind"] == "thread").then(|| s["depth"].as_i64().unwrap() as i32),
+                )
+            })
+            .collect();
+        exported.sort();
+        expected.sort();
+        assert_eq!(exported, expected, "{name}");
     }
 }
 
