@@ -245,3 +245,9 @@ impl FxtLayer {
         Ok((FxtLayer { shared }, guard))
     }
 }
+
+/// The README's Rust snippets (this crate's and tracekit-alloc's), compiled
+/// and run as doc-tests, so that they compile as pasted.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeSnippets;
