@@ -173,6 +173,39 @@ pub struct HotPath {
     pub cut: bool,
 }
 
+/// Longest cycle of frames [`folded`] looks for.
+const MAX_CYCLE: usize = 8;
+
+/// A path's frames as a line, caller first (`a > b > c`), with each run of a
+/// repeated cycle written once with its count: `main > nest ×1000 > leaf`,
+/// `main > (even > odd) ×20 > leaf`. The cycle that covers the most frames
+/// from a frame is taken, the shortest among equals.
+pub fn folded(frames: &[String]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < frames.len() {
+        let mut best = (1, 1); // cycle length, repeats
+        for k in 1..=MAX_CYCLE.min((frames.len() - i) / 2) {
+            let cycle = &frames[i..i + k];
+            let mut n = 1;
+            while frames.get(i + n * k..i + (n + 1) * k) == Some(cycle) {
+                n += 1;
+            }
+            if n > 1 && n * k > best.0 * best.1 {
+                best = (k, n);
+            }
+        }
+        let (k, n) = best;
+        parts.push(match (k, n) {
+            (_, 1) => frames[i].clone(),
+            (1, n) => format!("{} ×{n}", frames[i]),
+            (k, n) => format!("({}) ×{n}", frames[i..i + k].join(" > ")),
+        });
+        i += k * n;
+    }
+    parts.join(" > ")
+}
+
 /// Longest fragment [`hot_paths`] reports. A heavier run (a deep recursion) is
 /// reported by its outermost window of this many frames, marked [`HotPath::cut`].
 pub const MAX_HOT_PATH: usize = 64;
@@ -595,6 +628,28 @@ mod tests {
                 "{fragment:?}"
             );
         }
+    }
+
+    #[test]
+    fn recursive_runs_are_written_once_with_their_count() {
+        let f = |names: &str| -> Vec<String> { names.split(' ').map(str::to_string).collect() };
+        assert_eq!(
+            folded(&f("main nest nest nest leaf")),
+            "main > nest ×3 > leaf"
+        );
+        assert_eq!(
+            folded(&f("main even odd even odd even odd leaf")),
+            "main > (even > odd) ×3 > leaf"
+        );
+        assert_eq!(folded(&f("a b c")), "a > b > c");
+        // The cycle that covers more frames wins over a shorter one at the start.
+        assert_eq!(folded(&f("x x y x x y")), "(x > x > y) ×2");
+        assert_eq!(folded(&f("r r r r")), "r ×4");
+        assert_eq!(folded(&[]), "");
+        let deep: Vec<String> = std::iter::once("main".to_string())
+            .chain(std::iter::repeat_n("nest".to_string(), 1000))
+            .collect();
+        assert_eq!(folded(&deep), "main > nest ×1000");
     }
 
     #[test]

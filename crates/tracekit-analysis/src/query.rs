@@ -585,7 +585,7 @@ impl HotPathsAnswer {
                 unit(p.weight),
                 self.share(p.weight) * 100.0,
                 p.objects,
-                p.frames.join(" > ")
+                paths::folded(&p.frames)
             );
         }
         if self.shown().len() < self.paths.len() {
