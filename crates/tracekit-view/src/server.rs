@@ -49,7 +49,7 @@ use crate::timeline::{TimelineEndpoint, TimelineTrace};
 
 /// The page's files, by path: the page, its style and its ES modules (no build
 /// step: the browser loads the modules as written).
-const ASSETS: [(&str, &str, &str); 14] = {
+const ASSETS: [(&str, &str, &str); 15] = {
     const HTML: &str = "text/html; charset=utf-8";
     const JS: &str = "text/javascript; charset=utf-8";
     const CSS: &str = "text/css; charset=utf-8";
@@ -60,6 +60,7 @@ const ASSETS: [(&str, &str, &str); 14] = {
             HTML,
             include_str!("../assets/timeline.html"),
         ),
+        ("/common.css", CSS, include_str!("../assets/common.css")),
         ("/app.css", CSS, include_str!("../assets/app.css")),
         ("/timeline.css", CSS, include_str!("../assets/timeline.css")),
         ("/timeline.js", JS, include_str!("../assets/timeline.js")),

@@ -13,6 +13,9 @@ use tracekit_timeline::{Timeline, TrackKind};
 /// (pid, tid or 0 for async, start, end, name, arguments) of every slice.
 type Row = (u64, u64, u64, u64, String, String);
 
+/// A thread's duration begins (name and arguments) and ends, with their times.
+type Marks = Vec<(u64, Option<(String, String)>)>;
+
 /// A begin waiting for its end: start, name, arguments.
 type Begun = (u64, String, String);
 
@@ -28,10 +31,13 @@ fn traces() -> Option<Vec<std::path::PathBuf>> {
     Some(out)
 }
 
-/// The slices of `bytes` by a plain matching: begins and ends by thread,
-/// async begins and ends by process, name and id, completes as they are.
+/// The slices of `bytes` by a plain matching: begins and ends by thread, in
+/// the order of their times (records of one time in the order read), async
+/// begins and ends by process, name and id, completes as they are.
 fn matched(bytes: &[u8]) -> Vec<Row> {
     let mut r = Reader::new(bytes);
+    // Per thread, its begins (`Some`) and ends (`None`) with their times.
+    let mut marks: HashMap<(u64, u64), Marks> = HashMap::new();
     let mut open: HashMap<(u64, u64), Vec<Begun>> = HashMap::new();
     let mut asyncs: HashMap<(u64, String, u64), (u64, String)> = HashMap::new();
     let mut rows = Vec::new();
@@ -44,12 +50,11 @@ fn matched(bytes: &[u8]) -> Vec<Row> {
         let name = String::from_utf8_lossy(ev.name.as_bytes()).into_owned();
         let args = tracekit_timeline::args_json(ev.args);
         match ev.kind {
-            EventKind::DurationBegin => open.entry((pid, tid)).or_default().push((t, name, args)),
-            EventKind::DurationEnd => {
-                if let Some((s, n, a)) = open.entry((pid, tid)).or_default().pop() {
-                    rows.push((pid, tid, s, t, n, a));
-                }
-            }
+            EventKind::DurationBegin => marks
+                .entry((pid, tid))
+                .or_default()
+                .push((t, Some((name, args)))),
+            EventKind::DurationEnd => marks.entry((pid, tid)).or_default().push((t, None)),
             EventKind::DurationComplete { end_ticks } => {
                 rows.push((pid, tid, t, e.tick_rate.ns(end_ticks).max(t), name, args))
             }
@@ -64,6 +69,21 @@ fn matched(bytes: &[u8]) -> Vec<Row> {
                 }
             }
             _ => {}
+        }
+    }
+    for ((pid, tid), mut thread) in marks {
+        // Stable: marks of one time stay in the order read.
+        thread.sort_by_key(|m| m.0);
+        let stack = open.entry((pid, tid)).or_default();
+        for (t, mark) in thread {
+            match mark {
+                Some((n, a)) => stack.push((t, n, a)),
+                None => {
+                    if let Some((s, n, a)) = stack.pop() {
+                        rows.push((pid, tid, s, t, n, a));
+                    }
+                }
+            }
         }
     }
     for ((pid, tid), stack) in open {

@@ -5,22 +5,24 @@
 // here independently of the server. Screenshots go to target/view-screenshots/.
 //
 //   TRACEKIT=target/release/tracekit CORPUS=../shared/corpus node --test timeline.test.mjs
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import {
+  corpus,
+  open as openPage,
+  root,
+  scratch,
+  serve as serveCommand,
+  settled,
+  shots,
+  tracekit,
+} from './harness.mjs';
 
-const root = path.resolve(import.meta.dirname, '../../../..');
-const tracekit = path.resolve(root, process.env.TRACEKIT ?? 'target/release/tracekit');
-const corpus = path.resolve(root, process.env.CORPUS ?? '../shared/corpus');
 const magic = path.join(corpus, 'fxt/magic_trace_sample.fxt');
 const demo = path.join(corpus, 'fxt/jst_tracing_demo.fxt');
-const shots = path.join(root, 'target/view-screenshots');
-const browserPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const scratch = mkdtempSync(path.join(os.tmpdir(), 'tracekit-timeline-test-'));
 
 // The canvas's layout (canvas.js).
 const LABEL = 200;
@@ -28,26 +30,8 @@ const AXIS = 26;
 const HEADER = 18;
 const LANE = 17;
 
-let servers = [];
-let browser;
-
 function serve(file) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(tracekit, ['-q', 'view', file], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, XDG_CACHE_HOME: scratch },
-    });
-    servers.push(child);
-    let out = '';
-    let err = '';
-    child.stderr.on('data', (d) => (err += d));
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /(http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    child.on('exit', (code) => reject(new Error(`view exited with ${code}: ${out}${err}`)));
-  });
+  return serveCommand(['-q', 'view', file]);
 }
 
 function cli(...args) {
@@ -86,19 +70,8 @@ function dumpSlices(file) {
   return slices;
 }
 
-async function open(url, size = { width: 1400, height: 900 }) {
-  const page = await browser.newPage({ viewport: size });
-  page.on('pageerror', (e) => {
-    throw e;
-  });
-  await page.goto(url);
-  await page.waitForSelector('body[data-ready="true"]');
-  await settled(page);
-  return page;
-}
-
-async function settled(page) {
-  await page.waitForFunction(() => document.getElementById('status').textContent === '');
+function open(url) {
+  return openPage(url, { width: 1400, height: 900 });
 }
 
 async function box(page) {
@@ -132,20 +105,6 @@ async function assertTracks(page, file) {
   assert.deepEqual(shown.sort(), threadsOf(file).sort());
   return rows;
 }
-
-before(async () => {
-  mkdirSync(shots, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: browserPath,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-  });
-});
-
-after(async () => {
-  if (browser) await browser.close();
-  for (const s of servers) s.kill('SIGINT');
-  rmSync(scratch, { recursive: true, force: true });
-});
 
 test('magic-trace output: tracks, details, zoom and pan, search, a range', async () => {
   const page = await open(await serve(magic));
@@ -360,29 +319,8 @@ test('a perf recording of a threaded C program: its threads', async () => {
   const dir = path.join(scratch, 'perf');
   mkdirSync(dir, { recursive: true });
   const src = path.join(dir, 'threads.c');
-  writeFileSync(
-    src,
-    `#define _GNU_SOURCE
-#include <pthread.h>
-#include <unistd.h>
-volatile unsigned long sink;
-__attribute__((noinline)) void leaf(int n) { for (int i = 0; i < n; i++) sink += i * 7; }
-__attribute__((noinline)) void middle(int k) { leaf(20000 + (k & 1) * 10000); }
-__attribute__((noinline)) void outer(int rounds) { for (int r = 0; r < rounds; r++) middle(r); }
-void *worker(void *arg) {
-  pthread_setname_np(pthread_self(), arg ? "worker-1" : "worker-0");
-  outer(1500);
-  return 0;
-}
-int main(void) {
-  pthread_t t[2];
-  for (long i = 0; i < 2; i++) pthread_create(&t[i], 0, worker, (void *)i);
-  outer(1500);
-  for (int i = 0; i < 2; i++) pthread_join(t[i], 0);
-  return 0;
-}
-`,
-  );
+  // The perf recording tests' program: two named workers and the main thread.
+  writeFileSync(src, readFileSync(path.join(root, 'crates/tracekit/tests/integration/threads.c')));
   const exe = path.join(dir, 'threads');
   const cc = spawnSync('cc', ['-O0', '-g', '-fno-omit-frame-pointer', '-pthread', '-o', exe, src]);
   const rec = cc.status === 0 && spawnSync(tracekit, ['-q', 'perf', 'record', '-o', dir, '--', exe]);

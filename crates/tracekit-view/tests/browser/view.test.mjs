@@ -4,61 +4,22 @@
 // to target/view-screenshots/.
 //
 //   TRACEKIT=target/release/tracekit CORPUS=../shared/corpus node --test view.test.mjs
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { blank, corpus, open, root, serve as serveCommand, settled, shots, tracekit } from './harness.mjs';
 
-const root = path.resolve(import.meta.dirname, '../../../..');
-const tracekit = path.resolve(root, process.env.TRACEKIT ?? 'target/release/tracekit');
-const corpus = path.resolve(root, process.env.CORPUS ?? '../shared/corpus');
 const trace = path.join(corpus, 'memtrace/traces/synth_v2.ctf');
 const other = path.join(corpus, 'memtrace/traces/lists_hashtbl_v2.ctf');
-const shots = path.join(root, 'target/view-screenshots');
-const browserPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const cacheHome = mkdtempSync(path.join(os.tmpdir(), 'tracekit-view-test-'));
-
-let servers = [];
-let browser;
 
 function serve(args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(tracekit, ['memtrace', 'view', ...args], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      // The tables are kept in the run's own folder, not the user's cache.
-      env: { ...process.env, XDG_CACHE_HOME: cacheHome },
-    });
-    servers.push(child);
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /(http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    child.on('exit', (code) => reject(new Error(`view exited with ${code}: ${out}`)));
-  });
+  return serveCommand(['memtrace', 'view', ...args]);
 }
 
 function cli(...args) {
   return JSON.parse(execFileSync(tracekit, ['memtrace', ...args], { maxBuffer: 1 << 28 }).toString());
-}
-
-async function open(url) {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.on('pageerror', (e) => {
-    throw e;
-  });
-  await page.goto(url);
-  await page.waitForSelector('body[data-ready="true"]');
-  await page.waitForFunction(() => document.getElementById('status').textContent === '');
-  return page;
-}
-
-async function settled(page) {
-  await page.waitForFunction(() => document.getElementById('status').textContent === '');
 }
 
 // The top table's rows are the sites of a `top --json` answer, in its order,
@@ -73,20 +34,6 @@ function assertTopRows(rows, top) {
 async function topRows(page) {
   return page.$$eval('#top-table tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
 }
-
-before(async () => {
-  mkdirSync(shots, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: browserPath,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-  });
-});
-
-after(async () => {
-  if (browser) await browser.close();
-  for (const s of servers) s.kill('SIGINT');
-  rmSync(cacheHome, { recursive: true, force: true });
-});
 
 test('the top table is what top --json ranks', async () => {
   const page = await open(await serve([trace]));
@@ -450,7 +397,7 @@ test('the trace is answered only with the token of the printed URL', async () =>
   assert.equal(await page.evaluate((t) => fetch('/api/info?token=' + t + 'x').then((r) => r.status), token), 403);
   assert.equal(await page.evaluate((t) => fetch('/api/info?token=' + t).then((r) => r.status), token), 200);
   // Without the token the page loads, says why it has nothing, and shows nothing.
-  const bare = await browser.newPage();
+  const bare = await blank();
   await bare.goto(url.replace(/\?token=.*/, ''));
   await bare.waitForFunction(() => document.getElementById('status').textContent !== '');
   assert.match(await bare.textContent('#status'), /cannot load the trace: .*token/);
