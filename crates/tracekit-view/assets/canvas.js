@@ -265,18 +265,22 @@ function drawFlows(ctx, s, x) {
   if (flows.length === 0) return;
   const rows = new Map();
   for (const r of s.lay.rows) if (r.kind === 'track') rows.set(r.id, r);
-  const yOf = (track) => {
+  // At the slice the flow leaves from or arrives at (its track's header
+  // when none is open there).
+  const yOf = (track, depth) => {
     const r = rows.get(track);
-    return r ? rowTop(r, s.lay, s.scroll) + HEADER + LANE / 2 : null;
+    if (!r) return null;
+    const top = rowTop(r, s.lay, s.scroll);
+    return depth === null || depth === undefined ? top + HEADER / 2 : top + HEADER + depth * LANE + LANE / 2;
   };
   ctx.strokeStyle = 'rgba(60, 60, 60, 0.8)';
   ctx.fillStyle = 'rgba(60, 60, 60, 0.8)';
   for (const f of flows) {
     for (let i = 0; i + 1 < f.length; i++) {
-      const [ta, a] = f[i];
-      const [tb, b] = f[i + 1];
-      const ya = yOf(ta);
-      const yb = yOf(tb);
+      const [ta, a, , da] = f[i];
+      const [tb, b, , db] = f[i + 1];
+      const ya = yOf(ta, da);
+      const yb = yOf(tb, db);
       if (ya === null || yb === null) continue;
       const xa = x(a);
       const xb = x(b);

@@ -23,7 +23,10 @@
 //! In a `window` answer a slice drawn as itself is `[start, end, name, index]`
 //! and a merged run `[start, end, name, index, count]` (its longest slice's
 //! name and index); `end` is `null` for a slice still open at the end of the
-//! trace. Names are ids, with their texts in the answer's `names`.
+//! trace. Names are ids, with their texts in the answer's `names`. A flow is
+//! its events, each `[track, time, phase, depth]`: the phase `b`, `s` or `e`,
+//! the depth that of the deepest slice open on the track at its time (`null`
+//! for none), where the arrow leaves or arrives.
 
 use std::fmt::Write as _;
 
@@ -631,7 +634,15 @@ fn window(t: &Timeline, from: u64, to: u64, px: u64, tracks: &[usize]) -> String
                 FlowPhase::Step => 's',
                 FlowPhase::End => 'e',
             };
-            let _ = write!(out, "[{},{},\"{phase}\"]", p.track, rel(p.time));
+            // The depth of the slice it leaves from or arrives at: the
+            // deepest one on its track open at its time.
+            let depth = t.tracks().get(p.track).and_then(|tr| {
+                tr.lanes
+                    .iter()
+                    .rposition(|lane| !lane.range(p.time, p.time.saturating_add(1)).is_empty())
+            });
+            let depth = depth.map_or("null".to_string(), |d| d.to_string());
+            let _ = write!(out, "[{},{},\"{phase}\",{depth}]", p.track, rel(p.time));
         }
         out.push(']');
     }
@@ -811,6 +822,10 @@ mod tests {
         )];
         w.instant(threads[0], cat, child, base + 500, &args)
             .unwrap();
+        // A flow from inside the first parent's sixth child to inside the
+        // second thread's second parent's first child.
+        w.flow_begin(threads[0], base + 500, 5).unwrap();
+        w.flow_end(threads[1], base + 2_150, 5).unwrap();
         let bytes = w.finish().unwrap().into_vec();
         let mut reader = Reader::new(&bytes);
         let mut counted = Counted::new(&mut reader);
@@ -894,6 +909,16 @@ mod tests {
         let name = children[0][2].as_u64().unwrap().to_string();
         assert_eq!(w["names"][&name], "child");
         assert_eq!(w["tracks"][0]["instants"].as_array().unwrap().len(), 1);
+        // The flow leaves and arrives at the depth of the slices open there.
+        let w = ask(
+            &t,
+            TimelineEndpoint::Window,
+            &[("from", "0"), ("to", "4000"), ("px", "100")],
+        );
+        assert_eq!(
+            w["flows"],
+            serde_json::json!([[[0, 500, "b", 1], [1, 2_150, "e", 1]]])
+        );
     }
 
     #[test]
