@@ -44,5 +44,5 @@ pub use filter::{Filter, FilterError};
 pub use passes::{Pass, Threads, analyze};
 pub use sampling::Sampling;
 pub use sites::{PerSite, SiteCounts, SiteTable, Weight};
-pub use time::{TimeParseError, parse_time};
+pub use time::{TimeParseError, parse_time, parse_time_ns};
 pub use units::{SizeParseError, parse_bytes};

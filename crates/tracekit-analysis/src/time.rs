@@ -89,6 +89,15 @@ pub fn parse_time(text: &str) -> Result<Timedelta, TimeParseError> {
         .map_err(|_| TimeParseError::OutOfRange)
 }
 
+/// [`parse_time`] in nanoseconds, for timelines whose clocks count them.
+pub fn parse_time_ns(text: &str) -> Result<u64, TimeParseError> {
+    let t = parse_time(text)?;
+    u64::try_from(t.as_micros())
+        .ok()
+        .and_then(|us| us.checked_mul(1_000))
+        .ok_or(TimeParseError::OutOfRange)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -85,16 +85,9 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
         TableWriter::new(files, INSTANTS.name, INSTANTS.schema(), batch)?;
     let mut counters: TableWriter<CounterCols> =
         TableWriter::new(files, COUNTERS.name, COUNTERS.schema(), batch)?;
-    let process_name = |pid: u64| {
-        t.processes()
-            .iter()
-            .find(|(p, _)| *p == pid)
-            .and_then(|(_, n)| *n)
-            .map(|n| t.string(n))
-    };
     for track in t.tracks() {
         let (pid, tid) = (track.pid, track.tid);
-        let process = process_name(pid);
+        let process = t.process_name(pid);
         let thread = match track.kind {
             TrackKind::Thread => track.name.map(|n| t.string(n)),
             TrackKind::Async => None,

@@ -66,6 +66,16 @@ pub enum TrackKind {
     Async,
 }
 
+impl TrackKind {
+    /// How answers name it: `thread` or `async`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TrackKind::Thread => "thread",
+            TrackKind::Async => "async",
+        }
+    }
+}
+
 /// An instant event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Instant {
@@ -195,6 +205,15 @@ impl Timeline {
     /// The processes, by koid, with their names.
     pub fn processes(&self) -> &[(u64, Option<u32>)] {
         &self.processes
+    }
+
+    /// The name of process `pid`, from a kernel object record.
+    pub fn process_name(&self, pid: u64) -> Option<&str> {
+        self.processes
+            .iter()
+            .find(|(p, _)| *p == pid)
+            .and_then(|(_, n)| *n)
+            .map(|n| self.string(n))
     }
 
     /// The tracks: threads by process and thread koid, then each process's

@@ -223,10 +223,7 @@ impl SlicesQuery {
                 let s = track.lanes.get(l)?.get(i)?;
                 Some(SliceJson {
                     track: ti,
-                    kind: match track.kind {
-                        TrackKind::Thread => "thread",
-                        TrackKind::Async => "async",
-                    },
+                    kind: track.kind.name(),
                     pid: track.pid,
                     tid: track.tid,
                     depth: l,

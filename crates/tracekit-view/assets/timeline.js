@@ -15,23 +15,15 @@ import {
   rowTop,
   timeAt,
 } from '/canvas.js';
-
-// The server answers only with the token of the URL it printed; it goes in a
-// header, so that it stays out of the addresses of the requests.
-const TOKEN = new URLSearchParams(location.search).get('token') || '';
+import { answerText } from '/api.js';
 
 // How long the last window took: its request, its parsing, its drawing (ms),
 // and its size; for benchmarks.
 const timing = { request: 0, parse: 0, draw: 0, bytes: 0 };
 
 async function api(endpoint, params) {
-  const q = new URLSearchParams(params);
   const t0 = performance.now();
-  const r = await fetch('/api/' + endpoint + '?' + q.toString(), {
-    headers: { Authorization: 'Bearer ' + TOKEN },
-  });
-  const text = await r.text();
-  if (!r.ok) throw new Error(text);
+  const text = await answerText(endpoint, new URLSearchParams(params));
   const t1 = performance.now();
   const answer = JSON.parse(text);
   if (endpoint === 'window') {

@@ -33,7 +33,7 @@ use std::fmt::Write as _;
 use tracekit_fxt::stats::Stats;
 use tracekit_timeline::lane::{Drawn, OPEN};
 use tracekit_timeline::report::{SlicesQuery, TopQuery};
-use tracekit_timeline::{FlowPhase, Position, Timeline, TrackKind};
+use tracekit_timeline::{FlowPhase, Position, Timeline};
 
 use crate::api::ApiError;
 
@@ -351,11 +351,7 @@ fn nanoseconds(name: &str, v: &str) -> Result<u64, ApiError> {
     if let Ok(n) = v.parse::<u64>() {
         return Ok(n);
     }
-    let t = tracekit_analysis::parse_time(v).map_err(|e| bad(format!("{name}={v}: {e}")))?;
-    u64::try_from(t.as_micros())
-        .ok()
-        .and_then(|us| us.checked_mul(1_000))
-        .ok_or_else(|| bad(format!("{name}={v}: out of range")))
+    tracekit_analysis::parse_time_ns(v).map_err(|e| bad(format!("{name}={v}: {e}")))
 }
 
 fn position(v: &str) -> Result<Position, ApiError> {
@@ -373,21 +369,7 @@ fn quoted(s: &str) -> String {
     serde_json::Value::from(s).to_string()
 }
 
-fn kind_name(kind: TrackKind) -> &'static str {
-    match kind {
-        TrackKind::Thread => "thread",
-        TrackKind::Async => "async",
-    }
-}
-
 fn tracks_json(name: &str, t: &Timeline) -> String {
-    let process = |pid: u64| {
-        t.processes()
-            .iter()
-            .find(|(p, _)| *p == pid)
-            .and_then(|(_, n)| *n)
-            .map(|n| t.string(n).to_string())
-    };
     let tracks: Vec<serde_json::Value> = t
         .tracks()
         .iter()
@@ -395,11 +377,11 @@ fn tracks_json(name: &str, t: &Timeline) -> String {
         .map(|(i, tr)| {
             serde_json::json!({
                 "id": i,
-                "kind": kind_name(tr.kind),
+                "kind": tr.kind.name(),
                 "pid": tr.pid,
                 "tid": tr.tid,
                 "name": tr.name.map(|n| t.string(n)),
-                "process": process(tr.pid),
+                "process": t.process_name(tr.pid),
                 "lanes": tr.lanes.len(),
                 "slices": tr.slices(),
                 "instants": tr.instants.len(),
@@ -420,7 +402,7 @@ fn tracks_json(name: &str, t: &Timeline) -> String {
             serde_json::json!({
                 "id": i,
                 "pid": c.pid,
-                "process": process(c.pid),
+                "process": t.process_name(c.pid),
                 "name": t.string(c.name),
                 "counter": c.id,
                 "series": t.string(c.series),
@@ -663,7 +645,7 @@ fn details(t: &Timeline, at: Position) -> Option<String> {
         "index": at.index,
         "name": t.string(s.name),
         "category": t.string(s.category),
-        "kind": kind_name(track.kind),
+        "kind": track.kind.name(),
         "pid": track.pid,
         "tid": track.tid,
         "thread": track.name.map(|n| t.string(n)),

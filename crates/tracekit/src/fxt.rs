@@ -168,11 +168,7 @@ fn pair(v: Option<Vec<u64>>) -> Option<(u64, u64)> {
 
 /// A time from the trace's first time, in nanoseconds.
 fn time_arg(s: &str) -> Result<u64, String> {
-    let t = tracekit_analysis::parse_time(s).map_err(|e| e.to_string())?;
-    u64::try_from(t.as_micros())
-        .ok()
-        .and_then(|us| us.checked_mul(1_000))
-        .ok_or_else(|| "time out of range".to_string())
+    tracekit_analysis::parse_time_ns(s).map_err(|e| e.to_string())
 }
 
 /// [`tracekit_io::fxt::with_records`] with a progress bar over a file; a read
