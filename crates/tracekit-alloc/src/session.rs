@@ -444,8 +444,10 @@ impl Session {
     }
 }
 
+/// A code's locations as the trace stores them, shortened when they would
+/// not fit in a location event ([`fit`]).
 fn to_memtrace(locations: &[crate::symbolize::Location]) -> Vec<MtLocation> {
-    locations
+    let mut locs: Vec<MtLocation> = locations
         .iter()
         .map(|l| MtLocation {
             filename: l.filename.as_str().into(),
@@ -455,7 +457,43 @@ fn to_memtrace(locations: &[crate::symbolize::Location]) -> Vec<MtLocation> {
             end_char: l.column,
             defname: l.defname.as_str().into(),
         })
-        .collect()
+        .collect();
+    fit(&mut locs);
+    locs
+}
+
+/// Shortens `locs` (caller first) until a writer sends them as they are:
+/// a list too long for a location event would be written as `??` (the
+/// format's unknown location), losing the frame and all inlined into it.
+/// Deep chains of inlined generic functions (`vec![x; n]` in an iterator
+/// closure) reach that. First the generic arguments go from the names; then
+/// the standard library's frames between the outermost and the innermost
+/// frame not of it (what a site and a stack from `main` are named by); then
+/// frames from the middle, outermost and innermost kept.
+fn fit(locs: &mut Vec<MtLocation>) {
+    if tracekit_memtrace::location_list_fits(locs) {
+        return;
+    }
+    for l in locs.iter_mut() {
+        let short = tracekit_symbols::names::short_name(&l.defname.to_string());
+        l.defname = short.as_str().into();
+    }
+    if tracekit_memtrace::location_list_fits(locs) {
+        return;
+    }
+    let is_std = |l: &MtLocation| l.filename.starts_with(b"/rustc/");
+    let mut i = 1;
+    while i + 1 < locs.len() && !tracekit_memtrace::location_list_fits(locs) {
+        let own = locs.iter().rposition(|l| !is_std(l));
+        if is_std(&locs[i]) && Some(i) != own {
+            locs.remove(i);
+        } else {
+            i += 1;
+        }
+    }
+    while locs.len() > 2 && !tracekit_memtrace::location_list_fits(locs) {
+        locs.remove(locs.len() / 2);
+    }
 }
 
 /// Opens the trace file as memtrace does: created with mode 0600, locked
@@ -604,4 +642,44 @@ fn install_hooks() {
             libc::atexit(at_exit);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loc(defname: &str, filename: &str) -> MtLocation {
+        MtLocation {
+            filename: filename.into(),
+            line: 3,
+            start_char: 1,
+            end_char: 1,
+            defname: defname.into(),
+        }
+    }
+
+    #[test]
+    fn a_list_too_long_for_its_event_is_shortened_not_lost() {
+        let generic = format!("collect<{}>", "core::iter::Map<u32>, ".repeat(40));
+        let std_file = "/rustc/0123456789abcdef/library/alloc/src/vec/mod.rs";
+        let mut locs = vec![loc("app::churn", "src/main.rs")];
+        locs.extend((0..30).map(|_| loc(&generic, std_file)));
+        locs.push(loc("app::churn::{closure#0}", "src/main.rs"));
+        locs.extend((0..30).map(|_| loc(&generic, std_file)));
+        assert!(!tracekit_memtrace::location_list_fits(&locs));
+        fit(&mut locs);
+        assert!(tracekit_memtrace::location_list_fits(&locs));
+        let names: Vec<String> = locs.iter().map(|l| l.defname.to_string()).collect();
+        assert_eq!(names.first().map(String::as_str), Some("app::churn"));
+        assert!(
+            names.contains(&"app::churn::{closure#0}".to_owned()),
+            "{names:?}"
+        );
+        assert_eq!(names.last().map(String::as_str), Some("collect"));
+
+        // A list that fits is left alone, generic arguments and all.
+        let mut small = vec![loc("f<u8>", "src/main.rs"), loc("g", "src/main.rs")];
+        fit(&mut small);
+        assert_eq!(small[0].defname.to_string(), "f<u8>");
+    }
 }

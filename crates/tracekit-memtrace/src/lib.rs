@@ -119,7 +119,7 @@ pub use types::{
     Timedelta, Timestamp,
 };
 #[cfg(feature = "write")]
-pub use write::{GetPid, MultiplexedDomains, Writer, WriterOptions};
+pub use write::{GetPid, MultiplexedDomains, Writer, WriterOptions, location_list_fits};
 
 /// Whether `head` starts like a memtrace trace (a CTF packet's magic number):
 /// tells a trace from other files before reading it.

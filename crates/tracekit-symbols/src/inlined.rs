@@ -48,6 +48,7 @@
 
 use std::collections::HashMap;
 
+use crate::names::strip_generics;
 use crate::symbols::{SymbolIndex, Symbols};
 
 /// Beyond this many functions of one name, the name is not worth the search.
@@ -216,47 +217,60 @@ fn span(dwarf: &addr2line::Loader, symbols: &Symbols, i: SymbolIndex, home: &mut
     }
 }
 
-/// `name` without generic arguments: `alloc::vec::Vec<T,A>::push` and
-/// `<alloc::vec::Vec<u8> as core::ops::drop::Drop>::drop::<u8>` become
-/// `alloc::vec::Vec::push` and `<alloc::vec::Vec as core::ops::drop::Drop>::drop`.
-/// A `<` that opens a path segment (`<T as Trait>`) is kept.
-pub(crate) fn strip_generics(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut chars = name.char_indices();
-    while let Some((i, c)) = chars.next() {
-        // `<impl Trait for T>` (a legacy symbol's impl segment) is a path
-        // segment, whatever precedes it.
-        let impl_segment = c == '<' && name.get(i + 1..).is_some_and(|r| r.starts_with("impl "));
-        let arguments = c == '<'
-            && !impl_segment
-            && out
-                .chars()
-                .next_back()
-                .is_some_and(|p| p.is_alphanumeric() || matches!(p, '_' | '}' | ':'));
-        if !arguments {
-            out.push(c);
-            continue;
-        }
-        if out.ends_with("::") {
-            // A turbofish, `f::<T>`.
-            out.truncate(out.len() - 2);
-        }
-        let mut depth = 1usize;
-        let mut prev = c;
-        for (_, c) in chars.by_ref() {
-            match c {
-                '<' => depth += 1,
-                // `->` in a function type is no bracket.
-                '>' if prev != '-' => depth -= 1,
-                _ => {}
+/// The full name of the inlined closure `frames[i]` (`{closure#N}`, bare),
+/// from the generic arguments of the other frames at its address: the
+/// functions it is passed through name its type, `p::{closure_env#N}`, whose
+/// path `p` is the function the closure is written in. Of the paths named
+/// so, the one taken is that of a frame at the same address whose code is in
+/// the closure's file (the function that made the closure and called what
+/// runs it); with none such, the one path there is when it is not the
+/// standard library's. `None` when that does not settle it.
+pub(crate) fn closure_path(frames: &[crate::Frame], i: usize) -> Option<String> {
+    let closure = frames.get(i)?;
+    let bare = strip_generics(&closure.function);
+    let index = bare.strip_prefix("{closure#")?.strip_suffix('}')?;
+    let needle = format!("::{{closure_env#{index}}}");
+    let mut paths: Vec<&str> = Vec::new();
+    for f in frames {
+        let name = f.function.as_str();
+        let mut from = 0;
+        while let Some(at) = name.get(from..).and_then(|r| r.find(&needle)) {
+            let end = from + at;
+            let start = name[..end]
+                .rfind(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | ':' | '{' | '}' | '#')))
+                .map_or(0, |p| p + 1);
+            let path = &name[start..end];
+            if !path.is_empty() && !paths.contains(&path) {
+                paths.push(path);
             }
-            prev = c;
-            if depth == 0 {
-                break;
-            }
+            from = end + needle.len();
         }
     }
-    out
+    let written_in_file = |path: &str| {
+        let last = split_last(path).map_or(path, |(_, l)| l);
+        frames.iter().enumerate().any(|(j, f)| {
+            j != i
+                && f.file == closure.file
+                && strip_generics(&f.function).rsplit("::").next() == Some(last)
+        })
+    };
+    let mut found = paths.iter().filter(|p| written_in_file(p));
+    let path = match (found.next(), found.next()) {
+        (Some(p), None) => *p,
+        (Some(_), Some(_)) => return None,
+        (None, _) => match paths.as_slice() {
+            [p] if !is_std(p) => *p,
+            _ => return None,
+        },
+    };
+    Some(format!("{path}::{bare}"))
+}
+
+/// Whether a path is of the standard library's crates.
+fn is_std(path: &str) -> bool {
+    ["core::", "alloc::", "std::"]
+        .iter()
+        .any(|c| path.starts_with(c))
 }
 
 /// True for a name without a path: `make_words`, `reserve<u64,
@@ -303,36 +317,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn generic_arguments_go_qualified_paths_stay() {
-        assert_eq!(
-            strip_generics("alloc::raw_vec::RawVecInner<A>::reserve::do_reserve_and_handle"),
-            "alloc::raw_vec::RawVecInner::reserve::do_reserve_and_handle"
-        );
-        assert_eq!(
-            strip_generics("<alloc::vec::Vec<T,A> as core::ops::drop::Drop>::drop"),
-            "<alloc::vec::Vec as core::ops::drop::Drop>::drop"
-        );
-        assert_eq!(
-            strip_generics("<alloc::vec::Vec<u8>>::push::<u8>"),
-            "<alloc::vec::Vec>::push"
-        );
-        assert_eq!(
-            strip_generics("reserve<u64, alloc::alloc::Global>"),
-            "reserve"
-        );
-        assert_eq!(strip_generics("call_once<fn() -> u8, ()>"), "call_once");
-        assert_eq!(strip_generics("{closure#0}<u64>"), "{closure#0}");
-        assert_eq!(
-            strip_generics("core::array::<impl core::fmt::Debug for alloc::vec::Vec<T>>::fmt"),
-            "core::array::<impl core::fmt::Debug for alloc::vec::Vec>::fmt"
-        );
-        assert_eq!(
-            strip_generics("<&T as core::fmt::Debug>::fmt"),
-            "<&T as core::fmt::Debug>::fmt"
-        );
-    }
-
-    #[test]
     fn splits_at_the_last_top_level_separator() {
         assert_eq!(
             split_last("<alloc::vec::Vec as core::ops::drop::Drop>::drop"),
@@ -348,6 +332,48 @@ mod tests {
         );
         assert_eq!(split_last("main"), None);
         assert_eq!(split_last("::x"), None);
+    }
+
+    fn frame(function: &str, file: &str) -> crate::Frame {
+        crate::Frame {
+            function: function.to_owned(),
+            file: file.to_owned(),
+            line: 1,
+            column: 1,
+        }
+    }
+
+    #[test]
+    fn a_closure_is_named_after_the_function_it_is_written_in() {
+        // Innermost first, as at one address of `heapdemo::churn`.
+        let frames = [
+            frame("from_elem<u8>", "/rustc/x/library/alloc/src/vec/mod.rs"),
+            frame("{closure#0}", "src/main.rs"),
+            frame(
+                "{closure#0}<u32, (), heapdemo::churn::{closure_env#0}, \
+                 core::iter::traits::iterator::Iterator::for_each::call::{closure_env#0}<u8>>",
+                "/rustc/x/library/core/src/iter/adapters/map.rs",
+            ),
+            frame(
+                "collect<core::iter::adapters::map::Map<core::ops::range::Range<u32>, \
+                 heapdemo::churn::{closure_env#0}>>",
+                "/rustc/x/library/core/src/iter/traits/iterator.rs",
+            ),
+            frame("churn", "src/main.rs"),
+        ];
+        assert_eq!(
+            closure_path(&frames, 1).as_deref(),
+            Some("heapdemo::churn::{closure#0}")
+        );
+        // The standard library's closure: named by a path, but no frame of
+        // `map_fold` is there to vouch for it, and it is std's.
+        assert_eq!(closure_path(&frames, 2), None);
+        // Not a closure.
+        assert_eq!(closure_path(&frames, 0), None);
+        // Another closure index is another closure.
+        let mut other = frames.clone();
+        other[1].function = "{closure#1}".to_owned();
+        assert_eq!(closure_path(&other, 1), None);
     }
 
     #[test]

@@ -18,6 +18,8 @@
 //!   `src/symbols.rs` (symbol sizes, debug files) and `src/inlined.rs`
 //!   (paths of inlined functions, which line-tables-only DWARF leaves out).
 //! * [`demangle()`] gives Rust names without their hash, then C++ names.
+//! * [`names`] writes Rust names as reports show them (generic arguments
+//!   dropped, closures called closures).
 //! * [`Kallsyms`] names kernel addresses from `/proc/kallsyms`.
 //!
 //! The crate reads no environment variable and prints nothing: where the
@@ -34,6 +36,7 @@ pub mod elf;
 mod demangle;
 mod inlined;
 mod kallsyms;
+pub mod names;
 mod object_symbols;
 mod symbols;
 

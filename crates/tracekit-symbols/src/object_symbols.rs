@@ -200,6 +200,14 @@ impl ObjectSymbols {
             && out.len() > 1
         {
             let last = out.len() - 1;
+            // Closures first, from the other frames' names as the debug
+            // information gives them.
+            let closures: Vec<(usize, String)> = (0..last)
+                .filter_map(|i| Some((i, inlined::closure_path(&out, i)?)))
+                .collect();
+            for (i, full) in closures {
+                out[i].function = full;
+            }
             for f in &mut out[..last] {
                 if f.function.is_empty() || !inlined::is_bare(&f.function) {
                     continue;

@@ -42,6 +42,21 @@ impl<T: Default> Mtf<T> {
     }
 }
 
+/// Whether a writer sends `locs` as they are: at most 255 locations whose
+/// worst-case encoding fits in 4096 bytes. A list that does not is written
+/// as [`Location::unknown`] (except by [`Writer::put_event_exact`](crate::Writer)),
+/// so a tracer that makes its own lists shortens them to fit first.
+pub fn location_list_fits(locs: &[Location]) -> bool {
+    locs.len() <= 255 && worst_case_size(locs) <= LOCATION_MAX_LENGTH
+}
+
+/// The most bytes a location event body for `locs` can take.
+fn worst_case_size(locs: &[Location]) -> usize {
+    locs.iter().fold(8 + 1, |size, l| {
+        size + 6 + (l.filename.len() + 1) + (l.defname.len() + 1)
+    })
+}
+
 /// Per-domain state of the location encoder.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct LocationEncoder {
@@ -64,11 +79,8 @@ impl LocationEncoder {
         locs: &[Location],
         whole: bool,
     ) -> bool {
-        let worst_case = locs.iter().fold(8 + 1, |size, l| {
-            size + 6 + (l.filename.len() + 1) + (l.defname.len() + 1)
-        });
         let unknown;
-        let as_is = locs.len() <= 255 && (whole || worst_case <= LOCATION_MAX_LENGTH);
+        let as_is = locs.len() <= 255 && (whole || worst_case_size(locs) <= LOCATION_MAX_LENGTH);
         let locs = if as_is {
             locs
         } else {

@@ -44,6 +44,7 @@ use backtrace::BacktraceEncoder;
 use buf::put_vint;
 use info::trace_info_packet;
 use location::LocationEncoder;
+pub use location::location_list_fits;
 use packet::{finish_header, put_event_header, put_header};
 use rustc_hash::FxHashMap;
 

@@ -1,0 +1,85 @@
+//! A small program as a Rust user writes one, traced by tracekit-alloc's
+//! `naming` tests: what its sites, frames and stacks are called.
+//!
+//! ```sh
+//! MEMTRACE=heapdemo.ctf cargo run --release -p tracekit-alloc-demo --bin heapdemo
+//! ```
+//!
+//! Four allocating functions, each with a shape the names must survive:
+//!
+//! * `churn`: a closure mapping over a range into `vec![i as u8; 65536]`
+//!   (a non-zero fill, which goes through `alloc::vec::from_elem`), the
+//!   biggest allocator;
+//! * `tables`: a closure of another function, so that the two closures only
+//!   differ by the function they are in; builds strings into a generic
+//!   container (`Vec<String>` collected from a `Map<Range<u32>, ..>`);
+//! * `nest`: direct recursion 300 deep, allocating at the bottom;
+//! * `ping` and `pong`: indirect recursion 200 deep, allocating at the
+//!   bottom.
+//!
+//! Runs with `MEMTRACE_RATE` as given (the tests sample every word) and
+//! prints `heapdemo: done`.
+
+use std::hint::black_box;
+
+#[global_allocator]
+static A: tracekit_alloc::Tracer<std::alloc::System> =
+    tracekit_alloc::Tracer::new(std::alloc::System);
+
+/// Bytes in each of `churn`'s blocks.
+const CHURN_BYTES: usize = 65536;
+
+#[inline(never)]
+fn churn(n: u32) -> Vec<Vec<u8>> {
+    let blocks: Vec<Vec<u8>> = (0..n).map(|i| vec![i as u8 | 1; CHURN_BYTES]).collect();
+    black_box(&blocks);
+    blocks
+}
+
+#[inline(never)]
+fn tables(n: u32) -> Vec<String> {
+    let names: Vec<String> = (0..n).map(|i| format!("row number {i:08}")).collect();
+    black_box(&names);
+    names
+}
+
+#[inline(never)]
+fn nest(depth: u32) -> Vec<u64> {
+    if depth == 0 {
+        return vec![3; 10_000];
+    }
+    let v = nest(depth - 1);
+    // Not a tail call: each level keeps its frame.
+    black_box(&v);
+    v
+}
+
+#[inline(never)]
+fn ping(depth: u32) -> Vec<u64> {
+    if depth == 0 {
+        return vec![5; 20_000];
+    }
+    let v = pong(depth - 1);
+    black_box(&v);
+    v
+}
+
+#[inline(never)]
+fn pong(depth: u32) -> Vec<u64> {
+    let v = ping(depth);
+    black_box(&v);
+    v
+}
+
+fn main() {
+    tracekit_alloc::trace_if_requested();
+    let mut kept = 0usize;
+    for _ in 0..20 {
+        kept += black_box(churn(16)).len();
+        kept += black_box(tables(2000)).len();
+        kept += black_box(nest(300)).len();
+        kept += black_box(ping(200)).len();
+    }
+    black_box(kept);
+    println!("heapdemo: done");
+}
