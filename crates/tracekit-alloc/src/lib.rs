@@ -72,6 +72,27 @@
 //!   threads sampling at once, threads share domains. A block freed on
 //!   another thread is collected in the domain that allocated it.
 //!
+//! # Heap checks in tests
+//!
+//! [`testing::start`] turns on exact counting of every allocation (no
+//! sampling, no trace file) and [`HeapStats::get`] reads the counts, so
+//! that a test can assert "this call allocates exactly one 1000-byte block"
+//! or "the peak stays under 10 MiB":
+//!
+//! ```
+//! #[global_allocator]
+//! static A: tracekit_alloc::Tracer<std::alloc::System> =
+//!     tracekit_alloc::Tracer::new(std::alloc::System);
+//!
+//! let counting = tracekit_alloc::testing::start();
+//! let v: Vec<u64> = Vec::with_capacity(125);
+//! let stats = tracekit_alloc::HeapStats::get();
+//! assert_eq!((stats.total_blocks, stats.total_bytes), (1, 1000));
+//! drop(v);
+//! assert_eq!(tracekit_alloc::HeapStats::get().curr_bytes, 0);
+//! drop(counting);
+//! ```
+//!
 //! # Cost
 //!
 //! An unsampled allocation costs a thread-local decrement and a branch; an
@@ -114,6 +135,7 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 
 mod clock;
 mod sampler;
@@ -121,10 +143,12 @@ mod session;
 mod slots;
 mod symbolize;
 mod table;
+pub mod testing;
 mod thread;
 mod unwind;
 
 pub use session::Stats;
+pub use testing::HeapStats;
 pub use unwind::Unwinder;
 
 /// memtrace's default sampling rate (per word).
@@ -162,6 +186,9 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracer<A> {
         if thread::charge(layout.size()) {
             on_countdown_expired(p, layout.size());
         }
+        if testing::COUNTING.load(Ordering::Relaxed) {
+            testing::on_alloc(p, layout.size());
+        }
         p
     }
 
@@ -172,6 +199,9 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracer<A> {
         if thread::charge(layout.size()) {
             on_countdown_expired(p, layout.size());
         }
+        if testing::COUNTING.load(Ordering::Relaxed) {
+            testing::on_alloc(p, layout.size());
+        }
         p
     }
 
@@ -180,12 +210,20 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracer<A> {
         if table::may_contain(ptr) {
             on_possibly_sampled_free(ptr);
         }
+        // Before the block is freed: then its address may be handed out again.
+        if testing::COUNTING.load(Ordering::Relaxed) {
+            testing::on_free(ptr);
+        }
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { self.inner.dealloc(ptr, layout) }
     }
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if testing::COUNTING.load(Ordering::Relaxed) {
+            // SAFETY: forwarded with the caller's guarantees.
+            return unsafe { self.realloc_counted(ptr, layout, new_size) };
+        }
         if table::may_contain(ptr) {
             // SAFETY: forwarded with the caller's guarantees.
             return unsafe { self.realloc_possibly_sampled(ptr, layout, new_size) };
@@ -200,6 +238,34 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracer<A> {
 }
 
 impl<A: GlobalAlloc> Tracer<A> {
+    /// `realloc` while counting ([`testing`]): a free of the old block and
+    /// an allocation of the new one, or nothing if it fails.
+    ///
+    /// # Safety
+    ///
+    /// The caller upholds [`GlobalAlloc::realloc`]'s contract.
+    #[cold]
+    #[inline(never)]
+    unsafe fn realloc_counted(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        testing::on_free(ptr);
+        let p = if table::may_contain(ptr) {
+            // SAFETY: forwarded with the caller's guarantees.
+            unsafe { self.realloc_possibly_sampled(ptr, layout, new_size) }
+        } else {
+            // SAFETY: forwarded with the caller's guarantees.
+            let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
+            if thread::charge(new_size) {
+                on_countdown_expired(p, new_size);
+            }
+            p
+        };
+        match p.is_null() {
+            true => testing::on_realloc_failed(ptr, layout.size()),
+            false => testing::on_alloc(p, new_size),
+        }
+        p
+    }
+
     /// `realloc` of a block the filter could not rule out.
     ///
     /// # Safety
