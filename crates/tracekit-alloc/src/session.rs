@@ -201,8 +201,10 @@ fn start_inner(path: &Path, rate: f64, context: Option<&str>) -> Result<(), Erro
         .wrapping_add(1)
         .max(1);
     RATE.store(sampler::Rate::new(rate).to_bits(), Ordering::Relaxed);
+    // Unnamed to std: a named thread allocates a copy of its name as it
+    // starts, before `background` can mark it the tracer's, and that would be
+    // sampled. `background` names it for the system instead.
     let thread = std::thread::Builder::new()
-        .name("tracekit-alloc".into())
         .spawn(move || background(generation))
         .map_err(Error::Thread)?;
     *guard = Some(Session {
@@ -311,6 +313,11 @@ pub(crate) fn drain_now() {
 
 fn background(generation: u32) {
     Internal::enter_forever();
+    // SAFETY: the name is a NUL-terminated string of 15 bytes, within the
+    // system's 16, and `pthread_self` is this running thread.
+    unsafe {
+        libc::pthread_setname_np(libc::pthread_self(), c"tracekit-alloc".as_ptr());
+    }
     loop {
         {
             let w = WAKE.lock().unwrap_or_else(|e| e.into_inner());
