@@ -34,6 +34,7 @@ fn bench(c: &mut Criterion) {
     let query = FxtQuery {
         big: 20,
         points: 2000,
+        naming: Default::default(),
         filter: Filter::default(),
     };
     let events = timeline

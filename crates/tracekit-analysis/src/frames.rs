@@ -29,10 +29,17 @@ use crate::backtrace::{BacktraceId, Backtraces};
 use crate::idtable::IdTable;
 use crate::sampling::Sampling;
 use crate::sites::SiteCounts;
-use crate::symbols::{EMPTY_BACKTRACE, FrameLabel, entry_labels};
+use crate::symbols::{
+    EMPTY_BACKTRACE, FrameLabel, FrameSkip, Naming, entry_labels, is_runtime_start,
+};
 
 /// Not mapped yet.
 const NONE: u32 = u32::MAX;
+
+/// A trie node's place in the frame tree when its stack has just passed the
+/// runtime's frames ([`Naming`]): the root, the standard library's frames
+/// still to be looked past.
+const MAIN_ROOT: u32 = u32::MAX - 1;
 
 /// Unit of folded-stack weights.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,7 +81,17 @@ pub struct TreeOptions {
     pub unit: Unit,
     /// Merge runs of the same frame (direct recursion) into one.
     pub collapse_recursion: bool,
+    /// Fold recursion, direct and indirect: a frame whose name is already on
+    /// the stack joins that (innermost) frame, so that `a > b > a > b` is
+    /// `a > b`.
+    pub fold_recursion: bool,
+    /// How frames are named, and whether stacks start at `main`.
+    pub naming: Naming,
 }
+
+/// Stacks deeper than this many frames do not fit on a screen: a flame graph
+/// folds their recursion unless asked not to.
+pub const SCREEN_FRAMES: usize = 60;
 
 /// The printed stacks of a profile's sites, merged into a tree, with their weights.
 #[derive(Debug)]
@@ -223,6 +240,8 @@ impl FrameTree {
             label,
             unit: Unit::Samples,
             collapse_recursion: false,
+            fold_recursion: false,
+            naming: Naming::default(),
         };
         let mut b = Builder::new(profile.backtraces.len(), options, Hide::default());
         let ids = profile
@@ -343,6 +362,19 @@ impl FrameTree {
     /// Number of stacks (of non-zero weight).
     pub fn stacks(&self) -> usize {
         self.stacks
+    }
+
+    /// The most frames on one stack.
+    pub fn depth(&self) -> usize {
+        // A node's index is below its callees'.
+        let mut depth = vec![0usize; self.nodes.len()];
+        let mut most = 0;
+        for i in 1..self.nodes.len() {
+            let d = depth[self.nodes[i].parent as usize] + 1;
+            depth[i] = d;
+            most = most.max(d);
+        }
+        most
     }
 
     /// The sum of all stacks' weights.
@@ -495,6 +527,18 @@ impl Growing {
         id
     }
 
+    /// `node` or its innermost caller named `name`, if one is.
+    fn ancestor_named(&self, mut node: u32, name: u32) -> Option<u32> {
+        while node != 0 {
+            let n = self.nodes.get(node as usize)?;
+            if n.name == name {
+                return Some(node);
+            }
+            node = n.parent;
+        }
+        None
+    }
+
     fn child(&mut self, parent: u32, name: u32) -> u32 {
         let nodes = &self.nodes;
         let found = self.children.find(child_key(parent, name), |c| {
@@ -602,10 +646,15 @@ struct Builder {
     /// Trie node → frame-tree node (`NONE`: not mapped yet).
     map: Vec<u32>,
     tree: Growing,
-    /// A location code's printed frames: a range of `frame_names`.
-    code_names: FxHashMap<LocationCode, (u32, u32)>,
+    /// A location code's printed frames: a range of `frame_names`, and whether
+    /// the code holds the runtime's start, its stacks starting after it.
+    code_names: FxHashMap<LocationCode, (u32, u32, bool)>,
     /// The name ids of every code's frames, one run per code.
     frame_names: Vec<u32>,
+    /// Whether each of `frame_names` is of the standard library.
+    frame_std: Vec<bool>,
+    /// The standard library's frames.
+    std: FrameSkip,
     scratch: Vec<BacktraceId>,
     labels: Vec<String>,
     /// Frames left out.
@@ -626,6 +675,8 @@ impl Builder {
             tree: Growing::new(),
             code_names: FxHashMap::default(),
             frame_names: Vec::new(),
+            frame_std: Vec::new(),
+            std: FrameSkip::rust_std(),
             scratch: Vec::new(),
             labels: Vec::new(),
             hide,
@@ -656,35 +707,61 @@ impl Builder {
                 *m = node;
             }
         }
-        node
+        if node == MAIN_ROOT { 0 } else { node }
     }
 
-    /// `node` extended by the frames `code` prints.
+    /// `node` extended by the frames `code` prints. A code holding the
+    /// runtime's start (when stacks start at `main`) starts the stack again
+    /// after it, at the root, the standard library's frames looked past until
+    /// the program's first.
     fn extend(&mut self, symbols: &dyn LocationLookup, mut node: u32, code: LocationCode) -> u32 {
-        let (start, end) = match self.code_names.get(&code) {
+        let (start, end, reset) = match self.code_names.get(&code) {
             Some(&range) => range,
             None => {
                 self.labels.clear();
-                entry_labels(symbols, code, self.options.label, &mut self.labels);
+                let naming = self.options.naming;
+                entry_labels(symbols, code, self.options.label, naming, &mut self.labels);
                 // One label per location, or one `$code` label without any.
                 let locations = symbols.locations(code).unwrap_or(&[]);
+                let after = match naming.from_main() {
+                    true => locations.iter().rposition(is_runtime_start).map(|k| k + 1),
+                    false => None,
+                };
                 let start = self.frame_names.len() as u32;
-                for (i, l) in self.labels.iter().enumerate() {
+                for (i, l) in self.labels.iter().enumerate().skip(after.unwrap_or(0)) {
                     let name = folded::frame(l);
-                    let function = locations.get(i).map(|l| l.defname.to_string());
+                    let location = locations.get(i);
+                    let function = location.map(|l| l.defname.to_string());
                     if self.hide.hides(&name, function.as_deref()) {
                         continue;
                     }
                     let id = self.tree.name_id(&name);
                     self.frame_names.push(id);
+                    self.frame_std
+                        .push(location.is_some_and(|l| self.std.skips(l)));
                 }
-                let range = (start, self.frame_names.len() as u32);
+                let range = (start, self.frame_names.len() as u32, after.is_some());
                 self.code_names.insert(code, range);
                 range
             }
         };
+        if reset {
+            node = MAIN_ROOT;
+        }
         for i in start..end {
+            if node == MAIN_ROOT {
+                if self.frame_std.get(i as usize) == Some(&true) {
+                    continue;
+                }
+                node = 0;
+            }
             let name = self.frame_names[i as usize];
+            if self.options.fold_recursion
+                && let Some(outer) = self.tree.ancestor_named(node, name)
+            {
+                node = outer;
+                continue;
+            }
             let repeat = self
                 .tree
                 .nodes
@@ -778,10 +855,25 @@ mod tests {
             let mut frames: Vec<String> = Vec::new();
             for code in &codes {
                 let mut labels = Vec::new();
-                entry_labels(symbols, *code, o.label, &mut labels);
+                entry_labels(
+                    symbols,
+                    *code,
+                    o.label,
+                    Naming {
+                        all_frames: true,
+                        ..o.naming
+                    },
+                    &mut labels,
+                );
                 for l in labels {
                     let l = folded::frame(&l).into_owned();
                     if hide.iter().any(|h| l.contains(h)) {
+                        continue;
+                    }
+                    if o.fold_recursion
+                        && let Some(k) = frames.iter().rposition(|f| *f == l)
+                    {
+                        frames.truncate(k + 1);
                         continue;
                     }
                     if o.collapse_recursion && frames.last() == Some(&l) {
@@ -811,13 +903,17 @@ mod tests {
         let symbols = reader.locations();
         assert!(!symbols.is_empty());
         for label in [FrameLabel::Function, FrameLabel::Location, FrameLabel::File] {
-            for collapse_recursion in [false, true] {
+            for (collapse_recursion, fold_recursion) in
+                [(false, false), (true, false), (false, true)]
+            {
                 for weight in [Weight::Allocated, Weight::LiveEnd] {
                     let o = FoldOptions {
                         weight,
                         label,
                         unit: Unit::Samples,
                         collapse_recursion,
+                        fold_recursion,
+                        ..FoldOptions::default()
                     };
                     let mut lines = crate::report::folded(&p.profile, symbols, o);
                     assert!(lines.len() > 100);

@@ -24,7 +24,7 @@ use tracekit_fxt::write::{Destination, Initialization, WriteError, Writer, Write
 
 use crate::analyzer::Profile;
 use crate::report::EMPTY_BACKTRACE;
-use crate::symbols::{FrameLabel, entry_labels};
+use crate::symbols::{FrameLabel, Naming, backtrace_labels};
 use tracekit_memtrace::{DomainId, Info, LocationLookup, Timedelta};
 
 /// FXT ticks per second used by [`write_profile`]: ticks are microseconds, like
@@ -38,6 +38,8 @@ pub struct FxtOptions {
     pub points: usize,
     /// Frames of a backtrace argument, innermost first (the rest is summarised).
     pub max_frames: usize,
+    /// How the backtraces' frames are named.
+    pub naming: Naming,
 }
 
 impl Default for FxtOptions {
@@ -45,6 +47,7 @@ impl Default for FxtOptions {
         FxtOptions {
             points: 2000,
             max_frames: 200,
+            naming: Naming::default(),
         }
     }
 }
@@ -90,18 +93,17 @@ pub fn domain_koid(process: Koid, domain: DomainId) -> Koid {
 }
 
 /// The allocation site and the backtrace text, innermost frame first, at most `max`
-/// frames.
+/// frames, named as `naming` says.
 fn backtrace_text(
     profile: &Profile,
     symbols: &dyn LocationLookup,
     bt: crate::BacktraceId,
     max: usize,
+    naming: Naming,
 ) -> (String, String) {
     let codes = profile.backtraces.codes(bt);
     let mut frames = Vec::new();
-    for code in &codes {
-        entry_labels(symbols, *code, FrameLabel::Location, &mut frames);
-    }
+    backtrace_labels(symbols, &codes, FrameLabel::Location, naming, &mut frames);
     let site = frames
         .last()
         .cloned()
@@ -349,8 +351,13 @@ pub fn write_profile<D: Destination>(
             }
             Item::Big(i) => {
                 let b = &profile.big[*i];
-                let (site, backtrace) =
-                    backtrace_text(profile, symbols, b.backtrace, options.max_frames);
+                let (site, backtrace) = backtrace_text(
+                    profile,
+                    symbols,
+                    b.backtrace,
+                    options.max_frames,
+                    options.naming,
+                );
                 let size = b.length.saturating_mul(s.word_bytes());
                 let args = [
                     Arg::new(bytes_name, ArgValue::Int64(i64s(size))),

@@ -25,6 +25,7 @@ mod idtable;
 pub mod live;
 pub mod passes;
 pub mod paths;
+pub mod pprof;
 pub mod query;
 pub mod render;
 pub mod report;

@@ -25,7 +25,7 @@ use crate::render::{self, DiffContext, TopContext, TraceFile};
 use crate::report::{self, DiffRow, FoldOptions, GroupBy, Rank, Top, Unit};
 use crate::sites::{PerSite, Weight};
 use crate::svg::human_bytes;
-use crate::symbols::{FrameLabel, FrameSkip};
+use crate::symbols::{FrameLabel, FrameSkip, Naming};
 
 /// Why a query could not be answered.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -83,6 +83,9 @@ pub struct SiteSpec {
     /// contains, this text (repeatable; e.g. a wrapper crate's name).
     #[cfg_attr(feature = "clap", arg(long, value_name = "PATTERN"))]
     pub skip_frames: Vec<String>,
+    #[allow(missing_docs)]
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub naming: Naming,
 }
 
 impl SiteSpec {
@@ -95,6 +98,7 @@ impl SiteSpec {
         self.skip_frames
             .iter()
             .fold(base, |skip, p| skip.with_pattern(p))
+            .with_naming(self.naming)
     }
 
     /// The pass's options for sites grouped `by`.
@@ -321,9 +325,17 @@ pub struct FlameQuery {
     /// Weights in samples instead of estimated bytes.
     #[cfg_attr(feature = "clap", arg(long))]
     pub samples: bool,
-    /// Merge runs of the same frame (direct recursion) into one frame.
-    #[cfg_attr(feature = "clap", arg(long))]
+    /// Fold recursion, direct and indirect, always: a frame called again below
+    /// itself joins its outer call (by default only when the stacks are deeper
+    /// than a screen, [`SCREEN_FRAMES`](crate::frames::SCREEN_FRAMES) frames).
+    #[cfg_attr(feature = "clap", arg(long, conflicts_with = "no_collapse_recursion"))]
     pub collapse_recursion: bool,
+    /// Never fold recursion: every call its own frame, however deep.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub no_collapse_recursion: bool,
+    #[allow(missing_docs)]
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub naming: Naming,
     /// Leave out of the stacks the frames whose name contains this text (their
     /// callees join their callers; repeatable).
     #[cfg_attr(feature = "clap", arg(long, value_name = "TEXT"))]
@@ -353,6 +365,9 @@ pub struct FlameAnswer {
     pub unit: Unit,
     /// What the weights are, in words (`allocated`, `live at the peak (1.5s)`).
     pub what: String,
+    /// Whether recursion was folded (asked, or the stacks were deeper than a
+    /// screen).
+    pub recursion_folded: bool,
 }
 
 impl FlameQuery {
@@ -390,16 +405,32 @@ impl FlameQuery {
             weight,
             label: self.frames,
             unit,
-            collapse_recursion: self.collapse_recursion,
+            collapse_recursion: false,
+            fold_recursion: self.collapse_recursion,
+            naming: self.naming,
         };
         let hide = Hide {
             containing: self.hide.clone(),
             functions: self.hide_function.clone(),
         };
-        let tree = source.fold(&pass.profile, fold, &hide);
+        let mut tree = source.fold(&pass.profile, fold, &hide);
+        let mut recursion_folded = self.collapse_recursion;
+        // Recursion deeper than a screen is folded unless asked not to be.
+        if !self.collapse_recursion
+            && !self.no_collapse_recursion
+            && tree.depth() > crate::frames::SCREEN_FRAMES
+        {
+            let folded = FoldOptions {
+                fold_recursion: true,
+                ..fold
+            };
+            tree = source.fold(&pass.profile, folded, &hide);
+            recursion_folded = true;
+        }
         Ok(FlameAnswer {
             pass,
             tree,
+            recursion_folded,
             unit,
             what: weight.describe(at, self.peak),
         })
@@ -636,6 +667,9 @@ pub struct FxtQuery {
     pub points: usize,
     #[allow(missing_docs)]
     #[cfg_attr(feature = "clap", command(flatten))]
+    pub naming: Naming,
+    #[allow(missing_docs)]
+    #[cfg_attr(feature = "clap", command(flatten))]
     pub filter: Filter,
 }
 
@@ -657,8 +691,57 @@ impl FxtQuery {
     pub fn fxt_options(&self) -> crate::fxt::FxtOptions {
         crate::fxt::FxtOptions {
             points: self.points.max(1),
+            naming: self.naming,
             ..crate::fxt::FxtOptions::default()
         }
+    }
+}
+
+/// The trace's allocations as a pprof heap profile ([`crate::pprof`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct PprofQuery {
+    #[allow(missing_docs)]
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub naming: Naming,
+    #[allow(missing_docs)]
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub filter: Filter,
+}
+
+/// The answer to a [`PprofQuery`].
+#[derive(Debug)]
+pub struct PprofAnswer {
+    /// The pass.
+    pub pass: Pass,
+    /// The profile.
+    pub profile: tracekit_pprof::proto::Profile,
+}
+
+impl PprofQuery {
+    /// Runs the pass over `source` (whole backtraces, every count) and makes
+    /// the profile.
+    pub fn run(
+        &self,
+        source: &mut dyn Source,
+        progress: Progress<'_>,
+    ) -> Result<PprofAnswer, QueryError> {
+        self.filter.check()?;
+        let options = Options {
+            leaf_only: false,
+            timeline_buckets: 0,
+            per_site: PerSite::All,
+            ..Options::default()
+        };
+        let pass = filtered_pass(&self.filter, source, options, false, progress);
+        let profile = crate::pprof::heap_profile(
+            &pass.profile,
+            source.locations(),
+            source.info(),
+            self.naming,
+            &self.filter.describe(),
+        );
+        Ok(PprofAnswer { pass, profile })
     }
 }
 
@@ -1007,6 +1090,8 @@ mod tests {
             frames: FrameLabel::Function,
             samples: true,
             collapse_recursion: false,
+            no_collapse_recursion: false,
+            naming: Default::default(),
             hide: Vec::new(),
             hide_function: Vec::new(),
             count_objects: false,

@@ -12,7 +12,7 @@ use crate::backtrace::BacktraceId;
 pub use crate::frames::Unit;
 use crate::frames::{FrameTree, Hide, Skeleton, TreeOptions};
 use crate::sites::{SiteCounts, Weight};
-use crate::symbols::{FrameLabel, FrameSkip, entry_labels, leaf_label, site_label};
+use crate::symbols::{FrameLabel, FrameSkip, Naming, backtrace_labels, leaf_label, site_label};
 use tracekit_memtrace::{LocationCode, LocationLookup};
 
 /// How allocations are grouped into sites.
@@ -101,7 +101,13 @@ pub fn sites_skipping(
         if by == GroupBy::Backtrace {
             out.push(Site {
                 name,
-                backtrace: Some(backtrace_frames(profile, symbols, bt, &mut codes)),
+                backtrace: Some(backtrace_frames(
+                    profile,
+                    symbols,
+                    bt,
+                    skip.naming,
+                    &mut codes,
+                )),
                 counts,
             });
             continue;
@@ -157,23 +163,23 @@ fn site_name(
         }
         Some(code) => leaf_names
             .entry(code)
-            .or_insert_with(|| leaf_label(symbols, code, label))
+            .or_insert_with(|| leaf_label(symbols, code, label, skip.naming))
             .clone(),
     }
 }
 
-/// `bt`'s locations, caller first (a frame per inlined function); `codes` is scratch.
+/// `bt`'s locations, caller first (a frame per inlined function), shown as
+/// `naming` says; `codes` is scratch.
 fn backtrace_frames(
     profile: &Profile,
     symbols: &dyn LocationLookup,
     bt: BacktraceId,
+    naming: Naming,
     codes: &mut Vec<LocationCode>,
 ) -> Vec<String> {
     profile.backtraces.codes_into(bt, codes);
     let mut frames = Vec::with_capacity(codes.len());
-    for code in codes.iter() {
-        entry_labels(symbols, *code, FrameLabel::Location, &mut frames);
-    }
+    backtrace_labels(symbols, codes, FrameLabel::Location, naming, &mut frames);
     frames
 }
 
@@ -344,7 +350,13 @@ fn top_backtraces(
                     &mut codes,
                     &mut leaf_names,
                 ),
-                backtrace: Some(backtrace_frames(profile, symbols, bt, &mut codes)),
+                backtrace: Some(backtrace_frames(
+                    profile,
+                    symbols,
+                    bt,
+                    skip.naming,
+                    &mut codes,
+                )),
                 counts: counts(i),
             }
         })
@@ -472,6 +484,11 @@ pub struct FoldOptions {
     pub unit: Unit,
     /// Merge runs of the same frame (direct recursion) into one.
     pub collapse_recursion: bool,
+    /// Fold recursion, direct and indirect: a frame whose function is already
+    /// on the stack joins that outer frame.
+    pub fold_recursion: bool,
+    /// How frames are named, and whether stacks start at `main`.
+    pub naming: Naming,
 }
 
 impl FoldOptions {
@@ -481,6 +498,8 @@ impl FoldOptions {
             label: self.label,
             unit: self.unit,
             collapse_recursion: self.collapse_recursion,
+            fold_recursion: self.fold_recursion,
+            naming: self.naming,
         }
     }
 }
@@ -492,6 +511,8 @@ impl Default for FoldOptions {
             label: FrameLabel::Function,
             unit: Unit::Bytes,
             collapse_recursion: false,
+            fold_recursion: false,
+            naming: Naming::default(),
         }
     }
 }

@@ -28,6 +28,111 @@ pub enum FrameLabel {
     File,
 }
 
+/// How frames are named: Rust names as their readers write them, and stacks
+/// from the program's `main`, unless asked otherwise.
+///
+/// By default a function's generic arguments are left out (`collect`, not
+/// `collect<core::iter::adapters::map::Map<..>, ..>`: one frame per
+/// function, not per instance) and a closure's type, `{closure_env#0}`, is
+/// written as the closure it is, `{closure#0}`. Only names with a `::` path
+/// or generic arguments (Rust, C++) are touched: OCaml's `Module.fn` names,
+/// operators (`Stdlib.(<)`) included, are shown as they are.
+///
+/// A Rust program's stacks start with the runtime's frames (`_start`,
+/// `__libc_start_main`, `std::rt::lang_start_internal`, `catch_unwind`, ...,
+/// `std::sys::backtrace::__rust_begin_short_backtrace`), a thread's with
+/// `start_thread` and the spawning machinery, all above the program's own
+/// `main` or thread closure. By default a stack starts after the innermost
+/// `__rust_begin_short_backtrace` frame, at the first frame there outside
+/// the standard library: `main` or the closure the thread runs. A stack
+/// without that frame (OCaml, C, or cut short) is shown whole.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct Naming {
+    /// Keep functions' generic arguments in their names (by default
+    /// `collect<Map<Range<u32>, ..>>` is shown as `collect`).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub full_names: bool,
+    /// Show the runtime's frames above a Rust program's `main` and threads'
+    /// closures (`_start`, `std::rt::lang_start_internal`, ...), which are
+    /// left out by default.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub all_frames: bool,
+}
+
+impl Naming {
+    /// A function name as shown.
+    pub fn function(&self, defname: &str) -> String {
+        if !defname.contains("::") && !defname.contains('<') {
+            return defname.to_owned();
+        }
+        match self.full_names {
+            true => tracekit_symbols::names::full_name(defname),
+            false => tracekit_symbols::names::short_name(defname),
+        }
+    }
+
+    /// Whether stacks start at the program's `main`.
+    pub fn from_main(&self) -> bool {
+        !self.all_frames
+    }
+}
+
+/// Whether `loc` is the frame above which a Rust thread's stack is the
+/// runtime's ([`Naming`]).
+pub fn is_runtime_start(loc: &Location) -> bool {
+    contains(&loc.defname, b"__rust_begin_short_backtrace")
+}
+
+/// Where a backtrace's stack starts when shown from `main` ([`Naming`]):
+/// the index of the first of `locs` (caller first; `None` for a code without
+/// locations) after the innermost runtime start that `std` does not skip;
+/// 0 when there is no runtime start or nothing of the program after it.
+pub fn main_start(locs: &[Option<&Location>], std: &FrameSkip) -> usize {
+    let Some(marker) = locs.iter().rposition(|l| l.is_some_and(is_runtime_start)) else {
+        return 0;
+    };
+    locs.iter()
+        .enumerate()
+        .skip(marker + 1)
+        .find(|(_, l)| l.is_none_or(|l| !std.skips(l)))
+        .map_or(0, |(i, _)| i)
+}
+
+/// The labels of a whole backtrace (`codes`, caller first), from `main` when
+/// `naming` says so, pushed onto `out`.
+pub fn backtrace_labels(
+    symbols: &dyn LocationLookup,
+    codes: &[LocationCode],
+    label: FrameLabel,
+    naming: Naming,
+    out: &mut Vec<String>,
+) {
+    let mut locs: Vec<Option<&Location>> = Vec::new();
+    let mut code_of: Vec<LocationCode> = Vec::new();
+    for &code in codes {
+        let l = locations_of(symbols, code);
+        if l.is_empty() {
+            locs.push(None);
+            code_of.push(code);
+        }
+        for loc in l {
+            locs.push(Some(loc));
+            code_of.push(code);
+        }
+    }
+    let start = match naming.from_main() {
+        true => main_start(&locs, &FrameSkip::rust_std()),
+        false => 0,
+    };
+    for (loc, code) in locs.iter().zip(&code_of).skip(start) {
+        out.push(match loc {
+            Some(loc) => location_label(loc, label, naming),
+            None => format!("${code}"),
+        });
+    }
+}
+
 /// Label of allocations with an empty backtrace.
 pub const EMPTY_BACKTRACE: &str = "[empty backtrace]";
 
@@ -37,6 +142,7 @@ pub fn entry_labels(
     symbols: &dyn LocationLookup,
     code: LocationCode,
     label: FrameLabel,
+    naming: Naming,
     out: &mut Vec<String>,
 ) {
     let locs = locations_of(symbols, code);
@@ -45,12 +151,13 @@ pub fn entry_labels(
         return;
     }
     for loc in locs {
-        out.push(location_label(loc, label));
+        out.push(location_label(loc, label, naming));
     }
 }
 
 /// Frames that a report looks past when it names an allocation site, so that a site
-/// is the first frame of the program's own code rather than allocator plumbing.
+/// is the first frame of the program's own code rather than allocator plumbing, and
+/// how it names the site ([`Naming`]).
 ///
 /// A location is skipped when its function name starts with one of the name
 /// prefixes or its file path contains one of the path fragments. The default,
@@ -63,6 +170,8 @@ pub fn entry_labels(
 pub struct FrameSkip {
     name_prefixes: Vec<String>,
     path_fragments: Vec<String>,
+    /// How the site found is named.
+    pub naming: Naming,
 }
 
 impl FrameSkip {
@@ -88,6 +197,7 @@ impl FrameSkip {
         Self {
             name_prefixes: names.iter().map(|s| s.to_string()).collect(),
             path_fragments: vec!["/rustc/".to_string(), "/rust/deps/".to_string()],
+            naming: Naming::default(),
         }
     }
 
@@ -96,6 +206,12 @@ impl FrameSkip {
     pub fn with_pattern(mut self, pattern: &str) -> Self {
         self.name_prefixes.push(pattern.to_string());
         self.path_fragments.push(pattern.to_string());
+        self
+    }
+
+    /// The same, the site named as `naming` says.
+    pub fn with_naming(mut self, naming: Naming) -> Self {
+        self.naming = naming;
         self
     }
 
@@ -136,7 +252,7 @@ pub fn site_label(
         symbols,
         codes,
         skip,
-        |loc| location_label(loc, label),
+        |loc| location_label(loc, label, skip.naming),
         |code| format!("${code}"),
     )
 }
@@ -177,20 +293,37 @@ fn find_site<T>(
     })
 }
 
-/// The label of a location; names that are not UTF-8 are shown lossily.
-fn location_label(loc: &Location, label: FrameLabel) -> String {
+/// The label of a location, its function named as `naming` says; names that
+/// are not UTF-8 are shown lossily.
+pub fn location_label(loc: &Location, label: FrameLabel, naming: Naming) -> String {
     match label {
-        FrameLabel::Location => loc.to_string(),
-        FrameLabel::Function => loc.defname.to_string(),
+        FrameLabel::Location => {
+            let defname = loc.defname.to_string();
+            let shown = naming.function(&defname);
+            if shown == defname {
+                return loc.to_string();
+            }
+            let loc = Location {
+                defname: shown.as_str().into(),
+                ..loc.clone()
+            };
+            loc.to_string()
+        }
+        FrameLabel::Function => naming.function(&loc.defname.to_string()),
         FrameLabel::File => loc.filename.to_string(),
     }
 }
 
 /// The label of the allocation site of an entry: its last location, or `$code`.
-pub fn leaf_label(symbols: &dyn LocationLookup, code: LocationCode, label: FrameLabel) -> String {
+pub fn leaf_label(
+    symbols: &dyn LocationLookup,
+    code: LocationCode,
+    label: FrameLabel,
+    naming: Naming,
+) -> String {
     match locations_of(symbols, code).last() {
         None => format!("${code}"),
-        Some(loc) => location_label(loc, label),
+        Some(loc) => location_label(loc, label, naming),
     }
 }
 
@@ -259,9 +392,42 @@ mod tests {
         assert_eq!(label(&[1]).as_deref(), Some("app::work"));
         // Nothing known about code 4: it names the site rather than being skipped.
         assert_eq!(label(&[1, 4, 3]).as_deref(), Some("$4"));
-        // All plumbing: the innermost location names the site.
-        assert_eq!(label(&[2, 3]).as_deref(), Some("do_alloc<Global>"));
-        assert_eq!(label(&[]), None);
+        // All plumbing: the innermost location names the site, without its
+        // generic arguments unless asked for full names.
+        assert_eq!(label(&[2, 3]).as_deref(), Some("do_alloc"));
+        let full = FrameSkip::rust_std().with_naming(Naming {
+            full_names: true,
+            ..Naming::default()
+        });
+        let label = site_label(&t, &codes(&[2, 3]), FrameLabel::Function, &full);
+        assert_eq!(label.as_deref(), Some("do_alloc<Global>"));
+        assert_eq!(site_label(&t, &[], FrameLabel::Function, &skip), None);
+    }
+
+    fn located(name: &str) -> Location {
+        loc(name, "/src/x.rs", 1)
+    }
+
+    #[test]
+    fn stacks_start_at_the_programs_main() {
+        let std = FrameSkip::rust_std();
+        let runtime = [
+            located("_start"),
+            located("std::rt::lang_start_internal"),
+            located("std::sys::backtrace::__rust_begin_short_backtrace"),
+            located("core::ops::function::FnOnce::call_once<fn(), ()>"),
+            located("app::main"),
+            located("app::work"),
+        ];
+        let refs: Vec<Option<&Location>> = runtime.iter().map(Some).collect();
+        assert_eq!(main_start(&refs, &std), 4);
+        // A code without locations after the start is the program's.
+        let mut unknown = refs.clone();
+        unknown[3] = None;
+        assert_eq!(main_start(&unknown, &std), 3);
+        // No runtime start, or nothing of the program after it: shown whole.
+        assert_eq!(main_start(&refs[..2], &std), 0);
+        assert_eq!(main_start(&refs[..4], &std), 0);
     }
 
     #[test]
@@ -284,7 +450,7 @@ mod tests {
         let label = |c: &[u64]| site_label(&t, &codes(c), FrameLabel::Location, &FrameSkip::none());
         assert_eq!(
             label(&[1, 2]).as_deref(),
-            Some("grow_one<u8>@/rustc/abc/library/alloc/src/raw_vec/mod.rs:2:1-2")
+            Some("grow_one@/rustc/abc/library/alloc/src/raw_vec/mod.rs:2:1-2")
         );
     }
 

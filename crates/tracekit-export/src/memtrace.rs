@@ -14,6 +14,7 @@
 use arrow_array::builder::{BooleanBuilder, StringBuilder};
 use std::collections::hash_map::Entry;
 use tracekit_analysis::live::LiveTable;
+use tracekit_analysis::symbols::{EMPTY_BACKTRACE, FrameLabel, FrameSkip, site_label};
 
 use rustc_hash::FxHashMap;
 use tracekit_memtrace::{AllocationSource, DomainId, Event, LocationCode, LocationLookup, Reader};
@@ -37,6 +38,7 @@ columns!(
         promote_time_us: OptI64,
         collect_time_us: OptI64,
         backtrace_id: I64,
+        site: StringBuilder,
     }
 );
 
@@ -73,6 +75,29 @@ struct Live {
     length: u64,
     promote_time_us: Option<i64>,
     backtrace_id: u32,
+    /// Index of its site's name in [`Sites`].
+    site: u32,
+}
+
+/// The distinct site names, each once: an allocation holds its site's index.
+#[derive(Default)]
+struct Sites {
+    names: Vec<String>,
+    index: FxHashMap<String, u32>,
+    /// Per backtrace id, its site's index.
+    of_backtrace: Vec<u32>,
+}
+
+impl Sites {
+    fn intern(&mut self, name: String) -> u32 {
+        if let Some(&i) = self.index.get(&name) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(name.clone());
+        self.index.insert(name, i);
+        i
+    }
 }
 
 /// Backtrace ids: a distinct backtrace gets the next id the first time it is seen.
@@ -170,6 +195,9 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
         TableWriter::new(files, LOCATIONS.name, LOCATIONS.schema(), batch)?;
 
     let mut backtraces = BacktraceIds::new();
+    // Sites are named as `memtrace top` names them: one rule for both.
+    let skip = FrameSkip::rust_std();
+    let mut sites = Sites::default();
     // A code's locations have the ids `first .. first + count`.
     let mut codes: FxHashMap<LocationCode, (u32, u32)> = FxHashMap::default();
     let mut next_location = 0u32;
@@ -209,6 +237,14 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
                         c.location_id.append_value(i64::from(location));
                         bts.row_done()?;
                     }
+                    let name = site_label(table, &a.backtrace, FrameLabel::Location, &skip)
+                        .unwrap_or_else(|| EMPTY_BACKTRACE.to_owned());
+                    let site = sites.intern(name);
+                    let slot = bt as usize;
+                    if sites.of_backtrace.len() <= slot {
+                        sites.of_backtrace.resize(slot + 1, 0);
+                    }
+                    sites.of_backtrace[slot] = site;
                 }
                 let row = Live {
                     domain: a.domain.get(),
@@ -218,11 +254,19 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
                     length: a.length,
                     promote_time_us: None,
                     backtrace_id: bt,
+                    site: sites.of_backtrace.get(bt as usize).copied().unwrap_or(0),
                 };
                 // An id seen twice (a damaged trace): the first object's row is
                 // written as it stands rather than lost.
                 if let Some(old) = live.insert(a.obj_id.get(), row) {
-                    write_alloc(&mut allocs, a.obj_id.get(), &old, None, bytes_per_sample)?;
+                    write_alloc(
+                        &mut allocs,
+                        a.obj_id.get(),
+                        &old,
+                        None,
+                        bytes_per_sample,
+                        &sites,
+                    )?;
                 }
             }
             Event::Promote(id, _) => {
@@ -232,7 +276,14 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
             }
             Event::Collect(id, _) => {
                 if let Some(l) = live.remove(id.get()) {
-                    write_alloc(&mut allocs, id.get(), &l, Some(time_us), bytes_per_sample)?;
+                    write_alloc(
+                        &mut allocs,
+                        id.get(),
+                        &l,
+                        Some(time_us),
+                        bytes_per_sample,
+                        &sites,
+                    )?;
                 }
             }
         }
@@ -240,7 +291,7 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
     let warnings = ev.warnings().iter().map(|w| w.to_string()).collect();
     drop(ev);
     for (id, l) in &live.into_sorted() {
-        write_alloc(&mut allocs, *id, l, None, bytes_per_sample)?;
+        write_alloc(&mut allocs, *id, l, None, bytes_per_sample, &sites)?;
     }
 
     let traces = traces::write(
@@ -318,6 +369,7 @@ fn write_alloc(
     l: &Live,
     collect_time_us: Option<i64>,
     bytes_per_sample: f64,
+    sites: &Sites,
 ) -> Result<()> {
     let c = &mut allocs.cols;
     c.obj_id.append_value(obj_id as i64);
@@ -332,6 +384,8 @@ fn write_alloc(
     c.promote_time_us.append_option(l.promote_time_us);
     c.collect_time_us.append_option(collect_time_us);
     c.backtrace_id.append_value(i64::from(l.backtrace_id));
+    c.site
+        .append_value(sites.names.get(l.site as usize).map_or("", String::as_str));
     allocs.row_done()
 }
 

@@ -214,6 +214,11 @@ pub const ALLOCATIONS: Table = Table {
             Type::Int64,
             "its backtrace, in `backtraces`",
         ),
+        col(
+            "site",
+            Type::String,
+            "its allocation site as `tracekit memtrace top` names it: the innermost frame outside the Rust standard library (`function@file:line:start-end`, generic arguments left out)",
+        ),
     ],
 };
 
@@ -261,7 +266,7 @@ pub const LOCATIONS: Table = Table {
         opt(
             "label",
             Type::String,
-            "`function@file:line:start-end`, as `tracekit memtrace top` names a site",
+            "`function@file:line:start-end`, as the trace names it (generic arguments kept; `allocations.site` is the name `tracekit memtrace top` shows)",
         ),
     ],
 };

@@ -18,6 +18,8 @@ pub enum Format {
     Fxt,
     /// A memtrace trace (`.ctf`).
     Memtrace,
+    /// A gzipped pprof profile (`.pb.gz`).
+    Pprof,
 }
 
 impl Format {
@@ -29,6 +31,7 @@ impl Format {
             Format::Svg => "svg",
             Format::Fxt => "fxt",
             Format::Memtrace => "ctf",
+            Format::Pprof => "pb.gz",
         }
     }
 
@@ -39,9 +42,15 @@ impl Format {
         let name = path.file_name()?.to_str()?.to_ascii_lowercase();
         let name = name.strip_suffix(".gz").unwrap_or(&name);
         let ext = Path::new(name).extension()?.to_str()?;
-        [Format::Json, Format::Svg, Format::Fxt, Format::Memtrace]
-            .into_iter()
-            .find(|f| f.extension() == ext)
+        [
+            Format::Json,
+            Format::Svg,
+            Format::Fxt,
+            Format::Memtrace,
+            Format::Pprof,
+        ]
+        .into_iter()
+        .find(|f| f.extension().trim_end_matches(".gz") == ext)
     }
 
     fn describe(self) -> &'static str {
@@ -51,6 +60,7 @@ impl Format {
             Format::Svg => "SVG",
             Format::Fxt => "an FXT trace",
             Format::Memtrace => "a memtrace trace",
+            Format::Pprof => "a pprof profile",
         }
     }
 }
@@ -190,6 +200,14 @@ mod tests {
     use super::*;
 
     const FLAME: &[Format] = &[Format::Text, Format::Json, Format::Svg];
+
+    #[test]
+    fn a_pprof_profile_is_named_pb_gz() {
+        let out = default_output(Some(Path::new("run/heap.ctf")), Format::Pprof);
+        assert_eq!(out, Path::new("run/heap.pb.gz"));
+        assert_eq!(Format::of_path(&out), Some(Format::Pprof));
+        assert!(check_format(Path::new("p.json"), Format::Pprof).is_err());
+    }
 
     #[test]
     fn format_follows_the_flag_then_the_extension() {

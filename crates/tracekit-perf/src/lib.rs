@@ -24,6 +24,7 @@
 pub mod data;
 pub mod decode;
 pub mod fold;
+pub mod pprof;
 pub mod record;
 pub mod script;
 pub mod text;

@@ -247,6 +247,85 @@ pub fn resolved_features(manifest_dir: &str, package: &str, dependency: &str) ->
         .collect()
 }
 
+/// Path of program `name` of `tracekit-alloc-demo` (`src/bin/<name>.rs`, the
+/// programs the tests trace), built for the same profile as the calling test
+/// in the same target directory: built now when missing or older than the
+/// sources of the tracer and the programs (a run filtered to one test may not
+/// have built it, or may hold one built from older sources).
+pub fn demo_program(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test> -> target/<profile>/<name>
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile> directory")
+        .to_path_buf();
+    let path = profile_dir.join(name);
+    if !path.exists() || newest_demo_source() > modified(&path) {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = std::process::Command::new(cargo);
+        cmd.args(["build", "-p", "tracekit-alloc-demo", "--bin", name]);
+        // The same target directory as the test (it may not be the default).
+        if let Some(target_dir) = profile_dir.parent() {
+            cmd.arg("--target-dir").arg(target_dir);
+        }
+        if !cfg!(debug_assertions) {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("run cargo build");
+        assert!(
+            status.success(),
+            "cargo build -p tracekit-alloc-demo --bin {name} failed"
+        );
+    }
+    path
+}
+
+fn modified(path: &Path) -> std::time::SystemTime {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .unwrap_or(std::time::UNIX_EPOCH)
+}
+
+/// The latest modification time of the tracer's and the demo programs' sources.
+fn newest_demo_source() -> std::time::SystemTime {
+    let root = workspace_root();
+    [
+        root.join("crates/tracekit-alloc/src"),
+        root.join("crates/tracekit-alloc-demo/src/bin"),
+    ]
+    .iter()
+    .filter_map(|d| std::fs::read_dir(d).ok())
+    .flatten()
+    .filter_map(|e| e.ok())
+    .map(|e| modified(&e.path()))
+    .max()
+    .unwrap_or(std::time::UNIX_EPOCH)
+}
+
+/// Go's `go` command, whose `go tool pprof` is an independent pprof reader
+/// (Debian's `golang-go`, which `.ci/run` installs); `None` when it is not on
+/// the `PATH` (the cross-checks then skip, saying so).
+///
+/// # Panics
+///
+/// When running under CI (`CI` set) and there is none.
+pub fn go() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("go"))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but there is no `go` on the PATH (Debian: golang-go)"
+        );
+        eprintln!("no `go` on the PATH: skipping the go tool pprof cross-check");
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

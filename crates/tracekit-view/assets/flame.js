@@ -3,7 +3,7 @@
 
 import { api } from './api.js';
 import { $, bytes, el, hash, pct } from './dom.js';
-import { filterArgs, hideArgs, liveArgs, page, saveState, state } from './state.js';
+import { filterArgs, stackArgs, liveArgs, page, saveState, state } from './state.js';
 
 // Lays out a flametree answer's nodes (preorder, parents first) as boxes:
 // x and width from the weights, depth from the parents.
@@ -60,7 +60,7 @@ function pathTo(nodes, i) {
 }
 
 export async function renderFlame(gen) {
-  const args = [...liveArgs(true), ...filterArgs(), ...hideArgs()];
+  const args = [...liveArgs(true), ...filterArgs(), ...stackArgs()];
   for (const f of state.fragment) args.push('--fragment', f);
   for (const f of state.zoom) args.push('--focus', f);
   const t = await api('flametree', args);
@@ -88,6 +88,20 @@ export async function renderFlame(gen) {
   orient.value = state.orient;
   orient.addEventListener('change', () => {
     state.orient = orient.value;
+    saveState();
+    renderFlame(page.generation);
+  });
+  const recursion = el(
+    'select',
+    { id: 'recursion', title: 'a function called again below itself joins its outer call' },
+    el('option', { value: 'auto', text: 'recursion: fold when deep' + (t.recursion_folded ? ' (folded)' : '') }),
+    el('option', { value: 'fold', text: 'recursion: fold' }),
+    el('option', { value: 'keep', text: 'recursion: keep every call' }),
+  );
+  recursion.value = state.recursion;
+  recursion.addEventListener('change', () => {
+    state.recursion = recursion.value;
+    state.zoom = [];
     saveState();
     renderFlame(page.generation);
   });
@@ -127,7 +141,7 @@ export async function renderFlame(gen) {
     }
     drop('clear-focus', 'clear focus', []);
   }
-  const bar = el('div', { id: 'flame-bar' }, crumbs, orient, tools, total);
+  const bar = el('div', { id: 'flame-bar' }, crumbs, orient, recursion, tools, total);
   const parts = [bar];
   const width = $('view').clientWidth || 1000;
   if (fragment.length) {

@@ -29,10 +29,11 @@ const SCHEMA = {
   orient: ['text', 'icicle'],
   sort: ['text', 'bytes'],
   tsort: ['text', 'total'],
+  recursion: ['text', 'auto'],
 };
 
 // What the filter's reset leaves alone: how the view is drawn, not what.
-const KEPT_BY_RESET = ['tab', 'orient', 'sort', 'tsort'];
+const KEPT_BY_RESET = ['tab', 'orient', 'sort', 'tsort', 'recursion'];
 
 const fresh = (key) => structuredClone(SCHEMA[key][1]);
 const write = (kind, v) => (kind === 'json' ? JSON.stringify(v) : kind === 'list' ? v.join(',') : v);
@@ -117,11 +118,15 @@ export function filterArgs() {
   return a;
 }
 
-// Hidden frames change the stacks drawn, not which allocations count.
-export function hideArgs() {
+// Hidden frames and folded recursion change the stacks drawn, not which
+// allocations count. Recursion is folded when the stacks are deeper than a
+// screen ('auto'), always ('fold') or never ('keep').
+export function stackArgs() {
+  const recursion = { fold: ['--collapse-recursion'], keep: ['--no-collapse-recursion'] }[state.recursion] || [];
   return state.clauses
     .filter((c) => c.k === 'hide' && c.t)
-    .flatMap((c) => [c.m === 'function' ? '--hide-function' : '--hide', c.t]);
+    .flatMap((c) => [c.m === 'function' ? '--hide-function' : '--hide', c.t])
+    .concat(recursion);
 }
 
 export function liveArgs(flame) {

@@ -3,7 +3,7 @@
 
 import { api } from './api.js';
 import { $, bytes, el, keyboardRows, pct } from './dom.js';
-import { filterArgs, hideArgs, liveArgs, page, saveState, state } from './state.js';
+import { filterArgs, stackArgs, liveArgs, page, saveState, state } from './state.js';
 
 export async function renderTop(gen) {
   const t = await api('top', [...liveArgs(false), '--limit', '100', ...filterArgs()]);
@@ -58,7 +58,7 @@ export async function renderTop(gen) {
 // by the server from the flame graph's tree.
 export async function renderFunctions(gen) {
   const key = state.sort === 'self' ? 'self' : 'total';
-  const f = await api('functions', [...liveArgs(true), ...filterArgs(), ...hideArgs(), '--sort', key]);
+  const f = await api('functions', [...liveArgs(true), ...filterArgs(), ...stackArgs(), '--sort', key]);
   if (gen !== page.generation) return;
   const rows = f.functions;
   const fmt = (w) => (f.unit === 'bytes' ? bytes(w) : String(w));
@@ -110,7 +110,7 @@ export async function renderFunctions(gen) {
     };
     tr.addEventListener('dblclick', tr.focusView);
   }
-  const hot = await api('hot-paths', [...liveArgs(true), ...filterArgs(), ...hideArgs()]);
+  const hot = await api('hot-paths', [...liveArgs(true), ...filterArgs(), ...stackArgs()]);
   if (gen !== page.generation) return;
   const hotRows = hot.paths.map((p) => {
     const tr = el(
@@ -169,7 +169,7 @@ export async function renderTree(gen, callers) {
   const base = [
     ...liveArgs(true),
     ...filterArgs(),
-    ...hideArgs(),
+    ...stackArgs(),
     ...(callers ? ['--invert'] : []),
     '--depth',
     '1',

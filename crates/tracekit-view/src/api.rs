@@ -97,6 +97,7 @@ struct Flame {
     tree: FrameTree,
     unit: Unit,
     what: String,
+    recursion_folded: bool,
     /// The tree of the stacks reversed, made when first asked.
     inverted: OnceLock<FrameTree>,
 }
@@ -188,6 +189,7 @@ impl Trace {
             tree: answer.tree,
             unit: answer.unit,
             what: answer.what,
+            recursion_folded: answer.recursion_folded,
             inverted: OnceLock::new(),
         });
         *self.flame.lock().unwrap_or_else(|e| e.into_inner()) =
@@ -521,6 +523,7 @@ pub fn answer(
                 unit: flame.unit.name(),
                 what: flame.what.clone(),
                 total: flame.tree.total(),
+                recursion_folded: flame.recursion_folded,
                 nodes,
                 around,
             }))
@@ -588,6 +591,9 @@ struct FlameTreeJson {
     what: String,
     /// The weight of the whole tree.
     total: u64,
+    /// Whether recursion is folded (asked, or the stacks were deeper than a
+    /// screen).
+    recursion_folded: bool,
     #[serde(flatten)]
     nodes: NodesJson,
     /// With a fragment: where it was found and who calls it.

@@ -1,4 +1,4 @@
-//! `tracekit memtrace top|timeline|flamegraph|hot-paths|to-fxt|diff`: what memtrace_viewer shows,
+//! `tracekit memtrace top|timeline|flamegraph|hot-paths|to-fxt|to-pprof|diff`: what memtrace_viewer shows,
 //! on the command line. Argument parsing, files and progress; the analysis itself is
 //! `tracekit-analysis`.
 
@@ -12,7 +12,7 @@ use tracekit_analysis::Pass;
 use tracekit_analysis::fxt;
 use tracekit_analysis::passes::{Progress, Stage};
 use tracekit_analysis::query::{
-    DiffQuery, FlameQuery, FxtQuery, HotPathsQuery, QueryError, TimelineQuery, TopQuery,
+    DiffQuery, FlameQuery, FxtQuery, HotPathsQuery, PprofQuery, QueryError, TimelineQuery, TopQuery,
 };
 use tracekit_analysis::render::TraceFile;
 use tracekit_fxt::io::FinishError;
@@ -58,6 +58,11 @@ pub enum Command {
     /// allocations.
     #[command(name = "to-fxt", after_help = SIZES)]
     ToFxt(ToFxtArgs),
+    /// Writes the trace's allocations as a gzipped pprof heap profile (Go's heap
+    /// profile sample types: alloc_objects, alloc_space, inuse_objects,
+    /// inuse_space), for `go tool pprof`, Parca, Pyroscope or Perfetto.
+    #[command(name = "to-pprof", after_help = SIZES)]
+    ToPprof(ToPprofArgs),
     /// Sites whose allocated (or live) bytes changed most between two traces.
     #[command(after_help = SIZES)]
     Diff(DiffArgs),
@@ -131,6 +136,18 @@ pub struct ToFxtArgs {
     json: bool,
 }
 
+/// `to-pprof` arguments.
+#[derive(Args, Debug)]
+pub struct ToPprofArgs {
+    /// The trace (.ctf).
+    file: PathBuf,
+    /// The profile to write (default: the trace's name with `.pb.gz`).
+    #[arg(short, long, value_name = "OUT.pb.gz")]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    query: PprofQuery,
+}
+
 /// `diff` arguments.
 #[derive(Args, Debug)]
 pub struct DiffArgs {
@@ -156,6 +173,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
         Command::Flamegraph(a) => flamegraph(a),
         Command::HotPaths(a) => hot_paths(a),
         Command::ToFxt(a) => to_fxt(a),
+        Command::ToPprof(a) => to_pprof(a),
         Command::Diff(a) => diff(a),
     }
 }
@@ -363,6 +381,28 @@ fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
         print(&format!("wrote {}: {s}\n", output.display()))?;
     }
     Ok(finish(&args.file, &pass))
+}
+
+fn to_pprof(args: ToPprofArgs) -> Result<ExitCode> {
+    args.query.filter.check()?;
+    let output =
+        (args.output.clone()).unwrap_or_else(|| default_output(Some(&args.file), Format::Pprof));
+    refuse_same_file(&output, &[&args.file])?;
+    check_format(&output, Format::Pprof)?;
+    let (mut reader, bytes) = open_shared(&args.file)?;
+    let answer = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
+    let mut file = OutputFile::create(&output, &[&args.file])?;
+    tracekit_pprof::write_gzip(&answer.profile, &mut file)?;
+    file.commit()?;
+    let (samples, totals) = (answer.profile.sample.len(), &answer.pass.profile.totals);
+    let bytes = answer.pass.profile.sampling.bytes(totals.samples);
+    say(format_args!(
+        "wrote {}: {samples} stacks, {} allocations, {} allocated",
+        output.display(),
+        totals.allocs,
+        tracekit_analysis::svg::human_bytes(bytes as f64)
+    ));
+    Ok(finish(&args.file, &answer.pass))
 }
 
 /// The error of an FXT writer over an [`OutputFile`]: the I/O error (which names

@@ -25,9 +25,11 @@ use tracekit_perf::record::{self as plan, CallGraph, RecordOptions, Target};
 use tracekit_perf::text::{Progress, TextSource};
 
 use crate::common::input::{self, Family, Kind};
-use crate::common::names::{Format, check_format, choose_format};
-use crate::common::output::{ChildHandlesInterrupts, Output, TempDir};
-use crate::common::{progress_bar, progress_spinner};
+use crate::common::names::{Format, check_format, choose_format, default_output};
+use crate::common::output::{
+    ChildHandlesInterrupts, Output, OutputFile, TempDir, refuse_same_file,
+};
+use crate::common::{progress_bar, progress_spinner, say};
 
 /// `tracekit perf` subcommands.
 #[derive(Subcommand)]
@@ -38,6 +40,26 @@ pub enum Command {
     Record(RecordArgs),
     /// Folded stacks or an SVG flame graph of sampled stacks (perf.data or text).
     Flamegraph(FlamegraphArgs),
+    /// A gzipped pprof CPU profile of sampled stacks (samples, and cpu
+    /// nanoseconds when the recording says its period), for `go tool pprof`,
+    /// Parca, Pyroscope or Perfetto.
+    #[command(name = "to-pprof")]
+    ToPprof(ToPprofArgs),
+}
+
+/// Options of `tracekit perf to-pprof`.
+#[derive(Args)]
+pub struct ToPprofArgs {
+    /// A perf.data file of sampled stacks, or `perf script` text (`-`: stdin).
+    input: PathBuf,
+    /// The profile to write (default: the input's name with `.pb.gz`).
+    #[arg(short, long, value_name = "OUT.pb.gz")]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    read: SampledArgs,
+    /// `-q`, which is global.
+    #[arg(skip)]
+    quiet: bool,
 }
 
 /// Options of `tracekit perf flamegraph`.
@@ -55,6 +77,16 @@ pub struct FlamegraphArgs {
     /// One tower per thread (`comm [tid]` at the root).
     #[arg(long)]
     per_thread: bool,
+    #[command(flatten)]
+    read: SampledArgs,
+    /// `-q`, which is global.
+    #[arg(skip)]
+    quiet: bool,
+}
+
+/// How sampled stacks are read, for the commands that fold them.
+#[derive(Args)]
+pub struct SampledArgs {
     /// Which frames to keep: user space, kernel, or both.
     #[arg(long, value_enum, default_value = "user")]
     scope: TraceScope,
@@ -71,9 +103,18 @@ pub struct FlamegraphArgs {
     /// The perf executable.
     #[arg(long, default_value = "perf")]
     perf: PathBuf,
-    /// `-q`, which is global.
-    #[arg(skip)]
-    quiet: bool,
+}
+
+impl SampledArgs {
+    fn decode_options(&self) -> DecodeOptions {
+        DecodeOptions {
+            via_perf_script: self.via_perf_script,
+            scope: self.scope,
+            debug_dir: self.debug_dir.clone(),
+            no_debug_files: self.no_debug_files,
+            ..DecodeOptions::default()
+        }
+    }
 }
 
 /// Options of `tracekit perf decode`.
@@ -152,6 +193,7 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
         Command::Decode(args) => decode(&DecodeArgs { quiet, ..args }),
         Command::Record(args) => record(&RecordArgs { quiet, ..args }),
         Command::Flamegraph(args) => flamegraph(&FlamegraphArgs { quiet, ..args }),
+        Command::ToPprof(args) => to_pprof(&ToPprofArgs { quiet, ..args }),
     }
 }
 
@@ -359,15 +401,9 @@ fn flamegraph(args: &FlamegraphArgs) -> anyhow::Result<ExitCode> {
     let path = args.svg.as_deref().or(args.output.as_deref());
     let flag = args.svg.as_ref().map(|_| Format::Svg);
     let format = choose_format(path, flag, &[Format::Text, Format::Svg], Format::Text)?;
-    let mut source = open(&args.input, &args.perf, Mode::Sampling)?;
+    let mut source = open(&args.input, &args.read.perf, Mode::Sampling)?;
     let name = source.name();
-    let options = DecodeOptions {
-        via_perf_script: args.via_perf_script,
-        scope: args.scope,
-        debug_dir: args.debug_dir.clone(),
-        no_debug_files: args.no_debug_files,
-        ..DecodeOptions::default()
-    };
+    let options = args.read.decode_options();
     let progress = progress(name.clone(), args.quiet);
     let folded = tracekit_perf::fold::fold(&mut source, &options, args.per_thread, progress)?;
     if let Some(read) = &folded.read {
@@ -399,6 +435,42 @@ fn flamegraph(args: &FlamegraphArgs) -> anyhow::Result<ExitCode> {
             out.finish()?;
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn to_pprof(args: &ToPprofArgs) -> anyhow::Result<ExitCode> {
+    let input = Some(args.input.as_path()).filter(|p| !input::is_stdin(p));
+    let output = (args.output.clone()).unwrap_or_else(|| default_output(input, Format::Pprof));
+    check_format(&output, Format::Pprof)?;
+    refuse_same_file(&output, &[&args.input])?;
+    let mut source = open(&args.input, &args.read.perf, Mode::Sampling)?;
+    let name = source.name();
+    let options = args.read.decode_options();
+    let progress = progress(name.clone(), args.quiet);
+    let folded = tracekit_perf::fold::fold(&mut source, &options, true, progress)?;
+    if let Some(read) = &folded.read {
+        report_read(&name, read);
+    }
+    folded.require_samples(&name)?;
+    let period = source
+        .path()
+        .and_then(tracekit_perf::data::recording_period)
+        .and_then(|t| u64::try_from(t.0).ok());
+    let profile = tracekit_perf::pprof::cpu_profile(&folded, period);
+    let inputs = source.path().into_iter().collect::<Vec<_>>();
+    let mut file = OutputFile::create(&output, &inputs)?;
+    tracekit_pprof::write_gzip(&profile, &mut file)?;
+    file.commit()?;
+    say(format_args!(
+        "wrote {}: {} samples, {} stacks{}",
+        output.display(),
+        folded.samples,
+        folded.lines.len(),
+        match period {
+            Some(ns) => format!(", {ns} ns each"),
+            None => " (no sampling period in the input: samples only)".to_owned(),
+        }
+    ));
     Ok(ExitCode::SUCCESS)
 }
 

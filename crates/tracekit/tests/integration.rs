@@ -20,6 +20,8 @@ mod memory;
 mod memtrace_analysis;
 #[path = "integration/memtrace_cli.rs"]
 mod memtrace_cli;
+#[path = "integration/naming.rs"]
+mod naming;
 #[path = "integration/perf_cli.rs"]
 mod perf_cli;
 #[path = "integration/perf_record.rs"]

@@ -13,10 +13,14 @@
 //! * `tables`: a closure of another function, so that the two closures only
 //!   differ by the function they are in; builds strings into a generic
 //!   container (`Vec<String>` collected from a `Map<Range<u32>, ..>`);
-//! * `nest`: direct recursion 300 deep, allocating at the bottom;
-//! * `ping` and `pong`: indirect recursion 200 deep, allocating at the
-//!   bottom.
+//! * `nest`: direct recursion 150 deep, allocating at the bottom;
+//! * `ping` and `pong`: indirect recursion 60 deep (120 frames), allocating
+//!   at the bottom.
 //!
+//! Both are deeper than a screen's flame graph and shallower than the
+//! tracer's 256 frames, so their stacks reach `main`.
+//!
+//! The strings of one last `tables(500)` are never freed (live at the end).
 //! Runs with `MEMTRACE_RATE` as given (the tests sample every word) and
 //! prints `heapdemo: done`.
 
@@ -77,9 +81,11 @@ fn main() {
     for _ in 0..20 {
         kept += black_box(churn(16)).len();
         kept += black_box(tables(2000)).len();
-        kept += black_box(nest(300)).len();
-        kept += black_box(ping(200)).len();
+        kept += black_box(nest(150)).len();
+        kept += black_box(ping(60)).len();
     }
     black_box(kept);
+    // Still live at the end: what a heap profile's `inuse` counts.
+    black_box(Box::leak(Box::new(tables(500))));
     println!("heapdemo: done");
 }

@@ -14,57 +14,10 @@ use tracekit_memtrace::{Event, Info, Location, LocationCode, Reader};
 /// directory (with frame pointers, say) compiles no benchmark framework.
 const PROGRAMS: &str = "tracekit-alloc-demo";
 
-/// Path of program `name`, built for the same profile as this test in the same
-/// target directory (`cargo test` builds the workspace's binaries; a run
-/// filtered to one test may not, or may hold one built from older sources).
+/// Path of program `name` of the programs' package, built for this test's
+/// profile in its target directory ([`tracekit_testutil::demo_program`]).
 pub fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    // target/<profile>/deps/<test> -> target/<profile>/<name>
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile> directory");
-    let path = profile_dir.join(name);
-    if !path.exists() || newest_source() > modified(&path) {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-p", PROGRAMS, "--bin", name]);
-        // The same target directory as this test (it may not be the default).
-        if let Some(target_dir) = profile_dir.parent() {
-            cmd.arg("--target-dir").arg(target_dir);
-        }
-        if !cfg!(debug_assertions) {
-            cmd.arg("--release");
-        }
-        let status = cmd.status().expect("run cargo build");
-        assert!(
-            status.success(),
-            "cargo build -p {PROGRAMS} --bin {name} failed"
-        );
-    }
-    path
-}
-
-fn modified(path: &Path) -> std::time::SystemTime {
-    std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .unwrap_or(std::time::UNIX_EPOCH)
-}
-
-/// The latest modification time of the tracer's and the programs' sources.
-fn newest_source() -> std::time::SystemTime {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    [
-        root.join("src"),
-        root.join("../tracekit-alloc-demo/src/bin"),
-    ]
-    .iter()
-    .filter_map(|d| std::fs::read_dir(d).ok())
-    .flatten()
-    .filter_map(|e| e.ok())
-    .map(|e| modified(&e.path()))
-    .max()
-    .unwrap_or(std::time::UNIX_EPOCH)
+    tracekit_testutil::demo_program(name)
 }
 
 /// Path of program `name` built with frame pointers, in the `fp` directory

@@ -556,6 +556,8 @@ mod tests {
             frames: FrameLabel::Location,
             samples: false,
             collapse_recursion: false,
+            no_collapse_recursion: false,
+            naming: Default::default(),
             hide: Vec::new(),
             hide_function: Vec::new(),
             count_objects: false,

@@ -589,7 +589,11 @@ impl Tables {
             Charge::Nothing
         } else if options.interns_big_only() && !located {
             Charge::BigOnly
-        } else if options.leaf_only && !located && skip == FrameSkip::rust_std() {
+        } else if options.leaf_only
+            && !located
+            && skip == FrameSkip::rust_std().with_naming(skip.naming)
+        {
+            // The tables' sites are these; how they are named is the report's.
             Charge::Sites
         } else if options.leaf_only && !located {
             Charge::Site {

@@ -214,6 +214,7 @@ fn folded_stacks_sum_to_the_total() {
                     label,
                     unit: Unit::Samples,
                     collapse_recursion: label == FrameLabel::Function,
+                    ..FoldOptions::default()
                 };
                 let lines = report::folded(&p.profile, &symbols, opts);
                 let sum: u64 = lines.iter().map(|l| l.1).sum();

@@ -116,6 +116,8 @@ fn flame_query(filter: Filter, at: Option<Timedelta>, peak: bool) -> FlameQuery 
         frames: FrameLabel::Function,
         samples: false,
         collapse_recursion: false,
+        no_collapse_recursion: false,
+        naming: Default::default(),
         hide: Vec::new(),
         hide_function: Vec::new(),
         count_objects: true,
@@ -152,10 +154,12 @@ fn compare(name: &str, bytes: &[u8], tables: &Tables, filter: &Filter) {
         SiteSpec {
             std_frames: true,
             skip_frames: Vec::new(),
+            naming: Default::default(),
         },
         SiteSpec {
             std_frames: false,
             skip_frames: vec!["a".into(), "List".into()],
+            naming: Default::default(),
         },
     ] {
         let q = TopQuery {

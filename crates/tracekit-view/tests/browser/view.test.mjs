@@ -169,6 +169,32 @@ test('a required function filters the flame graph as flamegraph --location; a cl
   await again.close();
 });
 
+test('recursion deeper than a screen is folded, and the toggle keeps it or folds it always', async () => {
+  // Stacks of the sample trace are over a thousand frames deep unfolded.
+  const deepest = (f) => Math.max(...f.stacks.map((s) => s.frames.length));
+  assert.ok(deepest(cli('flamegraph', '--json', '--no-collapse-recursion', trace)) > 60);
+  assert.ok(deepest(cli('flamegraph', '--json', trace)) <= 60);
+  const page = await open(await serve([trace]));
+  await page.click('button[data-tab="flame"]');
+  await settled(page);
+  assert.match(await page.textContent('#recursion option[value="auto"]'), /\(folded\)/);
+  const total = await page.getAttribute('#flame-total', 'data-total');
+  await page.selectOption('#recursion', 'keep');
+  await page.waitForFunction(() => location.hash.includes('recursion=keep'));
+  await page.waitForFunction(
+    () => !document.querySelector('#recursion option[value="auto"]').textContent.includes('folded'),
+  );
+  // The same weight, drawn unfolded.
+  assert.equal(await page.getAttribute('#flame-total', 'data-total'), total);
+  const kept = page.url();
+  await page.close();
+  const again = await open(kept);
+  await again.click('button[data-tab="flame"]');
+  await settled(again);
+  assert.equal(await again.inputValue('#recursion'), 'keep');
+  await again.close();
+});
+
 test('function clauses filter as --function and --forbid-function', async () => {
   const page = await open(await serve([trace]));
   await page.click('button[data-tab="flame"]');

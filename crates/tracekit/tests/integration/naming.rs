@@ -1,0 +1,214 @@
+//! What a Rust user sees of a program traced by tracekit-alloc: the
+//! `heapdemo` program of `tracekit-alloc-demo` (closures, generic
+//! iterators, `vec!` of a non-zero value, direct and indirect recursion),
+//! every word sampled. Its sites are named (never `??`), closures under
+//! their functions, without generic arguments; its stacks start at its
+//! `main` and fold their recursion; `sql top-sites` names sites as `memtrace
+//! top` does; and `go tool pprof` reads `to-pprof`'s profile with `top`'s
+//! totals.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+tracekit_testutil::tracekit_cli!();
+
+/// The trace of `heapdemo` with every word sampled, made once.
+fn trace() -> &'static Path {
+    static TRACE: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    let (_, path) = TRACE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("heapdemo.ctf");
+        let out = Command::new(tracekit_testutil::demo_program("heapdemo"))
+            .env("MEMTRACE", &path)
+            .env("MEMTRACE_RATE", "1")
+            .output()
+            .expect("run heapdemo");
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "heapdemo: done\n");
+        (dir, path)
+    });
+    path
+}
+
+fn json(args: &[&str]) -> Value {
+    serde_json::from_str(&ok(args)).unwrap()
+}
+
+fn memtrace(args: &[&str]) -> String {
+    let mut all = vec!["memtrace"];
+    all.extend_from_slice(args);
+    all.push(trace().to_str().unwrap());
+    ok(&all)
+}
+
+fn site_names(top: &Value) -> Vec<String> {
+    top["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["site"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn functions_are_named_closures_under_their_function_without_generics() {
+    let t = trace().to_str().unwrap();
+    let top = json(&["memtrace", "top", "--by", "function", "--json", t]);
+    let names = site_names(&top);
+    assert_eq!(
+        names[..4],
+        [
+            "heapdemo::churn::{closure#0}",
+            "heapdemo::ping",
+            "heapdemo::nest",
+            "heapdemo::tables"
+        ],
+        "{names:?}"
+    );
+    assert!(names.contains(&"heapdemo::tables::{closure#0}".to_owned()));
+    for n in &names {
+        assert!(!n.contains("??") && !n.contains('<'), "{n}");
+    }
+    // Every frame of every stack is named, none with a closure's type.
+    let stacks = memtrace(&["flamegraph", "--all-frames"]);
+    for frame in stacks
+        .lines()
+        .flat_map(|l| l.rsplit_once(' ').unwrap().0.split(';'))
+    {
+        assert!(
+            !frame.starts_with("??") && !frame.contains("{closure_env"),
+            "{frame}"
+        );
+    }
+    // Generic arguments are there when asked for.
+    let full = memtrace(&["flamegraph", "--full-names"]);
+    assert!(full.contains("from_elem<u64>"), "{full}");
+    assert!(!memtrace(&["flamegraph"]).contains("from_elem<"));
+}
+
+#[test]
+fn stacks_start_at_main_and_fold_their_recursion() {
+    let stacks = memtrace(&["flamegraph"]);
+    let lines: Vec<&str> = stacks.lines().collect();
+    assert!(lines.len() > 5);
+    for l in &lines {
+        assert!(l.starts_with("heapdemo::main;"), "{l}");
+        // Folded: no function twice on a stack.
+        let frames: Vec<&str> = l.rsplit_once(' ').unwrap().0.split(';').collect();
+        let mut distinct = frames.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), frames.len(), "{l}");
+    }
+    // `ping` calls `pong` calls `ping` ... calls `vec!`: the innermost `ping`
+    // joins the outermost, and the allocation is its.
+    assert!(
+        stacks.contains("heapdemo::main;heapdemo::ping;from_elem"),
+        "{stacks}"
+    );
+    assert!(
+        stacks.contains("heapdemo::main;heapdemo::nest;from_elem"),
+        "{stacks}"
+    );
+    // Everything, when asked.
+    let all = memtrace(&["flamegraph", "--all-frames", "--no-collapse-recursion"]);
+    assert!(all.lines().all(|l| !l.starts_with("heapdemo::main;")));
+    assert!(all.contains("heapdemo::nest;heapdemo::nest;heapdemo::nest;"));
+    // The recursion deeper than a screen is folded by default, kept when asked.
+    let kept = memtrace(&["flamegraph", "--no-collapse-recursion"]);
+    assert!(kept.lines().all(|l| l.starts_with("heapdemo::main;")));
+    assert!(kept.contains("heapdemo::ping;heapdemo::pong;heapdemo::ping;"));
+    // Hot paths write a recursive run once, with its count.
+    let hot = memtrace(&["hot-paths", "--no-collapse-recursion"]);
+    assert!(hot.contains("heapdemo::main > heapdemo::nest ×"), "{hot}");
+    assert!(hot.contains("(heapdemo::ping > heapdemo::pong) ×"), "{hot}");
+}
+
+#[test]
+fn sql_top_sites_names_sites_as_memtrace_top() {
+    let t = trace().to_str().unwrap();
+    let top = json(&["memtrace", "top", "--json", t]);
+    let rows = json(&["sql", "top-sites", "--json", t]);
+    let rows = rows.as_array().unwrap();
+    let sites = top["sites"].as_array().unwrap();
+    assert!(rows.len() >= 5);
+    for (row, site) in rows.iter().zip(sites).take(5) {
+        assert_eq!(row["site"], site["site"]);
+        assert_eq!(row["bytes"], site["bytes"]);
+        assert_eq!(row["allocations"], site["allocs"]);
+    }
+}
+
+#[test]
+fn go_tool_pprof_reads_the_heap_profile_with_top_s_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("heap.pb.gz");
+    memtrace(&["to-pprof", "-o", profile.to_str().unwrap()]);
+    let read = tracekit_pprof::read(&std::fs::read(&profile).unwrap()).unwrap();
+    let s = |i: i64| read.string_table[i as usize].as_str();
+    let types: Vec<&str> = read.sample_type.iter().map(|t| s(t.r#type)).collect();
+    assert_eq!(
+        types,
+        [
+            "alloc_objects",
+            "alloc_space",
+            "inuse_objects",
+            "inuse_space"
+        ]
+    );
+    let top = json(&["memtrace", "top", "--json", trace().to_str().unwrap()]);
+    let t = &top["totals"];
+    let expected = [
+        t["allocs"].as_i64().unwrap(),
+        t["bytes"].as_i64().unwrap(),
+        t["live_end_allocs"].as_i64().unwrap(),
+        t["live_end_bytes"].as_i64().unwrap(),
+    ];
+    assert!(expected[3] > 0, "heapdemo keeps some blocks to the end");
+    let mut sums = [0i64; 4];
+    for sample in &read.sample {
+        for (sum, v) in sums.iter_mut().zip(&sample.value) {
+            *sum += v;
+        }
+    }
+    assert_eq!(sums, expected);
+    let Some(go) = tracekit_testutil::go() else {
+        return;
+    };
+    let out = Command::new(go)
+        .args(["tool", "pprof", "-raw"])
+        .arg(&profile)
+        .env("HOME", dir.path())
+        .output()
+        .expect("run go tool pprof");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let raw = String::from_utf8_lossy(&out.stdout);
+    // `go tool pprof -raw`: after "Samples:" and the types' line, one line per
+    // sample, its values then `: location ids`.
+    let mut go_sums = [0i64; 4];
+    let samples = raw
+        .split("Samples:")
+        .nth(1)
+        .unwrap()
+        .split("Locations")
+        .next()
+        .unwrap();
+    for line in samples.lines().skip(2) {
+        let Some((values, _)) = line.split_once(':') else {
+            continue;
+        };
+        for (sum, v) in go_sums.iter_mut().zip(values.split_whitespace()) {
+            *sum += v.parse::<i64>().unwrap();
+        }
+    }
+    assert_eq!(go_sums, expected, "{raw}");
+    assert!(raw.contains("heapdemo::churn::{closure#0}"), "{raw}");
+}
