@@ -533,6 +533,9 @@ pub fn try_trace_if_requested() -> Result<bool, Error> {
         _ => DEFAULT_SAMPLING_RATE,
     };
     session::start(&path, rate, None)?;
+    // What follows allocates (a directory listing, the variable's name as a C
+    // string): the tracer's own work, not the program's, so not sampled.
+    let _internal = thread::Internal::enter();
     if single_threaded() {
         // SAFETY: `remove_var` must not run while another thread reads or
         // writes the environment. Besides this thread the process has at most

@@ -72,6 +72,9 @@ fn functions_are_named_closures_under_their_function_without_generics() {
     assert!(names.contains(&"heapdemo::tables::{closure#0}".to_owned()));
     for n in &names {
         assert!(!n.contains("??") && !n.contains('<'), "{n}");
+        // The program's own: none of the tracer's allocations (starting its
+        // thread, reading /proc) is sampled.
+        assert!(n.starts_with("heapdemo::"), "{n}");
     }
     // Every frame of every stack is named, none with a closure's type.
     let stacks = memtrace(&["flamegraph", "--all-frames"]);
