@@ -16,11 +16,11 @@
 //! top` prints. The period is the bytes one memtrace sample stands for; the
 //! filters the profile was made under are its comments.
 
-use tracekit_memtrace::{Info, Location, LocationLookup};
+use tracekit_memtrace::{Info, LocationLookup};
 use tracekit_pprof::{Builder, Frame, LocationId, proto};
 
 use crate::analyzer::Profile;
-use crate::symbols::{FrameSkip, Naming, main_start};
+use crate::symbols::{Naming, shown_frames};
 
 /// The heap profile of `profile`, a pass over the trace of `info` whose
 /// locations `symbols` holds, its frames named as `naming` says and
@@ -51,35 +51,19 @@ pub fn heap_profile(
     for f in filters {
         b.comment(&format!("filter: {f}"));
     }
-    let std = FrameSkip::rust_std();
     let (mut allocated, mut live) = (Rounded::default(), Rounded::default());
     let mut codes = Vec::new();
+    let mut frames = Vec::new();
     let mut stack: Vec<LocationId> = Vec::new();
-    let mut locs: Vec<Option<&Location>> = Vec::new();
-    let mut unknown: Vec<String> = Vec::new();
     for (bt, counts) in profile.sites.iter() {
         if counts.samples == 0 {
             continue;
         }
         profile.backtraces.codes_into(bt, &mut codes);
-        locs.clear();
-        unknown.clear();
-        for &code in &codes {
-            match symbols.locations(code) {
-                Some(l) if !l.is_empty() => locs.extend(l.iter().map(Some)),
-                _ => {
-                    locs.push(None);
-                    unknown.push(format!("${code}"));
-                }
-            }
-        }
-        let from = match naming.from_main() {
-            true => main_start(&locs, &std),
-            false => 0,
-        };
+        shown_frames(symbols, &codes, naming, &mut frames);
         stack.clear();
-        let mut unknown_names = unknown.iter().rev();
-        for loc in locs[from..].iter().rev() {
+        // pprof lists a stack innermost first.
+        for (code, loc) in frames.iter().rev() {
             let id = match loc {
                 Some(l) => {
                     let function = naming.function(&l.defname.to_string());
@@ -91,7 +75,7 @@ pub fn heap_profile(
                     })
                 }
                 None => b.location(Frame {
-                    function: unknown_names.next().map_or("$?", String::as_str),
+                    function: &format!("${code}"),
                     file: "",
                     line: 0,
                 }),

@@ -84,19 +84,48 @@ pub fn is_runtime_start(loc: &Location) -> bool {
     contains(&loc.defname, b"__rust_begin_short_backtrace")
 }
 
+/// One frame of a whole backtrace: its code, and its location (`None` for a
+/// code without locations, one frame shown as `$code`).
+pub type ShownFrame<'a> = (LocationCode, Option<&'a Location>);
+
 /// Where a backtrace's stack starts when shown from `main` ([`Naming`]):
-/// the index of the first of `locs` (caller first; `None` for a code without
-/// locations) after the innermost runtime start that `std` does not skip;
-/// 0 when there is no runtime start or nothing of the program after it.
-pub fn main_start(locs: &[Option<&Location>], std: &FrameSkip) -> usize {
-    let Some(marker) = locs.iter().rposition(|l| l.is_some_and(is_runtime_start)) else {
+/// the index of the first of `frames` (caller first) after the innermost
+/// runtime start that `std` does not skip; 0 when there is no runtime start
+/// or nothing of the program after it.
+pub fn main_start(frames: &[ShownFrame<'_>], std: &FrameSkip) -> usize {
+    let Some(marker) = frames
+        .iter()
+        .rposition(|(_, l)| l.is_some_and(is_runtime_start))
+    else {
         return 0;
     };
-    locs.iter()
+    frames
+        .iter()
         .enumerate()
         .skip(marker + 1)
-        .find(|(_, l)| l.is_none_or(|l| !std.skips(l)))
+        .find(|(_, (_, l))| l.is_none_or(|l| !std.skips(l)))
         .map_or(0, |(i, _)| i)
+}
+
+/// The frames of a whole backtrace (`codes`, caller first) as they are
+/// shown: from `main` when `naming` says so. `out` is cleared first.
+pub fn shown_frames<'a>(
+    symbols: &'a dyn LocationLookup,
+    codes: &[LocationCode],
+    naming: Naming,
+    out: &mut Vec<ShownFrame<'a>>,
+) {
+    out.clear();
+    for &code in codes {
+        match locations_of(symbols, code) {
+            [] => out.push((code, None)),
+            l => out.extend(l.iter().map(|loc| (code, Some(loc)))),
+        }
+    }
+    if naming.from_main() {
+        let start = main_start(out, &FrameSkip::rust_std());
+        out.drain(..start);
+    }
 }
 
 /// The labels of a whole backtrace (`codes`, caller first), from `main` when
@@ -108,29 +137,12 @@ pub fn backtrace_labels(
     naming: Naming,
     out: &mut Vec<String>,
 ) {
-    let mut locs: Vec<Option<&Location>> = Vec::new();
-    let mut code_of: Vec<LocationCode> = Vec::new();
-    for &code in codes {
-        let l = locations_of(symbols, code);
-        if l.is_empty() {
-            locs.push(None);
-            code_of.push(code);
-        }
-        for loc in l {
-            locs.push(Some(loc));
-            code_of.push(code);
-        }
-    }
-    let start = match naming.from_main() {
-        true => main_start(&locs, &FrameSkip::rust_std()),
-        false => 0,
-    };
-    for (loc, code) in locs.iter().zip(&code_of).skip(start) {
-        out.push(match loc {
-            Some(loc) => location_label(loc, label, naming),
-            None => format!("${code}"),
-        });
-    }
+    let mut frames = Vec::new();
+    shown_frames(symbols, codes, naming, &mut frames);
+    out.extend(frames.iter().map(|(code, loc)| match loc {
+        Some(loc) => location_label(loc, label, naming),
+        None => format!("${code}"),
+    }));
 }
 
 /// Label of allocations with an empty backtrace.
@@ -419,11 +431,12 @@ mod tests {
             located("app::main"),
             located("app::work"),
         ];
-        let refs: Vec<Option<&Location>> = runtime.iter().map(Some).collect();
+        let code = LocationCode::new(1);
+        let refs: Vec<ShownFrame<'_>> = runtime.iter().map(|l| (code, Some(l))).collect();
         assert_eq!(main_start(&refs, &std), 4);
         // A code without locations after the start is the program's.
         let mut unknown = refs.clone();
-        unknown[3] = None;
+        unknown[3] = (code, None);
         assert_eq!(main_start(&unknown, &std), 3);
         // No runtime start, or nothing of the program after it: shown whole.
         assert_eq!(main_start(&refs[..2], &std), 0);

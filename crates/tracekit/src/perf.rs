@@ -106,14 +106,32 @@ pub struct SampledArgs {
 }
 
 impl SampledArgs {
-    fn decode_options(&self) -> DecodeOptions {
-        DecodeOptions {
+    /// Folds the sampled stacks of `input` (each thread apart if
+    /// `per_thread`) with a progress bar unless `quiet`, reporting what the
+    /// direct reader found; fails when there are none. The source, its name
+    /// and the stacks.
+    fn fold(
+        &self,
+        input: &Path,
+        per_thread: bool,
+        quiet: bool,
+    ) -> anyhow::Result<(TextSource, String, tracekit_perf::fold::Folded)> {
+        let mut source = open(input, &self.perf, Mode::Sampling)?;
+        let name = source.name();
+        let options = DecodeOptions {
             via_perf_script: self.via_perf_script,
             scope: self.scope,
             debug_dir: self.debug_dir.clone(),
             no_debug_files: self.no_debug_files,
             ..DecodeOptions::default()
+        };
+        let progress = progress(name.clone(), quiet);
+        let folded = tracekit_perf::fold::fold(&mut source, &options, per_thread, progress)?;
+        if let Some(read) = &folded.read {
+            report_read(&name, read);
         }
+        folded.require_samples(&name)?;
+        Ok((source, name, folded))
     }
 }
 
@@ -401,15 +419,7 @@ fn flamegraph(args: &FlamegraphArgs) -> anyhow::Result<ExitCode> {
     let path = args.svg.as_deref().or(args.output.as_deref());
     let flag = args.svg.as_ref().map(|_| Format::Svg);
     let format = choose_format(path, flag, &[Format::Text, Format::Svg], Format::Text)?;
-    let mut source = open(&args.input, &args.read.perf, Mode::Sampling)?;
-    let name = source.name();
-    let options = args.read.decode_options();
-    let progress = progress(name.clone(), args.quiet);
-    let folded = tracekit_perf::fold::fold(&mut source, &options, args.per_thread, progress)?;
-    if let Some(read) = &folded.read {
-        report_read(&name, read);
-    }
-    folded.require_samples(&name)?;
+    let (source, name, folded) = args.read.fold(&args.input, args.per_thread, args.quiet)?;
     let inputs = source.path().into_iter().collect::<Vec<_>>();
     match path.filter(|_| format == Format::Svg) {
         Some(svg) => {
@@ -443,15 +453,7 @@ fn to_pprof(args: &ToPprofArgs) -> anyhow::Result<ExitCode> {
     let output = (args.output.clone()).unwrap_or_else(|| default_output(input, Format::Pprof));
     check_format(&output, Format::Pprof)?;
     refuse_same_file(&output, &[&args.input])?;
-    let mut source = open(&args.input, &args.read.perf, Mode::Sampling)?;
-    let name = source.name();
-    let options = args.read.decode_options();
-    let progress = progress(name.clone(), args.quiet);
-    let folded = tracekit_perf::fold::fold(&mut source, &options, true, progress)?;
-    if let Some(read) = &folded.read {
-        report_read(&name, read);
-    }
-    folded.require_samples(&name)?;
+    let (source, _, folded) = args.read.fold(&args.input, true, args.quiet)?;
     let period = source
         .path()
         .and_then(tracekit_perf::data::recording_period)
