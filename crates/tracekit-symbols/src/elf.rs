@@ -113,6 +113,33 @@ pub fn load_segments(bytes: &[u8]) -> Result<Vec<LoadSegment>, ElfError> {
     Ok(out)
 }
 
+/// The object's own virtual address (SVMA) of the byte at `offset` in the
+/// file, through `segments`; `None` when no segment holds that byte.
+pub fn file_offset_to_svma(segments: &[LoadSegment], offset: u64) -> Option<u64> {
+    segments
+        .iter()
+        .find(|s| offset >= s.offset && offset - s.offset < s.filesz)
+        .and_then(|s| (offset - s.offset).checked_add(s.vaddr))
+}
+
+/// The `PT_LOAD` segments of the ELF file at `path`, reading only the start of
+/// the file that holds its program headers (at most 1 MiB); `None` when it
+/// cannot be read or is no 64-bit little-endian ELF file.
+pub fn read_load_segments(path: &std::path::Path) -> Option<Vec<LoadSegment>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut head = vec![0u8; 64];
+    f.read_exact(&mut head).ok()?;
+    let need = program_headers_end(&head).ok()?;
+    if need > 1 << 20 {
+        return None;
+    }
+    let mut rest = vec![0u8; need.saturating_sub(64)];
+    f.read_exact(&mut rest).ok()?;
+    head.extend_from_slice(&rest);
+    load_segments(&head).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,8 @@
 //! * [`names`] writes Rust names as reports show them (generic arguments
 //!   dropped, closures called closures).
 //! * [`Kallsyms`] names kernel addresses from `/proc/kallsyms`.
+//! * [`cache`] keeps an object's names across runs, by build id
+//!   ([`ObjectIdentity`]).
 //!
 //! The crate reads no environment variable and prints nothing: where the
 //! debug files are is the caller's to say ([`DebugDirs`]), and what is
@@ -31,6 +33,7 @@
 //! address, which points after its call instruction, looks up the address
 //! before it.
 
+pub mod cache;
 pub mod elf;
 
 mod demangle;
@@ -42,5 +45,5 @@ mod symbols;
 
 pub use demangle::demangle;
 pub use kallsyms::Kallsyms;
-pub use object_symbols::{Frame, ObjectSymbols};
+pub use object_symbols::{Frame, ObjectIdentity, ObjectSymbols};
 pub use symbols::DebugDirs;

@@ -82,8 +82,7 @@ impl ObjectSymbols {
     /// place meanwhile. Replacing them with new files, as builds and package
     /// managers do, is fine.
     pub fn load(path: &Path, debug: &DebugDirs) -> Option<ObjectSymbols> {
-        let head = read_program_headers(path)?;
-        let segments = elf::load_segments(&head).ok()?;
+        let segments = elf::read_load_segments(path)?;
         let own = Mapped::open(path);
         let own_file = own.as_ref().and_then(Mapped::parse);
         let build_id = own_file
@@ -142,10 +141,7 @@ impl ObjectSymbols {
     /// the file, from its `PT_LOAD` program headers; `None` when no segment
     /// holds that byte.
     pub fn file_offset_to_svma(&self, offset: u64) -> Option<u64> {
-        self.segments
-            .iter()
-            .find(|s| offset >= s.offset && offset - s.offset < s.filesz)
-            .and_then(|s| (offset - s.offset).checked_add(s.vaddr))
+        elf::file_offset_to_svma(&self.segments, offset)
     }
 
     /// The frames at `svma`, innermost (inlined callee) first, outermost
@@ -266,20 +262,31 @@ impl ObjectSymbols {
     }
 }
 
-/// Reads the start of an ELF file: enough for its program headers.
-fn read_program_headers(path: &Path) -> Option<Vec<u8>> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).ok()?;
-    let mut head = vec![0u8; 64];
-    f.read_exact(&mut head).ok()?;
-    let need = elf::program_headers_end(&head).ok()?;
-    if need > 1 << 20 {
-        return None;
+/// What names an object's addresses, known without loading its DWARF: its
+/// build id and the separate debug file [`ObjectSymbols::load`] would read.
+/// Names kept across runs stay valid while both are the same.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectIdentity {
+    /// The object's own build id (`NT_GNU_BUILD_ID`).
+    pub build_id: Vec<u8>,
+    /// The separate debug file found for it under the [`DebugDirs`] given.
+    pub debug_file: Option<std::path::PathBuf>,
+}
+
+impl ObjectIdentity {
+    /// The identity of the object at `path` with debug files from `debug`;
+    /// `None` when it cannot be read or has no build id. It maps the object
+    /// and its candidate debug files, reading their headers and notes only.
+    pub fn of(path: &Path, debug: &DebugDirs) -> Option<ObjectIdentity> {
+        let own = Mapped::open(path)?;
+        let file = own.parse()?;
+        let build_id = file.build_id().ok().flatten()?.to_vec();
+        let debug_file = symbols::find_debug_file(path, &file, debug);
+        Some(ObjectIdentity {
+            build_id,
+            debug_file,
+        })
     }
-    let mut rest = vec![0u8; need.saturating_sub(64)];
-    f.read_exact(&mut rest).ok()?;
-    head.extend_from_slice(&rest);
-    Some(head)
 }
 
 #[cfg(test)]
