@@ -35,6 +35,7 @@ fuzz_target!(|data: &[u8]| {
     let options = ReadOptions {
         kernel_symbols: false,
         debug_dirs: DebugDirs::none(),
+        name_cache: None,
     };
     let mut last = 0;
     let mut frames = 0usize;

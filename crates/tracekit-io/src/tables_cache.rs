@@ -60,6 +60,20 @@ pub enum Origin {
     NotKept(String),
 }
 
+/// tracekit's folder in the user's cache folder (`$XDG_CACHE_HOME/tracekit`, else
+/// `$HOME/.cache/tracekit`), or `None` when neither variable says where it is.
+pub fn user_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|d| !d.is_empty())
+                .map(|h| PathBuf::from(h).join(".cache"))
+        })?;
+    Some(base.join("tracekit"))
+}
+
 /// FNV-1a, 64 bits: stable across builds, unlike the standard hasher.
 fn fnv(bytes: &[u8], mut h: u64) -> u64 {
     for &b in bytes {
@@ -75,15 +89,7 @@ impl TablesCache {
     /// The user's cache folder, or `None` when neither `XDG_CACHE_HOME` nor
     /// `HOME` says where it is.
     pub fn user() -> Option<TablesCache> {
-        let base = std::env::var_os("XDG_CACHE_HOME")
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("HOME")
-                    .filter(|d| !d.is_empty())
-                    .map(|h| PathBuf::from(h).join(".cache"))
-            })?;
-        Some(TablesCache::in_dir(base.join("tracekit").join("tables")))
+        Some(TablesCache::in_dir(user_cache_dir()?.join("tables")))
     }
 
     /// A cache in `dir` (made when first written).

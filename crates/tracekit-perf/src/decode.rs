@@ -86,6 +86,14 @@ pub struct DecodeOptions {
     /// debug files are large).
     #[cfg_attr(feature = "clap", arg(long, conflicts_with = "debug_dir"))]
     pub no_debug_files: bool,
+    /// Name every address from the objects, without the names kept by earlier
+    /// runs (by build id, under $XDG_CACHE_HOME/tracekit/names), and keep none.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub no_cache: bool,
+    /// Where names are kept across runs, by build id; the caller says (the
+    /// command line cannot), and `no_cache` leaves it unused.
+    #[cfg_attr(feature = "clap", arg(skip))]
+    pub name_cache: Option<std::path::PathBuf>,
 }
 
 #[cfg(feature = "clap")]
@@ -135,6 +143,7 @@ impl DecodeOptions {
         ReadOptions {
             debug_dirs,
             kernel_symbols: self.scope != TraceScope::User,
+            name_cache: self.name_cache.clone().filter(|_| !self.no_cache),
         }
     }
 

@@ -100,6 +100,10 @@ pub struct SampledArgs {
     /// Use no separate debug files.
     #[arg(long, conflicts_with = "debug_dir")]
     no_debug_files: bool,
+    /// Name every address from the objects, without the names kept by earlier
+    /// runs (by build id, under $XDG_CACHE_HOME/tracekit/names), and keep none.
+    #[arg(long)]
+    no_cache: bool,
     /// The perf executable.
     #[arg(long, default_value = "perf")]
     perf: PathBuf,
@@ -123,6 +127,8 @@ impl SampledArgs {
             scope: self.scope,
             debug_dir: self.debug_dir.clone(),
             no_debug_files: self.no_debug_files,
+            no_cache: self.no_cache,
+            name_cache: names_cache(),
             ..DecodeOptions::default()
         };
         let progress = progress(name.clone(), quiet);
@@ -310,8 +316,11 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
     check_format(&output, Format::Fxt)?;
     let shown = output.display().to_string();
     if let Some(data) = direct(&source, &args.options)? {
-        let read = args.options.read_options();
-        return decode_direct(data, &read, config, &output, args.quiet);
+        let options = DecodeOptions {
+            name_cache: names_cache(),
+            ..args.options.clone()
+        };
+        return decode_direct(data, &options.read_options(), config, &output, args.quiet);
     }
     let out = Output::create(&output, &inputs)?;
     let started = Instant::now();
@@ -335,7 +344,10 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
 /// Decodes `path` (perf.data or `perf script` text) with the default options
 /// into an FXT trace in memory, with progress, for `tracekit view`.
 pub fn decode_in_memory(path: &Path, quiet: bool) -> anyhow::Result<Vec<u8>> {
-    let options = DecodeOptions::default();
+    let options = DecodeOptions {
+        name_cache: names_cache(),
+        ..DecodeOptions::default()
+    };
     let config = options.config(false)?;
     let perf = PathBuf::from("perf");
     let mut source = open(path, &perf, options.mode)?;
@@ -373,6 +385,11 @@ pub fn decode_in_memory(path: &Path, quiet: bool) -> anyhow::Result<Vec<u8>> {
 }
 
 /// Prints what the direct reader found that a user should know.
+/// Where names of objects' addresses are kept across runs.
+fn names_cache() -> Option<PathBuf> {
+    tracekit_io::tables_cache::user_cache_dir().map(|d| d.join("names"))
+}
+
 fn report_read(name: &str, read: &ReadStats) {
     for w in read.warnings() {
         eprintln!("warning: {name}: {w}");
@@ -407,9 +424,13 @@ fn decode_direct(
     out.finish()?;
     if !quiet {
         let took = started.elapsed();
+        let cached = match read.named_from_cache {
+            0 => String::new(),
+            n => format!(", {n} from the cache"),
+        };
         eprintln!(
-            "read {} samples ({} records) in {took:.2?}: wrote {} FXT records to {name}",
-            read.samples, read.records, decoded.records
+            "read {} samples ({} records; named {} addresses{cached}) in {took:.2?}: wrote {} FXT records to {name}",
+            read.samples, read.records, read.named, decoded.records
         );
     }
     Ok(ExitCode::SUCCESS)

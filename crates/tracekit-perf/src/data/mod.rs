@@ -36,16 +36,24 @@
 //! checked here before it reads it. Files named by the recording are read only
 //! when they are regular files.
 //!
+//! Every record is read before any sample is handed on: each frame is kept as a
+//! key (its object and address), each distinct key is named once (on a second
+//! core while the records are read, or from the names kept by an earlier run:
+//! [`ReadOptions::name_cache`]), then the samples go out in time order with their
+//! names.
+//!
 //! The reader in parts: `header` checks the header and its sections before
 //! `linux-perf-data` reads them, `records` follows and checks the records of the
 //! data section, `process` keeps the processes' mappings and names, `unwind`
-//! gives a sample's frames (its call chain, or its copied user stack unwound), and
-//! `naming` names them.
+//! gives a sample's frames (its call chain, or its copied user stack unwound),
+//! `naming` turns them into keys and the named keys into locations, and
+//! `symbolize` names the keys.
 
 mod header;
 mod naming;
 mod process;
 mod records;
+mod symbolize;
 mod unwind;
 
 use std::cell::Cell;
@@ -63,8 +71,20 @@ use tracekit_symbols::DebugDirs;
 
 use crate::{Error, Result};
 use header::{Fault, check_layout};
+use naming::Naming;
 use process::State;
 use records::{Counting, RecordWatch, unparsable};
+use symbolize::Symbolizer;
+
+/// A sample read and not yet handed on: its frames are `frames[previous end..end]`.
+struct Pending {
+    pid: i32,
+    tid: i32,
+    /// In `State::comm_names`; `u32::MAX` for none.
+    comm: u32,
+    time: u64,
+    end: usize,
+}
 
 /// How a recording is read.
 #[derive(Clone, Debug, Default)]
@@ -73,6 +93,9 @@ pub struct ReadOptions {
     pub debug_dirs: DebugDirs,
     /// Name kernel addresses from `/proc/kallsyms`.
     pub kernel_symbols: bool,
+    /// Where objects' names are kept across runs, by build id (see
+    /// [`tracekit_symbols::cache`]); `None`: not kept.
+    pub name_cache: Option<std::path::PathBuf>,
 }
 
 /// What a read found.
@@ -90,6 +113,10 @@ pub struct ReadStats {
     pub untimed: u64,
     /// Samples whose user stack could not be unwound past its first frame.
     pub unwind_stopped: u64,
+    /// Distinct addresses named (each once, however many samples hold it).
+    pub named: u64,
+    /// Of those, the ones named from the cache of names.
+    pub named_from_cache: u64,
 }
 
 impl ReadStats {
@@ -242,9 +269,10 @@ impl<R: Read + Seek> PerfData<R> {
         self.size
     }
 
-    /// Reads the records, handing each sample to `each` in time order as a
-    /// call-stack event (frames root first, inlined frames after the function they
-    /// are inlined into). `progress` hears the bytes read so far, now and then.
+    /// Reads every record, names each distinct address once, then hands each
+    /// sample to `each` in time order as a call-stack event (frames root first,
+    /// inlined frames after the function they are inlined into). `progress` hears
+    /// the bytes read so far, now and then.
     pub fn samples(
         mut self,
         options: &ReadOptions,
@@ -256,8 +284,12 @@ impl<R: Read + Seek> PerfData<R> {
             bytes: self.size,
             ..ReadStats::default()
         };
+        let mut symbolizer =
+            Symbolizer::new(options.debug_dirs.clone(), options.name_cache.clone());
+        // Every sample, its frames as keys (root first), before any is named.
+        let mut pending: Vec<Pending> = Vec::new();
+        let mut frames: Vec<u32> = Vec::new();
         let mut raw = Vec::new();
-        let mut resolved = Vec::new();
         loop {
             let record = match self.records.next_record(&mut self.file) {
                 Ok(Some(r)) => r,
@@ -317,8 +349,7 @@ impl<R: Read + Seek> PerfData<R> {
                     if c.is_execve {
                         state.processes.remove(&c.pid);
                     }
-                    let comm = String::from_utf8_lossy(&c.name.as_slice()).into_owned();
-                    state.comms.insert(c.tid, comm.into());
+                    state.comm(c.tid, &String::from_utf8_lossy(&c.name.as_slice()));
                 }
                 EventRecord::Fork(f) => state.fork(f.pid, f.ppid, f.tid, f.ptid),
                 EventRecord::Lost(l) => stats.lost += l.count,
@@ -333,28 +364,61 @@ impl<R: Read + Seek> PerfData<R> {
                     }
                     let pid = s.pid.unwrap_or(0);
                     let tid = s.tid.unwrap_or(pid);
-                    resolved.clear();
+                    let known_keys = state.keys.len();
                     for f in raw.iter().rev() {
-                        resolved.push(state.name(pid, *f));
+                        frames.push(state.frame(pid, *f));
                     }
-                    let frames = state.locations(&resolved);
+                    // New addresses go to the helper at once, to be named while
+                    // the records are read.
+                    for (i, k) in state.keys.iter().enumerate().skip(known_keys) {
+                        let Some(entry) = state.objects.get_mut(k.object) else {
+                            continue;
+                        };
+                        if !entry.queued {
+                            entry.queued = true;
+                            symbolizer.object(k.object, &entry.path);
+                        }
+                        symbolizer.key(i as u32, k.object, k.offset);
+                    }
                     let comm = state.comms.get(&tid).or_else(|| state.comms.get(&pid));
-                    let known = |id: i32| u32::try_from(id).ok().filter(|&v| v != 0);
-                    let event = Event::Sample(Sample {
-                        thread: Thread {
-                            pid: known(pid),
-                            tid: known(tid),
-                        },
-                        comm: comm.map(|c| &**c),
-                        time: Time(i64::try_from(time).unwrap_or(i64::MAX)),
-                        in_transaction: false,
-                        data: SampleData::Callstack(frames),
+                    pending.push(Pending {
+                        pid,
+                        tid,
+                        comm: comm.copied().unwrap_or(u32::MAX),
+                        time,
+                        end: frames.len(),
                     });
-                    stats.samples += 1;
-                    each(&event);
                 }
                 _ => {}
             }
+        }
+        // Every address known: each named once, then the samples handed on.
+        let named = symbolizer.finish();
+        state.namings = vec![Naming::Unknown; state.keys.len()];
+        for (key, object, names) in &named.keys {
+            state.set_names(*key, *object, names.iter().map(|n| &**n));
+        }
+        state.name_kernel_keys();
+        stats.named = state.keys.len() as u64;
+        stats.named_from_cache = named.from_cache;
+        let mut start = 0;
+        for p in &pending {
+            let locations = state.locations(&frames[start..p.end]);
+            start = p.end;
+            let comm = state.comm_names.get(p.comm as usize);
+            let known = |id: i32| u32::try_from(id).ok().filter(|&v| v != 0);
+            let event = Event::Sample(Sample {
+                thread: Thread {
+                    pid: known(p.pid),
+                    tid: known(p.tid),
+                },
+                comm: comm.map(|c| &**c),
+                time: Time(i64::try_from(p.time).unwrap_or(i64::MAX)),
+                in_transaction: false,
+                data: SampleData::Callstack(locations),
+            });
+            stats.samples += 1;
+            each(&event);
         }
         progress(self.size);
         Ok(stats)

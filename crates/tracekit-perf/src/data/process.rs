@@ -7,10 +7,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use framehop::x86_64::{CacheX86_64, UnwinderX86_64};
-use tracekit_symbols::{Kallsyms, ObjectSymbols};
+use tracekit_symbols::elf::LoadSegment;
 
 use super::ReadOptions;
-use super::naming::{Named, Naming};
+use super::naming::{Key, Named, Naming};
 use super::unwind::Sections;
 
 /// A mapping of a process: `[start, end)` maps the object from `offset`.
@@ -26,10 +26,12 @@ pub(super) struct Mapping {
 
 pub(super) struct ObjectEntry {
     pub(super) path: Box<str>,
-    /// Loaded on first use; `None` inside once that failed.
-    pub(super) symbols: Option<Option<ObjectSymbols>>,
     /// Read on first use for unwinding; `None` inside once that failed.
     pub(super) sections: Option<Option<Sections>>,
+    /// Its `PT_LOAD` segments, read on first use for unwinding.
+    pub(super) segments: Option<Option<Vec<LoadSegment>>>,
+    /// Handed to the symbolizer (a sample has an address in it).
+    pub(super) queued: bool,
 }
 
 #[derive(Default)]
@@ -46,11 +48,17 @@ pub(super) struct State {
     pub(super) kernel: Vec<Mapping>,
     pub(super) objects: Vec<ObjectEntry>,
     pub(super) object_index: HashMap<Box<str>, usize>,
-    pub(super) comms: HashMap<i32, Box<str>>,
-    pub(super) kallsyms: Option<Option<Kallsyms>>,
-    /// (object or `usize::MAX` for the kernel, lookup address) to its named frames
-    /// and the file offset of the lookup address.
-    pub(super) cache: HashMap<(usize, u64), (Naming, u64)>,
+    /// Each thread's command name, in `comm_names`.
+    pub(super) comms: HashMap<i32, u32>,
+    pub(super) comm_names: Vec<Box<str>>,
+    comm_index: HashMap<Box<str>, u32>,
+    /// The addresses to name, each once, by (object or [`KERNEL`](super::naming::KERNEL),
+    /// lookup address), and how each was named (in `keys` order).
+    pub(super) keys: Vec<Key>,
+    pub(super) key_index: HashMap<(usize, u64), u32>,
+    pub(super) namings: Vec<Naming>,
+    /// The addresses of frames packed without a key (see `State::frame`).
+    pub(super) aside: Vec<u64>,
     pub(super) frames: Vec<Named>,
     pub(super) names: Vec<Box<str>>,
     pub(super) name_index: HashMap<Box<str>, u32>,
@@ -67,8 +75,12 @@ impl State {
             objects: Vec::new(),
             object_index: HashMap::default(),
             comms: HashMap::default(),
-            kallsyms: None,
-            cache: HashMap::default(),
+            comm_names: Vec::new(),
+            comm_index: HashMap::default(),
+            keys: Vec::new(),
+            key_index: HashMap::default(),
+            namings: Vec::new(),
+            aside: Vec::new(),
             frames: Vec::new(),
             names: Vec::new(),
             name_index: HashMap::default(),
@@ -83,8 +95,9 @@ impl State {
         }
         self.objects.push(ObjectEntry {
             path: path.into(),
-            symbols: None,
             sections: None,
+            segments: None,
+            queued: false,
         });
         self.object_index
             .insert(path.into(), self.objects.len() - 1);
@@ -125,8 +138,22 @@ impl State {
         }
     }
 
+    /// Thread `tid`'s command name is now `name`.
+    pub(super) fn comm(&mut self, tid: i32, name: &str) {
+        let id = match self.comm_index.get(name) {
+            Some(&id) => id,
+            None => {
+                let id = self.comm_names.len() as u32;
+                self.comm_names.push(name.into());
+                self.comm_index.insert(name.into(), id);
+                id
+            }
+        };
+        self.comms.insert(tid, id);
+    }
+
     pub(super) fn fork(&mut self, pid: i32, ppid: i32, tid: i32, ptid: i32) {
-        if let Some(c) = self.comms.get(&ptid).cloned() {
+        if let Some(&c) = self.comms.get(&ptid) {
             self.comms.entry(tid).or_insert(c);
         }
         if pid != ppid && !self.processes.contains_key(&pid) {

@@ -12,7 +12,6 @@ use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder};
 use linux_perf_data::linux_perf_event_reader::SampleRecord;
 use object::{Object, ObjectSection};
 
-use super::naming::object_symbols;
 use super::process::{Mapping, State, regular_file};
 
 /// Call-chain values at or above this are context markers, not addresses.
@@ -50,7 +49,11 @@ impl State {
             .get_or_insert_with(|| unwind_sections(Path::new(&*entry.path)))
             .clone();
         let Some(sections) = sections else { return };
-        let Some(symbols) = object_symbols(entry, &self.options.debug_dirs) else {
+        let path = Path::new(&*entry.path);
+        let Some(segments) = entry
+            .segments
+            .get_or_insert_with(|| tracekit_symbols::elf::read_load_segments(path))
+        else {
             return;
         };
         // The bias between the process's addresses and the object's, from the
@@ -60,7 +63,7 @@ impl State {
         let Some(svma) = m
             .offset
             .checked_add(half)
-            .and_then(|o| symbols.file_offset_to_svma(o))
+            .and_then(|o| tracekit_symbols::elf::file_offset_to_svma(segments, o))
         else {
             return;
         };

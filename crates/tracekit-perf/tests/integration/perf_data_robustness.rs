@@ -34,6 +34,7 @@ fn read(bytes: &[u8]) -> (usize, tracekit_perf::Result<ReadStats>) {
     let options = ReadOptions {
         kernel_symbols: false,
         debug_dirs: DebugDirs::none(),
+        name_cache: None,
     };
     let size = bytes.len() as u64;
     let mut frames = 0;

@@ -450,8 +450,11 @@ fn check_recording(dir: &Path, exe: &Path, call_graph: &str, comm: &str) {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let decode = |extra: &[&str], out: &str| {
+    // Names kept across runs go to a cache of this test's own.
+    let cache = dir.join("cache");
+    let decode_reporting = |extra: &[&str], out: &str| {
         let o = tracekit()
+            .env("XDG_CACHE_HOME", &cache)
             .args(["perf", "decode"])
             .arg(&data)
             .args(extra)
@@ -459,11 +462,22 @@ fn check_recording(dir: &Path, exe: &Path, call_graph: &str, comm: &str) {
             .arg(dir.join(out))
             .output()
             .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        std::fs::read(dir.join(out)).unwrap()
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "{stderr}");
+        (std::fs::read(dir.join(out)).unwrap(), stderr)
     };
-    let direct = decode(&[], "direct.fxt");
+    let decode = |extra: &[&str], out: &str| decode_reporting(extra, out).0;
+    let (direct, first) = decode_reporting(&[], "direct.fxt");
     let via_script = decode(&["--via-perf-script"], "script.fxt");
+
+    // A second decode names the addresses from the names kept by the first, and
+    // writes the same trace; so does one that keeps no names.
+    assert!(!first.contains("from the cache"), "{first}");
+    assert!(cache.join("tracekit/names").read_dir().unwrap().count() > 0);
+    let (again, second) = decode_reporting(&[], "again.fxt");
+    assert!(second.contains("from the cache"), "{second}");
+    assert!(again == direct, "the cached names made another trace");
+    assert!(decode(&["--no-cache"], "uncached.fxt") == direct);
     let samples = script_samples(&data);
     assert!(samples.len() > 300, "too few samples: {}", samples.len());
     let (slices, threads) = trace_slices(&direct);
