@@ -267,25 +267,40 @@ impl FrameTree {
         t.finish(None)
     }
 
-    /// Sorts each node's children by name, into one flat array.
+    /// Sorts each node's children by name, into one flat array. The names are
+    /// ranked once, so that siblings sort by integers rather than by text, and the
+    /// nodes go into their parents' runs in one pass.
     fn index_children(&mut self) {
-        let mut order: Vec<u32> = (1..self.nodes.len() as u32).collect();
-        let (nodes, names) = (&self.nodes, &self.names);
-        order.sort_unstable_by(|&a, &b| {
-            let (na, nb) = (&nodes[a as usize], &nodes[b as usize]);
-            na.parent
-                .cmp(&nb.parent)
-                .then_with(|| names[na.name as usize].cmp(&names[nb.name as usize]))
-        });
+        let mut by_name: Vec<u32> = (0..self.names.len() as u32).collect();
+        let names = &self.names;
+        by_name.sort_unstable_by(|&a, &b| names[a as usize].cmp(&names[b as usize]));
+        let mut rank = vec![0u32; self.names.len()];
+        for (r, &n) in by_name.iter().enumerate() {
+            rank[n as usize] = r as u32;
+        }
         let mut start = vec![0u32; self.nodes.len() + 1];
-        for &c in &order {
-            start[self.nodes[c as usize].parent as usize + 1] += 1;
+        for n in self.nodes.iter().skip(1) {
+            start[n.parent as usize + 1] += 1;
         }
         for i in 1..start.len() {
             start[i] += start[i - 1];
         }
+        let mut next = start.clone();
+        let mut children = vec![0u32; self.nodes.len().saturating_sub(1)];
+        for (i, n) in self.nodes.iter().enumerate().skip(1) {
+            let at = &mut next[n.parent as usize];
+            children[*at as usize] = i as u32;
+            *at += 1;
+        }
+        let nodes = &self.nodes;
+        for p in 0..self.nodes.len() {
+            let run = &mut children[start[p] as usize..start[p + 1] as usize];
+            if run.len() > 1 {
+                run.sort_unstable_by_key(|&c| rank[nodes[c as usize].name as usize]);
+            }
+        }
         self.child_start = start;
-        self.children = order;
+        self.children = children;
     }
 
     /// Turns own weights from samples into bytes when `bytes` gives the sampling

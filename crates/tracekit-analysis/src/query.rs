@@ -327,7 +327,7 @@ pub struct FlameQuery {
     pub samples: bool,
     /// Fold recursion, direct and indirect, always: a frame called again below
     /// itself joins its outer call (by default only when the stacks are deeper
-    /// than a screen, [`SCREEN_FRAMES`](crate::frames::SCREEN_FRAMES) frames).
+    /// than a screen, 60 frames).
     #[cfg_attr(feature = "clap", arg(long, conflicts_with = "no_collapse_recursion"))]
     pub collapse_recursion: bool,
     /// Never fold recursion: every call its own frame, however deep.
