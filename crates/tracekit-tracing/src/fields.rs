@@ -74,15 +74,15 @@ pub(crate) enum EventValue {
 }
 
 /// Collects an event's fields without allocating (strings into `text`).
-pub(crate) struct EventFields<'a> {
-    pub(crate) text: &'a mut String,
+pub(crate) struct EventFields {
+    pub(crate) text: String,
     pub(crate) values: [(usize, EventValue); MAX_FIELDS + 1],
     pub(crate) len: usize,
     /// Where the `message` field is in `values`.
     pub(crate) message: Option<usize>,
 }
 
-impl EventFields<'_> {
+impl EventFields {
     pub(crate) fn push(&mut self, field: &Field, v: EventValue) {
         if self.len < self.values.len() {
             if field.name() == "message" {
@@ -95,13 +95,13 @@ impl EventFields<'_> {
 
     pub(crate) fn text(&mut self, field: &Field, write: impl FnOnce(&mut String)) {
         let start = self.text.len();
-        write(self.text);
+        write(&mut self.text);
         let end = self.text.len();
         self.push(field, EventValue::Text(start, end));
     }
 }
 
-impl tracing_core::field::Visit for EventFields<'_> {
+impl tracing_core::field::Visit for EventFields {
     fn record_i64(&mut self, field: &Field, value: i64) {
         self.push(field, EventValue::I64(value));
     }

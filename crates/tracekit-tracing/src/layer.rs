@@ -145,7 +145,7 @@ where
             let c = l.callsite(meta);
             let (name, category, begin, end) = (c.name, c.category, c.begin, c.end);
             let thread = l.thread;
-            l.entered.push((raw_id, name, category, end));
+            l.entered.push((raw_id, end));
             if went_async {
                 let first_enter = state.first_enter.load(Ordering::Relaxed);
                 let _ = l.writer.write_event_encoded(
@@ -200,28 +200,19 @@ where
         let ticks = self.now();
         let id = id.into_u64();
         self.with_local(|l| {
-            // Spans exit in the order they were entered, nearly always: the name
-            // comes from the thread's stack, without a lookup in the registry.
-            let (name, category, end) = match l.entered.last() {
-                Some(&(top, name, category, end)) if top == id => {
+            // Spans exit in the order they were entered, nearly always: the end
+            // record's header comes from the thread's stack, without a lookup in
+            // the registry.
+            let end = match l.entered.last() {
+                Some(&(top, end)) if top == id => {
                     l.entered.pop();
-                    (name, category, end)
+                    end
                 }
                 _ => match l.entered.iter().rposition(|e| e.0 == id) {
-                    Some(i) => {
-                        let e = l.entered.remove(i);
-                        (e.1, e.2, e.3)
-                    }
-                    None => {
-                        let Some(meta) = ctx.metadata(&Id::from_u64(id)) else {
-                            return;
-                        };
-                        let c = l.callsite(meta);
-                        (c.name, c.category, c.end)
-                    }
+                    Some(i) => l.entered.remove(i).1,
+                    None => None,
                 },
             };
-            let thread = l.thread;
             let late = if l.late.is_empty() {
                 Vec::new()
             } else {
@@ -233,6 +224,12 @@ where
                 let _ = l.writer.emit(&end, ticks, ());
                 return;
             }
+            let Some(meta) = ctx.metadata(&Id::from_u64(id)) else {
+                return;
+            };
+            let c = l.callsite(meta);
+            let (name, category) = (c.name, c.category);
+            let thread = l.thread;
             let mut raw = Vec::with_capacity(late.len().min(MAX_FIELDS));
             for (n, v) in late.iter().take(MAX_FIELDS) {
                 raw.push(RawArg::new(*n, l.value(v)));
@@ -287,15 +284,22 @@ where
             let mut text = std::mem::take(&mut l.text);
             text.clear();
             let mut fields = EventFields {
-                text: &mut text,
+                text,
                 values: [(0, EventValue::Bool(false)); MAX_FIELDS + 1],
                 len: 0,
                 message: None,
             };
             event.record(&mut fields);
-            let (values, len, fields_message) = (fields.values, fields.len, fields.message);
+            // Read in place: the values are an array of their own.
+            let EventFields {
+                text,
+                values,
+                len,
+                message: fields_message,
+            } = &fields;
+            let (values, fields_message) = (values.get(..*len).unwrap_or(&[]), *fields_message);
             // The message names the instant; without one, the event's own name.
-            let message = match fields_message.map(|i| values[i].1) {
+            let message = match fields_message.and_then(|i| values.get(i)).map(|v| v.1) {
                 Some(EventValue::Text(a, b)) => {
                     Some(l.value_string(text.get(a..b).unwrap_or_default()))
                 }
@@ -303,20 +307,20 @@ where
             };
             // Values first (interning needs the thread's state), names after.
             let mut raw = [RawArg::new(StringRef::Empty, ArgValue::Null); MAX_FIELDS + 1];
-            let mut fields = [0; MAX_FIELDS + 1];
+            let mut names = [0; MAX_FIELDS + 1];
             let mut n = 1;
-            for (i, &(field, v)) in values[..len].iter().enumerate() {
+            for (i, &(field, v)) in values.iter().enumerate() {
                 if Some(i) == fields_message || n > MAX_FIELDS {
                     continue;
                 }
-                raw[n].value = l.event_value(v, &text);
-                fields[n] = field;
+                raw[n].value = l.event_value(v, text);
+                names[n] = field;
                 n += 1;
             }
             let c = l.callsite(meta);
             let name = message.unwrap_or(c.name);
             raw[0] = RawArg::new(c.level_key, ArgValue::String(c.level));
-            for (slot, field) in raw[1..n].iter_mut().zip(&fields[1..n]) {
+            for (slot, field) in raw[1..n].iter_mut().zip(&names[1..n]) {
                 slot.name = c.fields.get(*field).copied().unwrap_or_default();
             }
             let category = c.category;
@@ -324,7 +328,7 @@ where
             let _ =
                 l.writer
                     .write_event(EventKind::Instant, thread, category, name, ticks, &raw[..n]);
-            l.text = text;
+            l.text = fields.text;
         });
     }
 }

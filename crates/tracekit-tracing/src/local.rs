@@ -27,8 +27,8 @@ pub(crate) struct Local {
     /// The string refs of each callsite's name, target, level and fields, by the
     /// address of its metadata: one lookup per span or event.
     pub(crate) callsites: HashMap<usize, Callsite>,
-    /// The spans entered on this thread and not exited: id, name, category, and
-    /// the header of their end record when it can be precomputed.
+    /// The spans entered on this thread and not exited: id, and the header of
+    /// their end record when it can be precomputed.
     pub(crate) entered: Vec<Entered>,
     /// Values recorded while a span was entered here, for its end record.
     pub(crate) late: HashMap<u64, Vec<(StringRef<'static>, Value)>>,
@@ -39,6 +39,11 @@ pub(crate) struct Local {
     pub(crate) text: String,
     /// String values seen on this thread: interned from their second time on.
     pub(crate) values: HashMap<Box<str>, Seen>,
+    /// The value last found interned in `values`: an event's message is usually
+    /// its callsite's last one, and then costs a comparison, not a hash.
+    /// Held in place (values this short are the only ones interned), so that
+    /// changing it allocates nothing.
+    pub(crate) last_value: LastValue,
 }
 
 /// What a thread knows of a short string value.
@@ -50,6 +55,13 @@ pub(crate) enum Seen {
     Interned(StringId),
     /// Seen again once the string table was full: always inline.
     Inline,
+}
+
+/// The string value a thread last found interned (see [`Local::last_value`]).
+pub(crate) struct LastValue {
+    pub(crate) bytes: [u8; INTERNED_VALUE],
+    pub(crate) len: u8,
+    pub(crate) id: Option<StringId>,
 }
 
 /// String values up to this many bytes are interned when they repeat (longer
@@ -140,6 +152,11 @@ impl FxtLayer {
             shared: self.shared.clone(),
             text: String::new(),
             values: HashMap::default(),
+            last_value: LastValue {
+                bytes: [0; INTERNED_VALUE],
+                len: 0,
+                id: None,
+            },
         })
     }
 
@@ -156,13 +173,11 @@ pub(crate) fn current_tid() -> u64 {
     u64::try_from(tid).unwrap_or(0)
 }
 
-/// A span entered on this thread and not exited yet: what its end record needs.
-pub(crate) type Entered = (
-    u64,
-    StringRef<'static>,
-    StringRef<'static>,
-    Option<EventHeader<()>>,
-);
+/// A span entered on this thread and not exited yet: its id, and the header of
+/// its end record (its name and category in it), which is all that exiting it
+/// needs but when the header could not be made or values were recorded since. Kept
+/// small: it is written on every entry and read on every exit.
+pub(crate) type Entered = (u64, Option<EventHeader<()>>);
 
 /// A callsite's strings as refs.
 pub(crate) struct Callsite {
@@ -197,7 +212,7 @@ impl Local {
         {
             return false;
         }
-        self.entered.push((id, c.name, c.category, c.end));
+        self.entered.push((id, c.end));
         let _ = match &c.begin {
             Some(begin) => self.writer.emit_encoded(begin, ticks, &c.encoded),
             None => self.writer.write_event_encoded(
@@ -244,6 +259,15 @@ impl Local {
         if s.is_empty() || s.len() > INTERNED_VALUE {
             return StringRef::inline(s);
         }
+        if let Some(id) = self.last_value.id
+            && self
+                .last_value
+                .bytes
+                .get(..usize::from(self.last_value.len))
+                == Some(s.as_bytes())
+        {
+            return StringRef::Index(id);
+        }
         let seen = match self.values.get(s) {
             Some(&seen) => seen,
             None => {
@@ -263,7 +287,15 @@ impl Local {
             seen => seen,
         };
         match seen {
-            Seen::Interned(id) => StringRef::Index(id),
+            Seen::Interned(id) => {
+                let last = &mut self.last_value;
+                if let Some(to) = last.bytes.get_mut(..s.len()) {
+                    to.copy_from_slice(s.as_bytes());
+                    last.len = s.len() as u8;
+                    last.id = Some(id);
+                }
+                StringRef::Index(id)
+            }
             _ => StringRef::inline(s),
         }
     }
