@@ -105,6 +105,11 @@ impl SiteSpec {
     fn options(&self, by: GroupBy) -> Options {
         Options {
             leaf_only: by != GroupBy::Backtrace,
+            // A table of whole backtraces has a site for each: half the bytes.
+            per_site: match by {
+                GroupBy::Backtrace => PerSite::Narrow,
+                _ => PerSite::All,
+            },
             site_skip: self.skip(),
             // Site tables do not show the timeline.
             timeline_buckets: 0,
@@ -730,7 +735,7 @@ impl PprofQuery {
         let options = Options {
             leaf_only: false,
             timeline_buckets: 0,
-            per_site: PerSite::All,
+            per_site: PerSite::Narrow,
             ..Options::default()
         };
         let pass = filtered_pass(&self.filter, source, options, false, progress);

@@ -7,8 +7,11 @@
 //! pass for one keeps that quantity alone ([`PerSite::Weight`]): 12 bytes a
 //! site with its backtrace id instead of 92, which is most of what a flame
 //! graph of a large trace holds. The table still sums every count over all
-//! sites, so the totals a report prints are whole either way.
+//! sites, so the totals a report prints are whole either way. A table of every
+//! count over many sites (whole backtraces) keeps each count in 32 bits while it
+//! fits ([`PerSite::Narrow`]): 44 bytes a site.
 
+use rustc_hash::FxHashMap;
 use tracekit_memtrace::{AllocationSource, Timedelta};
 
 use crate::backtrace::BacktraceId;
@@ -123,6 +126,10 @@ pub enum PerSite {
     /// One quantity and the sampled objects it counts ([`Weight::objects`]), 4
     /// bytes more a site, for tables that show a count.
     Counted(Weight),
+    /// Every count, as [`PerSite::All`], each in 32 bits while it fits: 44 bytes a
+    /// site rather than 88 (a site whose count outgrows 32 bits is kept whole
+    /// aside), for passes over many sites, such as whole backtraces.
+    Narrow,
 }
 
 impl PerSite {
@@ -130,10 +137,66 @@ impl PerSite {
     /// every count is kept).
     fn one(self) -> Option<(Weight, bool)> {
         match self {
-            PerSite::All => None,
+            PerSite::All | PerSite::Narrow => None,
             PerSite::Weight(w) => Some((w, false)),
             PerSite::Counted(w) => Some((w, true)),
         }
+    }
+}
+
+/// A site's counts in 32 bits each ([`PerSite::Narrow`]), in the order of
+/// [`Narrow::of`]; `allocs` at [`Narrow::WIDE`] says they are kept whole aside.
+#[derive(Clone, Copy, Debug, Default)]
+struct Narrow([u32; 11]);
+
+impl Narrow {
+    /// In `allocs`: the counts outgrew 32 bits.
+    const WIDE: u32 = u32::MAX;
+
+    fn wide() -> Narrow {
+        let mut n = Narrow::default();
+        n.0[0] = Narrow::WIDE;
+        n
+    }
+
+    /// `c` in 32 bits each, unless a count does not fit (or would read as
+    /// [`Narrow::WIDE`]).
+    #[inline(always)]
+    fn of(c: &SiteCounts) -> Option<Narrow> {
+        let all = [
+            c.allocs,
+            c.samples,
+            c.samples_by_source[0],
+            c.samples_by_source[1],
+            c.samples_by_source[2],
+            c.words,
+            c.promoted,
+            c.collected_allocs,
+            c.collected,
+            c.live_at_allocs,
+            c.live_at,
+        ];
+        if all.iter().any(|&v| v >= u64::from(Narrow::WIDE)) {
+            return None;
+        }
+        Some(Narrow(all.map(|v| v as u32)))
+    }
+
+    /// The counts, or `None` when they are kept aside.
+    #[inline(always)]
+    fn get(&self) -> Option<SiteCounts> {
+        let n = self.0.map(u64::from);
+        (self.0[0] != Narrow::WIDE).then_some(SiteCounts {
+            allocs: n[0],
+            samples: n[1],
+            samples_by_source: [n[2], n[3], n[4]],
+            words: n[5],
+            promoted: n[6],
+            collected_allocs: n[7],
+            collected: n[8],
+            live_at_allocs: n[9],
+            live_at: n[10],
+        })
     }
 }
 
@@ -145,6 +208,9 @@ pub struct SiteTable {
     ids: Vec<BacktraceId>,
     /// With [`PerSite::All`].
     counts: Vec<SiteCounts>,
+    /// With [`PerSite::Narrow`]; the sites marked [`Narrow::WIDE`] in `wide`.
+    narrow: Vec<Narrow>,
+    wide: FxHashMap<u32, SiteCounts>,
     /// With [`PerSite::Weight`].
     weights: Vec<u64>,
     /// With [`PerSite::Counted`], the objects that weight counts ([`Weight::objects`]).
@@ -191,6 +257,10 @@ impl SiteTable {
     pub fn counts(&self, i: usize) -> SiteCounts {
         let objects = self.objects.get(i).map_or(0, |&o| u64::from(o));
         match self.keep.one() {
+            None if self.keep == PerSite::Narrow => match self.narrow[i].get() {
+                Some(c) => c,
+                None => self.wide.get(&(i as u32)).copied().unwrap_or_default(),
+            },
             None => self.counts[i],
             Some((Weight::LiveAt, _)) => SiteCounts {
                 live_at: self.weights[i],
@@ -220,6 +290,13 @@ impl SiteTable {
                 }
                 t
             }
+            PerSite::Narrow => {
+                let mut t = SiteCounts::default();
+                for i in 0..self.len() {
+                    t.add(&self.counts(i));
+                }
+                t
+            }
             PerSite::Weight(_) | PerSite::Counted(_) => self.totals,
         }
     }
@@ -228,6 +305,9 @@ impl SiteTable {
     pub(crate) fn push(&mut self, bt: BacktraceId) -> usize {
         crate::huge::push(&mut self.ids, bt);
         match self.keep.one() {
+            None if self.keep == PerSite::Narrow => {
+                crate::huge::push(&mut self.narrow, Narrow::default())
+            }
             None => crate::huge::push(&mut self.counts, SiteCounts::default()),
             Some((_, counted)) => {
                 crate::huge::push(&mut self.weights, 0);
@@ -246,6 +326,28 @@ impl SiteTable {
     fn change(&mut self, i: u32, f: impl Fn(&mut SiteCounts)) {
         let i = i as usize;
         match self.keep.one() {
+            None if self.keep == PerSite::Narrow => {
+                let Some(n) = self.narrow.get_mut(i) else {
+                    return;
+                };
+                match n.get() {
+                    Some(mut c) => {
+                        f(&mut c);
+                        match Narrow::of(&c) {
+                            Some(narrow) => *n = narrow,
+                            None => {
+                                *n = Narrow::wide();
+                                self.wide.insert(i as u32, c);
+                            }
+                        }
+                    }
+                    None => {
+                        if let Some(c) = self.wide.get_mut(&(i as u32)) {
+                            f(c);
+                        }
+                    }
+                }
+            }
             None => {
                 if let Some(c) = self.counts.get_mut(i) {
                     f(c);
@@ -319,6 +421,35 @@ mod tests {
     use crate::passes::{Threads, analyze};
     use tracekit_memtrace::Reader;
     use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+
+    #[test]
+    fn narrow_counts_read_back_as_whole_ones_past_32_bits() {
+        let mut all = SiteTable::new(PerSite::All);
+        let mut narrow = SiteTable::new(PerSite::Narrow);
+        let big = u64::from(u32::MAX) - 3;
+        for t in [&mut all, &mut narrow] {
+            for bt in 0..3 {
+                t.push(BacktraceId(bt));
+            }
+            // Site 1 outgrows 32 bits on its third allocation; site 2 on a
+            // count other than the first.
+            for _ in 0..3 {
+                t.allocated(1, big / 2, AllocationSource::Major, 7);
+            }
+            t.allocated(0, 5, AllocationSource::Minor, 2);
+            t.promoted(0);
+            t.collected(0, 5, true);
+            t.allocated(2, 1, AllocationSource::External, big);
+            t.allocated(2, 1, AllocationSource::External, big);
+            t.collected(1, big / 2, false);
+            t.live_at_end(2, 1);
+        }
+        assert!(!narrow.wide.is_empty());
+        let counts = |t: &SiteTable| t.iter().collect::<Vec<_>>();
+        assert_eq!(counts(&narrow), counts(&all));
+        assert_eq!(narrow.totals(), all.totals());
+        assert!(narrow.counts(1).samples > u64::from(u32::MAX));
+    }
 
     #[test]
     fn a_table_of_one_weight_keeps_that_weight_and_whole_totals() {
