@@ -272,7 +272,7 @@ pub(super) fn two_threads(
     let skip = options.site_skip.clone();
     let mut site_start = SiteStart::new(&skip);
     let mut analyzer = Analyzer::new(sampling, options);
-    let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(4);
+    let (mut full_tx, full_rx) = mpsc::sync_channel::<Batch>(4);
     let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
     std::thread::scope(|scope| {
         let worker = scope.spawn(move || {
@@ -311,13 +311,20 @@ pub(super) fn two_threads(
 
         let mut events = reader.events(parse_backtraces);
         let mut patience = Patience::default();
-        // Whole backtraces are interned here, on the decoding thread: walking the trie
-        // is the larger part of such a pass, and the analysis thread is left the rest.
-        let mut trie = (!leaf_only && parse_backtraces && !big_only).then(Backtraces::new);
+        // Whole backtraces are interned on a thread of their own, between the decoder
+        // and the analysis: walking the trie is the larger part of such a pass (a
+        // cache miss or two per new entry on random stacks), and the decoder and the
+        // analysis together take less. Only the ids reach the analysis.
+        let walk = !leaf_only && parse_backtraces && !big_only;
+        let (walked_tx, walked_rx) = mpsc::sync_channel::<Batch>(4);
+        let walker = walk.then(|| {
+            let to_analysis = std::mem::replace(&mut full_tx, walked_tx);
+            scope.spawn(move || walk_batches(&walked_rx, &to_analysis))
+        });
         let (count, error, batch) = produce(
             &mut events,
             leaf_only,
-            trie.as_mut(),
+            None,
             &mut site_start,
             &mut |full| {
                 let next = empty_rx
@@ -337,6 +344,11 @@ pub(super) fn two_threads(
         progress(events.position());
         let warnings = events.take_warnings();
         drop(full_tx);
+        let trie = match walker.map(|w| w.join()) {
+            Some(Ok(trie)) => Some(trie),
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            None => None,
+        };
         let mut analyzer = match worker.join() {
             Ok(a) => a,
             Err(panic) => std::panic::resume_unwind(panic),
@@ -352,6 +364,39 @@ pub(super) fn two_threads(
             events: count,
         }
     })
+}
+
+/// The walking stage of [`two_threads`]: interns each alloc's new backtrace
+/// entries (sent by the decoder after the entries it keeps) into a trie, and
+/// passes the batch on with the ids in their place; the trie once the decoder is
+/// done. The ids are those the decoder would have interned itself, in the same
+/// order.
+fn walk_batches(
+    from_decoder: &std::sync::mpsc::Receiver<Batch>,
+    to_analysis: &std::sync::mpsc::SyncSender<Batch>,
+) -> Backtraces {
+    let mut trie = Backtraces::new();
+    let (mut patience_in, mut patience_out) = (Patience::default(), Patience::default());
+    while let Some(mut batch) = recv_patiently(from_decoder, &mut patience_in) {
+        let mut at = 0usize;
+        for p in &mut batch.events {
+            if p.kind != KIND_ALLOC {
+                continue;
+            }
+            let (keep, frames) = (p.bt as u32 as usize, (p.bt >> 32) as usize);
+            let end = at + frames;
+            let new = batch.frames.get(at..end).unwrap_or(&[]);
+            at = end;
+            let id = trie.intern_suffix(p.domain, keep, new);
+            p.kind = KIND_ALLOC_ID;
+            p.bt = u64::from(id.0);
+        }
+        batch.frames.clear();
+        if send_patiently(to_analysis, batch, &mut patience_out).is_err() {
+            break;
+        }
+    }
+    trie
 }
 
 /// How long one side of the pipeline polls the other before blocking.
