@@ -9,7 +9,7 @@
 //! | record | what it gives |
 //! |---|---|
 //! | `MMAP`, `MMAP2` | a file mapped into a process (pid; `-1` for the kernel): address range, file offset, path |
-//! | `COMM` | a thread's command name (`exec` also drops the process's mappings) |
+//! | `COMM` | a thread's command name (`exec` also drops the process's mappings); a thread is shown with its last one |
 //! | `FORK` | a new thread or process; a new process inherits its parent's mappings and name |
 //! | `SAMPLE` | pid, tid, time, and the stack: a call chain of addresses, and with `--call-graph dwarf` the user registers and a copy of the user stack |
 //! | `LOST` | samples the kernel dropped (counted, and reported) |
@@ -80,8 +80,6 @@ use symbolize::Symbolizer;
 struct Pending {
     pid: i32,
     tid: i32,
-    /// In `State::comm_names`; `u32::MAX` for none.
-    comm: u32,
     time: u64,
     end: usize,
 }
@@ -380,11 +378,9 @@ impl<R: Read + Seek> PerfData<R> {
                         }
                         symbolizer.key(i as u32, k.object, k.offset);
                     }
-                    let comm = state.comms.get(&tid).or_else(|| state.comms.get(&pid));
                     pending.push(Pending {
                         pid,
                         tid,
-                        comm: comm.copied().unwrap_or(u32::MAX),
                         time,
                         end: frames.len(),
                     });
@@ -405,7 +401,12 @@ impl<R: Read + Seek> PerfData<R> {
         for p in &pending {
             let locations = state.locations(&frames[start..p.end]);
             start = p.end;
-            let comm = state.comm_names.get(p.comm as usize);
+            // A thread is named by its last command name, known now that every
+            // record is read: a thread that names itself as it starts is often
+            // sampled before (a frequency-driven event samples a new thread at
+            // once), and would otherwise keep its creator's name.
+            let comm = (state.comms.get(&p.tid).or_else(|| state.comms.get(&p.pid)))
+                .and_then(|&c| state.comm_names.get(c as usize));
             let known = |id: i32| u32::try_from(id).ok().filter(|&v| v != 0);
             let event = Event::Sample(Sample {
                 thread: Thread {
