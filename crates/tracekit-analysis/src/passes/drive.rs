@@ -229,8 +229,8 @@ impl Packed {
 const KIND_ALLOC: u8 = 0;
 const KIND_PROMOTE: u8 = 1;
 const KIND_COLLECT: u8 = 2;
-/// An alloc whose backtrace the decoding side interned: the record holds its
-/// [`BacktraceId`].
+/// An alloc whose backtrace the walking side interned ([`walk_batches`]): the record
+/// holds its [`BacktraceId`].
 const KIND_ALLOC_ID: u8 = 4;
 /// An alloc whose one new backtrace entry is in the record (the common case of
 /// [`Options::leaf_only`]), which spares the frame buffer a push and a read.
@@ -256,7 +256,8 @@ const BATCH_EVENTS: usize = 32768;
 /// Like [`one_thread`] without a location filter, but with the analysis on a second
 /// thread fed in batches, so that on a host with an idle core a pass can take about
 /// as long as the slower of decoding and analysing rather than their sum. Only the
-/// backtrace entries past each alloc's common prefix cross threads. The result is
+/// backtrace entries past each alloc's common prefix cross threads; whole backtraces
+/// are interned on a third thread between the two ([`walk_batches`]). The result is
 /// the same as [`one_thread`]'s.
 pub(super) fn two_threads(
     reader: &mut mt::Reader<'_>,
@@ -324,7 +325,6 @@ pub(super) fn two_threads(
         let (count, error, batch) = produce(
             &mut events,
             leaf_only,
-            None,
             &mut site_start,
             &mut |full| {
                 let next = empty_rx
@@ -508,12 +508,9 @@ fn send_patiently<T>(
 pub fn decode_side_only(reader: &mut mt::Reader<'_>, options: &Options) -> u64 {
     let mut site_start = SiteStart::new(&options.site_skip);
     let mut events = reader.events(options.backtraces);
-    let mut trie = (!options.leaf_only && options.backtraces && !options.interns_big_only())
-        .then(Backtraces::new);
     let (count, _, _) = produce(
         &mut events,
         options.leaf_only,
-        trie.as_mut(),
         &mut site_start,
         &mut |mut empty| {
             empty.events.clear();
@@ -532,14 +529,13 @@ pub fn decode_side_only(reader: &mut mt::Reader<'_>, options: &Options) -> u64 {
 fn produce(
     events: &mut mt::Events<'_>,
     leaf_only: bool,
-    trie: Option<&mut Backtraces>,
     site_start: &mut SiteStart<'_>,
     ship: &mut dyn FnMut(Batch) -> Option<Batch>,
     progress: &mut dyn FnMut(u64),
 ) -> (u64, Option<mt::ReadError>, Batch) {
-    match (leaf_only, trie) {
-        (true, _) => produce_with::<true>(events, None, site_start, ship, progress),
-        (false, trie) => produce_with::<false>(events, trie, site_start, ship, progress),
+    match leaf_only {
+        true => produce_with::<true>(events, site_start, ship, progress),
+        false => produce_with::<false>(events, site_start, ship, progress),
     }
 }
 
@@ -552,14 +548,12 @@ fn produce(
 #[inline(never)]
 fn produce_with<const LEAF: bool>(
     events: &mut mt::Events<'_>,
-    trie: Option<&mut Backtraces>,
     site_start: &mut SiteStart<'_>,
     ship: &mut dyn FnMut(Batch) -> Option<Batch>,
     progress: &mut dyn FnMut(u64),
 ) -> (u64, Option<mt::ReadError>, Batch) {
     let mut packer = Packer::<LEAF> {
         batch: Batch::with_capacity(),
-        trie,
         site_start,
         prev_len: Vec::new(),
         last_slot: 0,
@@ -598,9 +592,6 @@ fn produce_with<const LEAF: bool>(
 /// `LEAF` is [`Options::leaf_only`]: the analysis wants each allocation's site alone.
 struct Packer<'a, 's, const LEAF: bool> {
     batch: Batch,
-    /// The trie whole backtraces are interned into, when this side interns them
-    /// (then only their ids cross threads).
-    trie: Option<&'a mut Backtraces>,
     site_start: &'a mut SiteStart<'s>,
     /// Per domain, the length of its previous backtrace: the analysis can keep at
     /// most that many entries.
@@ -643,21 +634,16 @@ impl<const LEAF: bool> Packer<'_, '_, LEAF> {
 impl<const LEAF: bool> mt::EventSink for Packer<'_, '_, LEAF> {
     #[inline(always)]
     fn alloc(&mut self, dt: Timedelta, a: &mt::Alloc<'_>, table: &mt::LocationTable) {
-        let (kind, bt) = if !LEAF && let Some(trie) = self.trie.as_deref_mut() {
-            let id = trie.intern(a.domain, a.common_prefix, &a.backtrace);
-            (KIND_ALLOC_ID, u64::from(id.0))
-        } else {
-            let keep = self.keep(a, table);
-            let new = a.backtrace.get(keep..).unwrap_or(&[]);
-            match new {
-                // With `LEAF` the analysis ignores `keep`.
-                [one] if LEAF => (KIND_ALLOC_LEAF, one.get() as u64),
-                _ => {
-                    self.batch.frames.extend_from_slice(new);
-                    // The reader caps a domain's backtrace far below 2^32 entries
-                    // (ReadErrorKind::BacktraceTooLong), so these cannot truncate.
-                    (KIND_ALLOC, keep as u64 | (new.len() as u64) << 32)
-                }
+        let keep = self.keep(a, table);
+        let new = a.backtrace.get(keep..).unwrap_or(&[]);
+        let (kind, bt) = match new {
+            // With `LEAF` the analysis ignores `keep`.
+            [one] if LEAF => (KIND_ALLOC_LEAF, one.get() as u64),
+            _ => {
+                self.batch.frames.extend_from_slice(new);
+                // The reader caps a domain's backtrace far below 2^32 entries
+                // (ReadErrorKind::BacktraceTooLong), so these cannot truncate.
+                (KIND_ALLOC, keep as u64 | (new.len() as u64) << 32)
             }
         };
         self.batch.events.push(Packed {
