@@ -45,8 +45,9 @@ impl CachedNames {
     /// The names kept under `dir` for the object `id`; empty when there are none,
     /// or when the file is stale or damaged.
     pub fn load(dir: &Path, id: &ObjectIdentity) -> CachedNames {
-        let text = match std::fs::metadata(path(dir, id)) {
-            Ok(m) if m.len() <= MAX_FILE => std::fs::read_to_string(path(dir, id)).ok(),
+        let file = path(dir, id);
+        let text = match std::fs::metadata(&file) {
+            Ok(m) if m.len() <= MAX_FILE => std::fs::read_to_string(&file).ok(),
             _ => None,
         };
         text.and_then(|t| parse(&t, &debug_line(id)))

@@ -347,7 +347,8 @@ impl<R: Read + Seek> PerfData<R> {
                     if c.is_execve {
                         state.processes.remove(&c.pid);
                     }
-                    state.comm(c.tid, &String::from_utf8_lossy(&c.name.as_slice()));
+                    let comm = String::from_utf8_lossy(&c.name.as_slice()).into_owned();
+                    state.comms.insert(c.tid, comm.into());
                 }
                 EventRecord::Fork(f) => state.fork(f.pid, f.ppid, f.tid, f.ptid),
                 EventRecord::Lost(l) => stats.lost += l.count,
@@ -405,8 +406,7 @@ impl<R: Read + Seek> PerfData<R> {
             // record is read: a thread that names itself as it starts is often
             // sampled before (a frequency-driven event samples a new thread at
             // once), and would otherwise keep its creator's name.
-            let comm = (state.comms.get(&p.tid).or_else(|| state.comms.get(&p.pid)))
-                .and_then(|&c| state.comm_names.get(c as usize));
+            let comm = state.comms.get(&p.tid).or_else(|| state.comms.get(&p.pid));
             let known = |id: i32| u32::try_from(id).ok().filter(|&v| v != 0);
             let event = Event::Sample(Sample {
                 thread: Thread {

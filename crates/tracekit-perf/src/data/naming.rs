@@ -155,7 +155,9 @@ impl State {
 
     /// Names the kernel's keys, from `/proc/kallsyms` when asked for.
     pub(super) fn name_kernel_keys(&mut self) {
-        let kallsyms = match self.options.kernel_symbols {
+        // Read only for a recording that has kernel addresses (a large file).
+        let any = self.keys.iter().any(|k| k.object == KERNEL);
+        let kallsyms = match self.options.kernel_symbols && any {
             true => Kallsyms::read(),
             false => None,
         };

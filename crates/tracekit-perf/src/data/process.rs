@@ -48,10 +48,7 @@ pub(super) struct State {
     pub(super) kernel: Vec<Mapping>,
     pub(super) objects: Vec<ObjectEntry>,
     pub(super) object_index: HashMap<Box<str>, usize>,
-    /// Each thread's command name, in `comm_names`.
-    pub(super) comms: HashMap<i32, u32>,
-    pub(super) comm_names: Vec<Box<str>>,
-    comm_index: HashMap<Box<str>, u32>,
+    pub(super) comms: HashMap<i32, Box<str>>,
     /// The addresses to name, each once, by (object or [`KERNEL`](super::naming::KERNEL),
     /// lookup address), and how each was named (in `keys` order).
     pub(super) keys: Vec<Key>,
@@ -75,8 +72,6 @@ impl State {
             objects: Vec::new(),
             object_index: HashMap::default(),
             comms: HashMap::default(),
-            comm_names: Vec::new(),
-            comm_index: HashMap::default(),
             keys: Vec::new(),
             key_index: HashMap::default(),
             namings: Vec::new(),
@@ -138,22 +133,8 @@ impl State {
         }
     }
 
-    /// Thread `tid`'s command name is now `name`.
-    pub(super) fn comm(&mut self, tid: i32, name: &str) {
-        let id = match self.comm_index.get(name) {
-            Some(&id) => id,
-            None => {
-                let id = self.comm_names.len() as u32;
-                self.comm_names.push(name.into());
-                self.comm_index.insert(name.into(), id);
-                id
-            }
-        };
-        self.comms.insert(tid, id);
-    }
-
     pub(super) fn fork(&mut self, pid: i32, ppid: i32, tid: i32, ptid: i32) {
-        if let Some(&c) = self.comms.get(&ptid) {
+        if let Some(c) = self.comms.get(&ptid).cloned() {
             self.comms.entry(tid).or_insert(c);
         }
         if pid != ppid && !self.processes.contains_key(&pid) {
