@@ -1,7 +1,8 @@
 //! The JSON answers behind the timeline page: a trace of slices (FXT, or perf
 //! data decoded into it) held as a [`Timeline`], asked what a viewport of N
 //! pixels shows, what a slice is, what a range holds and where a name is. No
-//! I/O: the timeline is in memory, a request a list of named parameters.
+//! I/O: the timeline is in memory, a request a list of named parameters
+//! ([`Api`]).
 //!
 //! Times in the page's endpoints are nanoseconds from the trace's first time
 //! (integers, so that a browser's doubles hold them exactly for 104 days of
@@ -35,7 +36,12 @@ use tracekit_timeline::lane::{Drawn, OPEN};
 use tracekit_timeline::report::{SlicesQuery, TopQuery};
 use tracekit_timeline::{FlowPhase, Position, Timeline};
 
-use crate::api::ApiError;
+use crate::api::{Api, Params};
+use crate::json::{Layout, to_json};
+
+/// How the answers made from plain data are laid out: as the drawing answers
+/// written by hand are.
+const LAYOUT: Layout = Layout::Compact;
 
 /// Most flows a window answer holds.
 const MAX_FLOWS: usize = 2_000;
@@ -75,35 +81,6 @@ pub enum TimelineEndpoint {
 }
 
 impl TimelineEndpoint {
-    /// Every endpoint.
-    pub const ALL: [TimelineEndpoint; 9] = [
-        TimelineEndpoint::Stats,
-        TimelineEndpoint::Tracks,
-        TimelineEndpoint::Window,
-        TimelineEndpoint::Details,
-        TimelineEndpoint::Selection,
-        TimelineEndpoint::Flame,
-        TimelineEndpoint::Search,
-        TimelineEndpoint::Slices,
-        TimelineEndpoint::Top,
-    ];
-
-    /// The endpoint named `name` (the path after `/api/`).
-    pub fn from_name(name: &str) -> Option<TimelineEndpoint> {
-        Some(match name {
-            "stats" => TimelineEndpoint::Stats,
-            "tracks" => TimelineEndpoint::Tracks,
-            "window" => TimelineEndpoint::Window,
-            "details" => TimelineEndpoint::Details,
-            "selection" => TimelineEndpoint::Selection,
-            "flame" => TimelineEndpoint::Flame,
-            "search" => TimelineEndpoint::Search,
-            "slices" => TimelineEndpoint::Slices,
-            "top" => TimelineEndpoint::Top,
-            _ => return None,
-        })
-    }
-
     /// The parameters it takes.
     fn parameters(self) -> &'static [&'static str] {
         match self {
@@ -116,16 +93,60 @@ impl TimelineEndpoint {
             TimelineEndpoint::Top => &["between", "thread", "limit"],
         }
     }
-
-    /// Whether its answer is made when the trace is loaded: no query.
-    pub fn is_ready(self) -> bool {
-        matches!(self, TimelineEndpoint::Stats | TimelineEndpoint::Tracks)
-    }
 }
 
-fn to_json(value: &impl serde::Serialize) -> String {
-    // Serializing plain data cannot fail.
-    serde_json::to_string(value).unwrap_or_default()
+/// Why a request has no answer.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Error {
+    /// The parameters are not the endpoint's, or their values are not valid.
+    #[error("{0}")]
+    BadParameters(String),
+}
+
+impl Api for TimelineTrace {
+    type Endpoint = TimelineEndpoint;
+    /// The parameters, checked, in the order asked.
+    type Query = Params;
+    type Error = Error;
+
+    const KIND: &'static str = "timeline";
+
+    const PAGE: &'static str = "/timeline.html";
+
+    const ENDPOINTS: &'static [(&'static str, TimelineEndpoint)] = &[
+        ("stats", TimelineEndpoint::Stats),
+        ("tracks", TimelineEndpoint::Tracks),
+        ("window", TimelineEndpoint::Window),
+        ("details", TimelineEndpoint::Details),
+        ("selection", TimelineEndpoint::Selection),
+        ("flame", TimelineEndpoint::Flame),
+        ("search", TimelineEndpoint::Search),
+        ("slices", TimelineEndpoint::Slices),
+        ("top", TimelineEndpoint::Top),
+    ];
+
+    fn is_ready(endpoint: TimelineEndpoint) -> bool {
+        matches!(endpoint, TimelineEndpoint::Stats | TimelineEndpoint::Tracks)
+    }
+
+    fn status(_: &Error) -> u16 {
+        400
+    }
+
+    fn query(&self, endpoint: TimelineEndpoint, params: Params) -> Result<Params, Error> {
+        // The memtrace page's command-line form has no meaning here.
+        if params.iter().any(|(name, _)| name == "arg") {
+            return Err(bad(
+                "a timeline's parameters are named: ?from=0&to=1000".to_string()
+            ));
+        }
+        Checked::check(endpoint, &params)?;
+        Ok(params)
+    }
+
+    fn answer(&self, endpoint: TimelineEndpoint, params: &Params) -> Result<String, Error> {
+        self.answer_checked(endpoint, Checked(params))
+    }
 }
 
 impl TimelineTrace {
@@ -151,14 +172,8 @@ impl TimelineTrace {
         &self.timeline
     }
 
-    /// The answer of `endpoint` to `params` (name and value, in the order
-    /// asked).
-    pub fn answer(
-        &self,
-        endpoint: TimelineEndpoint,
-        params: &[(String, String)],
-    ) -> Result<String, ApiError> {
-        let p = Params::check(endpoint, params)?;
+    /// The answer of `endpoint` to `p`.
+    fn answer_checked(&self, endpoint: TimelineEndpoint, p: Checked<'_>) -> Result<String, Error> {
         let t = &self.timeline;
         Ok(match endpoint {
             TimelineEndpoint::Stats => self.stats.clone(),
@@ -213,6 +228,7 @@ impl TimelineTrace {
                     limit: p.number("limit")?.map_or(50, |n| n as usize),
                 }
                 .run(t),
+                LAYOUT,
             ),
             TimelineEndpoint::Top => to_json(
                 &TopQuery {
@@ -221,6 +237,7 @@ impl TimelineTrace {
                     limit: p.number("limit")?.map_or(20, |n| n as usize),
                 }
                 .run(t),
+                LAYOUT,
             ),
         })
     }
@@ -236,18 +253,18 @@ impl TimelineTrace {
 
 /// The counts of a trace's records as `fxt stats --json` prints them.
 pub fn stats_json(stats: &Stats) -> String {
-    to_json(stats)
+    to_json(stats, LAYOUT)
 }
 
-fn bad(message: String) -> ApiError {
-    ApiError::BadArguments(message)
+fn bad(message: String) -> Error {
+    Error::BadParameters(message)
 }
 
 /// A request's parameters, checked against its endpoint's.
-struct Params<'a>(&'a [(String, String)]);
+struct Checked<'a>(&'a [(String, String)]);
 
-impl<'a> Params<'a> {
-    fn check(endpoint: TimelineEndpoint, params: &'a [(String, String)]) -> Result<Self, ApiError> {
+impl<'a> Checked<'a> {
+    fn check(endpoint: TimelineEndpoint, params: &'a [(String, String)]) -> Result<Self, Error> {
         let known = endpoint.parameters();
         for (name, _) in params {
             if !known.contains(&name.as_str()) {
@@ -260,7 +277,7 @@ impl<'a> Params<'a> {
                 )));
             }
         }
-        Ok(Params(params))
+        Ok(Checked(params))
     }
 
     fn get(&self, name: &str) -> Option<&'a str> {
@@ -271,7 +288,7 @@ impl<'a> Params<'a> {
             .map(|(_, v)| v.as_str())
     }
 
-    fn number(&self, name: &str) -> Result<Option<u64>, ApiError> {
+    fn number(&self, name: &str) -> Result<Option<u64>, Error> {
         self.get(name)
             .map(|v| {
                 v.parse::<u64>()
@@ -280,7 +297,7 @@ impl<'a> Params<'a> {
             .transpose()
     }
 
-    fn required(&self, name: &str) -> Result<usize, ApiError> {
+    fn required(&self, name: &str) -> Result<usize, Error> {
         self.number(name)?
             .map(|n| n as usize)
             .ok_or_else(|| bad(format!("{name}: required")))
@@ -288,11 +305,11 @@ impl<'a> Params<'a> {
 
     /// A time in nanoseconds from the trace's first time: a whole number of
     /// nanoseconds, or a time with its unit (`1.5ms`).
-    fn time(&self, name: &str) -> Result<Option<u64>, ApiError> {
+    fn time(&self, name: &str) -> Result<Option<u64>, Error> {
         self.get(name).map(|v| nanoseconds(name, v)).transpose()
     }
 
-    fn numbers(&self, name: &str) -> Result<Vec<u64>, ApiError> {
+    fn numbers(&self, name: &str) -> Result<Vec<u64>, Error> {
         let mut out = Vec::new();
         for (n, v) in self.0 {
             if n == name {
@@ -307,7 +324,7 @@ impl<'a> Params<'a> {
         Ok(out)
     }
 
-    fn flag(&self, name: &str) -> Result<bool, ApiError> {
+    fn flag(&self, name: &str) -> Result<bool, Error> {
         match self.get(name) {
             None | Some("false" | "0") => Ok(false),
             Some("" | "true" | "1") => Ok(true),
@@ -317,7 +334,7 @@ impl<'a> Params<'a> {
         }
     }
 
-    fn between(&self) -> Result<Option<(u64, u64)>, ApiError> {
+    fn between(&self) -> Result<Option<(u64, u64)>, Error> {
         let Some(v) = self.get("between") else {
             return Ok(None);
         };
@@ -332,7 +349,7 @@ impl<'a> Params<'a> {
     }
 
     /// The tracks asked for (all of them when none are), each checked.
-    fn tracks(&self, t: &Timeline) -> Result<Vec<usize>, ApiError> {
+    fn tracks(&self, t: &Timeline) -> Result<Vec<usize>, Error> {
         let Some(v) = self.get("tracks") else {
             return Ok((0..t.tracks().len()).collect());
         };
@@ -347,14 +364,14 @@ impl<'a> Params<'a> {
     }
 }
 
-fn nanoseconds(name: &str, v: &str) -> Result<u64, ApiError> {
+fn nanoseconds(name: &str, v: &str) -> Result<u64, Error> {
     if let Ok(n) = v.parse::<u64>() {
         return Ok(n);
     }
     tracekit_analysis::parse_time_ns(v).map_err(|e| bad(format!("{name}={v}: {e}")))
 }
 
-fn position(v: &str) -> Result<Position, ApiError> {
+fn position(v: &str) -> Result<Position, Error> {
     let mut parts = v.split(',').map(str::parse::<usize>);
     match (parts.next(), parts.next(), parts.next(), parts.next()) {
         (Some(Ok(track)), Some(Ok(lane)), Some(Ok(index)), None) => {
@@ -414,18 +431,21 @@ fn tracks_json(name: &str, t: &Timeline) -> String {
         .collect();
     let first = t.first_ns().unwrap_or(0);
     let warnings: Vec<String> = t.warnings().iter().map(ToString::to_string).collect();
-    to_json(&serde_json::json!({
-        "name": name,
-        "first_ns": t.first_ns(),
-        "span_ns": t.last_ns().map(|l| l.saturating_sub(first)),
-        "records": t.records(),
-        "slices": t.slices(),
-        "flows": t.flows().len(),
-        "damage": t.error().map(ToString::to_string),
-        "warnings": warnings,
-        "tracks": tracks,
-        "counters": counters,
-    }))
+    to_json(
+        &serde_json::json!({
+            "name": name,
+            "first_ns": t.first_ns(),
+            "span_ns": t.last_ns().map(|l| l.saturating_sub(first)),
+            "records": t.records(),
+            "slices": t.slices(),
+            "flows": t.flows().len(),
+            "damage": t.error().map(ToString::to_string),
+            "warnings": warnings,
+            "tracks": tracks,
+            "counters": counters,
+        }),
+        LAYOUT,
+    )
 }
 
 /// Names used in an answer, each once, with their texts at the end.
@@ -639,24 +659,27 @@ fn details(t: &Timeline, at: Position) -> Option<String> {
     let end = (s.end != OPEN).then(|| s.end.saturating_sub(first));
     let args: serde_json::Value =
         serde_json::from_str(t.args(s.args)).unwrap_or(serde_json::Value::Null);
-    Some(to_json(&serde_json::json!({
-        "track": at.track,
-        "lane": at.lane,
-        "index": at.index,
-        "name": t.string(s.name),
-        "category": t.string(s.category),
-        "kind": track.kind.name(),
-        "pid": track.pid,
-        "tid": track.tid,
-        "thread": track.name.map(|n| t.string(n)),
-        "start": s.start.saturating_sub(first),
-        "start_ns": s.start,
-        "end": end,
-        "duration_ns": end.map(|e| e.saturating_sub(s.start.saturating_sub(first))),
-        "self_ns": self_ns,
-        "open": s.end == OPEN,
-        "args": args,
-    })))
+    Some(to_json(
+        &serde_json::json!({
+            "track": at.track,
+            "lane": at.lane,
+            "index": at.index,
+            "name": t.string(s.name),
+            "category": t.string(s.category),
+            "kind": track.kind.name(),
+            "pid": track.pid,
+            "tid": track.tid,
+            "thread": track.name.map(|n| t.string(n)),
+            "start": s.start.saturating_sub(first),
+            "start_ns": s.start,
+            "end": end,
+            "duration_ns": end.map(|e| e.saturating_sub(s.start.saturating_sub(first))),
+            "self_ns": self_ns,
+            "open": s.end == OPEN,
+            "args": args,
+        }),
+        LAYOUT,
+    ))
 }
 
 fn selection(t: &Timeline, from: u64, to: u64, tracks: &[usize]) -> String {
@@ -676,13 +699,16 @@ fn selection(t: &Timeline, from: u64, to: u64, tracks: &[usize]) -> String {
             })
         })
         .collect();
-    to_json(&serde_json::json!({
-        "from": from,
-        "to": to,
-        "tracks": tracks,
-        "slices": names.iter().map(|n| n.count).sum::<u64>(),
-        "names": rows,
-    }))
+    to_json(
+        &serde_json::json!({
+            "from": from,
+            "to": to,
+            "tracks": tracks,
+            "slices": names.iter().map(|n| n.count).sum::<u64>(),
+            "names": rows,
+        }),
+        LAYOUT,
+    )
 }
 
 /// Nodes of a call tree under this share of the whole are left out.
@@ -750,11 +776,14 @@ fn search(t: &Timeline, text: &str, after: Option<Position>, backward: bool) -> 
             "end": (s.end != OPEN).then(|| s.end.saturating_sub(first)),
         }))
     });
-    to_json(&serde_json::json!({
-        "text": text,
-        "matches": t.count_named(&names),
-        "found": hit,
-    }))
+    to_json(
+        &serde_json::json!({
+            "text": text,
+            "matches": t.count_named(&names),
+            "found": hit,
+        }),
+        LAYOUT,
+    )
 }
 
 #[cfg(test)]
@@ -824,14 +853,19 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        serde_json::from_str(&t.answer(e, &params).unwrap()).unwrap()
+        serde_json::from_str(&asked(t, e, params).unwrap()).unwrap()
+    }
+
+    /// The answer to `params`, checked as the server checks them.
+    fn asked(t: &TimelineTrace, e: TimelineEndpoint, params: Params) -> Result<String, Error> {
+        t.query(e, params).and_then(|q| t.answer(e, &q))
     }
 
     #[test]
     fn stats_are_those_of_fxt_stats() {
         let (bytes, t) = trace();
         let st = Stats::collect(&mut Reader::new(&bytes), |_| {}).unwrap();
-        let expected: Value = serde_json::from_str(&to_json(&st)).unwrap();
+        let expected: Value = serde_json::from_str(&to_json(&st, LAYOUT)).unwrap();
         assert_eq!(ask(&t, TimelineEndpoint::Stats, &[]), expected);
         let tracks = ask(&t, TimelineEndpoint::Tracks, &[]);
         assert_eq!(tracks["slices"], 880);
@@ -985,8 +1019,8 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
-            match t.answer(e, &params) {
-                Err(ApiError::BadArguments(m)) => m,
+            match asked(&t, e, params.clone()) {
+                Err(Error::BadParameters(m)) => m,
                 other => panic!("{params:?}: {other:?}"),
             }
         };
