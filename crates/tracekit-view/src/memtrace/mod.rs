@@ -3,9 +3,9 @@
 //! answers what that subcommand prints with `--json`: from the trace's tables
 //! once they are decoded ([`Trace::decode`]), from a pass over its bytes until
 //! then (the answers are the same). No I/O: the trace is bytes in memory, the
-//! request a list of arguments.
+//! request a list of named parameters ([`Memtrace`] is the [`Api`]).
 //!
-//! | endpoint | subcommand | arguments |
+//! | endpoint | subcommand | parameters |
 //! | --- | --- | --- |
 //! | `info` | `memtrace info --json` | none |
 //! | `top` | `memtrace top --json` | `top`'s options |
@@ -41,7 +41,7 @@
 //! repeatable option is given again (`hide=a&hide=b`), and `min_size` is
 //! `min-size`. There is no file argument: the trace is the one served.
 //!
-//! Scripts and older pages give the command line itself, one argument per
+//! Scripts and saved URLs may give the command line itself, one argument per
 //! `arg` parameter (`/api/top?arg=--by&arg=function`); [`arguments`] takes
 //! those as they are, before the named ones, so both forms of one query are
 //! the same query.
