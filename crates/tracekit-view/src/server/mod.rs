@@ -180,6 +180,8 @@ impl Viewer {
     pub fn serve(self, served: Arc<Served>, stop: Arc<AtomicBool>) -> std::io::Result<()> {
         let runtime = http::runtime()?;
         let serving = Arc::clone(&served.0);
+        // What makes later answers cheaper (a memtrace trace's tables) is
+        // made beside the serving, not before it: the page answers at once.
         let preparing = Arc::clone(&serving);
         std::thread::spawn(move || preparing.prepare());
         let workers = Workers::start(&serving, &stop);
