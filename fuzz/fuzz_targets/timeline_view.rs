@@ -7,6 +7,7 @@ use libfuzzer_sys::fuzz_target;
 use tracekit_fxt::read::Reader;
 use tracekit_fxt::stats::Counted;
 use tracekit_timeline::Timeline;
+use tracekit_view::Api;
 use tracekit_view::timeline::{TimelineEndpoint, TimelineTrace, stats_json};
 
 fuzz_target!(|data: &[u8]| {
@@ -82,7 +83,10 @@ fuzz_target!(|data: &[u8]| {
         (TimelineEndpoint::Top, p(&[("limit", "0".into())])),
     ];
     for (endpoint, params) in asks {
-        if let Ok(answer) = t.answer(endpoint, &params) {
+        if let Ok(answer) = t
+            .query(endpoint, params)
+            .and_then(|q| t.answer(endpoint, &q))
+        {
             let v: serde_json::Value = serde_json::from_str(&answer).expect("an answer is JSON");
             if endpoint == TimelineEndpoint::Flame {
                 let total = v["total_ns"].as_u64().expect("a total");

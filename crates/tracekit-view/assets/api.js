@@ -1,6 +1,8 @@
-// The server's answers, for both pages. A memtrace trace's endpoints answer
-// what `tracekit memtrace <endpoint> --json` prints for the same options,
-// given as `arg` parameters; a timeline's take named parameters.
+// The server's answers, for both pages. Every endpoint takes named
+// parameters. A memtrace trace's endpoints answer what `tracekit memtrace
+// <endpoint> --json` prints for the same options, each option a parameter of
+// its name: `--by function --peak --between 1s 2s` is
+// `by=function&peak=&between=1s,2s`.
 
 // The server answers only with the token of the URL it printed; it goes in a
 // header, so that it stays out of the addresses of the requests.
@@ -17,8 +19,32 @@ export async function answerText(endpoint, query) {
   return text;
 }
 
-export async function api(endpoint, args) {
+// A command line's options as named parameters: an option (`--name`) and
+// the values after it, joined by commas (an option of two values takes them
+// so); a flag has the empty value.
+export function named(args) {
   const q = new URLSearchParams();
-  for (const a of args) q.append('arg', a);
-  return JSON.parse(await answerText(endpoint, q));
+  let name = null;
+  let values = [];
+  const put = () => {
+    if (name !== null) q.append(name, values.join(','));
+  };
+  for (const a of args) {
+    if (a.startsWith('--')) {
+      put();
+      name = a.slice(2);
+      values = [];
+    } else if (name === null) {
+      throw new Error(`${a}: a value before any option`);
+    } else {
+      values.push(a);
+    }
+  }
+  put();
+  return q;
+}
+
+// The answer of a memtrace trace's endpoint to a command line's options.
+export async function api(endpoint, args) {
+  return JSON.parse(await answerText(endpoint, named(args)));
 }

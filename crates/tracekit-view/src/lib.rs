@@ -2,8 +2,9 @@
 //!
 //! The viewer is a small HTTP server ([`server`]) that answers, as JSON, the
 //! same queries as tracekit's subcommands, and a page, compiled into the
-//! binary, that draws them. It serves one of two kinds of trace:
-//! - a memtrace trace ([`api`]): the trace's info, the memory graph, the
+//! binary, that draws them. Each kind of trace it serves is an [`Api`]: its
+//! endpoints, their named parameters, answers and errors. There are two:
+//! - a memtrace trace ([`memtrace`]): the trace's info, the memory graph, the
 //!   filter, the top sites, the flame graph and the comparison with another
 //!   trace;
 //! - a timeline of slices ([`timeline`]: FXT, or perf data decoded into it):
@@ -13,9 +14,12 @@
 
 pub mod api;
 pub mod browser;
+pub mod json;
+pub mod memtrace;
 pub mod server;
 pub mod timeline;
 
-pub use api::{ApiError, Endpoint, Trace, answer};
+pub use api::Api;
+pub use memtrace::{Memtrace, Trace};
 pub use server::{BindError, Served, Viewer};
 pub use timeline::{TimelineEndpoint, TimelineTrace};

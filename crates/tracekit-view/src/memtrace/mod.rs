@@ -1,0 +1,503 @@
+//! The JSON answers behind the page: each endpoint runs the same query, with
+//! the same options, as the `tracekit memtrace` subcommand of its name, and
+//! answers what that subcommand prints with `--json`: from the trace's tables
+//! once they are decoded ([`Trace::decode`]), from a pass over its bytes until
+//! then (the answers are the same). No I/O: the trace is bytes in memory, the
+//! request a list of named parameters ([`Memtrace`] is the [`Api`]).
+//!
+//! | endpoint | subcommand | parameters |
+//! | --- | --- | --- |
+//! | `info` | `memtrace info --json` | none |
+//! | `top` | `memtrace top --json` | `top`'s options |
+//! | `timeline` | `memtrace timeline --json` | `timeline`'s options |
+//! | `flamegraph` | `memtrace flamegraph --json` | `flamegraph`'s options |
+//! | `diff` | `memtrace diff --json` (the trace against the compared one) | `diff`'s options |
+//! | `hot-paths` | `memtrace hot-paths --json` | `hot-paths`' options |
+//! | `flametree` | the flame graph's tree around one node, for drawing | `flamegraph`'s options, `--focus FRAME`..., `--min-share F`, `--depth N`, `--invert`, `--fragment FRAME`... |
+//! | `functions` | each function's weight in the flame graph's stacks | `flamegraph`'s options, `--sort total\|self`, `--limit N` (200; 0: all) |
+//!
+//! `flametree` and `functions` are the page's own: `flamegraph`'s stacks can be tens of
+//! megabytes, while a flame graph shows a few thousand frames and the
+//! functions table two hundred rows. `flametree` answers the node reached from the root by the `--focus` frames (as far as they lead),
+//! and its callees down to those under `--min-share` of its weight and at most
+//! `--depth` levels below it, in preorder, each with its parent's index, its
+//! weight and its sampled objects. With `--invert` the tree is of the stacks
+//! reversed (allocating frame first, then its callers: the caller table).
+//! With `--fragment` (a call sequence, caller first, anywhere in the stacks)
+//! the tree is the fragment's callees, merged over its appearances, and the
+//! answer also holds its callers' tree (innermost caller first), which
+//! `--focus` does not walk. `functions` answers, per frame name, the weight of
+//! the stacks it appears in (each once, however deep the recursion: `total`)
+//! and of those it ends (`self`), heaviest first. The tree of the last
+//! `flamegraph` options asked is kept for both, so that zooming does not fold
+//! again.
+//!
+//! The parameters are the subcommand's options by name ([`arguments`]):
+//! `/api/top?by=function&limit=10&between=1s,2s&peak` asks what
+//! `top --by function --limit 10 --between 1s 2s --peak` does, parsed by the
+//! subcommand's own options, so a script asks the server exactly what it
+//! would ask the command line. A flag is on given alone or as `=true` (off as
+//! `=false`), an option of two values takes them separated by a comma, a
+//! repeatable option is given again (`hide=a&hide=b`), and `min_size` is
+//! `min-size`. There is no file argument: the trace is the one served.
+//!
+//! Scripts and saved URLs may give the command line itself, one argument per
+//! `arg` parameter (`/api/top?arg=--by&arg=function`); [`arguments`] takes
+//! those as they are, before the named ones, so both forms of one query are
+//! the same query.
+
+mod args;
+mod tree;
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tracekit_analysis::Filter;
+use tracekit_analysis::frames::{FrameTree, Unit};
+use tracekit_analysis::passes::{Progress, Source};
+use tracekit_analysis::paths;
+use tracekit_analysis::query::{FlameQuery, QueryError};
+use tracekit_analysis::render::TraceFile;
+use tracekit_analysis::tables::Tables;
+use tracekit_analysis::trace_bytes::TraceBytes;
+use tracekit_memtrace::dump::InfoReport;
+use tracekit_memtrace::{ReadError, Reader};
+
+pub use args::arguments;
+use args::{
+    DiffArgs, FlameArgs, FlameTreeArgs, FunctionsArgs, HotPathsArgs, TimelineArgs, TopArgs, parse,
+};
+use tree::{Around, FlameTreeJson, FunctionsJson, Shown, nodes_json};
+
+use crate::api::{Api, Params};
+use crate::json::{Layout, to_json};
+
+/// How the answers are laid out: as the subcommands print them.
+const LAYOUT: Layout = Layout::Pretty;
+
+/// A progress callback for a pass over `bytes` that releases what the pass has read
+/// behind it, in steps.
+fn releasing(bytes: &TraceBytes) -> impl FnMut(tracekit_analysis::passes::Stage, u64) + use<> {
+    let mut pass = bytes.pass();
+    move |_, pos| pass.at(pos)
+}
+
+/// A trace being served: its bytes, its tables once decoded, the name its
+/// answers give it, and what does not change between requests.
+pub struct Trace {
+    name: String,
+    bytes: TraceBytes,
+    /// Set once [`Trace::decode`] is done; until then answers are passes over
+    /// the bytes.
+    tables: OnceLock<Tables>,
+    /// The trace-info record.
+    header: tracekit_memtrace::Info,
+    /// The `info` answer.
+    info: String,
+    /// The flame graph tree of the last `flamegraph` options `flametree` was
+    /// asked with.
+    flame: Mutex<Option<(FlameQuery, Arc<Flame>)>>,
+    /// How [`Trace::decode`] makes the tables, when not by decoding the bytes.
+    decoder: Option<Decoder>,
+}
+
+/// Makes a trace's tables from its bytes (`None`: they cannot be made),
+/// reporting the byte position reached.
+pub type Decoder = Box<dyn Fn(&TraceBytes, &mut dyn FnMut(u64)) -> Option<Tables> + Send + Sync>;
+
+/// A folded flame graph, without the pass it came from.
+struct Flame {
+    tree: FrameTree,
+    unit: Unit,
+    what: String,
+    recursion_folded: bool,
+    /// The tree of the stacks reversed, made when first asked.
+    inverted: OnceLock<FrameTree>,
+}
+
+impl Trace {
+    /// A trace named `name` (as its answers print it). Reads it once, for its
+    /// `info` answer.
+    pub fn new(name: String, bytes: TraceBytes) -> Result<Trace, ReadError> {
+        let mut reader = Reader::from_owner(bytes.clone())?;
+        let report = InfoReport::collect(&mut reader, &name, |_| {}, |_| {});
+        let info = to_json(&report, LAYOUT);
+        bytes.release_all();
+        Ok(Trace {
+            name,
+            header: reader.info().clone(),
+            bytes,
+            tables: OnceLock::new(),
+            info,
+            flame: Mutex::new(None),
+            decoder: None,
+        })
+    }
+
+    /// The trace whose tables [`Trace::decode`] makes with `decoder` (one that
+    /// keeps them between runs) rather than by decoding its bytes.
+    pub fn decoded_by(mut self, decoder: Decoder) -> Trace {
+        self.decoder = Some(decoder);
+        self
+    }
+
+    /// Decodes the trace into its tables, which answers are made from once
+    /// this returns; `progress` hears the byte position reached. The pages
+    /// read are let go as the decoding passes them. A second call does nothing.
+    pub fn decode(&self, progress: &mut dyn FnMut(u64)) {
+        if self.tables.get().is_some() {
+            return;
+        }
+        if let Some(decoder) = &self.decoder {
+            if let Some(tables) = decoder(&self.bytes, progress) {
+                let _ = self.tables.set(tables);
+            }
+            return;
+        }
+        // The header read when the trace was made, so this gives tables.
+        if let Some(tables) = Tables::from_bytes(&self.bytes, progress) {
+            let _ = self.tables.set(tables);
+        }
+    }
+
+    /// The trace's tables, once [`Trace::decode`] has made them.
+    pub fn tables(&self) -> Option<&Tables> {
+        self.tables.get()
+    }
+
+    /// `ask` of the trace's tables, or of a pass over its bytes while they are
+    /// not decoded yet (the answers are the same).
+    fn with_source<R>(
+        &self,
+        ask: impl FnOnce(&mut dyn Source, Progress<'_>) -> R,
+    ) -> Result<R, Error> {
+        if let Some(mut tables) = self.tables.get() {
+            return Ok(ask(&mut tables, &mut |_, _| {}));
+        }
+        let mut reader =
+            Reader::from_owner(self.bytes.clone()).map_err(|e| Error::Unreadable(e.to_string()))?;
+        let answer = ask(&mut reader, &mut releasing(&self.bytes));
+        self.bytes.release_all();
+        Ok(answer)
+    }
+
+    /// The name the answers give the trace.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The flame graph of `query`: the one kept if it is of the same query, else
+    /// folded now (and kept).
+    fn flame(&self, query: &FlameQuery) -> Result<Arc<Flame>, Error> {
+        let kept = self.flame.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some((q, f)) = kept
+            && q == *query
+        {
+            return Ok(f);
+        }
+        let answer = self
+            .with_source(|source, progress| query.run(source, progress))?
+            .map_err(query_error)?;
+        let f = Arc::new(Flame {
+            tree: answer.tree,
+            unit: answer.unit,
+            what: answer.what,
+            recursion_folded: answer.recursion_folded,
+            inverted: OnceLock::new(),
+        });
+        *self.flame.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((query.clone(), Arc::clone(&f)));
+        Ok(f)
+    }
+
+    fn file(&self) -> TraceFile {
+        TraceFile::new(self.name.clone(), &self.header)
+    }
+}
+
+/// What a request asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    /// `memtrace info --json`.
+    Info,
+    /// `memtrace top --json`.
+    Top,
+    /// `memtrace timeline --json`.
+    Timeline,
+    /// `memtrace flamegraph --json`.
+    Flamegraph,
+    /// `memtrace diff --json` of the served trace against the compared one.
+    Diff,
+    /// `memtrace hot-paths --json`.
+    HotPaths,
+    /// The flame graph around one node (the page's own).
+    FlameTree,
+    /// Each function's weight in the flame graph's stacks (the page's own).
+    Functions,
+}
+
+impl Endpoint {
+    /// The options of the endpoint's subcommand (`info` has none).
+    fn options(self) -> Option<clap::Command> {
+        use clap::CommandFactory;
+        Some(match self {
+            Endpoint::Info => return None,
+            Endpoint::Top => TopArgs::command(),
+            Endpoint::Timeline => TimelineArgs::command(),
+            Endpoint::Flamegraph => FlameArgs::command(),
+            Endpoint::Diff => DiffArgs::command(),
+            Endpoint::HotPaths => HotPathsArgs::command(),
+            Endpoint::FlameTree => FlameTreeArgs::command(),
+            Endpoint::Functions => FunctionsArgs::command(),
+        })
+    }
+}
+
+/// Why a request has no answer.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Error {
+    /// The arguments are not options of the endpoint's subcommand, or their
+    /// values are not valid (the message is the option parser's).
+    #[error("{0}")]
+    BadArguments(String),
+    /// The trace's header no longer reads (its bytes were read when the
+    /// viewer started).
+    #[error("the trace cannot be read: {0}")]
+    Unreadable(String),
+    /// `diff` without a trace to compare with.
+    #[error("no trace to compare with: start the viewer with --compare")]
+    NothingToCompare,
+}
+
+/// A filter that can keep something (the subcommands check it before reading).
+fn checked(filter: &Filter) -> Result<(), Error> {
+    filter
+        .check()
+        .map_err(|e| Error::BadArguments(e.to_string()))
+}
+
+fn query_error(e: QueryError) -> Error {
+    Error::BadArguments(e.to_string())
+}
+
+/// A memtrace trace served, and the one it is compared with (`--compare`).
+pub struct Memtrace {
+    trace: Trace,
+    compare: Option<Trace>,
+}
+
+impl Memtrace {
+    /// Serves `trace`, and `compare` to compare it with.
+    pub fn new(trace: Trace, compare: Option<Trace>) -> Memtrace {
+        Memtrace { trace, compare }
+    }
+
+    /// The trace served.
+    pub fn trace(&self) -> &Trace {
+        &self.trace
+    }
+}
+
+impl Api for Memtrace {
+    type Endpoint = Endpoint;
+    /// The command line asked.
+    type Query = Vec<String>;
+    type Error = Error;
+
+    const KIND: &'static str = "memtrace";
+
+    const PAGE: &'static str = "/index.html";
+
+    const ENDPOINTS: &'static [(&'static str, Endpoint)] = &[
+        ("info", Endpoint::Info),
+        ("top", Endpoint::Top),
+        ("timeline", Endpoint::Timeline),
+        ("flamegraph", Endpoint::Flamegraph),
+        ("diff", Endpoint::Diff),
+        ("hot-paths", Endpoint::HotPaths),
+        ("flametree", Endpoint::FlameTree),
+        ("functions", Endpoint::Functions),
+    ];
+
+    fn is_ready(endpoint: Endpoint) -> bool {
+        // The info is made when the trace is read.
+        endpoint == Endpoint::Info
+    }
+
+    fn status(error: &Error) -> u16 {
+        match error {
+            Error::BadArguments(_) | Error::NothingToCompare => 400,
+            Error::Unreadable(_) => 500,
+        }
+    }
+
+    fn query(&self, endpoint: Endpoint, params: Params) -> Result<Vec<String>, Error> {
+        arguments(endpoint, params)
+    }
+
+    fn answer(&self, endpoint: Endpoint, args: &Vec<String>) -> Result<String, Error> {
+        answer(&self.trace, self.compare.as_ref(), endpoint, args)
+    }
+
+    fn compares(&self) -> bool {
+        self.compare.is_some()
+    }
+
+    /// Decodes the traces into their tables: until that is done, answers are
+    /// passes over the bytes. A decoding that fails (panics) leaves the
+    /// passes to answer.
+    fn prepare(&self) {
+        for trace in std::iter::once(&self.trace).chain(&self.compare) {
+            let decode = || trace.decode(&mut |_| {});
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// The answer of `endpoint` to `args` about `trace` (and `compare`, for
+/// [`Endpoint::Diff`]): the JSON its subcommand prints, made from the traces'
+/// tables.
+fn answer(
+    trace: &Trace,
+    compare: Option<&Trace>,
+    endpoint: Endpoint,
+    args: &[String],
+) -> Result<String, Error> {
+    match endpoint {
+        Endpoint::Info => {
+            if let Some(a) = args.first() {
+                return Err(Error::BadArguments(format!("info takes no arguments: {a}")));
+            }
+            Ok(trace.info.clone())
+        }
+        Endpoint::Top => {
+            let q = parse::<TopArgs>(args)?.query;
+            checked(&q.filter)?;
+            let answer = trace
+                .with_source(|s, p| q.run(s, p))?
+                .map_err(query_error)?;
+            Ok(to_json(&answer.json(&trace.file()), LAYOUT))
+        }
+        Endpoint::Timeline => {
+            let q = parse::<TimelineArgs>(args)?.query;
+            checked(&q.filter)?;
+            let answer = trace
+                .with_source(|s, p| q.run(s, p))?
+                .map_err(query_error)?;
+            Ok(to_json(&answer.json(&trace.file()), LAYOUT))
+        }
+        Endpoint::Flamegraph => {
+            let q = parse::<FlameArgs>(args)?.query;
+            checked(&q.filter)?;
+            let answer = trace
+                .with_source(|s, p| q.run(s, p))?
+                .map_err(query_error)?;
+            Ok(to_json(&answer.json(), LAYOUT))
+        }
+        Endpoint::FlameTree => {
+            let mut a = parse::<FlameTreeArgs>(args)?;
+            // The tables show each frame's count.
+            a.query.count_objects = true;
+            checked(&a.query.filter)?;
+            if !(0.0..=1.0).contains(&a.min_share) {
+                return Err(Error::BadArguments(format!(
+                    "--min-share {}: a share is between 0 and 1",
+                    a.min_share
+                )));
+            }
+            let flame = trace.flame(&a.query)?;
+            let shown = Shown {
+                min_share: a.min_share,
+                depth: a.depth.unwrap_or(usize::MAX),
+            };
+            let (nodes, around) = match (a.invert, a.fragment.is_empty()) {
+                (true, _) => {
+                    let inverted = flame.inverted.get_or_init(|| paths::inverted(&flame.tree));
+                    (nodes_json(inverted, &a.focus, shown), None)
+                }
+                (false, true) => (nodes_json(&flame.tree, &a.focus, shown), None),
+                (false, false) => {
+                    let fragment: Vec<&str> = a.fragment.iter().map(String::as_str).collect();
+                    let f = paths::focus(&flame.tree, &fragment);
+                    let callers = nodes_json(&f.callers, &[], shown);
+                    let around = Around {
+                        fragment: a.fragment[..f.found].to_vec(),
+                        callers: callers.nodes,
+                        callers_truncated: callers.truncated,
+                    };
+                    (nodes_json(&f.callees, &a.focus, shown), Some(around))
+                }
+            };
+            Ok(to_json(
+                &FlameTreeJson {
+                    unit: flame.unit.name(),
+                    what: flame.what.clone(),
+                    total: flame.tree.total(),
+                    recursion_folded: flame.recursion_folded,
+                    nodes,
+                    around,
+                },
+                LAYOUT,
+            ))
+        }
+        Endpoint::Functions => {
+            let mut a = parse::<FunctionsArgs>(args)?;
+            // The same tree as `flametree`'s, kept for both.
+            a.query.count_objects = true;
+            checked(&a.query.filter)?;
+            let flame = trace.flame(&a.query)?;
+            let mut functions = paths::functions(&flame.tree);
+            if a.sort == "self" {
+                functions.sort_by(|x, y| y.own.cmp(&x.own).then_with(|| x.name.cmp(&y.name)));
+            }
+            let count = functions.len();
+            if a.limit > 0 {
+                functions.truncate(a.limit);
+            }
+            Ok(to_json(
+                &FunctionsJson {
+                    unit: flame.unit.name(),
+                    what: flame.what.clone(),
+                    total: flame.tree.total(),
+                    count,
+                    functions,
+                },
+                LAYOUT,
+            ))
+        }
+        Endpoint::HotPaths => {
+            let q = parse::<HotPathsArgs>(args)?.query;
+            checked(&q.flame.filter)?;
+            let answer = trace
+                .with_source(|s, p| q.run(s, p))?
+                .map_err(query_error)?;
+            Ok(to_json(&answer.json(&trace.file()), LAYOUT))
+        }
+        Endpoint::Diff => {
+            let other = compare.ok_or(Error::NothingToCompare)?;
+            let q = parse::<DiffArgs>(args)?.query;
+            checked(&q.filter)?;
+            // As `memtrace diff A B`: the compared trace is the baseline.
+            let ctx = q.context(other.file(), trace.file());
+            // Each pass with its trace's locations, while its source is at hand.
+            let json = other
+                .with_source(|sa, p| {
+                    let pa = q.pass(sa, p).map_err(query_error)?;
+                    trace
+                        .with_source(|sb, p| {
+                            let pb = q.pass(sb, p).map_err(query_error)?;
+                            let answer = q.compare((pa, sa.locations()), (pb, sb.locations()));
+                            Ok(to_json(&answer.json(&ctx), LAYOUT))
+                        })
+                        .and_then(|r| r)
+                })
+                .and_then(|r| r)?;
+            Ok(json)
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;

@@ -1,0 +1,109 @@
+//! A memtrace trace's answers, before and after its tables are decoded.
+
+use super::*;
+use std::sync::Mutex;
+use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+
+#[test]
+fn functions_are_weighed_as_the_flame_graphs_stacks_say() {
+    let config = SynthConfig {
+        allocs: 3000,
+        recursive: true,
+        ..SynthConfig::default()
+    };
+    let bytes = write_synthetic(Vec::new(), &config).unwrap();
+    let trace = Trace::new("t".into(), TraceBytes::new(bytes)).unwrap();
+    let ask = |e: Endpoint, args: &[&str]| -> serde_json::Value {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        serde_json::from_str(&answer(&trace, None, e, &args).unwrap()).unwrap()
+    };
+    let stacks = ask(Endpoint::Flamegraph, &["--peak"]);
+    let mut want: std::collections::HashMap<String, (u64, u64)> = Default::default();
+    for s in stacks["stacks"].as_array().unwrap() {
+        let frames: Vec<&str> = s["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .collect();
+        let w = s["weight"].as_u64().unwrap();
+        let distinct: std::collections::HashSet<&str> = frames.iter().copied().collect();
+        for f in distinct {
+            want.entry(f.to_string()).or_default().0 += w;
+        }
+        if let Some(leaf) = frames.last() {
+            want.entry(leaf.to_string()).or_default().1 += w;
+        }
+    }
+    for sort in ["total", "self"] {
+        let got = ask(
+            Endpoint::Functions,
+            &["--peak", "--sort", sort, "--limit", "0"],
+        );
+        let rows = got["functions"].as_array().unwrap();
+        assert_eq!(rows.len(), want.len());
+        assert_eq!(got["count"].as_u64(), Some(want.len() as u64));
+        let mut last = u64::MAX;
+        for r in rows {
+            let name = r["name"].as_str().unwrap();
+            let (total, own) = (r["total"].as_u64().unwrap(), r["self"].as_u64().unwrap());
+            assert_eq!(want[name], (total, own), "{name}");
+            let key = if sort == "self" { own } else { total };
+            assert!(key <= last, "sorted by {sort}");
+            last = key;
+        }
+    }
+    let top = ask(Endpoint::Functions, &["--peak", "--limit", "5"]);
+    assert_eq!(top["functions"].as_array().unwrap().len(), 5);
+    assert!(
+        answer(
+            &trace,
+            None,
+            Endpoint::Functions,
+            &["--sort".into(), "x".into()]
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn answers_are_the_same_before_and_after_decoding_and_read_no_page_after() {
+    let config = SynthConfig {
+        allocs: 1000,
+        ..SynthConfig::default()
+    };
+    let bytes = write_synthetic(Vec::new(), &config).unwrap();
+    let calls: Arc<Mutex<Vec<std::ops::Range<usize>>>> = Arc::default();
+    let seen = Arc::clone(&calls);
+    let b = TraceBytes::new(bytes).on_release(move |r| seen.lock().unwrap().push(r));
+    let trace = Trace::new("t".into(), b).unwrap();
+    assert_eq!(calls.lock().unwrap().len(), 1, "after reading the info");
+    let asked: [(Endpoint, &[&str]); 4] = [
+        (Endpoint::Top, &["--by", "function", "--between", "0", "1"]),
+        (Endpoint::Timeline, &["--never-collected"]),
+        (Endpoint::FlameTree, &["--peak"]),
+        (Endpoint::HotPaths, &["--function", "nope"]),
+    ];
+    let ask = |e: Endpoint, args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        answer(&trace, None, e, &args).unwrap()
+    };
+    let before: Vec<String> = asked.iter().map(|(e, a)| ask(*e, a)).collect();
+    assert!(trace.tables().is_none());
+    // A pass over the bytes lets go of them when done.
+    assert_eq!(calls.lock().unwrap().last(), Some(&(0..usize::MAX)));
+    let mut positions = Vec::new();
+    trace.decode(&mut |p| positions.push(p));
+    assert!(!positions.is_empty(), "the decoding reports its progress");
+    assert_eq!(trace.tables().map(|t| t.allocations()), Some(1000));
+    let released = calls.lock().unwrap().len();
+    // The flame tree of the same options is kept: ask another first.
+    ask(Endpoint::FlameTree, &[]);
+    let after: Vec<String> = asked.iter().map(|(e, a)| ask(*e, a)).collect();
+    assert_eq!(before, after);
+    assert_eq!(
+        calls.lock().unwrap().len(),
+        released,
+        "answers read no page"
+    );
+}

@@ -1,0 +1,417 @@
+//! The timeline's answers that are drawn: the tracks, a window's slices,
+//! instants, counters and flows, a slice's details, a range's selection and
+//! call tree, and a search. The large ones are written digit by digit rather
+//! than through serde: a zoomed-out window is tens of thousands of items.
+
+use std::fmt::Write as _;
+
+use tracekit_timeline::lane::{Drawn, OPEN};
+use tracekit_timeline::{FlowPhase, Position, Timeline};
+
+use super::{LAYOUT, MAX_FLOWS};
+use crate::json::to_json;
+
+/// A JSON string literal.
+fn quoted(s: &str) -> String {
+    serde_json::Value::from(s).to_string()
+}
+
+pub(super) fn tracks_json(name: &str, t: &Timeline) -> String {
+    let tracks: Vec<serde_json::Value> = t
+        .tracks()
+        .iter()
+        .enumerate()
+        .map(|(i, tr)| {
+            serde_json::json!({
+                "id": i,
+                "kind": tr.kind.name(),
+                "pid": tr.pid,
+                "tid": tr.tid,
+                "name": tr.name.map(|n| t.string(n)),
+                "process": t.process_name(tr.pid),
+                "lanes": tr.lanes.len(),
+                "slices": tr.slices(),
+                "instants": tr.instants.len(),
+            })
+        })
+        .collect();
+    let counters: Vec<serde_json::Value> = t
+        .counters()
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let (lo, hi) = c
+                .values
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                    (lo.min(v), hi.max(v))
+                });
+            serde_json::json!({
+                "id": i,
+                "pid": c.pid,
+                "process": t.process_name(c.pid),
+                "name": t.string(c.name),
+                "counter": c.id,
+                "series": t.string(c.series),
+                "points": c.times.len(),
+                "min": lo.is_finite().then_some(lo),
+                "max": hi.is_finite().then_some(hi),
+            })
+        })
+        .collect();
+    let first = t.first_ns().unwrap_or(0);
+    let warnings: Vec<String> = t.warnings().iter().map(ToString::to_string).collect();
+    to_json(
+        &serde_json::json!({
+            "name": name,
+            "first_ns": t.first_ns(),
+            "span_ns": t.last_ns().map(|l| l.saturating_sub(first)),
+            "records": t.records(),
+            "slices": t.slices(),
+            "flows": t.flows().len(),
+            "damage": t.error().map(ToString::to_string),
+            "warnings": warnings,
+            "tracks": tracks,
+            "counters": counters,
+        }),
+        LAYOUT,
+    )
+}
+
+/// Names used in an answer, each once, with their texts at the end.
+#[derive(Default)]
+struct Names(Vec<u32>, rustc_hash::FxHashSet<u32>);
+
+impl Names {
+    fn add(&mut self, id: u32) -> u32 {
+        if self.1.insert(id) {
+            self.0.push(id);
+        }
+        id
+    }
+
+    fn json(&self, t: &Timeline) -> String {
+        let mut out = String::from("{");
+        for (i, id) in self.0.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "\"{id}\":{}", quoted(t.string(*id)));
+        }
+        out.push('}');
+        out
+    }
+}
+
+/// Appends `v` in decimal.
+fn number(out: &mut String, v: u64) {
+    out.push_str(itoa::Buffer::new().format(v));
+}
+
+pub(super) fn window(t: &Timeline, from: u64, to: u64, px: u64, tracks: &[usize]) -> String {
+    let first = t.first_ns().unwrap_or(0);
+    let (a, b) = (first.saturating_add(from), first.saturating_add(to));
+    let ns_per_px = (to - from).div_ceil(px).max(1);
+    let rel = |v: u64| v.saturating_sub(first);
+    let mut names = Names::default();
+    let mut out = String::with_capacity(1 << 16);
+    let _ = write!(
+        out,
+        "{{\"from\":{from},\"to\":{to},\"px\":{px},\"ns_per_px\":{ns_per_px},\"tracks\":["
+    );
+    let mut drawn = Vec::new();
+    for (n, &ti) in tracks.iter().enumerate() {
+        let Some(track) = t.tracks().get(ti) else {
+            continue;
+        };
+        if n > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{{\"track\":{ti},\"lanes\":[");
+        for (l, lane) in track.lanes.iter().enumerate() {
+            if l > 0 {
+                out.push(',');
+            }
+            out.push('[');
+            drawn.clear();
+            lane.window(a, b, ns_per_px, &mut drawn);
+            for (k, d) in drawn.iter().enumerate() {
+                if k > 0 {
+                    out.push(',');
+                }
+                // Written digit by digit: a zoomed-out answer is tens of
+                // thousands of these.
+                let (start, e, name, index, count) = match *d {
+                    Drawn::Slice(i) => match lane.get(i as usize) {
+                        Some(s) => (s.start, s.end, s.name, i, None),
+                        None => continue,
+                    },
+                    Drawn::Merged {
+                        start,
+                        end,
+                        count,
+                        longest,
+                    } => {
+                        let name = lane.get(longest as usize).map_or(0, |s| s.name);
+                        (start, end, name, longest, Some(count))
+                    }
+                };
+                out.push('[');
+                number(&mut out, rel(start));
+                out.push(',');
+                match e {
+                    OPEN => out.push_str("null"),
+                    e => number(&mut out, rel(e)),
+                }
+                out.push(',');
+                number(&mut out, u64::from(names.add(name)));
+                out.push(',');
+                number(&mut out, u64::from(index));
+                if let Some(count) = count {
+                    out.push(',');
+                    number(&mut out, u64::from(count));
+                }
+                out.push(']');
+            }
+            out.push(']');
+        }
+        out.push_str("],\"instants\":[");
+        // One instant per pixel: the first in it.
+        let instants = &track.instants;
+        let mut i = instants.partition_point(|x| x.time < a);
+        let mut k = 0;
+        while let Some(x) = instants.get(i).filter(|x| x.time < b) {
+            if k > 0 {
+                out.push(',');
+            }
+            k += 1;
+            let _ = write!(out, "[{},{},{i}]", rel(x.time), names.add(x.name));
+            let next = x.time - (x.time - a) % ns_per_px + ns_per_px;
+            i += instants[i..].partition_point(|y| y.time < next);
+        }
+        out.push_str("]}");
+    }
+    out.push_str("],\"counters\":[");
+    for (ci, c) in t.counters().iter().enumerate() {
+        if ci > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{{\"counter\":{ci},\"points\":[");
+        // Per pixel, the lowest and highest value; and the value before the
+        // range, so that the line starts at its left edge.
+        let mut pixels: Vec<(u64, f64, f64)> = Vec::new();
+        let mut before: Option<(u64, f64)> = None;
+        for (&time, &v) in c.times.iter().zip(&c.values) {
+            if time < a {
+                if before.is_none_or(|(bt, _)| time >= bt) {
+                    before = Some((time, v));
+                }
+                continue;
+            }
+            if time >= b {
+                continue;
+            }
+            let p = (time - a) / ns_per_px;
+            match pixels.last_mut() {
+                Some((q, lo, hi)) if *q == p => {
+                    *lo = lo.min(v);
+                    *hi = hi.max(v);
+                }
+                _ => pixels.push((p, v, v)),
+            }
+        }
+        let mut k = 0;
+        let mut point = |out: &mut String, time: u64, lo: f64, hi: f64| {
+            if !(lo.is_finite() && hi.is_finite()) {
+                return;
+            }
+            if k > 0 {
+                out.push(',');
+            }
+            k += 1;
+            let _ = write!(out, "[{},{lo},{hi}]", rel(time));
+        };
+        if let Some((time, v)) = before {
+            point(&mut out, time, v, v);
+        }
+        for (p, lo, hi) in pixels {
+            point(&mut out, a + p * ns_per_px, lo, hi);
+        }
+        out.push_str("]}");
+    }
+    out.push_str("],\"flows\":[");
+    let mut shown = 0;
+    let mut more = false;
+    for f in t.flows() {
+        let inside = f.points.windows(2).any(|w| w[0].time < b && w[1].time >= a)
+            || (f.points.len() == 1 && f.points[0].time >= a && f.points[0].time < b);
+        if !inside || !f.points.iter().any(|p| tracks.contains(&p.track)) {
+            continue;
+        }
+        if shown == MAX_FLOWS {
+            more = true;
+            break;
+        }
+        if shown > 0 {
+            out.push(',');
+        }
+        shown += 1;
+        out.push('[');
+        for (k, p) in f.points.iter().enumerate() {
+            if k > 0 {
+                out.push(',');
+            }
+            let phase = match p.phase {
+                FlowPhase::Begin => 'b',
+                FlowPhase::Step => 's',
+                FlowPhase::End => 'e',
+            };
+            // The depth of the slice it leaves from or arrives at: the
+            // deepest one on its track open at its time.
+            let depth = t.tracks().get(p.track).and_then(|tr| {
+                tr.lanes
+                    .iter()
+                    .rposition(|lane| !lane.range(p.time, p.time.saturating_add(1)).is_empty())
+            });
+            let depth = depth.map_or("null".to_string(), |d| d.to_string());
+            let _ = write!(out, "[{},{},\"{phase}\",{depth}]", p.track, rel(p.time));
+        }
+        out.push(']');
+    }
+    let _ = write!(out, "],\"flows_cut\":{more},\"names\":{}}}", names.json(t));
+    out
+}
+
+pub(super) fn details(t: &Timeline, at: Position) -> Option<String> {
+    let (s, self_ns) = t.slice_at(at)?;
+    let track = t.tracks().get(at.track)?;
+    let first = t.first_ns().unwrap_or(0);
+    let end = (s.end != OPEN).then(|| s.end.saturating_sub(first));
+    let args: serde_json::Value =
+        serde_json::from_str(t.args(s.args)).unwrap_or(serde_json::Value::Null);
+    Some(to_json(
+        &serde_json::json!({
+            "track": at.track,
+            "lane": at.lane,
+            "index": at.index,
+            "name": t.string(s.name),
+            "category": t.string(s.category),
+            "kind": track.kind.name(),
+            "pid": track.pid,
+            "tid": track.tid,
+            "thread": track.name.map(|n| t.string(n)),
+            "start": s.start.saturating_sub(first),
+            "start_ns": s.start,
+            "end": end,
+            "duration_ns": end.map(|e| e.saturating_sub(s.start.saturating_sub(first))),
+            "self_ns": self_ns,
+            "open": s.end == OPEN,
+            "args": args,
+        }),
+        LAYOUT,
+    ))
+}
+
+pub(super) fn selection(t: &Timeline, from: u64, to: u64, tracks: &[usize]) -> String {
+    let first = t.first_ns().unwrap_or(0);
+    let range = (first.saturating_add(from), first.saturating_add(to));
+    let names = t.selection(tracks, Some(range));
+    let rows: Vec<serde_json::Value> = names
+        .iter()
+        .map(|n| {
+            serde_json::json!({
+                "name": t.string(n.name),
+                "count": n.count,
+                "total_ns": n.total_ns,
+                "self_ns": n.self_ns,
+                "avg_ns": n.total_ns.checked_div(n.count).unwrap_or(0),
+                "max_ns": n.max_ns,
+            })
+        })
+        .collect();
+    to_json(
+        &serde_json::json!({
+            "from": from,
+            "to": to,
+            "tracks": tracks,
+            "slices": names.iter().map(|n| n.count).sum::<u64>(),
+            "names": rows,
+        }),
+        LAYOUT,
+    )
+}
+
+/// Nodes of a call tree under this share of the whole are left out.
+const FLAME_SHARE: u64 = 5_000;
+
+pub(super) fn flame(t: &Timeline, from: u64, to: u64, tracks: &[usize]) -> String {
+    let first = t.first_ns().unwrap_or(0);
+    let range = (first.saturating_add(from), first.saturating_add(to));
+    let tree = t.flame(tracks, range);
+    let whole: u64 = tree
+        .iter()
+        .filter(|n| n.parent.is_none())
+        .map(|n| n.total_ns)
+        .sum();
+    let least = whole / FLAME_SHARE;
+    // A child weighs no more than its parent: keeping the heavy ones keeps
+    // every kept node's parent.
+    let mut kept = vec![u32::MAX; tree.len()];
+    let mut names = Names::default();
+    let mut out = String::new();
+    let mut n = 0u32;
+    for (i, node) in tree.iter().enumerate() {
+        let parent = match node.parent {
+            None => None,
+            Some(p) => match kept.get(p as usize) {
+                Some(&k) if k != u32::MAX => Some(k),
+                _ => continue,
+            },
+        };
+        if node.total_ns < least.max(1) && whole > 0 {
+            continue;
+        }
+        kept[i] = n;
+        if n > 0 {
+            out.push(',');
+        }
+        n += 1;
+        let parent = parent.map_or("null".to_string(), |p| p.to_string());
+        let _ = write!(
+            out,
+            "[{parent},{},{},{}]",
+            names.add(node.name),
+            node.total_ns,
+            node.self_ns
+        );
+    }
+    format!(
+        "{{\"from\":{from},\"to\":{to},\"total_ns\":{whole},\"nodes\":[{out}],\"names\":{}}}",
+        names.json(t)
+    )
+}
+
+pub(super) fn search(t: &Timeline, text: &str, after: Option<Position>, backward: bool) -> String {
+    let names = t.names_containing(text);
+    let found = t.find(&names, after, backward);
+    let first = t.first_ns().unwrap_or(0);
+    let hit = found.and_then(|p| {
+        let s = t.tracks().get(p.track)?.lanes.get(p.lane)?.get(p.index)?;
+        Some(serde_json::json!({
+            "track": p.track,
+            "lane": p.lane,
+            "index": p.index,
+            "name": t.string(s.name),
+            "start": s.start.saturating_sub(first),
+            "end": (s.end != OPEN).then(|| s.end.saturating_sub(first)),
+        }))
+    });
+    to_json(
+        &serde_json::json!({
+            "text": text,
+            "matches": t.count_named(&names),
+            "found": hit,
+        }),
+        LAYOUT,
+    )
+}

@@ -1,0 +1,387 @@
+//! The JSON answers behind the timeline page: a trace of slices (FXT, or perf
+//! data decoded into it) held as a [`Timeline`], asked what a viewport of N
+//! pixels shows, what a slice is, what a range holds and where a name is. No
+//! I/O: the timeline is in memory, a request a list of named parameters
+//! ([`Api`]).
+//!
+//! Times in the page's endpoints are nanoseconds from the trace's first time
+//! (integers, so that a browser's doubles hold them exactly for 104 days of
+//! trace). `slices` and `top` answer what `tracekit fxt slices --json` and
+//! `tracekit fxt top --json` print, on the trace's own clock.
+//!
+//! | endpoint | answers | parameters |
+//! | --- | --- | --- |
+//! | `stats` | `fxt stats --json` of the trace | none |
+//! | `tracks` | the trace's name, span, processes, tracks, counters, and damage | none |
+//! | `window` | what `from..to` drawn on `px` pixels shows of some tracks: per lane, one item per slice of at least a pixel and one merged item per pixel for the rest; instants (one per pixel), counters (min and max per pixel) and flows in the range | `from`, `to`, `px`, `tracks` (`1,2,5`; default all) |
+//! | `details` | one slice: name, category, track, times, self time, arguments | `track`, `lane`, `index` |
+//! | `selection` | the slices of a range on some tracks, by name (count, total, self, average, max), as Perfetto's area selection sums them | `from`, `to`, `tracks` |
+//! | `flame` | the range's call tree: its slices merged by their path of names, each with the time it spends in the range (nodes under 1/5000 of the whole left out) | `from`, `to`, `tracks` |
+//! | `search` | the next (or previous) slice whose name contains a text, and how many there are | `text`, `after` (`track,lane,index`), `backward` |
+//! | `slices` | `fxt slices --json` | `between` (`T1,T2`, as `1.5s,2s`), `thread` (repeatable), `name`, `limit` |
+//! | `top` | `fxt top --json` | `between`, `thread`, `limit` |
+//!
+//! In a `window` answer a slice drawn as itself is `[start, end, name, index]`
+//! and a merged run `[start, end, name, index, count]` (its longest slice's
+//! name and index); `end` is `null` for a slice still open at the end of the
+//! trace. Names are ids, with their texts in the answer's `names`. A flow is
+//! its events, each `[track, time, phase, depth]`: the phase `b`, `s` or `e`,
+//! the depth that of the deepest slice open on the track at its time (`null`
+//! for none), where the arrow leaves or arrives.
+
+mod draw;
+
+use tracekit_fxt::stats::Stats;
+use tracekit_timeline::report::{SlicesQuery, TopQuery};
+use tracekit_timeline::{Position, Timeline};
+
+use draw::{details, flame, search, selection, tracks_json, window};
+
+use crate::api::{Api, Params};
+use crate::json::{Layout, to_json};
+
+/// How the answers made from plain data are laid out: as the drawing answers
+/// written by hand are.
+const LAYOUT: Layout = Layout::Compact;
+
+/// Most flows a window answer holds.
+const MAX_FLOWS: usize = 2_000;
+
+/// Most pixels a window may be asked for.
+const MAX_PX: u64 = 16_384;
+
+/// A timeline being served.
+pub struct TimelineTrace {
+    name: String,
+    timeline: Timeline,
+    stats: String,
+    tracks: String,
+}
+
+/// What a request to a timeline asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TimelineEndpoint {
+    /// `fxt stats --json`.
+    Stats,
+    /// The tracks and what else the page draws first.
+    Tracks,
+    /// What a viewport shows.
+    Window,
+    /// One slice.
+    Details,
+    /// A range's slices by name.
+    Selection,
+    /// A range's call tree.
+    Flame,
+    /// The next or previous slice of a name.
+    Search,
+    /// `fxt slices --json`.
+    Slices,
+    /// `fxt top --json`.
+    Top,
+}
+
+impl TimelineEndpoint {
+    /// The parameters it takes.
+    fn parameters(self) -> &'static [&'static str] {
+        match self {
+            TimelineEndpoint::Stats | TimelineEndpoint::Tracks => &[],
+            TimelineEndpoint::Window => &["from", "to", "px", "tracks"],
+            TimelineEndpoint::Details => &["track", "lane", "index"],
+            TimelineEndpoint::Selection | TimelineEndpoint::Flame => &["from", "to", "tracks"],
+            TimelineEndpoint::Search => &["text", "after", "backward"],
+            TimelineEndpoint::Slices => &["between", "thread", "name", "limit"],
+            TimelineEndpoint::Top => &["between", "thread", "limit"],
+        }
+    }
+}
+
+/// Why a request has no answer.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Error {
+    /// The parameters are not the endpoint's, or their values are not valid.
+    #[error("{0}")]
+    BadParameters(String),
+}
+
+impl Api for TimelineTrace {
+    type Endpoint = TimelineEndpoint;
+    /// The parameters, checked, in the order asked.
+    type Query = Params;
+    type Error = Error;
+
+    const KIND: &'static str = "timeline";
+
+    const PAGE: &'static str = "/timeline.html";
+
+    const ENDPOINTS: &'static [(&'static str, TimelineEndpoint)] = &[
+        ("stats", TimelineEndpoint::Stats),
+        ("tracks", TimelineEndpoint::Tracks),
+        ("window", TimelineEndpoint::Window),
+        ("details", TimelineEndpoint::Details),
+        ("selection", TimelineEndpoint::Selection),
+        ("flame", TimelineEndpoint::Flame),
+        ("search", TimelineEndpoint::Search),
+        ("slices", TimelineEndpoint::Slices),
+        ("top", TimelineEndpoint::Top),
+    ];
+
+    fn is_ready(endpoint: TimelineEndpoint) -> bool {
+        matches!(endpoint, TimelineEndpoint::Stats | TimelineEndpoint::Tracks)
+    }
+
+    fn status(_: &Error) -> u16 {
+        400
+    }
+
+    fn query(&self, endpoint: TimelineEndpoint, params: Params) -> Result<Params, Error> {
+        // The memtrace page's command-line form has no meaning here.
+        if params.iter().any(|(name, _)| name == "arg") {
+            return Err(bad(
+                "a timeline's parameters are named: ?from=0&to=1000".to_string()
+            ));
+        }
+        Checked::check(endpoint, &params)?;
+        Ok(params)
+    }
+
+    fn answer(&self, endpoint: TimelineEndpoint, params: &Params) -> Result<String, Error> {
+        self.answer_checked(endpoint, Checked(params))
+    }
+}
+
+impl TimelineTrace {
+    /// A timeline named `name`, with the counts of the records it was built
+    /// from as `fxt stats --json` prints them ([`stats_json`]).
+    pub fn new(name: String, timeline: Timeline, stats: String) -> TimelineTrace {
+        let tracks = tracks_json(&name, &timeline);
+        TimelineTrace {
+            name,
+            timeline,
+            stats,
+            tracks,
+        }
+    }
+
+    /// Its name, as its answers give it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The timeline.
+    pub fn timeline(&self) -> &Timeline {
+        &self.timeline
+    }
+
+    /// The answer of `endpoint` to `p`.
+    fn answer_checked(&self, endpoint: TimelineEndpoint, p: Checked<'_>) -> Result<String, Error> {
+        let t = &self.timeline;
+        Ok(match endpoint {
+            TimelineEndpoint::Stats => self.stats.clone(),
+            TimelineEndpoint::Tracks => self.tracks.clone(),
+            TimelineEndpoint::Window => {
+                let (from, to) = (p.time("from")?.unwrap_or(0), p.time("to")?);
+                let to = to.unwrap_or_else(|| self.span());
+                let px = p.number("px")?.unwrap_or(1000);
+                if px == 0 || px > MAX_PX {
+                    return Err(bad(format!("px: between 1 and {MAX_PX}")));
+                }
+                if to <= from {
+                    return Err(bad("to: after from".to_string()));
+                }
+                let tracks = p.tracks(t)?;
+                window(t, from, to, px, &tracks)
+            }
+            TimelineEndpoint::Details => {
+                let at = Position {
+                    track: p.required("track")?,
+                    lane: p.required("lane")?,
+                    index: p.required("index")?,
+                };
+                details(t, at).ok_or_else(|| bad("no such slice".to_string()))?
+            }
+            TimelineEndpoint::Selection | TimelineEndpoint::Flame => {
+                let from = p.time("from")?.unwrap_or(0);
+                let to = p.time("to")?.unwrap_or_else(|| self.span());
+                if to < from {
+                    return Err(bad("to: not before from".to_string()));
+                }
+                let tracks = p.tracks(t)?;
+                match endpoint {
+                    TimelineEndpoint::Flame => flame(t, from, to, &tracks),
+                    _ => selection(t, from, to, &tracks),
+                }
+            }
+            TimelineEndpoint::Search => {
+                let text = p.get("text").unwrap_or_default();
+                if text.is_empty() {
+                    return Err(bad("text: what to search for".to_string()));
+                }
+                let after = p.get("after").map(position).transpose()?;
+                let backward = p.flag("backward")?;
+                search(t, text, after, backward)
+            }
+            TimelineEndpoint::Slices => to_json(
+                &SlicesQuery {
+                    between: p.between()?,
+                    threads: p.numbers("thread")?,
+                    name: p.get("name").map(str::to_string),
+                    limit: p.number("limit")?.map_or(50, |n| n as usize),
+                }
+                .run(t),
+                LAYOUT,
+            ),
+            TimelineEndpoint::Top => to_json(
+                &TopQuery {
+                    between: p.between()?,
+                    threads: p.numbers("thread")?,
+                    limit: p.number("limit")?.map_or(20, |n| n as usize),
+                }
+                .run(t),
+                LAYOUT,
+            ),
+        })
+    }
+
+    /// The trace's span, nanoseconds.
+    fn span(&self) -> u64 {
+        match (self.timeline.first_ns(), self.timeline.last_ns()) {
+            (Some(a), Some(b)) => b.saturating_sub(a).max(1),
+            _ => 1,
+        }
+    }
+}
+
+/// The counts of a trace's records as `fxt stats --json` prints them.
+pub fn stats_json(stats: &Stats) -> String {
+    to_json(stats, LAYOUT)
+}
+
+fn bad(message: String) -> Error {
+    Error::BadParameters(message)
+}
+
+/// A request's parameters, checked against its endpoint's.
+struct Checked<'a>(&'a [(String, String)]);
+
+impl<'a> Checked<'a> {
+    fn check(endpoint: TimelineEndpoint, params: &'a [(String, String)]) -> Result<Self, Error> {
+        let known = endpoint.parameters();
+        for (name, _) in params {
+            if !known.contains(&name.as_str()) {
+                let names = match known.is_empty() {
+                    true => "none".to_string(),
+                    false => known.join(", "),
+                };
+                return Err(bad(format!(
+                    "unknown parameter {name:?}: this endpoint's parameters are {names}"
+                )));
+            }
+        }
+        Ok(Checked(params))
+    }
+
+    fn get(&self, name: &str) -> Option<&'a str> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn number(&self, name: &str) -> Result<Option<u64>, Error> {
+        self.get(name)
+            .map(|v| {
+                v.parse::<u64>()
+                    .map_err(|_| bad(format!("{name}={v}: not a whole number")))
+            })
+            .transpose()
+    }
+
+    fn required(&self, name: &str) -> Result<usize, Error> {
+        self.number(name)?
+            .map(|n| n as usize)
+            .ok_or_else(|| bad(format!("{name}: required")))
+    }
+
+    /// A time in nanoseconds from the trace's first time: a whole number of
+    /// nanoseconds, or a time with its unit (`1.5ms`).
+    fn time(&self, name: &str) -> Result<Option<u64>, Error> {
+        self.get(name).map(|v| nanoseconds(name, v)).transpose()
+    }
+
+    fn numbers(&self, name: &str) -> Result<Vec<u64>, Error> {
+        let mut out = Vec::new();
+        for (n, v) in self.0 {
+            if n == name {
+                for part in v.split(',').filter(|p| !p.is_empty()) {
+                    out.push(
+                        part.parse()
+                            .map_err(|_| bad(format!("{name}={v}: not a whole number")))?,
+                    );
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn flag(&self, name: &str) -> Result<bool, Error> {
+        match self.get(name) {
+            None | Some("false" | "0") => Ok(false),
+            Some("" | "true" | "1") => Ok(true),
+            Some(v) => Err(bad(format!(
+                "{name}={v}: a flag is on given alone or as =true, off as =false"
+            ))),
+        }
+    }
+
+    fn between(&self) -> Result<Option<(u64, u64)>, Error> {
+        let Some(v) = self.get("between") else {
+            return Ok(None);
+        };
+        let Some((a, b)) = v.split_once(',') else {
+            return Err(bad(format!("between={v}: two times, as 1s,2s")));
+        };
+        let (a, b) = (nanoseconds("between", a)?, nanoseconds("between", b)?);
+        if a > b {
+            return Err(bad(format!("between={v}: the first is after the second")));
+        }
+        Ok(Some((a, b)))
+    }
+
+    /// The tracks asked for (all of them when none are), each checked.
+    fn tracks(&self, t: &Timeline) -> Result<Vec<usize>, Error> {
+        let Some(v) = self.get("tracks") else {
+            return Ok((0..t.tracks().len()).collect());
+        };
+        let mut out = Vec::new();
+        for part in v.split(',').filter(|p| !p.is_empty()) {
+            match part.parse::<usize>() {
+                Ok(i) if i < t.tracks().len() => out.push(i),
+                _ => return Err(bad(format!("tracks={v}: {part} is not a track"))),
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn nanoseconds(name: &str, v: &str) -> Result<u64, Error> {
+    if let Ok(n) = v.parse::<u64>() {
+        return Ok(n);
+    }
+    tracekit_analysis::parse_time_ns(v).map_err(|e| bad(format!("{name}={v}: {e}")))
+}
+
+fn position(v: &str) -> Result<Position, Error> {
+    let mut parts = v.split(',').map(str::parse::<usize>);
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(Ok(track)), Some(Ok(lane)), Some(Ok(index)), None) => {
+            Ok(Position { track, lane, index })
+        }
+        _ => Err(bad(format!("after={v}: track,lane,index"))),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;

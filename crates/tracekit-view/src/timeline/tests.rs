@@ -1,0 +1,264 @@
+//! The timeline's answers checked against the slices of a small trace.
+
+use super::*;
+use serde_json::Value;
+use tracekit_fxt::format::{Koid, StringRef};
+use tracekit_fxt::read::Reader;
+use tracekit_fxt::stats::Counted;
+use tracekit_fxt::write::{Initialization, VecDestination, Writer, WriterOptions};
+
+/// Two threads of nested slices (a parent of 1000 ns holding ten children
+/// of 50 ns, forty times), an instant, a counter and a flow, on a clock
+/// that starts at 1 s.
+fn trace() -> (Vec<u8>, TimelineTrace) {
+    let init = WriterOptions {
+        initialization: Some(Initialization::new(1_000_000_000)),
+        ..WriterOptions::default()
+    };
+    let mut w = Writer::with_options(VecDestination::new(), &init).unwrap();
+    w.set_process_name(Koid(1), StringRef::inline("proc"))
+        .unwrap();
+    w.set_thread_name(Koid(1), Koid(2), StringRef::inline("main"))
+        .unwrap();
+    let threads = [
+        w.set_thread_slot(1, Koid(1), Koid(2)).unwrap(),
+        w.set_thread_slot(2, Koid(1), Koid(3)).unwrap(),
+    ];
+    let cat = w.intern("cat").unwrap();
+    let (parent, child) = (w.intern("parent").unwrap(), w.intern("child").unwrap());
+    let base = 1_000_000_000u64;
+    for (k, &th) in threads.iter().enumerate() {
+        for i in 0..40u64 {
+            let t = base + i * 2_000 + k as u64 * 100;
+            for c in 0..10u64 {
+                let s = t + 10 + c * 90;
+                w.duration_complete(th, cat, child, s, s + 50, &[]).unwrap();
+            }
+            w.duration_complete(th, cat, parent, t, t + 1_000, &[])
+                .unwrap();
+        }
+    }
+    let args = [tracekit_fxt::format::RawArg::new(
+        w.intern("size").unwrap(),
+        tracekit_fxt::format::ArgValue::UInt64(7),
+    )];
+    w.instant(threads[0], cat, child, base + 500, &args)
+        .unwrap();
+    // A flow from inside the first parent's sixth child to inside the
+    // second thread's second parent's first child.
+    w.flow_begin(threads[0], base + 500, 5).unwrap();
+    w.flow_end(threads[1], base + 2_150, 5).unwrap();
+    let bytes = w.finish().unwrap().into_vec();
+    let mut reader = Reader::new(&bytes);
+    let mut counted = Counted::new(&mut reader);
+    let timeline = Timeline::build(&mut counted, &mut |_| {});
+    let stats = counted.stats();
+    (
+        bytes,
+        TimelineTrace::new("t.fxt".into(), timeline, stats_json(&stats)),
+    )
+}
+
+fn ask(t: &TimelineTrace, e: TimelineEndpoint, params: &[(&str, &str)]) -> Value {
+    let params: Vec<(String, String)> = params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    serde_json::from_str(&asked(t, e, params).unwrap()).unwrap()
+}
+
+/// The answer to `params`, checked as the server checks them.
+fn asked(t: &TimelineTrace, e: TimelineEndpoint, params: Params) -> Result<String, Error> {
+    t.query(e, params).and_then(|q| t.answer(e, &q))
+}
+
+#[test]
+fn stats_are_those_of_fxt_stats() {
+    let (bytes, t) = trace();
+    let st = Stats::collect(&mut Reader::new(&bytes), |_| {}).unwrap();
+    let expected: Value = serde_json::from_str(&to_json(&st, LAYOUT)).unwrap();
+    assert_eq!(ask(&t, TimelineEndpoint::Stats, &[]), expected);
+    let tracks = ask(&t, TimelineEndpoint::Tracks, &[]);
+    assert_eq!(tracks["slices"], 880);
+    assert_eq!(tracks["tracks"][0]["name"], "main");
+    assert_eq!(tracks["tracks"][0]["process"], "proc");
+    assert_eq!(tracks["tracks"][1]["tid"], 3);
+}
+
+/// Every slice that shows in a window is in its answer once: as itself
+/// when at least a pixel wide, else in a merged run's count.
+#[test]
+fn a_window_accounts_for_every_slice_it_shows() {
+    let (_, t) = trace();
+    for (from, to, px) in [(0, 80_000, 100), (0, 80_000, 4_000), (3_000, 5_000, 500)] {
+        let w = ask(
+            &t,
+            TimelineEndpoint::Window,
+            &[
+                ("from", &from.to_string()),
+                ("to", &to.to_string()),
+                ("px", &px.to_string()),
+            ],
+        );
+        let ns_per_px = w["ns_per_px"].as_u64().unwrap();
+        for (ti, track) in t.timeline().tracks().iter().enumerate() {
+            let first = t.timeline().first_ns().unwrap();
+            for (l, lane) in track.lanes.iter().enumerate() {
+                let shown = lane.range(first + from, first + to).len() as u64;
+                let items = w["tracks"][ti]["lanes"][l].as_array().unwrap();
+                let mut counted = 0;
+                for it in items {
+                    let it = it.as_array().unwrap();
+                    let d = it[1].as_u64().unwrap() - it[0].as_u64().unwrap();
+                    match it.len() {
+                        4 => {
+                            assert!(d >= ns_per_px, "{it:?} drawn alone under a pixel");
+                            counted += 1;
+                        }
+                        _ => counted += it[4].as_u64().unwrap(),
+                    }
+                    let name = it[2].as_u64().unwrap().to_string();
+                    assert!(w["names"][&name].is_string(), "{name} named");
+                }
+                assert_eq!(counted, shown, "track {ti} lane {l} at {px} px");
+            }
+        }
+    }
+    // Zoomed in on one parent: each child drawn as itself, by name.
+    let w = ask(
+        &t,
+        TimelineEndpoint::Window,
+        &[("from", "0"), ("to", "1000"), ("px", "1000")],
+    );
+    let children = w["tracks"][0]["lanes"][1].as_array().unwrap();
+    assert_eq!(children.len(), 10);
+    assert_eq!(children[0], serde_json::json!([10, 60, children[0][2], 0]));
+    let name = children[0][2].as_u64().unwrap().to_string();
+    assert_eq!(w["names"][&name], "child");
+    assert_eq!(w["tracks"][0]["instants"].as_array().unwrap().len(), 1);
+    // The flow leaves and arrives at the depth of the slices open there.
+    let w = ask(
+        &t,
+        TimelineEndpoint::Window,
+        &[("from", "0"), ("to", "4000"), ("px", "100")],
+    );
+    assert_eq!(
+        w["flows"],
+        serde_json::json!([[[0, 500, "b", 1], [1, 2_150, "e", 1]]])
+    );
+}
+
+#[test]
+fn details_selection_and_search_answer_what_the_slices_say() {
+    let (_, t) = trace();
+    let d = ask(
+        &t,
+        TimelineEndpoint::Details,
+        &[("track", "0"), ("lane", "0"), ("index", "1")],
+    );
+    assert_eq!(d["name"], "parent");
+    assert_eq!(d["start"], 2_000);
+    assert_eq!(d["start_ns"], 1_000_002_000u64);
+    assert_eq!(d["duration_ns"], 1_000);
+    assert_eq!(d["self_ns"], 500, "ten children of 50 ns");
+    assert_eq!(d["thread"], "main");
+    let s = ask(
+        &t,
+        TimelineEndpoint::Selection,
+        &[("from", "0"), ("to", "3999"), ("tracks", "0")],
+    );
+    // Two parents (at 0 and 2000 ns) and their twenty children.
+    assert_eq!(s["slices"], 22);
+    let names = s["names"].as_array().unwrap();
+    assert_eq!(
+        (names[0]["name"].as_str(), names[0]["count"].as_u64()),
+        (Some("parent"), Some(2))
+    );
+    assert_eq!(names[0]["self_ns"], 1_000);
+    assert_eq!(names[1]["total_ns"], 1_000);
+    // The range's call tree: parent, and child under it; the range cuts
+    // the second parent (2000..3000) at 2500.
+    let f = ask(
+        &t,
+        TimelineEndpoint::Flame,
+        &[("from", "0"), ("to", "2500"), ("tracks", "0")],
+    );
+    let nodes = f["nodes"].as_array().unwrap();
+    let name = |n: &Value| f["names"][n[1].as_u64().unwrap().to_string()].clone();
+    assert_eq!(nodes.len(), 2, "{f}");
+    assert_eq!(
+        (name(&nodes[0]), &nodes[0][0]),
+        ("parent".into(), &Value::Null)
+    );
+    assert_eq!(
+        (name(&nodes[1]), &nodes[1][0]),
+        ("child".into(), &Value::from(0))
+    );
+    assert_eq!(nodes[0][2], 1_500);
+    // Ten children of the first parent, and those of the second that
+    // start before 2500 (at 2010, 2100, ... 2370, 2460: six, the last cut
+    // to 40 ns).
+    assert_eq!(nodes[1][2], 10 * 50 + 5 * 50 + 40);
+    assert_eq!(nodes[0][3], 1_500 - (10 * 50 + 5 * 50 + 40));
+    assert_eq!(f["total_ns"], 1_500);
+    // Search: every parent, in time order, then nothing.
+    let mut after: Option<String> = None;
+    let mut starts = Vec::new();
+    loop {
+        let mut params = vec![("text", "PAR".to_string())];
+        if let Some(a) = &after {
+            params.push(("after", a.clone()));
+        }
+        let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let r = ask(&t, TimelineEndpoint::Search, &params);
+        assert_eq!(r["matches"], 80);
+        let Some(f) = r["found"].as_object() else {
+            break;
+        };
+        starts.push(f["start"].as_u64().unwrap());
+        after = Some(format!("{},{},{}", f["track"], f["lane"], f["index"]));
+    }
+    assert_eq!(starts.len(), 80);
+    assert!(starts.windows(2).all(|w| w[0] <= w[1]));
+}
+
+#[test]
+fn bad_parameters_are_refused_with_what_is_wrong() {
+    let (_, t) = trace();
+    let refuse = |e, params: &[(&str, &str)]| {
+        let params: Vec<(String, String)> = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        match asked(&t, e, params.clone()) {
+            Err(Error::BadParameters(m)) => m,
+            other => panic!("{params:?}: {other:?}"),
+        }
+    };
+    assert!(refuse(TimelineEndpoint::Window, &[("px", "0")]).contains("px"));
+    assert!(refuse(TimelineEndpoint::Window, &[("from", "9"), ("to", "3")]).contains("after"));
+    assert!(refuse(TimelineEndpoint::Window, &[("tracks", "7")]).contains("not a track"));
+    assert!(refuse(TimelineEndpoint::Window, &[("nope", "1")]).contains("from, to, px, tracks"));
+    assert!(refuse(TimelineEndpoint::Details, &[("track", "0")]).contains("lane"));
+    assert!(
+        refuse(
+            TimelineEndpoint::Details,
+            &[("track", "0"), ("lane", "0"), ("index", "99")]
+        )
+        .contains("no such")
+    );
+    assert!(refuse(TimelineEndpoint::Search, &[]).contains("text"));
+    assert!(
+        refuse(TimelineEndpoint::Search, &[("text", "a"), ("after", "1,2")])
+            .contains("track,lane,index")
+    );
+    assert!(refuse(TimelineEndpoint::Slices, &[("between", "2s,1s")]).contains("after"));
+    assert!(refuse(TimelineEndpoint::Stats, &[("x", "1")]).contains("none"));
+    // Times with units are times from the trace's first time.
+    let top = ask(
+        &t,
+        TimelineEndpoint::Top,
+        &[("between", "0,1us"), ("limit", "0")],
+    );
+    assert_eq!(top["slices"], 11 + 11);
+}
