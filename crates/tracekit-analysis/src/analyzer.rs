@@ -13,11 +13,11 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
+use crate::allocations::AllocationSet;
 use crate::backtrace::{BacktraceId, Backtraces};
 use crate::curve::{Peak, PeakTracker, Timeline};
 use crate::filter::{Filter, LocationMask, WordRange};
 use crate::live::{LiveObject, LiveObjects};
-use crate::passes::objects::AllocationSet;
 use crate::sampling::Sampling;
 use crate::sites::{PerSite, SiteCounts, SiteTable};
 use crate::symbols::FrameSkip;
@@ -48,8 +48,8 @@ pub struct Options {
     /// is told; the clauses on objects' lives it takes from [`Options::objects`].
     pub filter: Filter,
     /// The allocations whose objects' lives pass the filter's clauses on them, found
-    /// before the pass ([`crate::passes::Source::objects`]); only these are kept. A
-    /// pass ([`crate::passes::analyze`]) finds them itself when the filter has such
+    /// before the pass (`passes::Source::objects`); only these are kept. A
+    /// pass (`passes::analyze`) finds them itself when the filter has such
     /// clauses and this is `None`.
     pub objects: Option<Arc<AllocationSet>>,
     /// Also count what is live at this time (`alloc time <= T < collect time`).
@@ -64,7 +64,7 @@ pub struct Options {
     /// Ignored with a location filter, which needs whole backtraces.
     pub leaf_only: bool,
     /// With [`Options::leaf_only`], the frames that naming a site looks past
-    /// ([`FrameSkip`]): a pass over a reader ([`crate::passes::analyze`]), which has
+    /// ([`FrameSkip`]): a pass over a reader (`passes::analyze`), which has
     /// the trace's locations, then keeps the backtrace from its innermost entry that
     /// names the site (nearly always the leaf alone), so that the site is named
     /// exactly as from the whole backtrace. [`Analyzer::push`] has no locations and
@@ -76,7 +76,7 @@ pub struct Options {
     /// [`Options::big`] allocations, each when it enters the set, and charge every
     /// allocation to the empty backtrace as without backtraces: the profile then has
     /// one site, and its trie holds the big allocations' backtraces alone. Enough for
-    /// an FXT trace ([`crate::fxt`]); interning every backtrace of a deep trace is
+    /// an FXT trace (`fxt`); interning every backtrace of a deep trace is
     /// most of a pass. Ignored with [`Options::leaf_only`] and with a location
     /// filter, which need each allocation's backtrace.
     pub big_backtraces_only: bool,
@@ -88,7 +88,7 @@ pub struct Options {
     /// peak only when a domain's first events arrive after later-stamped events of
     /// another; [`Peak::late_events`] says when a rerun with [`Peak::domains`] helps.
     pub domains: Vec<DomainId>,
-    /// How a pass over a reader ([`crate::passes::analyze`]) spreads its work; the
+    /// How a pass over a reader (`passes::analyze`) spreads its work; the
     /// [`Analyzer`] itself ignores it.
     pub threads: Threads,
     /// What to keep per site: every count, or only what a flame graph weighs.
@@ -794,7 +794,7 @@ pub struct Profile {
 
 /// Runs the analysis over `events`, each with its time from the trace start: the
 /// [`Analyzer`] over events already in hand (a reader's go through
-/// [`crate::passes::analyze`]).
+/// `passes::analyze`).
 pub fn analyze_events<'a, I>(sampling: Sampling, options: Options, events: I) -> Profile
 where
     I: IntoIterator<Item = (Timedelta, Event<'a>)>,

@@ -12,8 +12,7 @@
 //! distinct backtraces, independent of the number of events.
 
 use tracekit_memtrace::{DomainId, LocationCode};
-
-use crate::idtable::IdTable;
+use tracekit_stacks::IdTable;
 
 /// An interned backtrace: a node of the trie. The root ([`BacktraceId::EMPTY`]) is the
 /// empty backtrace; every other node is its parent's backtrace plus one entry.
@@ -82,7 +81,7 @@ impl Backtraces {
                 depth: 0,
                 site: NONE,
             }],
-            children: IdTable::new(),
+            children: IdTable::with_reserve(crate::huge::reserve::<u32>),
             paths: Vec::new(),
             last_domain: 0,
         }

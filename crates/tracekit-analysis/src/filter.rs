@@ -12,8 +12,8 @@
 //!
 //! The pass that decides the last kind gives the set of allocations (by ordinal, the
 //! n-th allocation event of the trace) whose objects pass them,
-//! [`AllocationSet`](crate::passes::objects::AllocationSet), which the analysis then
-//! consults ([`crate::Options::objects`]).
+//! `AllocationSet`, which the analysis then
+//! consults (`Options::objects`).
 
 use tracekit_memtrace::{AllocationSource, LocationCode, LocationTable, Timedelta};
 
@@ -27,10 +27,10 @@ pub struct Filter {
     pub source: Vec<AllocationSource>,
     /// Keep only objects at least this large (the object's own size, length x word size;
     /// e.g. 4096, 64k, 1MiB).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE", value_parser = crate::query::size_arg))]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE", value_parser = crate::units::size_arg))]
     pub min_size: Option<u64>,
     /// Keep only objects at most this large (the object's own size).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE", value_parser = crate::query::size_arg))]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE", value_parser = crate::units::size_arg))]
     pub max_size: Option<u64>,
     /// Keep only allocations whose backtrace has a location containing this text
     /// (locations print as defname@file:line:start-end; repeatable: one for each).
@@ -54,13 +54,13 @@ pub struct Filter {
     /// Keep only allocations made between two times (inclusive).
     #[cfg_attr(
         feature = "clap",
-        arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = crate::query::time_arg)
+        arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = crate::time::time_arg)
     )]
     pub between: Option<Vec<Timedelta>>,
     /// Keep only objects collected between two times (inclusive).
     #[cfg_attr(
         feature = "clap",
-        arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = crate::query::time_arg)
+        arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = crate::time::time_arg)
     )]
     pub collected_between: Option<Vec<Timedelta>>,
     /// Keep only objects never collected.
@@ -70,13 +70,13 @@ pub struct Filter {
     /// collected lives until the end of the trace).
     #[cfg_attr(
         feature = "clap",
-        arg(long, num_args = 2, value_names = ["D1", "D2"], value_parser = crate::query::time_arg)
+        arg(long, num_args = 2, value_names = ["D1", "D2"], value_parser = crate::time::time_arg)
     )]
     pub lifetime: Option<Vec<Timedelta>>,
     /// Keep only objects live at some time between two times.
     #[cfg_attr(
         feature = "clap",
-        arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = crate::query::time_arg)
+        arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = crate::time::time_arg)
     )]
     pub live_between: Option<Vec<Timedelta>>,
 }
@@ -171,13 +171,13 @@ impl Filter {
         if let Some(min) = self.min_size.filter(|&m| m > 0) {
             out.push(format!(
                 "objects of at least {}",
-                crate::svg::human_bytes(min as f64)
+                crate::units::human_bytes(min as f64)
             ));
         }
         if let Some(max) = self.max_size {
             out.push(format!(
                 "objects of at most {}",
-                crate::svg::human_bytes(max as f64)
+                crate::units::human_bytes(max as f64)
             ));
         }
         out.extend(

@@ -10,8 +10,10 @@
 //! entry's frames. Memory is a `u32` per trie node plus one node per distinct printed
 //! prefix; no stack is ever held as a string.
 //!
-//! Frame names are made safe for folded stacks as they enter the tree, by the one
-//! rule of `tracekit_callstack::folded` (a `;` becomes `:`), which also writes them.
+//! The tree is grown by the call-tree builder of `tracekit-stacks` (a node per
+//! distinct (caller, frame name)), and frame names are made safe for folded stacks
+//! as they enter it, by the one rule of `tracekit_stacks::folded` (a `;` becomes
+//! `:`), which also writes them.
 //!
 //! Stacks come out depth-first, a node's own stack before its callees', callees in
 //! order of their frame names. With weights in bytes each stack's weight is the rounded
@@ -21,12 +23,11 @@
 use std::io;
 
 use rustc_hash::FxHashMap;
-use tracekit_callstack::folded;
 use tracekit_memtrace::{LocationCode, LocationLookup};
+use tracekit_stacks::{CallTree, Names, folded};
 
 use crate::analyzer::Profile;
 use crate::backtrace::{BacktraceId, Backtraces};
-use crate::idtable::IdTable;
 use crate::sampling::Sampling;
 use crate::sites::SiteCounts;
 use crate::symbols::{
@@ -60,17 +61,18 @@ impl Unit {
     }
 }
 
-/// A frame-tree node: a printed stack, its parent's plus one frame.
-#[derive(Clone, Copy, Debug)]
-struct Node {
-    /// Index into [`FrameTree::names`].
-    name: u32,
-    parent: u32,
+/// A frame-tree node's weights.
+#[derive(Clone, Copy, Debug, Default)]
+struct Weights {
     /// This stack's own weight (after rounding, in the tree's unit).
     own: u64,
     /// Own weight plus the callees'.
     total: u64,
 }
+
+/// A frame-tree node: a printed stack, its parent's plus one frame (its name an
+/// index into [`FrameTree::names`]).
+type Node = tracekit_stacks::Node<Weights>;
 
 /// How to print and weigh the stacks of a [`FrameTree`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,8 +193,8 @@ impl FrameTree {
                 continue;
             }
             let node = b.node_of(&profile.backtraces, symbols, bt);
-            if node_in.len() < b.tree.nodes.len() {
-                node_in.resize(b.tree.nodes.len(), NONE);
+            if node_in.len() < b.tree.calls.len() {
+                node_in.resize(b.tree.calls.len(), NONE);
                 node_in[0] = 0;
             }
             if name_in.len() < b.tree.names.len() {
@@ -202,15 +204,15 @@ impl FrameTree {
             let mut x = node;
             while node_in.get(x as usize).is_some_and(|&n| n == NONE) {
                 path.push(x);
-                x = b.tree.nodes.get(x as usize).map_or(0, |n| n.parent);
+                x = b.tree.calls.node(x).map_or(0, |n| n.parent);
             }
             let mut parent = node_in.get(x as usize).copied().unwrap_or(0);
             while let Some(x) = path.pop() {
-                let name = b.tree.nodes.get(x as usize).map_or(0, |n| n.name) as usize;
-                let mut id = name_in.get(name).copied().unwrap_or(NONE);
+                let name = b.tree.calls.node(x).map_or(0, |n| n.name);
+                let mut id = name_in.get(name as usize).copied().unwrap_or(NONE);
                 if id == NONE {
-                    id = out.name_id(b.tree.names.get(name).map_or("", |n| n));
-                    if let Some(slot) = name_in.get_mut(name) {
+                    id = out.name_id(b.tree.names.get(name).unwrap_or(""));
+                    if let Some(slot) = name_in.get_mut(name as usize) {
                         *slot = id;
                     }
                 }
@@ -249,7 +251,7 @@ impl FrameTree {
             .iter()
             .map(|(bt, _)| FrameId(b.node_of(&profile.backtraces, symbols, bt)))
             .collect();
-        (ids, b.tree.nodes.len())
+        (ids, b.tree.calls.len())
     }
 
     /// The tree of folded stacks (`frame;frame;frame`, and a weight), their weights
@@ -312,7 +314,7 @@ impl FrameTree {
         let mut stacks = 0;
         let order = self.preorder();
         for &n in &order {
-            let own = &mut self.nodes[n as usize].own;
+            let own = &mut self.nodes[n as usize].data.own;
             if *own == 0 {
                 continue;
             }
@@ -328,10 +330,10 @@ impl FrameTree {
         // Children come after their parents in node order: sum bottom-up.
         for i in (0..self.nodes.len()).rev() {
             let n = self.nodes[i];
-            let total = n.total.saturating_add(n.own);
-            self.nodes[i].total = total;
+            let total = n.data.total.saturating_add(n.data.own);
+            self.nodes[i].data.total = total;
             if i > 0 {
-                let p = &mut self.nodes[n.parent as usize];
+                let p = &mut self.nodes[n.parent as usize].data;
                 p.total = p.total.saturating_add(total);
             }
             if let Some(&(own, callees)) = self.objects.get(i) {
@@ -394,7 +396,7 @@ impl FrameTree {
 
     /// The sum of all stacks' weights.
     pub fn total(&self) -> u64 {
-        self.nodes[0].total
+        self.nodes[0].data.total
     }
 
     /// `node`'s frame name (`all` for the root).
@@ -405,7 +407,7 @@ impl FrameTree {
 
     /// `node`'s own weight and its total with its callees'.
     pub fn weight(&self, node: FrameId) -> (u64, u64) {
-        let n = &self.nodes[node.0 as usize];
+        let n = &self.nodes[node.0 as usize].data;
         (n.own, n.total)
     }
 
@@ -437,15 +439,15 @@ impl FrameTree {
         let mut path: Vec<&str> = Vec::new();
         while let Some((n, depth)) = stack.pop() {
             let node = &self.nodes[n as usize];
-            if node.total == 0 {
+            if node.data.total == 0 {
                 continue;
             }
             path.truncate(depth.saturating_sub(1));
             if n != 0 {
                 path.push(&self.names[node.name as usize]);
             }
-            if node.own > 0 {
-                f(&path, node.own)?;
+            if node.data.own > 0 {
+                f(&path, node.data.own)?;
             }
             for &c in self.children_of(n).iter().rev() {
                 stack.push((c, depth + 1));
@@ -502,104 +504,55 @@ impl Grower {
     }
 }
 
-/// A frame tree being grown: names and nodes, and a table to find a child by name.
+/// A frame tree being grown: its names, and the call tree of their numbers.
 struct Growing {
-    names: Vec<Box<str>>,
-    name_ids: FxHashMap<Box<str>, u32>,
-    nodes: Vec<Node>,
+    names: Names,
+    calls: CallTree<Weights>,
     /// Own objects per node ([`FrameTree::objects`]): empty until a count is added.
     objects: Vec<(u32, u32)>,
-    /// Every node but the root, by its `parent` and `name`.
-    children: IdTable,
 }
 
 impl Growing {
     fn new() -> Growing {
-        let mut g = Growing {
-            names: Vec::new(),
-            name_ids: FxHashMap::default(),
-            nodes: vec![Node {
-                name: 0,
-                parent: 0,
-                own: 0,
-                total: 0,
-            }],
-            objects: Vec::new(),
-            children: IdTable::new(),
-        };
+        let mut names = Names::new();
         // Name 0 is the root's.
-        g.name_id("all");
-        g
+        let root = names.id("all");
+        Growing {
+            names,
+            calls: CallTree::with_reserve(root, crate::huge::reserve::<u32>),
+            objects: Vec::new(),
+        }
     }
 
+    #[inline]
     fn name_id(&mut self, name: &str) -> u32 {
-        if let Some(&id) = self.name_ids.get(name) {
-            return id;
-        }
-        let id = self.names.len() as u32;
-        self.names.push(name.into());
-        self.name_ids.insert(name.into(), id);
-        id
+        self.names.id(name)
     }
 
     /// `node` or its innermost caller named `name`, if one is.
-    fn ancestor_named(&self, mut node: u32, name: u32) -> Option<u32> {
-        while node != 0 {
-            let n = self.nodes.get(node as usize)?;
-            if n.name == name {
-                return Some(node);
-            }
-            node = n.parent;
-        }
-        None
+    fn ancestor_named(&self, node: u32, name: u32) -> Option<u32> {
+        self.calls.ancestor_named(node, name)
     }
 
+    #[inline]
     fn child(&mut self, parent: u32, name: u32) -> u32 {
-        let nodes = &self.nodes;
-        let found = self.children.find(child_key(parent, name), |c| {
-            let n = &nodes[c as usize];
-            n.parent == parent && n.name == name
-        });
-        let slot = match found {
-            Ok(c) => return c,
-            Err(slot) => slot,
-        };
-        let next = self.nodes.len() as u32;
-        self.nodes.push(Node {
-            name,
-            parent,
-            own: 0,
-            total: 0,
-        });
-        let nodes = &self.nodes;
-        let key_of = |id: u32| {
-            let n = &nodes[id as usize];
-            child_key(n.parent, n.name)
-        };
-        self.children.insert(slot, next, nodes.len(), key_of);
-        next
+        self.calls.child(parent, name)
     }
 
     /// A new child `name` of `parent`, which has none of that name: not entered
     /// in the child table, which only [`Growing::child`] needs.
     fn push_child(&mut self, parent: u32, name: u32) -> u32 {
-        self.nodes.push(Node {
-            name,
-            parent,
-            own: 0,
-            total: 0,
-        });
-        (self.nodes.len() - 1) as u32
+        self.calls.push_child(parent, name)
     }
 
     fn add(&mut self, node: u32, w: u64, objects: u64) {
-        if let Some(n) = self.nodes.get_mut(node as usize) {
+        if let Some(n) = self.calls.data_mut(node) {
             n.own = n.own.saturating_add(w);
         }
         if objects > 0 {
             // Nodes made after this are given their slot in `finish`.
-            if self.objects.len() < self.nodes.len() {
-                self.objects.resize(self.nodes.len(), (0, 0));
+            if self.objects.len() < self.calls.len() {
+                self.objects.resize(self.calls.len(), (0, 0));
             }
             if let Some(o) = self.objects.get_mut(node as usize) {
                 o.0 =
@@ -612,15 +565,15 @@ impl Growing {
         // The child table is only for growing: gone before the tree's own indexes are made.
         let Growing {
             names,
-            nodes,
+            calls,
             mut objects,
-            ..
         } = self;
+        let nodes = calls.into_nodes();
         if !objects.is_empty() {
             objects.resize(nodes.len(), (0, 0));
         }
         let mut tree = FrameTree {
-            names,
+            names: names.into_vec(),
             nodes,
             child_start: Vec::new(),
             children: Vec::new(),
@@ -777,11 +730,7 @@ impl Builder {
                 node = outer;
                 continue;
             }
-            let repeat = self
-                .tree
-                .nodes
-                .get(node as usize)
-                .is_some_and(|n| n.name == name);
+            let repeat = self.tree.calls.node(node).is_some_and(|n| n.name == name);
             if self.options.collapse_recursion && node != 0 && repeat {
                 continue;
             }
@@ -812,273 +761,5 @@ impl Hide {
     fn hides(&self, name: &str, function: Option<&str>) -> bool {
         self.containing.iter().any(|h| name.contains(h.as_str()))
             || function.is_some_and(|f| self.functions.iter().any(|h| h == f))
-    }
-}
-
-/// A node's key in the child table: its parent and its name.
-#[inline]
-fn child_key(parent: u32, name: u32) -> u64 {
-    u64::from(parent) << 32 | u64::from(name)
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-    use crate::analyzer::Options;
-    use crate::report::GroupBy;
-    use crate::report::{FoldOptions, Rank, rank_sites, sites_skipping, top_skipping};
-    use crate::sites::Weight;
-    use crate::symbols::FrameSkip;
-    use crate::{Pass, passes};
-    use std::collections::HashMap;
-    use tracekit_memtrace::Reader;
-    use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
-
-    fn pass(seed: u64) -> (Vec<u8>, Pass) {
-        let config = SynthConfig {
-            allocs: 30_000,
-            depth: 12,
-            functions: 60,
-            seed,
-            ..SynthConfig::default()
-        };
-        let bytes = write_synthetic(Vec::new(), &config).unwrap();
-        let mut reader = Reader::from_bytes(&bytes).unwrap();
-        let p = passes::analyze(&mut reader, Options::default(), &mut |_, _| {});
-        (bytes, p)
-    }
-
-    /// The folded stacks the slow way: a string per site, merged in a map.
-    fn naive(p: &Pass, symbols: &dyn LocationLookup, o: FoldOptions) -> Vec<(String, u64)> {
-        naive_hiding(p, symbols, o, &[])
-    }
-
-    fn naive_hiding(
-        p: &Pass,
-        symbols: &dyn LocationLookup,
-        o: FoldOptions,
-        hide: &[&str],
-    ) -> Vec<(String, u64)> {
-        let mut stacks: HashMap<String, u64> = HashMap::new();
-        for (bt, counts) in p.profile.sites.iter() {
-            let w = o.weight.of(&counts);
-            if w == 0 {
-                continue;
-            }
-            let codes = p.profile.backtraces.codes(bt);
-            let mut frames: Vec<String> = Vec::new();
-            for code in &codes {
-                let mut labels = Vec::new();
-                entry_labels(
-                    symbols,
-                    *code,
-                    o.label,
-                    Naming {
-                        all_frames: true,
-                        ..o.naming
-                    },
-                    &mut labels,
-                );
-                for l in labels {
-                    let l = folded::frame(&l).into_owned();
-                    if hide.iter().any(|h| l.contains(h)) {
-                        continue;
-                    }
-                    if o.fold_recursion
-                        && let Some(k) = frames.iter().rposition(|f| *f == l)
-                    {
-                        frames.truncate(k + 1);
-                        continue;
-                    }
-                    if o.collapse_recursion && frames.last() == Some(&l) {
-                        continue;
-                    }
-                    frames.push(l);
-                }
-            }
-            let key = match codes.is_empty() {
-                true => EMPTY_BACKTRACE.to_string(),
-                false => frames.join(";"),
-            };
-            *stacks.entry(key).or_insert(0) += w;
-        }
-        let mut v: Vec<_> = stacks.into_iter().collect();
-        v.sort();
-        v
-    }
-
-    #[test]
-    fn the_tree_folds_the_same_stacks_as_strings_do() {
-        let (bytes, _) = pass(11);
-        // The pass over this reader fills its location table, so that frames print
-        // as functions, locations and files rather than as codes.
-        let mut reader = Reader::from_bytes(&bytes).unwrap();
-        let p = passes::analyze(&mut reader, Options::default(), &mut |_, _| {});
-        let symbols = reader.locations();
-        assert!(!symbols.is_empty());
-        for label in [FrameLabel::Function, FrameLabel::Location, FrameLabel::File] {
-            for (collapse_recursion, fold_recursion) in
-                [(false, false), (true, false), (false, true)]
-            {
-                for weight in [Weight::Allocated, Weight::LiveEnd] {
-                    let o = FoldOptions {
-                        weight,
-                        label,
-                        unit: Unit::Samples,
-                        collapse_recursion,
-                        fold_recursion,
-                        ..FoldOptions::default()
-                    };
-                    let mut lines = crate::report::folded(&p.profile, symbols, o);
-                    assert!(lines.len() > 100);
-                    lines.sort();
-                    assert_eq!(lines, naive(&p, symbols, o), "{o:?}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn hidden_frames_leave_the_stacks_as_if_never_called() {
-        let (bytes, _) = pass(13);
-        // The pass over this reader fills its location table.
-        let mut reader = Reader::from_bytes(&bytes).unwrap();
-        let p = passes::analyze(&mut reader, Options::default(), &mut |_, _| {});
-        let symbols = reader.locations();
-        for hide in [&["fn_1"][..], &["Module_00", "fn_3"], &["_"]] {
-            for collapse_recursion in [false, true] {
-                let o = FoldOptions {
-                    collapse_recursion,
-                    ..FoldOptions::default()
-                };
-                let owned = Hide {
-                    containing: hide.iter().map(|h| h.to_string()).collect(),
-                    functions: Vec::new(),
-                };
-                let mut lines =
-                    crate::report::fold_tree_hiding(&p.profile, symbols, o, &owned).lines();
-                lines.sort();
-                let expected = naive_hiding(
-                    &p,
-                    symbols,
-                    FoldOptions {
-                        unit: Unit::Samples,
-                        ..o
-                    },
-                    hide,
-                );
-                let total: u64 = lines.iter().map(|l| l.1).sum();
-                assert_eq!(
-                    total,
-                    p.profile.sampling.bytes(p.profile.totals.samples),
-                    "{hide:?}"
-                );
-                let names = |v: &[(String, u64)]| v.iter().map(|l| l.0.clone()).collect::<Vec<_>>();
-                assert_eq!(
-                    names(&lines),
-                    names(&expected),
-                    "{hide:?} {collapse_recursion}"
-                );
-                assert!(!lines.iter().any(|l| hide.iter().any(|h| l.0.contains(h))));
-            }
-        }
-    }
-
-    #[test]
-    fn hiding_a_function_leaves_out_exactly_the_frames_of_that_name() {
-        let (bytes, _) = pass(14);
-        let mut reader = Reader::from_bytes(&bytes).unwrap();
-        let p = passes::analyze(&mut reader, Options::default(), &mut |_, _| {});
-        let symbols = reader.locations();
-        let o = FoldOptions::default();
-        let all = crate::report::fold_tree(&p.profile, symbols, o).lines();
-        // A function that is a frame, and a part of its name (which hides nothing).
-        let victim = all[all.len() / 2].0.split(';').nth(2).unwrap().to_string();
-        let part = &victim[..victim.len() - 1];
-        let hide = Hide {
-            containing: Vec::new(),
-            functions: vec![victim.clone(), part.to_string()],
-        };
-        let mut hidden = crate::report::fold_tree_hiding(&p.profile, symbols, o, &hide).lines();
-        hidden.sort();
-        let mut expected: HashMap<String, u64> = HashMap::new();
-        for (stack, w) in &all {
-            let kept: Vec<&str> = stack.split(';').filter(|f| *f != victim).collect();
-            *expected.entry(kept.join(";")).or_insert(0) += w;
-        }
-        let mut expected: Vec<(String, u64)> = expected.into_iter().collect();
-        expected.sort();
-        let names = |v: &[(String, u64)]| v.iter().map(|l| l.0.clone()).collect::<Vec<_>>();
-        assert_eq!(names(&hidden), names(&expected));
-        assert!(hidden.len() < all.len());
-        // Objects add up over the tree as the weights do.
-        let tree = crate::report::fold_tree(&p.profile, symbols, o);
-        assert_eq!(tree.objects(FrameId::ROOT).1, p.profile.totals.allocs);
-    }
-
-    #[test]
-    fn stacks_come_depth_first_and_text_json_and_lines_agree() {
-        let (bytes, p) = pass(12);
-        let reader = Reader::from_bytes(&bytes).unwrap();
-        let o = FoldOptions::default();
-        let tree = crate::report::fold_tree(&p.profile, reader.locations(), o);
-        let lines = tree.lines();
-        assert_eq!(lines.len(), tree.stacks());
-        // Bytes are rounded so that the stacks add up to the rounded total.
-        let sum: u64 = lines.iter().map(|l| l.1).sum();
-        assert_eq!(sum, p.profile.sampling.bytes(p.profile.totals.samples));
-        assert_eq!(tree.total(), sum);
-        // A stack's callees follow it, before any stack that is not its callee.
-        for w in lines.windows(2) {
-            let (a, b) = (&w[0].0, &w[1].0);
-            let common = a
-                .split(';')
-                .zip(b.split(';'))
-                .take_while(|(x, y)| x == y)
-                .count();
-            let (na, nb) = (a.split(';').nth(common), b.split(';').nth(common));
-            if let (Some(x), Some(y)) = (na, nb) {
-                assert!(x < y, "{a} before {b}");
-            }
-        }
-        let mut text = Vec::new();
-        tree.write_folded(&mut text).unwrap();
-        let expected: String = lines.iter().map(|(s, w)| format!("{s} {w}\n")).collect();
-        assert_eq!(String::from_utf8(text).unwrap(), expected);
-    }
-
-    #[test]
-    fn top_by_backtrace_ranks_what_whole_backtrace_sites_rank() {
-        let (bytes, p) = pass(13);
-        let reader = Reader::from_bytes(&bytes).unwrap();
-        let symbols = reader.locations();
-        let skip = FrameSkip::none();
-        for (rank, limit) in [
-            (Rank::Allocated, 25),
-            (Rank::LiveEnd, 7),
-            (Rank::Allocated, usize::MAX),
-        ] {
-            let top = top_skipping(&p.profile, symbols, GroupBy::Backtrace, rank, limit, &skip);
-            let mut all = sites_skipping(&p.profile, symbols, GroupBy::Backtrace, &skip);
-            if rank != Rank::Allocated {
-                all.retain(|s| rank.of(&s.counts) > 0);
-            }
-            rank_sites(&mut all, rank);
-            let shown = all.len().min(limit);
-            assert!(shown > 5);
-            let names = |s: &[crate::report::Site]| {
-                s.iter()
-                    .map(|s| (s.name.clone(), s.backtrace.clone(), s.counts))
-                    .collect::<Vec<_>>()
-            };
-            assert_eq!(names(&top.sites), names(&all[..shown]), "{rank:?} {limit}");
-            assert_eq!(top.other_sites, all.len() - shown);
-            let mut others = SiteCounts::default();
-            for s in &all[shown..] {
-                others.add(&s.counts);
-            }
-            assert_eq!(top.others, others);
-        }
     }
 }

@@ -14,6 +14,7 @@
 //! `sample_rate`, so each sample stands for `1 / sample_rate` words, times the trace's
 //! word size ([`Sampling::bytes_per_sample`]).
 
+mod allocations;
 pub mod analyzer;
 pub mod backtrace;
 pub mod curve;
@@ -21,7 +22,6 @@ pub mod filter;
 pub mod frames;
 pub mod fxt;
 mod huge;
-mod idtable;
 pub mod live;
 pub mod passes;
 pub mod paths;

@@ -24,8 +24,10 @@ use crate::paths;
 use crate::render::{self, DiffContext, TopContext, TraceFile};
 use crate::report::{self, DiffRow, FoldOptions, GroupBy, Rank, Top, Unit};
 use crate::sites::{PerSite, Weight};
-use crate::svg::human_bytes;
 use crate::symbols::{FrameLabel, FrameSkip, Naming};
+#[cfg(feature = "clap")]
+use crate::time::time_arg;
+use crate::units::human_bytes;
 
 /// Why a query could not be answered.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -55,18 +57,6 @@ fn filtered_pass(
         true => passes::settled(source, options, progress),
         false => passes::analyze(source, options, progress),
     }
-}
-
-/// A time argument (`12.5s`, `300ms`, a bare number of seconds).
-#[cfg(feature = "clap")]
-pub(crate) fn time_arg(s: &str) -> Result<Timedelta, String> {
-    crate::time::parse_time(s).map_err(|e| e.to_string())
-}
-
-/// A size argument (`4096`, `64k`, `1MiB`).
-#[cfg(feature = "clap")]
-pub(crate) fn size_arg(s: &str) -> Result<u64, String> {
-    crate::units::parse_bytes(s).map_err(|e| e.to_string())
 }
 
 /// How allocation sites are named (shared by `top` and `diff`).

@@ -13,7 +13,7 @@ use crate::frames::{FrameTree, Unit};
 use crate::report::{DiffRow, GroupBy, Rank, Top};
 use crate::sampling::Sampling;
 use crate::sites::SiteCounts;
-use crate::svg::human_bytes;
+use crate::units::human_bytes;
 use tracekit_memtrace::{AllocationSource, Info, Timedelta};
 
 /// A trace as the report headers name it: the file it was read from and its trace

@@ -747,3 +747,273 @@ mod tests {
         );
     }
 }
+
+/// Frame trees of whole synthetic traces, folded as the reports fold them,
+/// against stacks made the slow way.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod fold_tests {
+    use super::*;
+    use crate::analyzer::{Analyzer, Options};
+    use crate::frames::FrameId;
+    use crate::sampling::Sampling;
+    use crate::sites::Weight;
+    use crate::symbols::entry_labels;
+    use std::collections::HashMap;
+    use tracekit_memtrace::Reader;
+    use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+    use tracekit_stacks::folded;
+
+    /// A pass over every event of `reader`, which fills its location table.
+    fn analyse(reader: &mut Reader<'_>) -> Profile {
+        let mut analyzer = Analyzer::new(Sampling::from(reader.info()), Options::default());
+        let mut events = reader.events(true);
+        while let Some(Ok((time, event))) = events.next_event() {
+            analyzer.push(time, &event);
+        }
+        analyzer.finish()
+    }
+
+    /// A synthetic trace of seed `seed`, and its profile.
+    fn pass(seed: u64) -> (Vec<u8>, Profile) {
+        let config = SynthConfig {
+            allocs: 30_000,
+            depth: 12,
+            functions: 60,
+            seed,
+            ..SynthConfig::default()
+        };
+        let bytes = write_synthetic(Vec::new(), &config).unwrap();
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let p = analyse(&mut reader);
+        (bytes, p)
+    }
+
+    /// The folded stacks the slow way: a string per site, merged in a map.
+    fn naive(p: &Profile, symbols: &dyn LocationLookup, o: FoldOptions) -> Vec<(String, u64)> {
+        naive_hiding(p, symbols, o, &[])
+    }
+
+    fn naive_hiding(
+        p: &Profile,
+        symbols: &dyn LocationLookup,
+        o: FoldOptions,
+        hide: &[&str],
+    ) -> Vec<(String, u64)> {
+        let mut stacks: HashMap<String, u64> = HashMap::new();
+        for (bt, counts) in p.sites.iter() {
+            let w = o.weight.of(&counts);
+            if w == 0 {
+                continue;
+            }
+            let codes = p.backtraces.codes(bt);
+            let mut frames: Vec<String> = Vec::new();
+            for code in &codes {
+                let mut labels = Vec::new();
+                entry_labels(
+                    symbols,
+                    *code,
+                    o.label,
+                    Naming {
+                        all_frames: true,
+                        ..o.naming
+                    },
+                    &mut labels,
+                );
+                for l in labels {
+                    let l = folded::frame(&l).into_owned();
+                    if hide.iter().any(|h| l.contains(h)) {
+                        continue;
+                    }
+                    if o.fold_recursion
+                        && let Some(k) = frames.iter().rposition(|f| *f == l)
+                    {
+                        frames.truncate(k + 1);
+                        continue;
+                    }
+                    if o.collapse_recursion && frames.last() == Some(&l) {
+                        continue;
+                    }
+                    frames.push(l);
+                }
+            }
+            let key = match codes.is_empty() {
+                true => EMPTY_BACKTRACE.to_string(),
+                false => frames.join(";"),
+            };
+            *stacks.entry(key).or_insert(0) += w;
+        }
+        let mut v: Vec<_> = stacks.into_iter().collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn the_tree_folds_the_same_stacks_as_strings_do() {
+        let (bytes, _) = pass(11);
+        // The pass over this reader fills its location table, so that frames print
+        // as functions, locations and files rather than as codes.
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let p = analyse(&mut reader);
+        let symbols = reader.locations();
+        assert!(!symbols.is_empty());
+        for label in [FrameLabel::Function, FrameLabel::Location, FrameLabel::File] {
+            for (collapse_recursion, fold_recursion) in
+                [(false, false), (true, false), (false, true)]
+            {
+                for weight in [Weight::Allocated, Weight::LiveEnd] {
+                    let o = FoldOptions {
+                        weight,
+                        label,
+                        unit: Unit::Samples,
+                        collapse_recursion,
+                        fold_recursion,
+                        ..FoldOptions::default()
+                    };
+                    let mut lines = folded(&p, symbols, o);
+                    assert!(lines.len() > 100);
+                    lines.sort();
+                    assert_eq!(lines, naive(&p, symbols, o), "{o:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn hidden_frames_leave_the_stacks_as_if_never_called() {
+        let (bytes, _) = pass(13);
+        // The pass over this reader fills its location table.
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let p = analyse(&mut reader);
+        let symbols = reader.locations();
+        for hide in [&["fn_1"][..], &["Module_00", "fn_3"], &["_"]] {
+            for collapse_recursion in [false, true] {
+                let o = FoldOptions {
+                    collapse_recursion,
+                    ..FoldOptions::default()
+                };
+                let owned = Hide {
+                    containing: hide.iter().map(|h| h.to_string()).collect(),
+                    functions: Vec::new(),
+                };
+                let mut lines = fold_tree_hiding(&p, symbols, o, &owned).lines();
+                lines.sort();
+                let expected = naive_hiding(
+                    &p,
+                    symbols,
+                    FoldOptions {
+                        unit: Unit::Samples,
+                        ..o
+                    },
+                    hide,
+                );
+                let total: u64 = lines.iter().map(|l| l.1).sum();
+                assert_eq!(total, p.sampling.bytes(p.totals.samples), "{hide:?}");
+                let names = |v: &[(String, u64)]| v.iter().map(|l| l.0.clone()).collect::<Vec<_>>();
+                assert_eq!(
+                    names(&lines),
+                    names(&expected),
+                    "{hide:?} {collapse_recursion}"
+                );
+                assert!(!lines.iter().any(|l| hide.iter().any(|h| l.0.contains(h))));
+            }
+        }
+    }
+
+    #[test]
+    fn hiding_a_function_leaves_out_exactly_the_frames_of_that_name() {
+        let (bytes, _) = pass(14);
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let p = analyse(&mut reader);
+        let symbols = reader.locations();
+        let o = FoldOptions::default();
+        let all = fold_tree(&p, symbols, o).lines();
+        // A function that is a frame, and a part of its name (which hides nothing).
+        let victim = all[all.len() / 2].0.split(';').nth(2).unwrap().to_string();
+        let part = &victim[..victim.len() - 1];
+        let hide = Hide {
+            containing: Vec::new(),
+            functions: vec![victim.clone(), part.to_string()],
+        };
+        let mut hidden = fold_tree_hiding(&p, symbols, o, &hide).lines();
+        hidden.sort();
+        let mut expected: HashMap<String, u64> = HashMap::new();
+        for (stack, w) in &all {
+            let kept: Vec<&str> = stack.split(';').filter(|f| *f != victim).collect();
+            *expected.entry(kept.join(";")).or_insert(0) += w;
+        }
+        let mut expected: Vec<(String, u64)> = expected.into_iter().collect();
+        expected.sort();
+        let names = |v: &[(String, u64)]| v.iter().map(|l| l.0.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&hidden), names(&expected));
+        assert!(hidden.len() < all.len());
+        // Objects add up over the tree as the weights do.
+        let tree = fold_tree(&p, symbols, o);
+        assert_eq!(tree.objects(FrameId::ROOT).1, p.totals.allocs);
+    }
+
+    #[test]
+    fn stacks_come_depth_first_and_text_json_and_lines_agree() {
+        let (bytes, p) = pass(12);
+        let reader = Reader::from_bytes(&bytes).unwrap();
+        let o = FoldOptions::default();
+        let tree = fold_tree(&p, reader.locations(), o);
+        let lines = tree.lines();
+        assert_eq!(lines.len(), tree.stacks());
+        // Bytes are rounded so that the stacks add up to the rounded total.
+        let sum: u64 = lines.iter().map(|l| l.1).sum();
+        assert_eq!(sum, p.sampling.bytes(p.totals.samples));
+        assert_eq!(tree.total(), sum);
+        // A stack's callees follow it, before any stack that is not its callee.
+        for w in lines.windows(2) {
+            let (a, b) = (&w[0].0, &w[1].0);
+            let common = a
+                .split(';')
+                .zip(b.split(';'))
+                .take_while(|(x, y)| x == y)
+                .count();
+            let (na, nb) = (a.split(';').nth(common), b.split(';').nth(common));
+            if let (Some(x), Some(y)) = (na, nb) {
+                assert!(x < y, "{a} before {b}");
+            }
+        }
+        let mut text = Vec::new();
+        tree.write_folded(&mut text).unwrap();
+        let expected: String = lines.iter().map(|(s, w)| format!("{s} {w}\n")).collect();
+        assert_eq!(String::from_utf8(text).unwrap(), expected);
+    }
+
+    #[test]
+    fn top_by_backtrace_ranks_what_whole_backtrace_sites_rank() {
+        let (bytes, p) = pass(13);
+        let reader = Reader::from_bytes(&bytes).unwrap();
+        let symbols = reader.locations();
+        let skip = FrameSkip::none();
+        for (rank, limit) in [
+            (Rank::Allocated, 25),
+            (Rank::LiveEnd, 7),
+            (Rank::Allocated, usize::MAX),
+        ] {
+            let top = top_skipping(&p, symbols, GroupBy::Backtrace, rank, limit, &skip);
+            let mut all = sites_skipping(&p, symbols, GroupBy::Backtrace, &skip);
+            if rank != Rank::Allocated {
+                all.retain(|s| rank.of(&s.counts) > 0);
+            }
+            rank_sites(&mut all, rank);
+            let shown = all.len().min(limit);
+            assert!(shown > 5);
+            let names = |s: &[Site]| {
+                s.iter()
+                    .map(|s| (s.name.clone(), s.backtrace.clone(), s.counts))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(names(&top.sites), names(&all[..shown]), "{rank:?} {limit}");
+            assert_eq!(top.other_sites, all.len() - shown);
+            let mut others = SiteCounts::default();
+            for s in &all[shown..] {
+                others.add(&s.counts);
+            }
+            assert_eq!(top.others, others);
+        }
+    }
+}

@@ -34,9 +34,9 @@ pub struct SiteCounts {
     pub collected_allocs: u64,
     /// Samples collected.
     pub collected: u64,
-    /// Sampled objects live at [`Options::live_at`](crate::analyzer::Options::live_at).
+    /// Sampled objects live at `Options::live_at`.
     pub live_at_allocs: u64,
-    /// Samples live at [`Options::live_at`](crate::analyzer::Options::live_at).
+    /// Samples live at `Options::live_at`.
     pub live_at: u64,
 }
 
@@ -417,10 +417,6 @@ impl SiteTable {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::analyzer::Options;
-    use crate::passes::{Threads, analyze};
-    use tracekit_memtrace::Reader;
-    use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
 
     #[test]
     fn narrow_counts_read_back_as_whole_ones_past_32_bits() {
@@ -449,53 +445,5 @@ mod tests {
         assert_eq!(counts(&narrow), counts(&all));
         assert_eq!(narrow.totals(), all.totals());
         assert!(narrow.counts(1).samples > u64::from(u32::MAX));
-    }
-
-    #[test]
-    fn a_table_of_one_weight_keeps_that_weight_and_whole_totals() {
-        let config = SynthConfig {
-            allocs: 20_000,
-            depth: 12,
-            ..SynthConfig::default()
-        };
-        let bytes = write_synthetic(Vec::new(), &config).unwrap();
-        let mut reader = Reader::from_bytes(&bytes).unwrap();
-        let live_at = Some(Timedelta::from_micros(30_000));
-        for threads in [Threads::One, Threads::Two] {
-            let options = |per_site| Options {
-                live_at,
-                per_site,
-                threads,
-                ..Options::default()
-            };
-            let all = analyze(&mut reader, options(PerSite::All), &mut |_, _| {}).profile;
-            assert!(all.sites.len() > 1000);
-            for w in [Weight::Allocated, Weight::LiveAt, Weight::LiveEnd] {
-                let one =
-                    analyze(&mut reader, options(PerSite::Counted(w)), &mut |_, _| {}).profile;
-                assert_eq!(one.sites.keeps(), PerSite::Counted(w));
-                // Without the count, the same weights and no objects.
-                let bare =
-                    analyze(&mut reader, options(PerSite::Weight(w)), &mut |_, _| {}).profile;
-                assert!(bare.sites.iter().all(|(_, c)| w.objects(&c) == 0));
-                let weight_of = |p: &crate::Profile| -> Vec<u64> {
-                    p.sites.iter().map(|(_, c)| w.of(&c)).collect()
-                };
-                assert_eq!(weight_of(&bare), weight_of(&one), "{w:?}");
-                assert_eq!(one.totals, all.totals, "{w:?}");
-                assert_eq!(one.sites.totals(), all.sites.totals(), "{w:?}");
-                let weights = |p: &crate::Profile| -> Vec<(BacktraceId, u64, u64)> {
-                    p.sites
-                        .iter()
-                        .map(|(bt, c)| (bt, w.of(&c), w.objects(&c)))
-                        .collect()
-                };
-                assert_eq!(weights(&one), weights(&all), "{w:?} {threads:?}");
-                assert!(
-                    weights(&all).iter().any(|&(_, x, n)| x > 0 && n > 0),
-                    "{w:?}"
-                );
-            }
-        }
     }
 }

@@ -98,6 +98,13 @@ pub fn parse_time_ns(text: &str) -> Result<u64, TimeParseError> {
         .ok_or(TimeParseError::OutOfRange)
 }
 
+/// [`parse_time`] as a command-line value parser (`12.5s`, `300ms`, a bare
+/// number of seconds).
+#[cfg(feature = "clap")]
+pub(crate) fn time_arg(s: &str) -> Result<Timedelta, String> {
+    parse_time(s).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

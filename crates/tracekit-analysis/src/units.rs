@@ -1,4 +1,10 @@
-//! Sizes on the command line: `--min-size 4096`, `64k`, `1.5MiB`.
+//! Sizes on the command line (`--min-size 4096`, `64k`, `1.5MiB`) and in reports
+//! (`1.5 MiB`). Nothing here depends on the rest of the crate, so that filters,
+//! queries and renderers all read and write sizes through it.
+
+/// Bytes with a binary prefix and three significant digits (the one definition,
+/// in the trace crate, so that every report says sizes alike).
+pub use tracekit_memtrace::dump::human_bytes;
 
 /// Why a size argument was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -37,6 +43,12 @@ pub fn parse_bytes(text: &str) -> Result<u64, SizeParseError> {
         return Err(SizeParseError::OutOfRange);
     }
     Ok(bytes as u64)
+}
+
+/// [`parse_bytes`] as a command-line value parser (`4096`, `64k`, `1MiB`).
+#[cfg(feature = "clap")]
+pub(crate) fn size_arg(s: &str) -> Result<u64, String> {
+    parse_bytes(s).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -12,7 +12,8 @@
 //!
 //! [`folded`] writes folded stacks (the text flame graph tools read), by one rule
 //! for every crate that makes them: perf samples, exported samples and memtrace
-//! backtraces alike.
+//! backtraces alike. The rule lives in `tracekit-stacks`, beneath this crate and
+//! the memtrace analysis.
 //!
 //! ```
 //! use tracekit_callstack::script::{Parsed, Records, parse_record};
@@ -38,7 +39,7 @@ pub mod decode;
 pub mod event;
 pub mod events_output;
 pub mod filter;
-pub mod folded;
+pub use tracekit_stacks::folded;
 pub mod fxt_sink;
 pub mod ocaml;
 mod resolved;

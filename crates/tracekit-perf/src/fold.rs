@@ -1,6 +1,8 @@
 //! Folded stacks from sampled call stacks, for flame graphs: one line per distinct
-//! stack, `root;caller;...;leaf COUNT`, written by `tracekit_callstack::folded`'s
-//! rule (the format inferno and Brendan Gregg's `flamegraph.pl` read).
+//! stack, `root;caller;...;leaf COUNT`, written by `tracekit_stacks::folded`'s
+//! rule (the format inferno and Brendan Gregg's `flamegraph.pl` read). Samples are
+//! counted in a call tree (`tracekit_stacks::CallTree`), a node per distinct
+//! stack, so that a sample costs a lookup per frame and no string of its own.
 //!
 //! A frame is named as in the timeline (magic-trace's display names; inlined
 //! functions are frames of their own), frames outside the trace scope are left
@@ -10,14 +12,13 @@
 //! [`fold`] reads the samples where they are: a perf.data file directly (see
 //! [`crate::decode::direct`]) or through `perf script`, text as it is.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io;
 
 use tracekit_callstack::event::{Event, SampleData};
-use tracekit_callstack::folded;
 use tracekit_callstack::script::{Parsed, Records, parse_record};
 use tracekit_callstack::writer::TraceScope;
+use tracekit_stacks::{CallTree, Names, folded};
 
 use crate::data::ReadStats;
 use crate::decode::{DecodeOptions, direct};
@@ -29,11 +30,16 @@ use crate::{Error, Result};
 pub struct Folder {
     per_thread: bool,
     scope: TraceScope,
-    stacks: HashMap<String, u64>,
-    line: String,
+    /// Frame names, escaped for folded stacks.
+    names: Names,
+    /// Per node, the samples of exactly its stack.
+    stacks: CallTree<u64>,
     name: String,
     samples: u64,
 }
+
+/// What a stack without a frame in scope folds to.
+const NO_FRAMES: &str = "[no frames in scope]";
 
 impl Folder {
     /// A folder keeping frames of `scope`, with each thread apart if `per_thread`.
@@ -41,8 +47,8 @@ impl Folder {
         Folder {
             per_thread,
             scope,
-            stacks: HashMap::new(),
-            line: String::new(),
+            stacks: CallTree::new(u32::MAX),
+            names: Names::new(),
             name: String::new(),
             samples: 0,
         }
@@ -55,14 +61,14 @@ impl Folder {
             return;
         };
         self.samples += 1;
-        self.line.clear();
+        let mut node = CallTree::<u64>::ROOT;
         if self.per_thread {
             self.name.clear();
             self.name.push_str(s.comm.unwrap_or("?"));
             if let Some(tid) = s.thread.tid {
                 let _ = write!(self.name, " [{tid}]");
             }
-            folded::push_frame(&mut self.line, &self.name);
+            node = self.frame(node);
         }
         for f in frames {
             if !self.scope.keeps(f.ip) {
@@ -70,17 +76,21 @@ impl Folder {
             }
             self.name.clear();
             f.write_display_name(&mut self.name);
-            folded::push_frame(&mut self.line, &self.name);
+            node = self.frame(node);
         }
-        if self.line.is_empty() {
-            self.line.push_str("[no frames in scope]");
+        if node == CallTree::<u64>::ROOT {
+            let name = self.names.id(NO_FRAMES);
+            node = self.stacks.child(node, name);
         }
-        match self.stacks.get_mut(self.line.as_str()) {
-            Some(n) => *n += 1,
-            None => {
-                self.stacks.insert(self.line.clone(), 1);
-            }
+        if let Some(n) = self.stacks.data_mut(node) {
+            *n += 1;
         }
+    }
+
+    /// `node`'s callee named as `self.name` says, escaped for folded stacks.
+    fn frame(&mut self, node: u32) -> u32 {
+        let name = self.names.id(&folded::frame(&self.name));
+        self.stacks.child(node, name)
     }
 
     /// Samples counted.
@@ -90,7 +100,24 @@ impl Folder {
 
     /// The folded stacks, sorted by stack.
     pub fn into_lines(self) -> Vec<(String, u64)> {
-        let mut v: Vec<_> = self.stacks.into_iter().collect();
+        let nodes = self.stacks.nodes();
+        let mut path: Vec<&str> = Vec::new();
+        let mut v: Vec<(String, u64)> = Vec::new();
+        for (i, n) in nodes.iter().enumerate().skip(1) {
+            if n.data == 0 {
+                continue;
+            }
+            path.clear();
+            let mut at = i;
+            while at != 0 {
+                let Some(node) = nodes.get(at) else { break };
+                path.push(self.names.get(node.name).unwrap_or_default());
+                at = node.parent as usize;
+            }
+            path.reverse();
+            // The names are escaped already: joined as they are.
+            v.push((path.join(";"), n.data));
+        }
         v.sort_unstable();
         v
     }

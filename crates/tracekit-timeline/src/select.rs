@@ -2,6 +2,8 @@
 //! on some tracks, by name, as Perfetto's area selection sums them, and the
 //! next or previous slice whose name matches a search.
 
+use tracekit_stacks::CallTree;
+
 use crate::lane::{Lane, OPEN, Slice};
 use crate::{Timeline, TrackKind};
 
@@ -145,20 +147,9 @@ impl Timeline {
     /// that outlasts that slice past the range's start is a root.
     pub fn flame(&self, tracks: &[usize], range: (u64, u64)) -> Vec<FlameNode> {
         let (from, to) = range;
-        let mut nodes: Vec<FlameNode> = Vec::new();
-        let mut index: rustc_hash::FxHashMap<(u32, u32), u32> = Default::default();
-        let mut node = |nodes: &mut Vec<FlameNode>, parent: Option<u32>, name: u32| {
-            let key = (parent.map_or(u32::MAX, |p| p), name);
-            *index.entry(key).or_insert_with(|| {
-                nodes.push(FlameNode {
-                    parent,
-                    name,
-                    total_ns: 0,
-                    self_ns: 0,
-                });
-                (nodes.len() - 1) as u32
-            })
-        };
+        // Per node, nanoseconds inside the range; the root (no slice) stays out of
+        // the answer.
+        let mut tree: CallTree<u64> = CallTree::new(u32::MAX);
         for track in tracks.iter().filter_map(|&t| self.tracks.get(t)) {
             if track.kind != TrackKind::Thread {
                 continue;
@@ -180,16 +171,28 @@ impl Timeline {
                                 .and_then(|j| ids.get(j - r.start).copied())
                         }
                     };
-                    let id = node(&mut nodes, parent, s.name);
+                    let id = tree.child(parent.unwrap_or(CallTree::<u64>::ROOT), s.name);
                     let inside = self.closed(s.end).min(to).saturating_sub(s.start.max(from));
-                    if let Some(n) = nodes.get_mut(id as usize) {
-                        n.total_ns = n.total_ns.saturating_add(inside);
+                    if let Some(total) = tree.data_mut(id) {
+                        *total = total.saturating_add(inside);
                     }
                     here.push(id);
                 }
                 above = Some((shown, here));
             }
         }
+        // The tree's node i is the answer's i - 1.
+        let mut nodes: Vec<FlameNode> = tree
+            .nodes()
+            .iter()
+            .skip(1)
+            .map(|n| FlameNode {
+                parent: n.parent.checked_sub(1),
+                name: n.name,
+                total_ns: n.data,
+                self_ns: 0,
+            })
+            .collect();
         // Self time: what the children do not cover.
         let mut inner = vec![0u64; nodes.len()];
         for n in &nodes {

@@ -1,4 +1,4 @@
-//! The two ways [`analyze`](super::analyze) runs a pass over a reader: [`one_thread`],
+//! The two ways `passes::analyze` runs a pass over a reader: [`one_thread`],
 //! and [`two_threads`] with decoding and analysis on two. Both feed the [`Analyzer`]
 //! the reader's events as they come, backtraces borrowed from its buffer.
 
@@ -7,13 +7,27 @@ use std::collections::HashMap;
 
 use tracekit_memtrace as mt;
 
-use super::Pass;
-use crate::analyzer::{Analyzer, Options};
+use crate::analyzer::{Analyzer, Options, Profile};
 use crate::backtrace::{BacktraceId, Backtraces};
 use crate::sampling::Sampling;
 use crate::symbols::FrameSkip;
 use rustc_hash::FxHashMap;
-use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, LocationCode, ObjId, Timedelta};
+use tracekit_memtrace::{
+    Alloc, AllocationSource, DomainId, Event, LocationCode, ObjId, ReadError, Timedelta, Warning,
+};
+
+/// How a pass over a trace went.
+#[derive(Debug)]
+pub struct Pass {
+    /// What the analysis found (over the events before `error`, if any).
+    pub profile: Profile,
+    /// Packets the reader skipped.
+    pub warnings: Vec<Warning>,
+    /// Why the pass stopped early, if it did.
+    pub error: Option<ReadError>,
+    /// Events read.
+    pub events: u64,
+}
 
 /// Where an allocation site's frames start in a backtrace, for
 /// [`Options::leaf_only`]: the innermost entry that names the site under a

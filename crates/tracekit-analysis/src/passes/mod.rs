@@ -19,7 +19,7 @@ pub mod objects;
 
 use std::sync::Arc;
 
-use tracekit_memtrace::{Info, LocationTable, ReadError, Reader, Warning};
+use tracekit_memtrace::{Info, LocationTable, ReadError, Reader};
 
 use crate::analyzer::{Options, Profile};
 use crate::curve::Peak;
@@ -30,20 +30,7 @@ use objects::AllocationSet;
 
 #[doc(hidden)]
 pub use crate::analyzer::Threads;
-pub use drive::decode_side_only;
-
-/// How a pass over a trace went.
-#[derive(Debug)]
-pub struct Pass {
-    /// What the analysis found (over the events before `error`, if any).
-    pub profile: Profile,
-    /// Packets the reader skipped.
-    pub warnings: Vec<Warning>,
-    /// Why the pass stopped early, if it did.
-    pub error: Option<ReadError>,
-    /// Events read.
-    pub events: u64,
-}
+pub use drive::{Pass, decode_side_only};
 
 /// What a pass is for (or, for [`Stage::Folding`], what follows the passes), for progress reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,7 +65,7 @@ impl Stage {
 pub type Progress<'a> = &'a mut dyn FnMut(Stage, u64);
 
 /// What a pass reads: a trace's [`Reader`], decoding as it goes, or the trace's
-/// [`Tables`](crate::tables::Tables), decoded once. A pass gives the same [`Pass`]
+/// tables (`tables::Tables`), decoded once. A pass gives the same [`Pass`]
 /// over either.
 pub trait Source {
     /// The trace's header.
@@ -226,9 +213,11 @@ pub fn settled(source: &mut dyn Source, options: Options, progress: Progress<'_>
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::backtrace::BacktraceId;
+    use crate::sites::{PerSite, Weight};
     use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
     use tracekit_memtrace::{
-        AllocationSource, DomainId, Event, LocationCode, MultiplexedDomains, Timestamp,
+        AllocationSource, DomainId, Event, LocationCode, MultiplexedDomains, Timedelta, Timestamp,
     };
 
     /// Two domains whose events interleave: domain 1's allocation comes first in
@@ -435,5 +424,52 @@ mod tests {
         assert_eq!(settled.profile.peak.live, 100);
         assert_eq!(settled.profile.peak.late_events, 0);
         assert_eq!(find_peak(&mut reader, &mut |_, _| {}).unwrap().live, 100);
+    }
+
+    #[test]
+    fn a_table_of_one_weight_keeps_that_weight_and_whole_totals() {
+        let config = SynthConfig {
+            allocs: 20_000,
+            depth: 12,
+            ..SynthConfig::default()
+        };
+        let bytes = write_synthetic(Vec::new(), &config).unwrap();
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let live_at = Some(Timedelta::from_micros(30_000));
+        for threads in [Threads::One, Threads::Two] {
+            let options = |per_site| Options {
+                live_at,
+                per_site,
+                threads,
+                ..Options::default()
+            };
+            let all = analyze(&mut reader, options(PerSite::All), &mut |_, _| {}).profile;
+            assert!(all.sites.len() > 1000);
+            for w in [Weight::Allocated, Weight::LiveAt, Weight::LiveEnd] {
+                let one =
+                    analyze(&mut reader, options(PerSite::Counted(w)), &mut |_, _| {}).profile;
+                assert_eq!(one.sites.keeps(), PerSite::Counted(w));
+                // Without the count, the same weights and no objects.
+                let bare =
+                    analyze(&mut reader, options(PerSite::Weight(w)), &mut |_, _| {}).profile;
+                assert!(bare.sites.iter().all(|(_, c)| w.objects(&c) == 0));
+                let weight_of =
+                    |p: &Profile| -> Vec<u64> { p.sites.iter().map(|(_, c)| w.of(&c)).collect() };
+                assert_eq!(weight_of(&bare), weight_of(&one), "{w:?}");
+                assert_eq!(one.totals, all.totals, "{w:?}");
+                assert_eq!(one.sites.totals(), all.sites.totals(), "{w:?}");
+                let weights = |p: &Profile| -> Vec<(BacktraceId, u64, u64)> {
+                    p.sites
+                        .iter()
+                        .map(|(bt, c)| (bt, w.of(&c), w.objects(&c)))
+                        .collect()
+                };
+                assert_eq!(weights(&one), weights(&all), "{w:?} {threads:?}");
+                assert!(
+                    weights(&all).iter().any(|&(_, x, n)| x > 0 && n > 0),
+                    "{w:?}"
+                );
+            }
+        }
     }
 }

@@ -8,7 +8,8 @@ use std::fmt::Write;
 
 use crate::frames::{FrameId, FrameTree};
 
-use super::{escape, escaped, human_bytes};
+use super::text::{escape, escaped};
+use crate::units::human_bytes;
 
 /// Layout and labels of a flame graph.
 #[derive(Clone, Debug)]

@@ -4,9 +4,10 @@
 
 use std::fmt::Write;
 
-use super::{escape, human_bytes};
+use super::text::escape;
 use crate::curve::TimelinePoint;
 use crate::sampling::Sampling;
+use crate::units::human_bytes;
 use tracekit_memtrace::Timedelta;
 
 /// Labels and size of a timeline plot.

@@ -1,11 +1,12 @@
-//! Finding a tree node's child by key: the backtrace trie's (parent, location code)
-//! and the frame tree's (parent, frame name).
+//! Finding a tree node's child by key: a call tree's (parent, frame name), a
+//! backtrace trie's (parent, location code).
 //!
 //! Open addressing with linear probing over node ids. A slot holds only an id; its key
 //! is the node's own fields, which the caller compares. An edge therefore costs 4
 //! bytes per slot rather than a hash map's copy of the key beside the value. The table
 //! doubles when it is over 60% full, where linear probing looks at under two slots on
-//! average to find an id.
+//! average to find an id. Its owner says how the slots grow ([`IdTable::with_reserve`]),
+//! so that a table of millions of nodes can ask for huge pages.
 
 /// An empty slot.
 const EMPTY: u32 = u32::MAX;
@@ -19,25 +20,42 @@ fn home(key: u64, bits: u32) -> usize {
     (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
 }
 
+/// Makes room in a table's empty slot buffer for the given number of slots.
+pub type Reserve = fn(&mut Vec<u32>, usize);
+
 /// Node ids by key (see the module docs).
 #[derive(Clone, Debug)]
-pub(crate) struct IdTable {
+pub struct IdTable {
     slots: Vec<u32>,
     bits: u32,
+    reserve: Reserve,
+}
+
+impl Default for IdTable {
+    fn default() -> Self {
+        IdTable::new()
+    }
 }
 
 impl IdTable {
-    pub(crate) fn new() -> IdTable {
+    /// An empty table, its slots grown as a `Vec` grows.
+    pub fn new() -> IdTable {
+        IdTable::with_reserve(Vec::reserve_exact)
+    }
+
+    /// An empty table whose slots are grown by `reserve`.
+    pub fn with_reserve(reserve: Reserve) -> IdTable {
         IdTable {
             slots: vec![EMPTY; 1 << MIN_BITS],
             bits: MIN_BITS,
+            reserve,
         }
     }
 
     /// The id of `key` that `is_key` accepts, or the slot where it would go
     /// ([`IdTable::insert`]).
     #[inline]
-    pub(crate) fn find(&self, key: u64, is_key: impl Fn(u32) -> bool) -> Result<u32, usize> {
+    pub fn find(&self, key: u64, is_key: impl Fn(u32) -> bool) -> Result<u32, usize> {
         let mask = self.slots.len() - 1;
         let mut i = home(key, self.bits);
         loop {
@@ -52,7 +70,7 @@ impl IdTable {
     /// Puts `id` in `slot` (from [`IdTable::find`]); the table then holds `len` ids. If
     /// that fills it past 60%, it doubles and puts back the ids `1..len`, the key of
     /// each given by `key_of`.
-    pub(crate) fn insert(&mut self, slot: usize, id: u32, len: usize, key_of: impl Fn(u32) -> u64) {
+    pub fn insert(&mut self, slot: usize, id: u32, len: usize, key_of: impl Fn(u32) -> u64) {
         self.slots[slot] = id;
         if len * 5 > self.slots.len() * 3 {
             self.grow(len, key_of);
@@ -63,7 +81,7 @@ impl IdTable {
     fn grow(&mut self, len: usize, key_of: impl Fn(u32) -> u64) {
         self.bits += 1;
         self.slots = Vec::new();
-        crate::huge::reserve(&mut self.slots, 1 << self.bits);
+        (self.reserve)(&mut self.slots, 1 << self.bits);
         self.slots.resize(1 << self.bits, EMPTY);
         let mask = self.slots.len() - 1;
         for id in 1..len as u32 {
@@ -76,7 +94,7 @@ impl IdTable {
     }
 
     /// Bytes held.
-    pub(crate) fn heap_bytes(&self) -> usize {
+    pub fn heap_bytes(&self) -> usize {
         self.slots.capacity() * 4
     }
 }
