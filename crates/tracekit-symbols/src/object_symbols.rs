@@ -391,6 +391,13 @@ mod tests {
         assert!(libc.build_id().is_some_and(|id| !id.is_empty()));
     }
 
+    // A function whose code is in libc, not in this binary, so that the test
+    // can find libc's mapping by its address (`std::process::id` would point
+    // into this binary, and libc is not a dependency of this crate).
+    // SAFETY: the declaration is libc's own, `pid_t getpid(void)` (`pid_t` is
+    // `int` on Linux), so the symbol is what it says. getpid takes nothing,
+    // touches no memory of the caller's and cannot fail, so calling it is
+    // safe, which `safe fn` states.
     unsafe extern "C" {
         #[link_name = "getpid"]
         safe fn libc_getpid() -> i32;

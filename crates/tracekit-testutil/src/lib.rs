@@ -1,6 +1,7 @@
-//! Where the workspace's tests and benches find their outside inputs: the
-//! conformance corpus (`TRACEKIT_CORPUS`) and the independent PyPI `fxt` reader
-//! (`TRACEKIT_PYFXT`).
+//! What the workspace's tests and benches share: where they find their outside
+//! inputs (the conformance corpus, `TRACEKIT_CORPUS`, and the independent
+//! readers), the one way they run a binary under test ([`Program`]), and the
+//! one scratch folder a test writes into ([`scratch`]).
 //!
 //! Cargo runs each test binary in its own crate's folder, so a relative
 //! `TRACEKIT_CORPUS=../shared/corpus` would mean something different in every
@@ -8,6 +9,7 @@
 //! where the README's test command is run.
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 
 /// The workspace root (the folder of the top-level `Cargo.toml`).
 pub fn workspace_root() -> PathBuf {
@@ -30,7 +32,7 @@ pub fn from_root(path: impl AsRef<Path>) -> PathBuf {
 }
 
 /// The corpus folder named by `TRACEKIT_CORPUS`, or `None` when the variable is
-/// unset or empty (conformance tests then skip, saying so).
+/// unset or empty. Tests ask [`corpus_path`], which also says why they skip.
 ///
 /// # Panics
 ///
@@ -49,14 +51,27 @@ pub fn corpus() -> Option<PathBuf> {
     Some(dir)
 }
 
-/// `sub` inside the corpus (a folder such as `memtrace`, or a file), or `None`
-/// when `TRACEKIT_CORPUS` is unset.
+/// `sub` inside the corpus (a folder such as `memtrace`, or a file): the one way
+/// a test reaches the corpus. `None` when `TRACEKIT_CORPUS` is unset, and then
+/// it says on standard error, naming the test, that the test skips what needs
+/// the corpus.
 ///
 /// # Panics
 ///
-/// When the corpus is set and `sub` is missing from it.
+/// When running under CI (`CI` set) and `TRACEKIT_CORPUS` is unset: CI must
+/// check the corpus, and a test that skips it there would pass without checking
+/// anything. When the corpus is set and `sub` is missing from it.
 pub fn corpus_path(sub: impl AsRef<Path>) -> Option<PathBuf> {
-    let path = corpus()?.join(sub.as_ref());
+    let Some(root) = corpus() else {
+        let test = test_name();
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{test}: CI is set but TRACEKIT_CORPUS is not: the corpus tests must run, not skip"
+        );
+        eprintln!("{test}: TRACEKIT_CORPUS is not set: skipping what needs the corpus");
+        return None;
+    };
+    let path = root.join(sub.as_ref());
     assert!(
         path.exists(),
         "TRACEKIT_CORPUS is set but {} is missing",
@@ -68,6 +83,28 @@ pub fn corpus_path(sub: impl AsRef<Path>) -> Option<PathBuf> {
 /// Prints why a test is skipping: the corpus is not configured.
 pub fn skip_without_corpus(test: &str) {
     eprintln!("{test}: TRACEKIT_CORPUS is not set: skipping");
+}
+
+/// The bytes of the file `sub` inside the corpus, or `None` as [`corpus_path`].
+///
+/// # Panics
+///
+/// As [`corpus_path`], and when the file cannot be read.
+pub fn corpus_bytes(sub: impl AsRef<Path>) -> Option<Vec<u8>> {
+    let path = corpus_path(sub)?;
+    match std::fs::read(&path) {
+        Ok(bytes) => Some(bytes),
+        Err(e) => panic!("{}: {e}", path.display()),
+    }
+}
+
+/// The running test's name: the test harness names each test's thread after
+/// it (a test binary without the harness runs on `main`).
+fn test_name() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string()
 }
 
 /// A Python interpreter with PyPI `fxt` 0.3.0 installed: `TRACEKIT_PYFXT`, or
@@ -171,6 +208,150 @@ print(n, ','.join(names))\n";
             .map(String::from)
             .collect(),
     ))
+}
+
+/// A program under test, as the tests run it: cargo names its path at compile
+/// time (`env!("CARGO_BIN_EXE_<name>")`), so the test binary declares it once,
+/// `const TRACEKIT: Program = Program::new(env!("CARGO_BIN_EXE_tracekit"));`,
+/// and every test runs it through that.
+#[derive(Clone, Copy, Debug)]
+pub struct Program {
+    path: &'static str,
+}
+
+impl Program {
+    /// The program at `path`.
+    pub const fn new(path: &'static str) -> Self {
+        Self { path }
+    }
+
+    /// A command for the program, to add arguments, a folder, standard input or
+    /// pipes to before it runs.
+    pub fn command(self) -> Command {
+        Command::new(self.path)
+    }
+
+    /// Runs the program with `args`, standard input closed, and waits for it.
+    pub fn run(self, args: &[&str]) -> Output {
+        self.output(self.command().args(args))
+    }
+
+    /// Runs the program with `args`, which must succeed; its standard output.
+    pub fn ok(self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "{} {args:?} failed: {}",
+            self.path,
+            stderr(&out)
+        );
+        match String::from_utf8(out.stdout) {
+            Ok(s) => s,
+            Err(e) => panic!("{} {args:?} printed no UTF-8: {e}", self.path),
+        }
+    }
+
+    /// Runs the program with `args` in the folder `dir` (so that messages name
+    /// files as the user typed them), standard input closed.
+    pub fn run_in(self, dir: &Path, args: &[&str]) -> Output {
+        self.output(self.command().current_dir(dir).args(args))
+    }
+
+    /// Runs the program with `args` in the folder `dir`, which must succeed.
+    pub fn ok_in(self, dir: &Path, args: &[&str]) -> Output {
+        let out = self.run_in(dir, args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        out
+    }
+
+    fn output(self, command: &mut Command) -> Output {
+        match command.stdin(Stdio::null()).output() {
+            Ok(out) => out,
+            Err(e) => panic!("cannot run {}: {e}", self.path),
+        }
+    }
+}
+
+/// What a run printed on standard output (lossily decoded).
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// What a run printed on standard error (lossily decoded).
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A fresh, empty folder for one test, removed (with what the test wrote in
+/// it) when the value is dropped, unless the test is failing: a failed test's
+/// folder is kept, and its path said, so that its files can be looked at. Keep
+/// the value alive while anything, a child process included, still uses the
+/// folder. Its name starts with the test's name, so that a folder left behind
+/// says whose it was.
+///
+/// # Panics
+///
+/// When the system's temporary folder cannot hold a new folder.
+pub fn scratch() -> Scratch {
+    let name = test_name();
+    // The test function's own name, shortened: paths made in the folder must
+    // stay short (a Unix socket's, or one that replaces a shorter one in place).
+    let test: String = name
+        .rsplit("::")
+        .next()
+        .unwrap_or(&name)
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(40)
+        .collect();
+    match tempfile::Builder::new()
+        .prefix(&format!("tracekit-{test}-"))
+        .tempdir()
+    {
+        Ok(dir) => Scratch(dir),
+        Err(e) => panic!("cannot make a scratch folder for {name}: {e}"),
+    }
+}
+
+/// A test's scratch folder (see [`scratch`]); it is the folder's path
+/// (`dir.join("a.ctf")`, `&dir` where a `&Path` is wanted).
+#[derive(Debug)]
+pub struct Scratch(tempfile::TempDir);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.disable_cleanup(true);
+            eprintln!("kept the failed test's folder {}", self.0.path().display());
+        }
+    }
+}
+
+impl Scratch {
+    /// The folder's path.
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        self.path()
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        self.path()
+    }
 }
 
 /// Runs the program `bin` with `args` and waits for it.
