@@ -19,8 +19,13 @@ fn words(n: usize) -> Vec<u64> {
 }
 
 fn fork_child(mut child: impl FnMut()) {
-    // SAFETY: fork has no preconditions; the child only allocates, frees and
-    // exits, all of which the tracer supports after fork.
+    // SAFETY: fork(2) has no preconditions of its own; the care is for the
+    // child of a process with other threads (the tracer's writer), which
+    // inherits only this thread. The child runs only what stays sound there:
+    // allocating and freeing (glibc's malloc makes its locks usable in the
+    // child, and the tracer's atfork handler stops tracing in it, which this
+    // test checks), the tracer's own calls, and `exit` or `_exit`; it never
+    // returns into the parent's code.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
@@ -38,7 +43,8 @@ fn fork_child(mut child: impl FnMut()) {
 }
 
 fn main() {
-    let path = common::temp_path("fork.ctf");
+    let scratch = tracekit_testutil::scratch();
+    let path = scratch.join("fork.ctf");
     let guard = tracekit_alloc::start_tracing(&path, 1.0).expect("start tracing");
     let before = words(BEFORE);
     // Let the background thread write something first, so that the child
@@ -53,7 +59,7 @@ fn main() {
         drop(v);
         assert!(!tracekit_alloc::currently_tracing());
         assert!(matches!(
-            tracekit_alloc::start_tracing(common::temp_path("child.ctf"), 1.0),
+            tracekit_alloc::start_tracing(scratch.join("child.ctf"), 1.0),
             Err(tracekit_alloc::Error::ForkedChild)
         ));
         std::process::exit(0);
@@ -62,7 +68,9 @@ fn main() {
     fork_child(|| {
         let v = words(CHILD);
         drop(v);
-        // SAFETY: ends the child at once, as a fork-exec failure path would.
+        // SAFETY: `_exit` ends the child at once and runs nothing of the
+        // parent's (no exit handlers, no destructors), as a fork-exec failure
+        // path does.
         unsafe { libc::_exit(0) };
     });
     let before = keep.expect("the parent's block is untouched");
@@ -96,6 +104,5 @@ fn main() {
     );
     assert_eq!(trace.info.pid, i64::from(std::process::id() as i32));
     drop((before, after));
-    let _ = std::fs::remove_file(&path);
     println!("1 passed, 0 failed");
 }

@@ -50,7 +50,8 @@ fn count_len(path: &Path, len: u64) -> (usize, usize) {
 }
 
 fn sigkill_loses_at_most_the_last_second() {
-    let path = common::temp_path("killed.ctf");
+    let scratch = tracekit_testutil::scratch();
+    let path = scratch.join("killed.ctf");
     let status = in_child(|| {
         let guard = tracekit_alloc::start_tracing(&path, 1.0).expect("start");
         std::mem::forget(guard);
@@ -70,7 +71,8 @@ fn sigkill_loses_at_most_the_last_second() {
 }
 
 fn exit_with_threads_still_allocating() {
-    let path = common::temp_path("exit-busy.ctf");
+    let scratch = tracekit_testutil::scratch();
+    let path = scratch.join("exit-busy.ctf");
     let status = in_child(|| {
         std::mem::forget(tracekit_alloc::start_tracing(&path, 1e-2).expect("start"));
         for t in 0..4 {
@@ -103,7 +105,8 @@ fn exit_with_threads_still_allocating() {
 }
 
 fn panic_in_main_flushes() {
-    let path = common::temp_path("panic.ctf");
+    let scratch = tracekit_testutil::scratch();
+    let path = scratch.join("panic.ctf");
     let status = in_child(|| {
         std::mem::forget(tracekit_alloc::start_tracing(&path, 1.0).expect("start"));
         let keep: Vec<_> = (0..50).map(|_| words(6543)).collect();
@@ -119,7 +122,8 @@ fn panic_in_main_flushes() {
 }
 
 fn caught_panic_flushes_and_tracing_goes_on() {
-    let path = common::temp_path("caught.ctf");
+    let scratch = tracekit_testutil::scratch();
+    let path = scratch.join("caught.ctf");
     let status = in_child(|| {
         // Installed first, so that the tracer's hook chains after it.
         std::panic::set_hook(Box::new(|_| {}));
@@ -161,7 +165,8 @@ thread_local! {
 }
 
 fn thread_exit_destructors_allocate() {
-    let path = common::temp_path("tls.ctf");
+    let scratch = tracekit_testutil::scratch();
+    let path = scratch.join("tls.ctf");
     let status = in_child(|| {
         let guard = tracekit_alloc::start_tracing(&path, 1.0).expect("start");
         let threads: Vec<_> = (0..8)
@@ -193,7 +198,8 @@ fn thread_exit_destructors_allocate() {
 }
 
 fn environment_and_locking() {
-    let path = common::temp_path("env.ctf");
+    let scratch = tracekit_testutil::scratch();
+    let path = scratch.join("env.ctf");
     let status = in_child(|| {
         // SAFETY: the child is single-threaded here.
         unsafe {
@@ -216,7 +222,7 @@ fn environment_and_locking() {
             Ok(false)
         ));
         assert!(matches!(
-            tracekit_alloc::start_tracing(common::temp_path("other.ctf"), 0.5),
+            tracekit_alloc::start_tracing(scratch.join("other.ctf"), 0.5),
             Err(tracekit_alloc::Error::AlreadyTracing)
         ));
         assert!(matches!(
@@ -242,7 +248,7 @@ fn environment_and_locking() {
 
     // A file another process has locked is refused, and left intact.
     use std::os::unix::io::AsRawFd;
-    let locked = common::temp_path("locked.ctf");
+    let locked = scratch.join("locked.ctf");
     std::fs::write(&locked, b"precious").expect("write");
     let f = std::fs::OpenOptions::new()
         .write(true)

@@ -61,12 +61,13 @@ fn churn(seed: u64, to_next: mpsc::Sender<Vec<u8>>, from_prev: mpsc::Receiver<Ve
 }
 
 fn main() {
+    let scratch = tracekit_testutil::scratch();
     std::thread::spawn(|| {
         std::thread::sleep(Duration::from_secs(120));
         eprintln!("stress: no progress after 120 s (deadlock?)");
         std::process::abort();
     });
-    let path = common::temp_path("stress.ctf");
+    let path = scratch.join("stress.ctf");
     let guard = tracekit_alloc::start_tracing(&path, 5e-3).expect("start tracing");
     let (senders, receivers): (Vec<_>, Vec<_>) = (0..THREADS).map(|_| mpsc::channel()).unzip();
     let mut receivers: Vec<Option<mpsc::Receiver<Vec<u8>>>> =
@@ -121,6 +122,5 @@ fn main() {
         leaked, 0,
         "every churned block is freed before tracing stops"
     );
-    let _ = std::fs::remove_file(&path);
     println!("1 passed, 0 failed");
 }

@@ -80,11 +80,6 @@ pub fn corpus_path(sub: impl AsRef<Path>) -> Option<PathBuf> {
     Some(path)
 }
 
-/// Prints why a test is skipping: the corpus is not configured.
-pub fn skip_without_corpus(test: &str) {
-    eprintln!("{test}: TRACEKIT_CORPUS is not set: skipping");
-}
-
 /// The bytes of the file `sub` inside the corpus, or `None` as [`corpus_path`].
 ///
 /// # Panics
@@ -352,47 +347,6 @@ impl AsRef<Path> for Scratch {
     fn as_ref(&self) -> &Path {
         self.path()
     }
-}
-
-/// Runs the program `bin` with `args` and waits for it.
-pub fn run(bin: &str, args: &[&str]) -> std::process::Output {
-    match std::process::Command::new(bin).args(args).output() {
-        Ok(out) => out,
-        Err(e) => panic!("cannot run {bin}: {e}"),
-    }
-}
-
-/// Runs the program `bin` with `args`, which must succeed; its standard output.
-pub fn run_ok(bin: &str, args: &[&str]) -> String {
-    let out = run(bin, args);
-    assert!(
-        out.status.success(),
-        "{bin} {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    match String::from_utf8(out.stdout) {
-        Ok(s) => s,
-        Err(e) => panic!("{bin} {args:?} printed no UTF-8: {e}"),
-    }
-}
-
-/// Defines `tracekit(args) -> Output` and `ok(args) -> String` ([`run`] and
-/// [`run_ok`]) for the `tracekit` binary of the calling crate's tests.
-#[macro_export]
-macro_rules! tracekit_cli {
-    () => {
-        /// Runs the `tracekit` binary under test with `args`.
-        #[allow(dead_code)]
-        fn tracekit(args: &[&str]) -> std::process::Output {
-            $crate::run(env!("CARGO_BIN_EXE_tracekit"), args)
-        }
-
-        /// Runs the `tracekit` binary under test, which must succeed; its output.
-        #[allow(dead_code)]
-        fn ok(args: &[&str]) -> String {
-            $crate::run_ok(env!("CARGO_BIN_EXE_tracekit"), args)
-        }
-    };
 }
 
 /// The features cargo resolves for `dependency` as a normal dependency of

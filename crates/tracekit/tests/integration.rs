@@ -1,7 +1,9 @@
 //! The integration tests of `tracekit`, one binary: a module per subject.
 
-#[path = "integration/cli.rs"]
-mod cli;
+/// The `tracekit` binary under test: every module runs it through this.
+const TRACEKIT: tracekit_testutil::Program =
+    tracekit_testutil::Program::new(env!("CARGO_BIN_EXE_tracekit"));
+
 #[path = "integration/conventions.rs"]
 mod conventions;
 #[path = "../../tracekit-analysis/tests/dump/mod.rs"]

@@ -70,13 +70,6 @@ pub fn example_built_with(name: &str, dir: &str, env: &[(&str, &str)]) -> PathBu
     target_dir.join(profile).join(name)
 }
 
-/// A temporary file path unique to this test process.
-pub fn temp_path(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tracekit-alloc-tests-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("create temp dir");
-    dir.join(name)
-}
-
 /// One allocation read back from a trace.
 pub struct Sampled {
     pub obj_id: u64,

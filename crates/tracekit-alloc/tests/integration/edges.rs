@@ -51,7 +51,8 @@ fn one_warning(out: &Output, needles: &[&str]) {
 
 #[test]
 fn invalid_rate_warns_and_runs_untraced() {
-    let trace = common::temp_path("bad-rate.ctf");
+    let scratch = tracekit_testutil::scratch();
+    let trace = scratch.join("bad-rate.ctf");
     let out = run(
         &common::example("edges"),
         "work",
@@ -95,7 +96,8 @@ fn dev_full_warns_and_runs_untraced() {
 
 #[test]
 fn disk_full_while_tracing_warns_once_and_keeps_what_was_written() {
-    let trace = common::temp_path("disk-full.ctf");
+    let scratch = tracekit_testutil::scratch();
+    let trace = scratch.join("disk-full.ctf");
     let out = run(
         &common::example("edges"),
         "disk-full",
@@ -113,7 +115,8 @@ fn disk_full_while_tracing_warns_once_and_keeps_what_was_written() {
 
 #[test]
 fn panic_with_abort_leaves_a_trace_with_the_last_events() {
-    let trace = common::temp_path("panic-abort.ctf");
+    let scratch = tracekit_testutil::scratch();
+    let trace = scratch.join("panic-abort.ctf");
     let out = run(
         &common::example_plain_abort("edges"),
         "panic",
@@ -151,8 +154,9 @@ fn panic_with_abort_leaves_a_trace_with_the_last_events() {
 
 #[test]
 fn no_line_tables_warns_once() {
+    let scratch = tracekit_testutil::scratch();
     let binary = common::example_plain_abort("edges");
-    let trace = common::temp_path("no-lines.ctf");
+    let trace = scratch.join("no-lines.ctf");
     let out = run(
         &binary,
         "work",
@@ -219,7 +223,8 @@ fn inlined_names(t: &common::Trace, words: u64, file: &str) -> Vec<Vec<String>> 
 
 #[test]
 fn inlined_frames_keep_their_module_path() {
-    let trace = common::temp_path("inline.ctf");
+    let scratch = tracekit_testutil::scratch();
+    let trace = scratch.join("inline.ctf");
     let out = run(
         &common::example("edges"),
         "inline",
@@ -309,7 +314,8 @@ fn libc_path() -> std::path::PathBuf {
 /// address, or else `libc.so.6+0x<return address>`. Returns how many
 /// codes were named each way.
 fn check_libc_frames(env: &[(&str, &str)], truth: &[(u64, u64, String)]) -> (usize, usize) {
-    let trace = common::temp_path(&format!("libc-{}.ctf", env.len()));
+    let scratch = tracekit_testutil::scratch();
+    let trace = scratch.join(format!("libc-{}.ctf", env.len()));
     let trace_s = trace.to_str().expect("utf-8 path").to_owned();
     let mut full_env = vec![("MEMTRACE", trace_s.as_str()), ("MEMTRACE_RATE", "1.0")];
     full_env.extend_from_slice(env);

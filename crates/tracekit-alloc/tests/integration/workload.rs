@@ -43,7 +43,8 @@ fn frame_pointer_build() {
 }
 
 fn check(binary: &std::path::Path, unwinder: &str, trace_name: &str) {
-    let trace_path = common::temp_path(trace_name);
+    let scratch = tracekit_testutil::scratch();
+    let trace_path = scratch.join(trace_name);
     let out = Command::new(binary)
         .env("MEMTRACE", &trace_path)
         .env("MEMTRACE_RATE", RATE)
@@ -159,5 +160,4 @@ fn check(binary: &std::path::Path, unwinder: &str, trace_name: &str) {
             "{f} at line {line}, outside {start}..={end}"
         );
     }
-    let _ = std::fs::remove_file(&trace_path);
 }

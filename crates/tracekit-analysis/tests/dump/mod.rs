@@ -53,9 +53,16 @@ pub struct Dump {
     pub errored: bool,
 }
 
-/// The corpus directory, or `None` (the test then skips) when `TRACEKIT_CORPUS` is unset.
-pub fn corpus() -> Option<PathBuf> {
-    tracekit_testutil::corpus_path("memtrace")
+/// Every trace the corpus's manifest lists, with its expected dump parsed; `None`
+/// (the test then skips) when `TRACEKIT_CORPUS` is unset.
+pub fn corpus_rows() -> Option<Vec<(PathBuf, Dump)>> {
+    let corpus = tracekit_testutil::corpus_path("memtrace")?;
+    Some(
+        manifest(&corpus)
+            .into_iter()
+            .map(|(trace, dump)| (trace, load(&dump)))
+            .collect(),
+    )
 }
 
 /// `(trace path, dump path)` for every row of the manifest. Panics if a listed file is

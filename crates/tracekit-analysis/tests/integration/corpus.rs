@@ -33,16 +33,6 @@ fn run(reader: &mut Reader<'_>, options: Options) -> Pass {
     p
 }
 
-fn corpus_rows() -> Option<Vec<(std::path::PathBuf, dump::Dump)>> {
-    let corpus = dump::corpus()?;
-    Some(
-        dump::manifest(&corpus)
-            .into_iter()
-            .map(|(trace, d)| (trace, dump::load(&d)))
-            .collect(),
-    )
-}
-
 /// A few times spread over the trace, including event times and the very end.
 fn probe_times(d: &dump::Dump) -> Vec<u64> {
     let end = d.events.iter().map(|e| e.dt()).max().unwrap_or(0);
@@ -56,7 +46,9 @@ fn probe_times(d: &dump::Dump) -> Vec<u64> {
 
 #[test]
 fn totals_equal_the_dump_sums() {
-    let Some(rows) = corpus_rows() else { return };
+    let Some(rows) = dump::corpus_rows() else {
+        return;
+    };
     for (trace, d) in &rows {
         let name = trace.display();
         let mut reader = Reader::open(trace).unwrap();
@@ -89,7 +81,9 @@ fn totals_equal_the_dump_sums() {
 
 #[test]
 fn live_at_time_equals_the_dump() {
-    let Some(rows) = corpus_rows() else { return };
+    let Some(rows) = dump::corpus_rows() else {
+        return;
+    };
     for (trace, d) in &rows {
         let mut reader = Reader::open(trace).unwrap();
         for t in probe_times(d) {
@@ -115,7 +109,9 @@ fn live_at_time_equals_the_dump() {
 fn peak_pass_finds_what_is_live_at_the_peak() {
     // `top --peak` runs a pass without backtraces for the peak, then a pass with
     // `live_at` = its time: the live total there must be the peak itself.
-    let Some(rows) = corpus_rows() else { return };
+    let Some(rows) = dump::corpus_rows() else {
+        return;
+    };
     for (trace, _) in &rows {
         let mut reader = Reader::open(trace).unwrap();
         let first = run(
@@ -157,7 +153,9 @@ fn peak_pass_finds_what_is_live_at_the_peak() {
 
 #[test]
 fn sites_by_leaf_equal_the_dump() {
-    let Some(rows) = corpus_rows() else { return };
+    let Some(rows) = dump::corpus_rows() else {
+        return;
+    };
     for (trace, d) in &rows {
         let mut reader = Reader::open(trace).unwrap();
         let p = run(&mut reader, Options::default());
@@ -190,7 +188,9 @@ fn sites_by_leaf_equal_the_dump() {
 
 #[test]
 fn folded_stacks_sum_to_the_total() {
-    let Some(rows) = corpus_rows() else { return };
+    let Some(rows) = dump::corpus_rows() else {
+        return;
+    };
     for (trace, d) in &rows {
         let mut reader = Reader::open(trace).unwrap();
         let at = d.events.iter().map(|e| e.dt()).max().unwrap_or(0) / 2;
@@ -237,7 +237,9 @@ fn folded_stacks_sum_to_the_total() {
 
 #[test]
 fn timeline_points_equal_the_dump() {
-    let Some(rows) = corpus_rows() else { return };
+    let Some(rows) = dump::corpus_rows() else {
+        return;
+    };
     for (trace, d) in &rows {
         let mut reader = Reader::open(trace).unwrap();
         let p = run(
@@ -282,7 +284,9 @@ fn fxt_counters(bytes: &[u8]) -> Vec<(u64, String, u64)> {
 
 #[test]
 fn to_fxt_counters_read_back() {
-    let Some(rows) = corpus_rows() else { return };
+    let Some(rows) = dump::corpus_rows() else {
+        return;
+    };
     for (trace, d) in &rows {
         let mut reader = Reader::open(trace).unwrap();
         let p = run(
@@ -341,7 +345,7 @@ fn to_fxt_counters_read_back() {
 }
 
 fn snapshot_top(file: &str, by: GroupBy, peak: bool) -> Option<String> {
-    let corpus = dump::corpus()?;
+    let corpus = tracekit_testutil::corpus_path("memtrace")?;
     let path = corpus.join("traces").join(file);
     let mut reader = Reader::open(&path).unwrap();
     let mut ctx = TopContext::default();
@@ -382,7 +386,9 @@ fn top_tables() {
 
 #[test]
 fn pipelined_pass_equals_the_single_thread_pass() {
-    let Some(rows) = corpus_rows() else { return };
+    let Some(rows) = dump::corpus_rows() else {
+        return;
+    };
     for (trace, _) in &rows {
         let mut reader = Reader::open(trace).unwrap();
         let options = Options {
@@ -410,7 +416,9 @@ fn pipelined_pass_equals_the_single_thread_pass() {
 
 #[test]
 fn leaf_only_gives_the_same_sites() {
-    let Some(rows) = corpus_rows() else { return };
+    let Some(rows) = dump::corpus_rows() else {
+        return;
+    };
     for (trace, _) in &rows {
         let mut reader = Reader::open(trace).unwrap();
         let full = run(&mut reader, Options::default());

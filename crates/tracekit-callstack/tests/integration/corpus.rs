@@ -4,7 +4,7 @@
 //! normalisation, decode cases compare S-expressions structurally.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tracekit_callstack::events_output::event_sexp;
 use tracekit_callstack::filter::RangeFilter;
@@ -13,10 +13,6 @@ use tracekit_callstack::script::{Parsed, Records, parse_record};
 use tracekit_callstack::transcript::{self, TranscriptOptions, normalize};
 use tracekit_callstack::writer::SampleTiming;
 use tracekit_callstack::writer::TraceScope;
-
-fn corpus_dir() -> Option<PathBuf> {
-    tracekit_testutil::corpus_path("magic-trace")
-}
 
 fn read(path: &Path) -> String {
     match std::fs::read(path) {
@@ -196,8 +192,7 @@ fn run_case(dir: &Path, name: &str) -> Result<(), String> {
 
 #[test]
 fn magic_trace_corpus() {
-    let Some(dir) = corpus_dir() else {
-        eprintln!("TRACEKIT_CORPUS is not set: skipping the magic-trace corpus");
+    let Some(dir) = tracekit_testutil::corpus_path("magic-trace") else {
         return;
     };
     let mut names: Vec<String> = std::fs::read_dir(&dir)

@@ -2,18 +2,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
-
 use tracekit_fxt::read::{Problem, ReadOptions, Reader, Record, StreamReader};
-
-fn corpus_dir() -> Option<PathBuf> {
-    tracekit_testutil::corpus_path("fxt")
-}
-
-fn read(name: &str) -> Option<Vec<u8>> {
-    let path = corpus_dir()?.join(name);
-    Some(std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
-}
 
 /// (file, records yielded, expected warnings).
 fn expectations() -> Vec<(&'static str, usize, Vec<Problem>)> {
@@ -35,12 +24,11 @@ fn expectations() -> Vec<(&'static str, usize, Vec<Problem>)> {
 
 #[test]
 fn every_corpus_file_reads() {
-    let Some(_) = corpus_dir() else {
-        eprintln!("TRACEKIT_CORPUS unset; skipping");
+    let Some(_) = tracekit_testutil::corpus_path("fxt") else {
         return;
     };
     for (name, count, warnings) in expectations() {
-        let data = read(name).unwrap();
+        let data = tracekit_testutil::corpus_bytes(format!("fxt/{name}")).unwrap();
         let mut r = Reader::new(&data);
         let mut n = 0;
         while let Some(_rec) = r.next_record().unwrap_or_else(|e| panic!("{name}: {e}")) {
@@ -83,7 +71,7 @@ fn every_corpus_file_reads() {
 
 #[test]
 fn magic_trace_sample_contents() {
-    let Some(data) = read("magic_trace_sample.fxt") else {
+    let Some(data) = tracekit_testutil::corpus_bytes("fxt/magic_trace_sample.fxt") else {
         return;
     };
     let mut r = Reader::new(&data);

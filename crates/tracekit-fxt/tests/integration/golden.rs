@@ -10,11 +10,6 @@ use tracekit_fxt::read::{Reader, Record, Str, Thread};
 use tracekit_fxt::write::fast::{Double, EventHeader, Int32, Int64, Pointer, Str as StrArg};
 use tracekit_fxt::write::{Initialization, VecDestination, Writer, WriterOptions};
 
-fn corpus_file(name: &str) -> Option<Vec<u8>> {
-    let path = tracekit_testutil::corpus_path("fxt")?.join(name);
-    Some(std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
-}
-
 /// What [`demo_start`] leaves for the rest of the demo.
 struct DemoStart {
     w: Writer<VecDestination>,
@@ -290,8 +285,7 @@ fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
 
 #[test]
 fn writer_reproduces_golden_bytes() {
-    let Some(golden) = corpus_file("jst_tracing_demo.fxt") else {
-        eprintln!("TRACEKIT_CORPUS unset; skipping");
+    let Some(golden) = tracekit_testutil::corpus_bytes("fxt/jst_tracing_demo.fxt") else {
         return;
     };
     assert_eq!(golden.len(), 832);
@@ -338,8 +332,7 @@ fn describe(r: &Record<'_>) -> String {
 
 #[test]
 fn golden_decodes_to_the_demo_records() {
-    let Some(golden) = corpus_file("jst_tracing_demo.fxt") else {
-        eprintln!("TRACEKIT_CORPUS unset; skipping");
+    let Some(golden) = tracekit_testutil::corpus_bytes("fxt/jst_tracing_demo.fxt") else {
         return;
     };
     let mut r = Reader::with_options(&golden, tracekit_fxt::read::ReadOptions::strict());
@@ -401,7 +394,7 @@ fn golden_decodes_to_the_demo_records() {
 
 #[test]
 fn golden_reads_the_same_from_a_stream() {
-    let Some(golden) = corpus_file("jst_tracing_demo.fxt") else {
+    let Some(golden) = tracekit_testutil::corpus_bytes("fxt/jst_tracing_demo.fxt") else {
         return;
     };
     let mut a = Reader::new(&golden);

@@ -3,20 +3,12 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
-
 use tracekit_memtrace::synth::Rng;
-
-/// The corpus directory (`$TRACEKIT_CORPUS/memtrace`), or `None` when the
-/// variable is unset. A set variable naming a missing directory fails.
-pub fn corpus_dir() -> Option<PathBuf> {
-    tracekit_testutil::corpus_path("memtrace")
-}
 
 /// Every corpus trace, by name, sorted; empty when `TRACEKIT_CORPUS` is unset.
 /// The trace list comes from the manifest, so a missing trace file fails.
 pub fn corpus_traces() -> Vec<(String, Vec<u8>)> {
-    let Some(dir) = corpus_dir() else {
+    let Some(dir) = tracekit_testutil::corpus_path("memtrace") else {
         return Vec::new();
     };
     let manifest = std::fs::read_to_string(dir.join("manifest.tsv")).expect("manifest.tsv");

@@ -246,7 +246,6 @@ fn copy_kind(e: &CopyError) -> String {
 fn copy_succeeds_exactly_when_the_dump_does_and_dumps_the_same() {
     let traces = common::corpus_traces();
     if traces.is_empty() {
-        eprintln!("TRACEKIT_CORPUS unset: skipping");
         return;
     }
     let bases: Vec<(String, Vec<u8>)> = traces

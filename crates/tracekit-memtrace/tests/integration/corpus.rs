@@ -8,14 +8,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tracekit_memtrace::dump::write_dump;
 use tracekit_memtrace::{Reader, StreamReader, WriterOptions, copy_trace, copy_trace_stream};
-
-fn corpus() -> Option<PathBuf> {
-    tracekit_testutil::corpus_path("memtrace")
-}
 
 struct Row {
     trace: String,
@@ -73,8 +69,7 @@ fn first_difference(a: &[u8], b: &[u8]) -> String {
 
 #[test]
 fn every_corpus_trace_dumps_like_the_reference() {
-    let Some(dir) = corpus() else {
-        eprintln!("TRACEKIT_CORPUS unset: skipping");
+    let Some(dir) = tracekit_testutil::corpus_path("memtrace") else {
         return;
     };
     let rows = manifest(&dir);
@@ -156,7 +151,7 @@ fn every_corpus_trace_dumps_like_the_reference() {
 
 #[test]
 fn copy_of_lists_hashtbl_v2_is_byte_identical_to_the_reference_copy() {
-    let Some(dir) = corpus() else {
+    let Some(dir) = tracekit_testutil::corpus_path("memtrace") else {
         return;
     };
     let mut reader = Reader::open(dir.join("traces/lists_hashtbl_v2.ctf")).unwrap();
@@ -175,7 +170,7 @@ fn copying_a_v3_copy_reproduces_it() {
     // A v3 trace that the reference wrote event by event is a fixed point of
     // copying. (synth_domains_v3 is not: its generator asked for
     // `next_alloc_id` at chunk boundaries, which flushes at an earlier time.)
-    let Some(dir) = corpus() else {
+    let Some(dir) = tracekit_testutil::corpus_path("memtrace") else {
         return;
     };
     for name in ["lists_hashtbl_v3copy", "mixed_v3", "empty_v3"] {
@@ -202,7 +197,7 @@ fn every_corpus_trace_copies_to_a_trace_that_dumps_the_same() {
     // Including synth_v2, whose truncated backtrace is followed by a common
     // prefix beyond it (dump lines 12018-12019): the copy stores that
     // prefix too, rather than the one it would compute.
-    let Some(dir) = corpus() else {
+    let Some(dir) = tracekit_testutil::corpus_path("memtrace") else {
         return;
     };
     for row in manifest(&dir) {

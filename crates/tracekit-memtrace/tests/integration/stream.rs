@@ -214,9 +214,6 @@ fn synthetic() -> Vec<(String, Vec<u8>)> {
 #[test]
 fn every_corpus_trace_dumps_the_same_streamed() {
     let traces = common::corpus_traces();
-    if traces.is_empty() {
-        eprintln!("TRACEKIT_CORPUS unset: skipping");
-    }
     let mut dumped = 0;
     for (i, (name, data)) in traces.iter().chain(&synthetic()).enumerate() {
         let [a, b] = both_dumps(data, i as u64).expect("an intact trace opens");
@@ -338,7 +335,7 @@ impl Write for ChannelWriter {
 
 #[test]
 fn a_streamed_dump_starts_before_the_input_ends() {
-    let data = match common::corpus_dir() {
+    let data = match tracekit_testutil::corpus_path("memtrace") {
         Some(dir) => std::fs::read(dir.join("traces/lists_hashtbl_v2.ctf")).unwrap(),
         None => synthetic().remove(0).1,
     };

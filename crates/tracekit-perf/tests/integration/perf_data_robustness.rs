@@ -201,7 +201,7 @@ fn truncated_and_bit_flipped_recording() {
 /// end). Such files are not read now.
 #[test]
 fn mapping_of_a_fifo_is_not_opened() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let fifo = dir.path().join("fifo");
     let made = std::process::Command::new("mkfifo").arg(&fifo).status();
     if !made.is_ok_and(|s| s.success()) {

@@ -24,7 +24,7 @@ fn an_async_program_with_several_tasks_reads_back() {
         eprintln!("the traced async program did not finish in 120 s");
         std::process::exit(1);
     });
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let path = dir.path().join("tasks.fxt");
     let (layer, guard) = tracekit_tracing::FxtLayer::file(&path).unwrap();
     tracing_subscriber::registry().with(layer).init();

@@ -59,7 +59,7 @@ fn eight_threads_of_a_million_spans_balance() {
     if std::env::var_os(CHILD).is_some() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let path = dir.path().join("stress.fxt");
     let (layer, guard) = tracekit_tracing::FxtLayer::file(&path).unwrap();
     let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
@@ -187,7 +187,7 @@ fn a_child_that_panics_leaves_a_complete_trace() {
     if std::env::var_os(CHILD).is_some() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let path = dir.path().join("panic.fxt");
     let out = spawn_child("panic", &path).wait_with_output().unwrap();
     assert!(!out.status.success(), "the child panicked");
@@ -217,7 +217,7 @@ fn a_child_killed_outright_leaves_a_readable_trace() {
     if std::env::var_os(CHILD).is_some() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let path = dir.path().join("killed.fxt");
     let mut child = spawn_child("kill", &path);
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
@@ -251,7 +251,7 @@ fn the_guard_writes_what_idle_threads_hold_without_waiting_for_them() {
     if std::env::var_os(CHILD).is_some() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let path = dir.path().join("idle.fxt");
     let (layer, guard) = tracekit_tracing::FxtLayer::file(&path).unwrap();
     let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));

@@ -90,7 +90,7 @@ fn outer(n: i64, who: &str) {
 
 #[test]
 fn spans_events_and_a_task_across_threads_read_back() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let path = dir.path().join("t.fxt");
     let (layer, guard) = tracekit_tracing::FxtLayer::file(&path).unwrap();
     let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
@@ -184,7 +184,7 @@ fn current_tid() -> u64 {
 
 #[test]
 fn follows_from_is_a_flow_from_the_link_to_the_follower() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let path = dir.path().join("flow.fxt");
     let (layer, guard) = tracekit_tracing::FxtLayer::file(&path).unwrap();
     let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
@@ -245,7 +245,7 @@ fn begins_named(path: &std::path::Path, name: &str) -> Vec<Seen> {
 fn a_span_entered_again_shows_the_values_recorded_since() {
     // Entered more than once, a span's begin record comes from the thread's cache;
     // a value recorded between entries must still show on the next one.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let path = dir.path().join("again.fxt");
     let (layer, guard) = tracekit_tracing::FxtLayer::file(&path).unwrap();
     let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
@@ -270,7 +270,7 @@ fn a_reused_span_id_is_not_taken_for_the_closed_span() {
     // The registry hands a closed span's id out again (here, within a few new
     // spans); a thread's cache of entered spans must not take the new span for the
     // old one.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let path = dir.path().join("reused.fxt");
     let (layer, guard) = tracekit_tracing::FxtLayer::file(&path).unwrap();
     let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
@@ -306,7 +306,7 @@ enum State {
 
 #[test]
 fn repeated_string_values_are_interned() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let path = dir.path().join("interned.fxt");
     let (layer, guard) = tracekit_tracing::FxtLayer::file(&path).unwrap();
     let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));

@@ -9,10 +9,12 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
-use crate::cli::{ok_in, run_in, scratch, stderr, stdout};
+use tracekit_testutil::{scratch, stderr, stdout};
+
+use crate::TRACEKIT;
 
 fn read(path: PathBuf) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -20,24 +22,24 @@ fn read(path: PathBuf) -> String {
 
 #[test]
 fn every_written_file_takes_dash_o_the_old_positional_and_a_default_name() {
-    let dir = scratch("outputs");
-    let d = dir.as_path();
-    ok_in(
+    let dir = scratch();
+    let d = dir.path();
+    TRACEKIT.ok_in(
         d,
         &["memtrace", "sample", "-o", "a.ctf", "--allocs", "2000"],
     );
-    ok_in(d, &["memtrace", "sample", "b.ctf", "--allocs", "100"]);
-    ok_in(d, &["memtrace", "sample", "--allocs", "100"]);
-    ok_in(d, &["memtrace", "copy", "a.ctf", "-o", "c.ctf"]);
-    ok_in(d, &["memtrace", "copy", "a.ctf", "d.ctf"]);
-    ok_in(d, &["memtrace", "copy", "a.ctf"]);
-    ok_in(d, &["memtrace", "to-fxt", "a.ctf"]);
-    ok_in(d, &["fxt", "copy", "a.fxt", "--output", "e.fxt"]);
-    ok_in(d, &["fxt", "copy", "a.fxt", "f.fxt"]);
-    ok_in(d, &["fxt", "copy", "a.fxt"]);
-    ok_in(d, &["fxt", "to-json", "a.fxt", "-o", "g.json"]);
-    ok_in(d, &["fxt", "to-json", "a.fxt", "h.json"]);
-    ok_in(d, &["fxt", "to-json", "a.fxt"]);
+    TRACEKIT.ok_in(d, &["memtrace", "sample", "b.ctf", "--allocs", "100"]);
+    TRACEKIT.ok_in(d, &["memtrace", "sample", "--allocs", "100"]);
+    TRACEKIT.ok_in(d, &["memtrace", "copy", "a.ctf", "-o", "c.ctf"]);
+    TRACEKIT.ok_in(d, &["memtrace", "copy", "a.ctf", "d.ctf"]);
+    TRACEKIT.ok_in(d, &["memtrace", "copy", "a.ctf"]);
+    TRACEKIT.ok_in(d, &["memtrace", "to-fxt", "a.ctf"]);
+    TRACEKIT.ok_in(d, &["fxt", "copy", "a.fxt", "--output", "e.fxt"]);
+    TRACEKIT.ok_in(d, &["fxt", "copy", "a.fxt", "f.fxt"]);
+    TRACEKIT.ok_in(d, &["fxt", "copy", "a.fxt"]);
+    TRACEKIT.ok_in(d, &["fxt", "to-json", "a.fxt", "-o", "g.json"]);
+    TRACEKIT.ok_in(d, &["fxt", "to-json", "a.fxt", "h.json"]);
+    TRACEKIT.ok_in(d, &["fxt", "to-json", "a.fxt"]);
     for name in [
         "a.ctf",
         "b.ctf",
@@ -60,22 +62,22 @@ fn every_written_file_takes_dash_o_the_old_positional_and_a_default_name() {
         std::fs::read(d.join("d.ctf")).unwrap()
     );
     assert_eq!(read(d.join("g.json")), read(d.join("a.json")));
-    let json = stdout(&ok_in(d, &["fxt", "to-json", "a.fxt", "-o", "-"]));
+    let json = stdout(&TRACEKIT.ok_in(d, &["fxt", "to-json", "a.fxt", "-o", "-"]));
     assert_eq!(json, read(d.join("g.json")));
     // Both spellings at once are refused by the parser.
-    let o = run_in(d, &["memtrace", "copy", "a.ctf", "x.ctf", "-o", "y.ctf"]);
+    let o = TRACEKIT.run_in(d, &["memtrace", "copy", "a.ctf", "x.ctf", "-o", "y.ctf"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
 #[test]
 fn a_name_that_says_another_format_is_refused_before_anything_is_written() {
-    let dir = scratch("mismatch");
-    let d = dir.as_path();
-    ok_in(
+    let dir = scratch();
+    let d = dir.path();
+    TRACEKIT.ok_in(
         d,
         &["memtrace", "sample", "-o", "a.ctf", "--allocs", "2000"],
     );
-    ok_in(d, &["memtrace", "to-fxt", "a.ctf", "-o", "a.fxt"]);
+    TRACEKIT.ok_in(d, &["memtrace", "to-fxt", "a.ctf", "-o", "a.fxt"]);
     for (args, named) in [
         (&["fxt", "to-json", "a.fxt", "-o", "x.svg"][..], "x.svg"),
         (&["fxt", "copy", "a.fxt", "-o", "x.json"][..], "x.json"),
@@ -90,7 +92,7 @@ fn a_name_that_says_another_format_is_refused_before_anything_is_written() {
             "x.svg",
         ),
     ] {
-        let o = run_in(d, args);
+        let o = TRACEKIT.run_in(d, args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         let err = stderr(&o);
         assert!(
@@ -104,42 +106,42 @@ fn a_name_that_says_another_format_is_refused_before_anything_is_written() {
 
 #[test]
 fn flame_graphs_and_plots_are_written_in_the_format_their_name_says() {
-    let dir = scratch("flame");
-    let d = dir.as_path();
-    ok_in(
+    let dir = scratch();
+    let d = dir.path();
+    TRACEKIT.ok_in(
         d,
         &["memtrace", "sample", "-o", "a.ctf", "--allocs", "2000"],
     );
-    ok_in(d, &["memtrace", "flamegraph", "a.ctf", "-o", "f.svg"]);
+    TRACEKIT.ok_in(d, &["memtrace", "flamegraph", "a.ctf", "-o", "f.svg"]);
     assert!(read(d.join("f.svg")).contains("<svg"));
-    ok_in(d, &["memtrace", "flamegraph", "a.ctf", "--svg", "old.svg"]);
+    TRACEKIT.ok_in(d, &["memtrace", "flamegraph", "a.ctf", "--svg", "old.svg"]);
     assert!(read(d.join("old.svg")).contains("<svg"));
-    ok_in(d, &["memtrace", "flamegraph", "a.ctf", "-o", "f.json"]);
+    TRACEKIT.ok_in(d, &["memtrace", "flamegraph", "a.ctf", "-o", "f.json"]);
     let v: serde_json::Value = serde_json::from_str(&read(d.join("f.json"))).unwrap();
-    let printed = stdout(&ok_in(d, &["memtrace", "flamegraph", "a.ctf", "--json"]));
+    let printed = stdout(&TRACEKIT.ok_in(d, &["memtrace", "flamegraph", "a.ctf", "--json"]));
     assert_eq!(
         v,
         serde_json::from_str::<serde_json::Value>(&printed).unwrap()
     );
-    ok_in(d, &["memtrace", "flamegraph", "a.ctf", "-o", "f.folded"]);
-    let folded = stdout(&ok_in(d, &["memtrace", "flamegraph", "a.ctf"]));
+    TRACEKIT.ok_in(d, &["memtrace", "flamegraph", "a.ctf", "-o", "f.folded"]);
+    let folded = stdout(&TRACEKIT.ok_in(d, &["memtrace", "flamegraph", "a.ctf"]));
     assert_eq!(read(d.join("f.folded")), folded);
-    ok_in(d, &["memtrace", "timeline", "a.ctf", "-o", "t.svg"]);
+    TRACEKIT.ok_in(d, &["memtrace", "timeline", "a.ctf", "-o", "t.svg"]);
     assert!(read(d.join("t.svg")).contains("<svg"));
-    ok_in(d, &["memtrace", "timeline", "a.ctf", "-o", "t.csv"]);
-    let csv = stdout(&ok_in(d, &["memtrace", "timeline", "a.ctf"]));
+    TRACEKIT.ok_in(d, &["memtrace", "timeline", "a.ctf", "-o", "t.csv"]);
+    let csv = stdout(&TRACEKIT.ok_in(d, &["memtrace", "timeline", "a.ctf"]));
     assert_eq!(read(d.join("t.csv")), csv);
 
     let Some(perf) = tracekit_testutil::corpus_path("magic-trace/c_demo_sampling.perf") else {
         return;
     };
     let perf = perf.to_str().unwrap();
-    ok_in(d, &["perf", "flamegraph", perf, "-o", "p.svg"]);
+    TRACEKIT.ok_in(d, &["perf", "flamegraph", perf, "-o", "p.svg"]);
     assert!(read(d.join("p.svg")).contains("<svg"));
-    ok_in(d, &["perf", "flamegraph", perf, "-o", "p.folded"]);
-    let folded = stdout(&ok_in(d, &["perf", "flamegraph", perf]));
+    TRACEKIT.ok_in(d, &["perf", "flamegraph", perf, "-o", "p.folded"]);
+    let folded = stdout(&TRACEKIT.ok_in(d, &["perf", "flamegraph", perf]));
     assert_eq!(read(d.join("p.folded")), folded);
-    let o = run_in(d, &["perf", "flamegraph", perf, "-o", "p.json"]);
+    let o = TRACEKIT.run_in(d, &["perf", "flamegraph", perf, "-o", "p.json"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("p.json: this command writes text here, but the name says JSON"));
     assert!(!d.join("p.json").exists());
@@ -147,22 +149,22 @@ fn flame_graphs_and_plots_are_written_in_the_format_their_name_says() {
 
 #[test]
 fn quiet_leaves_only_warnings_and_errors_on_stderr() {
-    let dir = scratch("quiet");
-    let d = dir.as_path();
-    let o = ok_in(
+    let dir = scratch();
+    let d = dir.path();
+    let o = TRACEKIT.ok_in(
         d,
         &[
             "memtrace", "sample", "-q", "-o", "a.ctf", "--allocs", "2000",
         ],
     );
     assert_eq!(stderr(&o), "");
-    let loud = ok_in(d, &["memtrace", "sample", "-o", "b.ctf", "--allocs", "100"]);
+    let loud = TRACEKIT.ok_in(d, &["memtrace", "sample", "-o", "b.ctf", "--allocs", "100"]);
     assert!(
         stderr(&loud).starts_with("wrote b.ctf"),
         "{}",
         stderr(&loud)
     );
-    ok_in(d, &["memtrace", "to-fxt", "a.ctf", "-o", "a.fxt"]);
+    TRACEKIT.ok_in(d, &["memtrace", "to-fxt", "a.ctf", "-o", "a.fxt"]);
     // Anywhere on the line.
     for args in [
         &["-q", "fxt", "copy", "a.fxt", "-o", "b.fxt"][..],
@@ -170,34 +172,34 @@ fn quiet_leaves_only_warnings_and_errors_on_stderr() {
         &["fxt", "to-json", "a.fxt", "-o", "a.json", "--quiet"][..],
         &["export", "-q", "a.ctf", "-o", "dataset"][..],
     ] {
-        let o = ok_in(d, args);
+        let o = TRACEKIT.ok_in(d, args);
         assert_eq!(stderr(&o), "", "{args:?}");
     }
-    let o = ok_in(d, &["fxt", "copy", "a.fxt", "-o", "d.fxt"]);
+    let o = TRACEKIT.ok_in(d, &["fxt", "copy", "a.fxt", "-o", "d.fxt"]);
     assert!(stderr(&o).starts_with("copied "), "{}", stderr(&o));
     // Errors are never quiet.
-    let o = run_in(d, &["memtrace", "info", "-q", "missing.ctf"]);
+    let o = TRACEKIT.run_in(d, &["memtrace", "info", "-q", "missing.ctf"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).starts_with("error: "), "{}", stderr(&o));
 }
 
 #[test]
 fn limit_bounds_every_listing() {
-    let dir = scratch("limit");
-    let d = dir.as_path();
-    ok_in(
+    let dir = scratch();
+    let d = dir.path();
+    TRACEKIT.ok_in(
         d,
         &["memtrace", "sample", "-o", "a.ctf", "--allocs", "2000"],
     );
-    ok_in(d, &["memtrace", "to-fxt", "a.ctf", "-o", "a.fxt"]);
+    TRACEKIT.ok_in(d, &["memtrace", "to-fxt", "a.ctf", "-o", "a.fxt"]);
     for flag in ["--limit", "-n"] {
-        let o = ok_in(d, &["fxt", "dump", flag, "3", "a.fxt"]);
+        let o = TRACEKIT.ok_in(d, &["fxt", "dump", flag, "3", "a.fxt"]);
         assert_eq!(stdout(&o).lines().count(), 3, "{flag}");
     }
-    ok_in(d, &["export", "-q", "a.ctf", "-o", "dataset"]);
+    TRACEKIT.ok_in(d, &["export", "-q", "a.ctf", "-o", "dataset"]);
     let sql = "SELECT obj_id FROM allocations ORDER BY obj_id";
-    let all = stdout(&ok_in(d, &["sql", sql, "--over", "dataset", "--csv"]));
-    let two = stdout(&ok_in(
+    let all = stdout(&TRACEKIT.ok_in(d, &["sql", sql, "--over", "dataset", "--csv"]));
+    let two = stdout(&TRACEKIT.ok_in(
         d,
         &["sql", sql, "--over", "dataset", "--csv", "--limit", "2"],
     ));
@@ -206,10 +208,7 @@ fn limit_bounds_every_listing() {
         two.lines().collect::<Vec<_>>(),
         all.lines().take(3).collect::<Vec<_>>()
     );
-    let table = stdout(&ok_in(
-        d,
-        &["sql", sql, "--over", "dataset", "--limit", "2"],
-    ));
+    let table = stdout(&TRACEKIT.ok_in(d, &["sql", sql, "--over", "dataset", "--limit", "2"]));
     assert!(table.ends_with("(2 rows)\n"), "{table}");
 }
 
@@ -227,10 +226,10 @@ fn logs_trace(path: &Path, n: u64) {
 
 #[test]
 fn fxt_check_says_a_repeated_note_once_with_its_count() {
-    let dir = scratch("check");
-    let d = dir.as_path();
+    let dir = scratch();
+    let d = dir.path();
     logs_trace(&d.join("logs.fxt"), 40);
-    let o = ok_in(d, &["fxt", "check", "logs.fxt"]);
+    let o = TRACEKIT.ok_in(d, &["fxt", "check", "logs.fxt"]);
     let out = stdout(&o);
     assert_eq!(out.lines().count(), 2, "{out}");
     assert!(
@@ -241,7 +240,7 @@ fn fxt_check_says_a_repeated_note_once_with_its_count() {
         "{out}"
     );
     assert_eq!(stderr(&o), "note: --verbose lists every offset\n");
-    let o = ok_in(d, &["fxt", "check", "--verbose", "logs.fxt"]);
+    let o = TRACEKIT.ok_in(d, &["fxt", "check", "--verbose", "logs.fxt"]);
     let out = stdout(&o);
     assert_eq!(
         out.lines().filter(|l| l.contains(": log record")).count(),
@@ -249,22 +248,22 @@ fn fxt_check_says_a_repeated_note_once_with_its_count() {
         "{out}"
     );
     assert_eq!(stderr(&o), "");
-    assert!(stderr(&ok_in(d, &["-q", "fxt", "check", "logs.fxt"])).is_empty());
+    assert!(stderr(&TRACEKIT.ok_in(d, &["-q", "fxt", "check", "logs.fxt"])).is_empty());
 }
 
 #[test]
 fn sql_errors_are_said_once_and_unknown_names_get_the_closest() {
-    let dir = scratch("sql");
-    let d = dir.as_path();
-    let o = run_in(d, &["sql", "top-site", "--over", "nowhere"]);
+    let dir = scratch();
+    let d = dir.path();
+    let o = TRACEKIT.run_in(d, &["sql", "top-site", "--over", "nowhere"]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         stderr(&o),
         "error: unknown query 'top-site'; did you mean top-sites\n"
     );
-    ok_in(d, &["memtrace", "sample", "-o", "a.ctf", "--allocs", "200"]);
-    ok_in(d, &["export", "-q", "a.ctf", "-o", "dataset"]);
-    let o = run_in(
+    TRACEKIT.ok_in(d, &["memtrace", "sample", "-o", "a.ctf", "--allocs", "200"]);
+    TRACEKIT.ok_in(d, &["export", "-q", "a.ctf", "-o", "dataset"]);
+    let o = TRACEKIT.run_in(
         d,
         &["sql", "SELEC obj_id FROM allocations", "--over", "dataset"],
     );
@@ -277,27 +276,27 @@ fn sql_errors_are_said_once_and_unknown_names_get_the_closest() {
 
 #[test]
 fn a_time_after_the_trace_s_end_is_warned_about() {
-    let dir = scratch("at");
-    let d = dir.as_path();
-    ok_in(
+    let dir = scratch();
+    let d = dir.path();
+    TRACEKIT.ok_in(
         d,
         &["memtrace", "sample", "-o", "a.ctf", "--allocs", "2000"],
     );
     for cmd in ["top", "flamegraph", "hot-paths"] {
-        let o = ok_in(d, &["memtrace", cmd, "a.ctf", "--at", "100000s"]);
+        let o = TRACEKIT.ok_in(d, &["memtrace", cmd, "a.ctf", "--at", "100000s"]);
         let err = stderr(&o);
         let prefix = "warning: a.ctf: --at 100000s is after the trace's end (";
         assert!(err.lines().any(|l| l.starts_with(prefix)), "{cmd}: {err}");
-        let o = ok_in(d, &["memtrace", cmd, "a.ctf", "--at", "0s"]);
+        let o = TRACEKIT.ok_in(d, &["memtrace", cmd, "a.ctf", "--at", "0s"]);
         assert!(!stderr(&o).contains("after the trace's end"), "{cmd}");
     }
 }
 
 #[test]
 fn view_open_says_when_no_browser_started() {
-    let dir = scratch("open");
-    let d = dir.as_path();
-    ok_in(d, &["memtrace", "sample", "-o", "a.ctf", "--allocs", "200"]);
+    let dir = scratch();
+    let d = dir.path();
+    TRACEKIT.ok_in(d, &["memtrace", "sample", "-o", "a.ctf", "--allocs", "200"]);
     for (browser, says) in [
         ("false", "warning: no browser started (false exited with "),
         (
@@ -305,7 +304,8 @@ fn view_open_says_when_no_browser_started() {
             "warning: cannot start /nonexistent/browser: ",
         ),
     ] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        let mut child = TRACEKIT
+            .command()
             .current_dir(d)
             // No tables kept: the note that says where would come before "stopped".
             .args(["memtrace", "view", "a.ctf", "--open", "--no-cache"])
@@ -320,7 +320,9 @@ fn view_open_says_when_no_browser_started() {
         let (done, watch) = std::sync::mpsc::channel::<()>();
         let watchdog = std::thread::spawn(move || {
             if watch.recv_timeout(Duration::from_secs(60)).is_err() {
-                // SAFETY: kill(2) on our own child's pid, not yet waited for.
+                // SAFETY: kill(2) takes two integers and touches no memory of
+                // ours. The pid is our own child's, which has not ended in a
+                // minute: the test says so on `done` right after waiting for it.
                 unsafe { libc::kill(pid, libc::SIGKILL) };
             }
         });

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::cli::{run_in, scratch, stderr, stdout, tracekit};
+use tracekit_testutil::{scratch, stderr, stdout};
+
+use crate::TRACEKIT;
 
 /// The names in `dir`, sorted.
 fn listing(dir: &Path) -> Vec<String> {
@@ -23,7 +25,7 @@ fn listing(dir: &Path) -> Vec<String> {
 
 /// Writes a synthetic memtrace trace `name` into `dir`.
 fn sample(dir: &Path, name: &str, allocs: u32) -> PathBuf {
-    let o = run_in(
+    let o = TRACEKIT.run_in(
         dir,
         &["memtrace", "sample", name, "--allocs", &allocs.to_string()],
     );
@@ -34,7 +36,7 @@ fn sample(dir: &Path, name: &str, allocs: u32) -> PathBuf {
 /// A small FXT trace `name` in `dir` (the memtrace sample converted).
 fn fxt(dir: &Path, name: &str) -> PathBuf {
     sample(dir, "for-fxt.ctf", 3000);
-    let o = run_in(dir, &["memtrace", "to-fxt", "for-fxt.ctf", "-o", name]);
+    let o = TRACEKIT.run_in(dir, &["memtrace", "to-fxt", "for-fxt.ctf", "-o", name]);
     assert!(o.status.success(), "{}", stderr(&o));
     std::fs::remove_file(dir.join("for-fxt.ctf")).unwrap();
     dir.join(name)
@@ -55,7 +57,7 @@ fn png(dir: &Path) -> PathBuf {
 
 #[test]
 fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
-    let dir = scratch("in-place");
+    let dir = scratch();
     let a = sample(&dir, "a.ctf", 2000);
     let original = std::fs::read(&a).unwrap();
     std::os::unix::fs::symlink("a.ctf", dir.join("link.ctf")).unwrap();
@@ -89,7 +91,7 @@ fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
     }
     let perf_bytes = perf_in.as_ref().map(|p| std::fs::read(p).unwrap());
     for args in &cases {
-        let o = run_in(&dir, args);
+        let o = TRACEKIT.run_in(&dir, args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(
             stderr(&o).starts_with("error: refusing to write ")
@@ -106,15 +108,14 @@ fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
     // `perf decode x.fxt` would by default write x.fxt: refused too.
     if let Some(p) = &perf_in {
         std::fs::rename(p, dir.join("y.fxt")).unwrap();
-        let o = run_in(&dir, &["perf", "decode", "y.fxt"]);
+        let o = TRACEKIT.run_in(&dir, &["perf", "decode", "y.fxt"]);
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_failed_command_leaves_the_previous_output_and_no_partial_file() {
-    let dir = scratch("atomic");
+    let dir = scratch();
     let good = sample(&dir, "good.ctf", 3000);
     // A trace that ends inside a packet header: decoding fails at its end.
     let mut bytes = std::fs::read(&good).unwrap();
@@ -149,7 +150,7 @@ fn a_failed_command_leaves_the_previous_output_and_no_partial_file() {
             "out.json",
         ],
     ] {
-        let o = run_in(&dir, &args);
+        let o = TRACEKIT.run_in(&dir, &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         let e = stderr(&o);
         assert!(e.contains("error: "), "{args:?}: {e}");
@@ -168,11 +169,10 @@ fn a_failed_command_leaves_the_previous_output_and_no_partial_file() {
         assert_eq!(listing(&dir), before, "{args:?} left a file behind");
     }
     // A success replaces the file in one step.
-    let o = run_in(&dir, &["memtrace", "copy", "good.ctf", "out.ctf"]);
+    let o = TRACEKIT.run_in(&dir, &["memtrace", "copy", "good.ctf", "out.ctf"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_ne!(std::fs::read(dir.join("out.ctf")).unwrap(), b"previous");
     assert_eq!(listing(&dir), before);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Waits until `dir` holds a name starting with `prefix`.
@@ -192,12 +192,13 @@ fn wait_for_file(dir: &Path, prefix: &str, child: &mut Child) -> bool {
 
 #[test]
 fn ctrl_c_leaves_the_previous_output_and_no_partial_file() {
-    let dir = scratch("interrupt");
+    let dir = scratch();
     let d = fxt(&dir, "d.fxt");
     let bytes = std::fs::read(&d).unwrap();
     std::fs::write(dir.join("out.json"), "previous").unwrap();
     let before = listing(&dir);
-    let mut child = tracekit()
+    let mut child = TRACEKIT
+        .command()
         .current_dir(&dir)
         .args(["fxt", "to-json", "-", "out.json"])
         .stdin(Stdio::piped())
@@ -222,7 +223,6 @@ fn ctrl_c_leaves_the_previous_output_and_no_partial_file() {
         "previous"
     );
     assert_eq!(listing(&dir), before);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -231,7 +231,7 @@ fn write_errors_name_the_output() {
         eprintln!("SKIPPED: no /dev/full here");
         return;
     }
-    let dir = scratch("dev-full");
+    let dir = scratch();
     sample(&dir, "a.ctf", 3000);
     fxt(&dir, "d.fxt");
     let mut to_file = vec![
@@ -246,7 +246,7 @@ fn write_errors_name_the_output() {
         to_file.push(vec!["perf", "decode", "x.perf", "-o", "/dev/full"]);
     }
     for args in &to_file {
-        let o = run_in(&dir, args);
+        let o = TRACEKIT.run_in(&dir, args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(
             stderr(&o).starts_with("error: writing /dev/full: No space left on device"),
@@ -272,7 +272,8 @@ fn write_errors_name_the_output() {
         to_stdout.push(vec!["perf", "decode", "x.perf", "--transcript"]);
     }
     for args in &to_stdout {
-        let o = tracekit()
+        let o = TRACEKIT
+            .command()
             .current_dir(&dir)
             .args(args)
             .stdout(std::fs::File::create("/dev/full").unwrap())
@@ -285,12 +286,11 @@ fn write_errors_name_the_output() {
             stderr(&o)
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_closed_pipe_ends_the_command_quietly() {
-    let dir = scratch("pipe");
+    let dir = scratch();
     sample(&dir, "a.ctf", 20_000);
     fxt(&dir, "d.fxt");
     let mut cases = vec![
@@ -315,7 +315,8 @@ fn a_closed_pipe_ends_the_command_quietly() {
         } else {
             Stdio::null()
         };
-        let mut child = tracekit()
+        let mut child = TRACEKIT
+            .command()
             .current_dir(&dir)
             .args(args)
             .stdin(stdin)
@@ -335,12 +336,11 @@ fn a_closed_pipe_ends_the_command_quietly() {
         );
         assert_eq!(stderr(&o), "", "{args:?}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn wrong_kinds_of_input_are_named() {
-    let dir = scratch("kinds");
+    let dir = scratch();
     sample(&dir, "a.ctf", 1000);
     fxt(&dir, "d.fxt");
     png(&dir);
@@ -425,7 +425,7 @@ fn wrong_kinds_of_input_are_named() {
         ),
     ];
     for (args, what, kind) in cases {
-        let o = run_in(&dir, args);
+        let o = TRACEKIT.run_in(&dir, args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         let e = stderr(&o);
         assert!(
@@ -437,12 +437,11 @@ fn wrong_kinds_of_input_are_named() {
     }
     // Nothing was written by the refused conversions.
     assert!(!dir.join("o.json").exists() && !dir.join("o.fxt").exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn perf_input_without_a_record_fails() {
-    let dir = scratch("perf-nothing");
+    let dir = scratch();
     std::fs::write(
         dir.join("junk.txt"),
         "hello\nthis is text, not perf output\n",
@@ -452,7 +451,7 @@ fn perf_input_without_a_record_fails() {
         vec!["perf", "decode", "junk.txt", "-o", "out.fxt"],
         vec!["perf", "decode", "junk.txt", "--transcript"],
     ] {
-        let o = run_in(&dir, &args);
+        let o = TRACEKIT.run_in(&dir, &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(
             stderr(&o).contains("error: junk.txt: none of its 2 records is perf script output"),
@@ -461,14 +460,14 @@ fn perf_input_without_a_record_fails() {
         );
     }
     assert!(!dir.join("out.fxt").exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Feeds the first part of `input` to `tracekit ARGS` on stdin, holding the pipe
 /// open, and checks that output arrives before the rest is sent; then the whole
 /// output must equal `expected`.
 fn streams(dir: &Path, args: &[&str], input: &[u8], first_part: usize, expected: &str) {
-    let mut child = tracekit()
+    let mut child = TRACEKIT
+        .command()
         .current_dir(dir)
         .args(args)
         .stdin(Stdio::piped())
@@ -520,10 +519,10 @@ fn streams(dir: &Path, args: &[&str], input: &[u8], first_part: usize, expected:
 
 #[test]
 fn standard_input_is_streamed() {
-    let dir = scratch("stdin");
+    let dir = scratch();
     let d = fxt(&dir, "d.fxt");
     let bytes = std::fs::read(&d).unwrap();
-    let expected = stdout(&run_in(&dir, &["fxt", "dump", "d.fxt"]));
+    let expected = stdout(&TRACEKIT.run_in(&dir, &["fxt", "dump", "d.fxt"]));
     streams(
         &dir,
         &["fxt", "dump", "-"],
@@ -533,7 +532,7 @@ fn standard_input_is_streamed() {
     );
     let a = sample(&dir, "a.ctf", 20_000);
     let bytes = std::fs::read(&a).unwrap();
-    let expected = stdout(&run_in(&dir, &["memtrace", "dump", "a.ctf"]));
+    let expected = stdout(&TRACEKIT.run_in(&dir, &["memtrace", "dump", "a.ctf"]));
     streams(
         &dir,
         &["memtrace", "dump", "-"],
@@ -543,7 +542,7 @@ fn standard_input_is_streamed() {
     );
     if let Some(p) = perf_text() {
         let bytes = std::fs::read(&p).unwrap();
-        let expected = stdout(&run_in(
+        let expected = stdout(&TRACEKIT.run_in(
             &dir,
             &["perf", "decode", "--transcript", p.to_str().unwrap()],
         ));
@@ -562,7 +561,8 @@ fn standard_input_is_streamed() {
         );
     }
     // copy reads standard input the same way.
-    let o = tracekit()
+    let o = TRACEKIT
+        .command()
         .current_dir(&dir)
         .args(["memtrace", "copy", "-", "b.ctf"])
         .stdin(std::fs::File::open(&a).unwrap())
@@ -570,12 +570,13 @@ fn standard_input_is_streamed() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
-        stdout(&run_in(&dir, &["memtrace", "dump", "b.ctf"])),
-        stdout(&run_in(&dir, &["memtrace", "dump", "a.ctf"]))
+        stdout(&TRACEKIT.run_in(&dir, &["memtrace", "dump", "b.ctf"])),
+        stdout(&TRACEKIT.run_in(&dir, &["memtrace", "dump", "a.ctf"]))
     );
     // Analyses read standard input too.
-    let from_file = stdout(&run_in(&dir, &["memtrace", "top", "a.ctf", "--json"]));
-    let o = tracekit()
+    let from_file = stdout(&TRACEKIT.run_in(&dir, &["memtrace", "top", "a.ctf", "--json"]));
+    let o = TRACEKIT
+        .command()
         .current_dir(&dir)
         .args(["memtrace", "top", "-", "--json"])
         .stdin(std::fs::File::open(&a).unwrap())
@@ -592,36 +593,34 @@ fn standard_input_is_streamed() {
         json(&stdout(&o), "standard input") == json(&from_file, "a.ctf"),
         "top of standard input differs from top of the file"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn names_over_fxt_s_limit_are_cut_not_fatal() {
-    let dir = scratch("long-names");
+    let dir = scratch();
     let long = format!("std::vector<{}>::push_back", "Template<".repeat(4000));
     let text = format!(
         "1/1 1.000000000: 1 branches:u: call 10 main+0x0 (/bin/x) => 20 {long}+0x0 (/bin/x)\n\
          1/1 1.000000100: 1 branches:u: return 24 {long}+0x4 (/bin/x) => 14 main+0x4 (/bin/x)\n"
     );
     std::fs::write(dir.join("long.perf"), text).unwrap();
-    let o = run_in(&dir, &["perf", "decode", "long.perf", "-o", "long.fxt"]);
+    let o = TRACEKIT.run_in(&dir, &["perf", "decode", "long.perf", "-o", "long.fxt"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("warning: 1 names longer than FXT's 32,000 bytes were cut"),
         "{}",
         stderr(&o)
     );
-    let check = run_in(&dir, &["fxt", "check", "long.fxt"]);
+    let check = TRACEKIT.run_in(&dir, &["fxt", "check", "long.fxt"]);
     assert!(check.status.success(), "{}", stdout(&check));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn messages_say_what_happened() {
-    let dir = scratch("messages");
+    let dir = scratch();
     sample(&dir, "a.ctf", 3000);
     // `info` prints the start time as a date.
-    let info = stdout(&run_in(&dir, &["memtrace", "info", "a.ctf"]));
+    let info = stdout(&TRACEKIT.run_in(&dir, &["memtrace", "info", "a.ctf"]));
     let line = info.lines().find(|l| l.starts_with("start time:")).unwrap();
     let date = line.trim_start_matches("start time:").trim();
     assert!(
@@ -629,23 +628,23 @@ fn messages_say_what_happened() {
         "{line}"
     );
     // `top` says what one sample stands for in words.
-    let top = stdout(&run_in(&dir, &["memtrace", "top", "a.ctf"]));
+    let top = stdout(&TRACEKIT.run_in(&dir, &["memtrace", "top", "a.ctf"]));
     assert!(
         top.contains("each sample stands for ") && top.contains(" words (8 bytes each) = "),
         "{top}"
     );
     assert!(!top.contains("1/"), "{top}");
     // A diff of a trace with itself says there is no difference.
-    let diff = stdout(&run_in(&dir, &["memtrace", "diff", "a.ctf", "a.ctf"]));
+    let diff = stdout(&TRACEKIT.run_in(&dir, &["memtrace", "diff", "a.ctf", "a.ctf"]));
     assert!(diff.contains("no difference"), "{diff}");
     let other = sample(&dir, "b.ctf", 4000);
-    let diff = stdout(&run_in(
+    let diff = stdout(&TRACEKIT.run_in(
         &dir,
         &["memtrace", "diff", "a.ctf", other.to_str().unwrap()],
     ));
     assert!(!diff.contains("no difference"), "{diff}");
     // `perf record` of a program that does not exist says so before running perf.
-    let o = run_in(
+    let o = TRACEKIT.run_in(
         &dir,
         &["perf", "record", "-o", "rec", "--", "./missing-program"],
     );
@@ -656,7 +655,6 @@ fn messages_say_what_happened() {
         stderr(&o)
     );
     assert!(!dir.join("rec/perf.data").exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -664,7 +662,7 @@ fn top_says_when_sites_have_no_source_lines() {
     use tracekit_memtrace::{
         AllocationSource, DomainId, Info, Location, LocationCode, Timestamp, Writer,
     };
-    let dir = scratch("no-lines");
+    let dir = scratch();
     for (name, line) in [("nolines.ctf", 0), ("lines.ctf", 12)] {
         let info = Info {
             sample_rate: 1e-4,
@@ -701,7 +699,7 @@ fn top_says_when_sites_have_no_source_lines() {
         }
         w.close().unwrap();
     }
-    let o = run_in(&dir, &["memtrace", "top", "nolines.ctf"]);
+    let o = TRACEKIT.run_in(&dir, &["memtrace", "top", "nolines.ctf"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("no source line")
@@ -709,8 +707,7 @@ fn top_says_when_sites_have_no_source_lines() {
         "{}",
         stderr(&o)
     );
-    let o = run_in(&dir, &["memtrace", "top", "lines.ctf"]);
+    let o = TRACEKIT.run_in(&dir, &["memtrace", "top", "lines.ctf"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stderr(&o), "");
-    let _ = std::fs::remove_dir_all(&dir);
 }

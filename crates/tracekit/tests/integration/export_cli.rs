@@ -18,7 +18,7 @@ use arrow_array::{
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::Value;
 
-tracekit_testutil::tracekit_cli!();
+use crate::TRACEKIT;
 
 /// Every row of a Parquet file, in one batch.
 fn read(path: &Path) -> RecordBatch {
@@ -39,7 +39,7 @@ fn col<'a, T: 'static>(b: &'a RecordBatch, name: &str) -> &'a T {
 
 /// Exports `trace` into `dir`; its trace id.
 fn export(trace: &Path, dir: &Path) -> String {
-    let out = ok(&[
+    let out = TRACEKIT.ok(&[
         "export",
         trace.to_str().unwrap(),
         "-o",
@@ -56,11 +56,10 @@ fn table(dir: &Path, table: &str, id: &str) -> RecordBatch {
 
 #[test]
 fn memtrace_tables_hold_the_reference_events_and_top_sums_per_site() {
-    let Some(corpus) = dump::corpus() else {
-        tracekit_testutil::skip_without_corpus("memtrace export");
+    let Some(corpus) = tracekit_testutil::corpus_path("memtrace") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     for (trace, expected) in dump::manifest(&corpus) {
         let d = dump::load(&expected);
         if d.errored {
@@ -146,7 +145,7 @@ fn memtrace_tables_hold_the_reference_events_and_top_sums_per_site() {
                 .unwrap_or("[empty backtrace]");
             *samples.entry(site).or_default() += nsamples.value(i) as u64;
         }
-        let top: Value = serde_json::from_str(&ok(&[
+        let top: Value = serde_json::from_str(&TRACEKIT.ok(&[
             "memtrace",
             "top",
             trace.to_str().unwrap(),
@@ -187,10 +186,9 @@ fn memtrace_tables_hold_the_reference_events_and_top_sums_per_site() {
 #[test]
 fn fxt_slices_instants_and_counters_match_the_records() {
     let Some(fxt) = tracekit_testutil::corpus_path("fxt") else {
-        tracekit_testutil::skip_without_corpus("fxt export");
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     for name in [
         "magic_trace_sample.fxt",
         "jst_tracing_demo.fxt",
@@ -199,9 +197,13 @@ fn fxt_slices_instants_and_counters_match_the_records() {
         let trace = fxt.join(name);
         assert!(trace.exists(), "{} is missing", trace.display());
         let id = export(&trace, dir.path());
-        let stats: Value =
-            serde_json::from_str(&ok(&["fxt", "stats", trace.to_str().unwrap(), "--json"]))
-                .unwrap();
+        let stats: Value = serde_json::from_str(&TRACEKIT.ok(&[
+            "fxt",
+            "stats",
+            trace.to_str().unwrap(),
+            "--json",
+        ]))
+        .unwrap();
         let events = &stats["event_types"];
         let n = |k: &str| events[k].as_u64().unwrap_or(0);
         let slices = table(dir.path(), "slices", &id);
@@ -239,7 +241,7 @@ fn fxt_slices_instants_and_counters_match_the_records() {
             assert!(v.is_object());
         }
         // The same slices as `fxt slices` lists, from the same timeline.
-        let listed: Value = serde_json::from_str(&ok(&[
+        let listed: Value = serde_json::from_str(&TRACEKIT.ok(&[
             "fxt",
             "slices",
             trace.to_str().unwrap(),
@@ -280,11 +282,10 @@ fn fxt_slices_instants_and_counters_match_the_records() {
 
 #[test]
 fn a_damaged_trace_leaves_nothing_and_a_wrong_input_is_named() {
-    let Some(traces) = dump::corpus().map(|c| c.join("traces")) else {
-        tracekit_testutil::skip_without_corpus("export errors");
+    let Some(traces) = tracekit_testutil::corpus_path("memtrace/traces") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let out = dir.path().join("ds");
     // Cut in the middle of the trace info: the reader cannot start.
     let bytes = std::fs::read(traces.join("mixed_v3.ctf")).unwrap();
@@ -293,7 +294,7 @@ fn a_damaged_trace_leaves_nothing_and_a_wrong_input_is_named() {
     let text = dir.path().join("notes.txt");
     std::fs::write(&text, "not a trace\n").unwrap();
     let good = traces.join("bigarrays_v2.ctf");
-    let o = tracekit(&[
+    let o = TRACEKIT.run(&[
         "export",
         cut.to_str().unwrap(),
         text.to_str().unwrap(),
@@ -336,16 +337,16 @@ fn a_damaged_trace_leaves_nothing_and_a_wrong_input_is_named() {
 
 #[test]
 fn an_interrupt_between_traces_names_those_exported() {
-    let Some(traces) = dump::corpus().map(|c| c.join("traces")) else {
-        tracekit_testutil::skip_without_corpus("export interrupted");
+    let Some(traces) = tracekit_testutil::corpus_path("memtrace/traces") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let out = dir.path().join("ds");
     let good = traces.join("bigarrays_v2.ctf");
     // One job: the first trace is exported, then the second (standard input, held
     // open) waits for its bytes, and the interrupt comes between the two.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tracekit"))
+    let mut child = TRACEKIT
+        .command()
         .args(["export", good.to_str().unwrap(), "-", "-j", "1", "-o"])
         .arg(&out)
         .stdin(std::process::Stdio::piped())
@@ -388,11 +389,10 @@ fn an_interrupt_between_traces_names_those_exported() {
 
 #[test]
 fn exporting_again_replaces_the_trace_s_files() {
-    let Some(traces) = dump::corpus().map(|c| c.join("traces")) else {
-        tracekit_testutil::skip_without_corpus("export again");
+    let Some(traces) = tracekit_testutil::corpus_path("memtrace/traces") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let trace = traces.join("mixed_v3.ctf");
     let a = export(&trace, dir.path());
     let first = walk(dir.path());
@@ -423,7 +423,7 @@ fn perf_samples_hold_the_stacks_perf_flamegraph_folds() {
     // samples table, grouped by stack, is `perf flamegraph`'s folded output.
     let recording = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tracekit-perf/tests/data/recording_dwarf.data");
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let id = export(&recording, dir.path());
     let samples = table(dir.path(), "samples", &id);
     let mut folded: BTreeMap<String, u64> = BTreeMap::new();
@@ -438,7 +438,8 @@ fn perf_samples_hold_the_stacks_perf_flamegraph_folds() {
         assert_eq!(Some(leaf.value(i)), frames.last().copied());
         assert_eq!(depth.value(i) as usize, frames.len());
     }
-    let expected: BTreeMap<String, u64> = ok(&["perf", "flamegraph", recording.to_str().unwrap()])
+    let expected: BTreeMap<String, u64> = TRACEKIT
+        .ok(&["perf", "flamegraph", recording.to_str().unwrap()])
         .lines()
         .map(|l| {
             let (s, n) = l.rsplit_once(' ').unwrap();

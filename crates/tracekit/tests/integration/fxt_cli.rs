@@ -3,33 +3,24 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
-fn corpus(name: &str) -> Option<PathBuf> {
-    tracekit_testutil::corpus_path(PathBuf::from("fxt").join(name))
-}
+use tracekit_testutil::scratch;
+
+use crate::TRACEKIT;
 
 /// Runs `tracekit fxt ARGS FILE` in FILE's folder, so that messages name the file
 /// as the user typed it, wherever the corpus is.
-fn tracekit(args: &[&str], file: &std::path::Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tracekit"))
-        .current_dir(file.parent().unwrap())
-        .arg("fxt")
-        .args(args)
-        .arg(file.file_name().unwrap())
-        .output()
-        .unwrap()
+fn fxt(args: &[&str], file: &Path) -> Output {
+    let mut all = vec!["fxt"];
+    all.extend_from_slice(args);
+    all.push(file.file_name().unwrap().to_str().unwrap());
+    TRACEKIT.run_in(file.parent().unwrap(), &all)
 }
 
 fn text(b: &[u8]) -> String {
     String::from_utf8(b.to_vec()).unwrap()
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tracekit-fxt-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
 }
 
 #[test]
@@ -39,8 +30,10 @@ fn dump_snapshots() {
         "synthetic_all_records.fxt",
         "ocaml_trace_fuchsia_t2_second.fxt",
     ] {
-        let Some(path) = corpus(name) else { return };
-        let out = tracekit(&["dump"], &path);
+        let Some(path) = tracekit_testutil::corpus_path(Path::new("fxt").join(name)) else {
+            return;
+        };
+        let out = fxt(&["dump"], &path);
         assert!(out.status.success(), "{name}: {}", text(&out.stderr));
         let snapshot = format!("{}--- stderr ---\n{}", text(&out.stdout), text(&out.stderr));
         insta::assert_snapshot!(format!("dump_{name}"), snapshot);
@@ -49,21 +42,22 @@ fn dump_snapshots() {
 
 #[test]
 fn dump_limit_and_bad_input() {
-    let Some(path) = corpus("magic_trace_sample.fxt") else {
+    let tmp = scratch();
+    let Some(path) = tracekit_testutil::corpus_path("fxt/magic_trace_sample.fxt") else {
         return;
     };
-    let out = tracekit(&["dump", "-n", "3"], &path);
+    let out = fxt(&["dump", "-n", "3"], &path);
     assert!(out.status.success());
     assert_eq!(text(&out.stdout).lines().count(), 3);
 
     // A trace cut off inside a record: every record before it is dumped, and the
     // cut is a warning naming the file, as memtrace does for a truncated packet.
-    let bad = tmp("bad.fxt");
+    let bad = tmp.join("bad.fxt");
     let mut data = std::fs::read(&path).unwrap();
     data.truncate(1001);
     std::fs::write(&bad, &data).unwrap();
-    let whole = text(&tracekit(&["dump"], &path).stdout);
-    let out = tracekit(&["dump"], &bad);
+    let whole = text(&fxt(&["dump"], &path).stdout);
+    let out = fxt(&["dump"], &bad);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let err = text(&out.stderr);
     assert!(err.starts_with("warning: bad.fxt: at byte "), "{err}");
@@ -86,15 +80,16 @@ fn dump_limit_and_bad_input() {
 
 #[test]
 fn check_verdicts() {
-    let Some(golden) = corpus("jst_tracing_demo.fxt") else {
+    let tmp = scratch();
+    let Some(golden) = tracekit_testutil::corpus_path("fxt/jst_tracing_demo.fxt") else {
         return;
     };
-    let out = tracekit(&["check"], &golden);
+    let out = fxt(&["check"], &golden);
     assert_eq!(out.status.code(), Some(1));
     insta::assert_snapshot!("check_jst_tracing_demo", text(&out.stdout));
 
     // The writer's default output passes.
-    let clean = tmp("clean.fxt");
+    let clean = tmp.join("clean.fxt");
     let mut w =
         tracekit_fxt::write::Writer::new(tracekit_fxt::write::VecDestination::new()).unwrap();
     let t = w
@@ -117,18 +112,20 @@ fn check_verdicts() {
     w.duration_begin(t, name, name, 1, &[]).unwrap();
     w.duration_end(t, name, name, 2, &[]).unwrap();
     std::fs::write(&clean, w.finish().unwrap().into_vec()).unwrap();
-    let out = tracekit(&["check"], &clean);
+    let out = fxt(&["check"], &clean);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     assert!(text(&out.stdout).starts_with("clean:"));
 }
 
 #[test]
 fn copy_and_to_json() {
-    let Some(golden) = corpus("jst_tracing_demo.fxt") else {
+    let tmp = scratch();
+    let Some(golden) = tracekit_testutil::corpus_path("fxt/jst_tracing_demo.fxt") else {
         return;
     };
-    let copied = tmp("golden-copy.fxt");
-    let out = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+    let copied = tmp.join("golden-copy.fxt");
+    let out = TRACEKIT
+        .command()
         .args(["fxt", "copy"])
         .arg(&golden)
         .arg(&copied)
@@ -140,8 +137,9 @@ fn copy_and_to_json() {
         std::fs::read(&golden).unwrap()
     );
 
-    let json_path = tmp("golden.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+    let json_path = tmp.join("golden.json");
+    let out = TRACEKIT
+        .command()
         .args(["fxt", "to-json"])
         .arg(&golden)
         .arg(&json_path)
@@ -166,13 +164,13 @@ fn copy_and_to_json() {
 
 #[test]
 fn stats_snapshot() {
-    let Some(path) = corpus("magic_trace_sample.fxt") else {
+    let Some(path) = tracekit_testutil::corpus_path("fxt/magic_trace_sample.fxt") else {
         return;
     };
-    let out = tracekit(&["stats"], &path);
+    let out = fxt(&["stats"], &path);
     assert!(out.status.success());
     insta::assert_snapshot!("stats_magic_trace_sample", text(&out.stdout));
-    let out = tracekit(&["stats", "--json"], &path);
+    let out = fxt(&["stats", "--json"], &path);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["event_types"]["duration_begin"], 17296);
     assert_eq!(v["last_ns"], 329913);
@@ -187,11 +185,11 @@ fn top_counts_every_slice_stats_counts() {
         "ocaml_trace_fuchsia_t2_second.fxt",
     ];
     for name in names {
-        let Some(path) = corpus(name) else {
+        let Some(path) = tracekit_testutil::corpus_path(Path::new("fxt").join(name)) else {
             return;
         };
         let json = |args: &[&str]| -> serde_json::Value {
-            let out = tracekit(args, &path);
+            let out = fxt(args, &path);
             assert!(out.status.success(), "{name}: {}", text(&out.stderr));
             serde_json::from_slice(&out.stdout).unwrap()
         };
@@ -216,35 +214,35 @@ fn top_counts_every_slice_stats_counts() {
         let whole = json(&["top", "--json", "--between", "0", "1h"]);
         assert_eq!(whole["slices"], top["slices"], "{name}");
     }
-    let Some(path) = corpus("magic_trace_sample.fxt") else {
+    let Some(path) = tracekit_testutil::corpus_path("fxt/magic_trace_sample.fxt") else {
         return;
     };
     // One thread, koid 2: every slice; another: none.
-    let out = tracekit(&["top", "--json", "--thread", "2"], &path);
+    let out = fxt(&["top", "--json", "--thread", "2"], &path);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["slices"], 17_296);
-    let out = tracekit(&["top", "--json", "--thread", "3"], &path);
+    let out = fxt(&["top", "--json", "--thread", "3"], &path);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["slices"], 0);
     // The first 100 µs hold fewer.
-    let out = tracekit(&["top", "--json", "--between", "0", "100us"], &path);
+    let out = fxt(&["top", "--json", "--between", "0", "100us"], &path);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(0 < v["slices"].as_u64().unwrap() && v["slices"].as_u64().unwrap() < 17_296);
-    let out = tracekit(&["top", "--limit", "5"], &path);
+    let out = fxt(&["top", "--limit", "5"], &path);
     assert!(out.status.success());
     insta::assert_snapshot!("top_magic_trace_sample", text(&out.stdout));
-    let out = tracekit(&["top", "--between", "2ms", "1ms"], &path);
+    let out = fxt(&["top", "--between", "2ms", "1ms"], &path);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--between: 2.00 ms is after 1.00 ms"));
 }
 
 #[test]
 fn slices_lists_every_slice_top_counts_the_earliest_first() {
-    let Some(path) = corpus("magic_trace_sample.fxt") else {
+    let Some(path) = tracekit_testutil::corpus_path("fxt/magic_trace_sample.fxt") else {
         return;
     };
     let json = |args: &[&str]| -> serde_json::Value {
-        let out = tracekit(args, &path);
+        let out = fxt(args, &path);
         assert!(out.status.success(), "{}", text(&out.stderr));
         serde_json::from_slice(&out.stdout).unwrap()
     };
@@ -289,10 +287,10 @@ fn slices_lists_every_slice_top_counts_the_earliest_first() {
     // Those that start in it, and the ones still running into it.
     assert!(first["matching"].as_u64().unwrap() >= early);
     assert!(first["matching"].as_u64().unwrap() < 17_296);
-    let Some(demo) = corpus("jst_tracing_demo.fxt") else {
+    let Some(demo) = tracekit_testutil::corpus_path("fxt/jst_tracing_demo.fxt") else {
         return;
     };
-    let out = tracekit(&["slices"], &demo);
+    let out = fxt(&["slices"], &demo);
     assert!(out.status.success());
     insta::assert_snapshot!("slices_jst_tracing_demo", text(&out.stdout));
 }

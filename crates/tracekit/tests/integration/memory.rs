@@ -9,13 +9,18 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
+
+use tracekit_testutil::scratch;
+
+use crate::TRACEKIT;
 
 /// Runs tracekit with `args` and returns its peak resident set size in KiB.
 // The child is reaped by `wait4`, which std's `Child` does not know of.
 #[allow(clippy::zombie_processes)]
 fn peak_rss_kib(args: &[&str]) -> i64 {
-    let child = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+    let child = TRACEKIT
+        .command()
         .args(args)
         .stdout(Stdio::null())
         .spawn()
@@ -36,8 +41,7 @@ fn peak_rss_kib(args: &[&str]) -> i64 {
 
 #[test]
 fn backtrace_keyed_analyses_stay_within_bounds_of_top() {
-    let dir = std::env::temp_dir().join(format!("tracekit-memory-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch();
     let trace: PathBuf = dir.join("sample.ctf");
     let t = trace.to_str().unwrap();
     peak_rss_kib(&["memtrace", "sample", t, "--allocs", "1000000"]);
@@ -59,5 +63,4 @@ fn backtrace_keyed_analyses_stay_within_bounds_of_top() {
             "{args:?}: {rss} KiB against top's {top} KiB"
         );
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -5,39 +5,24 @@
 
 use super::dump;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
 
-tracekit_testutil::tracekit_cli!();
+use tracekit_testutil::scratch;
 
-fn rows() -> Option<Vec<(PathBuf, dump::Dump)>> {
-    let corpus = dump::corpus()?;
-    Some(
-        dump::manifest(&corpus)
-            .into_iter()
-            .map(|(t, d)| (t, dump::load(&d)))
-            .collect(),
-    )
-}
-
-fn trace(name: &str) -> Option<PathBuf> {
-    Some(dump::corpus()?.join("traces").join(name))
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tracekit-analysis-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
+use crate::TRACEKIT;
 
 #[test]
 fn top_json_totals_equal_the_dump() {
-    let Some(rows) = rows() else { return };
+    let Some(rows) = dump::corpus_rows() else {
+        return;
+    };
     for (path, d) in &rows {
         let p = path.to_str().unwrap();
-        let j: Value = serde_json::from_str(&ok(&["memtrace", "top", p, "--json"])).unwrap();
+        let j: Value =
+            serde_json::from_str(&TRACEKIT.ok(&["memtrace", "top", p, "--json"])).unwrap();
         let e = d.totals();
         let t = &j["totals"];
         let name = path.display();
@@ -80,13 +65,16 @@ fn top_json_totals_equal_the_dump() {
 
 #[test]
 fn top_at_and_peak() {
-    let Some(rows) = rows() else { return };
+    let Some(rows) = dump::corpus_rows() else {
+        return;
+    };
     for (path, d) in &rows {
         let p = path.to_str().unwrap();
         let end = d.events.iter().map(|e| e.dt()).max().unwrap_or(0);
         let at = format!("{}us", end / 3);
         let j: Value =
-            serde_json::from_str(&ok(&["memtrace", "top", p, "--json", "--at", &at])).unwrap();
+            serde_json::from_str(&TRACEKIT.ok(&["memtrace", "top", p, "--json", "--at", &at]))
+                .unwrap();
         assert_eq!(
             j["totals"]["live_at_samples"],
             d.live_at(end / 3),
@@ -94,9 +82,9 @@ fn top_at_and_peak() {
             path.display()
         );
         assert_eq!(j["rank"], "live_at");
-        let j: Value = serde_json::from_str(&ok(&[
-            "memtrace", "top", p, "--json", "--peak", "--limit", "0",
-        ]))
+        let j: Value = serde_json::from_str(
+            &TRACEKIT.ok(&["memtrace", "top", p, "--json", "--peak", "--limit", "0"]),
+        )
         .unwrap();
         let (peak, peak_t) = d.peak();
         assert_eq!(j["totals"]["live_at_samples"], peak, "{}", path.display());
@@ -110,11 +98,11 @@ fn top_at_and_peak() {
 
 #[test]
 fn top_filters() {
-    let Some(t) = trace("mixed_v3.ctf") else {
+    let Some(t) = tracekit_testutil::corpus_path("memtrace/traces/mixed_v3.ctf") else {
         return;
     };
     let d = dump::load(
-        &dump::corpus()
+        &tracekit_testutil::corpus_path("memtrace")
             .unwrap()
             .join("expected/mixed_v3.dump.txt.gz"),
     );
@@ -132,7 +120,7 @@ fn top_filters() {
     let run = |extra: &[&str]| -> Value {
         let mut args = vec!["memtrace", "top", p, "--json"];
         args.extend_from_slice(extra);
-        serde_json::from_str(&ok(&args)).unwrap()
+        serde_json::from_str(&TRACEKIT.ok(&args)).unwrap()
     };
     let j = run(&["--source", "major"]);
     let expect = sum(&|e| matches!(e, dump::DumpEvent::Alloc { source: 1, .. }));
@@ -158,7 +146,9 @@ fn top_filters() {
 
 #[test]
 fn flamegraph_folded_sums_to_the_total() {
-    let Some(rows) = rows() else { return };
+    let Some(rows) = dump::corpus_rows() else {
+        return;
+    };
     for (path, d) in rows.iter().take(4) {
         let p = path.to_str().unwrap();
         let e = d.totals();
@@ -167,24 +157,25 @@ fn flamegraph_folded_sums_to_the_total() {
                 .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
                 .sum()
         };
-        let samples = ok(&["memtrace", "flamegraph", p, "--samples"]);
+        let samples = TRACEKIT.ok(&["memtrace", "flamegraph", p, "--samples"]);
         assert_eq!(sum(&samples), e.samples, "{}", path.display());
-        let bytes = ok(&["memtrace", "flamegraph", p]);
+        let bytes = TRACEKIT.ok(&["memtrace", "flamegraph", p]);
         let expect = (e.samples as f64 * d.bytes_per_sample()).round() as u64;
         assert_eq!(sum(&bytes), expect, "{}", path.display());
-        let live = ok(&["memtrace", "flamegraph", p, "--live-end", "--samples"]);
+        let live = TRACEKIT.ok(&["memtrace", "flamegraph", p, "--live-end", "--samples"]);
         assert_eq!(sum(&live), e.samples - e.collected_samples);
     }
 }
 
 #[test]
 fn flamegraph_and_timeline_svg() {
-    let Some(t) = trace("lists_hashtbl_v2.ctf") else {
+    let tmp = scratch();
+    let Some(t) = tracekit_testutil::corpus_path("memtrace/traces/lists_hashtbl_v2.ctf") else {
         return;
     };
     let p = t.to_str().unwrap();
-    let svg = tmp("fg.svg");
-    let out = ok(&[
+    let svg = tmp.join("fg.svg");
+    let out = TRACEKIT.ok(&[
         "memtrace",
         "flamegraph",
         p,
@@ -195,21 +186,23 @@ fn flamegraph_and_timeline_svg() {
     assert!(out.starts_with("wrote "), "{out}");
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.contains("<svg") && text.contains("function flameZoom"));
-    let plot = tmp("tl.svg");
-    let out = ok(&["memtrace", "timeline", p, "--plot", plot.to_str().unwrap()]);
+    let plot = tmp.join("tl.svg");
+    let out = TRACEKIT.ok(&["memtrace", "timeline", p, "--plot", plot.to_str().unwrap()]);
     assert!(out.contains("peak 5.38 MiB at 0.081311s"), "{out}");
     let text = std::fs::read_to_string(&plot).unwrap();
     assert!(text.contains("live heap (estimated) [MiB]"));
-    let bad = tracekit(&["memtrace", "timeline", p, "--plot", "out.png"]);
+    let bad = TRACEKIT.run(&["memtrace", "timeline", p, "--plot", "out.png"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("only SVG output is supported"));
 }
 
 #[test]
 fn timeline_csv_ends_at_live_end() {
-    let Some(rows) = rows() else { return };
+    let Some(rows) = dump::corpus_rows() else {
+        return;
+    };
     for (path, d) in &rows {
-        let csv = ok(&[
+        let csv = TRACEKIT.ok(&[
             "memtrace",
             "timeline",
             path.to_str().unwrap(),
@@ -263,12 +256,15 @@ print(json.dumps(out))
 
 #[test]
 fn to_fxt_passes_fxt_check_and_pypi_fxt() {
-    let Some(rows) = rows() else { return };
+    let tmp = scratch();
+    let Some(rows) = dump::corpus_rows() else {
+        return;
+    };
     let python = tracekit_testutil::pyfxt();
     for (path, d) in &rows {
-        let out = tmp("out.fxt");
+        let out = tmp.join("out.fxt");
         let o = out.to_str().unwrap();
-        ok(&[
+        TRACEKIT.ok(&[
             "memtrace",
             "to-fxt",
             path.to_str().unwrap(),
@@ -279,7 +275,7 @@ fn to_fxt_passes_fxt_check_and_pypi_fxt() {
             "--points",
             "100",
         ]);
-        let check = ok(&["fxt", "check", o]);
+        let check = TRACEKIT.ok(&["fxt", "check", o]);
         assert!(check.contains("clean"), "{}: {check}", path.display());
         let Some(python) = &python else { continue };
         let counters = pyfxt_counters(&python.to_string_lossy(), &out);
@@ -304,17 +300,18 @@ fn to_fxt_passes_fxt_check_and_pypi_fxt() {
 
 #[test]
 fn diff_of_a_trace_with_itself_is_zero() {
-    let Some(t) = trace("bigarrays_v2.ctf") else {
+    let Some(t) = tracekit_testutil::corpus_path("memtrace/traces/bigarrays_v2.ctf") else {
         return;
     };
     let p = t.to_str().unwrap();
-    let j: Value = serde_json::from_str(&ok(&["memtrace", "diff", p, p, "--json"])).unwrap();
+    let j: Value =
+        serde_json::from_str(&TRACEKIT.ok(&["memtrace", "diff", p, p, "--json"])).unwrap();
     for s in j["sites"].as_array().unwrap() {
         assert_eq!(s["allocated_bytes_change"], 0.0);
         assert_eq!(s["live_end_bytes_change"], 0.0);
     }
-    let other = trace("lists_hashtbl_v2.ctf").unwrap();
-    let table = ok(&[
+    let other = tracekit_testutil::corpus_path("memtrace/traces/lists_hashtbl_v2.ctf").unwrap();
+    let table = TRACEKIT.ok(&[
         "memtrace",
         "diff",
         p,
@@ -327,44 +324,46 @@ fn diff_of_a_trace_with_itself_is_zero() {
 
 #[test]
 fn bad_input_is_a_clear_error() {
-    let missing = tracekit(&["memtrace", "top", "/nonexistent/trace.ctf"]);
+    let tmp = scratch();
+    let missing = TRACEKIT.run(&["memtrace", "top", "/nonexistent/trace.ctf"]);
     assert_eq!(missing.status.code(), Some(2));
     let err = String::from_utf8_lossy(&missing.stderr);
     assert!(
         err.starts_with("error: cannot open /nonexistent/trace.ctf"),
         "{err}"
     );
-    let junk = tmp("junk.ctf");
+    let junk = tmp.join("junk.ctf");
     std::fs::write(
         &junk,
         b"not a trace at all, not even close....................................",
     )
     .unwrap();
-    let out = tracekit(&["memtrace", "top", junk.to_str().unwrap()]);
+    let out = TRACEKIT.run(&["memtrace", "top", junk.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("junk.ctf: not a memtrace trace") && err.contains("it is text"),
         "{err}"
     );
-    let out = tracekit(&["memtrace", "top", "x.ctf", "--at", "12 parsecs"]);
+    let out = TRACEKIT.run(&["memtrace", "top", "x.ctf", "--at", "12 parsecs"]);
     assert_eq!(out.status.code(), Some(2));
-    let help = ok(&["memtrace", "top", "--help"]);
+    let help = TRACEKIT.ok(&["memtrace", "top", "--help"]);
     assert!(help.contains("Sizes are estimates in bytes"));
 }
 
 #[test]
 fn damaged_trace_reports_what_it_read() {
+    let tmp = scratch();
     // A trace that ends inside a packet header: the analysis covers the events before
     // it, says so on stderr, and exits 1.
-    let Some(t) = trace("lists_hashtbl_v2.ctf") else {
+    let Some(t) = tracekit_testutil::corpus_path("memtrace/traces/lists_hashtbl_v2.ctf") else {
         return;
     };
     let mut data = std::fs::read(&t).unwrap();
     data.extend_from_slice(&[0xC1, 0x1F, 0xFC, 0xC1, 0, 0]);
-    let cut = tmp("cut.ctf");
+    let cut = tmp.join("cut.ctf");
     std::fs::write(&cut, &data).unwrap();
-    let out = tracekit(&["memtrace", "top", cut.to_str().unwrap(), "--json"]);
+    let out = TRACEKIT.run(&["memtrace", "top", cut.to_str().unwrap(), "--json"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -377,12 +376,15 @@ fn damaged_trace_reports_what_it_read() {
 
 #[test]
 fn site_naming_past_rust_std_frames_leaves_ocaml_traces_alone() {
-    let Some(rows) = rows() else { return };
+    let Some(rows) = dump::corpus_rows() else {
+        return;
+    };
     for (path, _) in &rows {
         let p = path.to_str().unwrap();
         for by in ["leaf", "function", "backtrace"] {
-            let default = ok(&["memtrace", "top", p, "--json", "--limit", "0", "--by", by]);
-            let innermost = ok(&[
+            let default =
+                TRACEKIT.ok(&["memtrace", "top", p, "--json", "--limit", "0", "--by", by]);
+            let innermost = TRACEKIT.ok(&[
                 "memtrace",
                 "top",
                 p,
@@ -397,13 +399,13 @@ fn site_naming_past_rust_std_frames_leaves_ocaml_traces_alone() {
         }
     }
     // A pattern that names a real OCaml function moves its allocations to the caller.
-    let Some(t) = trace("lists_hashtbl_v2.ctf") else {
+    let Some(t) = tracekit_testutil::corpus_path("memtrace/traces/lists_hashtbl_v2.ctf") else {
         return;
     };
     let p = t.to_str().unwrap();
-    let before = ok(&["memtrace", "top", p, "--limit", "0", "--by", "function"]);
+    let before = TRACEKIT.ok(&["memtrace", "top", p, "--limit", "0", "--by", "function"]);
     assert!(before.contains("Stdlib__Buffer.create"));
-    let after = ok(&[
+    let after = TRACEKIT.ok(&[
         "memtrace",
         "top",
         p,

@@ -2,24 +2,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+use tracekit_testutil::scratch;
 
-tracekit_testutil::tracekit_cli!();
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tracekit-memtrace-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn corpus() -> Option<PathBuf> {
-    tracekit_testutil::corpus_path("memtrace")
-}
+use crate::TRACEKIT;
 
 #[test]
 fn sample_then_info_and_dump() {
-    let path = tmp("sample.ctf");
-    let out = tracekit(&[
+    let tmp = scratch();
+    let path = tmp.join("sample.ctf");
+    let out = TRACEKIT.run(&[
         "memtrace",
         "sample",
         path.to_str().unwrap(),
@@ -31,16 +22,16 @@ fn sample_then_info_and_dump() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let info = tracekit(&["memtrace", "info", path.to_str().unwrap()]);
+    let info = TRACEKIT.run(&["memtrace", "info", path.to_str().unwrap()]);
     assert!(info.status.success());
     let text = String::from_utf8(info.stdout).unwrap();
     assert!(text.contains("format:          memtrace v003"), "{text}");
     assert!(text.contains("2000 allocs"), "{text}");
-    let json = tracekit(&["memtrace", "info", "--json", path.to_str().unwrap()]);
+    let json = TRACEKIT.run(&["memtrace", "info", "--json", path.to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["allocs"], 2000);
     assert_eq!(v["format_version"], 3);
-    let dump = tracekit(&["memtrace", "dump", path.to_str().unwrap()]);
+    let dump = TRACEKIT.run(&["memtrace", "dump", path.to_str().unwrap()]);
     assert!(dump.status.success());
     let dump = String::from_utf8(dump.stdout).unwrap();
     assert!(dump.starts_with("# memtrace-dump 1\n"));
@@ -53,7 +44,7 @@ fn sample_then_info_and_dump() {
 
 #[test]
 fn missing_and_foreign_files_give_one_line_errors() {
-    let out = tracekit(&["memtrace", "dump", "/nonexistent/trace.ctf"]);
+    let out = TRACEKIT.run(&["memtrace", "dump", "/nonexistent/trace.ctf"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -62,13 +53,14 @@ fn missing_and_foreign_files_give_one_line_errors() {
         "{err}"
     );
 
-    let path = tmp("not-a-trace.txt");
+    let tmp = scratch();
+    let path = tmp.join("not-a-trace.txt");
     std::fs::write(
         &path,
         "hello, this is not a trace at all, but it is long enough to hold a header\n",
     )
     .unwrap();
-    let out = tracekit(&["memtrace", "info", path.to_str().unwrap()]);
+    let out = TRACEKIT.run(&["memtrace", "info", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -80,8 +72,9 @@ fn missing_and_foreign_files_give_one_line_errors() {
 
 #[test]
 fn damaged_trace_prints_events_then_error() {
-    let src = tmp("whole.ctf");
-    tracekit(&[
+    let tmp = scratch();
+    let src = tmp.join("whole.ctf");
+    TRACEKIT.run(&[
         "memtrace",
         "sample",
         src.to_str().unwrap(),
@@ -94,9 +87,9 @@ fn damaged_trace_prints_events_then_error() {
     let at = bytes.len() / 2;
     damaged[at] ^= 0xff;
     damaged[at + 1] ^= 0xff;
-    let path = tmp("damaged.ctf");
+    let path = tmp.join("damaged.ctf");
     std::fs::write(&path, &damaged).unwrap();
-    let out = tracekit(&["memtrace", "dump", path.to_str().unwrap()]);
+    let out = TRACEKIT.run(&["memtrace", "dump", path.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     if out.status.code() == Some(2) {
         assert!(
@@ -113,16 +106,19 @@ fn damaged_trace_prints_events_then_error() {
 
 #[test]
 fn corpus_dump_and_copy() {
-    let Some(dir) = corpus() else { return };
+    let Some(dir) = tracekit_testutil::corpus_path("memtrace") else {
+        return;
+    };
+    let tmp = scratch();
     let trace = dir.join("traces/external_truncated_v2.ctf");
-    let out = tracekit(&["memtrace", "dump", trace.to_str().unwrap()]);
+    let out = TRACEKIT.run(&["memtrace", "dump", trace.to_str().unwrap()]);
     assert!(out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("skipping truncated packet"), "{err}");
 
-    let copy = tmp("copy.ctf");
+    let copy = tmp.join("copy.ctf");
     let src = dir.join("traces/lists_hashtbl_v2.ctf");
-    let out = tracekit(&[
+    let out = TRACEKIT.run(&[
         "memtrace",
         "copy",
         src.to_str().unwrap(),
@@ -136,8 +132,8 @@ fn corpus_dump_and_copy() {
     let expected = std::fs::read(dir.join("traces/lists_hashtbl_v3copy.ctf")).unwrap();
     assert!(std::fs::read(&copy).unwrap() == expected);
 
-    let v2 = tmp("copy_v2.ctf");
-    let out = tracekit(&[
+    let v2 = tmp.join("copy_v2.ctf");
+    let out = TRACEKIT.run(&[
         "memtrace",
         "copy",
         "--format-version",
@@ -150,8 +146,8 @@ fn corpus_dump_and_copy() {
     assert!(std::fs::read(&v2).unwrap() == std::fs::read(&src).unwrap());
 
     let domains = dir.join("traces/synth_domains_v3.ctf");
-    let bad = tmp("copy_domains_v2.ctf");
-    let out = tracekit(&[
+    let bad = tmp.join("copy_domains_v2.ctf");
+    let out = TRACEKIT.run(&[
         "memtrace",
         "copy",
         "--format-version",

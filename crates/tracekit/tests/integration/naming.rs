@@ -14,13 +14,13 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-tracekit_testutil::tracekit_cli!();
+use crate::TRACEKIT;
 
 /// The trace of `heapdemo` with every word sampled, made once.
 fn trace() -> &'static Path {
-    static TRACE: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    static TRACE: OnceLock<(tracekit_testutil::Scratch, PathBuf)> = OnceLock::new();
     let (_, path) = TRACE.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tracekit_testutil::scratch();
         let path = dir.path().join("heapdemo.ctf");
         let out = Command::new(tracekit_testutil::demo_program("heapdemo"))
             .env("MEMTRACE", &path)
@@ -35,14 +35,14 @@ fn trace() -> &'static Path {
 }
 
 fn json(args: &[&str]) -> Value {
-    serde_json::from_str(&ok(args)).unwrap()
+    serde_json::from_str(&TRACEKIT.ok(args)).unwrap()
 }
 
 fn memtrace(args: &[&str]) -> String {
     let mut all = vec!["memtrace"];
     all.extend_from_slice(args);
     all.push(trace().to_str().unwrap());
-    ok(&all)
+    TRACEKIT.ok(&all)
 }
 
 fn site_names(top: &Value) -> Vec<String> {
@@ -148,7 +148,7 @@ fn sql_top_sites_names_sites_as_memtrace_top() {
 
 #[test]
 fn go_tool_pprof_reads_the_heap_profile_with_top_s_totals() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let profile = dir.path().join("heap.pb.gz");
     memtrace(&["to-pprof", "-o", profile.to_str().unwrap()]);
     let read = tracekit_pprof::read(&std::fs::read(&profile).unwrap()).unwrap();

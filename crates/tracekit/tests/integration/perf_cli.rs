@@ -2,22 +2,17 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 
 use tracekit_callstack::transcript::normalize;
+use tracekit_testutil::scratch;
 
-fn tracekit() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tracekit"))
-}
-
-fn corpus() -> Option<PathBuf> {
-    tracekit_testutil::corpus_path("magic-trace")
-}
+use crate::TRACEKIT;
 
 /// The transcript printed by the CLI (stderr first, as the corpus expects).
 fn cli_transcript(args: &[&str], stdin: Option<&Path>) -> String {
-    let mut cmd = tracekit();
+    let mut cmd = TRACEKIT.command();
     cmd.args(["perf", "decode", "--transcript"]).args(args);
     if let Some(p) = stdin {
         cmd.stdin(std::fs::File::open(p).unwrap());
@@ -37,8 +32,7 @@ fn cli_transcript(args: &[&str], stdin: Option<&Path>) -> String {
 
 #[test]
 fn transcripts_of_corpus_cases() {
-    let Some(dir) = corpus() else {
-        eprintln!("TRACEKIT_CORPUS is not set: skipping");
+    let Some(dir) = tracekit_testutil::corpus_path("magic-trace") else {
         return;
     };
     for (name, extra) in [
@@ -79,8 +73,7 @@ fn transcripts_of_corpus_cases() {
 
 #[test]
 fn filtered_transcript() {
-    let Some(dir) = corpus() else {
-        eprintln!("TRACEKIT_CORPUS is not set: skipping");
+    let Some(dir) = tracekit_testutil::corpus_path("magic-trace") else {
         return;
     };
     let input = dir.join("test__filtered_trace.perf");
@@ -101,15 +94,15 @@ fn filtered_transcript() {
 
 #[test]
 fn garbage_is_reported_not_fatal() {
-    let dir = std::env::temp_dir().join(format!("tracekit-perf-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch();
     let input = dir.join("garbage.txt");
     std::fs::write(
         &input,
         &b"hello\n\tworld\n1/1 1.000000000: 1 branches:u: call 10 a+0x0 (x) => 20 b+0x0 (x)\n\xff\xfe\n"[..],
     )
     .unwrap();
-    let out = tracekit()
+    let out = TRACEKIT
+        .command()
         .args(["perf", "decode", "--transcript", "--no-echo"])
         .arg(&input)
         .output()
@@ -122,12 +115,12 @@ fn garbage_is_reported_not_fatal() {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("BEGIN b"), "{stdout}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn missing_input_is_a_clear_error() {
-    let out = tracekit()
+    let out = TRACEKIT
+        .command()
         .args(["perf", "decode", "--transcript", "/nonexistent/perf.txt"])
         .output()
         .unwrap();
@@ -162,17 +155,16 @@ fn fxt_summary(bytes: &[u8]) -> (u64, u64, Vec<String>) {
 
 #[test]
 fn decodes_to_fxt_plain_and_gzip() {
-    let Some(dir) = corpus() else {
-        eprintln!("TRACEKIT_CORPUS is not set: skipping");
+    let Some(dir) = tracekit_testutil::corpus_path("magic-trace") else {
         return;
     };
-    let tmp = std::env::temp_dir().join(format!("tracekit-perf-fxt-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
+    let tmp = scratch();
     let input = dir.join("hello_world_userspace.perf");
     let plain = tmp.join("hw.fxt");
     let gz = tmp.join("hw.fxt.gz");
     for out in [&plain, &gz] {
-        let o = tracekit()
+        let o = TRACEKIT
+            .command()
             .args(["perf", "decode"])
             .arg(&input)
             .arg("-o")
@@ -191,7 +183,8 @@ fn decodes_to_fxt_plain_and_gzip() {
     .unwrap();
     assert_eq!(bytes, unzipped);
     // tracekit's own strict checker finds nothing any known reader would reject.
-    let check = tracekit()
+    let check = TRACEKIT
+        .command()
         .args(["fxt", "check"])
         .arg(&plain)
         .output()
@@ -221,5 +214,4 @@ fn decodes_to_fxt_plain_and_gzip() {
         assert_eq!(slices, begins, "PyPI fxt sees every slice");
         assert_eq!(names, ["[pid=30549]"]);
     }
-    let _ = std::fs::remove_dir_all(&tmp);
 }

@@ -10,6 +10,9 @@ use std::process::Command;
 
 use tracekit_fxt::format::EventKind;
 use tracekit_fxt::read::{Reader, Record};
+use tracekit_testutil::scratch;
+
+use crate::TRACEKIT;
 
 const PROGRAM: &str = r#"
 #include <stdlib.h>
@@ -26,20 +29,6 @@ int main(int argc, char **argv) {
   return argc > 2 ? atoi(argv[2]) : 0;
 }
 "#;
-
-fn tracekit() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tracekit"))
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "tracekit-perf-record-{name}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// Whether perf can record cpu-clock samples here at all.
 fn perf_can_record(dir: &Path) -> bool {
@@ -160,13 +149,14 @@ fn check_call_structure(fxt: &[u8]) {
 
 #[test]
 fn records_a_program_and_recovers_its_call_structure() {
-    let dir = scratch("cmd");
+    let dir = scratch();
     if !perf_can_record(&dir) {
         return;
     }
     let exe = build_program(&dir);
     let out_dir = dir.join("trace");
-    let o = tracekit()
+    let o = TRACEKIT
+        .command()
         .args(["perf", "record", "-o"])
         .arg(&out_dir)
         .arg("--")
@@ -183,19 +173,19 @@ fn records_a_program_and_recovers_its_call_structure() {
     }
     let fxt = std::fs::read(out_dir.join("trace.fxt")).unwrap();
     check_call_structure(&fxt);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn attaches_to_a_running_process() {
-    let dir = scratch("pid");
+    let dir = scratch();
     if !perf_can_record(&dir) {
         return;
     }
     let exe = build_program(&dir);
     let mut child = Command::new(&exe).arg("100000").spawn().unwrap();
     let out_dir = dir.join("trace");
-    let o = tracekit()
+    let o = TRACEKIT
+        .command()
         .args(["perf", "record", "--sampling", "-o"])
         .arg(&out_dir)
         .args(["--pid", &child.id().to_string(), "--duration", "0.5"])
@@ -207,12 +197,11 @@ fn attaches_to_a_running_process() {
     assert!(o.status.success(), "{stderr}");
     let fxt = std::fs::read(out_dir.join("trace.fxt")).unwrap();
     check_call_structure(&fxt);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_failing_program_s_status_is_passed_on_and_its_recording_kept() {
-    let dir = scratch("status");
+    let dir = scratch();
     if !perf_can_record(&dir) {
         return;
     }
@@ -221,7 +210,8 @@ fn a_failing_program_s_status_is_passed_on_and_its_recording_kept() {
     // A previous recording in the folder is replaced only by a finished one.
     std::fs::create_dir_all(&out_dir).unwrap();
     std::fs::write(out_dir.join("perf.data"), "previous").unwrap();
-    let o = tracekit()
+    let o = TRACEKIT
+        .command()
         .args(["perf", "record", "-o"])
         .arg(&out_dir)
         .arg("--")
@@ -244,7 +234,6 @@ fn a_failing_program_s_status_is_passed_on_and_its_recording_kept() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(names.len(), 2, "no temporary files left: {names:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // ---- perf.data read directly: recorded programs against `perf script` -----------------
@@ -453,7 +442,8 @@ fn check_recording(dir: &Path, exe: &Path, call_graph: &str, comm: &str) {
     // Names kept across runs go to a cache of this test's own.
     let cache = dir.join("cache");
     let decode_reporting = |extra: &[&str], out: &str| {
-        let o = tracekit()
+        let o = TRACEKIT
+            .command()
             .env("XDG_CACHE_HOME", &cache)
             .args(["perf", "decode"])
             .arg(&data)
@@ -538,7 +528,8 @@ fn check_recording(dir: &Path, exe: &Path, call_graph: &str, comm: &str) {
 /// `--per-thread`, and an SVG that draws the program's functions.
 fn check_flamegraph(dir: &Path, data: &Path, samples: usize) {
     let fold = |extra: &[&str]| {
-        let o = tracekit()
+        let o = TRACEKIT
+            .command()
             .args(["perf", "flamegraph", "-q"])
             .arg(data)
             .args(extra)
@@ -574,7 +565,8 @@ fn check_flamegraph(dir: &Path, data: &Path, samples: usize) {
         "{per_thread}"
     );
     let svg = dir.join("flame.svg");
-    let o = tracekit()
+    let o = TRACEKIT
+        .command()
         .args(["perf", "flamegraph", "-q"])
         .arg(data)
         .arg("--svg")
@@ -593,7 +585,7 @@ fn check_flamegraph(dir: &Path, data: &Path, samples: usize) {
 
 #[test]
 fn a_frame_pointer_recording_reads_directly_as_perf_script_sees_it() {
-    let dir = scratch("fp");
+    let dir = scratch();
     if !perf_can_record(&dir) {
         return;
     }
@@ -608,12 +600,11 @@ fn a_frame_pointer_recording_reads_directly_as_perf_script_sees_it() {
         .expect("a C compiler (cc)");
     assert!(status.success());
     check_recording(&dir, &exe, "fp", "threads");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_dwarf_recording_of_rust_without_frame_pointers_reads_directly() {
-    let dir = scratch("dwarf");
+    let dir = scratch();
     if !perf_can_record(&dir) {
         return;
     }
@@ -635,5 +626,4 @@ fn a_dwarf_recording_of_rust_without_frame_pointers_reads_directly() {
         .expect("rustc");
     assert!(status.success());
     check_recording(&dir, &exe, "dwarf,8192", "threads_rs");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -13,18 +13,10 @@ use std::process::Command;
 
 use serde_json::Value;
 
-tracekit_testutil::tracekit_cli!();
+use crate::TRACEKIT;
 
 fn json(args: &[&str]) -> Value {
-    serde_json::from_str(&ok(args)).unwrap()
-}
-
-fn traces() -> Option<PathBuf> {
-    let Some(dir) = tracekit_testutil::corpus_path("memtrace/traces") else {
-        tracekit_testutil::skip_without_corpus("tracekit sql");
-        return None;
-    };
-    Some(dir)
+    serde_json::from_str(&TRACEKIT.ok(args)).unwrap()
 }
 
 /// Traces with allocations at sites they share (the lists_hashtbl copies) and
@@ -45,7 +37,7 @@ fn export(files: &[PathBuf], dir: &Path) {
         "-q".to_string(),
     ]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    ok(&args);
+    TRACEKIT.ok(&args);
 }
 
 /// `site -> bytes` of `memtrace top --json --limit 0` over `trace`.
@@ -74,7 +66,9 @@ fn top_bytes(trace: &Path) -> BTreeMap<String, u64> {
 
 #[test]
 fn top_sites_across_traces_is_the_sum_of_each_trace_s_top() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = tracekit_testutil::corpus_path("memtrace/traces") else {
+        return;
+    };
     let files: Vec<PathBuf> = TRACES.iter().map(|t| dir.join(t)).collect();
     let mut expected: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for f in &files {
@@ -102,9 +96,11 @@ fn top_sites_across_traces_is_the_sum_of_each_trace_s_top() {
 
 #[test]
 fn a_query_over_two_traces_equals_memtrace_diff() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = tracekit_testutil::corpus_path("memtrace/traces") else {
+        return;
+    };
     let (a, b) = (dir.join("lists_hashtbl_v2.ctf"), dir.join("mixed_v3.ctf"));
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tracekit_testutil::scratch();
     let (da, db) = (tmp.path().join("before"), tmp.path().join("after"));
     export(std::slice::from_ref(&a), &da);
     export(std::slice::from_ref(&b), &db);
@@ -180,7 +176,9 @@ fn a_query_over_two_traces_equals_memtrace_diff() {
 
 #[test]
 fn live_at_end_per_executable_equals_top_s_live_bytes() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = tracekit_testutil::corpus_path("memtrace/traces") else {
+        return;
+    };
     let files: Vec<PathBuf> = TRACES.iter().map(|t| dir.join(t)).collect();
     let mut expected: BTreeMap<String, u64> = BTreeMap::new();
     for f in &files {
@@ -189,7 +187,7 @@ fn live_at_end_per_executable_equals_top_s_live_bytes() {
         let exe = info["executable_name"].as_str().unwrap().to_string();
         *expected.entry(exe).or_default() += top["totals"]["live_end_bytes"].as_u64().unwrap();
     }
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tracekit_testutil::scratch();
     export(&files, tmp.path());
     let over = tmp.path().display().to_string();
     let rows = json(&["sql", "live-at-end", "--over", &over, "--json"]);
@@ -234,13 +232,15 @@ fn sorted_rows(answer: Value) -> Vec<String> {
 
 #[test]
 fn traces_queried_in_memory_answer_as_their_export_and_write_no_file() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = tracekit_testutil::corpus_path("memtrace/traces") else {
+        return;
+    };
     let Some(fxt) = tracekit_testutil::corpus_path("fxt/jst_tracing_demo.fxt") else {
         return;
     };
     let files = [dir.join("mixed_v3.ctf"), dir.join("bigarrays_v2.ctf"), fxt];
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tracekit_testutil::scratch();
     let exported = tmp.path().join("exported");
     export(&files, &exported);
     // Any temporary file would land here.
@@ -251,7 +251,8 @@ fn traces_queried_in_memory_answer_as_their_export_and_write_no_file() {
         let sql = format!("SELECT * FROM {table}");
         let mut args = vec!["sql", sql.as_str(), "--json"];
         args.extend(names.iter().map(String::as_str));
-        let out = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        let out = TRACEKIT
+            .command()
             .args(&args)
             .env("TMPDIR", &scratch)
             .output()
@@ -271,16 +272,18 @@ fn traces_queried_in_memory_answer_as_their_export_and_write_no_file() {
 
 #[test]
 fn answers_print_as_a_table_csv_or_json_and_errors_are_named() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = tracekit_testutil::corpus_path("memtrace/traces") else {
+        return;
+    };
     let trace = dir.join("mixed_v3.ctf");
     let t = trace.to_str().unwrap();
     let sql = "SELECT count(*) AS allocations, sum(nsamples) AS samples FROM allocations";
-    let table = ok(&["sql", sql, t]);
+    let table = TRACEKIT.ok(&["sql", sql, t]);
     assert!(table.contains("| allocations | samples |"), "{table}");
     assert!(table.contains("| 2282        | 15507   |"), "{table}");
     assert!(table.ends_with("(1 rows)\n"), "{table}");
     assert_eq!(
-        ok(&["sql", sql, t, "--csv"]),
+        TRACEKIT.ok(&["sql", sql, t, "--csv"]),
         "allocations,samples\n2282,15507\n"
     );
     assert_eq!(
@@ -291,22 +294,22 @@ fn answers_print_as_a_table_csv_or_json_and_errors_are_named() {
     // come before it.
     let commented = format!("-- how many?\n{sql}");
     assert_eq!(
-        ok(&["sql", "--csv", &commented, t]),
+        TRACEKIT.ok(&["sql", "--csv", &commented, t]),
         "allocations,samples\n2282,15507\n"
     );
-    let list = ok(&["sql", "--list"]);
+    let list = TRACEKIT.ok(&["sql", "--list"]);
     for q in tracekit_sql::NAMED {
         assert!(list.contains(q.name), "{list}");
     }
-    let bad = tracekit(&["sql", "SELECT nope FROM allocations", t]);
+    let bad = TRACEKIT.run(&["sql", "SELECT nope FROM allocations", t]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("nope"));
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tracekit_testutil::scratch();
     let empty = tmp.path().display().to_string();
-    let none = tracekit(&["sql", sql, "--over", &empty]);
+    let none = TRACEKIT.run(&["sql", sql, "--over", &empty]);
     assert_eq!(none.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&none.stderr).contains("no exported tables there"));
-    let two = tracekit(&["sql", "share-growth", t]);
+    let two = TRACEKIT.run(&["sql", "share-growth", t]);
     assert!(String::from_utf8_lossy(&two.stderr).contains("give two"));
 }
 
@@ -318,8 +321,10 @@ fn metadata_len(bytes: &[u8]) -> usize {
 
 #[test]
 fn a_damaged_parquet_file_is_named_and_never_a_panic() {
-    let Some(dir) = traces() else { return };
-    let tmp = tempfile::tempdir().unwrap();
+    let Some(dir) = tracekit_testutil::corpus_path("memtrace/traces") else {
+        return;
+    };
+    let tmp = tracekit_testutil::scratch();
     let out = tmp.path().join("fleet");
     export(&[dir.join("mixed_v3.ctf")], &out);
     let files: Vec<PathBuf> = std::fs::read_dir(out.join("traces"))
@@ -359,7 +364,7 @@ fn a_damaged_parquet_file_is_named_and_never_a_panic() {
     let over = out.display().to_string();
     for (what, bytes) in damages {
         std::fs::write(file, &bytes).unwrap();
-        let o = tracekit(&["sql", "SELECT count(*) FROM traces", "--over", &over]);
+        let o = TRACEKIT.run(&["sql", "SELECT count(*) FROM traces", "--over", &over]);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{what}: {err}");
         assert!(
@@ -386,8 +391,10 @@ fn python(script: &str, args: &[&str]) -> Option<String> {
 
 #[test]
 fn pyarrow_reads_every_table_with_the_documented_schema() {
-    let Some(dir) = traces() else { return };
-    let tmp = tempfile::tempdir().unwrap();
+    let Some(dir) = tracekit_testutil::corpus_path("memtrace/traces") else {
+        return;
+    };
+    let tmp = tracekit_testutil::scratch();
     let mut files: Vec<PathBuf> = TRACES.iter().map(|t| dir.join(t)).collect();
     if let Some(fxt) = tracekit_testutil::corpus_path("fxt/jst_tracing_demo.fxt") {
         files.push(fxt);
@@ -423,8 +430,10 @@ fn pyarrow_reads_every_table_with_the_documented_schema() {
 
 #[test]
 fn spark_answers_top_sites_with_the_same_rows() {
-    let Some(dir) = traces() else { return };
-    let tmp = tempfile::tempdir().unwrap();
+    let Some(dir) = tracekit_testutil::corpus_path("memtrace/traces") else {
+        return;
+    };
+    let tmp = tracekit_testutil::scratch();
     let files: Vec<PathBuf> = TRACES.iter().map(|t| dir.join(t)).collect();
     export(&files, tmp.path());
     let query = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tracekit-sql/queries/top-sites.sql");

@@ -9,9 +9,11 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 use serde_json::Value;
+
+use crate::TRACEKIT;
 
 /// A running `tracekit memtrace view`, stopped (with SIGINT) when dropped.
 struct Server {
@@ -38,7 +40,7 @@ impl Server {
     /// `tracekit COMMAND...` serving `args` (a trace, and one to compare it
     /// with), keeping what it builds under `cache`, or nothing.
     fn spawn_as(command: &[&str], args: &[&Path], cache: Option<&Path>) -> Server {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tracekit"));
+        let mut cmd = TRACEKIT.command();
         cmd.args(command);
         match cache {
             Some(dir) => cmd.env("XDG_CACHE_HOME", dir),
@@ -121,7 +123,9 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        // SAFETY: kill(2) on our own child's pid.
+        // SAFETY: kill(2) takes two integers and touches no memory of ours; the
+        // pid is our own child's, not yet waited for (that comes next), so it
+        // cannot name another process.
         unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
         let status = self.child.wait().unwrap();
         if !std::thread::panicking() {
@@ -155,10 +159,7 @@ fn encode(s: &str) -> String {
 }
 
 fn cli_json(args: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_tracekit"))
-        .args(args)
-        .output()
-        .unwrap();
+    let out = TRACEKIT.command().args(args).output().unwrap();
     assert!(
         out.status.success(),
         "{args:?}: {}",
@@ -192,10 +193,11 @@ fn a_timeline_answers_what_the_fxt_subcommands_print() {
     let Some(dir) = tracekit_testutil::corpus_path("fxt") else {
         return;
     };
-    let scratch = tempfile::tempdir().unwrap();
+    let scratch = tracekit_testutil::scratch();
     let text = tracekit_testutil::corpus_path("magic-trace/c_demo_sampling.perf").unwrap();
     let decoded = scratch.path().join("c_demo.fxt");
-    let status = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+    let status = TRACEKIT
+        .command()
         .args(["-q", "perf", "decode"])
         .arg(&text)
         .arg("-o")
@@ -262,7 +264,6 @@ fn a_timeline_answers_what_the_fxt_subcommands_print() {
 #[test]
 fn endpoints_answer_what_the_subcommands_print() {
     let Some(traces) = corpus_traces() else {
-        tracekit_testutil::skip_without_corpus("endpoints_answer_what_the_subcommands_print");
         return;
     };
     let queries: &[(&str, &[&str])] = &[
@@ -436,7 +437,6 @@ fn distinct_prefixes(stacks: &[Value]) -> usize {
 #[test]
 fn compare_answers_what_diff_prints() {
     let Some(traces) = corpus_traces() else {
-        tracekit_testutil::skip_without_corpus("compare_answers_what_diff_prints");
         return;
     };
     let (a, b) = (&traces[0], &traces[traces.len() - 1]);
@@ -452,9 +452,10 @@ fn compare_answers_what_diff_prints() {
 
 #[test]
 fn the_server_refuses_what_it_does_not_serve() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let trace = dir.path().join("t.ctf");
-    let out = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+    let out = TRACEKIT
+        .command()
         .args([
             "memtrace",
             "sample",
@@ -515,9 +516,10 @@ fn the_server_refuses_what_it_does_not_serve() {
 
 #[test]
 fn slow_queries_hold_up_neither_the_info_nor_the_page() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let trace = dir.path().join("t.ctf");
-    let out = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+    let out = TRACEKIT
+        .command()
         .args(["memtrace", "sample", "-o"])
         .arg(&trace)
         .args(["--allocs", "400000", "-q"])
@@ -590,7 +592,7 @@ fn the_tables_are_kept_reused_and_remade_when_the_trace_changes() {
     let Some(traces) = corpus_traces() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tracekit_testutil::scratch();
     let cache = dir.path().join("cache");
     let trace = dir.path().join("t.ctf");
     let pick = |name: &str| traces.iter().find(|p| p.ends_with(name)).unwrap().clone();
