@@ -4,7 +4,7 @@
 // the page together: the trace's info, the redraw of the view, the controls.
 
 import { api } from './api.js';
-import { $, bytes, el, setStatus } from './dom.js';
+import { $, bytes, el, setStatus, showDamage } from './dom.js';
 import { readForm, writeForm } from './filter.js';
 import { renderFlame } from './flame.js';
 import { renderGraph, setupDrag } from './graph.js';
@@ -89,9 +89,9 @@ async function main() {
   // line does with its exit status.
   if (page.info.damage) {
     const d = page.info.damage;
-    $('damage').textContent =
-      `This trace is damaged at byte ${d.offset}: ${d.message}. Everything shown is of the ${d.events_before} events before it.`;
-    $('damage').hidden = false;
+    showDamage(
+      `This trace is damaged at byte ${d.offset}: ${d.message}. Everything shown is of the ${d.events_before} events before it.`,
+    );
   }
   renderInfo();
   writeForm();

@@ -2,6 +2,8 @@
 // slices of the server's window answers, and what a point on the canvas is.
 // Times are nanoseconds from the trace's first time.
 
+import { colour } from './dom.js';
+
 export const LABEL = 200;
 export const AXIS = 26;
 export const HEADER = 18;
@@ -60,24 +62,6 @@ export function duration(ns) {
   if (a < 1e6) return `${+(ns / 1e3).toPrecision(4)} µs`;
   if (a < 1e9) return `${+(ns / 1e6).toPrecision(4)} ms`;
   return `${+(ns / 1e9).toPrecision(5)} s`;
-}
-
-// A stable colour per name.
-const colours = new Map();
-export function colour(name) {
-  let c = colours.get(name);
-  if (!c) {
-    let h = 2166136261;
-    for (let i = 0; i < name.length; i++) {
-      h ^= name.charCodeAt(i);
-      h = Math.imul(h, 16777619);
-    }
-    const hue = (h >>> 0) % 360;
-    const light = 58 + ((h >>> 9) % 3) * 6;
-    c = `hsl(${hue}, 55%, ${light}%)`;
-    colours.set(name, c);
-  }
-  return c;
 }
 
 const widths = new Map();
@@ -363,46 +347,4 @@ export function hit(s, px, py) {
     if (end + slack >= t) return { row, lane, item: it };
   }
   return { row, lane };
-}
-
-// A range's call tree as an icicle: roots on top, each node as wide as the
-// time it spends in the range, its children under it, the heaviest first.
-// Returns the drawing's height; draws when `ctx` is given.
-export function drawFlame(ctx, answer, width) {
-  const nodes = answer.nodes;
-  const children = nodes.map(() => []);
-  const roots = [];
-  nodes.forEach((n, i) => (n[0] === null ? roots : children[n[0]]).push(i));
-  const byWeight = (a, b) => nodes[b][2] - nodes[a][2];
-  roots.sort(byWeight);
-  for (const c of children) c.sort(byWeight);
-  const total = roots.reduce((s, i) => s + nodes[i][2], 0) || 1;
-  const ROW = 16;
-  let depth = 0;
-  const place = (list, x0, d) => {
-    let x = x0;
-    for (const i of list) {
-      const w = (nodes[i][2] / total) * width;
-      if (w < 0.5) break;
-      depth = Math.max(depth, d + 1);
-      if (ctx) {
-        const name = answer.names[nodes[i][1]] ?? '';
-        ctx.fillStyle = colour(name);
-        ctx.fillRect(x, d * ROW, Math.max(w - 0.5, 0.5), ROW - 1);
-        const text = fit(ctx, name, w - 4);
-        if (text) {
-          ctx.fillStyle = '#111';
-          ctx.fillText(text, x + 2, d * ROW + ROW / 2);
-        }
-      }
-      place(children[i], x, d + 1);
-      x += w;
-    }
-  };
-  if (ctx) {
-    ctx.font = '11px system-ui, sans-serif';
-    ctx.textBaseline = 'middle';
-  }
-  place(roots, 0, 0);
-  return depth * ROW;
 }

@@ -1,11 +1,17 @@
-// Small helpers of the page: elements, numbers, the status line, keyboard
-// navigation of table rows.
+// Small helpers of both pages: elements, numbers, the status line, the damage
+// banner, colours, keyboard navigation of table rows.
 
 export const $ = (id) => document.getElementById(id);
 
 export function setStatus(msg, error) {
   $('status').textContent = msg || '';
   $('status').className = error ? 'error' : '';
+}
+
+// Says on the page that the trace is damaged, and how far it is shown.
+export function showDamage(text) {
+  $('damage').textContent = text;
+  $('damage').hidden = false;
 }
 
 export function bytes(n) {
@@ -29,11 +35,32 @@ export function el(tag, attrs, ...children) {
   return e;
 }
 
-// A stable number for a name, for its colour.
+// A stable number for a name, for its colour: FNV-1a of its UTF-16 units.
 export function hash(s) {
-  let h = 0;
-  for (const c of s) h = (h * 31 + c.charCodeAt(0)) >>> 0;
-  return h;
+  let h = 2166136261;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 16777619);
+  }
+  return h >>> 0;
+}
+
+// A name's colour in a palette: 'wide' (any hue, three lightnesses: the
+// timeline's slices and its range's flame graph) or 'warm' (the memtrace
+// flame graph). Kept, as a timeline redraws the same names at every frame.
+const PALETTES = {
+  wide: (h) => `hsl(${h % 360}, 55%, ${58 + ((h >>> 9) % 3) * 6}%)`,
+  warm: (h) => `hsl(${20 + (h % 40)}, 80%, ${60 + (h % 15)}%)`,
+};
+const colours = { wide: new Map(), warm: new Map() };
+export function colour(name, palette = 'wide') {
+  const kept = colours[palette];
+  let c = kept.get(name);
+  if (!c) {
+    c = PALETTES[palette](hash(name));
+    kept.set(name, c);
+  }
+  return c;
 }
 
 export function keyboardRows(table) {

@@ -1,56 +1,11 @@
-// The flame graph: the server's pruned tree around the zoomed node (or the
-// focused call sequence, with its callers above it), drawn as boxes.
+// The memtrace page's flame graph: the server's pruned tree around the zoomed
+// node (or the focused call sequence, with its callers above it), drawn as
+// boxes by flamegraph.js.
 
 import { api } from './api.js';
-import { $, bytes, el, hash, pct } from './dom.js';
+import { $, bytes, colour, el, pct } from './dom.js';
+import { drawBoxes, layout } from './flamegraph.js';
 import { filterArgs, stackArgs, liveArgs, page, saveState, state } from './state.js';
-
-// Lays out a flametree answer's nodes (preorder, parents first) as boxes:
-// x and width from the weights, depth from the parents.
-function layout(nodes, width) {
-  const x = new Float64Array(nodes.length);
-  const w = new Float64Array(nodes.length);
-  const depth = new Int32Array(nodes.length);
-  const next = new Float64Array(nodes.length); // where a node's next callee starts
-  let depthMax = 0;
-  nodes.forEach((n, i) => {
-    if (n.parent < 0) {
-      x[i] = 0;
-      w[i] = width;
-    } else {
-      const p = n.parent;
-      w[i] = nodes[p].total ? (w[p] * n.total) / nodes[p].total : 0;
-      x[i] = next[p];
-      next[p] += w[i];
-      depth[i] = depth[p] + 1;
-    }
-    next[i] = x[i];
-    depthMax = Math.max(depthMax, depth[i]);
-  });
-  return { x, w, depth, depthMax };
-}
-
-// Draws boxes into `box`; `up` puts depth 0 at the bottom. `click(i)` on a box.
-function drawBoxes(box, nodes, lay, up, fmt, total, click, skipRoot) {
-  const rows = lay.depthMax + (skipRoot ? 0 : 1);
-  box.style.height = rows * 17 + 'px';
-  const frag = document.createDocumentFragment();
-  nodes.forEach((n, i) => {
-    if (lay.w[i] < 0.5 || (skipRoot && i === 0)) return;
-    const d = lay.depth[i] - (skipRoot ? 1 : 0);
-    const e = el('div', {
-      title: `${n.name}\n${fmt(n.total)} (${pct(n.total / (total || 1))}), ${n.objects} objects`,
-      text: n.name,
-    });
-    e.style.left = lay.x[i] + 'px';
-    e.style.top = (up ? rows - 1 - d : d) * 17 + 'px';
-    e.style.width = lay.w[i] + 'px';
-    e.style.background = `hsl(${20 + (hash(n.name) % 40)}, 80%, ${60 + (hash(n.name) % 15)}%)`;
-    e.addEventListener('click', () => click(i));
-    frag.append(e);
-  });
-  box.append(frag);
-}
 
 // The names from a node up to (not including) the root of a flametree answer.
 function pathTo(nodes, i) {
@@ -66,6 +21,10 @@ export async function renderFlame(gen) {
   const t = await api('flametree', args);
   if (gen !== page.generation) return;
   const fmt = (w) => (t.unit === 'bytes' ? bytes(w) : w + ' samples');
+  const boxes = {
+    colour: (name) => colour(name, 'warm'),
+    title: (n) => `${n.name}\n${fmt(n.total)} (${pct(n.total / (t.total || 1))}), ${n.objects} objects`,
+  };
   // The zoom and the fragment as far as this filter's stacks follow them.
   const path = t.focus;
   const fragment = t.fragment || [];
@@ -161,51 +120,37 @@ export async function renderFlame(gen) {
     parts.push(box);
     $('view').replaceChildren(...parts);
     const cl = layout(t.callers, width);
-    drawBoxes(
-      callers,
-      t.callers,
-      cl,
-      true,
-      fmt,
-      t.total,
-      (i) => setFragment([...pathTo(t.callers, i).reverse(), ...fragment]),
-      true,
-    );
+    drawBoxes(callers, t.callers, cl, {
+      ...boxes,
+      up: true,
+      skipRoot: true,
+      click: (i) => setFragment([...pathTo(t.callers, i).reverse(), ...fragment]),
+    });
     const ll = layout(t.nodes, width);
-    drawBoxes(
-      box,
-      t.nodes,
-      ll,
-      false,
-      fmt,
-      t.total,
-      (i) => {
+    drawBoxes(box, t.nodes, ll, {
+      ...boxes,
+      skipRoot: true,
+      click: (i) => {
         if (path.length) {
           state.zoom = [...path, ...pathTo(t.nodes, i)];
           saveState();
           renderFlame(page.generation);
         } else setFragment([...fragment, ...pathTo(t.nodes, i)]);
       },
-      true,
-    );
+    });
     return;
   }
   const box = el('div', { id: 'flame', class: 'flame' });
   parts.push(box);
   $('view').replaceChildren(...parts);
   const lay = layout(t.nodes, box.clientWidth || width);
-  drawBoxes(
-    box,
-    t.nodes,
-    lay,
-    state.orient === 'flame',
-    fmt,
-    t.total,
-    (i) => {
+  drawBoxes(box, t.nodes, lay, {
+    ...boxes,
+    up: state.orient === 'flame',
+    click: (i) => {
       state.zoom = [...path, ...pathTo(t.nodes, i)];
       saveState();
       renderFlame(page.generation);
     },
-    false,
-  );
+  });
 }

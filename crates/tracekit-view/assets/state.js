@@ -1,11 +1,10 @@
-// The page's state. `state` is the view, and the URL's hash holds it: one
-// schema gives each key its default and how the hash writes it. `page` is what
-// the server said (the trace's info, its whole curve) and the bookkeeping of
-// the answers being drawn.
+// The memtrace page's state. `state` is the view, and the URL's fragment
+// holds it through the schema below (urlstate.js says how). `page` is what the
+// server said (the trace's info, its whole curve) and the bookkeeping of the
+// answers being drawn.
+import { fresh, readFragment, writeFragment } from './urlstate.js';
 
-// For each key: how the hash holds it ('text' as is, 'list' comma-separated,
-// 'json' as JSON), and its default. A key at its default is left out of the
-// hash; a key the hash lacks, or holds unreadably, takes its default.
+// For each key: how the fragment holds it, and its default.
 const SCHEMA = {
   from: ['text', ''],
   to: ['text', ''],
@@ -35,10 +34,7 @@ const SCHEMA = {
 // What the filter's reset leaves alone: how the view is drawn, not what.
 const KEPT_BY_RESET = ['tab', 'orient', 'sort', 'tsort', 'recursion'];
 
-const fresh = (key) => structuredClone(SCHEMA[key][1]);
-const write = (kind, v) => (kind === 'json' ? JSON.stringify(v) : kind === 'list' ? v.join(',') : v);
-
-export const state = Object.fromEntries(Object.keys(SCHEMA).map((k) => [k, fresh(k)]));
+export const state = Object.fromEntries(Object.keys(SCHEMA).map((k) => [k, fresh(SCHEMA, k)]));
 
 export const page = {
   info: null,
@@ -50,36 +46,16 @@ export const page = {
 };
 
 export function saveState() {
-  const p = new URLSearchParams();
-  for (const [k, [kind, def]] of Object.entries(SCHEMA)) {
-    const v = write(kind, state[k]);
-    if (v !== write(kind, def)) p.set(k, v);
-  }
-  const hash = '#' + p.toString();
-  if (location.hash !== hash) history.replaceState(null, '', hash);
+  writeFragment(SCHEMA, state);
 }
 
 export function loadState() {
-  const p = new URLSearchParams(location.hash.slice(1));
-  for (const [k, [kind]] of Object.entries(SCHEMA)) {
-    state[k] = fresh(k);
-    if (!p.has(k)) continue;
-    const v = p.get(k);
-    if (kind === 'text') state[k] = v;
-    else if (kind === 'list') state[k] = v.split(',').filter(Boolean);
-    else {
-      try {
-        state[k] = JSON.parse(v);
-      } catch {
-        // An unreadable value keeps the default.
-      }
-    }
-  }
+  Object.assign(state, readFragment(SCHEMA));
 }
 
 // Clears the filter, the zoom and the focus.
 export function resetFilter() {
-  for (const k of Object.keys(SCHEMA)) if (!KEPT_BY_RESET.includes(k)) state[k] = fresh(k);
+  for (const k of Object.keys(SCHEMA)) if (!KEPT_BY_RESET.includes(k)) state[k] = fresh(SCHEMA, k);
 }
 
 // ---- the filter as command-line options ---------------------------------------

@@ -11,7 +11,7 @@ use crate::api::{self, Api, Params};
 
 /// The page's files, by path: the pages, their style and their ES modules
 /// (no build step: the browser loads the modules as written).
-pub(crate) const ASSETS: [(&str, &str, &str); 15] = {
+pub(crate) const ASSETS: [(&str, &str, &str); 20] = {
     const HTML: &str = "text/html; charset=utf-8";
     const JS: &str = "text/javascript; charset=utf-8";
     const CSS: &str = "text/css; charset=utf-8";
@@ -30,15 +30,36 @@ pub(crate) const ASSETS: [(&str, &str, &str); 15] = {
             include_str!("../../assets/timeline.css"),
         ),
         ("/timeline.js", JS, include_str!("../../assets/timeline.js")),
+        (
+            "/timeline-input.js",
+            JS,
+            include_str!("../../assets/timeline-input.js"),
+        ),
+        (
+            "/timeline-panel.js",
+            JS,
+            include_str!("../../assets/timeline-panel.js"),
+        ),
+        (
+            "/timeline-state.js",
+            JS,
+            include_str!("../../assets/timeline-state.js"),
+        ),
         ("/canvas.js", JS, include_str!("../../assets/canvas.js")),
         ("/app.js", JS, include_str!("../../assets/app.js")),
         ("/api.js", JS, include_str!("../../assets/api.js")),
         ("/dom.js", JS, include_str!("../../assets/dom.js")),
         ("/filter.js", JS, include_str!("../../assets/filter.js")),
         ("/flame.js", JS, include_str!("../../assets/flame.js")),
+        (
+            "/flamegraph.js",
+            JS,
+            include_str!("../../assets/flamegraph.js"),
+        ),
         ("/graph.js", JS, include_str!("../../assets/graph.js")),
         ("/state.js", JS, include_str!("../../assets/state.js")),
         ("/tables.js", JS, include_str!("../../assets/tables.js")),
+        ("/urlstate.js", JS, include_str!("../../assets/urlstate.js")),
     ]
 };
 
