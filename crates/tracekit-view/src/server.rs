@@ -728,7 +728,7 @@ fn classify(asked: &Asked, guard: &Guard, served: &Served) -> Routed {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use tracekit_analysis::trace_bytes::TraceBytes;
+    use tracekit_columns::TraceBytes;
     use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
 
     fn served() -> Served {
