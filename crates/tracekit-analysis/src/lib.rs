@@ -35,7 +35,6 @@ pub mod svg;
 pub mod symbols;
 pub mod tables;
 pub mod time;
-pub mod trace_bytes;
 pub mod units;
 
 pub use analyzer::{Analyzer, BigAlloc, EventCounts, Options, Profile, analyze_events};

@@ -32,6 +32,8 @@ mod traces;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use tracekit_columns::fnv::Fnv;
+
 pub use dataset::{MemoryTable, MemoryTables, TraceFiles};
 
 /// A trace's id: a hash of its length and its first and last bytes (a memtrace
@@ -45,17 +47,13 @@ impl TraceId {
         // FNV-1a: stable across releases and platforms, which a std hasher is not.
         const HEAD: usize = 64 * 1024;
         const TAIL: usize = 4096;
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        let mut eat = |b: u8| {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        };
-        for b in (bytes.len() as u64).to_le_bytes() {
-            eat(b);
-        }
         let head = &bytes[..bytes.len().min(HEAD)];
         let tail = &bytes[bytes.len().saturating_sub(TAIL).max(head.len())..];
-        head.iter().chain(tail).for_each(|&b| eat(b));
+        let h = Fnv::new()
+            .write(&(bytes.len() as u64).to_le_bytes())
+            .write(head)
+            .write(tail)
+            .finish();
         TraceId(h)
     }
 }

@@ -19,7 +19,6 @@ pub mod input;
 pub mod memtrace;
 pub mod names;
 pub mod output;
-pub mod tables_cache;
 
 use std::io;
 use std::path::PathBuf;

@@ -7,7 +7,7 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-use tracekit_analysis::trace_bytes::TraceBytes;
+use tracekit_columns::TraceBytes;
 use tracekit_memtrace::{OpenError, Reader, StreamReader};
 
 use crate::input::{self, Family, Peeked};

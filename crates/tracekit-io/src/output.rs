@@ -23,6 +23,8 @@ use std::rc::Rc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use tracekit_columns::rename::RenameFile;
+
 use crate::{Error, Result};
 
 /// Temporary paths not yet renamed into place: what an interrupt deletes.
@@ -163,7 +165,7 @@ pub struct OutputFile {
     shown: String,
     /// Where the file lands (a symlink's target, so that the link stays a link).
     target: PathBuf,
-    temp: Option<tempfile::NamedTempFile>,
+    temp: Option<RenameFile>,
     /// A device or pipe, written in place.
     direct: Option<File>,
 }
@@ -211,17 +213,18 @@ impl OutputFile {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let mut list = pending();
-        let temp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".tmp")
-            .permissions(new_file_permissions())
-            .tempfile_in(&dir)
-            .map_err(|e| create(io_reason(&e, &dir)))?;
-        list.push(Pending::File(temp.path().to_path_buf()));
+        let temp = RenameFile::create(
+            &target,
+            &format!(".{name}."),
+            ".tmp",
+            Some(new_file_permissions()),
+        )
+        .map_err(|e| create(io_reason(&e, &dir)))?;
+        list.push(Pending::File(temp.temp_path().to_path_buf()));
         drop(list);
         if let Some(m) = &existing {
             // The umask applied to the mode at creation; the old file's mode wins.
-            temp.as_file()
+            temp.file()
                 .set_permissions(m.permissions())
                 .map_err(|e| create(e.to_string()))?;
         }
@@ -235,7 +238,7 @@ impl OutputFile {
 
     fn file(&mut self) -> &mut File {
         match (&mut self.temp, &mut self.direct) {
-            (Some(t), _) => t.as_file_mut(),
+            (Some(t), _) => t.file_mut(),
             (None, Some(f)) => f,
             // `commit` consumes `self`, so one of the two is always here.
             (None, None) => unreachable!("an output file without a file"),
@@ -256,16 +259,16 @@ impl OutputFile {
             return Ok(());
         };
         // Disks report some errors only at sync (a full disk on NFS, say).
-        temp.as_file().sync_all().map_err(|e| named(&shown, e))?;
+        temp.file().sync_all().map_err(|e| named(&shown, e))?;
         let mut list = pending();
-        let temp_path = temp.path().to_path_buf();
-        let result = temp.persist(&self.target);
+        let temp_path = temp.temp_path().to_path_buf();
+        // A failed rename removes the temporary file.
+        let result = temp.commit();
         list.retain(|p| *p != Pending::File(temp_path.clone()));
         drop(list);
-        // A failed persist hands the temporary file back; dropping it deletes it.
         result.map_err(|e| Error::Create {
             path: PathBuf::from(&shown),
-            reason: e.error.to_string(),
+            reason: e.to_string(),
         })?;
         Ok(())
     }
@@ -288,7 +291,7 @@ impl Drop for OutputFile {
         if let Some(temp) = self.temp.take() {
             // Deleted under the lock, so an interrupt cannot miss it.
             let mut list = pending();
-            let path = temp.path().to_path_buf();
+            let path = temp.temp_path().to_path_buf();
             drop(temp);
             list.retain(|p| *p != Pending::File(path.clone()));
         }

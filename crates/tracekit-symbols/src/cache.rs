@@ -23,6 +23,8 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use tracekit_columns::rename::RenameFile;
+
 use crate::object_symbols::ObjectIdentity;
 
 /// The first line of a names file.
@@ -104,19 +106,14 @@ impl CachedNames {
             }
             text.push('\n');
         }
-        let to = path(dir, id);
-        let aside = to.with_extension(format!("names.{}.tmp", std::process::id()));
-        let written = std::fs::File::create(&aside).and_then(|mut f| {
-            f.write_all(text.as_bytes())?;
-            f.sync_all()
-        });
-        match written.and_then(|()| std::fs::rename(&aside, &to)) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                let _ = std::fs::remove_file(&aside);
-                Err(e)
-            }
-        }
+        // Written beside its destination, readable as a new file made with
+        // `open(2)` is (0666 less the umask), and synced before the rename so
+        // that a crash leaves the old file or the whole new one.
+        let mode = std::os::unix::fs::PermissionsExt::from_mode(0o666);
+        let mut aside = RenameFile::create(&path(dir, id), ".names.", ".tmp", Some(mode))?;
+        aside.write_all(text.as_bytes())?;
+        aside.file().sync_all()?;
+        aside.commit()
     }
 }
 

@@ -23,6 +23,8 @@
 //! | args | slice | `u32` | its arguments, in the timeline's arguments ([`crate::Timeline::args`]) |
 //! | ids | slice of an async lane | `u64` | the async id of its begin and end (none in a thread's lanes) |
 
+use tracekit_columns::Store;
+
 /// The end of a slice still open at the end of the trace.
 pub const OPEN: u64 = u64::MAX;
 
@@ -54,15 +56,16 @@ pub struct Slice {
     pub args: u32,
 }
 
-/// The slices of one track at one depth (see the module docs).
+/// The slices of one track at one depth (see the module docs). Its columns
+/// are built in memory, or read in place from a mapped timeline file.
 #[derive(Clone, Debug, Default)]
 pub struct Lane {
-    start: Vec<u64>,
-    end: Vec<u64>,
-    name: Vec<u32>,
-    category: Vec<u32>,
-    args: Vec<u32>,
-    ids: Vec<u64>,
+    start: Store<u64>,
+    end: Store<u64>,
+    name: Store<u32>,
+    category: Store<u32>,
+    args: Store<u32>,
+    ids: Store<u64>,
     blocks: Vec<Summary>,
     supers: Vec<Summary>,
 }
@@ -86,7 +89,46 @@ pub enum Drawn {
     },
 }
 
+/// A lane's columns as a timeline file holds them.
+pub(crate) struct Columns {
+    pub start: Store<u64>,
+    pub end: Store<u64>,
+    pub name: Store<u32>,
+    pub category: Store<u32>,
+    pub args: Store<u32>,
+    /// One per slice in an async track's lane, none in a thread's.
+    pub ids: Store<u64>,
+}
+
 impl Lane {
+    /// The lane of columns read from a file, checked by the caller to be as
+    /// long as each other (`ids` empty or as long) and to hold slices that do
+    /// not overlap; [`Lane::finish`] makes its summaries.
+    pub(crate) fn from_columns(c: Columns) -> Lane {
+        Lane {
+            start: c.start,
+            end: c.end,
+            name: c.name,
+            category: c.category,
+            args: c.args,
+            ids: c.ids,
+            blocks: Vec::new(),
+            supers: Vec::new(),
+        }
+    }
+
+    /// Bytes of memory its columns hold of their own (0 for columns read in
+    /// place).
+    #[cfg(test)]
+    pub(crate) fn own_bytes(&self) -> usize {
+        self.start.own_bytes()
+            + self.end.own_bytes()
+            + self.name.own_bytes()
+            + self.category.own_bytes()
+            + self.args.own_bytes()
+            + self.ids.own_bytes()
+    }
+
     /// Adds a slice after the others: it must not start before the previous one
     /// ends (the caller's depth assignment sees to that).
     pub(crate) fn push(&mut self, s: Slice) {
@@ -110,7 +152,7 @@ impl Lane {
 
     /// The async ids, one per slice, or none for a thread's lane.
     pub(crate) fn ids(&self) -> &[u64] {
-        &self.ids
+        &self.ids[..]
     }
 
     /// Makes the block summaries; after the last [`Lane::push`].
@@ -169,7 +211,7 @@ impl Lane {
 
     /// The names of its slices, in order.
     pub fn names(&self) -> &[u32] {
-        &self.name
+        &self.name[..]
     }
 
     /// Slice `i`, if there is one.

@@ -23,7 +23,7 @@ use crate::common::output::{Output, OutputFile, print, refuse_same_file, write_f
 use crate::common::print_json;
 use crate::common::{PROGRESS_THRESHOLD_BYTES, input, progress_bar, progress_spinner, say};
 use crate::memtrace::open_shared;
-use tracekit_analysis::trace_bytes::TraceBytes;
+use tracekit_columns::TraceBytes;
 
 /// How sizes are estimated; shown in every analysis command's help.
 const SIZES: &str = "Sizes are estimates in bytes: memtrace samples allocated words at the trace's \

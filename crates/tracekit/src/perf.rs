@@ -387,7 +387,7 @@ pub fn decode_in_memory(path: &Path, quiet: bool) -> anyhow::Result<Vec<u8>> {
 /// Prints what the direct reader found that a user should know.
 /// Where names of objects' addresses are kept across runs.
 fn names_cache() -> Option<PathBuf> {
-    tracekit_io::tables_cache::user_cache_dir().map(|d| d.join("names"))
+    tracekit_cache::user_cache_dir().map(|d| d.join("names"))
 }
 
 fn report_read(name: &str, read: &ReadStats) {

@@ -13,7 +13,7 @@ use clap::Args;
 use tracekit_fxt::read::Reader;
 use tracekit_fxt::stats::Counted;
 use tracekit_io::input::{Family, Kind};
-use tracekit_io::tables_cache::{Origin, TablesCache};
+use tracekit_cache::{Origin, TablesCache};
 use tracekit_timeline::Timeline;
 use tracekit_view::{Served, TimelineTrace, Trace, Viewer};
 

@@ -41,33 +41,18 @@
 
 use std::io::{self, Write};
 
+use tracekit_columns::{Cursor, LeWriter, Plain, Shared, Store};
 use tracekit_memtrace::{Info, Location, LocationCode, LocationTable, Name, Timedelta};
 
-use super::store::{Plain, Shared, Store};
 use super::{Column, Tables};
 use crate::backtrace::{BacktraceId, Backtraces};
 
+pub use tracekit_columns::FileError;
+
 const MAGIC: &[u8; 8] = b"TKTABLE\x04";
 
-/// The alignment of each array of values, from the start of the tables.
-const ALIGN: usize = 8;
-
-/// Why bytes are not trace tables.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum FileError {
-    /// Not tables of this format version.
-    #[error("not trace tables of this version")]
-    Magic,
-    /// The bytes end inside a section.
-    #[error("cut short at byte {0}")]
-    Truncated(usize),
-    /// A value that contradicts the rest (a count, a width, an id) at this offset.
-    #[error("inconsistent at byte {0}")]
-    Inconsistent(usize),
-    /// The tables are of a damaged trace, which are not written.
-    #[error("the tables are of a damaged trace")]
-    Damaged,
-}
+/// The format's name in [`FileError::Magic`].
+const FORMAT: &str = "trace tables";
 
 impl Tables {
     /// Writes the tables in the format of the module docs. Tables of a damaged
@@ -76,12 +61,12 @@ impl Tables {
         if self.error.is_some() || !self.warnings.is_empty() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                FileError::Damaged,
+                FileError::Damaged("the tables are"),
             ));
         }
-        let out = &mut Counted { out, at: 0 };
+        let out = &mut LeWriter::new(out);
         out.write_all(MAGIC)?;
-        out.write_all(&self.end.as_micros().to_le_bytes())?;
+        out.i64(self.end.as_micros())?;
         let promotes = self
             .kind
             .iter()
@@ -94,9 +79,9 @@ impl Tables {
             promotes,
             others - promotes.min(others),
         ] {
-            out.write_all(&(n as u64).to_le_bytes())?;
+            out.u64(n as u64)?;
         }
-        out.write_all(&self.duplicates.to_le_bytes())?;
+        out.u64(self.duplicates)?;
         out.pad()?;
         out.write_all(&self.kind)?;
         write_column(out, &self.time)?;
@@ -120,7 +105,7 @@ impl Tables {
     /// Reads tables written by [`Tables::write_to`] of the trace whose header
     /// is `info` and size `size_bytes`, into memory.
     pub fn read_from(bytes: &[u8], info: Info, size_bytes: u64) -> Result<Tables, FileError> {
-        Tables::read(bytes, None, info, size_bytes, &mut |_| {})
+        Tables::read(Cursor::new(bytes), info, size_bytes, &mut |_| {})
     }
 
     /// Reads tables written by [`Tables::write_to`] at byte `offset` of `bytes`
@@ -144,42 +129,34 @@ impl Tables {
         size_bytes: u64,
         done: &mut dyn FnMut(usize),
     ) -> Result<Tables, FileError> {
-        let all: &[u8] = (*bytes).as_ref();
-        let body = all.get(offset..).ok_or(FileError::Truncated(0))?;
-        Tables::read(body, Some((&bytes, offset)), info, size_bytes, done)
+        // SAFETY: this function's contract is `Cursor::in_place`'s.
+        let r = unsafe { Cursor::in_place(&bytes, offset) }?;
+        Tables::read(r, info, size_bytes, done)
     }
 
-    /// Reads `bytes`, which are `shared`'s from the offset given when that is
-    /// `Some` (columns then read in place, under [`Tables::read_in_place`]'s
-    /// contract).
+    /// Reads the tables at `r`.
     fn read(
-        bytes: &[u8],
-        shared: Option<(&Shared, usize)>,
+        r: Cursor<'_>,
         info: Info,
         size_bytes: u64,
         done: &mut dyn FnMut(usize),
     ) -> Result<Tables, FileError> {
-        let mut r = Bytes {
-            bytes,
-            shared,
-            at: 0,
-            done,
-        };
-        if r.take(8)? != MAGIC {
-            return Err(FileError::Magic);
+        let mut r = Reading { r, done };
+        if r.r.take(8)? != MAGIC {
+            return Err(FileError::Magic(FORMAT));
         }
-        let end = Timedelta::from_micros(r.i64()?);
-        let events = r.count()?;
-        let allocs = r.count()?;
-        let promotes = r.count()?;
-        let collects = r.count()?;
-        let others = promotes.checked_add(collects).ok_or(r.bad())?;
+        let end = Timedelta::from_micros(r.r.i64()?);
+        let events = r.r.count64(1)?;
+        let allocs = r.r.count64(1)?;
+        let promotes = r.r.count64(1)?;
+        let collects = r.r.count64(1)?;
+        let others = promotes.checked_add(collects).ok_or(r.r.bad())?;
         if allocs.checked_add(others) != Some(events) {
-            return Err(r.bad());
+            return Err(r.r.bad());
         }
-        let duplicates = u64::from_le_bytes(r.array()?);
-        r.pad()?;
-        let at = r.at;
+        let duplicates = r.r.u64()?;
+        r.r.pad()?;
+        let at = r.r.at();
         let kind: Store<u8> = r.values(events)?;
         let mut counted = [0usize; 3];
         for &k in kind.iter() {
@@ -197,36 +174,34 @@ impl Tables {
         let domain = r.domains(allocs)?;
         let length = r.column(allocs)?;
         let samples = r.column(allocs)?;
-        r.pad()?;
-        let at = r.at;
+        r.r.pad()?;
+        let at = r.r.at();
         let source: Store<u8> = r.values(allocs)?;
         if source.iter().any(|&s| s > 2) {
             return Err(FileError::Inconsistent(at));
         }
-        r.pad()?;
+        r.r.pad()?;
         let backtrace: Store<u32> = r.values(allocs)?;
-        r.pad()?;
+        r.r.pad()?;
         let site: Store<u32> = r.values(allocs)?;
         let ended = r.column(allocs)?;
         let other_time = r.column(others)?;
-        let at = r.at;
+        let at = r.r.at();
         let other_target = r.column(others)?;
         if (0..others).any(|i| other_target.get(i) > allocs as u64) {
             return Err(FileError::Inconsistent(at));
         }
         let other_domain = r.domains(others)?;
-        let (at, backtraces) = (r.at, r.trie()?);
+        let (at, backtraces) = (r.r.at(), trie(&mut r.r)?);
         if backtrace.iter().any(|&b| b as usize >= backtraces.len()) {
             return Err(FileError::Inconsistent(at));
         }
-        let (at, sites) = (r.at, r.trie()?);
+        let (at, sites) = (r.r.at(), trie(&mut r.r)?);
         if site.iter().any(|&b| b as usize >= sites.len()) {
             return Err(FileError::Inconsistent(at));
         }
-        let locations = r.locations()?;
-        if r.at != bytes.len() {
-            return Err(r.bad());
-        }
+        let locations = locations(&mut r.r)?;
+        r.r.finish()?;
         Ok(Tables {
             info,
             locations,
@@ -256,268 +231,155 @@ impl Tables {
     }
 }
 
-/// A writer that knows how many bytes it has written, to align arrays.
-struct Counted<'a> {
-    out: &'a mut dyn Write,
-    at: usize,
-}
-
-impl Write for Counted<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.out.write(buf)?;
-        self.at += n;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
-    }
-}
-
-impl Counted<'_> {
-    /// Zeros up to the next multiple of [`ALIGN`].
-    fn pad(&mut self) -> io::Result<()> {
-        let n = self.at.next_multiple_of(ALIGN) - self.at;
-        self.write_all(&[0; ALIGN][..n])
-    }
-}
-
-fn write_column(out: &mut Counted<'_>, c: &Column) -> io::Result<()> {
+fn write_column(out: &mut LeWriter<'_>, c: &Column) -> io::Result<()> {
     match c {
         Column::Narrow(v) => {
-            out.write_all(&[4])?;
+            out.u8(4)?;
             out.pad()?;
-            write_values(out, v, |x| x.to_le_bytes())
+            out.values(v.iter().map(|x| x.to_le_bytes()))
         }
         Column::Wide(v) => {
-            out.write_all(&[8])?;
+            out.u8(8)?;
             out.pad()?;
-            write_values(out, v, |x| x.to_le_bytes())
+            out.values(v.iter().map(|x| x.to_le_bytes()))
         }
     }
 }
 
-fn write_u32s(out: &mut Counted<'_>, v: &[u32]) -> io::Result<()> {
+fn write_u32s(out: &mut LeWriter<'_>, v: &[u32]) -> io::Result<()> {
     out.pad()?;
-    write_values(out, v, |x| x.to_le_bytes())
+    out.values(v.iter().map(|x| x.to_le_bytes()))
 }
 
 /// A domain column: none when every value is 0.
-fn write_domains(out: &mut Counted<'_>, v: &[u16]) -> io::Result<()> {
+fn write_domains(out: &mut LeWriter<'_>, v: &[u16]) -> io::Result<()> {
     if v.is_empty() {
-        return out.write_all(&[0]);
+        return out.u8(0);
     }
-    out.write_all(&[2])?;
+    out.u8(2)?;
     out.pad()?;
-    write_values(out, v, |x| x.to_le_bytes())
+    out.values(v.iter().map(|x| x.to_le_bytes()))
 }
 
-/// `values` as `bytes` gives each, through a buffer of about 64 KiB.
-fn write_values<T: Copy, const N: usize>(
-    out: &mut Counted<'_>,
-    values: &[T],
-    bytes: impl Fn(T) -> [u8; N],
-) -> io::Result<()> {
-    let mut buf = Vec::with_capacity(1 << 16);
-    for chunk in values.chunks((1 << 16) / N.max(1)) {
-        buf.clear();
-        chunk.iter().for_each(|&x| buf.extend_from_slice(&bytes(x)));
-        out.write_all(&buf)?;
-    }
-    Ok(())
-}
-
-fn write_trie(out: &mut dyn Write, t: &Backtraces) -> io::Result<()> {
-    out.write_all(&(t.len() as u32).to_le_bytes())?;
-    let mut buf = Vec::with_capacity(12 << 12);
-    for i in 1..t.len() {
+fn write_trie(out: &mut LeWriter<'_>, t: &Backtraces) -> io::Result<()> {
+    out.u32(t.len() as u32)?;
+    out.values((1..t.len()).map(|i| {
         let id = BacktraceId(i as u32);
-        buf.extend_from_slice(&t.parent(id).0.to_le_bytes());
-        buf.extend_from_slice(&t.leaf(id).map_or(0, |c| c.get()).to_le_bytes());
-        if buf.len() >= 12 << 12 {
-            out.write_all(&buf)?;
-            buf.clear();
-        }
-    }
-    out.write_all(&buf)
+        let mut node = [0u8; 12];
+        node[..4].copy_from_slice(&t.parent(id).0.to_le_bytes());
+        node[4..].copy_from_slice(&t.leaf(id).map_or(0, |c| c.get()).to_le_bytes());
+        node
+    }))
 }
 
-fn write_name(out: &mut dyn Write, n: &Name) -> io::Result<()> {
-    let b = n.as_bytes();
-    let len = u32::try_from(b.len()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    out.write_all(&len.to_le_bytes())?;
-    out.write_all(b)
-}
-
-fn write_locations(out: &mut dyn Write, t: &LocationTable) -> io::Result<()> {
+fn write_locations(out: &mut LeWriter<'_>, t: &LocationTable) -> io::Result<()> {
     let mut codes: Vec<(LocationCode, &[Location])> = t.iter().collect();
     codes.sort_unstable_by_key(|(c, _)| c.get());
-    out.write_all(&(codes.len() as u32).to_le_bytes())?;
+    out.u32(codes.len() as u32)?;
     for (code, locs) in codes {
+        // Checked before any byte of the code is written.
         let n =
             u8::try_from(locs.len()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        out.write_all(&code.get().to_le_bytes())?;
-        out.write_all(&[n])?;
+        out.i64(code.get())?;
+        out.u8(n)?;
         for l in locs {
             for v in [l.line, l.start_char, l.end_char] {
-                out.write_all(&v.to_le_bytes())?;
+                out.u32(v)?;
             }
-            write_name(out, &l.filename)?;
-            write_name(out, &l.defname)?;
+            out.str32(l.filename.as_bytes())?;
+            out.str32(l.defname.as_bytes())?;
         }
     }
     Ok(())
 }
 
-/// A cursor over the bytes being read.
-struct Bytes<'a, 'd> {
-    bytes: &'a [u8],
-    /// The shared bytes `bytes` are of, from this offset, when columns are read
-    /// in place.
-    shared: Option<(&'a Shared, usize)>,
-    at: usize,
-    /// Told how far the reading has come after each section.
+/// The cursor over the tables being read, and who hears how far it has come.
+struct Reading<'a, 'd> {
+    r: Cursor<'a>,
+    /// Told how far the reading has come after each column.
     done: &'d mut dyn FnMut(usize),
 }
 
-impl<'a> Bytes<'a, '_> {
-    fn bad(&self) -> FileError {
-        FileError::Inconsistent(self.at)
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8], FileError> {
-        let end = self
-            .at
-            .checked_add(n)
-            .ok_or(FileError::Truncated(self.at))?;
-        let b = self
-            .bytes
-            .get(self.at..end)
-            .ok_or(FileError::Truncated(self.at))?;
-        self.at = end;
-        Ok(b)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], FileError> {
-        let at = self.at;
-        self.take(N)?
-            .try_into()
-            .map_err(|_| FileError::Truncated(at))
-    }
-
-    fn i64(&mut self) -> Result<i64, FileError> {
-        Ok(i64::from_le_bytes(self.array()?))
-    }
-
-    fn u32(&mut self) -> Result<u32, FileError> {
-        Ok(u32::from_le_bytes(self.array()?))
-    }
-
-    /// A count of items that must each take at least a byte of what is left:
-    /// more is a file cut short.
-    fn count(&mut self) -> Result<usize, FileError> {
-        let at = self.at;
-        let n = u64::from_le_bytes(self.array()?);
-        match usize::try_from(n) {
-            Ok(n) if n <= self.bytes.len() - self.at => Ok(n),
-            _ => Err(FileError::Truncated(at)),
-        }
-    }
-
-    /// Skips the zeros up to the next multiple of [`ALIGN`].
-    fn pad(&mut self) -> Result<(), FileError> {
-        let n = self.at.next_multiple_of(ALIGN) - self.at;
-        self.take(n).map(drop)
+impl Reading<'_, '_> {
+    /// `n` values, in place when the cursor reads shared bytes.
+    fn values<T: Plain>(&mut self, n: usize) -> Result<Store<T>, FileError> {
+        let store = self.r.values(n)?;
+        (self.done)(self.r.at());
+        Ok(store)
     }
 
     fn column(&mut self, n: usize) -> Result<Column, FileError> {
-        let at = self.at;
-        match self.take(1)? {
-            [4] => {
-                self.pad()?;
+        let at = self.r.at();
+        match self.r.u8()? {
+            4 => {
+                self.r.pad()?;
                 Ok(Column::Narrow(self.values(n)?))
             }
-            [8] => {
-                self.pad()?;
+            8 => {
+                self.r.pad()?;
                 Ok(Column::Wide(self.values(n)?))
             }
             _ => Err(FileError::Inconsistent(at)),
         }
     }
 
-    /// `n` values: in place in the shared bytes when there are some, else copied.
-    fn values<T: Plain>(&mut self, n: usize) -> Result<Store<T>, FileError> {
-        let at = self.at;
-        let len = n.checked_mul(T::WIDTH).ok_or(FileError::Truncated(at))?;
-        let raw = self.take(len)?;
-        let store = match self.shared {
-            // SAFETY: `shared` is only set by `Tables::read_in_place`, whose
-            // caller promises what `Store::in_place` needs of the bytes.
-            Some((bytes, offset)) => unsafe { Store::in_place(bytes, offset + at, n) },
-            None => Store::copied(raw, n),
-        };
-        let store = store.ok_or(FileError::Truncated(at))?;
-        (self.done)(self.at);
-        Ok(store)
-    }
-
     fn domains(&mut self, n: usize) -> Result<Store<u16>, FileError> {
-        let at = self.at;
-        match self.take(1)? {
-            [0] => Ok(Store::default()),
-            [2] => {
-                self.pad()?;
+        let at = self.r.at();
+        match self.r.u8()? {
+            0 => Ok(Store::default()),
+            2 => {
+                self.r.pad()?;
                 self.values(n)
             }
             _ => Err(FileError::Inconsistent(at)),
         }
     }
+}
 
-    fn trie(&mut self) -> Result<Backtraces, FileError> {
-        let at = self.at;
-        let n = self.u32()? as usize;
-        if n == 0 || n.saturating_mul(12) > self.bytes.len() {
-            return Err(FileError::Inconsistent(at));
-        }
-        let mut t = Backtraces::new();
-        for _ in 1..n {
-            let at = self.at;
-            let parent = BacktraceId(self.u32()?);
-            let code = LocationCode::new(self.i64()?);
-            t.push_child(parent, code)
-                .ok_or(FileError::Inconsistent(at))?;
-        }
-        Ok(t)
+fn trie(r: &mut Cursor<'_>) -> Result<Backtraces, FileError> {
+    let at = r.at();
+    let n = r.u32()? as usize;
+    if n == 0 || n.saturating_mul(12) > r.left() + r.at() {
+        return Err(FileError::Inconsistent(at));
     }
+    let mut t = Backtraces::new();
+    for _ in 1..n {
+        let at = r.at();
+        let parent = BacktraceId(r.u32()?);
+        let code = LocationCode::new(r.i64()?);
+        t.push_child(parent, code)
+            .ok_or(FileError::Inconsistent(at))?;
+    }
+    Ok(t)
+}
 
-    fn name(&mut self) -> Result<Name, FileError> {
-        let n = self.u32()? as usize;
-        Ok(Name::new(self.take(n)?))
-    }
+fn name(r: &mut Cursor<'_>) -> Result<Name, FileError> {
+    let n = r.u32()? as usize;
+    Ok(Name::new(r.take(n)?))
+}
 
-    fn locations(&mut self) -> Result<LocationTable, FileError> {
-        let n = self.u32()? as usize;
-        let mut codes = Vec::with_capacity(n.min(self.bytes.len() / 9));
-        for _ in 0..n {
-            let code = LocationCode::new(self.i64()?);
-            let count = self.take(1)?[0];
-            let mut locs = Vec::with_capacity(usize::from(count));
-            for _ in 0..count {
-                let (line, start_char, end_char) = (self.u32()?, self.u32()?, self.u32()?);
-                let filename = self.name()?;
-                let defname = self.name()?;
-                locs.push(Location {
-                    filename,
-                    line,
-                    start_char,
-                    end_char,
-                    defname,
-                });
-            }
-            codes.push((code, locs));
+fn locations(r: &mut Cursor<'_>) -> Result<LocationTable, FileError> {
+    let n = r.u32()? as usize;
+    let mut codes = Vec::with_capacity(n.min((r.left() + r.at()) / 9));
+    for _ in 0..n {
+        let code = LocationCode::new(r.i64()?);
+        let count = r.u8()?;
+        let mut locs = Vec::with_capacity(usize::from(count));
+        for _ in 0..count {
+            let (line, start_char, end_char) = (r.u32()?, r.u32()?, r.u32()?);
+            let filename = name(r)?;
+            let defname = name(r)?;
+            locs.push(Location {
+                filename,
+                line,
+                start_char,
+                end_char,
+                defname,
+            });
         }
-        Ok(codes.into_iter().collect())
+        codes.push((code, locs));
     }
+    Ok(codes.into_iter().collect())
 }
 
 #[cfg(test)]

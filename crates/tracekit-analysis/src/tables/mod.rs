@@ -44,17 +44,17 @@
 //! The tables are written as bytes and read back by the `file` module
 //! ([`Tables::write_to`], [`Tables::read_from`]), so that a viewer keeps them between
 //! runs. Read back from a mapped file ([`Tables::read_in_place`]), the columns stay
-//! in it (`store`): the system pages them in as passes read them and may drop
+//! in it ([`tracekit_columns::Store`]): the system pages them in as passes read them and may drop
 //! them again, so tables larger than memory still answer.
 
 mod file;
-mod store;
 
 pub use file::FileError;
-use store::Store;
 
 use std::borrow::Cow;
 use std::sync::Arc;
+
+use tracekit_columns::{Plain, Store, TraceBytes};
 
 use tracekit_memtrace::{
     Alloc, AllocationSource, DomainId, Event, Info, LocationCode, LocationTable, ObjId, ReadError,
@@ -72,7 +72,6 @@ use crate::passes::{Pass, Progress, Source, Stage};
 use crate::report::FoldOptions;
 use crate::sampling::Sampling;
 use crate::symbols::FrameSkip;
-use crate::trace_bytes::TraceBytes;
 
 /// A column of unsigned values as it is built, 4 bytes each until one needs 8.
 #[derive(Clone, Debug)]
@@ -302,7 +301,7 @@ impl Building {
 }
 
 /// `v` as a store, its spare capacity let go.
-fn vec_store<T: store::Plain>(mut v: Vec<T>) -> Store<T> {
+fn vec_store<T: Plain>(mut v: Vec<T>) -> Store<T> {
     v.shrink_to_fit();
     Store::from_vec(v)
 }

@@ -58,7 +58,7 @@ use tracekit_analysis::paths;
 use tracekit_analysis::query::{FlameQuery, QueryError};
 use tracekit_analysis::render::TraceFile;
 use tracekit_analysis::tables::Tables;
-use tracekit_analysis::trace_bytes::TraceBytes;
+use tracekit_columns::TraceBytes;
 use tracekit_memtrace::dump::InfoReport;
 use tracekit_memtrace::{ReadError, Reader};
 

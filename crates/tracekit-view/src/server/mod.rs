@@ -210,7 +210,7 @@ pub(crate) mod testing {
     //! requests made and answered without a connection.
 
     use super::*;
-    use tracekit_analysis::trace_bytes::TraceBytes;
+    use tracekit_columns::TraceBytes;
     use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
 
     pub(crate) const TOKEN: &str = "0123456789abcdef0123456789abcdef";

@@ -1,0 +1,236 @@
+//! Trace tables and timelines kept between runs, so that a trace viewed again
+//! is not decoded again: a file per trace and kind (named by a hash of the
+//! trace's path) in a cache folder, `$XDG_CACHE_HOME/tracekit/tables` by
+//! default (`~/.cache/tracekit/tables` without it). A memtrace trace's tables
+//! are `HASH.tables`; the timeline of an FXT trace or of perf data is
+//! `HASH.timeline`.
+//!
+//! A cache file holds the key of the trace it was made from ([`TraceKey`]:
+//! what the file holds, tracekit's version, the trace's path, size and
+//! modification time, and a hash of its first and last 64 KiB), then what is
+//! kept, from a multiple of 8 bytes so that its columns can be read in place
+//! from the mapped file:
+//!
+//! | bytes | what |
+//! | --- | --- |
+//! | key | `tracekit VERSION KIND`, NUL, the trace's path, NUL, its size, NUL, its modification time (ns since 1970), NUL, the hash of its ends (16 hex digits), NUL |
+//! | to a multiple of 8 | NULs |
+//! | the rest | what is kept: the tables as [`Tables::write_to`](tracekit_analysis::tables::Tables::write_to) writes them, or the timeline and its statistics (below) |
+//!
+//! A timeline file's rest:
+//!
+//! | bytes | what |
+//! | --- | --- |
+//! | 8 | the length N of the trace's `fxt stats --json` text, little-endian |
+//! | N | that text |
+//! | to a multiple of 8 | zeros |
+//! | the rest | the timeline as [`Timeline::write_to`](tracekit_timeline::Timeline::write_to) writes it |
+//!
+//! A trace that changed no longer matches its key and is decoded again, and
+//! its file replaced. A cache that cannot be read is decoded past; one that
+//! cannot be written is skipped: neither is an error. Files are written under
+//! a temporary name and renamed ([`tracekit_columns::rename`]), so a cache file
+//! is whole or absent. A write cut short by the end of its process (a viewer
+//! stopped while it writes a large trace's tables) leaves its temporary file,
+//! as large as the tables: each writer holds a lock on its own, and the next
+//! write removes the temporary files no process holds.
+
+mod key;
+#[cfg(feature = "tables")]
+mod tables;
+#[cfg(feature = "timeline")]
+mod timeline;
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tracekit_columns::rename::RenameFile;
+use tracekit_columns::{Cursor, Shared};
+use tracekit_io::input;
+
+pub use key::TraceKey;
+
+/// How the temporary files of writes in progress are named.
+const PARTIAL: &str = ".partial-";
+
+/// Where trace tables and timelines are kept.
+#[derive(Clone, Debug)]
+pub struct TablesCache {
+    dir: PathBuf,
+}
+
+/// Where [`TablesCache`] found what it was asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Read back from this file of the cache.
+    Cached(PathBuf),
+    /// Decoded from the trace, and kept in this file of this many bytes.
+    Built(PathBuf, u64),
+    /// Decoded from the trace, and not kept, for the reason given.
+    NotKept(String),
+}
+
+/// tracekit's folder in the user's cache folder (`$XDG_CACHE_HOME/tracekit`, else
+/// `$HOME/.cache/tracekit`), or `None` when neither variable says where it is.
+pub fn user_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|d| !d.is_empty())
+                .map(|h| PathBuf::from(h).join(".cache"))
+        })?;
+    Some(base.join("tracekit"))
+}
+
+/// A cache file read back: its bytes (mapped when large), which start with
+/// the key it was asked for.
+pub struct Kept {
+    bytes: Arc<input::Bytes>,
+    start: usize,
+}
+
+impl Kept {
+    /// The file's bytes, to be read in place.
+    pub fn shared(&self) -> Shared {
+        Arc::clone(&self.bytes) as Shared
+    }
+
+    /// Where what is kept starts, after the key (a multiple of 8).
+    pub fn start(&self) -> usize {
+        self.start
+    }
+
+    /// A cursor over what is kept, copying what it reads.
+    pub fn cursor(&self) -> Cursor<'_> {
+        Cursor::new(self.bytes.get(self.start..).unwrap_or_default())
+    }
+
+    /// Lets the pages of `range` of the file go (see [`input::Bytes::release`]).
+    pub fn release(&self, range: std::ops::Range<usize>) {
+        self.bytes.release(range)
+    }
+}
+
+impl TablesCache {
+    /// The user's cache folder, or `None` when neither `XDG_CACHE_HOME` nor
+    /// `HOME` says where it is.
+    pub fn user() -> Option<TablesCache> {
+        Some(TablesCache::in_dir(user_cache_dir()?.join("tables")))
+    }
+
+    /// A cache in `dir` (made when first written).
+    pub fn in_dir(dir: impl Into<PathBuf>) -> TablesCache {
+        TablesCache { dir: dir.into() }
+    }
+
+    /// The folder of the cache.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The cache file of kind `kind` (its extension) of the trace `key` is of.
+    pub fn file(&self, key: &TraceKey, kind: &str) -> PathBuf {
+        self.dir.join(key.file_name(kind))
+    }
+
+    /// The cache file of kind `kind` of the trace `key` is of, when it holds
+    /// something kept for the trace as it is now.
+    pub fn kept(&self, key: &TraceKey, kind: &str) -> Option<(PathBuf, Kept)> {
+        let file = self.file(key, kind);
+        let f = std::fs::File::open(&file).ok()?;
+        let bytes = input::file_bytes(&f, &file.display().to_string()).ok()?;
+        let text = key.text(kind);
+        if !bytes.starts_with(&text) {
+            return None;
+        }
+        let kept = Kept {
+            bytes: Arc::new(bytes),
+            start: text.len(),
+        };
+        Some((file, kept))
+    }
+
+    /// Keeps what `write` writes as the file of kind `kind` of the trace at
+    /// `path` (`key`: its key, `None` when it has none); how that went.
+    pub fn keep(
+        &self,
+        path: &Path,
+        key: Option<&TraceKey>,
+        kind: &str,
+        write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Origin {
+        let Some(key) = key else {
+            return Origin::NotKept(format!("{}: cannot name its cache file", path.display()));
+        };
+        let file = self.file(key, kind);
+        match self.write(&file, &key.text(kind), write) {
+            Ok(bytes) => Origin::Built(file, bytes),
+            Err(e) => Origin::NotKept(format!("{}: {e}", file.display())),
+        }
+    }
+
+    /// Writes the cache file with `write`; its size.
+    fn write(
+        &self,
+        file: &Path,
+        key: &[u8],
+        write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+    ) -> std::io::Result<u64> {
+        std::fs::create_dir_all(&self.dir)?;
+        self.remove_abandoned();
+        let temp = RenameFile::create(file, PARTIAL, "", None)?;
+        // Held until the file is renamed or removed, and let go by the system
+        // if the process ends first: a temporary file nobody holds is
+        // abandoned. (Where locks are not supported, none is removed.)
+        try_lock(temp.file());
+        let mut out = BufWriter::with_capacity(1 << 20, temp);
+        out.write_all(key)?;
+        write(&mut out)?;
+        let temp = out.into_inner().map_err(|e| e.into_error())?;
+        let bytes = temp.file().metadata()?.len();
+        temp.commit()?;
+        Ok(bytes)
+    }
+
+    /// Removes the temporary files of writes whose process ended before they
+    /// were renamed: those whose lock no one holds.
+    fn remove_abandoned(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            // `.tmp` is how tempfile names its files by default.
+            let name = entry.file_name();
+            let name = name.as_encoded_bytes();
+            if !name.starts_with(PARTIAL.as_bytes()) && !name.starts_with(b".tmp") {
+                continue;
+            }
+            let path = entry.path();
+            if let Ok(f) = std::fs::File::open(&path)
+                && try_lock(&f)
+            {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+}
+
+/// Takes an exclusive lock on `f` if no one holds one, without waiting;
+/// whether it did. The system lets it go when the file's last handle closes,
+/// or its process ends.
+#[cfg(unix)]
+fn try_lock(f: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock reads and writes no memory of ours; the descriptor is
+    // `f`'s, open for the whole call.
+    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+/// Without locks, no temporary file can be told abandoned.
+#[cfg(not(unix))]
+fn try_lock(_: &std::fs::File) -> bool {
+    false
+}

@@ -1,0 +1,181 @@
+//! Memtrace trace tables kept: `HASH.tables`, the tables read back with their
+//! columns in place in the mapped cache file.
+
+use std::path::Path;
+
+use tracekit_analysis::tables::Tables;
+use tracekit_columns::TraceBytes;
+use tracekit_memtrace::Reader;
+
+use crate::{Kept, Origin, TablesCache, TraceKey};
+
+/// The extension of a memtrace trace's cache file.
+const KIND: &str = "tables";
+
+impl TablesCache {
+    /// The tables of the trace at `path`, whose bytes are `bytes`: read back
+    /// when the cache holds them for the trace as it is now, else decoded
+    /// (`progress` hears the byte position reached; the pages read are let
+    /// go as the decoding passes them) and kept. `None` when the trace's
+    /// header does not read.
+    pub fn tables(
+        &self,
+        path: &Path,
+        bytes: &TraceBytes,
+        progress: &mut dyn FnMut(u64),
+    ) -> Option<(Tables, Origin)> {
+        let key = TraceKey::of_bytes(path, bytes.as_ref());
+        if let Some(key) = &key
+            && let Some((file, kept)) = self.kept(key, KIND)
+            && let Some(tables) = read(kept, bytes)
+        {
+            return Some((tables, Origin::Cached(file)));
+        }
+        let tables = Tables::from_bytes(bytes, progress)?;
+        let origin = self.keep(path, key.as_ref(), KIND, &mut |out| tables.write_to(out));
+        Some((tables, origin))
+    }
+}
+
+/// The tables `kept`, of the trace whose bytes are `bytes`.
+fn read(kept: Kept, bytes: &TraceBytes) -> Option<Tables> {
+    let info = Reader::from_owner(bytes.clone()).ok()?.info().clone();
+    let size = bytes.as_ref().len() as u64;
+    let start = kept.start();
+    // The pages of each section read and checked are let go: the columns are
+    // paged in again as passes read them, and the rest is decoded into
+    // memory, so that the file is not also resident.
+    let shared = kept.shared();
+    let mut done = |at: usize| kept.release(0..start + at);
+    // SAFETY: `input::Bytes` gives the same bytes at one address for as long
+    // as it lives: a vector, or a read-only mapping of the cache file, which
+    // nothing changes while it is mapped (a new cache file replaces it by a
+    // rename, leaving the mapped one as it is; `file_bytes` states what
+    // mapping needs of a file).
+    unsafe { Tables::read_in_place(shared, start, info, size, &mut done) }.ok()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::PARTIAL;
+    use std::path::PathBuf;
+    use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+
+    fn trace(dir: &Path, seed: u64) -> PathBuf {
+        let config = SynthConfig {
+            allocs: 2_000,
+            seed,
+            ..SynthConfig::default()
+        };
+        let path = dir.join("t.ctf");
+        std::fs::write(&path, write_synthetic(Vec::new(), &config).unwrap()).unwrap();
+        path
+    }
+
+    fn ask(cache: &TablesCache, path: &Path) -> (Tables, Origin) {
+        let bytes = tracekit_io::memtrace::trace_bytes(path).unwrap();
+        cache.tables(path, &bytes, &mut |_| {}).unwrap()
+    }
+
+    /// A write cut short leaves its temporary file; the next write removes it,
+    /// and not the file of a write still in progress (whose lock is held).
+    #[cfg(unix)]
+    #[test]
+    fn abandoned_writes_are_removed_and_writes_in_progress_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = TablesCache::in_dir(dir.path().join("cache"));
+        std::fs::create_dir_all(cache.dir()).unwrap();
+        let abandoned = cache.dir().join(format!("{PARTIAL}abc123"));
+        std::fs::write(&abandoned, vec![7u8; 4096]).unwrap();
+        let older = cache.dir().join(".tmpAbC123");
+        std::fs::write(&older, vec![7u8; 4096]).unwrap();
+        let writing = cache.dir().join(format!("{PARTIAL}def456"));
+        std::fs::write(&writing, b"in progress").unwrap();
+        let held = std::fs::File::open(&writing).unwrap();
+        assert!(crate::try_lock(&held));
+        let other = cache.dir().join("0123456789abcdef.tables");
+        std::fs::write(&other, b"another trace's tables").unwrap();
+        let path = trace(dir.path(), 3);
+        let (_, origin) = ask(&cache, &path);
+        assert!(matches!(origin, Origin::Built(..)), "{origin:?}");
+        assert!(
+            !abandoned.exists(),
+            "the abandoned temporary file is removed"
+        );
+        assert!(
+            !older.exists(),
+            "so is one named as tempfile names them by default"
+        );
+        assert!(writing.exists(), "a write in progress is left alone");
+        assert!(other.exists(), "other cache files are left alone");
+        // The cache's own write left no temporary file of its own behind.
+        let left: Vec<_> = std::fs::read_dir(cache.dir())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(PARTIAL))
+            .map(|e| e.path())
+            .collect();
+        assert_eq!(left, vec![writing.clone()]);
+        drop(held);
+    }
+
+    #[test]
+    fn a_second_start_reads_the_tables_back_and_a_changed_trace_is_decoded_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = TablesCache::in_dir(dir.path().join("cache"));
+        let path = trace(dir.path(), 1);
+        let (first, origin) = ask(&cache, &path);
+        let Origin::Built(file, bytes) = origin else {
+            panic!("{origin:?}")
+        };
+        assert_eq!(std::fs::metadata(&file).unwrap().len(), bytes);
+        let (again, origin) = ask(&cache, &path);
+        assert_eq!(origin, Origin::Cached(file.clone()));
+        assert_eq!(again.allocations(), first.allocations());
+        // The columns are read where they are in the cache file's bytes.
+        assert!(first.column_bytes() > 0);
+        if cfg!(target_endian = "little") {
+            assert_eq!(again.column_bytes(), 0);
+        }
+        assert_eq!(again.end(), first.end());
+        // Another trace at the same path: decoded again, its file replaced.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let path = trace(dir.path(), 2);
+        let (changed, origin) = ask(&cache, &path);
+        assert!(matches!(origin, Origin::Built(..)), "{origin:?}");
+        assert_ne!(changed.end(), first.end());
+        assert!(matches!(ask(&cache, &path).1, Origin::Cached(_)));
+        let files = std::fs::read_dir(cache.dir()).unwrap().count();
+        assert_eq!(files, 1, "one file per trace, no temporary left");
+    }
+
+    #[test]
+    fn a_cache_that_cannot_be_written_or_read_is_decoded_past() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = trace(dir.path(), 1);
+        // The cache folder is a file: nothing can be written under it.
+        let blocked = dir.path().join("blocked");
+        std::fs::write(&blocked, b"a file").unwrap();
+        let cache = TablesCache::in_dir(&blocked);
+        let (tables, origin) = ask(&cache, &path);
+        assert!(matches!(origin, Origin::NotKept(_)), "{origin:?}");
+        assert_eq!(tables.allocations(), 2_000);
+        // A cache file that is not tables: decoded again and replaced.
+        let cache = TablesCache::in_dir(dir.path().join("cache"));
+        assert!(matches!(ask(&cache, &path).1, Origin::Built(..)));
+        let file = std::fs::read_dir(cache.dir())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let mut bytes = std::fs::read(&file).unwrap();
+        let n = bytes.len();
+        bytes.truncate(n - 7);
+        std::fs::write(&file, &bytes).unwrap();
+        assert!(matches!(ask(&cache, &path).1, Origin::Built(..)));
+        assert!(matches!(ask(&cache, &path).1, Origin::Cached(_)));
+    }
+}
