@@ -36,7 +36,10 @@ impl TablesCache {
         self.timeline_keyed(path, TraceKey::of_bytes(path, bytes), build)
     }
 
-    fn timeline_keyed<E>(
+    /// [`TablesCache::timeline`] of a trace whose key is `key`, made by the
+    /// caller from the bytes it has open ([`TraceKey::of_bytes`]); `None`
+    /// keeps nothing.
+    pub fn timeline_keyed<E>(
         &self,
         path: &Path,
         key: Option<TraceKey>,

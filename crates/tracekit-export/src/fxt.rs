@@ -1,8 +1,9 @@
 //! An FXT trace as the tables `traces`, `slices`, `instants` and `counters`
 //! ([`crate::schema`]).
 //!
-//! The rows are those of the trace's timeline ([`tracekit_timeline::Timeline`]),
-//! the one `tracekit view`, `fxt top` and `fxt slices` answer from: duration
+//! The rows are those of the trace's timeline ([`tracekit_timeline::Timeline`],
+//! built by [`build_timeline`]), the one `tracekit view`, `fxt top` and `fxt
+//! slices` answer from: duration
 //! begins and ends paired per thread in the order of their times, complete
 //! events, async begins and ends matched by name and id; a slice's depth is its
 //! lane (nesting in time), an async slice has its id and no depth; what is
@@ -15,9 +16,9 @@
 
 use arrow_array::builder::StringBuilder;
 use tracekit_fxt::read::Reader;
-use tracekit_fxt::stats::Counted;
+use tracekit_timeline::TrackKind;
 use tracekit_timeline::lane::OPEN;
-use tracekit_timeline::{Timeline, TrackKind};
+use tracekit_timeline::open::build_timeline;
 
 use crate::schema::{COUNTERS, INSTANTS, SLICES, TRACES};
 use crate::table::{F64, I64, OptI32, OptI64, TableWriter, columns};
@@ -71,10 +72,8 @@ columns!(
 
 /// Exports the FXT trace `bytes` into `files`.
 pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> Result<Summary> {
-    let mut reader = Reader::new(bytes);
-    let mut counted = Counted::new(&mut reader);
-    let t = Timeline::build(&mut counted, &mut |_| {});
-    let events: u64 = counted.stats().event_types.values().sum();
+    let built = build_timeline(&mut Reader::new(bytes), true, &mut |_| {});
+    let (events, t) = (built.events(), built.timeline);
     if let Some(e) = t.error() {
         return Err((*e).into());
     }

@@ -32,9 +32,15 @@ pub fn open(path: &Path) -> Result<(Reader<'static>, Option<TraceBytes>)> {
 /// The bytes of the memtrace trace at `path`, mapped when the file is large;
 /// a mapped file's pages are released as a pass over them goes.
 pub fn trace_bytes(path: &Path) -> Result<TraceBytes> {
-    let bytes = Arc::new(input::read_all(path, Family::Memtrace)?);
+    Ok(shared(input::read_all(path, Family::Memtrace)?))
+}
+
+/// A memtrace trace's `bytes`, already read, shared; a mapped file's pages are
+/// released as a pass over them goes.
+pub fn shared(bytes: input::Bytes) -> TraceBytes {
+    let bytes = Arc::new(bytes);
     let pages = Arc::clone(&bytes);
-    Ok(TraceBytes::from_shared(bytes).on_release(move |range| pages.release(range)))
+    TraceBytes::from_shared(bytes).on_release(move |range| pages.release(range))
 }
 
 /// A streaming reader of the trace at `path` (`-`: standard input), a packet at a

@@ -37,6 +37,10 @@
 //! A trace that stops at damage gives the timeline of the records before it
 //! ([`Timeline::error`]).
 //!
+//! Front ends build it through [`open::build_timeline`]: progress, the trace's
+//! counts, the warnings the reader did not keep, and a mapped file's pages let
+//! go as the pass goes.
+//!
 //! The `file` module writes a timeline as bytes and reads it back
 //! ([`Timeline::write_to`], [`Timeline::read_from`]), so that a viewer can keep
 //! it between runs.
@@ -46,6 +50,7 @@
 mod build;
 mod file;
 pub mod lane;
+pub mod open;
 pub mod report;
 mod select;
 

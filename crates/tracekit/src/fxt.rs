@@ -17,13 +17,13 @@ use tracekit_fxt::read::{ReadError, Records};
 use tracekit_fxt::stats::Stats;
 use tracekit_fxt::write::Writer;
 use tracekit_timeline::Timeline;
+use tracekit_timeline::open::build_timeline;
 use tracekit_timeline::report::{SlicesQuery, TopQuery, duration};
 
 use crate::common::input::{self, Family};
 use crate::common::names::{Format, OutputArg, check_format};
 use crate::common::output::{InteractiveStdout, Output, OutputFile, print};
-use crate::common::{print_json, progress_bar, say};
-use crate::memtrace_analysis::fxt_write_error;
+use crate::common::{fxt_write_error, print_json, progress_bar, say};
 
 /// `tracekit fxt` subcommands.
 #[derive(Subcommand)]
@@ -319,7 +319,7 @@ fn timeline_answer(
         anyhow::bail!("--between: {} is after {}", duration(a), duration(b));
     }
     with_records(path, None, |reader, bar| {
-        let timeline = Timeline::build(reader, &mut |pos| bar.set_position(pos));
+        let timeline = build_timeline(reader, false, &mut |pos| bar.set_position(pos)).timeline;
         bar.finish_and_clear();
         print_warnings(path, reader);
         answer(&timeline)?;

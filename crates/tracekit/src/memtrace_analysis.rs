@@ -15,13 +15,12 @@ use tracekit_analysis::query::{
     DiffQuery, FlameQuery, FxtQuery, HotPathsQuery, PprofQuery, QueryError, TimelineQuery, TopQuery,
 };
 use tracekit_analysis::render::TraceFile;
-use tracekit_fxt::io::FinishError;
 use tracekit_memtrace::{Reader, Timedelta};
 
 use crate::common::names::{Format, check_format, choose_format, default_output, require_svg};
 use crate::common::output::{Output, OutputFile, print, refuse_same_file, write_file, write_text};
-use crate::common::print_json;
 use crate::common::{PROGRESS_THRESHOLD_BYTES, input, progress_bar, progress_spinner, say};
+use crate::common::{fxt_write_error, print_json};
 use crate::memtrace::open_shared;
 use tracekit_columns::TraceBytes;
 
@@ -403,15 +402,6 @@ fn to_pprof(args: ToPprofArgs) -> Result<ExitCode> {
         tracekit_analysis::svg::human_bytes(bytes as f64)
     ));
     Ok(finish(&args.file, &answer.pass))
-}
-
-/// The error of an FXT writer over an [`OutputFile`]: the I/O error (which names
-/// the file) when there is one, else the writer's own.
-pub fn fxt_write_error(path: &Path, e: FinishError) -> anyhow::Error {
-    match e {
-        FinishError::Io(io) => anyhow::Error::new(io),
-        FinishError::Write(e) => anyhow::anyhow!("writing {}: {e}", path.display()),
-    }
 }
 
 fn diff(args: DiffArgs) -> Result<ExitCode> {

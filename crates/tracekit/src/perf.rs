@@ -16,11 +16,13 @@ use clap::{Args, Subcommand};
 use tracekit_analysis::frames::FrameTree;
 use tracekit_analysis::svg::FlameGraphOptions;
 use tracekit_callstack::writer::{TraceScope, Warning};
+use tracekit_cache::user_cache_dir;
 use tracekit_perf::Mode;
 use tracekit_perf::data::{PerfData, ReadOptions, ReadStats};
 use tracekit_perf::decode::{
     DecodeOptions, decode_data_to_fxt, decode_to_fxt, direct, require_events, transcribe,
 };
+use tracekit_perf::in_memory::decode_in_memory;
 use tracekit_perf::record::{self as plan, CallGraph, RecordOptions, Target};
 use tracekit_perf::text::{Progress, TextSource};
 
@@ -128,9 +130,9 @@ impl SampledArgs {
             debug_dir: self.debug_dir.clone(),
             no_debug_files: self.no_debug_files,
             no_cache: self.no_cache,
-            name_cache: names_cache(),
             ..DecodeOptions::default()
-        };
+        }
+        .with_names_in(user_cache_dir().as_deref());
         let progress = progress(name.clone(), quiet);
         let folded = tracekit_perf::fold::fold(&mut source, &options, per_thread, progress)?;
         if let Some(read) = &folded.read {
@@ -276,22 +278,27 @@ impl Drop for WarningPrinter {
 /// where it is not read directly). Any other kind of input is an error that says
 /// what it is (an empty one too: there is nothing to decode).
 fn open(path: &Path, perf: &Path, mode: Mode) -> anyhow::Result<TextSource> {
-    let stream = input::open_stream(path, Family::Perf)?;
-    Ok(match stream.kind() {
-        _ if input::is_stdin(path) => TextSource::Stream(Some(Box::new(stream))),
+    if input::is_stdin(path) {
+        let stream = input::open_stream(path, Family::Perf)?;
+        return Ok(TextSource::Stream(Some(Box::new(stream))));
+    }
+    let (bytes, kind) = input::read_all_sniffed(path, Family::Perf)?;
+    Ok(source(path, bytes, kind, perf, mode))
+}
+
+/// The source of the perf input `path`, its `bytes` read and sniffed as `kind`.
+fn source(path: &Path, bytes: input::Bytes, kind: Kind, perf: &Path, mode: Mode) -> TextSource {
+    match kind {
         Kind::PerfData => TextSource::PerfData {
             path: path.to_path_buf(),
             perf: perf.to_path_buf(),
             mode,
         },
-        _ => {
-            let text = input::file_bytes(&input::open_file(path)?, &input::display(path))?;
-            TextSource::File {
-                path: path.to_path_buf(),
-                text: Box::new(text),
-            }
-        }
-    })
+        _ => TextSource::File {
+            path: path.to_path_buf(),
+            text: Box::new(bytes),
+        },
+    }
 }
 
 fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
@@ -316,10 +323,10 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
     check_format(&output, Format::Fxt)?;
     let shown = output.display().to_string();
     if let Some(data) = direct(&source, &args.options)? {
-        let options = DecodeOptions {
-            name_cache: names_cache(),
-            ..args.options.clone()
-        };
+        let options = args
+            .options
+            .clone()
+            .with_names_in(user_cache_dir().as_deref());
         return decode_direct(data, &options.read_options(), config, &output, args.quiet);
     }
     let out = Output::create(&output, &inputs)?;
@@ -341,55 +348,31 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Decodes `path` (perf.data or `perf script` text) with the default options
-/// into an FXT trace in memory, with progress, for `tracekit view`.
-pub fn decode_in_memory(path: &Path, quiet: bool) -> anyhow::Result<Vec<u8>> {
-    let options = DecodeOptions {
-        name_cache: names_cache(),
-        ..DecodeOptions::default()
-    };
-    let config = options.config(false)?;
-    let perf = PathBuf::from("perf");
-    let mut source = open(path, &perf, options.mode)?;
-    let name = source.name();
+/// Decodes the perf input `path` (its `bytes` read and sniffed as `kind`) with
+/// the default options into an FXT trace in memory, with progress, for
+/// `tracekit view`.
+pub fn decode_for_view(
+    path: &Path,
+    bytes: input::Bytes,
+    kind: Kind,
+    quiet: bool,
+) -> anyhow::Result<Vec<u8>> {
+    let options = DecodeOptions::default().with_names_in(user_cache_dir().as_deref());
+    let mut source = source(path, bytes, kind, Path::new("perf"), options.mode);
     let mut printer = WarningPrinter::default();
-    if let Some(data) = direct(&source, &options)? {
-        let bar = progress_bar(data.size(), "reading", quiet);
-        let (out, decoded, read) = decode_data_to_fxt(
-            data,
-            &options.read_options(),
-            config,
-            (Vec::new(), &name),
-            |n| bar.set_position(n),
-            |w| printer.print(w),
-        )?;
-        bar.finish_and_clear();
-        report_read(&name, &read);
-        require_events(&name, &decoded.stats)?;
-        return Ok(out);
-    }
-    let progress = progress(name.clone(), quiet);
-    let (out, decoded) = decode_to_fxt(
+    let progress = progress(source.name(), quiet);
+    let warn = |w: &Warning| printer.print(w);
+    let note = |line: &str| eprintln!("warning: {line}");
+    Ok(decode_in_memory(
         &mut source,
-        config,
-        None,
-        (Vec::new(), &name),
+        &options,
         progress,
-        |w| printer.print(w),
-    )?;
-    for w in decoded.warnings() {
-        eprintln!("warning: {w}");
-    }
-    require_events(&name, &decoded.stats)?;
-    Ok(out)
+        warn,
+        note,
+    )?)
 }
 
 /// Prints what the direct reader found that a user should know.
-/// Where names of objects' addresses are kept across runs.
-fn names_cache() -> Option<PathBuf> {
-    tracekit_cache::user_cache_dir().map(|d| d.join("names"))
-}
-
 fn report_read(name: &str, read: &ReadStats) {
     for w in read.warnings() {
         eprintln!("warning: {name}: {w}");

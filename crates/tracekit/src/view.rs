@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Args;
-use tracekit_fxt::read::Reader;
-use tracekit_fxt::stats::Counted;
-use tracekit_io::input::{Family, Kind};
-use tracekit_cache::{Origin, TablesCache};
+use tracekit_cache::{Origin, TablesCache, TraceKey};
+use tracekit_columns::TraceBytes;
+use tracekit_io::input::{Bytes, Family, Kind};
 use tracekit_timeline::Timeline;
+use tracekit_timeline::open::build_timeline_releasing;
 use tracekit_view::{Served, TimelineTrace, Trace, Viewer};
 
 use crate::common::input;
@@ -60,12 +60,16 @@ impl ViewArgs {
     }
 }
 
-/// Reads a trace for serving; its answers name it as the command line did.
-/// Its tables are kept in `cache`, if any.
-fn load(path: &Path, cache: Option<&TablesCache>) -> Result<Trace> {
+/// Reads a trace for serving (its bytes from `read`); its answers name it as
+/// the command line did. Its tables are kept in `cache`, if any.
+fn load(
+    path: &Path,
+    read: impl FnOnce() -> tracekit_io::Result<TraceBytes>,
+    cache: Option<&TablesCache>,
+) -> Result<Trace> {
     let name = input::display(path);
     let spinner = progress_spinner(&format!("reading {name}"), true, false);
-    let trace = Trace::new(name.clone(), tracekit_io::memtrace::trace_bytes(path)?);
+    let trace = Trace::new(name.clone(), read()?);
     spinner.finish_and_clear();
     let trace = trace.map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
     Ok(match cache {
@@ -81,38 +85,38 @@ fn load(path: &Path, cache: Option<&TablesCache>) -> Result<Trace> {
     })
 }
 
-/// Builds the timeline of an FXT trace (or of perf data, decoded first), with
-/// progress, or reads it back from `cache`; its answers name it as the
-/// command line did.
-fn load_timeline(path: &Path, kind: Kind, cache: Option<&TablesCache>) -> Result<TimelineTrace> {
+/// Builds the timeline of an FXT trace (or of perf data, decoded first) from
+/// its `bytes`, of `kind`, with progress, or reads it back from `cache`; its
+/// answers name it as the command line did.
+fn load_timeline(
+    path: &Path,
+    bytes: Bytes,
+    kind: Kind,
+    cache: Option<&TablesCache>,
+) -> Result<TimelineTrace> {
     let name = input::display(path);
+    // The cache's key is read from the bytes already open, not from the file again.
+    let key = cache.and_then(|_| TraceKey::of_bytes(path, &bytes));
     let build = || -> Result<(Timeline, String)> {
         let quiet = crate::common::quiet();
         let bytes = match kind {
-            Kind::Fxt => tracekit_io::input::read_all(path, Family::Fxt)?,
-            _ => tracekit_io::input::Bytes::Owned(crate::perf::decode_in_memory(path, quiet)?),
+            Kind::Fxt => bytes,
+            _ => Bytes::Owned(crate::perf::decode_for_view(path, bytes, kind, quiet)?),
         };
         let bar = crate::common::progress_bar(bytes.len() as u64, "building the timeline", quiet);
-        let mut reader = Reader::new(&bytes);
-        let mut counted = Counted::new(&mut reader);
-        // The pages of a mapped file read are let go as the pass goes on, so
-        // that the trace is not resident beside its timeline.
-        let timeline = Timeline::build(&mut counted, &mut |pos| {
-            bar.set_position(pos);
-            bytes.release(0..usize::try_from(pos).unwrap_or(usize::MAX));
-        });
-        let stats = tracekit_view::timeline::stats_json(&counted.stats());
+        let progress = &mut |pos| bar.set_position(pos);
+        let built = build_timeline_releasing(&bytes, true, progress, &mut |r| bytes.release(r));
         bar.finish_and_clear();
-        let more = reader.warning_count() - reader.warnings().len() as u64;
-        if more > 0 {
-            eprintln!("warning: {name}: {more} more warnings");
+        let stats = tracekit_view::timeline::stats_json(&built.stats.unwrap_or_default());
+        if built.unkept_warnings > 0 {
+            eprintln!("warning: {name}: {} more warnings", built.unkept_warnings);
         }
-        Ok((timeline, stats))
+        Ok((built.timeline, stats))
     };
     let (timeline, stats) = match cache {
         None => build()?,
         Some(cache) => {
-            let (timeline, stats, origin) = cache.timeline(path, build)?;
+            let (timeline, stats, origin) = cache.timeline_keyed(path, key, build)?;
             tell_origin("timeline is", &origin);
             (timeline, stats)
         }
@@ -153,7 +157,9 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
     if input::is_stdin(&args.file) {
         anyhow::bail!("tracekit view reads a file, not standard input");
     }
-    let kind = tracekit_io::input::open_stream(&args.file, Family::View)?.kind();
+    // Read once: its kind is told from the bytes read.
+    let (bytes, kind) = input::read_all_sniffed(&args.file, Family::View)?;
+    let cache = (!args.no_cache).then(TablesCache::user).flatten();
     if kind != Kind::Memtrace {
         if args.compare.is_some() {
             anyhow::bail!(
@@ -161,17 +167,16 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
                 input::display(&args.file)
             );
         }
-        let cache = (!args.no_cache).then(TablesCache::user).flatten();
-        let timeline = load_timeline(&args.file, kind, cache.as_ref())?;
+        let timeline = load_timeline(&args.file, bytes, kind, cache.as_ref())?;
         let name = timeline.name().to_string();
         return serve(&args, &name, Served::timeline(timeline));
     }
-    let cache = (!args.no_cache).then(TablesCache::user).flatten();
-    let trace = load(&args.file, cache.as_ref())?;
+    let shared = || Ok(tracekit_io::memtrace::shared(bytes));
+    let trace = load(&args.file, shared, cache.as_ref())?;
     let compare = args
         .compare
         .as_deref()
-        .map(|p| load(p, cache.as_ref()))
+        .map(|p| load(p, || tracekit_io::memtrace::trace_bytes(p), cache.as_ref()))
         .transpose()?;
     let name = trace.name().to_string();
     serve(&args, &name, Served::new(trace, compare))

@@ -6,6 +6,7 @@ pub use tracekit_io::{input, names, output};
 
 use std::io::{self, IsTerminal, Write};
 
+use tracekit_fxt::io::FinishError;
 use tracekit_io::output::Stdout;
 
 use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
@@ -71,6 +72,15 @@ pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     serde_json::to_writer_pretty(&mut out, value).map_err(io::Error::from)?;
     out.write_all(b"\n")?;
     Ok(out.finish()?)
+}
+
+/// The error of an FXT writer over an output file: the I/O error (which names
+/// the file) when there is one, else the writer's own.
+pub fn fxt_write_error(path: &std::path::Path, e: FinishError) -> anyhow::Error {
+    match e {
+        FinishError::Io(io) => anyhow::Error::new(io),
+        FinishError::Write(e) => anyhow::anyhow!("writing {}: {e}", path.display()),
+    }
 }
 
 /// Whether `err` (or what caused it) is a write to a closed pipe: the reader of
