@@ -14,8 +14,8 @@ use tracekit_memtrace::{
 /// object id far above any allocation: its packets' alloc-id counters start high
 /// enough that the reader accepts them. Copying it re-encodes the ids against the
 /// copy's own counters, where the promote's delta is negative, which no reader
-/// accepts: the copy used to write it anyway and produce an unreadable trace,
-/// then refused it; now it starts a packet whose ids make the delta valid.
+/// accepts. The copy must not write such a delta (an unreadable trace): it
+/// starts a packet whose ids make the delta valid.
 const PROMOTE_ABOVE_NEXT_ID: &[u8] = &[
     0xc1, 0x1f, 0xfc, 0xc1, 0x1d, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x04, 0x1d, 0x00, 0x00, 0x00, 0x00, 0xda, 0x00, 0x00, 0x02, 0x00, 0xff, 0x21,
