@@ -200,6 +200,10 @@ const URC_END_OF_STACK: UnwindReasonCode = 5;
 
 type TraceFn = extern "C" fn(ctx: *mut UnwindContext, arg: *mut c_void) -> UnwindReasonCode;
 
+// SAFETY: these are the Itanium C++ ABI's unwinder entry points, which the
+// platform's libgcc_s (or LLVM's libunwind) exports with exactly these C
+// signatures; `UnwindContext` is only ever handled behind a pointer the
+// unwinder itself passes to the callback.
 unsafe extern "C" {
     fn _Unwind_Backtrace(trace: TraceFn, arg: *mut c_void) -> UnwindReasonCode;
     fn _Unwind_GetIP(ctx: *mut UnwindContext) -> usize;
