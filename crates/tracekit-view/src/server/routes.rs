@@ -15,51 +15,37 @@ pub(crate) const ASSETS: [(&str, &str, &str); 20] = {
     const HTML: &str = "text/html; charset=utf-8";
     const JS: &str = "text/javascript; charset=utf-8";
     const CSS: &str = "text/css; charset=utf-8";
+    // The path a file is served at, its type and its text.
+    macro_rules! asset {
+        ($name:literal, $kind:ident) => {
+            (
+                concat!("/", $name),
+                $kind,
+                include_str!(concat!("../../assets/", $name)),
+            )
+        };
+    }
     [
-        ("/index.html", HTML, include_str!("../../assets/index.html")),
-        (
-            "/timeline.html",
-            HTML,
-            include_str!("../../assets/timeline.html"),
-        ),
-        ("/common.css", CSS, include_str!("../../assets/common.css")),
-        ("/app.css", CSS, include_str!("../../assets/app.css")),
-        (
-            "/timeline.css",
-            CSS,
-            include_str!("../../assets/timeline.css"),
-        ),
-        ("/timeline.js", JS, include_str!("../../assets/timeline.js")),
-        (
-            "/timeline-input.js",
-            JS,
-            include_str!("../../assets/timeline-input.js"),
-        ),
-        (
-            "/timeline-panel.js",
-            JS,
-            include_str!("../../assets/timeline-panel.js"),
-        ),
-        (
-            "/timeline-state.js",
-            JS,
-            include_str!("../../assets/timeline-state.js"),
-        ),
-        ("/canvas.js", JS, include_str!("../../assets/canvas.js")),
-        ("/app.js", JS, include_str!("../../assets/app.js")),
-        ("/api.js", JS, include_str!("../../assets/api.js")),
-        ("/dom.js", JS, include_str!("../../assets/dom.js")),
-        ("/filter.js", JS, include_str!("../../assets/filter.js")),
-        ("/flame.js", JS, include_str!("../../assets/flame.js")),
-        (
-            "/flamegraph.js",
-            JS,
-            include_str!("../../assets/flamegraph.js"),
-        ),
-        ("/graph.js", JS, include_str!("../../assets/graph.js")),
-        ("/state.js", JS, include_str!("../../assets/state.js")),
-        ("/tables.js", JS, include_str!("../../assets/tables.js")),
-        ("/urlstate.js", JS, include_str!("../../assets/urlstate.js")),
+        asset!("index.html", HTML),
+        asset!("timeline.html", HTML),
+        asset!("common.css", CSS),
+        asset!("app.css", CSS),
+        asset!("timeline.css", CSS),
+        asset!("timeline.js", JS),
+        asset!("timeline-input.js", JS),
+        asset!("timeline-panel.js", JS),
+        asset!("timeline-state.js", JS),
+        asset!("canvas.js", JS),
+        asset!("app.js", JS),
+        asset!("api.js", JS),
+        asset!("dom.js", JS),
+        asset!("filter.js", JS),
+        asset!("flame.js", JS),
+        asset!("flamegraph.js", JS),
+        asset!("graph.js", JS),
+        asset!("state.js", JS),
+        asset!("tables.js", JS),
+        asset!("urlstate.js", JS),
     ]
 };
 
