@@ -256,9 +256,7 @@ mod tests {
             Err(FileError::Truncated(32))
         );
         // SAFETY: as above.
-        assert!(matches!(
-            unsafe { Cursor::in_place(&shared, 49) },
-            Err(FileError::Truncated(0))
-        ));
+        let past = unsafe { Cursor::in_place(&shared, 49) };
+        assert!(matches!(past, Err(FileError::Truncated(0))));
     }
 }

@@ -163,8 +163,8 @@ fn named(what: &str, e: io::Error) -> io::Error {
 pub struct OutputFile {
     /// The name the user gave, for messages.
     shown: String,
-    /// Where the file lands (a symlink's target, so that the link stays a link).
-    target: PathBuf,
+    /// Written aside, renamed over the destination (a symlink's target, so
+    /// that the link stays a link).
     temp: Option<RenameFile>,
     /// A device or pipe, written in place.
     direct: Option<File>,
@@ -191,13 +191,12 @@ impl OutputFile {
                     .map_err(|e| create(e.to_string()))?;
                 return Ok(OutputFile {
                     shown,
-                    target: path.to_path_buf(),
                     temp: None,
                     direct: Some(file),
                 });
             }
         }
-        // Replace a symlink's target, not the link.
+        // Replace a symlink's target, not the link: the file lands there.
         let target =
             if existing.is_some() && fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
                 fs::canonicalize(path).map_err(|e| create(e.to_string()))?
@@ -230,7 +229,6 @@ impl OutputFile {
         }
         Ok(OutputFile {
             shown,
-            target,
             temp: Some(temp),
             direct: None,
         })
