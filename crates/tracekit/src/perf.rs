@@ -15,8 +15,8 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use tracekit_analysis::frames::FrameTree;
 use tracekit_analysis::svg::FlameGraphOptions;
-use tracekit_callstack::writer::{TraceScope, Warning};
 use tracekit_cache::user_cache_dir;
+use tracekit_callstack::writer::{TraceScope, Warning};
 use tracekit_perf::Mode;
 use tracekit_perf::data::{PerfData, ReadOptions, ReadStats};
 use tracekit_perf::decode::{
