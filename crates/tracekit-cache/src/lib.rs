@@ -71,6 +71,24 @@ pub enum Origin {
     NotKept(String),
 }
 
+impl Origin {
+    /// The note that tells a user where `what` ("tables are", "timeline is")
+    /// came from.
+    pub fn note(&self, what: &str) -> String {
+        match self {
+            Origin::Built(file, bytes) => format!(
+                "note: the trace's {what} kept in {} ({:.1} MB; --no-cache keeps none)",
+                file.display(),
+                *bytes as f64 / 1e6
+            ),
+            Origin::NotKept(why) => format!("note: the trace's {what} not kept: {why}"),
+            Origin::Cached(file) => {
+                format!("note: the trace's {what} read back from {}", file.display())
+            }
+        }
+    }
+}
+
 /// tracekit's folder in the user's cache folder (`$XDG_CACHE_HOME/tracekit`, else
 /// `$HOME/.cache/tracekit`), or `None` when neither variable says where it is.
 pub fn user_cache_dir() -> Option<PathBuf> {
@@ -233,4 +251,26 @@ fn try_lock(f: &std::fs::File) -> bool {
 #[cfg(not(unix))]
 fn try_lock(_: &std::fs::File) -> bool {
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_origin_says_where_what_was_asked_for_came_from() {
+        let file = PathBuf::from("/c/t.tables");
+        assert_eq!(
+            Origin::Built(file.clone(), 2_500_000).note("tables are"),
+            "note: the trace's tables are kept in /c/t.tables (2.5 MB; --no-cache keeps none)"
+        );
+        assert_eq!(
+            Origin::Cached(file).note("timeline is"),
+            "note: the trace's timeline is read back from /c/t.tables"
+        );
+        assert_eq!(
+            Origin::NotKept("full".into()).note("tables are"),
+            "note: the trace's tables are not kept: full"
+        );
+    }
 }

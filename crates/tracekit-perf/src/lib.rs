@@ -16,8 +16,9 @@
 //! - [`data`]: perf.data read without `perf script` (sampled stacks, unwound and
 //!   symbolized here);
 //! - [`fold`]: folded stacks of sampled call stacks, for flame graphs;
-//! - [`in_memory`]: a recording or text decoded into FXT in memory (for a
-//!   viewer), and where the names of objects' addresses are kept between runs.
+//! - [`into_fxt`]: a recording or text decoded into FXT by whichever reader
+//!   it takes (into a file, or memory for a viewer), and where the names of
+//!   objects' addresses are kept between runs.
 //!
 //! Inputs come in as bytes, readers and paths, outputs go out through
 //! `std::io::Write`: opening files, standard input and atomic outputs are the
@@ -26,7 +27,7 @@
 pub mod data;
 pub mod decode;
 pub mod fold;
-pub mod in_memory;
+pub mod into_fxt;
 pub mod pprof;
 pub mod record;
 pub mod script;

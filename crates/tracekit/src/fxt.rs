@@ -23,7 +23,7 @@ use tracekit_timeline::report::{SlicesQuery, TopQuery, duration};
 use crate::common::input::{self, Family};
 use crate::common::names::{Format, OutputArg, check_format};
 use crate::common::output::{InteractiveStdout, Output, OutputFile, print};
-use crate::common::{fxt_write_error, print_json, progress_bar, say};
+use crate::common::{fxt_write_error, print_answer, progress_bar, say};
 
 /// `tracekit fxt` subcommands.
 #[derive(Subcommand)]
@@ -282,27 +282,15 @@ fn to_json(input_path: &Path, output: &Path) -> Result<ExitCode> {
 fn top(path: &Path, query: &TopQuery, as_json: bool) -> Result<ExitCode> {
     timeline_answer(path, query.between, |t| {
         let answer = query.run(t);
-        show(as_json, &answer, || answer.table())
+        print_answer(as_json, || &answer, || answer.table())
     })
 }
 
 fn slices(path: &Path, query: &SlicesQuery, as_json: bool) -> Result<ExitCode> {
     timeline_answer(path, query.between, |t| {
         let answer = query.run(t);
-        show(as_json, &answer, || answer.table())
+        print_answer(as_json, || &answer, || answer.table())
     })
-}
-
-/// Prints an answer as JSON, or as its table.
-fn show(
-    as_json: bool,
-    answer: &impl serde::Serialize,
-    table: impl FnOnce() -> String,
-) -> Result<()> {
-    match as_json {
-        true => print_json(answer),
-        false => Ok(print(&table())?),
-    }
 }
 
 /// Builds the trace's timeline (with a progress bar) and prints `answer`'s
@@ -341,11 +329,7 @@ fn stats(path: &Path, as_json: bool) -> Result<ExitCode> {
     with_records(path, None, |reader, bar| {
         let st = Stats::collect(reader, |pos| bar.set_position(pos))?;
         print_warnings(path, reader);
-        if as_json {
-            print_json(&st)?;
-        } else {
-            print(&st.to_string())?;
-        }
+        print_answer(as_json, || &st, || st.to_string())?;
         Ok(ExitCode::SUCCESS)
     })
 }

@@ -16,7 +16,7 @@ use tracekit_memtrace::{
 use crate::common::input;
 use crate::common::names::{Format, OutputArg, check_format};
 use crate::common::output::{self, InteractiveStdout, OutputFile, Stdout};
-use crate::common::{print_json, progress_bar, progress_spinner, say};
+use crate::common::{print_answer, progress_bar, progress_spinner, say};
 
 /// `tracekit memtrace` subcommands.
 #[derive(Subcommand)]
@@ -171,11 +171,7 @@ fn info(path: &Path, json: bool) -> Result<ExitCode> {
         |pos| bar.set_position(pos),
     );
     bar.finish_and_clear();
-    if json {
-        print_json(&report)?;
-    } else {
-        output::print(&report.to_string())?;
-    }
+    print_answer(json, || &report, || report.to_string())?;
     Ok(stopped(path, report.failure.as_ref()))
 }
 

@@ -20,7 +20,7 @@ use tracekit_memtrace::{Reader, Timedelta};
 use crate::common::names::{Format, check_format, choose_format, default_output, require_svg};
 use crate::common::output::{Output, OutputFile, print, refuse_same_file, write_file, write_text};
 use crate::common::{PROGRESS_THRESHOLD_BYTES, input, progress_bar, progress_spinner, say};
-use crate::common::{fxt_write_error, print_json};
+use crate::common::{fxt_write_error, print_answer, print_json};
 use crate::memtrace::open_shared;
 use tracekit_columns::TraceBytes;
 
@@ -223,21 +223,27 @@ fn finish(path: &Path, p: &Pass) -> ExitCode {
     }
 }
 
-/// Runs a query over `reader` (the trace at `path`) with a progress bar, cleared
-/// before anything is printed; an error names the trace.
-fn ask<T>(
+/// Opens the trace at `path` and runs a query over it with a progress bar,
+/// cleared before anything is printed; an error names the trace. The reader
+/// (for the trace's names and info) and the answer.
+fn analyse<T>(
     path: &Path,
-    reader: &mut Reader<'_>,
-    bytes: Option<TraceBytes>,
     query: impl FnOnce(&mut Reader<'_>, Progress<'_>) -> Result<T, QueryError>,
-) -> Result<T> {
+) -> Result<(Reader<'static>, T)> {
+    let (mut reader, bytes) = open_shared(path)?;
     let mut progress = progress(reader.size_bytes(), bytes);
-    let answer = query(reader, &mut progress);
+    let answer = query(&mut reader, &mut progress);
     drop(progress);
-    answer.map_err(|e| match e {
+    let answer = answer.map_err(|e| match e {
         QueryError::Filter(e) => anyhow::Error::new(e),
         QueryError::Peak(e) => anyhow::anyhow!("{}: {e}", input::display(path)),
-    })
+    })?;
+    Ok((reader, answer))
+}
+
+/// The trace at `path`, as answers name it.
+fn trace_file(path: &Path, reader: &Reader<'_>) -> TraceFile {
+    TraceFile::new(input::display(path), reader.info())
 }
 
 /// Warns when `--at` asks about a time after the trace's last event: what is live
@@ -260,13 +266,9 @@ fn post_pass(reader: &Reader<'_>, what: &str) -> ProgressBar {
 
 fn top(args: TableArgs<TopQuery>) -> Result<ExitCode> {
     args.query.filter.check()?;
-    let (mut reader, bytes) = open_shared(&args.file)?;
-    let answer = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
-    let info = TraceFile::new(input::display(&args.file), reader.info());
-    match args.json {
-        true => print_json(&answer.json(&info))?,
-        false => print(&answer.table(&info))?,
-    }
+    let (reader, answer) = analyse(&args.file, |r, p| args.query.run(r, p))?;
+    let info = trace_file(&args.file, &reader);
+    print_answer(args.json, || answer.json(&info), || answer.table(&info))?;
     if answer.mostly_lineless {
         say(format_args!(
             "note: {}: most allocation sites have no source line (line 0): the traced program \
@@ -288,9 +290,8 @@ fn timeline(mut args: TimelineArgs) -> Result<ExitCode> {
     if choose_format(output, flag, &ANY, Format::Text)? == Format::Svg {
         args.plot = args.output.take();
     }
-    let (mut reader, bytes) = open_shared(&args.file)?;
-    let answer = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
-    let info = TraceFile::new(input::display(&args.file), reader.info());
+    let (reader, answer) = analyse(&args.file, |r, p| args.query.run(r, p))?;
+    let info = trace_file(&args.file, &reader);
     if let Some(plot) = &args.plot {
         write_file(plot, &[&args.file], &answer.svg(&info))?;
         if !args.json {
@@ -315,13 +316,12 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
     let flag = (args.svg.as_ref().map(|_| Format::Svg)).or(args.json.then_some(Format::Json));
     let path = args.svg.as_deref().or(args.output.as_deref());
     let format = choose_format(path, flag, &ANY, Format::Text)?;
-    let (mut reader, bytes) = open_shared(&args.file)?;
-    let answer = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
+    let (reader, answer) = analyse(&args.file, |r, p| args.query.run(r, p))?;
     warn_past_end(&args.file, args.query.at, &answer.pass);
     let out = path.unwrap_or(Path::new("-"));
     match format {
         Format::Svg => {
-            let info = TraceFile::new(input::display(&args.file), reader.info());
+            let info = trace_file(&args.file, &reader);
             let spinner = post_pass(&reader, "drawing");
             write_text(out, &[&args.file], &answer.svg(&info, args.inverted))?;
             spinner.finish_and_clear();
@@ -344,13 +344,9 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
 
 fn hot_paths(args: TableArgs<HotPathsQuery>) -> Result<ExitCode> {
     args.query.flame.filter.check()?;
-    let (mut reader, bytes) = open_shared(&args.file)?;
-    let answer = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
-    let info = TraceFile::new(input::display(&args.file), reader.info());
-    match args.json {
-        true => print_json(&answer.json(&info))?,
-        false => print(&answer.table(&info))?,
-    }
+    let (reader, answer) = analyse(&args.file, |r, p| args.query.run(r, p))?;
+    let info = trace_file(&args.file, &reader);
+    print_answer(args.json, || answer.json(&info), || answer.table(&info))?;
     warn_past_end(&args.file, args.query.flame.at, &answer.flame.pass);
     Ok(finish(&args.file, &answer.flame.pass))
 }
@@ -361,8 +357,7 @@ fn to_fxt(args: ToFxtArgs) -> Result<ExitCode> {
         (args.output.clone()).unwrap_or_else(|| default_output(Some(&args.file), Format::Fxt));
     refuse_same_file(&output, &[&args.file])?;
     check_format(&output, Format::Fxt)?;
-    let (mut reader, bytes) = open_shared(&args.file)?;
-    let pass = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
+    let (reader, pass) = analyse(&args.file, |r, p| args.query.run(r, p))?;
     let mut file = OutputFile::create(&output, &[&args.file])?;
     // The spinner counts the bytes: `--big 200000` writes backtraces for seconds.
     let spinner = post_pass(&reader, "writing");
@@ -388,8 +383,7 @@ fn to_pprof(args: ToPprofArgs) -> Result<ExitCode> {
         (args.output.clone()).unwrap_or_else(|| default_output(Some(&args.file), Format::Pprof));
     refuse_same_file(&output, &[&args.file])?;
     check_format(&output, Format::Pprof)?;
-    let (mut reader, bytes) = open_shared(&args.file)?;
-    let answer = ask(&args.file, &mut reader, bytes, |r, p| args.query.run(r, p))?;
+    let (_, answer) = analyse(&args.file, |r, p| args.query.run(r, p))?;
     let mut file = OutputFile::create(&output, &[&args.file])?;
     tracekit_pprof::write_gzip(&answer.profile, &mut file)?;
     file.commit()?;
@@ -406,24 +400,13 @@ fn to_pprof(args: ToPprofArgs) -> Result<ExitCode> {
 
 fn diff(args: DiffArgs) -> Result<ExitCode> {
     args.query.filter.check()?;
-    let analyse = |path: &Path| -> Result<(Reader<'static>, Pass)> {
-        let (mut reader, bytes) = open_shared(path)?;
-        let pass = ask(path, &mut reader, bytes, |r, p| args.query.pass(r, p))?;
-        Ok((reader, pass))
-    };
-    let (ra, pa) = analyse(&args.a)?;
-    let (rb, pb) = analyse(&args.b)?;
+    let (ra, pa) = analyse(&args.a, |r, p| args.query.pass(r, p))?;
+    let (rb, pb) = analyse(&args.b, |r, p| args.query.pass(r, p))?;
     let answer = args
         .query
         .compare((pa, ra.locations()), (pb, rb.locations()));
-    let ctx = args.query.context(
-        TraceFile::new(input::display(&args.a), ra.info()),
-        TraceFile::new(input::display(&args.b), rb.info()),
-    );
-    match args.json {
-        true => print_json(&answer.json(&ctx))?,
-        false => print(&answer.table(&ctx))?,
-    }
+    let ctx = (args.query).context(trace_file(&args.a, &ra), trace_file(&args.b, &rb));
+    print_answer(args.json, || answer.json(&ctx), || answer.table(&ctx))?;
     let ca = finish(&args.a, &answer.a);
     let cb = finish(&args.b, &answer.b);
     Ok(if answer.a.error.is_some() { ca } else { cb })

@@ -18,11 +18,9 @@ use tracekit_analysis::svg::FlameGraphOptions;
 use tracekit_cache::user_cache_dir;
 use tracekit_callstack::writer::{TraceScope, Warning};
 use tracekit_perf::Mode;
-use tracekit_perf::data::{PerfData, ReadOptions, ReadStats};
-use tracekit_perf::decode::{
-    DecodeOptions, decode_data_to_fxt, decode_to_fxt, direct, require_events, transcribe,
-};
-use tracekit_perf::in_memory::decode_in_memory;
+use tracekit_perf::data::ReadStats;
+use tracekit_perf::decode::{DecodeOptions, direct, transcribe};
+use tracekit_perf::into_fxt::{decode_in_memory, decode_into};
 use tracekit_perf::record::{self as plan, CallGraph, RecordOptions, Target};
 use tracekit_perf::text::{Progress, TextSource};
 
@@ -245,30 +243,28 @@ fn progress(name: String, quiet: bool) -> impl FnMut(Progress) {
     }
 }
 
-/// Prints warnings, the first ones in full and then a count.
-#[derive(Default)]
-struct WarningPrinter {
-    shown: u64,
-    hidden: u64,
-}
-
-impl WarningPrinter {
+/// A warning sink that prints the first warnings in full and, once dropped,
+/// how many more there were.
+fn warnings() -> impl FnMut(&Warning) {
     const SHOWN: u64 = 20;
-
-    fn print(&mut self, w: &Warning) {
-        if self.shown < Self::SHOWN {
-            self.shown += 1;
-            eprintln!("{w}");
-        } else {
-            self.hidden += 1;
+    struct More(u64);
+    impl Drop for More {
+        fn drop(&mut self) {
+            if self.0 > 0 {
+                eprintln!("... and {} more warnings", self.0);
+            }
         }
     }
-}
-
-impl Drop for WarningPrinter {
-    fn drop(&mut self) {
-        if self.hidden > 0 {
-            eprintln!("... and {} more warnings", self.hidden);
+    let (mut shown, mut more) = (0, More(0));
+    move |w| {
+        // The whole `More` is taken, not its count: it says so when dropped.
+        let more = &mut more;
+        match shown < SHOWN {
+            true => {
+                shown += 1;
+                eprintln!("{w}");
+            }
+            false => more.0 += 1,
         }
     }
 }
@@ -302,13 +298,12 @@ fn source(path: &Path, bytes: input::Bytes, kind: Kind, perf: &Path, mode: Mode)
 }
 
 fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
-    let config = args.options.config(args.transcript)?;
-    let filter = args.options.filter.clone();
+    // Options that do not go together are reported before the input is read.
+    args.options.config(args.transcript)?;
     let path = args.input.clone().unwrap_or_else(|| PathBuf::from("-"));
     let mut source = open(&path, &args.perf, args.options.mode)?;
-    // Owned: the source is borrowed mutably while the output is written.
     let input = source.path().map(PathBuf::from);
-    let inputs: Vec<&std::path::Path> = input.as_deref().into_iter().collect();
+    let inputs: Vec<&Path> = input.as_deref().into_iter().collect();
     if args.transcript {
         let output = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
         let mut out = Output::create(&output, &inputs)?;
@@ -319,30 +314,28 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
         out.finish()?;
         return Ok(ExitCode::SUCCESS);
     }
+    let options = (args.options.clone()).with_names_in(user_cache_dir().as_deref());
     let output = (args.output.clone()).unwrap_or_else(|| source.default_fxt_output());
     check_format(&output, Format::Fxt)?;
     let shown = output.display().to_string();
-    if let Some(data) = direct(&source, &args.options)? {
-        let options = args
-            .options
-            .clone()
-            .with_names_in(user_cache_dir().as_deref());
-        return decode_direct(data, &options.read_options(), config, &output, args.quiet);
-    }
+    // The recording is opened first: a wrong input is reported before an output exists.
+    let data = direct(&source, &options)?;
     let out = Output::create(&output, &inputs)?;
     let started = Instant::now();
-    let mut printer = WarningPrinter::default();
     let progress = progress(source.name(), args.quiet);
-    let warn = |w: &Warning| printer.print(w);
-    let (out, decoded) = decode_to_fxt(&mut source, config, filter, (out, &shown), progress, warn)?;
-    drop(printer);
-    for w in decoded.warnings() {
-        eprintln!("warning: {w}");
-    }
-    require_events(&source.name(), &decoded.stats)?;
+    let note = |line: &str| eprintln!("warning: {line}");
+    let (out, decoded) = decode_into(
+        &mut source,
+        data,
+        &options,
+        (out, &shown),
+        progress,
+        warnings(),
+        note,
+    )?;
     out.finish()?;
     if !args.quiet {
-        let (took, records) = (started.elapsed(), decoded.records);
+        let (took, records) = (started.elapsed(), decoded.fxt.records);
         eprintln!("{decoded} in {took:.2?}: wrote {records} FXT records to {shown}");
     }
     Ok(ExitCode::SUCCESS)
@@ -359,15 +352,13 @@ pub fn decode_for_view(
 ) -> anyhow::Result<Vec<u8>> {
     let options = DecodeOptions::default().with_names_in(user_cache_dir().as_deref());
     let mut source = source(path, bytes, kind, Path::new("perf"), options.mode);
-    let mut printer = WarningPrinter::default();
     let progress = progress(source.name(), quiet);
-    let warn = |w: &Warning| printer.print(w);
     let note = |line: &str| eprintln!("warning: {line}");
     Ok(decode_in_memory(
         &mut source,
         &options,
         progress,
-        warn,
+        warnings(),
         note,
     )?)
 }
@@ -377,46 +368,6 @@ fn report_read(name: &str, read: &ReadStats) {
     for w in read.warnings() {
         eprintln!("warning: {name}: {w}");
     }
-}
-
-fn decode_direct(
-    data: PerfData,
-    options: &ReadOptions,
-    config: tracekit_callstack::writer::Config,
-    output: &std::path::Path,
-    quiet: bool,
-) -> anyhow::Result<ExitCode> {
-    let name = tracekit_io::input::display(output);
-    let input_name = data.name().to_string();
-    let out = Output::create(output, &[std::path::Path::new(&input_name)])?;
-    let started = Instant::now();
-    let bar = progress_bar(data.size(), "reading", quiet);
-    let mut printer = WarningPrinter::default();
-    let (out, decoded, read) = decode_data_to_fxt(
-        data,
-        options,
-        config,
-        (out, &name),
-        |n| bar.set_position(n),
-        |w| printer.print(w),
-    )?;
-    bar.finish_and_clear();
-    drop(printer);
-    report_read(&input_name, &read);
-    require_events(&input_name, &decoded.stats)?;
-    out.finish()?;
-    if !quiet {
-        let took = started.elapsed();
-        let cached = match read.named_from_cache {
-            0 => String::new(),
-            n => format!(", {n} from the cache"),
-        };
-        eprintln!(
-            "read {} samples ({} records; named {} addresses{cached}) in {took:.2?}: wrote {} FXT records to {name}",
-            read.samples, read.records, read.named, decoded.records
-        );
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn flamegraph(args: &FlamegraphArgs) -> anyhow::Result<ExitCode> {

@@ -136,20 +136,7 @@ fn load_timeline(
 /// Says where the cache found what it was asked for (`what`: "tables are" or
 /// "timeline is").
 fn tell_origin(what: &str, origin: &Origin) {
-    match origin {
-        Origin::Built(file, bytes) => output::tell(format_args!(
-            "note: the trace's {what} kept in {} ({:.1} MB; --no-cache keeps none)",
-            file.display(),
-            *bytes as f64 / 1e6
-        )),
-        Origin::NotKept(why) => {
-            output::tell(format_args!("note: the trace's {what} not kept: {why}"))
-        }
-        Origin::Cached(file) => output::tell(format_args!(
-            "note: the trace's {what} read back from {}",
-            file.display()
-        )),
-    }
+    output::tell(origin.note(what));
 }
 
 /// Runs `view`.

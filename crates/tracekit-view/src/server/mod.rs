@@ -238,6 +238,19 @@ pub(crate) mod testing {
         )
     }
 
+    /// A function that asks `s` for a URL with the token, as a page on
+    /// `127.0.0.1:1` would: the status and body of the reply.
+    pub(crate) fn asker<'a, A: Api>(
+        guard: &'a Guard,
+        s: &'a Answers<A>,
+    ) -> impl Fn(&str) -> (u16, String) + 'a {
+        move |url| {
+            let sep = if url.contains('?') { '&' } else { '?' };
+            let asked = get(&format!("{url}{sep}token={TOKEN}"), "127.0.0.1:1");
+            status(&asked, guard, s)
+        }
+    }
+
     pub(crate) fn get(url: &str, host: &str) -> Asked {
         Asked {
             get: true,

@@ -119,7 +119,7 @@ pub(crate) fn route<A: Api>(asked: &Asked, guard: &Guard, answers: &Answers<A>) 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::testing::{TOKEN, get, memtrace, status};
+    use super::super::testing::{TOKEN, asker, get, memtrace, status};
     use super::*;
     use crate::TimelineTrace;
 
@@ -127,14 +127,7 @@ mod tests {
     fn requests_are_routed_or_refused() {
         let guard = Guard::new("127.0.0.1:1".parse().unwrap(), TOKEN.into());
         let s = memtrace();
-        let ask = |url: &str| {
-            let sep = if url.contains('?') { '&' } else { '?' };
-            status(
-                &get(&format!("{url}{sep}token={TOKEN}"), "127.0.0.1:1"),
-                &guard,
-                &s,
-            )
-        };
+        let ask = asker(&guard, &s);
         let page = route(&get("/", "127.0.0.1:1"), &guard, &s);
         assert!(matches!(page, Routed::Reply(r) if r.content_type == "text/html; charset=utf-8"));
         assert_eq!(ask("/app.js").0, 200);
@@ -178,20 +171,11 @@ mod tests {
         w.duration_complete(th, cat, name, 10, 20, &[]).unwrap();
         let bytes = w.finish().unwrap().into_vec();
         let mut reader = tracekit_fxt::read::Reader::new(&bytes);
-        let mut counted = tracekit_fxt::stats::Counted::new(&mut reader);
-        let timeline = tracekit_timeline::Timeline::build(&mut counted, &mut |_| {});
-        let stats = counted.stats();
-        let stats = crate::timeline::stats_json(&stats);
-        let s = Answers::new(TimelineTrace::new("t.fxt".into(), timeline, stats));
+        let built = tracekit_timeline::open::build_timeline(&mut reader, true, &mut |_| {});
+        let stats = crate::timeline::stats_json(&built.stats.unwrap());
+        let s = Answers::new(TimelineTrace::new("t.fxt".into(), built.timeline, stats));
         let guard = Guard::new("127.0.0.1:1".parse().unwrap(), TOKEN.into());
-        let ask = |url: &str| {
-            let sep = if url.contains('?') { '&' } else { '?' };
-            status(
-                &get(&format!("{url}{sep}token={TOKEN}"), "127.0.0.1:1"),
-                &guard,
-                &s,
-            )
-        };
+        let ask = asker(&guard, &s);
         let page = ask("/");
         assert_eq!(page.0, 200);
         assert!(page.1.contains("/timeline.js"), "{}", page.1);

@@ -74,6 +74,18 @@ pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     Ok(out.finish()?)
 }
 
+/// Prints an answer: its JSON `value` (pretty) when `json`, else its `text`.
+pub fn print_answer<J: serde::Serialize>(
+    json: bool,
+    value: impl FnOnce() -> J,
+    text: impl FnOnce() -> String,
+) -> anyhow::Result<()> {
+    match json {
+        true => print_json(&value()),
+        false => Ok(output::print(&text())?),
+    }
+}
+
 /// The error of an FXT writer over an output file: the I/O error (which names
 /// the file) when there is one, else the writer's own.
 pub fn fxt_write_error(path: &std::path::Path, e: FinishError) -> anyhow::Error {
