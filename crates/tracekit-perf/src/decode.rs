@@ -9,6 +9,7 @@
 
 use std::io;
 use std::io::Write;
+use std::sync::Arc;
 
 use tracekit_callstack::decode::{DecodeStats, Decoder, HitCollector};
 use tracekit_callstack::event::Time;
@@ -338,13 +339,20 @@ fn close_fxt<W: Write>(mut sink: FxtSink<IoDestination<W>>, name: &str) -> Resul
 /// `filter`, whose hits only the text path finds). A recording that cannot be read
 /// is an error, not a detour.
 pub fn direct(source: &TextSource, options: &DecodeOptions) -> Result<Option<PerfData>> {
-    let TextSource::PerfData { path, mode, .. } = source else {
+    let TextSource::PerfData {
+        path, mode, bytes, ..
+    } = source
+    else {
         return Ok(None);
     };
     if options.via_perf_script || options.filter.is_some() || *mode == Mode::IntelPt {
         return Ok(None);
     }
-    match PerfData::open(path) {
+    let data = match bytes {
+        Some(bytes) => PerfData::from_bytes(Arc::clone(bytes), path.display().to_string()),
+        None => PerfData::open(path),
+    };
+    match data {
         Ok(data) => Ok(Some(data)),
         Err(Error::PerfDataIntelPt { .. }) => Ok(None),
         Err(e) => Err(e),
@@ -492,6 +500,7 @@ mod tests {
             path: dir.join("tests/data/recording_dwarf.data"),
             perf: "perf".into(),
             mode,
+            bytes: None,
         }
     }
 
@@ -529,6 +538,32 @@ mod tests {
     }
 
     #[test]
+    fn a_recording_already_read_is_read_from_its_bytes_not_its_file_again() {
+        let file = recording(Mode::Sampling);
+        let TextSource::PerfData { path, .. } = &file else {
+            unreachable!()
+        };
+        let bytes = std::fs::read(path).unwrap();
+        let options = DecodeOptions {
+            no_debug_files: true,
+            ..DecodeOptions::default()
+        };
+        let samples = |source: &TextSource| {
+            let data = direct(source, &options).unwrap().unwrap();
+            let stats = data.samples(&options.read_options(), |_| {}, |_| {});
+            stats.unwrap().samples
+        };
+        let held = TextSource::PerfData {
+            path: "/nowhere/perf.data".into(),
+            perf: "perf".into(),
+            mode: Mode::Sampling,
+            bytes: Some(Arc::new(bytes)),
+        };
+        assert!(samples(&held) > 0);
+        assert_eq!(samples(&held), samples(&file));
+    }
+
+    #[test]
     fn a_damaged_recording_is_an_error_not_a_detour_through_perf_script() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("perf.data");
@@ -537,6 +572,7 @@ mod tests {
             path,
             perf: "perf".into(),
             mode: Mode::Auto,
+            bytes: None,
         };
         let r = direct(&source, &DecodeOptions::default());
         assert!(matches!(r, Err(Error::PerfData { .. })), "{:?}", r.err());

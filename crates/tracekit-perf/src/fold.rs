@@ -285,6 +285,7 @@ b 3/3 1.2: 1 cpu-clock:
             path,
             perf: "perf".into(),
             mode: Mode::Sampling,
+            bytes: None,
         };
         let mut heard = Vec::new();
         let options = DecodeOptions {

@@ -38,6 +38,9 @@ pub enum TextSource {
         perf: PathBuf,
         /// How it was recorded.
         mode: Mode,
+        /// Its bytes, when the caller has read them: the direct reader takes
+        /// its records from them rather than open the file again.
+        bytes: Option<crate::data::RecordingBytes>,
     },
 }
 
@@ -116,7 +119,9 @@ impl TextSource {
                 });
                 Ok(())
             }
-            TextSource::PerfData { path, perf, mode } => {
+            TextSource::PerfData {
+                path, perf, mode, ..
+            } => {
                 let mut script = PerfScript::spawn(perf, path, *mode)?;
                 progress(Progress::PerfScriptStarted(script.mode()));
                 let stdout = script.take_stdout();

@@ -289,6 +289,7 @@ fn source(path: &Path, bytes: input::Bytes, kind: Kind, perf: &Path, mode: Mode)
             path: path.to_path_buf(),
             perf: perf.to_path_buf(),
             mode,
+            bytes: Some(std::sync::Arc::new(bytes)),
         },
         _ => TextSource::File {
             path: path.to_path_buf(),

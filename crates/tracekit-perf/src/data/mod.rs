@@ -58,9 +58,10 @@ mod unwind;
 
 use std::cell::Cell;
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use linux_perf_data::linux_perf_event_reader::{
     EventRecord, PerfEventType, SamplingPolicy, SoftwareCounterType,
@@ -159,8 +160,48 @@ pub struct RecordingInfo {
     pub intel_pt: bool,
 }
 
+/// A recording's bytes, already read by whoever has them (a mapped file),
+/// shared with the reader that takes its records from them.
+pub type RecordingBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// Where a recording's records come from: its file, opened by the reader, or
+/// its bytes, already read by the caller (so that a file is opened once).
+pub enum Recording {
+    /// The file, read as the records are.
+    File(BufReader<File>),
+    /// The bytes in memory.
+    Bytes(io::Cursor<Held>),
+}
+
+/// [`RecordingBytes`] as a cursor reads them.
+pub struct Held(RecordingBytes);
+
+impl AsRef<[u8]> for Held {
+    fn as_ref(&self) -> &[u8] {
+        (*self.0).as_ref()
+    }
+}
+
+impl Read for Recording {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Recording::File(f) => f.read(buf),
+            Recording::Bytes(b) => b.read(buf),
+        }
+    }
+}
+
+impl Seek for Recording {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        match self {
+            Recording::File(f) => f.seek(to),
+            Recording::Bytes(b) => b.seek(to),
+        }
+    }
+}
+
 /// An open recording: its header and events read, its records not yet.
-pub struct PerfData<R: Read = BufReader<File>> {
+pub struct PerfData<R: Read = Recording> {
     name: String,
     size: u64,
     /// The reader's length: error offsets stay within it.
@@ -183,7 +224,15 @@ impl PerfData {
             source,
         })?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-        PerfData::from_reader(BufReader::with_capacity(1 << 20, file), name, size)
+        let file = Recording::File(BufReader::with_capacity(1 << 20, file));
+        PerfData::from_reader(file, name, size)
+    }
+
+    /// [`PerfData::open`] over the recording's `bytes`, already read by the
+    /// caller, named `name` in errors.
+    pub fn from_bytes(bytes: RecordingBytes, name: String) -> Result<PerfData> {
+        let size = (*bytes).as_ref().len() as u64;
+        PerfData::from_reader(Recording::Bytes(io::Cursor::new(Held(bytes))), name, size)
     }
 }
 
