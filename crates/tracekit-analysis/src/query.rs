@@ -228,8 +228,8 @@ impl TopAnswer {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct TimelineQuery {
-    /// At most this many points (intervals end on round times).
-    #[cfg_attr(feature = "clap", arg(long, default_value_t = 500))]
+    /// At most this many points (intervals end on round times; 1 to 100000).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 500, value_parser = points_arg))]
     pub points: usize,
     #[allow(missing_docs)]
     #[cfg_attr(feature = "clap", command(flatten))]
@@ -260,7 +260,7 @@ impl TimelineQuery {
             ..Options::default()
         };
         let pass = filtered_pass(&self.filter, source, options, true, progress);
-        let points = pass.profile.timeline.points(self.points.max(1));
+        let points = (pass.profile.timeline).points(self.points.clamp(1, MAX_POINTS));
         Ok(TimelineAnswer {
             pass,
             points,
@@ -476,6 +476,19 @@ pub struct HotPathsQuery {
     #[allow(missing_docs)]
     #[cfg_attr(feature = "clap", command(flatten))]
     pub flame: FlameQuery,
+}
+
+/// Most points a curve is drawn with: an answer's size is bounded by it,
+/// however long the trace.
+pub const MAX_POINTS: usize = 100_000;
+
+/// A number of points, 1 to [`MAX_POINTS`].
+#[cfg(feature = "clap")]
+fn points_arg(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=MAX_POINTS).contains(&n) => Ok(n),
+        _ => Err(format!("{s}: a number of points from 1 to {MAX_POINTS}")),
+    }
 }
 
 /// A share, 0 to 1.
@@ -907,6 +920,30 @@ mod tests {
         assert!(live.iter().sum::<u64>() > 0);
         let table = answer.table(&TraceFile::new("t.ctf", reader.info()));
         assert!(table.contains("peak"), "{table}");
+    }
+
+    /// A filter that keeps nothing leaves the curve's buckets a microsecond
+    /// wide; however many points are asked, the answer has at most
+    /// [`MAX_POINTS`].
+    #[test]
+    fn a_curve_has_at_most_max_points_however_many_are_asked() {
+        let config = SynthConfig {
+            allocs: 200_000,
+            ..SynthConfig::default()
+        };
+        let bytes = write_synthetic(Vec::new(), &config).unwrap();
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let nothing = Filter {
+            location: vec!["no such place".into()],
+            ..Filter::default()
+        };
+        let q = TimelineQuery {
+            points: usize::MAX,
+            filter: nothing,
+        };
+        let answer = q.run(&mut reader, &mut |_, _| {}).unwrap();
+        assert!(!answer.points.is_empty());
+        assert!(answer.points.len() <= MAX_POINTS, "{}", answer.points.len());
     }
 
     #[test]

@@ -334,6 +334,10 @@ impl Api for Memtrace {
         arguments(endpoint, params)
     }
 
+    fn query_bytes(args: &Vec<String>) -> usize {
+        args.iter().map(|a| a.len() + size_of::<String>()).sum()
+    }
+
     fn answer(&self, endpoint: Endpoint, args: &Vec<String>) -> Result<String, Error> {
         answer(&self.trace, self.compare.as_ref(), endpoint, args)
     }
@@ -352,6 +356,20 @@ impl Api for Memtrace {
                 return;
             }
         }
+    }
+}
+
+/// Most rows a table answer lists: "all" (`--limit 0`) is not asked of a
+/// server, whose answers are bounded whatever the trace.
+const MAX_LIMIT: usize = 10_000;
+
+/// Refuses a `--limit` outside 1 to [`MAX_LIMIT`].
+fn bounded(limit: usize) -> Result<(), Error> {
+    match (1..=MAX_LIMIT).contains(&limit) {
+        true => Ok(()),
+        false => Err(Error::BadArguments(format!(
+            "--limit {limit}: between 1 and {MAX_LIMIT} here"
+        ))),
     }
 }
 
@@ -374,6 +392,7 @@ fn answer(
         Endpoint::Top => {
             let q = parse::<TopArgs>(args)?.query;
             checked(&q.filter)?;
+            bounded(q.limit)?;
             let answer = trace
                 .with_source(|s, p| q.run(s, p))?
                 .map_err(query_error)?;
@@ -469,6 +488,7 @@ fn answer(
         Endpoint::HotPaths => {
             let q = parse::<HotPathsArgs>(args)?.query;
             checked(&q.flame.filter)?;
+            bounded(q.limit)?;
             let answer = trace
                 .with_source(|s, p| q.run(s, p))?
                 .map_err(query_error)?;
@@ -478,6 +498,7 @@ fn answer(
             let other = compare.ok_or(Error::NothingToCompare)?;
             let q = parse::<DiffArgs>(args)?.query;
             checked(&q.filter)?;
+            bounded(q.limit)?;
             // As `memtrace diff A B`: the compared trace is the baseline.
             let ctx = q.context(other.file(), trace.file());
             // Each pass with its trace's locations, while its source is at hand.

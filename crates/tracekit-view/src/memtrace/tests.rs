@@ -107,3 +107,29 @@ fn answers_are_the_same_before_and_after_decoding_and_read_no_page_after() {
         "answers read no page"
     );
 }
+
+/// A server's tables are bounded whatever the trace: `--limit 0` ("all")
+/// and limits past the bound are refused; a curve's points are bounded too.
+#[test]
+fn limits_and_points_past_their_bounds_are_refused() {
+    let bytes = write_synthetic(Vec::new(), &SynthConfig::default()).unwrap();
+    let trace = Trace::new("t".into(), TraceBytes::new(bytes)).unwrap();
+    let ask = |e: Endpoint, args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        answer(&trace, None, e, &args)
+    };
+    for e in [Endpoint::Top, Endpoint::HotPaths] {
+        for n in ["0", "10001"] {
+            let refused = ask(e, &["--limit", n]);
+            assert!(
+                matches!(&refused, Err(Error::BadArguments(m)) if m.contains("between 1 and")),
+                "{e:?} {n}: {refused:?}"
+            );
+        }
+        assert!(ask(e, &["--limit", "10000"]).is_ok(), "{e:?}");
+    }
+    for n in ["0", "100001", "4294967295"] {
+        let refused = ask(Endpoint::Timeline, &["--points", n]);
+        assert!(matches!(refused, Err(Error::BadArguments(_))), "{n}");
+    }
+}

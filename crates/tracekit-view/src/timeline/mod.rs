@@ -50,6 +50,9 @@ const MAX_FLOWS: usize = 2_000;
 /// Most pixels a window may be asked for.
 const MAX_PX: u64 = 16_384;
 
+/// Most rows a table answer lists.
+const MAX_LIMIT: usize = 10_000;
+
 /// A timeline being served.
 pub struct TimelineTrace {
     name: String,
@@ -145,6 +148,12 @@ impl Api for TimelineTrace {
         Ok(params)
     }
 
+    fn query_bytes(params: &Params) -> usize {
+        (params.iter())
+            .map(|(k, v)| k.len() + v.len() + 2 * size_of::<String>())
+            .sum()
+    }
+
     fn answer(&self, endpoint: TimelineEndpoint, params: &Params) -> Result<String, Error> {
         self.answer_checked(endpoint, Checked(params))
     }
@@ -226,7 +235,7 @@ impl TimelineTrace {
                     between: p.between()?,
                     threads: p.numbers("thread")?,
                     name: p.get("name").map(str::to_string),
-                    limit: p.number("limit")?.map_or(50, |n| n as usize),
+                    limit: p.limit(50)?,
                 }
                 .run(t),
                 LAYOUT,
@@ -235,7 +244,7 @@ impl TimelineTrace {
                 &TopQuery {
                     between: p.between()?,
                     threads: p.numbers("thread")?,
-                    limit: p.number("limit")?.map_or(20, |n| n as usize),
+                    limit: p.limit(20)?,
                 }
                 .run(t),
                 LAYOUT,
@@ -335,6 +344,16 @@ impl<'a> Checked<'a> {
         }
     }
 
+    /// The `limit` asked (`default` if none): 1 to [`MAX_LIMIT`], so that
+    /// an answer's size is bounded whatever the trace's.
+    fn limit(&self, default: usize) -> Result<usize, Error> {
+        match self.number("limit")? {
+            None => Ok(default),
+            Some(n) if (1..=MAX_LIMIT as u64).contains(&n) => Ok(n as usize),
+            Some(n) => Err(bad(format!("limit={n}: between 1 and {MAX_LIMIT}"))),
+        }
+    }
+
     fn between(&self) -> Result<Option<(u64, u64)>, Error> {
         let Some(v) = self.get("between") else {
             return Ok(None);
@@ -354,10 +373,17 @@ impl<'a> Checked<'a> {
         let Some(v) = self.get("tracks") else {
             return Ok((0..t.tracks().len()).collect());
         };
+        // A track asked twice is answered once: its slices count once, and
+        // an answer is never larger than the whole trace's.
+        let mut asked = vec![false; t.tracks().len()];
         let mut out = Vec::new();
         for part in v.split(',').filter(|p| !p.is_empty()) {
             match part.parse::<usize>() {
-                Ok(i) if i < t.tracks().len() => out.push(i),
+                Ok(i) if i < t.tracks().len() => {
+                    if !std::mem::replace(&mut asked[i], true) {
+                        out.push(i);
+                    }
+                }
                 _ => return Err(bad(format!("tracks={v}: {part} is not a track"))),
             }
         }

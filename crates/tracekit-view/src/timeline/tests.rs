@@ -254,11 +254,35 @@ fn bad_parameters_are_refused_with_what_is_wrong() {
     );
     assert!(refuse(TimelineEndpoint::Slices, &[("between", "2s,1s")]).contains("after"));
     assert!(refuse(TimelineEndpoint::Stats, &[("x", "1")]).contains("none"));
+    // A table's rows are bounded: "all" is not asked of a server.
+    for n in ["0", "10001"] {
+        assert!(refuse(TimelineEndpoint::Top, &[("limit", n)]).contains("between 1 and"));
+        assert!(refuse(TimelineEndpoint::Slices, &[("limit", n)]).contains("between 1 and"));
+    }
     // Times with units are times from the trace's first time.
     let top = ask(
         &t,
         TimelineEndpoint::Top,
-        &[("between", "0,1us"), ("limit", "0")],
+        &[("between", "0,1us"), ("limit", "10000")],
     );
     assert_eq!(top["slices"], 11 + 11);
+}
+
+/// A track named twice is one track: its slices are counted once, and a
+/// window lists it once.
+#[test]
+fn a_track_asked_twice_is_answered_once() {
+    let (_, t) = trace();
+    for e in [
+        TimelineEndpoint::Selection,
+        TimelineEndpoint::Flame,
+        TimelineEndpoint::Window,
+    ] {
+        let once = ask(&t, e, &[("tracks", "0")]);
+        let twice = ask(&t, e, &[("tracks", "0,0,0")]);
+        assert_eq!(once, twice, "{e:?}");
+    }
+    let all = ask(&t, TimelineEndpoint::Selection, &[]);
+    let repeated = ask(&t, TimelineEndpoint::Selection, &[("tracks", "1,0,1,0")]);
+    assert_eq!(all["count"], repeated["count"]);
 }

@@ -227,18 +227,18 @@ fn a_timeline_answers_what_the_fxt_subcommands_print() {
                 "{what}"
             );
             assert_eq!(
-                ask("/api/top?limit=0"),
-                cli_json(&["fxt", "top", "--json", "--limit", "0", fxt]),
+                ask("/api/top?limit=10000"),
+                cli_json(&["fxt", "top", "--json", "--limit", "10000", fxt]),
                 "{what}"
             );
             assert_eq!(
-                ask("/api/slices?limit=0&between=0,1ms"),
+                ask("/api/slices?limit=10000&between=0,1ms"),
                 cli_json(&[
                     "fxt",
                     "slices",
                     "--json",
                     "--limit",
-                    "0",
+                    "10000",
                     "--between",
                     "0",
                     "1ms",
@@ -284,7 +284,14 @@ fn endpoints_answer_what_the_subcommands_print() {
         ("hot-paths", &[]),
         (
             "hot-paths",
-            &["--frequency", "0.02", "--tolerance", "0", "--limit", "0"],
+            &[
+                "--frequency",
+                "0.02",
+                "--tolerance",
+                "0",
+                "--limit",
+                "10000",
+            ],
         ),
     ];
     for t in &traces {
