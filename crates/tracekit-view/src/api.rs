@@ -46,6 +46,9 @@ pub trait Api: Send + Sync + 'static {
     /// parameters' names and forms, and makes no answer.
     fn query(&self, endpoint: Self::Endpoint, params: Params) -> Result<Self::Query, Self::Error>;
 
+    /// The bytes `query` holds, as the answer cache weighs its keys.
+    fn query_bytes(query: &Self::Query) -> usize;
+
     /// The answer of `endpoint` to `query`, JSON.
     fn answer(&self, endpoint: Self::Endpoint, query: &Self::Query) -> Result<String, Self::Error>;
 

@@ -123,7 +123,8 @@ impl<A: Api> Answers<A> {
         let waiting = {
             let mut kept = lock(&self.kept);
             if reply.status == 200 {
-                kept.cache.put(key.clone(), reply.body.clone());
+                let key_bytes = A::query_bytes(&key.1);
+                kept.cache.put(key.clone(), reply.body.clone(), key_bytes);
             }
             kept.in_flight.remove(&key).unwrap_or_default()
         };
@@ -183,14 +184,21 @@ impl<A: Api> Queues<A> {
 }
 
 /// The latest answers, by key: going back to a filter, or to a tab, is then
-/// immediate. Bounded by their total size.
+/// immediate. Bounded by the bytes of their keys and answers together, and
+/// by their number (a key is looked for entry by entry).
 struct Cache<K> {
-    entries: VecDeque<(K, Bytes)>,
+    entries: VecDeque<(K, Bytes, usize)>,
     bytes: usize,
 }
 
-/// Most bytes of answers the cache keeps.
+/// Most bytes of keys and answers the cache keeps.
 const CACHE_BYTES: usize = 64 << 20;
+
+/// Most answers the cache keeps.
+const CACHE_ENTRIES: usize = 4096;
+
+/// What an entry costs beyond its key's and answer's bytes.
+const ENTRY_BYTES: usize = 64;
 
 impl<K: PartialEq> Cache<K> {
     fn new() -> Cache<K> {
@@ -201,22 +209,24 @@ impl<K: PartialEq> Cache<K> {
     }
 
     fn get(&mut self, key: &K) -> Option<Bytes> {
-        let i = self.entries.iter().position(|(k, _)| k == key)?;
+        let i = self.entries.iter().position(|(k, _, _)| k == key)?;
         let entry = self.entries.remove(i)?;
         let answer = entry.1.clone();
         self.entries.push_front(entry);
         Some(answer)
     }
 
-    fn put(&mut self, key: K, answer: Bytes) {
-        if answer.len() > CACHE_BYTES / 4 {
+    /// Keeps `answer` to `key`, whose own bytes are `key_bytes`.
+    fn put(&mut self, key: K, answer: Bytes, key_bytes: usize) {
+        let weight = answer.len() + key_bytes + ENTRY_BYTES;
+        if weight > CACHE_BYTES / 4 {
             return;
         }
-        self.bytes += answer.len();
-        self.entries.push_front((key, answer));
-        while self.bytes > CACHE_BYTES {
+        self.bytes += weight;
+        self.entries.push_front((key, answer, weight));
+        while self.bytes > CACHE_BYTES || self.entries.len() > CACHE_ENTRIES {
             match self.entries.pop_back() {
-                Some((_, a)) => self.bytes -= a.len(),
+                Some((_, _, w)) => self.bytes -= w,
                 None => break,
             }
         }
@@ -265,21 +275,44 @@ mod tests {
     fn the_cache_keeps_the_latest_answers_within_its_size() {
         let mut c = Cache::new();
         let key = |n: usize| (Endpoint::Top, vec![n.to_string()]);
-        let big = Bytes::from("x".repeat(CACHE_BYTES / 8));
+        let big = Bytes::from("x".repeat(CACHE_BYTES / 8 - 100));
         for n in 0..12 {
-            c.put(key(n), big.clone());
+            c.put(key(n), big.clone(), 1);
         }
         assert!(c.bytes <= CACHE_BYTES);
         assert_eq!(c.entries.len(), 8);
         assert!(c.get(&key(3)).is_none(), "the oldest went first");
         assert!(c.get(&key(4)).is_some());
         // Used again, 4 is now the newest: the next puts evict 5, not 4.
-        c.put(key(12), big.clone());
+        c.put(key(12), big.clone(), 1);
         assert!(c.get(&key(4)).is_some());
         assert!(c.get(&key(5)).is_none());
         // An answer too large to keep is not kept.
-        c.put(key(13), Bytes::from("y".repeat(CACHE_BYTES / 2)));
+        c.put(key(13), Bytes::from("y".repeat(CACHE_BYTES / 2)), 1);
         assert!(c.get(&key(13)).is_none());
+    }
+
+    /// Large keys of small answers count: the cache stays within its bytes
+    /// (and its number of entries) whatever the requests ask.
+    #[test]
+    fn the_cache_counts_its_keys_too() {
+        let mut c = Cache::new();
+        let long = "k".repeat(51_000);
+        for n in 0..3000 {
+            let key = (Endpoint::Top, vec![format!("{long}{n}")]);
+            let key_bytes = Memtrace::query_bytes(&key.1);
+            c.put(key, Bytes::from("a".repeat(275)), key_bytes);
+        }
+        let held: usize = (c.entries.iter())
+            .map(|(k, a, _)| k.1.iter().map(String::len).sum::<usize>() + a.len())
+            .sum();
+        assert!(held <= CACHE_BYTES, "{held}");
+        assert!(c.bytes <= CACHE_BYTES);
+        let mut small = Cache::new();
+        for n in 0..(CACHE_ENTRIES + 100) {
+            small.put((Endpoint::Top, vec![n.to_string()]), Bytes::from("a"), 1);
+        }
+        assert_eq!(small.entries.len(), CACHE_ENTRIES);
     }
 
     #[test]

@@ -5,15 +5,20 @@
 //! request that asked it.
 
 use std::convert::Infallible;
+use std::future::Future;
+use std::io;
 use std::net::TcpListener;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::Serving;
 use super::guard::Guard;
@@ -134,6 +139,7 @@ pub(crate) async fn accept(
             });
             // A connection that fails or times out is closed; the
             // others go on.
+            let stream = WriteDeadline::new(stream, idle);
             let _ = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(idle)
@@ -142,6 +148,78 @@ pub(crate) async fn accept(
         });
     }
     Ok(())
+}
+
+/// A connection whose writes fail once one has waited `limit` for a client
+/// that does not read: the connection is closed and its answer's memory let
+/// go, rather than held for as long as the client stays.
+struct WriteDeadline<S> {
+    inner: S,
+    limit: Duration,
+    /// Since when a write has waited, as a timer.
+    waiting: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<S> WriteDeadline<S> {
+    fn new(inner: S, limit: Duration) -> WriteDeadline<S> {
+        WriteDeadline {
+            inner,
+            limit,
+            waiting: None,
+        }
+    }
+
+    /// What a write that the client is not taking returns: pending until
+    /// `limit` has passed since it began to wait, then an error.
+    fn wait<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        let limit = self.limit;
+        let timer = (self.waiting).get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client does not read its answer",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for WriteDeadline<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<S> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, b: &[u8]) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.inner).poll_write(cx, b) {
+            Poll::Pending => this.wait(cx),
+            done => {
+                this.waiting = None;
+                done
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.inner).poll_flush(cx) {
+            Poll::Pending => this.wait(cx),
+            done => {
+                this.waiting = None;
+                done
+            }
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
 }
 
 /// Answers a request: at once, or once a worker has answered its query.
@@ -158,4 +236,44 @@ async fn handle(
             .unwrap_or_else(|_| Reply::text(500, "the query failed")),
     };
     Ok(reply.response())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A client that stops reading: the server's write fails after the
+    /// limit instead of waiting for as long as the client stays.
+    #[test]
+    fn a_write_the_client_does_not_take_fails_after_the_limit() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+                .await
+                .unwrap();
+            let (server, _) = listener.accept().await.unwrap();
+            let mut w = WriteDeadline::new(server, Duration::from_millis(200));
+            let chunk = vec![0u8; 1 << 16];
+            let started = std::time::Instant::now();
+            let mut written = 0usize;
+            let e = loop {
+                let wrote = std::future::poll_fn(|cx| Pin::new(&mut w).poll_write(cx, &chunk));
+                match wrote.await {
+                    Ok(n) => written += n,
+                    Err(e) => break e,
+                }
+                assert!(written < 1 << 30, "the socket took a gigabyte");
+            };
+            assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+            assert!(written > 0);
+            assert!(started.elapsed() >= Duration::from_millis(200));
+            assert!(started.elapsed() < Duration::from_secs(20));
+            drop(client);
+        });
+    }
 }

@@ -57,8 +57,8 @@ use guard::{Guard, new_token};
 use http::{Asked, Reply};
 use routes::{Routed, route};
 
-/// How long a connection may take to send a request's head, or stay idle
-/// between requests, before it is closed.
+/// How long a connection may take to send a request's head, stay idle
+/// between requests, or leave an answer unread, before it is closed.
 pub const IDLE: Duration = Duration::from_secs(30);
 
 /// Why the server could not start.
