@@ -15,6 +15,7 @@
 //! | --- | --- |
 //! | key | `tracekit VERSION KIND`, NUL, the trace's path, NUL, its size, NUL, its modification time (ns since 1970), NUL, the hash of its ends (16 hex digits), NUL |
 //! | to a multiple of 8 | NULs |
+//! | 16 | `crc32 ` and the CRC-32 of the rest in 8 hex digits, then two newlines |
 //! | the rest | what is kept: the tables as [`Tables::write_to`](tracekit_analysis::tables::Tables::write_to) writes them, or the timeline and its statistics (below) |
 //!
 //! A timeline file's rest:
@@ -27,8 +28,12 @@
 //! | the rest | the timeline as [`Timeline::write_to`](tracekit_timeline::Timeline::write_to) writes it |
 //!
 //! A trace that changed no longer matches its key and is decoded again, and
-//! its file replaced. A cache that cannot be read is decoded past; one that
-//! cannot be written is skipped: neither is an error. Files are written under
+//! its file replaced. A file whose checksum does not hold, or that does not
+//! read as what it says, is damaged: the trace is decoded again, the file
+//! replaced, and the note says so; it never answers. The checksum is read
+//! over the whole file when it is read back, and the pages it read let go.
+//! A cache that cannot be read is decoded past; one that cannot be written
+//! is skipped: neither is an error. Files are written under
 //! a temporary name and renamed ([`tracekit_columns::rename`]), so a cache file
 //! is whole or absent. A write cut short by the end of its process (a viewer
 //! stopped while it writes a large trace's tables) leaves its temporary file,
@@ -41,7 +46,7 @@ mod tables;
 #[cfg(feature = "timeline")]
 mod timeline;
 
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -69,6 +74,9 @@ pub enum Origin {
     Built(PathBuf, u64),
     /// Decoded from the trace, and not kept, for the reason given.
     NotKept(String),
+    /// The file kept was damaged: decoded from the trace again, and kept in
+    /// this file of this many bytes.
+    Rebuilt(PathBuf, u64),
 }
 
 impl Origin {
@@ -82,6 +90,11 @@ impl Origin {
                 *bytes as f64 / 1e6
             ),
             Origin::NotKept(why) => format!("note: the trace's {what} not kept: {why}"),
+            Origin::Rebuilt(file, bytes) => format!(
+                "note: the trace's {what} kept in {} was damaged: made again ({:.1} MB)",
+                file.display(),
+                *bytes as f64 / 1e6
+            ),
             Origin::Cached(file) => {
                 format!("note: the trace's {what} read back from {}", file.display())
             }
@@ -155,20 +168,63 @@ impl TablesCache {
     }
 
     /// The cache file of kind `kind` of the trace `key` is of, when it holds
-    /// something kept for the trace as it is now.
-    pub fn kept(&self, key: &TraceKey, kind: &str) -> Option<(PathBuf, Kept)> {
+    /// something kept for the trace as it is now, whole.
+    pub fn kept(&self, key: &TraceKey, kind: &str) -> Result<(PathBuf, Kept), Missing> {
         let file = self.file(key, kind);
-        let f = std::fs::File::open(&file).ok()?;
-        let bytes = input::file_bytes(&f, &file.display().to_string()).ok()?;
+        let f = std::fs::File::open(&file).map_err(|_| Missing::Absent)?;
+        let bytes = input::file_bytes(&f, &file.display().to_string());
+        let bytes = bytes.map_err(|_| Missing::Absent)?;
         let text = key.text(kind);
         if !bytes.starts_with(&text) {
-            return None;
+            return Err(Missing::Absent);
+        }
+        let start = text.len() + SUM_BYTES;
+        let sum = bytes.get(text.len()..start).ok_or(Missing::Damaged)?;
+        let rest = bytes.get(start..).ok_or(Missing::Damaged)?;
+        let holds = sum == checksum_slot(crc32(rest));
+        // The check read every page: let them go, to be paged in again as
+        // what is kept is read.
+        bytes.release(0..bytes.len());
+        if !holds {
+            return Err(Missing::Damaged);
         }
         let kept = Kept {
             bytes: Arc::new(bytes),
-            start: text.len(),
+            start,
         };
-        Some((file, kept))
+        Ok((file, kept))
+    }
+
+    /// What is kept of kind `kind` for the trace at `path` (`key`: its key),
+    /// as `read` reads it back; else made by `build` and kept as `write`
+    /// writes it. A file that is kept but does not check, or does not read,
+    /// is damaged: made again and replaced ([`Origin::Rebuilt`]).
+    fn kept_or_built<T, E>(
+        &self,
+        path: &Path,
+        key: Option<&TraceKey>,
+        kind: &str,
+        read: impl FnOnce(Kept) -> Option<T>,
+        build: impl FnOnce() -> Result<T, E>,
+        write: impl Fn(&T, &mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<(T, Origin), E> {
+        let mut damaged = false;
+        if let Some(key) = key {
+            match self.kept(key, kind) {
+                Ok((file, kept)) => match read(kept) {
+                    Some(t) => return Ok((t, Origin::Cached(file))),
+                    None => damaged = true,
+                },
+                Err(missing) => damaged = missing == Missing::Damaged,
+            }
+        }
+        let made = build()?;
+        let origin = self.keep(path, key, kind, &mut |out| write(&made, out));
+        let origin = match (origin, damaged) {
+            (Origin::Built(file, bytes), true) => Origin::Rebuilt(file, bytes),
+            (origin, _) => origin,
+        };
+        Ok((made, origin))
     }
 
     /// Keeps what `write` writes as the file of kind `kind` of the trace at
@@ -206,8 +262,17 @@ impl TablesCache {
         try_lock(temp.file());
         let mut out = BufWriter::with_capacity(1 << 20, temp);
         out.write_all(key)?;
-        write(&mut out)?;
-        let temp = out.into_inner().map_err(|e| e.into_error())?;
+        // The checksum's place, filled in once the rest is written.
+        out.write_all(&[0; SUM_BYTES])?;
+        let mut summed = Summed {
+            out,
+            crc: crc32fast::Hasher::new(),
+        };
+        write(&mut summed)?;
+        let temp = summed.out.into_inner().map_err(|e| e.into_error())?;
+        let mut file = temp.file();
+        file.seek(SeekFrom::Start(key.len() as u64))?;
+        file.write_all(&checksum_slot(summed.crc.finalize()))?;
         let bytes = temp.file().metadata()?.len();
         temp.commit()?;
         Ok(bytes)
@@ -233,6 +298,51 @@ impl TablesCache {
                 let _ = std::fs::remove_file(&path);
             }
         }
+    }
+}
+
+/// Why the cache has nothing to give for a trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Missing {
+    /// No file, or one kept for another state of the trace.
+    Absent,
+    /// A file for the trace as it is now, whose checksum does not hold.
+    Damaged,
+}
+
+/// Bytes of the checksum line after the key.
+const SUM_BYTES: usize = 16;
+
+/// The checksum line of what is kept, whose CRC-32 is `crc`.
+fn checksum_slot(crc: u32) -> [u8; SUM_BYTES] {
+    let mut slot = [b'\n'; SUM_BYTES];
+    let text = format!("crc32 {crc:08x}");
+    slot[..text.len()].copy_from_slice(text.as_bytes());
+    slot
+}
+
+/// The CRC-32 of `bytes`.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(bytes);
+    h.finalize()
+}
+
+/// A writer that sums what passes through it.
+struct Summed<W> {
+    out: W,
+    crc: crc32fast::Hasher,
+}
+
+impl<W: Write> Write for Summed<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.crc.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
     }
 }
 

@@ -25,15 +25,15 @@ impl TablesCache {
         progress: &mut dyn FnMut(u64),
     ) -> Option<(Tables, Origin)> {
         let key = TraceKey::of_bytes(path, bytes.as_ref());
-        if let Some(key) = &key
-            && let Some((file, kept)) = self.kept(key, KIND)
-            && let Some(tables) = read(kept, bytes)
-        {
-            return Some((tables, Origin::Cached(file)));
-        }
-        let tables = Tables::from_bytes(bytes, progress)?;
-        let origin = self.keep(path, key.as_ref(), KIND, &mut |out| tables.write_to(out));
-        Some((tables, origin))
+        self.kept_or_built(
+            path,
+            key.as_ref(),
+            KIND,
+            |kept| read(kept, bytes),
+            || Tables::from_bytes(bytes, progress).ok_or(()),
+            |tables, out| tables.write_to(out),
+        )
+        .ok()
     }
 }
 
@@ -151,6 +151,43 @@ mod tests {
         assert_eq!(files, 1, "one file per trace, no temporary left");
     }
 
+    /// A flipped byte anywhere past the key, or a cut, is damage: the tables
+    /// are made again (and answer as the trace's own), the file replaced,
+    /// the note says so; a damaged file never answers.
+    #[test]
+    fn a_damaged_cache_file_is_made_again_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = TablesCache::in_dir(dir.path().join("cache"));
+        let path = trace(dir.path(), 5);
+        let (first, origin) = ask(&cache, &path);
+        let Origin::Built(file, _) = origin else {
+            panic!("{origin:?}")
+        };
+        let whole = std::fs::read(&file).unwrap();
+        let key_len = whole.windows(6).position(|w| w == b"crc32 ").unwrap();
+        let step = (whole.len() - key_len) / 40;
+        let mut damages: Vec<Vec<u8>> = (key_len..whole.len())
+            .step_by(step.max(1))
+            .map(|at| {
+                let mut d = whole.clone();
+                d[at] ^= 0x10;
+                d
+            })
+            .collect();
+        damages.push(whole[..whole.len() - 8].to_vec());
+        damages.push(whole[..key_len + 3].to_vec());
+        for damaged in damages {
+            std::fs::write(&file, &damaged).unwrap();
+            let (again, origin) = ask(&cache, &path);
+            assert_eq!(origin, Origin::Rebuilt(file.clone(), whole.len() as u64));
+            assert!(origin.note("tables are").contains("was damaged"));
+            assert_eq!(again.allocations(), first.allocations());
+            assert_eq!(again.end(), first.end());
+            assert_eq!(std::fs::read(&file).unwrap(), whole, "replaced");
+        }
+        assert_eq!(ask(&cache, &path).1, Origin::Cached(file));
+    }
+
     #[test]
     fn a_cache_that_cannot_be_written_or_read_is_decoded_past() {
         let dir = tempfile::tempdir().unwrap();
@@ -162,7 +199,7 @@ mod tests {
         let (tables, origin) = ask(&cache, &path);
         assert!(matches!(origin, Origin::NotKept(_)), "{origin:?}");
         assert_eq!(tables.allocations(), 2_000);
-        // A cache file that is not tables: decoded again and replaced.
+        // A cache file cut short: damaged, decoded again and replaced.
         let cache = TablesCache::in_dir(dir.path().join("cache"));
         assert!(matches!(ask(&cache, &path).1, Origin::Built(..)));
         let file = std::fs::read_dir(cache.dir())
@@ -175,7 +212,7 @@ mod tests {
         let n = bytes.len();
         bytes.truncate(n - 7);
         std::fs::write(&file, &bytes).unwrap();
-        assert!(matches!(ask(&cache, &path).1, Origin::Built(..)));
+        assert!(matches!(ask(&cache, &path).1, Origin::Rebuilt(..)));
         assert!(matches!(ask(&cache, &path).1, Origin::Cached(_)));
     }
 }

@@ -45,20 +45,15 @@ impl TablesCache {
         key: Option<TraceKey>,
         build: impl FnOnce() -> Result<(Timeline, String), E>,
     ) -> Result<(Timeline, String, Origin), E> {
-        if let Some(key) = &key
-            && let Some((file, kept)) = self.kept(key, KIND)
-            && let Some((timeline, stats)) = read(&kept)
-        {
-            return Ok((timeline, stats, Origin::Cached(file)));
-        }
-        let (timeline, stats) = build()?;
-        let mut write = |out: &mut dyn Write| {
+        let write = |(timeline, stats): &(Timeline, String), out: &mut dyn Write| {
             out.write_all(&(stats.len() as u64).to_le_bytes())?;
             out.write_all(stats.as_bytes())?;
             out.write_all(&[0; 8][..(8 - stats.len() % 8) % 8])?;
             timeline.write_to(out)
         };
-        let origin = self.keep(path, key.as_ref(), KIND, &mut write);
+        let read = |kept: Kept| read(&kept);
+        let ((timeline, stats), origin) =
+            self.kept_or_built(path, key.as_ref(), KIND, read, build, write)?;
         Ok((timeline, stats, origin))
     }
 }
@@ -128,6 +123,20 @@ mod tests {
         let (changed, _, origin) = cache.timeline(&path, || build(&path)).unwrap();
         assert!(matches!(origin, Origin::Built(..)), "{origin:?}");
         assert_eq!(changed.slices(), 5);
+        // A flipped byte in what is kept: damaged, built again, never read.
+        let Origin::Built(file, _) = origin else {
+            unreachable!()
+        };
+        let whole = std::fs::read(&file).unwrap();
+        for at in [whole.len() - 1, whole.len() - 40, whole.len() / 2 + 20] {
+            let mut damaged = whole.clone();
+            damaged[at] ^= 0x04;
+            std::fs::write(&file, &damaged).unwrap();
+            let (again, _, origin) = cache.timeline(&path, || build(&path)).unwrap();
+            assert!(matches!(origin, Origin::Rebuilt(..)), "{at}: {origin:?}");
+            assert_eq!(again.slices(), 5);
+            assert_eq!(std::fs::read(&file).unwrap(), whole);
+        }
         // A build that fails is the caller's error, and nothing is kept.
         let other = dir.path().join("u.fxt");
         std::fs::write(&other, b"x").unwrap();
