@@ -60,6 +60,8 @@ pub mod read;
 #[cfg(feature = "read")]
 pub mod stats;
 #[cfg(feature = "write")]
+pub mod synth;
+#[cfg(feature = "write")]
 pub mod write;
 
 #[cfg(feature = "read")]

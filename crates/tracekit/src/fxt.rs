@@ -15,6 +15,7 @@ use tracekit_fxt::dump::write_dump;
 use tracekit_fxt::io::{FinishError, IoDestination};
 use tracekit_fxt::read::{ReadError, Records};
 use tracekit_fxt::stats::Stats;
+use tracekit_fxt::synth::{SynthConfig, write_synthetic};
 use tracekit_fxt::write::Writer;
 use tracekit_timeline::Timeline;
 use tracekit_timeline::open::build_timeline;
@@ -23,7 +24,7 @@ use tracekit_timeline::report::{SlicesQuery, TopQuery, duration};
 use crate::common::input::{self, Family};
 use crate::common::names::{Format, OutputArg, check_format};
 use crate::common::output::{InteractiveStdout, Output, OutputFile, print};
-use crate::common::{fxt_write_error, print_answer, progress_bar, say};
+use crate::common::{fxt_write_error, print_answer, progress_bar, progress_spinner, say};
 
 /// `tracekit fxt` subcommands.
 #[derive(Subcommand)]
@@ -106,6 +107,23 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write a synthetic trace of magic-trace's shape (nested calls, recursion,
+    /// short leaves, an instant and a counter now and then), to `trace.fxt`
+    /// unless `-o` names a file: a large trace in seconds, for trying the
+    /// viewer or measuring.
+    Sample {
+        #[command(flatten)]
+        output: OutputArg,
+        /// At least this many slices.
+        #[arg(long, default_value_t = 1_000_000)]
+        slices: u64,
+        /// Threads (1 to 255).
+        #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u8).range(1..))]
+        threads: u8,
+        /// Seed of the pseudo-random model.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// Counts by record and event type, providers, processes, threads, time span.
     Stats {
         /// The trace (`-` for stdin).
@@ -158,6 +176,19 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             slices(&file, &query, json)
         }
         Command::Stats { file, json } => stats(&file, json),
+        Command::Sample {
+            output,
+            slices,
+            threads,
+            seed,
+        } => sample(
+            &output.or_default(None, Format::Fxt),
+            &SynthConfig {
+                slices,
+                threads,
+                seed,
+            },
+        ),
     }
 }
 
@@ -332,4 +363,25 @@ fn stats(path: &Path, as_json: bool) -> Result<ExitCode> {
         print_answer(as_json, || &st, || st.to_string())?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+fn sample(output: &Path, config: &SynthConfig) -> Result<ExitCode> {
+    check_format(output, Format::Fxt)?;
+    let mut file = OutputFile::create(output, &[])?;
+    // The size is not known upfront: the spinner counts the bytes written,
+    // from a million slices (a second's work).
+    let spinner = progress_spinner("writing", config.slices >= 1_000_000, false);
+    let written = write_synthetic(spinner.wrap_write(&mut file), config);
+    let (_, done) = written.map_err(|e| fxt_write_error(output, e))?;
+    spinner.finish_and_clear();
+    file.commit()?;
+    say(format_args!(
+        "wrote {} ({} slices on {} threads, {} instants, {} counter samples)",
+        output.display(),
+        done.slices,
+        config.threads,
+        done.instants,
+        done.counters
+    ));
+    Ok(ExitCode::SUCCESS)
 }

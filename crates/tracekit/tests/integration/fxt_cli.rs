@@ -294,3 +294,66 @@ fn slices_lists_every_slice_top_counts_the_earliest_first() {
     assert!(out.status.success());
     insta::assert_snapshot!("slices_jst_tracing_demo", text(&out.stdout));
 }
+
+/// `fxt sample` writes the trace it says: as many slices as it reports on
+/// its threads, nested, a clean trace for every reader, the same bytes for a
+/// seed; its timeline and `top` read it as they would a recording.
+#[test]
+fn a_sample_is_the_trace_it_says_and_reads_everywhere() {
+    let dir = scratch();
+    let out = dir.path().join("s.fxt");
+    let written = TRACEKIT.ok_in(
+        dir.path(),
+        &[
+            "fxt",
+            "sample",
+            "-o",
+            "s.fxt",
+            "--slices",
+            "30000",
+            "--threads",
+            "3",
+        ],
+    );
+    let said = text(&written.stderr);
+    assert!(said.starts_with("wrote s.fxt ("), "{said}");
+    let slices: u64 = said.split(['(', ' ']).nth(3).unwrap().parse().unwrap();
+    assert!((30_000..60_000).contains(&slices), "{said}");
+    assert!(said.contains("on 3 threads"), "{said}");
+    let stats: serde_json::Value =
+        serde_json::from_str(&text(&fxt(&["stats", "--json"], &out).stdout)).unwrap();
+    assert_eq!(stats["event_types"]["duration_complete"], slices);
+    assert_eq!(stats["event_types"]["instant"], slices / 1000);
+    assert_eq!(stats["event_types"]["counter"], slices / 500);
+    let check = fxt(&["check"], &out);
+    assert!(check.status.success(), "{}", text(&check.stdout));
+    let top: serde_json::Value =
+        serde_json::from_str(&text(&fxt(&["top", "--json", "--limit", "0"], &out).stdout)).unwrap();
+    assert_eq!(top["slices"], slices);
+    let names = top["names"].as_array().unwrap();
+    // The driver and some of the 400 functions; recursion makes self time
+    // less than total time somewhere.
+    assert!(names.iter().any(|n| n["name"] == "main"));
+    assert!(names.len() > 100, "{}", names.len());
+    assert!(
+        names
+            .iter()
+            .any(|n| n["self_ns"].as_u64() < n["total_ns"].as_u64())
+    );
+    let again = dir.path().join("t.fxt");
+    TRACEKIT.ok(&[
+        "fxt",
+        "sample",
+        "-o",
+        again.to_str().unwrap(),
+        "--slices",
+        "30000",
+        "--threads",
+        "3",
+        "-q",
+    ]);
+    assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(&out).unwrap());
+    if let Some((py_slices, _)) = tracekit_testutil::pyfxt_slices(&out) {
+        assert_eq!(py_slices, slices, "PyPI fxt sees every slice");
+    }
+}
