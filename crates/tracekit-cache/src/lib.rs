@@ -7,13 +7,13 @@
 //!
 //! A cache file holds the key of the trace it was made from ([`TraceKey`]:
 //! what the file holds, tracekit's version, the trace's path, size and
-//! modification time, and a hash of its first and last 64 KiB), then what is
+//! modification time, and the CRC-32 of all its bytes), then what is
 //! kept, from a multiple of 8 bytes so that its columns can be read in place
 //! from the mapped file:
 //!
 //! | bytes | what |
 //! | --- | --- |
-//! | key | `tracekit VERSION KIND`, NUL, the trace's path, NUL, its size, NUL, its modification time (ns since 1970), NUL, the hash of its ends (16 hex digits), NUL |
+//! | key | `tracekit VERSION KIND`, NUL, the trace's path, NUL, its size, NUL, its modification time (ns since 1970), NUL, `crc32 ` and the CRC-32 of its bytes (8 hex digits), NUL |
 //! | to a multiple of 8 | NULs |
 //! | 16 | `crc32 ` and the CRC-32 of the rest in 8 hex digits, then two newlines |
 //! | the rest | what is kept: the tables as [`Tables::write_to`](tracekit_analysis::tables::Tables::write_to) writes them, or the timeline and its statistics (below) |
