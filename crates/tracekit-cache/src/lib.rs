@@ -172,6 +172,9 @@ impl TablesCache {
     pub fn kept(&self, key: &TraceKey, kind: &str) -> Result<(PathBuf, Kept), Missing> {
         let file = self.file(key, kind);
         let f = std::fs::File::open(&file).map_err(|_| Missing::Absent)?;
+        if !private(&f) {
+            return Err(Missing::Absent);
+        }
         let bytes = input::file_bytes(&f, &file.display().to_string());
         let bytes = bytes.map_err(|_| Missing::Absent)?;
         let text = key.text(kind);
@@ -253,7 +256,7 @@ impl TablesCache {
         key: &[u8],
         write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
     ) -> std::io::Result<u64> {
-        std::fs::create_dir_all(&self.dir)?;
+        make_private_dir(&self.dir)?;
         self.remove_abandoned();
         let temp = RenameFile::create(file, PARTIAL, "", None)?;
         // Held until the file is renamed or removed, and let go by the system
@@ -344,6 +347,39 @@ impl<W: Write> Write for Summed<W> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.out.flush()
     }
+}
+
+/// Makes the cache folder, readable and writable by its owner alone when it
+/// is new: what is mapped from it is changed by no one else.
+#[cfg(unix)]
+fn make_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[cfg(not(unix))]
+fn make_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+/// Whether the cache file `f` is one only this user could have written: its
+/// owner's, and writable by no one else. Another's file is not mapped: it
+/// could change, or be cut short, under the mapping.
+#[cfg(unix)]
+fn private(f: &std::fs::File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid reads no memory of ours and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    f.metadata()
+        .is_ok_and(|m| m.uid() == me && m.mode() & 0o022 == 0)
+}
+
+#[cfg(not(unix))]
+fn private(_: &std::fs::File) -> bool {
+    true
 }
 
 /// Takes an exclusive lock on `f` if no one holds one, without waiting;

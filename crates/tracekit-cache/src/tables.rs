@@ -232,6 +232,27 @@ mod tests {
         assert!(!matches!(origin, Origin::Cached(_)), "{origin:?}");
     }
 
+    /// The cache folder is its owner's alone, and a cache file others can
+    /// write is not read: what is mapped changes under no one's hand.
+    #[cfg(unix)]
+    #[test]
+    fn the_cache_is_private_and_a_file_others_can_write_is_not_read() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let cache = TablesCache::in_dir(dir.path().join("cache"));
+        let path = trace(dir.path(), 8);
+        let Origin::Built(file, _) = ask(&cache, &path).1 else {
+            panic!()
+        };
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(cache.dir()), 0o700);
+        assert_eq!(mode(&file) & 0o022, 0);
+        assert!(matches!(ask(&cache, &path).1, Origin::Cached(_)));
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(matches!(ask(&cache, &path).1, Origin::Built(..)));
+        assert_eq!(mode(&file) & 0o022, 0, "replaced by a private one");
+    }
+
     #[test]
     fn a_cache_that_cannot_be_written_or_read_is_decoded_past() {
         let dir = tempfile::tempdir().unwrap();

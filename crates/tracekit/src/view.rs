@@ -97,6 +97,8 @@ fn load_timeline(
     let name = input::display(path);
     // The cache's key is read from the bytes already open, not from the file again.
     let key = cache.and_then(|_| TraceKey::of_bytes(path, &bytes));
+    // The key read every page: let them go (a build pages them in again).
+    bytes.release(0..bytes.len());
     let build = || -> Result<(Timeline, String)> {
         let quiet = crate::common::quiet();
         let bytes = match kind {
