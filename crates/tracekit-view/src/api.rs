@@ -15,6 +15,10 @@ use std::hash::Hash;
 /// A request's named parameters, name and value, in the order asked.
 pub type Params = Vec<(String, String)>;
 
+/// Most rows a table answer lists, for every kind: "all" is not asked of a
+/// server, whose answers are bounded whatever the trace.
+pub const MAX_ROWS: usize = 10_000;
+
 /// A kind of trace as the server serves it.
 pub trait Api: Send + Sync + 'static {
     /// One of its endpoints.

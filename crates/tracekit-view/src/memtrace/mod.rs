@@ -68,7 +68,7 @@ use args::{
 };
 use tree::{Around, FlameTreeJson, FunctionsJson, Shown, nodes_json};
 
-use crate::api::{Api, Params};
+use crate::api::{Api, MAX_ROWS, Params};
 use crate::json::{Layout, to_json};
 
 /// How the answers are laid out: as the subcommands print them.
@@ -359,16 +359,12 @@ impl Api for Memtrace {
     }
 }
 
-/// Most rows a table answer lists: "all" (`--limit 0`) is not asked of a
-/// server, whose answers are bounded whatever the trace.
-const MAX_LIMIT: usize = 10_000;
-
-/// Refuses a `--limit` outside 1 to [`MAX_LIMIT`].
+/// Refuses a `--limit` outside 1 to [`MAX_ROWS`] (`--limit 0` is "all").
 fn bounded(limit: usize) -> Result<(), Error> {
-    match (1..=MAX_LIMIT).contains(&limit) {
+    match (1..=MAX_ROWS).contains(&limit) {
         true => Ok(()),
         false => Err(Error::BadArguments(format!(
-            "--limit {limit}: between 1 and {MAX_LIMIT} here"
+            "--limit {limit}: between 1 and {MAX_ROWS} here"
         ))),
     }
 }

@@ -37,7 +37,7 @@ use tracekit_timeline::{Position, Timeline};
 
 use draw::{details, flame, search, selection, tracks_json, window};
 
-use crate::api::{Api, Params};
+use crate::api::{Api, MAX_ROWS, Params};
 use crate::json::{Layout, to_json};
 
 /// How the answers made from plain data are laid out: as the drawing answers
@@ -49,9 +49,6 @@ const MAX_FLOWS: usize = 2_000;
 
 /// Most pixels a window may be asked for.
 const MAX_PX: u64 = 16_384;
-
-/// Most rows a table answer lists.
-const MAX_LIMIT: usize = 10_000;
 
 /// A timeline being served.
 pub struct TimelineTrace {
@@ -344,13 +341,13 @@ impl<'a> Checked<'a> {
         }
     }
 
-    /// The `limit` asked (`default` if none): 1 to [`MAX_LIMIT`], so that
+    /// The `limit` asked (`default` if none): 1 to [`MAX_ROWS`], so that
     /// an answer's size is bounded whatever the trace's.
     fn limit(&self, default: usize) -> Result<usize, Error> {
         match self.number("limit")? {
             None => Ok(default),
-            Some(n) if (1..=MAX_LIMIT as u64).contains(&n) => Ok(n as usize),
-            Some(n) => Err(bad(format!("limit={n}: between 1 and {MAX_LIMIT}"))),
+            Some(n) if (1..=MAX_ROWS as u64).contains(&n) => Ok(n as usize),
+            Some(n) => Err(bad(format!("limit={n}: between 1 and {MAX_ROWS}"))),
         }
     }
 
