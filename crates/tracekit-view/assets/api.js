@@ -4,19 +4,33 @@
 // its name: `--by function --peak --between 1s 2s` is
 // `by=function&peak=&between=1s,2s`.
 
+import { setStatus } from './dom.js';
+
 // The server answers only with the token of the URL it printed; it goes in a
 // header, so that it stays out of the addresses of the requests.
 const TOKEN = new URLSearchParams(location.search).get('token') || '';
 
+// How long to wait before asking again a server that is still building what
+// it answers from (a 503, whose text says how far it is).
+const BUILDING_RETRY_MS = 250;
+
 // The text of `/api/<endpoint>?<query>`; a refusal throws with the server's
-// reason.
+// reason. While the server builds the trace's timeline the status line shows
+// how far it is, and the request is asked again until it is answered.
 export async function answerText(endpoint, query) {
-  const r = await fetch('/api/' + endpoint + '?' + query.toString(), {
-    headers: { Authorization: 'Bearer ' + TOKEN },
-  });
-  const text = await r.text();
-  if (!r.ok) throw new Error(text);
-  return text;
+  for (;;) {
+    const r = await fetch('/api/' + endpoint + '?' + query.toString(), {
+      headers: { Authorization: 'Bearer ' + TOKEN },
+    });
+    const text = await r.text();
+    if (r.status === 503) {
+      setStatus(text + '…');
+      await new Promise((done) => setTimeout(done, BUILDING_RETRY_MS));
+      continue;
+    }
+    if (!r.ok) throw new Error(text);
+    return text;
+  }
 }
 
 // A command line's options as named parameters: an option (`--name`) and

@@ -1,12 +1,14 @@
 //! `tracekit view` (and `tracekit memtrace view`): serves a trace to a
 //! browser. A memtrace trace is served with its analyses; an FXT trace, a
 //! perf.data file or `perf script` text as a timeline of slices (perf data
-//! decoded into FXT in memory first).
+//! decoded into FXT in memory first), its URL printed before the timeline
+//! is built.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
 use clap::Args;
@@ -15,6 +17,7 @@ use tracekit_columns::TraceBytes;
 use tracekit_io::input::{Bytes, Family, Kind};
 use tracekit_timeline::Timeline;
 use tracekit_timeline::open::build_timeline_releasing;
+use tracekit_view::timeline::Build;
 use tracekit_view::{Served, TimelineTrace, Trace, Viewer};
 
 use crate::common::input;
@@ -85,16 +88,44 @@ fn load(
     })
 }
 
-/// Builds the timeline of an FXT trace (or of perf data, decoded first) from
-/// its `bytes`, of `kind`, with progress, or reads it back from `cache`; its
-/// answers name it as the command line did.
+/// A timeline of an FXT trace (or of perf data, decoded first) served
+/// before it is built: its build, from `bytes` of `kind` with progress or
+/// read back from `cache`, runs beside the serving; its answers name it as
+/// the command line did. A build that fails says why and stops the server,
+/// and `failed` is set.
 fn load_timeline(
     path: &Path,
     bytes: Bytes,
     kind: Kind,
-    cache: Option<&TablesCache>,
-) -> Result<TimelineTrace> {
+    cache: Option<TablesCache>,
+    failed: Arc<AtomicBool>,
+) -> TimelineTrace {
     let name = input::display(path);
+    let total = bytes.len() as u64;
+    let (path, shown) = (path.to_path_buf(), name.clone());
+    let build: Build = Box::new(move |told| {
+        build_timeline(&path, &shown, bytes, kind, cache.as_ref(), told).map_err(|e| {
+            let why = format!("{e:#}");
+            eprintln!("error: {why}");
+            failed.store(true, Ordering::Relaxed);
+            output::stop_on_interrupt().store(true, Ordering::Relaxed);
+            why
+        })
+    });
+    TimelineTrace::building(name, total, build)
+}
+
+/// Builds the timeline of `bytes` (of `kind`, from `path`, named `name`), or
+/// reads it back from `cache`, telling `told` how much of the trace it has
+/// read.
+fn build_timeline(
+    path: &Path,
+    name: &str,
+    bytes: Bytes,
+    kind: Kind,
+    cache: Option<&TablesCache>,
+    told: &dyn Fn(u64),
+) -> Result<(Timeline, String)> {
     // The cache's key is read from the bytes already open, not from the file again.
     let key = cache.and_then(|_| TraceKey::of_bytes(path, &bytes));
     // The key read every page: let them go (a build pages them in again).
@@ -106,7 +137,10 @@ fn load_timeline(
             _ => Bytes::Owned(crate::perf::decode_for_view(path, bytes, kind, quiet)?),
         };
         let bar = crate::common::progress_bar(bytes.len() as u64, "building the timeline", quiet);
-        let progress = &mut |pos| bar.set_position(pos);
+        let progress = &mut |pos| {
+            bar.set_position(pos);
+            told(pos);
+        };
         let built = build_timeline_releasing(&bytes, true, progress, &mut |r| bytes.release(r));
         bar.finish_and_clear();
         let stats = tracekit_view::timeline::stats_json(&built.stats.unwrap_or_default());
@@ -132,7 +166,7 @@ fn load_timeline(
             timeline.records()
         );
     }
-    Ok(TimelineTrace::new(name, timeline, stats))
+    Ok((timeline, stats))
 }
 
 /// Says where the cache found what it was asked for (`what`: "tables are" or
@@ -156,9 +190,14 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
                 input::display(&args.file)
             );
         }
-        let timeline = load_timeline(&args.file, bytes, kind, cache.as_ref())?;
+        let failed = Arc::new(AtomicBool::new(false));
+        let timeline = load_timeline(&args.file, bytes, kind, cache, Arc::clone(&failed));
         let name = timeline.name().to_string();
-        return serve(&args, &name, Served::timeline(timeline));
+        serve(&args, &name, Served::timeline(timeline))?;
+        return Ok(match failed.load(Ordering::Relaxed) {
+            true => ExitCode::FAILURE,
+            false => ExitCode::SUCCESS,
+        });
     }
     let shared = || Ok(tracekit_io::memtrace::shared(bytes));
     let trace = load(&args.file, shared, cache.as_ref())?;

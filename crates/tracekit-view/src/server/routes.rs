@@ -199,6 +199,86 @@ mod tests {
         assert!(matches!(key("/api/tracks?"), Routed::Reply(_)));
     }
 
+    /// One small trace's bytes: a slice on one thread.
+    fn one_slice() -> Vec<u8> {
+        use tracekit_fxt::format::Koid;
+        use tracekit_fxt::write::{VecDestination, Writer};
+        let mut w = Writer::new(VecDestination::new()).unwrap();
+        let th = w.set_thread_slot(1, Koid(1), Koid(2)).unwrap();
+        let (cat, name) = (w.intern("c").unwrap(), w.intern("n").unwrap());
+        w.duration_complete(th, cat, name, 10, 20, &[]).unwrap();
+        w.finish().unwrap().into_vec()
+    }
+
+    #[test]
+    fn a_timeline_answers_how_far_its_build_is_until_it_is_built() {
+        use crate::api::Api;
+        use std::sync::mpsc;
+        let (go, wait) = mpsc::channel::<()>();
+        let (told, hear) = mpsc::channel::<()>();
+        let build: crate::timeline::Build = Box::new(move |read| {
+            read(3_000_000);
+            told.send(()).unwrap();
+            wait.recv().unwrap();
+            let bytes = one_slice();
+            let mut reader = tracekit_fxt::read::Reader::new(&bytes);
+            let built = tracekit_timeline::open::build_timeline(&mut reader, true, &mut |_| {});
+            let stats = crate::timeline::stats_json(&built.stats.unwrap());
+            Ok((built.timeline, stats))
+        });
+        let s = std::sync::Arc::new(Answers::new(TimelineTrace::building(
+            "t.fxt".into(),
+            10_000_000,
+            build,
+        )));
+        let guard = Guard::new("127.0.0.1:1".parse().unwrap(), TOKEN.into());
+        let ask = asker(&guard, &s);
+        // Before the build runs, and while it runs: 503, saying how far it is.
+        assert_eq!(
+            ask("/api/tracks"),
+            (503, "building the timeline: 0 of 10 MB read".into())
+        );
+        let preparing = {
+            let s = std::sync::Arc::clone(&s);
+            std::thread::spawn(move || s.api().prepare())
+        };
+        hear.recv().unwrap();
+        for url in ["/api/tracks", "/api/window?px=9", "/api/stats"] {
+            assert_eq!(
+                ask(url),
+                (503, "building the timeline: 3 of 10 MB read".into()),
+                "{url}"
+            );
+        }
+        // A request's parameters' names are still checked at once.
+        assert_eq!(ask("/api/window?nope=1").0, 400);
+        // The page is served meanwhile.
+        assert_eq!(ask("/").0, 200);
+        go.send(()).unwrap();
+        preparing.join().unwrap();
+        assert!(ask("/api/tracks").1.contains("\"slices\":1"));
+        assert_eq!(ask("/api/window?from=0&to=10&px=10").0, 200);
+    }
+
+    #[test]
+    fn a_timeline_whose_build_failed_says_why() {
+        use crate::api::Api;
+        let build: crate::timeline::Build = Box::new(|_| Err("perf script: not found".into()));
+        let s = Answers::new(TimelineTrace::building("t.data".into(), 1, build));
+        s.api().prepare();
+        let guard = Guard::new("127.0.0.1:1".parse().unwrap(), TOKEN.into());
+        let ask = asker(&guard, &s);
+        for url in ["/api/tracks", "/api/window?px=9"] {
+            assert_eq!(
+                ask(url),
+                (
+                    500,
+                    "the timeline could not be built: perf script: not found".into()
+                )
+            );
+        }
+    }
+
     /// Options named as parameters of their own are the query their `arg` form
     /// is: the same arguments, so the same answer.
     #[test]

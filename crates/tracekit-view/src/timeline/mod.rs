@@ -9,6 +9,12 @@
 //! trace). `slices` and `top` answer what `tracekit fxt slices --json` and
 //! `tracekit fxt top --json` print, on the trace's own clock.
 //!
+//! A timeline may be served before it is built ([`TimelineTrace::building`]):
+//! the build runs beside the serving ([`Api::prepare`]), and until it ends
+//! every endpoint answers 503 with how much of the trace it has read, which
+//! the page shows and asks again after; a build that fails answers 500 with
+//! its reason.
+//!
 //! | endpoint | answers | parameters |
 //! | --- | --- | --- |
 //! | `stats` | `fxt stats --json` of the trace | none |
@@ -31,6 +37,9 @@
 
 mod draw;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
 use tracekit_fxt::stats::Stats;
 use tracekit_timeline::report::{SlicesQuery, TopQuery};
 use tracekit_timeline::{Position, Timeline};
@@ -50,9 +59,26 @@ const MAX_FLOWS: usize = 2_000;
 /// Most pixels a window may be asked for.
 const MAX_PX: u64 = 16_384;
 
+/// A timeline's build, run beside the serving: handed a function that it
+/// tells how many of the trace's bytes it has read, it gives the timeline
+/// and its records' counts as [`stats_json`] writes them, or why it could
+/// not build it.
+pub type Build = Box<dyn FnOnce(&dyn Fn(u64)) -> Result<(Timeline, String), String> + Send>;
+
 /// A timeline being served.
 pub struct TimelineTrace {
     name: String,
+    built: OnceLock<Built>,
+    /// The build not yet started ([`TimelineTrace::building`]).
+    build: Mutex<Option<Build>>,
+    /// Bytes of the trace the build has read, of `total`.
+    read: AtomicU64,
+    total: u64,
+    failed: OnceLock<String>,
+}
+
+/// A timeline built, with the answers made once.
+struct Built {
     timeline: Timeline,
     stats: String,
     tracks: String,
@@ -102,6 +128,18 @@ pub enum Error {
     /// The parameters are not the endpoint's, or their values are not valid.
     #[error("{0}")]
     BadParameters(String),
+    /// The timeline is still being built: `read` of the trace's `total`
+    /// bytes read so far.
+    #[error("building the timeline: {} of {} MB read", read / 1_000_000, total / 1_000_000)]
+    Building {
+        /// Bytes read.
+        read: u64,
+        /// The trace's bytes.
+        total: u64,
+    },
+    /// The timeline could not be built.
+    #[error("the timeline could not be built: {0}")]
+    Failed(String),
 }
 
 impl Api for TimelineTrace {
@@ -130,8 +168,12 @@ impl Api for TimelineTrace {
         matches!(endpoint, TimelineEndpoint::Stats | TimelineEndpoint::Tracks)
     }
 
-    fn status(_: &Error) -> u16 {
-        400
+    fn status(error: &Error) -> u16 {
+        match error {
+            Error::BadParameters(_) => 400,
+            Error::Building { .. } => 503,
+            Error::Failed(_) => 500,
+        }
     }
 
     fn query(&self, endpoint: TimelineEndpoint, params: Params) -> Result<Params, Error> {
@@ -154,6 +196,24 @@ impl Api for TimelineTrace {
     fn answer(&self, endpoint: TimelineEndpoint, params: &Params) -> Result<String, Error> {
         self.answer_checked(endpoint, Checked(params))
     }
+
+    fn prepare(&self) {
+        let build = self.build.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(build) = build else { return };
+        match build(&|read| self.read.store(read, Ordering::Relaxed)) {
+            Ok((timeline, stats)) => {
+                let tracks = tracks_json(&self.name, &timeline);
+                let _ = self.built.set(Built {
+                    timeline,
+                    stats,
+                    tracks,
+                });
+            }
+            Err(why) => {
+                let _ = self.failed.set(why);
+            }
+        }
+    }
 }
 
 impl TimelineTrace {
@@ -163,9 +223,28 @@ impl TimelineTrace {
         let tracks = tracks_json(&name, &timeline);
         TimelineTrace {
             name,
-            timeline,
-            stats,
-            tracks,
+            built: OnceLock::from(Built {
+                timeline,
+                stats,
+                tracks,
+            }),
+            build: Mutex::new(None),
+            read: AtomicU64::new(0),
+            total: 0,
+            failed: OnceLock::new(),
+        }
+    }
+
+    /// A timeline named `name` that `build` makes from a trace of `total`
+    /// bytes once the server runs, answering 503 until then.
+    pub fn building(name: String, total: u64, build: Build) -> TimelineTrace {
+        TimelineTrace {
+            name,
+            built: OnceLock::new(),
+            build: Mutex::new(Some(build)),
+            read: AtomicU64::new(0),
+            total,
+            failed: OnceLock::new(),
         }
     }
 
@@ -174,20 +253,36 @@ impl TimelineTrace {
         &self.name
     }
 
-    /// The timeline.
-    pub fn timeline(&self) -> &Timeline {
-        &self.timeline
+    /// The timeline, once built.
+    pub fn timeline(&self) -> Option<&Timeline> {
+        self.built.get().map(|b| &b.timeline)
+    }
+
+    /// The timeline built, or why there is none yet.
+    fn built(&self) -> Result<&Built, Error> {
+        if let Some(built) = self.built.get() {
+            return Ok(built);
+        }
+        if let Some(why) = self.failed.get() {
+            return Err(Error::Failed(why.clone()));
+        }
+        Err(Error::Building {
+            read: self.read.load(Ordering::Relaxed).min(self.total),
+            total: self.total,
+        })
     }
 
     /// The answer of `endpoint` to `p`.
     fn answer_checked(&self, endpoint: TimelineEndpoint, p: Checked<'_>) -> Result<String, Error> {
-        let t = &self.timeline;
+        let built = self.built()?;
+        let t = &built.timeline;
+        let span = || span(t);
         Ok(match endpoint {
-            TimelineEndpoint::Stats => self.stats.clone(),
-            TimelineEndpoint::Tracks => self.tracks.clone(),
+            TimelineEndpoint::Stats => built.stats.clone(),
+            TimelineEndpoint::Tracks => built.tracks.clone(),
             TimelineEndpoint::Window => {
                 let (from, to) = (p.time("from")?.unwrap_or(0), p.time("to")?);
-                let to = to.unwrap_or_else(|| self.span());
+                let to = to.unwrap_or_else(span);
                 let px = p.number("px")?.unwrap_or(1000);
                 if px == 0 || px > MAX_PX {
                     return Err(bad(format!("px: between 1 and {MAX_PX}")));
@@ -208,7 +303,7 @@ impl TimelineTrace {
             }
             TimelineEndpoint::Selection | TimelineEndpoint::Flame => {
                 let from = p.time("from")?.unwrap_or(0);
-                let to = p.time("to")?.unwrap_or_else(|| self.span());
+                let to = p.time("to")?.unwrap_or_else(span);
                 if to < from {
                     return Err(bad("to: not before from".to_string()));
                 }
@@ -248,13 +343,13 @@ impl TimelineTrace {
             ),
         })
     }
+}
 
-    /// The trace's span, nanoseconds.
-    fn span(&self) -> u64 {
-        match (self.timeline.first_ns(), self.timeline.last_ns()) {
-            (Some(a), Some(b)) => b.saturating_sub(a).max(1),
-            _ => 1,
-        }
+/// The span of `t`'s trace, nanoseconds, at least 1.
+fn span(t: &Timeline) -> u64 {
+    match (t.first_ns(), t.last_ns()) {
+        (Some(a), Some(b)) => b.saturating_sub(a).max(1),
+        _ => 1,
     }
 }
 

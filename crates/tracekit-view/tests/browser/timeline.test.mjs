@@ -11,6 +11,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
+  blank,
   corpus,
   open as openPage,
   root,
@@ -278,6 +279,23 @@ test("Jane Street's demo trace: async track, counter, flow, arguments, pinning",
   assert.equal(pinned[0].pinned, true);
   await page.waitForFunction((id) => location.hash.includes(`pin=${id}`), last.id);
   await page.screenshot({ path: path.join(shots, 'timeline-jst-demo.png') });
+  await page.close();
+});
+
+test('a large trace: its URL at once, the build shown on the page, then the timeline', async () => {
+  const big = path.join(scratch, 'big.fxt');
+  cli('fxt', 'sample', '-o', big, '--slices', '4000000', '--threads', '4');
+  const url = await serveCommand(['-q', 'view', '--no-cache', big]);
+  const page = await blank({ width: 1400, height: 900 });
+  await page.goto(url);
+  await page.waitForFunction(() =>
+    /^building the timeline: \d+ of \d+ MB read/.test(document.getElementById('status').textContent),
+  );
+  await page.waitForSelector('body[data-ready="true"]', { timeout: 120_000 });
+  await settled(page);
+  const { slices } = JSON.parse(cli('fxt', 'top', '--json', '--limit', '1', big));
+  assert.ok(slices >= 4_000_000);
+  assert.equal(+(await page.textContent('#title')).match(/(\d+) slices/)[1], slices);
   await page.close();
 });
 

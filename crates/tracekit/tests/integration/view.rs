@@ -109,8 +109,18 @@ impl Server {
         )
     }
 
+    /// Status and body of `GET path`, asked again while the server answers
+    /// 503 (a timeline still being built), as the page does.
     fn get(&self, path: &str) -> (u16, String) {
-        self.get_as(path, None)
+        let started = std::time::Instant::now();
+        loop {
+            let (status, body) = self.get_as(path, None);
+            if status != 503 || started.elapsed() > std::time::Duration::from_secs(120) {
+                return (status, body);
+            }
+            assert!(body.starts_with("building the timeline: "), "{body}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 
     fn json(&self, endpoint: &str, args: &[&str]) -> Value {
@@ -258,6 +268,46 @@ fn a_timeline_answers_what_the_fxt_subcommands_print() {
         kept.iter().filter(|n| n.ends_with(".timeline")).count(),
         3,
         "{kept:?}"
+    );
+}
+
+/// A timeline's URL comes before its build; a build that fails says why,
+/// answers the page 500 meanwhile, and ends the command with an error.
+#[test]
+fn a_timeline_whose_build_fails_ends_the_command_with_its_reason() {
+    let scratch = tracekit_testutil::scratch();
+    let bad = scratch.path().join("bad.data");
+    let mut bytes = b"PERFILE2".to_vec();
+    bytes.extend([0xee; 200]);
+    std::fs::write(&bad, bytes).unwrap();
+    let mut child = TRACEKIT
+        .command()
+        .args(["view", "--no-cache"])
+        .arg(&bad)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{out}\n{err}");
+    assert!(out.starts_with("serving "), "{out}");
+    assert!(
+        err.contains("error: ") && err.contains("not a readable perf.data file"),
+        "{err}"
     );
 }
 
