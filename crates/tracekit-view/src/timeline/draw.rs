@@ -198,8 +198,10 @@ pub(super) fn window(t: &Timeline, from: u64, to: u64, px: u64, tracks: &[usize]
         }
         let _ = write!(out, "{{\"counter\":{ci},\"points\":[");
         // Per pixel, the lowest and highest value; and the value before the
-        // range, so that the line starts at its left edge.
-        let mut pixels: Vec<(u64, f64, f64)> = Vec::new();
+        // range, so that the line starts at its left edge. A counter's samples
+        // are in the order of their records, which threads interleave: each
+        // goes to its pixel wherever it comes.
+        let mut pixels: Vec<Option<(f64, f64)>> = vec![None; px as usize];
         let mut before: Option<(u64, f64)> = None;
         for (&time, &v) in c.times.iter().zip(&c.values) {
             if time < a {
@@ -211,13 +213,14 @@ pub(super) fn window(t: &Timeline, from: u64, to: u64, px: u64, tracks: &[usize]
             if time >= b {
                 continue;
             }
-            let p = (time - a) / ns_per_px;
-            match pixels.last_mut() {
-                Some((q, lo, hi)) if *q == p => {
+            let p = ((time - a) / ns_per_px) as usize;
+            match pixels.get_mut(p) {
+                Some(Some((lo, hi))) => {
                     *lo = lo.min(v);
                     *hi = hi.max(v);
                 }
-                _ => pixels.push((p, v, v)),
+                Some(slot) => *slot = Some((v, v)),
+                None => {}
             }
         }
         let mut k = 0;
@@ -234,8 +237,10 @@ pub(super) fn window(t: &Timeline, from: u64, to: u64, px: u64, tracks: &[usize]
         if let Some((time, v)) = before {
             point(&mut out, time, v, v);
         }
-        for (p, lo, hi) in pixels {
-            point(&mut out, a + p * ns_per_px, lo, hi);
+        for (p, pixel) in pixels.into_iter().enumerate() {
+            if let Some((lo, hi)) = pixel {
+                point(&mut out, a + p as u64 * ns_per_px, lo, hi);
+            }
         }
         out.push_str("]}");
     }

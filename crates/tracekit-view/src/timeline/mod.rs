@@ -19,7 +19,7 @@
 //! | --- | --- | --- |
 //! | `stats` | `fxt stats --json` of the trace | none |
 //! | `tracks` | the trace's name, span, processes, tracks, counters, and damage | none |
-//! | `window` | what `from..to` drawn on `px` pixels shows of some tracks: per lane, one item per slice of at least a pixel and one merged item per pixel for the rest; instants (one per pixel), counters (min and max per pixel) and flows in the range | `from`, `to`, `px`, `tracks` (`1,2,5`; default all) |
+//! | `window` | what `from..to` drawn on `px` pixels shows of some tracks: per lane, one item per slice of at least a pixel and one merged item per run of the rest that a pixel cannot tell apart; instants (one per pixel), counters (min and max per pixel) and flows in the range | `from`, `to`, `px`, `tracks` (`1,2,5`; default all) |
 //! | `details` | one slice: name, category, track, times, self time, arguments | `track`, `lane`, `index` |
 //! | `selection` | the slices of a range on some tracks, by name (count, total, self, average, max), as Perfetto's area selection sums them | `from`, `to`, `tracks` |
 //! | `flame` | the range's call tree: its slices merged by their path of names, each with the time it spends in the range (nodes under 1/5000 of the whole left out) | `from`, `to`, `tracks` |

@@ -286,3 +286,66 @@ fn a_track_asked_twice_is_answered_once() {
     let repeated = ask(&t, TimelineEndpoint::Selection, &[("tracks", "1,0,1,0")]);
     assert_eq!(all["count"], repeated["count"]);
 }
+
+/// A counter sampled by two threads, whose records interleave out of time
+/// order, is drawn with one point per pixel, in time order, holding the
+/// lowest and highest value of the samples in it.
+#[test]
+fn a_counter_is_one_point_per_pixel_whatever_the_order_of_its_records() {
+    use tracekit_fxt::format::{ArgValue, RawArg};
+    let mut w = Writer::new(VecDestination::new()).unwrap();
+    let threads = [
+        w.set_thread_slot(1, Koid(1), Koid(2)).unwrap(),
+        w.set_thread_slot(2, Koid(1), Koid(3)).unwrap(),
+    ];
+    let (cat, name, series) = (
+        w.intern("c").unwrap(),
+        w.intern("heap").unwrap(),
+        w.intern("bytes").unwrap(),
+    );
+    // Thread k samples at 10 * i + k, but thread 1 writes 500 ns ahead of
+    // thread 0: the records go back and forth in time.
+    let mut samples = Vec::new();
+    for i in 0..1_000u64 {
+        for (k, &th) in threads.iter().enumerate() {
+            let time = if k == 0 {
+                10 * i
+            } else {
+                (10 * i + 500) % 10_000 + 1
+            };
+            let v = (time * 7 % 1_000) as i64;
+            samples.push((time, v));
+            let args = [RawArg::new(series, ArgValue::Int64(v))];
+            w.counter(th, cat, name, time, 1, &args).unwrap();
+        }
+    }
+    let bytes = w.finish().unwrap().into_vec();
+    let timeline = Timeline::build(&mut Reader::new(&bytes), &mut |_| {});
+    let t = TimelineTrace::new("c.fxt".into(), timeline, String::new());
+    let first = samples.iter().map(|s| s.0).min().unwrap();
+    let px = 100u64;
+    let win = ask(
+        &t,
+        TimelineEndpoint::Window,
+        &[("from", "0"), ("to", "10000"), ("px", &px.to_string())],
+    );
+    let points = win["counters"][0]["points"].as_array().unwrap();
+    assert_eq!(points.len(), px as usize);
+    let ns_per_px = 100;
+    for (p, point) in points.iter().enumerate() {
+        let at = point[0].as_u64().unwrap();
+        assert_eq!(at, p as u64 * ns_per_px);
+        let inside: Vec<i64> = (samples.iter())
+            .filter(|s| (s.0 - first) / ns_per_px == p as u64)
+            .map(|s| s.1)
+            .collect();
+        assert_eq!(
+            point[1].as_f64().unwrap(),
+            *inside.iter().min().unwrap() as f64
+        );
+        assert_eq!(
+            point[2].as_f64().unwrap(),
+            *inside.iter().max().unwrap() as f64
+        );
+    }
+}
