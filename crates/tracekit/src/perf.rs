@@ -343,25 +343,41 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Decodes the perf input `path` (its `bytes` read and sniffed as `kind`) with
-/// the default options into an FXT trace in memory, with progress, for
-/// `tracekit view`.
+/// the default options into an FXT trace, with progress, for `tracekit
+/// view`. The trace goes to a temporary file that has no name (removed
+/// however the process ends) and is mapped back, so that the decoded trace
+/// is not held in memory; where no temporary file can be made, it is decoded
+/// into memory, with a warning.
 pub fn decode_for_view(
     path: &Path,
     bytes: input::Bytes,
     kind: Kind,
     quiet: bool,
-) -> anyhow::Result<Vec<u8>> {
+) -> anyhow::Result<input::Bytes> {
     let options = DecodeOptions::default().with_names_in(user_cache_dir().as_deref());
     let mut source = source(path, bytes, kind, Path::new("perf"), options.mode);
     let progress = progress(source.name(), quiet);
     let note = |line: &str| eprintln!("warning: {line}");
-    Ok(decode_in_memory(
-        &mut source,
-        &options,
-        progress,
-        warnings(),
-        note,
-    )?)
+    let file = match tempfile::tempfile() {
+        Ok(file) => file,
+        Err(e) => {
+            eprintln!(
+                "warning: cannot make a temporary file for the decoded trace ({e}); it is held in memory"
+            );
+            let fxt = decode_in_memory(&mut source, &options, progress, warnings(), note)?;
+            return Ok(input::Bytes::Owned(fxt));
+        }
+    };
+    let data = direct(&mut source, &options)?;
+    let name = "the decoded trace (a temporary file)";
+    let out = (std::io::BufWriter::with_capacity(1 << 20, file), name);
+    let (out, _) = decode_into(&mut source, data, &options, out, progress, warnings(), note)?;
+    let mut file = out
+        .into_inner()
+        .map_err(|e| anyhow::anyhow!("cannot write {name}: {}", e.error()))?;
+    // A small trace is read back rather than mapped: from its start.
+    std::io::Seek::rewind(&mut file).with_context(|| format!("cannot read {name}"))?;
+    Ok(input::file_bytes(&file, name)?)
 }
 
 /// Prints what the direct reader found that a user should know.

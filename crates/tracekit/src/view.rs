@@ -134,7 +134,7 @@ fn build_timeline(
         let quiet = crate::common::quiet();
         let bytes = match kind {
             Kind::Fxt => bytes,
-            _ => Bytes::Owned(crate::perf::decode_for_view(path, bytes, kind, quiet)?),
+            _ => crate::perf::decode_for_view(path, bytes, kind, quiet)?,
         };
         let bar = crate::common::progress_bar(bytes.len() as u64, "building the timeline", quiet);
         let progress = &mut |pos| {
