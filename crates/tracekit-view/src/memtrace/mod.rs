@@ -91,8 +91,8 @@ pub struct Trace {
     tables: OnceLock<Tables>,
     /// The trace-info record.
     header: tracekit_memtrace::Info,
-    /// The `info` answer.
-    info: String,
+    /// The `info` answer, made by a pass over the trace ([`Trace::read_info`]).
+    info: OnceLock<String>,
     /// The flame graph tree of the last `flamegraph` options `flametree` was
     /// asked with.
     flame: Mutex<Option<(FlameQuery, Arc<Flame>)>>,
@@ -115,22 +115,33 @@ struct Flame {
 }
 
 impl Trace {
-    /// A trace named `name` (as its answers print it). Reads it once, for its
-    /// `info` answer.
+    /// A trace named `name` (as its answers print it), its header read. Its
+    /// `info` answer needs a pass over its events, made by
+    /// [`Trace::read_info`] (which the server runs beside the serving).
     pub fn new(name: String, bytes: TraceBytes) -> Result<Trace, ReadError> {
-        let mut reader = Reader::from_owner(bytes.clone())?;
-        let report = InfoReport::collect(&mut reader, &name, |_| {}, |_| {});
-        let info = to_json(&report, LAYOUT);
-        bytes.release_all();
+        let reader = Reader::from_owner(bytes.clone())?;
         Ok(Trace {
             name,
             header: reader.info().clone(),
             bytes,
             tables: OnceLock::new(),
-            info,
+            info: OnceLock::new(),
             flame: Mutex::new(None),
             decoder: None,
         })
+    }
+
+    /// Reads every event once for the `info` answer, unless done before.
+    pub fn read_info(&self) {
+        self.info.get_or_init(|| {
+            let report = match Reader::from_owner(self.bytes.clone()) {
+                Ok(mut reader) => InfoReport::collect(&mut reader, &self.name, |_| {}, |_| {}),
+                // Its header read when the trace was made.
+                Err(e) => return serde_json::json!({ "error": e.to_string() }).to_string(),
+            };
+            self.bytes.release_all();
+            to_json(&report, LAYOUT)
+        });
     }
 
     /// The trace whose tables [`Trace::decode`] makes with `decoder` (one that
@@ -263,6 +274,9 @@ pub enum Error {
     /// viewer started).
     #[error("the trace cannot be read: {0}")]
     Unreadable(String),
+    /// The `info` answer's pass over the trace is not done yet.
+    #[error("reading the trace")]
+    Reading,
     /// `diff` without a trace to compare with.
     #[error("no trace to compare with: start the viewer with --compare")]
     NothingToCompare,
@@ -327,6 +341,7 @@ impl Api for Memtrace {
         match error {
             Error::BadArguments(_) | Error::NothingToCompare => 400,
             Error::Unreadable(_) => 500,
+            Error::Reading => 503,
         }
     }
 
@@ -346,10 +361,14 @@ impl Api for Memtrace {
         self.compare.is_some()
     }
 
-    /// Decodes the traces into their tables: until that is done, answers are
+    /// Reads the traces for their `info` answers (asked for 503 until then),
+    /// then decodes them into their tables: until that is done, answers are
     /// passes over the bytes. A decoding that fails (panics) leaves the
     /// passes to answer.
     fn prepare(&self) {
+        for trace in std::iter::once(&self.trace).chain(&self.compare) {
+            trace.read_info();
+        }
         for trace in std::iter::once(&self.trace).chain(&self.compare) {
             let decode = || trace.decode(&mut |_| {});
             if std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).is_err() {
@@ -383,7 +402,7 @@ fn answer(
             if let Some(a) = args.first() {
                 return Err(Error::BadArguments(format!("info takes no arguments: {a}")));
             }
-            Ok(trace.info.clone())
+            trace.info.get().cloned().ok_or(Error::Reading)
         }
         Endpoint::Top => {
             let q = parse::<TopArgs>(args)?.query;

@@ -77,6 +77,8 @@ fn answers_are_the_same_before_and_after_decoding_and_read_no_page_after() {
     let seen = Arc::clone(&calls);
     let b = TraceBytes::new(bytes).on_release(move |r| seen.lock().unwrap().push(r));
     let trace = Trace::new("t".into(), b).unwrap();
+    assert!(calls.lock().unwrap().is_empty(), "its header alone read");
+    trace.read_info();
     assert_eq!(calls.lock().unwrap().len(), 1, "after reading the info");
     let asked: [(Endpoint, &[&str]); 4] = [
         (Endpoint::Top, &["--by", "function", "--between", "0", "1"]),
@@ -132,4 +134,24 @@ fn limits_and_points_past_their_bounds_are_refused() {
         let refused = ask(Endpoint::Timeline, &["--points", n]);
         assert!(matches!(refused, Err(Error::BadArguments(_))), "{n}");
     }
+}
+
+/// The `info` answer waits for its pass over the trace, which the server
+/// makes beside the serving: asked before, it is a 503.
+#[test]
+fn the_info_is_asked_again_until_the_trace_is_read() {
+    let config = SynthConfig {
+        allocs: 100,
+        ..SynthConfig::default()
+    };
+    let bytes = write_synthetic(Vec::new(), &config).unwrap();
+    let trace = Trace::new("t".into(), TraceBytes::new(bytes)).unwrap();
+    let served = Memtrace::new(trace, None);
+    let info = served.answer(Endpoint::Info, &Vec::new());
+    assert_eq!(info, Err(Error::Reading));
+    assert_eq!(Memtrace::status(&Error::Reading), 503);
+    served.prepare();
+    let info: serde_json::Value =
+        serde_json::from_str(&served.answer(Endpoint::Info, &Vec::new()).unwrap()).unwrap();
+    assert_eq!(info["allocs"], 100, "{info}");
 }

@@ -223,6 +223,7 @@ pub(crate) mod testing {
         };
         let bytes = write_synthetic(Vec::new(), &config).unwrap();
         let trace = Trace::new("t.ctf".into(), TraceBytes::new(bytes)).unwrap();
+        trace.read_info();
         Answers::new(Memtrace::new(trace, None))
     }
 

@@ -110,7 +110,8 @@ impl Server {
     }
 
     /// Status and body of `GET path`, asked again while the server answers
-    /// 503 (a timeline still being built), as the page does.
+    /// 503 (a timeline still being built, a memtrace trace's info still
+    /// being read), as the page does.
     fn get(&self, path: &str) -> (u16, String) {
         let started = std::time::Instant::now();
         loop {
@@ -118,7 +119,10 @@ impl Server {
             if status != 503 || started.elapsed() > std::time::Duration::from_secs(120) {
                 return (status, body);
             }
-            assert!(body.starts_with("building the timeline: "), "{body}");
+            assert!(
+                body.starts_with("building the timeline: ") || body == "reading the trace",
+                "{body}"
+            );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
