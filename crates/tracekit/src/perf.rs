@@ -368,7 +368,7 @@ pub fn decode_for_view(
             return Ok(input::Bytes::Owned(fxt));
         }
     };
-    let data = direct(&mut source, &options)?;
+    let data = direct(&source, &options)?;
     let name = "the decoded trace (a temporary file)";
     let out = (std::io::BufWriter::with_capacity(1 << 20, file), name);
     let (out, _) = decode_into(&mut source, data, &options, out, progress, warnings(), note)?;
