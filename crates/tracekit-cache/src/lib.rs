@@ -52,6 +52,7 @@ use std::sync::Arc;
 
 use tracekit_columns::rename::RenameFile;
 use tracekit_columns::{Cursor, Shared};
+use tracekit_io::guard::Guarded;
 use tracekit_io::input;
 
 pub use key::TraceKey;
@@ -116,10 +117,12 @@ pub fn user_cache_dir() -> Option<PathBuf> {
     Some(base.join("tracekit"))
 }
 
-/// A cache file read back: its bytes (mapped when large), which start with
-/// the key it was asked for.
+/// A cache file read back: its bytes (mapped when large, and then guarded:
+/// a file cut short while it is read reads zeros and counts a fault in
+/// [`tracekit_io::guard::faults`], which its readers check), which start
+/// with the key it was asked for.
 pub struct Kept {
-    bytes: Arc<input::Bytes>,
+    bytes: Arc<Guarded>,
     start: usize,
 }
 
@@ -141,7 +144,7 @@ impl Kept {
 
     /// Lets the pages of `range` of the file go (see [`input::Bytes::release`]).
     pub fn release(&self, range: std::ops::Range<usize>) {
-        self.bytes.release(range)
+        self.bytes.bytes().release(range)
     }
 }
 
@@ -192,7 +195,7 @@ impl TablesCache {
             return Err(Missing::Damaged);
         }
         let kept = Kept {
-            bytes: Arc::new(bytes),
+            bytes: Arc::new(Guarded::new(bytes)),
             start,
         };
         Ok((file, kept))

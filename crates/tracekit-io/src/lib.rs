@@ -15,6 +15,7 @@
 //! The format crates do no I/O; this crate is their edge.
 
 pub mod fxt;
+pub mod guard;
 pub mod input;
 pub mod memtrace;
 pub mod names;

@@ -112,6 +112,9 @@ struct Flame {
     recursion_folded: bool,
     /// The tree of the stacks reversed, made when first asked.
     inverted: OnceLock<FrameTree>,
+    /// [`tracekit_io::guard::faults`] when it was folded: kept only while
+    /// no cache file it may have read was cut short since.
+    faults: u64,
 }
 
 impl Trace {
@@ -170,18 +173,22 @@ impl Trace {
         }
     }
 
-    /// The trace's tables, once [`Trace::decode`] has made them.
+    /// The trace's tables, once [`Trace::decode`] has made them; none once a
+    /// guarded cache file was cut short while read
+    /// ([`tracekit_io::guard::faults`]): the tables may be read from it.
     pub fn tables(&self) -> Option<&Tables> {
-        self.tables.get()
+        self.tables
+            .get()
+            .filter(|_| tracekit_io::guard::faults() == 0)
     }
 
     /// `ask` of the trace's tables, or of a pass over its bytes while they are
-    /// not decoded yet (the answers are the same).
+    /// not decoded yet, or no longer to be trusted (the answers are the same).
     fn with_source<R>(
         &self,
         ask: impl FnOnce(&mut dyn Source, Progress<'_>) -> R,
     ) -> Result<R, Error> {
-        if let Some(mut tables) = self.tables.get() {
+        if let Some(mut tables) = self.tables() {
             return Ok(ask(&mut tables, &mut |_, _| {}));
         }
         let mut reader =
@@ -202,9 +209,11 @@ impl Trace {
         let kept = self.flame.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some((q, f)) = kept
             && q == *query
+            && f.faults == tracekit_io::guard::faults()
         {
             return Ok(f);
         }
+        let faults = tracekit_io::guard::faults();
         let answer = self
             .with_source(|source, progress| query.run(source, progress))?
             .map_err(query_error)?;
@@ -214,6 +223,7 @@ impl Trace {
             what: answer.what,
             recursion_folded: answer.recursion_folded,
             inverted: OnceLock::new(),
+            faults,
         });
         *self.flame.lock().unwrap_or_else(|e| e.into_inner()) =
             Some((query.clone(), Arc::clone(&f)));

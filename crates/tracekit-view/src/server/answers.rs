@@ -117,9 +117,19 @@ impl<A: Api> Answers<A> {
     /// that joined it, and keeps the answer. A query that panics is answered
     /// 500 and the worker serves on: left in flight, it would hold every
     /// later request of the same query.
-    fn answer(&self, key: Key<A>, waiter: Waiter, ask: impl FnOnce(&Key<A>) -> Reply) {
-        let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ask(&key)))
-            .unwrap_or_else(|_| Reply::text(500, "the query failed"));
+    /// An answer made while a guarded cache file was cut short
+    /// ([`tracekit_io::guard::faults`] moved) may hold its zeros: it is
+    /// made again, which the kind makes without that file.
+    fn answer(&self, key: Key<A>, waiter: Waiter, ask: impl Fn(&Key<A>) -> Reply) {
+        let once = || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ask(&key)))
+                .unwrap_or_else(|_| Reply::text(500, "the query failed"))
+        };
+        let faults = tracekit_io::guard::faults();
+        let mut reply = once();
+        if tracekit_io::guard::faults() != faults {
+            reply = once();
+        }
         let waiting = {
             let mut kept = lock(&self.kept);
             if reply.status == 200 {

@@ -258,8 +258,17 @@ impl TimelineTrace {
         self.built.get().map(|b| &b.timeline)
     }
 
-    /// The timeline built, or why there is none yet.
+    /// The timeline built, or why there is none (yet, or any longer: once a
+    /// guarded cache file was cut short while read, which the timeline may
+    /// be read from, [`tracekit_io::guard::faults`]).
     fn built(&self) -> Result<&Built, Error> {
+        if tracekit_io::guard::faults() > 0 {
+            return Err(Error::Failed(
+                "its cache file was cut short while it was read; start the viewer again to \
+                 build it again"
+                    .to_string(),
+            ));
+        }
         if let Some(built) = self.built.get() {
             return Ok(built);
         }

@@ -20,6 +20,8 @@ struct Server {
     child: Child,
     port: u16,
     token: String,
+    /// What it has written to stderr so far.
+    said: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl Server {
@@ -53,9 +55,19 @@ impl Server {
         }
         let mut child = cmd
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("run tracekit");
+        let said: std::sync::Arc<std::sync::Mutex<String>> = std::sync::Arc::default();
+        let mut stderr = child.stderr.take().unwrap();
+        let into = std::sync::Arc::clone(&said);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = stderr.read(&mut buf) {
+                let text = String::from_utf8_lossy(&buf[..n]);
+                into.lock().unwrap().push_str(&text);
+            }
+        });
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -67,7 +79,25 @@ impl Server {
             .and_then(|r| r.split_once("/?token="))
             .and_then(|(p, t)| Some((p.parse().ok()?, t.split(' ').next()?.to_string())))
             .unwrap_or_else(|| panic!("no URL in {line:?}"));
-        Server { child, port, token }
+        Server {
+            child,
+            port,
+            token,
+            said,
+        }
+    }
+
+    /// Waits until it has said `text` on stderr.
+    fn wait_to_say(&self, text: &str) {
+        let started = std::time::Instant::now();
+        while !self.said.lock().unwrap().contains(text) {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "never said {text:?}: {}",
+                self.said.lock().unwrap()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 
     /// Status and body of `GET path` with `host` as the Host header (default: the
@@ -704,4 +734,92 @@ fn the_tables_are_kept_reused_and_remade_when_the_trace_changes() {
     std::fs::write(&blocked, b"a file, not a folder").unwrap();
     let s = Server::start_cached(&[&trace], &blocked);
     assert_eq!(top(&s), cli_top(&trace));
+}
+
+/// Whether the server's process maps `file`.
+fn maps(server: &Server, file: &Path) -> bool {
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", server.child.id()));
+    maps.is_ok_and(|m| m.contains(file.to_str().unwrap()))
+}
+
+/// Waits until the server maps `file`, its cache read back.
+fn wait_for_map(server: &Server, file: &Path) {
+    let started = std::time::Instant::now();
+    while !maps(server, file) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "{} never mapped",
+            file.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A cache file cut short while the server reads it does not end the
+/// server: a memtrace trace is answered by passes over the trace instead,
+/// with the same answers; a timeline says that it must be built again.
+#[test]
+fn a_cache_file_cut_short_while_served_is_survived() {
+    let dir = tracekit_testutil::scratch();
+    let (ctf, fxt) = (dir.path().join("t.ctf"), dir.path().join("t.fxt"));
+    let made = |args: &[&str], out: &Path| {
+        let status = TRACEKIT
+            .command()
+            .arg("-q")
+            .args(args)
+            .arg("-o")
+            .arg(out)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    made(&["memtrace", "sample", "--allocs", "200000"], &ctf);
+    made(
+        &["fxt", "sample", "--slices", "300000", "--threads", "2"],
+        &fxt,
+    );
+    let top = |s: &Server| s.json("top", &["--by", "function", "--limit", "20"]);
+    let cut = |file: &Path| {
+        let f = std::fs::OpenOptions::new().write(true).open(file).unwrap();
+        f.set_len(4096).unwrap();
+    };
+
+    let cache = dir.path().join("memtrace-cache");
+    let before = {
+        let s = Server::start_cached(&[&ctf], &cache);
+        cached_file(&cache);
+        top(&s)
+    };
+    let tables = cached_file(&cache);
+    assert!(std::fs::metadata(&tables).unwrap().len() > 1 << 20);
+    let s = Server::start_cached(&[&ctf], &cache);
+    s.wait_to_say("tables are read back");
+    wait_for_map(&s, &tables);
+    cut(&tables);
+    assert_eq!(top(&s), before, "answered from the trace instead");
+    assert_eq!(s.get("/api/info").0, 200);
+    drop(s);
+
+    let cache = dir.path().join("timeline-cache");
+    let window = "/api/window?from=0&to=1000000&px=800";
+    {
+        let s = Server::spawn_as(&["view"], &[&fxt], Some(&cache));
+        assert_eq!(s.get(window).0, 200);
+    }
+    let timeline = std::fs::read_dir(cache.join("tracekit/tables"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "timeline"))
+        .unwrap();
+    assert!(std::fs::metadata(&timeline).unwrap().len() > 1 << 20);
+    let s = Server::spawn_as(&["view"], &[&fxt], Some(&cache));
+    s.wait_to_say("timeline is read back");
+    wait_for_map(&s, &timeline);
+    assert_eq!(s.get("/api/tracks").0, 200);
+    cut(&timeline);
+    let (status, body) = s.get("/api/window?from=0&to=2000000&px=900");
+    assert_eq!(status, 500, "{body}");
+    assert!(body.contains("cut short"), "{body}");
+    // The server goes on.
+    assert_eq!(s.get("/api/features").0, 200);
 }
