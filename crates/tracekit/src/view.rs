@@ -1,8 +1,8 @@
 //! `tracekit view` (and `tracekit memtrace view`): serves a trace to a
 //! browser. A memtrace trace is served with its analyses; an FXT trace, a
 //! perf.data file or `perf script` text as a timeline of slices (perf data
-//! decoded into FXT in memory first), its URL printed before the timeline
-//! is built.
+//! decoded into FXT first, into an unnamed temporary file), its URL printed
+//! before the timeline is built.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
