@@ -737,12 +737,14 @@ fn the_tables_are_kept_reused_and_remade_when_the_trace_changes() {
 }
 
 /// Whether the server's process maps `file`.
+#[cfg(target_os = "linux")]
 fn maps(server: &Server, file: &Path) -> bool {
     let maps = std::fs::read_to_string(format!("/proc/{}/maps", server.child.id()));
     maps.is_ok_and(|m| m.contains(file.to_str().unwrap()))
 }
 
 /// Waits until the server maps `file`, its cache read back.
+#[cfg(target_os = "linux")]
 fn wait_for_map(server: &Server, file: &Path) {
     let started = std::time::Instant::now();
     while !maps(server, file) {
@@ -758,6 +760,7 @@ fn wait_for_map(server: &Server, file: &Path) {
 /// A cache file cut short while the server reads it does not end the
 /// server: a memtrace trace is answered by passes over the trace instead,
 /// with the same answers; a timeline says that it must be built again.
+#[cfg(target_os = "linux")]
 #[test]
 fn a_cache_file_cut_short_while_served_is_survived() {
     let dir = tracekit_testutil::scratch();
