@@ -372,19 +372,22 @@ impl Api for Memtrace {
     }
 
     /// Reads the traces for their `info` answers (asked for 503 until then),
-    /// then decodes them into their tables: until that is done, answers are
+    /// and beside that decodes them into their tables: until that is done, answers are
     /// passes over the bytes. A decoding that fails (panics) leaves the
     /// passes to answer.
     fn prepare(&self) {
-        for trace in std::iter::once(&self.trace).chain(&self.compare) {
-            trace.read_info();
-        }
-        for trace in std::iter::once(&self.trace).chain(&self.compare) {
-            let decode = || trace.decode(&mut |_| {});
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).is_err() {
-                return;
+        let traces = || std::iter::once(&self.trace).chain(&self.compare);
+        // Side by side: the info pass is what the page asks for first, and
+        // the decoding would otherwise wait for it.
+        std::thread::scope(|scope| {
+            scope.spawn(|| traces().for_each(Trace::read_info));
+            for trace in traces() {
+                let decode = || trace.decode(&mut |_| {});
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).is_err() {
+                    return;
+                }
             }
-        }
+        });
     }
 }
 
