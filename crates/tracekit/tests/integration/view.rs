@@ -558,6 +558,9 @@ fn the_server_refuses_what_it_does_not_serve() {
         .unwrap();
     assert!(out.status.success());
     let server = Server::start(&[&trace]);
+    // The info read (503 until then), so that the requests below that ask
+    // for it once are answered.
+    assert_eq!(server.get("/api/info").0, 200);
     let (status, page) = server.get("/");
     assert_eq!(status, 200);
     assert!(page.contains("<script type=\"module\" src=\"/app.js\">"));
