@@ -68,13 +68,13 @@ pub type Build = Box<dyn FnOnce(&dyn Fn(u64)) -> Result<(Timeline, String), Stri
 /// A timeline being served.
 pub struct TimelineTrace {
     name: String,
-    built: OnceLock<Built>,
+    /// The timeline built, or why it could not be, once the build is done.
+    built: OnceLock<Result<Built, String>>,
     /// The build not yet started ([`TimelineTrace::building`]).
     build: Mutex<Option<Build>>,
     /// Bytes of the trace the build has read, of `total`.
     read: AtomicU64,
     total: u64,
-    failed: OnceLock<String>,
 }
 
 /// A timeline built, with the answers made once.
@@ -200,19 +200,12 @@ impl Api for TimelineTrace {
     fn prepare(&self) {
         let build = self.build.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(build) = build else { return };
-        match build(&|read| self.read.store(read, Ordering::Relaxed)) {
-            Ok((timeline, stats)) => {
-                let tracks = tracks_json(&self.name, &timeline);
-                let _ = self.built.set(Built {
-                    timeline,
-                    stats,
-                    tracks,
-                });
-            }
-            Err(why) => {
-                let _ = self.failed.set(why);
-            }
-        }
+        let built = build(&|read| self.read.store(read, Ordering::Relaxed));
+        let _ = self.built.set(built.map(|(timeline, stats)| Built {
+            tracks: tracks_json(&self.name, &timeline),
+            timeline,
+            stats,
+        }));
     }
 }
 
@@ -223,15 +216,14 @@ impl TimelineTrace {
         let tracks = tracks_json(&name, &timeline);
         TimelineTrace {
             name,
-            built: OnceLock::from(Built {
+            built: OnceLock::from(Ok(Built {
                 timeline,
                 stats,
                 tracks,
-            }),
+            })),
             build: Mutex::new(None),
             read: AtomicU64::new(0),
             total: 0,
-            failed: OnceLock::new(),
         }
     }
 
@@ -244,7 +236,6 @@ impl TimelineTrace {
             build: Mutex::new(Some(build)),
             read: AtomicU64::new(0),
             total,
-            failed: OnceLock::new(),
         }
     }
 
@@ -255,7 +246,7 @@ impl TimelineTrace {
 
     /// The timeline, once built.
     pub fn timeline(&self) -> Option<&Timeline> {
-        self.built.get().map(|b| &b.timeline)
+        self.built.get()?.as_ref().ok().map(|b| &b.timeline)
     }
 
     /// The timeline built, or why there is none (yet, or any longer: once a
@@ -269,16 +260,14 @@ impl TimelineTrace {
                     .to_string(),
             ));
         }
-        if let Some(built) = self.built.get() {
-            return Ok(built);
+        match self.built.get() {
+            Some(Ok(built)) => Ok(built),
+            Some(Err(why)) => Err(Error::Failed(why.clone())),
+            None => Err(Error::Building {
+                read: self.read.load(Ordering::Relaxed).min(self.total),
+                total: self.total,
+            }),
         }
-        if let Some(why) = self.failed.get() {
-            return Err(Error::Failed(why.clone()));
-        }
-        Err(Error::Building {
-            read: self.read.load(Ordering::Relaxed).min(self.total),
-            total: self.total,
-        })
     }
 
     /// The answer of `endpoint` to `p`.
