@@ -91,8 +91,9 @@ pub struct Trace {
     tables: OnceLock<Tables>,
     /// The trace-info record.
     header: tracekit_memtrace::Info,
-    /// The `info` answer, made by a pass over the trace ([`Trace::read_info`]).
-    info: OnceLock<String>,
+    /// The `info` answer, made by a pass over the trace ([`Trace::read_info`]),
+    /// or why the trace no longer reads.
+    info: OnceLock<Result<String, String>>,
     /// The flame graph tree of the last `flamegraph` options `flametree` was
     /// asked with.
     flame: Mutex<Option<(FlameQuery, Arc<Flame>)>>,
@@ -137,13 +138,10 @@ impl Trace {
     /// Reads every event once for the `info` answer, unless done before.
     pub fn read_info(&self) {
         self.info.get_or_init(|| {
-            let report = match Reader::from_owner(self.bytes.clone()) {
-                Ok(mut reader) => InfoReport::collect(&mut reader, &self.name, |_| {}, |_| {}),
-                // Its header read when the trace was made.
-                Err(e) => return serde_json::json!({ "error": e.to_string() }).to_string(),
-            };
+            let mut reader = Reader::from_owner(self.bytes.clone()).map_err(|e| e.to_string())?;
+            let report = InfoReport::collect(&mut reader, &self.name, |_| {}, |_| {});
             self.bytes.release_all();
-            to_json(&report, LAYOUT)
+            Ok(to_json(&report, LAYOUT))
         });
     }
 
@@ -415,7 +413,11 @@ fn answer(
             if let Some(a) = args.first() {
                 return Err(Error::BadArguments(format!("info takes no arguments: {a}")));
             }
-            trace.info.get().cloned().ok_or(Error::Reading)
+            match trace.info.get() {
+                Some(Ok(info)) => Ok(info.clone()),
+                Some(Err(why)) => Err(Error::Unreadable(why.clone())),
+                None => Err(Error::Reading),
+            }
         }
         Endpoint::Top => {
             let q = parse::<TopArgs>(args)?.query;
