@@ -440,6 +440,91 @@ impl Analyzer {
         self.release(obj, time, by);
     }
 
+    /// Allocation `n` of a scan of columns ([`crate::tables`]), which visits each
+    /// allocation once, its object's end with it, and finds the live heap's peak
+    /// itself: kept or not as [`Analyzer::alloc_followed`] decides, and counted
+    /// per site and on the timeline, but not counted as an event (the scan counts
+    /// those) nor as a change of the live heap. Its site when kept.
+    /// The scan has decided the location clauses into [`Options::objects`], and
+    /// finds the site and node of a kept allocation with `site`, which the scan
+    /// remembers per node of its trie, calling [`Analyzer::site_of_node`] once.
+    #[inline(always)]
+    pub(crate) fn alloc_scanned(
+        &mut self,
+        n: u64,
+        time: Timedelta,
+        a: &Alloc<'_>,
+        site: impl FnOnce(&mut Analyzer) -> (u32, BacktraceId),
+    ) -> Option<u32> {
+        debug_assert!(self.location.is_none());
+        if !self.keep_nth(n, time, a, BacktraceId::EMPTY, &mut |_| 0) {
+            return None;
+        }
+        let (site, bt) = site(self);
+        self.account_sites(time, a, bt, site, None);
+        Some(site)
+    }
+
+    /// The site of trie node `bt`, numbered when first asked.
+    #[inline]
+    pub(crate) fn site_of_node(&mut self, bt: BacktraceId) -> u32 {
+        self.site(bt)
+    }
+
+    /// The end at `end` of the kept object `obj` of a scan of columns
+    /// ([`Analyzer::alloc_scanned`]): what [`Analyzer::release`] counts but the
+    /// change of the live heap.
+    #[inline(always)]
+    pub(crate) fn ended_scanned(&mut self, obj: &LiveObject, end: Timedelta) {
+        let live_at = match self.options.live_at {
+            Some(t) => obj.time <= t && t < end,
+            None => false,
+        };
+        self.sites.collected(obj.site, obj.samples, live_at);
+        if self.timeline_on {
+            self.timeline.freed_aside(end, obj.domain, obj.samples);
+        }
+    }
+
+    /// A kept object of a scan of columns that was promoted, once or more.
+    #[inline]
+    pub(crate) fn promoted_scanned(&mut self, site: u32) {
+        self.sites.promoted(site);
+    }
+
+    /// A kept object of a scan of columns live at the end: counted as live at
+    /// [`Options::live_at`] when allocated by then (what
+    /// [`Analyzer::finish_followed`] does with the objects it is handed).
+    #[inline]
+    pub(crate) fn live_at_end_scanned(&mut self, obj: &LiveObject) {
+        if self.options.live_at.is_some_and(|t| obj.time <= t) {
+            self.sites.live_at_end(obj.site, obj.samples);
+        }
+    }
+
+    /// Ends a scan of columns: its event counts, its peak and `count` kept
+    /// objects live at the end (already counted by
+    /// [`Analyzer::live_at_end_scanned`]).
+    pub(crate) fn finish_scanned(
+        mut self,
+        counts: EventCounts,
+        peak: Peak,
+        end: Timedelta,
+        count: u64,
+    ) -> Profile {
+        self.counts = counts;
+        self.see(end);
+        let mut profile = self.finish_followed(count, std::iter::empty());
+        profile.peak = peak;
+        profile
+    }
+
+    /// The domains [`Options::domains`] names, each once: those a peak tracker
+    /// waits for from the start.
+    pub(crate) fn peak_domains(&self) -> &[DomainId] {
+        &self.options.domains
+    }
+
     /// Counts events a pass over columns left out (see [`Skipped`]).
     pub(crate) fn skipped(&mut self, s: &Skipped) {
         self.counts.allocs += s.allocs;
@@ -529,15 +614,28 @@ impl Analyzer {
         site: u32,
         whole: Option<&[LocationCode]>,
     ) {
-        self.sites.allocated(site, a.nsamples, a.source, a.length);
-        if self.timeline_on {
-            self.timeline.allocated(time, a.domain, a.nsamples);
-        }
         self.peak.change(
             time,
             a.domain,
             i64::try_from(a.nsamples).unwrap_or(i64::MAX),
         );
+        self.account_sites(time, a, bt, site, whole);
+    }
+
+    /// [`Analyzer::account`] but for the live heap's peak.
+    #[inline(always)]
+    fn account_sites(
+        &mut self,
+        time: Timedelta,
+        a: &Alloc<'_>,
+        bt: BacktraceId,
+        site: u32,
+        whole: Option<&[LocationCode]>,
+    ) {
+        self.sites.allocated(site, a.nsamples, a.source, a.length);
+        if self.timeline_on {
+            self.timeline.allocated(time, a.domain, a.nsamples);
+        }
         if self.options.big > 0
             && self
                 .big_floor
@@ -550,6 +648,19 @@ impl Analyzer {
     #[inline]
     fn keep(
         &mut self,
+        time: Timedelta,
+        a: &Alloc<'_>,
+        bt: BacktraceId,
+        matches: &mut dyn FnMut(LocationCode) -> u8,
+    ) -> bool {
+        self.keep_nth(self.counts.allocs.wrapping_sub(1), time, a, bt, matches)
+    }
+
+    /// Whether the filter keeps `a`, the allocation of ordinal `n`.
+    #[inline(always)]
+    fn keep_nth(
+        &mut self,
+        n: u64,
         time: Timedelta,
         a: &Alloc<'_>,
         bt: BacktraceId,
@@ -574,7 +685,7 @@ impl Analyzer {
             return false;
         }
         if let Some(set) = &self.options.objects
-            && !set.contains(self.counts.allocs.wrapping_sub(1))
+            && !set.contains(n)
         {
             return false;
         }

@@ -113,6 +113,31 @@ impl Timeline {
         *v = v.saturating_add(samples);
     }
 
+    /// Records `samples` freed at `time`, as [`Timeline::freed`] does, but
+    /// keeping the bucket at hand for the next event where it is: for frees
+    /// recorded with their allocations, whose times jump about.
+    #[inline]
+    pub fn freed_aside(&mut self, time: Timedelta, domain: DomainId, samples: u64) {
+        let (lo, hi, cached) = self.cached;
+        let t = micros(time);
+        let b = match t > lo && t <= hi {
+            true => cached,
+            false => self.bucket(time),
+        };
+        if b >= self.max_buckets {
+            return self.freed(time, domain, samples);
+        }
+        self.touch(time);
+        let s = self.domain_slot(domain);
+        let series = &mut self.series[s];
+        if series.allocated.len() <= b {
+            series.allocated.resize(b + 1, 0);
+            series.freed.resize(b + 1, 0);
+        }
+        let v = &mut series.freed[b];
+        *v = v.saturating_add(samples);
+    }
+
     /// The bucket of `time`; times before the trace start (which the reader never
     /// yields) count as time 0.
     #[inline]

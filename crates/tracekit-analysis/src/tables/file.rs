@@ -221,6 +221,7 @@ impl Tables {
             other_time,
             times_sorted,
             skeletons: super::Skeletons::default(),
+            scan: super::scan::Scan::default(),
             other_target,
             duplicates,
             other_domain,

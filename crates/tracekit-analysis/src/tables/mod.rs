@@ -24,19 +24,22 @@
 //! interned once into the trie the passes use ([`Backtraces`]); locations once, in the
 //! trace's own [`LocationTable`].
 //!
-//! A pass over the tables ([`Source::pass`]) feeds the same [`Analyzer`] the
-//! events of a pass over the reader, with the backtraces already interned, so every
-//! answer is the reader's exactly. It follows objects by the target column rather
-//! than by id (unless an allocation reused a live object's id, which the analysis
-//! takes as the older object's end), and what cannot change an answer but its
-//! counts it counts without feeding: with an allocated-between filter and
-//! allocations in time order, the events before the range's first allocation, and
-//! after its last the allocations and the promotes and collects of objects the
-//! filter dropped. Filters are decided on columns before it: the location and
-//! function clauses once per distinct backtrace, the clauses on objects' lives
-//! from the allocation and end columns; both become the set of
-//! allocations the pass keeps. A flame graph's fold over a pass's profile reuses
-//! what earlier folds found of the trie's frames ([`Source::fold`]).
+//! A pass over the tables ([`Source::pass`]) is, for tables of one domain whose events
+//! are in time order, one scan of the allocation columns (the `scan` module): each
+//! allocation visited once with its object's end, and the live heap's peak found from
+//! sums per bucket of time. Other tables are replayed: the same [`Analyzer`] is fed the
+//! events of a pass over the reader, with the backtraces already interned. Either way
+//! every answer is the reader's exactly. A replay follows objects by the target column
+//! rather than by id (unless an allocation reused a live object's id, which the
+//! analysis takes as the older object's end), and what cannot change an answer but its
+//! counts it counts without feeding: with an allocated-between filter and allocations
+//! in time order, the events before the range's first allocation, and after its last
+//! the allocations and the promotes and collects of objects the filter dropped. Filters
+//! are decided on columns before it: the location and function clauses once per
+//! distinct backtrace, the clauses on objects' lives from the allocation and end
+//! columns; both become the set of allocations the pass keeps. A flame graph's fold
+//! over a pass's profile reuses what earlier folds found of the trie's frames
+//! ([`Source::fold`]).
 //!
 //! A trace that stops at damage gives tables of the events before it, and every pass
 //! over them reports the damage as the reader's pass would.
@@ -48,6 +51,7 @@
 //! them again, so tables larger than memory still answer.
 
 mod file;
+mod scan;
 
 pub use file::FileError;
 
@@ -169,6 +173,14 @@ impl Column {
         }
     }
 
+    /// The values in order.
+    fn values(&self) -> Values<'_> {
+        match self {
+            Column::Narrow(n) => Values::Narrow(n.iter()),
+            Column::Wide(w) => Values::Wide(w.iter()),
+        }
+    }
+
     /// Whether the values, read as signed times, never decrease.
     fn sorted(&self) -> bool {
         match self {
@@ -189,6 +201,24 @@ impl Column {
         match self {
             Column::Narrow(n) => n.own_bytes(),
             Column::Wide(w) => w.own_bytes(),
+        }
+    }
+}
+
+/// The values of a [`Column`] in order.
+enum Values<'a> {
+    Narrow(std::slice::Iter<'a, u32>),
+    Wide(std::slice::Iter<'a, u64>),
+}
+
+impl Iterator for Values<'_> {
+    type Item = u64;
+
+    #[inline]
+    fn next(&mut self) -> Option<u64> {
+        match self {
+            Values::Narrow(n) => n.next().map(|&x| u64::from(x)),
+            Values::Wide(w) => w.next().copied(),
         }
     }
 }
@@ -263,6 +293,8 @@ pub struct Tables {
     times_sorted: bool,
     /// What folds of passes over these tables found of their trie's frames.
     skeletons: Skeletons,
+    /// What a scan of the columns needs of the promotes and collects, once found.
+    scan: scan::Scan,
     /// Allocations that reused the id of an object still live (a valid trace has
     /// none). With any, a pass follows objects by id, as the analysis does: an
     /// allocation its filter drops then leaves the older object live, which
@@ -411,6 +443,7 @@ impl Tables {
             other_domain: domains(b.other_domain),
             times_sorted,
             skeletons: Skeletons::default(),
+            scan: scan::Scan::default(),
             duplicates,
             end,
             warnings,
@@ -555,8 +588,16 @@ impl Tables {
         matched.into_iter().map(|m| mask.keeps(m)).collect()
     }
 
-    /// One pass over the tables (see [`Source::pass`]).
-    fn replay(&self, mut options: Options, stage: Stage, progress: Progress<'_>) -> Pass {
+    /// One pass over the tables (see [`Source::pass`]): a scan of the allocation
+    /// columns where one stands for a replay of the events and `scan` gives its
+    /// buckets of time (the `scan` module), else a replay.
+    fn replay(
+        &self,
+        mut options: Options,
+        stage: Stage,
+        progress: Progress<'_>,
+        scan: Option<usize>,
+    ) -> Pass {
         progress(stage, 0);
         let sampling = Sampling::from(&self.info);
         // More clauses than a mask holds are refused where the filter is checked;
@@ -620,6 +661,29 @@ impl Tables {
             }
             _ => (0, self.source.len()),
         };
+        if follow
+            && let Some(bucket_count) = scan
+            && analyzer.peak_domains().iter().all(|d| d.get() == 0)
+            && let Some(others) = self.others()
+        {
+            let (counts, peak, live) = self.scan(
+                &mut analyzer,
+                others,
+                &mut charge,
+                (first, last),
+                stage,
+                progress,
+                bucket_count,
+            );
+            self.adopt(&mut analyzer, charge);
+            progress(stage, self.size_bytes);
+            return Pass {
+                profile: analyzer.finish_scanned(counts, peak, self.end, live),
+                warnings: self.warnings.clone(),
+                error: self.error,
+                events: self.kind.len() as u64,
+            };
+        }
         let mut site_of: Vec<u32> = Vec::new();
         let mut promoted: Vec<u64> = Vec::new();
         if follow {
@@ -723,12 +787,7 @@ impl Tables {
         let live = site_of.iter().enumerate().filter(|(_, s)| **s != GONE);
         let count = live.clone().count() as u64;
         let live = live.map(|(n, &site)| self.object_at(first + n, site));
-        match charge {
-            Charge::Whole => analyzer.adopt_backtraces(Arc::clone(&self.backtraces)),
-            Charge::Sites => analyzer.adopt_backtraces(Arc::clone(&self.sites)),
-            Charge::Site { trie, .. } => analyzer.adopt_backtraces(Arc::new(trie)),
-            Charge::Nothing | Charge::BigOnly => {}
-        }
+        self.adopt(&mut analyzer, charge);
         progress(stage, self.size_bytes);
         let profile = if follow {
             analyzer.finish_followed(count, live)
@@ -740,6 +799,16 @@ impl Tables {
             warnings: self.warnings.clone(),
             error: self.error,
             events: self.kind.len() as u64,
+        }
+    }
+
+    /// Hands `analyzer` the trie the pass charged allocations to.
+    fn adopt(&self, analyzer: &mut Analyzer, charge: Charge<'_>) {
+        match charge {
+            Charge::Whole => analyzer.adopt_backtraces(Arc::clone(&self.backtraces)),
+            Charge::Sites => analyzer.adopt_backtraces(Arc::clone(&self.sites)),
+            Charge::Site { trie, .. } => analyzer.adopt_backtraces(Arc::new(trie)),
+            Charge::Nothing | Charge::BigOnly => {}
         }
     }
 
@@ -862,7 +931,7 @@ impl Source for &Tables {
     }
 
     fn pass(&mut self, options: Options, stage: Stage, progress: Progress<'_>) -> Pass {
-        self.replay(options, stage, progress)
+        self.replay(options, stage, progress, Some(scan::BUCKETS))
     }
 
     fn objects(&mut self, filter: &Filter, progress: &mut dyn FnMut(u64)) -> Arc<AllocationSet> {
@@ -967,6 +1036,108 @@ mod tests {
             ..SynthConfig::default()
         };
         write_synthetic(Vec::new(), &config).unwrap()
+    }
+
+    /// What a pass's profile says, everything compared.
+    fn profile_facts(p: &Profile) -> String {
+        let sites: Vec<_> = p.sites.iter().collect();
+        format!(
+            "sites {sites:?}\ntotals {:?}\ntimeline {:?} {:?}\npeak {:?}\nevents {:?}\n\
+             big {:?}\nlive {} end {:?} live_at {:?} trie {}",
+            p.totals,
+            p.timeline.domains(),
+            p.timeline.points(500),
+            p.peak,
+            p.events,
+            p.big,
+            p.live_objects_at_end,
+            p.end,
+            p.live_at,
+            p.backtraces.len(),
+        )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+        /// A pass over the tables as a scan of the allocation columns answers
+        /// exactly as the replay of every event does, whatever the filter and
+        /// what the pass counts.
+        #[test]
+        fn a_scan_answers_as_the_replay(
+            seed in 0u64..1_000,
+            allocs in 1u64..2_500,
+            between in proptest::option::of((0i64..=100, 0i64..=100)),
+            sizes in proptest::option::of((0u64..2_000, 0u64..4_000)),
+            sources in proptest::sample::subsequence(vec![0u8, 1, 2], 0..=3),
+            never in proptest::bool::weighted(0.15),
+            lifetime in proptest::option::of((0i64..=50, 0i64..=100)),
+            function in proptest::option::of((0usize..1000, proptest::bool::ANY)),
+            live_at in proptest::option::of(0i64..=110),
+            backtraces in proptest::bool::weighted(0.8),
+            leaf_only in proptest::bool::ANY,
+            std_skip in proptest::bool::ANY,
+            big in proptest::sample::select(vec![0usize, 1, 5]),
+            buckets in proptest::sample::select(vec![0usize, 7, 1 << 14]),
+            bucket_count in proptest::sample::select(vec![1usize, 3, 64, scan::BUCKETS]),
+            per_site in proptest::sample::select(vec![
+                crate::sites::PerSite::All,
+                crate::sites::PerSite::Narrow,
+                crate::sites::PerSite::Weight(crate::sites::Weight::Allocated),
+                crate::sites::PerSite::Counted(crate::sites::Weight::LiveAt),
+            ]),
+        ) {
+            let config = SynthConfig {
+                allocs,
+                seed,
+                depth: 8,
+                functions: 40,
+                ..SynthConfig::default()
+            };
+            let bytes = write_synthetic(Vec::new(), &config).unwrap();
+            let (_, end, names) = decoded(&bytes);
+            let mut reader = Reader::from_bytes(&bytes).unwrap();
+            let tables = Tables::build(&mut reader, &mut |_| {});
+            // Else neither pass below is a scan and the test says nothing.
+            proptest::prop_assert!(tables.others().is_some());
+            let td = |share: i64| Timedelta::from_micros(end * share / 100);
+            let ordered = |(a, b): (i64, i64)| vec![td(a.min(b)), td(a.max(b))];
+            let function = function.map(|(i, forbid)| (names[i % names.len()].clone(), forbid));
+            let filter = Filter {
+                source: sources.into_iter().map(source_of).collect(),
+                min_size: sizes.map(|s| s.0.min(s.1)),
+                max_size: sizes.map(|s| s.0.max(s.1)),
+                function: function.iter().filter(|f| !f.1).map(|f| f.0.clone()).collect(),
+                forbid_function: function.iter().filter(|f| f.1).map(|f| f.0.clone()).collect(),
+                between: between.map(ordered),
+                never_collected: never,
+                lifetime: lifetime.map(ordered),
+                ..Filter::default()
+            };
+            let objects = filter.has_life_clauses().then(|| tables.passing(&filter));
+            let options = Options {
+                filter,
+                objects,
+                live_at: live_at.map(td),
+                backtraces,
+                leaf_only,
+                site_skip: match std_skip {
+                    true => FrameSkip::rust_std(),
+                    false => FrameSkip::none(),
+                },
+                big,
+                timeline_buckets: buckets,
+                per_site,
+                ..Options::default()
+            };
+            let scan = Some(bucket_count);
+            let scanned = tables.replay(options.clone(), Stage::Analysing, &mut |_, _| {}, scan);
+            let replayed = tables.replay(options, Stage::Analysing, &mut |_, _| {}, None);
+            proptest::prop_assert_eq!(
+                profile_facts(&scanned.profile),
+                profile_facts(&replayed.profile)
+            );
+            proptest::prop_assert_eq!(scanned.events, replayed.events);
+        }
     }
 
     proptest::proptest! {

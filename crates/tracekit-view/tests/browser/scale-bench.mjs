@@ -13,11 +13,11 @@
 //   asked once (distinct parameters, so that no answer is kept from
 //   another), the median of three.
 //
-//   node scale-bench.mjs [small|large|all]
+//   node scale-bench.mjs [small|large|all] [memtrace|fxt]
 //
 // `small` (the default): FXT 300 MB and memtrace of 9.9 M events and 30 M
 // allocations; `large` adds FXT 1.2 GB; `all` adds FXT 5 GB and 100 M
-// allocations. TRACEKIT names the binary served (default
+// allocations. A second argument keeps the cases of one format. TRACEKIT names the binary served (default
 // target/release/tracekit); GENERATOR the one that writes the traces
 // (default TRACEKIT: a binary without `fxt sample` can be measured on
 // traces another writes); SCRATCH the folder for the traces and caches
@@ -32,6 +32,7 @@ const tracekit = path.resolve(root, process.env.TRACEKIT ?? 'target/release/trac
 const generator = path.resolve(root, process.env.GENERATOR ?? tracekit);
 const scratch = process.env.SCRATCH ?? os.tmpdir();
 const which = process.argv[2] ?? 'small';
+const format = process.argv[3];
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const mb = (bytes) => Math.round(bytes / 1e6);
 
@@ -213,7 +214,8 @@ console.log(
 );
 console.log('|---|---|---|---|---|---|---|');
 const clicks = [];
-for (const c of CASES.filter((c) => LEVELS.indexOf(c.from ?? 'small') <= level)) {
+const ofFormat = (c) => !format || c.file.endsWith(format === 'fxt' ? '.fxt' : '.ctf');
+for (const c of CASES.filter((c) => LEVELS.indexOf(c.from ?? 'small') <= level && ofFormat(c))) {
   const r = await measure(c);
   const s = (x) => (x / 1000).toFixed(2);
   console.log(

@@ -1,0 +1,423 @@
+//! A pass over the tables as one scan of their allocation columns.
+//!
+//! A replay feeds the analysis every event in trace order and follows each object
+//! from its allocation to its collect. Most of what it counts does not need that
+//! order: an allocation's site, whether the filter keeps it, when its object ended
+//! (the `ended` column) and whether it was promoted are all known per allocation.
+//! A scan visits each allocation once, in order (so sites are numbered, and the
+//! largest allocations tie-broken, as the replay does), and counts its object's end
+//! with it. Only the live heap's peak depends on how allocations and collects
+//! interleave; the scan adds each change to one of 65,536 buckets of time, finds
+//! from the buckets' sums which buckets can hold the peak, and replays the changes
+//! of those buckets alone, in time order.
+//!
+//! That stands for the replay when the events are of one domain, stamped in order
+//! and none before the trace's start: then every collect follows its allocation,
+//! the peak tracker applies each change as it comes, and the peak is the highest
+//! live heap after all the changes of one instant, its time the first instant at
+//! that height. [`Tables::others`] checks this once per tables, with the promotes'
+//! counts per allocation; other tables are replayed.
+
+use std::sync::{Arc, OnceLock};
+
+use rustc_hash::FxHashMap;
+use tracekit_memtrace::{DomainId, Timedelta};
+
+use super::{Charge, KIND_ALLOC, NEVER, Tables, UNKNOWN, time_of};
+use crate::analyzer::{Analyzer, EventCounts};
+use crate::backtrace::BacktraceId;
+use crate::curve::Peak;
+use crate::passes::{Progress, Stage};
+
+/// What a scan needs of the promotes and collects, found once per tables and
+/// shared by their copies; `None` inside when the tables are not scanned.
+#[derive(Clone, Default)]
+pub(super) struct Scan(Arc<OnceLock<Option<Others>>>);
+
+impl std::fmt::Debug for Scan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Scan")
+    }
+}
+
+/// The promote and collect events, as a scan counts them.
+pub(super) struct Others {
+    /// Per allocation, the promotes of its object, [`u8::MAX`] for that many or
+    /// more (then exact in `many`).
+    promotes: Vec<u8>,
+    many: FxHashMap<u64, u64>,
+    promote_events: u64,
+    collect_events: u64,
+    /// Per promote or collect, whether it is a collect.
+    collects: Vec<u64>,
+}
+
+impl Others {
+    /// The promotes of allocation `n`'s object.
+    #[inline]
+    fn promotes(&self, n: usize) -> u64 {
+        match self.promotes.get(n).copied().unwrap_or(0) {
+            u8::MAX => self.many.get(&(n as u64)).copied().unwrap_or(0),
+            p => u64::from(p),
+        }
+    }
+}
+
+/// Buckets of time the peak's changes are summed in before the few that can
+/// hold it are replayed.
+pub(super) const BUCKETS: usize = 1 << 16;
+
+/// The live heap's changes summed per bucket of time.
+struct PeakBuckets {
+    /// A bucket is `1 << shift` microseconds.
+    shift: u32,
+    /// Per bucket, the sum of its changes, and of its increases alone: the live
+    /// heap inside a bucket is at most what it was before it plus the increases.
+    net: Vec<i128>,
+    up: Vec<i128>,
+    changed: bool,
+}
+
+// The bucket count is the scan's argument, so that tests can make buckets of
+// many instants from small traces.
+
+impl PeakBuckets {
+    fn new(end: Timedelta, count: usize) -> PeakBuckets {
+        let span = u64::try_from(end.as_micros())
+            .unwrap_or(0)
+            .saturating_add(1);
+        let count = count.max(1);
+        PeakBuckets {
+            shift: span
+                .div_ceil(count as u64)
+                .next_power_of_two()
+                .trailing_zeros(),
+            net: vec![0; count],
+            up: vec![0; count],
+            changed: false,
+        }
+    }
+
+    #[inline]
+    fn bucket(&self, t: Timedelta) -> usize {
+        let t = u64::try_from(t.as_micros()).unwrap_or(0);
+        ((t >> self.shift) as usize).min(self.net.len() - 1)
+    }
+
+    #[inline]
+    fn change(&mut self, t: Timedelta, delta: i64) {
+        let k = self.bucket(t);
+        self.net[k] += i128::from(delta);
+        if delta > 0 {
+            self.up[k] += i128::from(delta);
+        }
+        self.changed = true;
+    }
+}
+
+/// Per promote or collect whether it is a collect, when the events whose kinds
+/// are `kind` (allocations' times `time`, the others' `other`) are stamped in
+/// order and none before the trace's start (a negative time is stored as its
+/// bits, above every other). Without a branch per event: the kinds interleave
+/// without a pattern a processor could predict.
+fn in_order<T: Copy + Into<u64>, U: Copy + Into<u64>>(
+    kind: &[u8],
+    time: &[T],
+    other: &[U],
+) -> Option<Vec<u64>> {
+    let mut collects = vec![0u64; other.len().div_ceil(64)];
+    let (mut a, mut o) = (0usize, 0usize);
+    let (mut last, mut disorder) = (0u64, false);
+    for &k in kind {
+        let is_alloc = k == KIND_ALLOC;
+        let t_alloc = time.get(a).map_or(u64::MAX, |&t| t.into());
+        let t_other = other.get(o).map_or(u64::MAX, |&t| t.into());
+        let t = if is_alloc { t_alloc } else { t_other };
+        disorder |= t < last || t > i64::MAX as u64;
+        last = t;
+        if let Some(w) = collects.get_mut(o / 64) {
+            *w |= u64::from(k == super::KIND_COLLECT) << (o % 64);
+        }
+        a += usize::from(is_alloc);
+        o += usize::from(!is_alloc);
+    }
+    (!disorder).then_some(collects)
+}
+
+/// An allocation's samples as the peak tracker counts them.
+#[inline]
+fn delta(samples: u64) -> i64 {
+    i64::try_from(samples).unwrap_or(i64::MAX)
+}
+
+impl Tables {
+    /// The promotes and collects as a scan counts them, when a scan stands for a
+    /// replay of these tables (see the module docs); found on the first call.
+    pub(super) fn others(&self) -> Option<&Others> {
+        self.scan.0.get_or_init(|| self.find_others()).as_ref()
+    }
+
+    fn find_others(&self) -> Option<Others> {
+        if !self.domain.is_empty() || !self.other_domain.is_empty() {
+            return None;
+        }
+        use super::Column::{Narrow, Wide};
+        let collects = match (&self.time, &self.other_time) {
+            (Narrow(t), Narrow(o)) => in_order(&self.kind, t, o),
+            (Narrow(t), Wide(o)) => in_order(&self.kind, t, o),
+            (Wide(t), Narrow(o)) => in_order(&self.kind, t, o),
+            (Wide(t), Wide(o)) => in_order(&self.kind, t, o),
+        }?;
+        let mut others = Others {
+            promotes: vec![0; self.source.len()],
+            many: FxHashMap::default(),
+            promote_events: 0,
+            collect_events: 0,
+            collects,
+        };
+        for (o, target) in self.other_target.values().enumerate() {
+            let collect = others
+                .collects
+                .get(o / 64)
+                .is_some_and(|w| w >> (o % 64) & 1 == 1);
+            if collect {
+                others.collect_events += 1;
+                continue;
+            }
+            others.promote_events += 1;
+            let Some(n) = target.checked_sub(1) else {
+                continue;
+            };
+            if let Some(p) = others.promotes.get_mut(n as usize) {
+                match *p {
+                    u8::MAX => *others.many.entry(n).or_default() += 1,
+                    254 => {
+                        *p = u8::MAX;
+                        others.many.insert(n, 255);
+                    }
+                    _ => *p += 1,
+                }
+            }
+        }
+        Some(others)
+    }
+
+    /// A pass as a scan of the allocations `first..last` (the others are
+    /// dropped), into `analyzer`: the replay's event counts, the peak and the
+    /// kept objects live at the end. `None` when the analysis waits for a domain
+    /// other than 0, which a scan does not model.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn scan(
+        &self,
+        analyzer: &mut Analyzer,
+        others: &Others,
+        charge: &mut Charge<'_>,
+        (first, last): (usize, usize),
+        stage: Stage,
+        progress: Progress<'_>,
+        bucket_count: usize,
+    ) -> (EventCounts, Peak, u64) {
+        let mut buckets = PeakBuckets::new(self.end, bucket_count);
+        let mut kept = vec![0u64; (last - first).div_ceil(64)];
+        let (mut kept_count, mut tracked, mut live) = (0u64, 0u64, 0u64);
+        let mut codes = Vec::new();
+        let total = (last - first).max(1);
+        // Per node of the trie an allocation's column names, its site and the
+        // node it is charged to, once a kept allocation asked: one lookup an
+        // allocation where the charge's own would be two or three.
+        let nodes = match charge {
+            Charge::Nothing => 1,
+            Charge::Sites => self.sites.len(),
+            Charge::Whole => self.backtraces.len(),
+            // Grown as the charge's trie grows.
+            _ => 0,
+        };
+        let mut memo: Vec<(u32, u32)> = vec![(UNKNOWN, 0); nodes];
+        for a in first..last {
+            let time = time_of(self.time.get(a));
+            let alloc = self.alloc(a);
+            // A charge that grows its own trie grows it for every allocation, kept
+            // or not, as the replay does, so that its nodes are numbered alike.
+            let grown = match charge {
+                Charge::Site { .. } => Some(self.charged(a, charge, &mut codes)),
+                _ => None,
+            };
+            let key = match (&*charge, grown) {
+                (_, Some(bt)) => bt.0,
+                (Charge::Nothing, _) => 0,
+                (Charge::Sites, _) => self.site.get(a).copied().unwrap_or(0),
+                _ => self.backtrace.get(a).copied().unwrap_or(0),
+            } as usize;
+            if memo.len() <= key {
+                memo.resize(key + 1, (UNKNOWN, 0));
+            }
+            let kept_site =
+                analyzer.alloc_scanned(a as u64, time, &alloc, |analyzer| match memo.get(key) {
+                    Some(&(site, bt)) if site != UNKNOWN => (site, BacktraceId(bt)),
+                    _ => {
+                        let bt = grown.unwrap_or_else(|| self.charged(a, charge, &mut codes));
+                        let site = analyzer.site_of_node(bt);
+                        if let Some(m) = memo.get_mut(key) {
+                            *m = (site, bt.0);
+                        }
+                        (site, bt)
+                    }
+                });
+            if let Some(site) = kept_site {
+                let k = a - first;
+                if let Some(w) = kept.get_mut(k / 64) {
+                    *w |= 1 << (k % 64);
+                }
+                kept_count += 1;
+                buckets.change(time, delta(alloc.nsamples));
+                let obj = self.object_at(a, site);
+                let promotes = others.promotes(a);
+                if promotes > 0 {
+                    analyzer.promoted_scanned(site);
+                    tracked += promotes;
+                }
+                match self.ended.get(a) {
+                    NEVER => {
+                        live += 1;
+                        analyzer.live_at_end_scanned(&obj);
+                    }
+                    ended => {
+                        let end = time_of(ended);
+                        analyzer.ended_scanned(&obj, end);
+                        buckets.change(end, -delta(alloc.nsamples));
+                        tracked += 1;
+                    }
+                }
+            }
+            if a & 0xF_FFFF == 0xF_FFFF {
+                let done = (a - first) as u128;
+                progress(
+                    stage,
+                    (self.size_bytes as u128 * done / total as u128) as u64,
+                );
+            }
+        }
+        let allocs = self.source.len() as u64;
+        let counts = EventCounts {
+            allocs,
+            promotes: others.promote_events,
+            collects: others.collect_events,
+            filtered_allocs: allocs - kept_count,
+            untracked: (others.promote_events + others.collect_events).saturating_sub(tracked),
+            duplicate_ids: 0,
+        };
+        let mut domains: Vec<DomainId> = Vec::new();
+        for &d in analyzer.peak_domains() {
+            if !domains.contains(&d) {
+                domains.push(d);
+            }
+        }
+        if buckets.changed && !domains.contains(&DomainId::new(0)) {
+            domains.push(DomainId::new(0));
+        }
+        let (height, at) = self.peak_of(others, &buckets, &kept, first);
+        let peak = Peak {
+            live: u64::try_from(height.max(0)).unwrap_or(u64::MAX),
+            time: Timedelta::from_micros(at),
+            late_events: 0,
+            domains,
+        };
+        (counts, peak, live)
+    }
+
+    /// The highest live heap after the changes of one instant, and the first
+    /// instant at that height ((0, 0) when it is never above 0, as the peak
+    /// tracker starts): the changes of the buckets that can reach the highest
+    /// live heap at a bucket's end, replayed in time order.
+    fn peak_of(
+        &self,
+        others: &Others,
+        buckets: &PeakBuckets,
+        kept: &[u64],
+        first: usize,
+    ) -> (i128, i64) {
+        let n_buckets = buckets.net.len();
+        let mut before = vec![0i128; n_buckets];
+        let (mut live, mut floor) = (0i128, 0i128);
+        for (k, b) in before.iter_mut().enumerate() {
+            *b = live;
+            live += buckets.net[k];
+            floor = floor.max(live);
+        }
+        // A peak counts from 1 sample, as the tracker's starts at 0.
+        let floor = floor.max(1);
+        let candidate: Vec<bool> = (0..n_buckets)
+            .map(|k| before[k] + buckets.up[k] >= floor)
+            .collect();
+        // The events are in time order, so each candidate bucket's allocations
+        // and promotes or collects are a run of their columns.
+        let mut changes: Vec<(i64, i64)> = Vec::new();
+        let is_kept = |a: usize| {
+            a.checked_sub(first)
+                .and_then(|k| kept.get(k / 64).map(|w| w >> (k % 64) & 1 == 1))
+                .unwrap_or(false)
+        };
+        let mut k = 0;
+        while k < n_buckets {
+            if !candidate[k] {
+                k += 1;
+                continue;
+            }
+            // A run of candidate buckets, `k..j`, as one range of time.
+            let j = (k..n_buckets).find(|&j| !candidate[j]).unwrap_or(n_buckets);
+            let lo = (k as u64) << buckets.shift;
+            let hi = match j == n_buckets {
+                true => u64::MAX,
+                false => (j as u64) << buckets.shift,
+            };
+            // No time is negative here, so a stored time is its microseconds.
+            let (a0, a1) = (
+                self.time.partition_point(|t| t < lo),
+                self.time.partition_point(|t| t < hi),
+            );
+            for a in a0..a1.max(a0) {
+                if is_kept(a) {
+                    let t = time_of(self.time.get(a)).as_micros();
+                    changes.push((t, delta(self.samples.get(a))));
+                }
+            }
+            let (o0, o1) = (
+                self.other_time.partition_point(|t| t < lo),
+                self.other_time.partition_point(|t| t < hi),
+            );
+            for o in o0..o1.max(o0) {
+                let collect = others
+                    .collects
+                    .get(o / 64)
+                    .is_some_and(|w| w >> (o % 64) & 1 == 1);
+                if let Some(n) = self.other_target.get(o).checked_sub(1)
+                    && collect
+                    && is_kept(n as usize)
+                {
+                    let t = time_of(self.other_time.get(o)).as_micros();
+                    changes.push((t, -delta(self.samples.get(n as usize))));
+                }
+            }
+            k = j;
+        }
+        changes.sort_unstable_by_key(|c| c.0);
+        let (mut peak, mut at) = (0i128, 0i64);
+        let mut i = 0;
+        while i < changes.len() {
+            let k = buckets.bucket(Timedelta::from_micros(changes[i].0));
+            // The live heap before this bucket's first change.
+            let mut live = before[k];
+            while i < changes.len() && buckets.bucket(Timedelta::from_micros(changes[i].0)) == k {
+                let t = changes[i].0;
+                while i < changes.len() && changes[i].0 == t {
+                    live += i128::from(changes[i].1);
+                    i += 1;
+                }
+                if live > peak {
+                    (peak, at) = (live, t);
+                }
+            }
+        }
+        (peak, at)
+    }
+}
