@@ -465,6 +465,12 @@ impl Analyzer {
         Some(site)
     }
 
+    /// Asks for site `site`'s counts ahead of counting it.
+    #[inline(always)]
+    pub(crate) fn prefetch_site(&self, site: u32) {
+        self.sites.prefetch(site);
+    }
+
     /// The site of trie node `bt`, numbered when first asked.
     #[inline]
     pub(crate) fn site_of_node(&mut self, bt: BacktraceId) -> u32 {

@@ -144,6 +144,19 @@ fn in_order<T: Copy + Into<u64>, U: Copy + Into<u64>>(
     (!disorder).then_some(collects)
 }
 
+/// How far ahead of an allocation the scan asks for the memory it will read.
+const AHEAD: usize = 16;
+
+/// Nodes from which the scan's memo and sites no longer fit in cache.
+const PREFETCH_FROM: usize = 1 << 14;
+
+/// Which column names an allocation's memo entry.
+enum Keyed {
+    One,
+    Sites,
+    Backtrace,
+}
+
 /// An allocation's samples as the peak tracker counts them.
 #[inline]
 fn delta(samples: u64) -> i64 {
@@ -233,7 +246,30 @@ impl Tables {
             _ => 0,
         };
         let mut memo: Vec<(u32, u32)> = vec![(UNKNOWN, 0); nodes];
+        // The node of allocation `a` in the memo, when a column names it.
+        let (fixed, keyed) = match charge {
+            Charge::Sites => (true, Keyed::Sites),
+            Charge::Whole => (true, Keyed::Backtrace),
+            _ => (false, Keyed::One),
+        };
+        let key_of = |a: usize| match keyed {
+            Keyed::One => 0,
+            Keyed::Sites => self.site.get(a).copied().unwrap_or(0) as usize,
+            Keyed::Backtrace => self.backtrace.get(a).copied().unwrap_or(0) as usize,
+        };
         for a in first..last {
+            // With many nodes, each allocation's memo entry and site counts are
+            // a wait on memory; asked for ahead (memo entries twice as far, so
+            // that the site they name is known when it is asked for), they are
+            // in cache when their allocation comes.
+            if fixed && nodes > PREFETCH_FROM {
+                crate::huge::prefetch(memo.get(key_of(a + 2 * AHEAD)));
+                if let Some(&(site, _)) = memo.get(key_of(a + AHEAD))
+                    && site != UNKNOWN
+                {
+                    analyzer.prefetch_site(site);
+                }
+            }
             let time = time_of(self.time.get(a));
             let alloc = self.alloc(a);
             // A charge that grows its own trie grows it for every allocation, kept
