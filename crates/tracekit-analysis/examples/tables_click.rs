@@ -96,6 +96,7 @@ fn main() {
             continue;
         }
         let query = TopQuery {
+            growing: false,
             by: GroupBy::Leaf,
             limit: 20,
             at: None,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::allocations::AllocationSet;
 use crate::backtrace::{BacktraceId, Backtraces};
-use crate::curve::{Peak, PeakTracker, Timeline};
+use crate::curve::{Peak, PeakTracker, SiteCurves, Timeline};
 use crate::filter::{Filter, LocationMask, WordRange};
 use crate::live::{LiveObject, LiveObjects};
 use crate::sampling::Sampling;
@@ -93,6 +93,9 @@ pub struct Options {
     pub threads: Threads,
     /// What to keep per site: every count, or only what a flame graph weighs.
     pub per_site: PerSite,
+    /// Also keep each site's live heap at these times, in order
+    /// ([`Profile::curves`]).
+    pub curve_times: Option<Arc<[Timedelta]>>,
 }
 
 impl Options {
@@ -122,6 +125,7 @@ impl Default for Options {
             domains: Vec::new(),
             threads: Threads::Auto,
             per_site: PerSite::All,
+            curve_times: None,
         }
     }
 }
@@ -232,6 +236,7 @@ pub struct Analyzer {
     current: Vec<(DomainId, Vec<LocationCode>)>,
     counts: EventCounts,
     end: Timedelta,
+    curves: Option<SiteCurves>,
 }
 
 const NO_SITE: u32 = u32::MAX;
@@ -254,6 +259,7 @@ impl Analyzer {
             && location.is_none()
             && options.objects.is_none();
         let big_only = options.interns_big_only();
+        let curves = options.curve_times.clone().map(SiteCurves::new);
         Analyzer {
             sites: SiteTable::new(options.per_site),
             timeline: Timeline::new(options.timeline_buckets),
@@ -277,6 +283,7 @@ impl Analyzer {
             current: Vec::new(),
             counts: EventCounts::default(),
             end: Timedelta::default(),
+            curves,
         }
     }
 
@@ -490,6 +497,17 @@ impl Analyzer {
         if self.timeline_on {
             self.timeline.freed_aside(end, obj.domain, obj.samples);
         }
+        self.curve_freed(obj, end);
+    }
+
+    /// The end of `obj` at `end` on its site's curve.
+    #[inline]
+    fn curve_freed(&mut self, obj: &LiveObject, end: Timedelta) {
+        if let Some(c) = &mut self.curves
+            && obj.site != NO_SITE
+        {
+            c.freed(obj.site, end, obj.samples);
+        }
     }
 
     /// A kept object of a scan of columns that was promoted, once or more.
@@ -641,6 +659,11 @@ impl Analyzer {
         self.sites.allocated(site, a.nsamples, a.source, a.length);
         if self.timeline_on {
             self.timeline.allocated(time, a.domain, a.nsamples);
+        }
+        if let Some(c) = &mut self.curves
+            && site != NO_SITE
+        {
+            c.allocated(site, time, a.nsamples);
         }
         if self.options.big > 0
             && self
@@ -825,6 +848,7 @@ impl Analyzer {
         if self.timeline_on {
             self.timeline.freed(end, obj.domain, obj.samples);
         }
+        self.curve_freed(&obj, end);
         let delta = -i64::try_from(obj.samples).unwrap_or(i64::MAX);
         if time >= obj.time {
             self.peak.change(time, by, delta);
@@ -877,6 +901,7 @@ impl Analyzer {
             big,
             live_objects_at_end,
             end: self.end,
+            curves: self.curves,
         }
     }
 }
@@ -907,6 +932,8 @@ pub struct Profile {
     pub live_objects_at_end: u64,
     /// Time of the last event.
     pub end: Timedelta,
+    /// Each site's live heap at [`Options::curve_times`], when asked.
+    pub curves: Option<SiteCurves>,
 }
 
 /// Runs the analysis over `events`, each with its time from the trace start: the

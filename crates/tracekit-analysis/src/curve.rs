@@ -321,6 +321,84 @@ pub struct Peak {
     pub domains: Vec<DomainId>,
 }
 
+/// Each site's live heap at a few chosen times, for ranking sites by how they grow.
+///
+/// An object is live at `t` when `alloc time <= t < collect time` (as
+/// [`Timeline`]'s points and `--at`). Per site the curve keeps one change per
+/// chosen time, and one past the last: an allocation adds its samples at the first
+/// chosen time not before it, its end takes them away at the first not before the
+/// end, and [`SiteCurves::live`] sums the changes up.
+#[derive(Clone, Debug, Default)]
+pub struct SiteCurves {
+    times: std::sync::Arc<[Timedelta]>,
+    /// Per site, `times.len() + 1` changes, site after site.
+    changes: Vec<i64>,
+}
+
+impl SiteCurves {
+    /// Curves at `times`, which are in order.
+    pub fn new(times: std::sync::Arc<[Timedelta]>) -> SiteCurves {
+        SiteCurves {
+            times,
+            changes: Vec::new(),
+        }
+    }
+
+    /// The chosen times.
+    pub fn times(&self) -> &[Timedelta] {
+        &self.times
+    }
+
+    /// Sites with a curve: every site counted so far.
+    pub fn sites(&self) -> usize {
+        self.changes.len() / (self.times.len() + 1)
+    }
+
+    #[inline]
+    fn slot(&mut self, site: u32, t: Timedelta) -> Option<&mut i64> {
+        let stride = self.times.len() + 1;
+        let at = (site as usize).checked_mul(stride)?;
+        if self.changes.len() < at + stride {
+            self.changes.resize(at + stride, 0);
+        }
+        let first = self.times.partition_point(|&x| x < t);
+        self.changes.get_mut(at + first)
+    }
+
+    /// `samples` allocated at `time` to `site`.
+    #[inline]
+    pub(crate) fn allocated(&mut self, site: u32, time: Timedelta, samples: u64) {
+        if let Some(c) = self.slot(site, time) {
+            *c = c.saturating_add(i64::try_from(samples).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// `samples` of `site` that ended at `end`.
+    #[inline]
+    pub(crate) fn freed(&mut self, site: u32, end: Timedelta, samples: u64) {
+        if let Some(c) = self.slot(site, end) {
+            *c = c.saturating_sub(i64::try_from(samples).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// Site `site`'s live samples at each chosen time (zeros for a site never
+    /// counted).
+    pub fn live(&self, site: usize) -> Vec<u64> {
+        let stride = self.times.len() + 1;
+        let changes = site
+            .checked_mul(stride)
+            .and_then(|at| self.changes.get(at..at + stride))
+            .unwrap_or(&[]);
+        let mut live = 0i64;
+        let mut out = vec![0; self.times.len()];
+        for (o, c) in out.iter_mut().zip(changes) {
+            live = live.saturating_add(*c);
+            *o = u64::try_from(live).unwrap_or(0);
+        }
+        out
+    }
+}
+
 /// Exact peak of the live heap over a stream of `(time, domain, delta)` changes.
 ///
 /// With one domain the events are in time order and each is applied at once. With

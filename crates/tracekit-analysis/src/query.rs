@@ -144,6 +144,11 @@ pub struct TopQuery {
     /// Rank by bytes live at the peak of the live heap (reports when that is).
     #[cfg_attr(feature = "clap", arg(long))]
     pub peak: bool,
+    /// Rank by how steadily live bytes grow over the trace (a leak's shape): the
+    /// slope of each site's live bytes at 32 times, robust to a spike that comes
+    /// and goes, times how many of its steps grow.
+    #[cfg_attr(feature = "clap", arg(long, conflicts_with_all = ["at", "peak"]))]
+    pub growing: bool,
     #[allow(missing_docs)]
     #[cfg_attr(feature = "clap", command(flatten))]
     pub sites: SiteSpec,
@@ -151,6 +156,9 @@ pub struct TopQuery {
     #[cfg_attr(feature = "clap", command(flatten))]
     pub filter: Filter,
 }
+
+/// The times `top --growing` weighs each site's live bytes at.
+pub const GROWING_TIMES: usize = 32;
 
 /// The answer to a [`TopQuery`].
 #[derive(Debug)]
@@ -164,6 +172,9 @@ pub struct TopAnswer {
     /// Whether most of the profile's sites have no source line (the traced program
     /// was built without line tables).
     pub mostly_lineless: bool,
+    /// With [`TopQuery::growing`], the groups whose live heap grows, steadiest
+    /// first, at most the query's limit.
+    pub growing: Option<Vec<report::GrowingSite>>,
 }
 
 impl TopQuery {
@@ -180,8 +191,29 @@ impl TopQuery {
             at_peak: peak.is_some(),
             filters: self.filter.describe(),
         };
+        // Growth is weighed at times spread over the whole trace, whose end only
+        // a first quick pass knows.
+        let curve_times = match self.growing {
+            true => {
+                let quick = Options {
+                    backtraces: false,
+                    timeline_buckets: 0,
+                    ..Options::default()
+                };
+                let end = passes::analyze(source, quick, &mut *progress).profile.end;
+                let end = end.as_micros().max(0);
+                let k = GROWING_TIMES as i64;
+                Some(
+                    (1..=k)
+                        .map(|i| Timedelta::from_micros(end * i / k))
+                        .collect(),
+                )
+            }
+            false => None,
+        };
         let options = Options {
             live_at: context.at,
+            curve_times,
             ..self.sites.options(self.by)
         };
         // The header shows the peak: the whole heap's, or this pass's made exact.
@@ -203,11 +235,17 @@ impl TopQuery {
             &skip,
         );
         let mostly_lineless = report::lineless_share(&pass.profile, symbols, &skip) > 0.5;
+        let growing = self.growing.then(|| {
+            let mut g = report::growing(&pass.profile, symbols, self.by, &skip);
+            g.truncate(limit(self.limit));
+            g
+        });
         Ok(TopAnswer {
             pass,
             top,
             context,
             mostly_lineless,
+            growing,
         })
     }
 }
@@ -215,12 +253,22 @@ impl TopQuery {
 impl TopAnswer {
     /// The table `tracekit memtrace top` prints.
     pub fn table(&self, trace: &TraceFile) -> String {
-        render::top_table(trace, &self.pass.profile, &self.top, &self.context)
+        match &self.growing {
+            Some(g) => {
+                render::growing_table(trace, &self.pass.profile, &self.top, &self.context, g)
+            }
+            None => render::top_table(trace, &self.pass.profile, &self.top, &self.context),
+        }
     }
 
     /// The same as JSON.
     pub fn json(&self, trace: &TraceFile) -> render::TopJson {
-        render::top_json(trace, &self.pass.profile, &self.top, &self.context)
+        let mut json = render::top_json(trace, &self.pass.profile, &self.top, &self.context);
+        json.growing = self
+            .growing
+            .as_ref()
+            .map(|g| render::growing_json(&self.pass.profile, g));
+        json
     }
 }
 
@@ -882,6 +930,7 @@ mod tests {
 
     fn top(peak: bool, filter: Filter) -> TopQuery {
         TopQuery {
+            growing: false,
             by: GroupBy::Leaf,
             limit: 0,
             at: None,
@@ -977,6 +1026,7 @@ mod tests {
         let bytes = trace(9);
         let mut reader = Reader::from_bytes(&bytes).unwrap();
         let query = TopQuery {
+            growing: false,
             by: GroupBy::Backtrace,
             ..top(false, Filter::default())
         };

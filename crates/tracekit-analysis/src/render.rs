@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::analyzer::{EventCounts, Profile};
 use crate::curve::TimelinePoint;
 use crate::frames::{FrameTree, Unit};
-use crate::report::{DiffRow, GroupBy, Rank, Top};
+use crate::report::{DiffRow, GroupBy, GrowingSite, Rank, Top};
 use crate::sampling::Sampling;
 use crate::sites::SiteCounts;
 use crate::units::human_bytes;
@@ -215,6 +215,57 @@ pub struct TopJson {
     pub sites: Vec<SiteJson>,
     /// The sites left out, together.
     pub others: OthersJson,
+    /// With `--growing`, the groups whose live heap grows, steadiest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub growing: Option<GrowingJson>,
+}
+
+/// The groups whose live heap grows (`top --growing`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GrowingJson {
+    /// The times the live bytes are weighed at, in seconds.
+    pub times_s: Vec<f64>,
+    /// The groups, steadiest growth first.
+    pub sites: Vec<GrowingSiteJson>,
+}
+
+/// One group whose live heap grows.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GrowingSiteJson {
+    /// 1 for the first.
+    pub rank: usize,
+    /// Its name.
+    pub site: String,
+    /// Its backtrace, caller first, when grouped by backtrace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backtrace: Option<Vec<String>>,
+    /// How fast its live bytes grow: the median slope between every two times.
+    pub bytes_per_s: f64,
+    /// How steadily, from -1 to 1 (Kendall's tau of the live bytes over time).
+    pub steadiness: f64,
+    /// Its live bytes at each time.
+    pub live_bytes: Vec<u64>,
+}
+
+/// [`GrowingJson`] of `growing`, the groups of `profile`'s sites that grow.
+pub fn growing_json(profile: &Profile, growing: &[GrowingSite]) -> GrowingJson {
+    let s = profile.sampling;
+    let times = profile.curves.as_ref().map_or(&[][..], |c| c.times());
+    GrowingJson {
+        times_s: times.iter().map(|t| t.to_secs_f64()).collect(),
+        sites: growing
+            .iter()
+            .enumerate()
+            .map(|(i, g)| GrowingSiteJson {
+                rank: i + 1,
+                site: g.site.name.clone(),
+                backtrace: g.site.backtrace.clone(),
+                bytes_per_s: g.slope * s.bytes_per_sample(),
+                steadiness: g.steadiness,
+                live_bytes: g.live.iter().map(|&v| s.bytes(v)).collect(),
+            })
+            .collect(),
+    }
 }
 
 /// One of the top sites.
@@ -292,6 +343,7 @@ pub fn top_json(trace: &TraceFile, profile: &Profile, top: &Top, ctx: &TopContex
             share: share(top.rank.of(&top.others), total_ranked),
             counts: counts_json(s, &top.others, live_at),
         },
+        growing: None,
     }
 }
 
@@ -377,51 +429,7 @@ const BACKTRACE_LINES: usize = 12;
 pub fn top_table(trace: &TraceFile, profile: &Profile, top: &Top, ctx: &TopContext) -> String {
     let s = profile.sampling;
     let t = &top.totals;
-    let info = &trace.info;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{} (pid {}, host {})",
-        info.executable_name, info.pid, info.host_name
-    );
-    let _ = writeln!(out, "{}", sampling_note(s));
-    if !ctx.filters.is_empty() {
-        let _ = writeln!(out, "filter: {}", ctx.filters.join(", "));
-    }
-    let _ = writeln!(
-        out,
-        "allocated {} in {} sampled objects (minor {}, major {}, external {}); live at end {} in {} objects",
-        hb(s, t.samples),
-        t.allocs,
-        hb(s, t.samples_by_source[0]),
-        hb(s, t.samples_by_source[1]),
-        hb(s, t.samples_by_source[2]),
-        hb(s, t.live_end()),
-        t.live_end_allocs(),
-    );
-    let peak_note = if profile.peak.late_events == 0 {
-        ""
-    } else {
-        " (approximate: domains interleave)"
-    };
-    let _ = writeln!(
-        out,
-        "peak live heap {} at {}{}; trace length {}",
-        hb(s, profile.peak.live),
-        profile.peak.time,
-        peak_note,
-        profile.end,
-    );
-    if let Some(at) = ctx.at {
-        let _ = writeln!(
-            out,
-            "live at {}{}: {} in {} objects",
-            at,
-            if ctx.at_peak { " (the peak)" } else { "" },
-            hb(s, t.live_at),
-            t.live_at_allocs,
-        );
-    }
+    let mut out = top_header(trace, profile, t, ctx);
     let by = match top.by {
         GroupBy::Leaf => "allocation site",
         GroupBy::Function => "function",
@@ -527,6 +535,107 @@ pub fn top_table(trace: &TraceFile, profile: &Profile, top: &Top, ctx: &TopConte
     table.render(&mut out);
     if top.sites.is_empty() {
         out.push_str("(no allocations)\n");
+    }
+    out
+}
+
+/// The table `memtrace top --growing` prints: the lines above every `top` table,
+/// then the groups whose live heap grows, steadiest first.
+pub fn growing_table(
+    trace: &TraceFile,
+    profile: &Profile,
+    top: &Top,
+    ctx: &TopContext,
+    growing: &[GrowingSite],
+) -> String {
+    let s = profile.sampling;
+    let mut out = top_header(trace, profile, &top.totals, ctx);
+    let times = profile.curves.as_ref().map_or(&[][..], |c| c.times());
+    let _ = writeln!(
+        out,
+        "\ngrowing: live bytes at {} times from {} to {}; slope the median of every two \
+         (Theil-Sen), steadiness the share of pairs that grow less those that shrink",
+        times.len(),
+        times.first().copied().unwrap_or_default(),
+        times.last().copied().unwrap_or_default(),
+    );
+    out.push('\n');
+    let by = match top.by {
+        GroupBy::Leaf | GroupBy::Backtrace => "allocation site",
+        GroupBy::Function => "function",
+        GroupBy::File => "file",
+    };
+    let mut table = Table::new(&["#", "grows", "steadiness", "live first", "live last", by]);
+    for (i, g) in growing.iter().enumerate() {
+        let first = g.live.first().copied().unwrap_or(0);
+        let last = g.live.last().copied().unwrap_or(0);
+        table.row(
+            vec![
+                (i + 1).to_string(),
+                format!("{}/s", human_bytes(g.slope * s.bytes_per_sample())),
+                format!("{:.2}", g.steadiness),
+                hb(s, first),
+                hb(s, last),
+                g.site.name.clone(),
+            ],
+            Vec::new(),
+        );
+    }
+    table.render(&mut out);
+    if growing.is_empty() {
+        out.push_str("(no site grows)\n");
+    }
+    out
+}
+
+/// The lines above a `top` table: the trace, the sampling, the filter, the totals
+/// and the peak.
+fn top_header(trace: &TraceFile, profile: &Profile, t: &SiteCounts, ctx: &TopContext) -> String {
+    let s = profile.sampling;
+    let info = &trace.info;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} (pid {}, host {})",
+        info.executable_name, info.pid, info.host_name
+    );
+    let _ = writeln!(out, "{}", sampling_note(s));
+    if !ctx.filters.is_empty() {
+        let _ = writeln!(out, "filter: {}", ctx.filters.join(", "));
+    }
+    let _ = writeln!(
+        out,
+        "allocated {} in {} sampled objects (minor {}, major {}, external {}); live at end {} in {} objects",
+        hb(s, t.samples),
+        t.allocs,
+        hb(s, t.samples_by_source[0]),
+        hb(s, t.samples_by_source[1]),
+        hb(s, t.samples_by_source[2]),
+        hb(s, t.live_end()),
+        t.live_end_allocs(),
+    );
+    let peak_note = if profile.peak.late_events == 0 {
+        ""
+    } else {
+        " (approximate: domains interleave)"
+    };
+    let _ = writeln!(
+        out,
+        "peak live heap {} at {}{}; trace length {}",
+        hb(s, profile.peak.live),
+        profile.peak.time,
+        peak_note,
+        profile.end,
+    );
+    if let Some(at) = ctx.at {
+        let _ = writeln!(
+            out,
+            "live at {}{}: {} in {} objects",
+            at,
+            if ctx.at_peak { " (the peak)" } else { "" },
+            hb(s, t.live_at),
+            t.live_at_allocs,
+        );
     }
     out
 }

@@ -79,6 +79,18 @@ pub fn sites_skipping(
     by: GroupBy,
     skip: &FrameSkip,
 ) -> Vec<Site> {
+    grouped_sites(profile, symbols, by, skip).0
+}
+
+/// [`sites_skipping`], with the group of each of the profile's sites, in their
+/// order: its place in the groups returned.
+fn grouped_sites(
+    profile: &Profile,
+    symbols: &dyn LocationLookup,
+    by: GroupBy,
+    skip: &FrameSkip,
+) -> (Vec<Site>, Vec<usize>) {
+    let mut group_of: Vec<usize> = Vec::with_capacity(profile.sites.len());
     let mut out: Vec<Site> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut leaf_names: HashMap<LocationCode, String> = HashMap::new();
@@ -99,6 +111,7 @@ pub fn sites_skipping(
             &mut leaf_names,
         );
         if by == GroupBy::Backtrace {
+            group_of.push(out.len());
             out.push(Site {
                 name,
                 backtrace: Some(backtrace_frames(
@@ -113,8 +126,12 @@ pub fn sites_skipping(
             continue;
         }
         match index.get(&name) {
-            Some(&i) => out[i].counts.add(&counts),
+            Some(&i) => {
+                group_of.push(i);
+                out[i].counts.add(&counts);
+            }
             None => {
+                group_of.push(out.len());
                 index.insert(name.clone(), out.len());
                 out.push(Site {
                     name,
@@ -127,20 +144,123 @@ pub fn sites_skipping(
     if by == GroupBy::Backtrace {
         // Distinct backtraces can print the same (codes with equal locations).
         let mut merged: Vec<Site> = Vec::with_capacity(out.len());
+        let mut into: Vec<usize> = Vec::with_capacity(out.len());
         let mut seen: HashMap<Vec<String>, usize> = HashMap::new();
         for site in out {
             let key = site.backtrace.clone().unwrap_or_default();
             match seen.get(&key) {
-                Some(&i) => merged[i].counts.add(&site.counts),
+                Some(&i) => {
+                    into.push(i);
+                    merged[i].counts.add(&site.counts);
+                }
                 None => {
+                    into.push(merged.len());
                     seen.insert(key, merged.len());
                     merged.push(site);
                 }
             }
         }
-        return merged;
+        for g in &mut group_of {
+            *g = into.get(*g).copied().unwrap_or(0);
+        }
+        return (merged, group_of);
     }
+    (out, group_of)
+}
+
+/// A group of sites whose live heap grows ([`growing`]).
+#[derive(Clone, Debug)]
+pub struct GrowingSite {
+    /// The group, as [`sites_skipping`] names it, with its counts.
+    pub site: Site,
+    /// Live samples at each of the curves' times.
+    pub live: Vec<u64>,
+    /// How fast it grows, in samples a second: the median of the slopes between
+    /// every two of the times (Theil-Sen), which a spike or a jump moves little.
+    pub slope: f64,
+    /// How steadily, from -1 to 1: of every two times, the share where the later
+    /// is higher less the share where it is lower (Kendall's tau): 1 for a heap
+    /// that grows between every two.
+    pub steadiness: f64,
+}
+
+/// The groups of sites (as [`sites_skipping`] makes them) whose live heap grows
+/// over the profile's [`Profile::curves`], the steadiest growth first: ranked by
+/// slope times steadiness, of those where both are above 0. Empty without curves.
+pub fn growing(
+    profile: &Profile,
+    symbols: &dyn LocationLookup,
+    by: GroupBy,
+    skip: &FrameSkip,
+) -> Vec<GrowingSite> {
+    let Some(curves) = &profile.curves else {
+        return Vec::new();
+    };
+    let (groups, group_of) = grouped_sites(profile, symbols, by, skip);
+    let k = curves.times().len();
+    let mut live = vec![vec![0u64; k]; groups.len()];
+    for (site, &g) in group_of.iter().enumerate() {
+        if let Some(sum) = live.get_mut(g) {
+            for (s, v) in sum.iter_mut().zip(curves.live(site)) {
+                *s = s.saturating_add(v);
+            }
+        }
+    }
+    let seconds: Vec<f64> = curves
+        .times()
+        .iter()
+        .map(|t| t.as_micros() as f64 / 1e6)
+        .collect();
+    let mut out: Vec<GrowingSite> = groups
+        .into_iter()
+        .zip(live)
+        .filter_map(|(site, live)| {
+            let (slope, steadiness) = trend(&seconds, &live);
+            (slope > 0.0 && steadiness > 0.0).then_some(GrowingSite {
+                site,
+                live,
+                slope,
+                steadiness,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        (b.slope * b.steadiness)
+            .total_cmp(&(a.slope * a.steadiness))
+            .then_with(|| a.site.name.cmp(&b.site.name))
+    });
     out
+}
+
+/// The Theil-Sen slope of `values` over `times` and their Kendall tau.
+fn trend(times: &[f64], values: &[u64]) -> (f64, f64) {
+    let mut slopes = Vec::new();
+    let (mut up, mut down) = (0i64, 0i64);
+    for i in 0..values.len() {
+        for j in i + 1..values.len() {
+            let (a, b) = (values[i] as f64, values[j] as f64);
+            let dt = times.get(j).copied().unwrap_or(0.0) - times.get(i).copied().unwrap_or(0.0);
+            if dt > 0.0 {
+                slopes.push((b - a) / dt);
+            }
+            match values[j].cmp(&values[i]) {
+                std::cmp::Ordering::Greater => up += 1,
+                std::cmp::Ordering::Less => down += 1,
+                std::cmp::Ordering::Equal => {}
+            }
+        }
+    }
+    if slopes.is_empty() {
+        return (0.0, 0.0);
+    }
+    slopes.sort_by(f64::total_cmp);
+    let n = slopes.len();
+    let median = match n % 2 {
+        1 => slopes[n / 2],
+        _ => (slopes[n / 2 - 1] + slopes[n / 2]) / 2.0,
+    };
+    let pairs = (values.len() * (values.len() - 1) / 2) as f64;
+    (median, (up - down) as f64 / pairs)
 }
 
 /// The name of `bt`'s site: its innermost frame that `skip` does not skip, printed

@@ -4,6 +4,8 @@
 mod corpus;
 #[path = "dump/mod.rs"]
 mod dump;
+#[path = "integration/growing.rs"]
+mod growing;
 #[path = "integration/site_skip.rs"]
 mod site_skip;
 #[path = "integration/tables.rs"]

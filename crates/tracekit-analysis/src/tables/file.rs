@@ -403,6 +403,7 @@ mod tests {
     /// What the tables answer: the top sites by backtrace and the flame graph's stacks.
     fn answers(t: &Tables) -> (serde_json::Value, serde_json::Value) {
         let top = TopQuery {
+            growing: false,
             by: GroupBy::Backtrace,
             limit: 0,
             at: None,

@@ -1041,9 +1041,13 @@ mod tests {
     /// What a pass's profile says, everything compared.
     fn profile_facts(p: &Profile) -> String {
         let sites: Vec<_> = p.sites.iter().collect();
+        let curves = p
+            .curves
+            .as_ref()
+            .map(|c| (0..c.sites()).map(|i| c.live(i)).collect::<Vec<_>>());
         format!(
             "sites {sites:?}\ntotals {:?}\ntimeline {:?} {:?}\npeak {:?}\nevents {:?}\n\
-             big {:?}\nlive {} end {:?} live_at {:?} trie {}",
+             big {:?}\nlive {} end {:?} live_at {:?} trie {}\ncurves {curves:?}",
             p.totals,
             p.timeline.domains(),
             p.timeline.points(500),
@@ -1079,6 +1083,7 @@ mod tests {
             big in proptest::sample::select(vec![0usize, 1, 5]),
             buckets in proptest::sample::select(vec![0usize, 7, 1 << 14]),
             bucket_count in proptest::sample::select(vec![1usize, 3, 64, scan::BUCKETS]),
+            curves in proptest::bool::ANY,
             per_site in proptest::sample::select(vec![
                 crate::sites::PerSite::All,
                 crate::sites::PerSite::Narrow,
@@ -1127,6 +1132,7 @@ mod tests {
                 big,
                 timeline_buckets: buckets,
                 per_site,
+                curve_times: curves.then(|| (1..=8).map(|i| td(i * 13)).collect()),
                 ..Options::default()
             };
             let scan = Some(bucket_count);
@@ -1203,6 +1209,7 @@ mod tests {
             let mut reader = Reader::from_bytes(&bytes).unwrap();
             let tables = Tables::build(&mut reader, &mut |_| {});
             let query = TopQuery {
+                growing: false,
                 by: GroupBy::Leaf,
                 limit: 1,
                 at: None,

@@ -98,6 +98,7 @@ fn filters(bytes: &[u8]) -> Vec<Filter> {
 
 fn top_query(by: GroupBy, peak: bool, at: Option<Timedelta>, filter: Filter) -> TopQuery {
     TopQuery {
+        growing: false,
         by,
         // The rest are summed in `others`, which is compared too.
         limit: 100,
