@@ -9,7 +9,7 @@ import { readForm, writeForm } from './filter.js';
 import { renderFlame } from './flame.js';
 import { renderGraph, setupDrag } from './graph.js';
 import { loadState, page, resetFilter, saveState, state, filterArgs } from './state.js';
-import { renderCompare, renderFunctions, renderTop, renderTree } from './tables.js';
+import { renderCompare, renderFunctions, renderGrowing, renderTop, renderTree } from './tables.js';
 
 function renderInfo() {
   const bytesPerSample = page.info.word_size / 8 / page.info.sample_rate;
@@ -49,6 +49,7 @@ async function refresh() {
         callees: (g) => renderTree(g, false),
         callers: (g) => renderTree(g, true),
         functions: renderFunctions,
+        growing: renderGrowing,
         compare: renderCompare,
       }[state.tab] || renderTop;
     // The graph's pass and the view's run side by side on the server.

@@ -53,6 +53,62 @@ export async function renderTop(gen) {
   keyboardRows(table);
 }
 
+// Growing: the sites whose live bytes grow steadily over the trace (a leak's
+// shape, as `top --growing` ranks them), each with its live bytes over time
+// drawn in its row; hovering the curve names the bytes at each time.
+export async function renderGrowing(gen) {
+  const t = await api('top', ['--growing', '--limit', '100', ...filterArgs()]);
+  if (gen !== page.generation) return;
+  const g = t.growing;
+  const labels = ['grows', 'steadiness', 'live at end', 'live over time', 'site'];
+  const head = el('tr', {}, ...labels.map((l) => el('th', { class: l === 'site' ? 'name' : '', text: l })));
+  const rows = g.sites.map((s) =>
+    el(
+      'tr',
+      {},
+      el('td', { text: bytes(s.bytes_per_s) + '/s' }),
+      el('td', { text: s.steadiness.toFixed(2) }),
+      el('td', { text: bytes(s.live_bytes.at(-1) ?? 0) }),
+      el('td', {}, sparkline(g.times_s, s.live_bytes)),
+      el('td', { class: 'name', text: s.site }),
+    ),
+  );
+  const table = el('table', { id: 'growing-table' }, el('thead', {}, head), el('tbody', {}, ...rows));
+  const summary = el('p', {
+    text: g.sites.length
+      ? `${g.sites.length} sites whose live bytes grow steadily, steadiest first (live bytes at ${g.times_s.length} times)`
+      : 'No site grows steadily.',
+  });
+  $('view').replaceChildren(summary, table);
+  keyboardRows(table);
+}
+
+// A site's live bytes at `times` as a line the height of a row, its values in
+// its tooltip.
+function sparkline(times, values) {
+  const ns = 'http://www.w3.org/2000/svg';
+  const [w, h] = [160, 22];
+  const end = times.at(-1) || 1;
+  const top = Math.max(1, ...values);
+  const points = values.map(
+    (v, i) => `${((times[i] / end) * w).toFixed(1)},${(h - 1 - (v / top) * (h - 2)).toFixed(1)}`,
+  );
+  const svg = document.createElementNS(ns, 'svg');
+  for (const [k, v] of [
+    ['class', 'spark'],
+    ['width', w],
+    ['height', h],
+    ['viewBox', `0 0 ${w} ${h}`],
+  ])
+    svg.setAttribute(k, String(v));
+  const title = document.createElementNS(ns, 'title');
+  title.textContent = values.map((v, i) => `${times[i].toFixed(3)} s: ${bytes(v)}`).join('\n');
+  const line = document.createElementNS(ns, 'polyline');
+  line.setAttribute('points', points.join(' '));
+  svg.append(title, line);
+  return svg;
+}
+
 // Points of interest: each function's weight in the stacks it appears in (once
 // per stack, however deep the recursion) and as the allocating frame, weighed
 // by the server from the flame graph's tree.

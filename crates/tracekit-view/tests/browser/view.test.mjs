@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { blank, corpus, open, root, serve as serveCommand, settled, shots, tracekit } from './harness.mjs';
+import { blank, corpus, open, root, scratch, serve as serveCommand, settled, shots, tracekit } from './harness.mjs';
 
 const trace = path.join(corpus, 'memtrace/traces/synth_v2.ctf');
 const other = path.join(corpus, 'memtrace/traces/lists_hashtbl_v2.ctf');
@@ -267,6 +267,31 @@ test('functions weigh the stacks they appear in', async () => {
   const heaviest = Math.max(...weight.values());
   assert.equal(shown[0][1], heaviest);
   await page.screenshot({ path: path.join(shots, 'functions.png'), fullPage: false });
+  await page.close();
+});
+
+test('growing ranks as top --growing, each site with its live bytes over time', async () => {
+  const grows = path.join(scratch, 'grows.ctf');
+  execFileSync(tracekit, ['memtrace', 'sample', '-q', '-o', grows, '--allocs', '100000']);
+  const page = await open(await serve([grows]));
+  await page.click('button[data-tab="growing"]');
+  await settled(page);
+  const shown = await page.$$eval('#growing-table tbody tr', (rows) =>
+    rows.map((r) => ({
+      site: r.cells[4].textContent,
+      steadiness: r.cells[1].textContent,
+      times: r.querySelector('svg.spark title').textContent.split('\n').length,
+      points: r.querySelector('svg.spark polyline').getAttribute('points').split(' ').length,
+    })),
+  );
+  const expected = cli('top', '--growing', '--json', '--limit', '100', grows).growing;
+  assert.ok(expected.sites.length > 10, 'the sample trace has sites that grow');
+  assert.deepEqual(
+    shown.map((r) => [r.site, r.steadiness]),
+    expected.sites.map((s) => [s.site, s.steadiness.toFixed(2)]),
+  );
+  for (const r of shown) assert.deepEqual([r.times, r.points], [expected.times_s.length, expected.times_s.length]);
+  await page.screenshot({ path: path.join(shots, 'growing.png'), fullPage: false });
   await page.close();
 });
 
