@@ -113,6 +113,10 @@ impl Timeline {
     pub fn build(reader: &mut dyn Records, progress: &mut dyn FnMut(u64)) -> Timeline {
         let mut strings = Strings::default();
         let mut arg_sets = ArgSets::default();
+        // Process and thread names apart: a process's main thread has the
+        // process's own id on Linux (perf, the tracing layer), so one map would
+        // give the process its main thread's name.
+        let mut process_names: FxHashMap<u64, u32> = FxHashMap::default();
         let mut names: FxHashMap<u64, u32> = FxHashMap::default();
         let mut pids: FxHashMap<u64, ()> = FxHashMap::default();
         let mut threads: FxHashMap<(u64, u64), ThreadBuild> = FxHashMap::default();
@@ -141,10 +145,11 @@ impl Timeline {
                 progress(entry.offset);
             }
             let e = match entry.record {
-                Record::KernelObject(o)
-                    if o.object_type == ObjectType::PROCESS
-                        || o.object_type == ObjectType::THREAD =>
-                {
+                Record::KernelObject(o) if o.object_type == ObjectType::PROCESS => {
+                    process_names.insert(o.koid.0, strings.id(o.name.as_bytes()));
+                    continue;
+                }
+                Record::KernelObject(o) if o.object_type == ObjectType::THREAD => {
                     names.insert(o.koid.0, strings.id(o.name.as_bytes()));
                     continue;
                 }
@@ -335,7 +340,7 @@ impl Timeline {
         flows.sort_by_key(|f| (f.points.first().map(|p| p.time), f.id));
         let mut processes: Vec<(u64, Option<u32>)> = pids
             .into_keys()
-            .map(|pid| (pid, names.get(&pid).copied()))
+            .map(|pid| (pid, process_names.get(&pid).copied()))
             .collect();
         processes.sort_unstable();
         counters.sort_by_key(|c| (c.pid, c.name, c.id, c.series));
@@ -432,6 +437,28 @@ mod tests {
                     .collect()
             })
             .collect()
+    }
+
+    /// As the tracing layer and perf name them: the main thread has the
+    /// process's id, and its name is not the process's.
+    #[test]
+    fn a_process_keeps_its_name_beside_its_main_thread_of_the_same_id() {
+        use tracekit_fxt::format::{Koid, StringRef};
+        use tracekit_fxt::io::IoDestination;
+        use tracekit_fxt::read::Reader;
+        use tracekit_fxt::write::Writer;
+        let mut w = Writer::new(IoDestination::new(Vec::new())).unwrap();
+        w.set_process_name(Koid(7), StringRef::inline("tasks"))
+            .unwrap();
+        w.set_thread_name(Koid(7), Koid(7), "main").unwrap();
+        let t = w.set_thread_slot(0, Koid(7), Koid(7)).unwrap();
+        let (c, n) = (w.intern("cat").unwrap(), w.intern("work").unwrap());
+        w.duration_complete(t, c, n, 1, 2, &[]).unwrap();
+        let bytes = w.finish_io().unwrap();
+        let timeline = Timeline::build(&mut Reader::new(&bytes), &mut |_| {});
+        assert_eq!(timeline.process_name(7), Some("tasks"));
+        let thread = timeline.tracks()[0].name.map(|n| timeline.string(n));
+        assert_eq!(thread, Some("main"));
     }
 
     #[test]
