@@ -282,15 +282,28 @@ function drawFlows(ctx, s, x) {
   }
 }
 
+// The selected range over the tracks it holds, each track's band shaded: what
+// is shaded is what the selection counts.
 function drawArea(ctx, s, x) {
   const a = s.area;
   if (!a) return;
   const x0 = Math.max(x(Math.min(a.from, a.to)), LABEL);
   const x1 = Math.min(x(Math.max(a.from, a.to)), s.width);
-  ctx.fillStyle = 'rgba(40, 100, 220, 0.12)';
-  ctx.fillRect(x0, AXIS, Math.max(x1 - x0, 1), s.height - AXIS);
-  ctx.strokeStyle = 'rgba(40, 100, 220, 0.8)';
-  ctx.strokeRect(x0 + 0.5, AXIS + 0.5, Math.max(x1 - x0, 1), s.height - AXIS - 1);
+  const w = Math.max(x1 - x0, 1);
+  const held = new Set(a.tracks);
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(0, AXIS, s.width, s.height - AXIS);
+  ctx.clip();
+  for (const row of s.lay.rows) {
+    if (row.kind !== 'track' || !held.has(row.id)) continue;
+    const top = rowTop(row, s.lay, s.scroll);
+    ctx.fillStyle = 'rgba(40, 100, 220, 0.12)';
+    ctx.fillRect(x0, top, w, row.h);
+    ctx.strokeStyle = 'rgba(40, 100, 220, 0.8)';
+    ctx.strokeRect(x0 + 0.5, top + 0.5, w, row.h - 1);
+  }
+  ctx.restore();
 }
 
 function drawAxis(ctx, view, width, x) {

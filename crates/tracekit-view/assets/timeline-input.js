@@ -7,6 +7,23 @@ import { $ } from './dom.js';
 import { showArea } from './timeline-panel.js';
 import { clampView, page, span, state, writeUrl } from './timeline-state.js';
 
+// The tracks a selecting drag from `drag` to height `y` covers: those its
+// heights cross (a drag at one height, the one track there), or every track
+// for a drag on the axis.
+function covered(drag, y) {
+  const { lay, scroll } = page;
+  const y0 = Math.min(drag.y, y);
+  const y1 = Math.max(drag.y, y);
+  return lay.rows
+    .filter((row) => row.kind === 'track')
+    .filter((row) => {
+      if (drag.y < AXIS) return true;
+      const top = rowTop(row, lay, scroll);
+      return top <= y1 && top + row.h > y0;
+    })
+    .map((row) => row.id);
+}
+
 // `view` holds what the keys and the mouse do to the view: zoom(factor, x),
 // pan(fraction), setScroll(px), select(slice), search(backward), relayout(),
 // changed(), redraw(), fetchWindow().
@@ -40,7 +57,7 @@ export function listen(canvas, scroller, view) {
       state.area = {
         from: Math.max(0, Math.min(a, b)),
         to: Math.min(span(), Math.max(a, b)),
-        tracks: [],
+        tracks: covered(drag, y),
       };
       view.redraw();
     } else {
@@ -59,17 +76,7 @@ export function listen(canvas, scroller, view) {
     const [x, y] = at(e);
     const { lay, scroll } = page;
     if (d.moved && d.selecting && state.area) {
-      // The tracks the drag covered, or every track for a drag on the axis.
-      const y0 = Math.min(d.y, y);
-      const y1 = Math.max(d.y, y);
-      const tracks = lay.rows
-        .filter((row) => row.kind === 'track')
-        .filter((row) => {
-          if (d.y < AXIS) return true;
-          const top = rowTop(row, lay, scroll);
-          return top < y1 && top + row.h > y0;
-        })
-        .map((row) => row.id);
+      const tracks = covered(d, y);
       // Whole nanoseconds: what the URL holds is what is asked.
       state.area = { from: Math.floor(state.area.from), to: Math.ceil(state.area.to), tracks };
       writeUrl();

@@ -232,6 +232,8 @@ window.tracekitRows = () =>
     id: r.id,
     label: labelOf(r),
     pinned: r.pinned,
+    top: rowTop(r, page.lay, page.scroll),
+    height: r.h,
   }));
 window.tracekitView = () => ({ from: state.from, to: state.to });
 window.tracekitTiming = () => ({ ...page.timing });

@@ -282,6 +282,77 @@ test("Jane Street's demo trace: async track, counter, flow, arguments, pinning",
   await page.close();
 });
 
+test('a Shift+drag selects the tracks it crosses, and its box is drawn over them alone', async () => {
+  const three = path.join(scratch, 'three.fxt');
+  cli('fxt', 'sample', '-o', three, '--slices', '30000', '--threads', '3');
+  // Tall enough for the three tracks of 49 lanes each.
+  const page = await openPage(await serve(three), { width: 1400, height: 2600 });
+  const b = await box(page);
+  const tracks = (await page.evaluate(() => window.tracekitRows())).filter((r) => r.kind === 'track');
+  assert.ok(tracks.length >= 3);
+  const middle = (r) => b.y + r.top + r.height / 2;
+  const select = async (y0, y1) => {
+    await page.keyboard.down('Shift');
+    await page.mouse.move(b.x + LABEL + 100, y0);
+    await page.mouse.down();
+    await page.mouse.move(b.x + LABEL + 500, y1, { steps: 5 });
+    await page.mouse.up();
+    await page.keyboard.up('Shift');
+    await page.waitForFunction(() => /range=/.test(location.hash));
+    await page.waitForSelector('#selection h2');
+    await settled(page);
+    const range = /range=([\d%C]+)/.exec(page.url())[1].split('%2C').map(Number);
+    const heading = await page.textContent('#selection h2');
+    return {
+      from: range[0],
+      to: range[1],
+      tracks: range.slice(2),
+      slices: +heading.match(/^(\d+) slices/)[1],
+      heading,
+    };
+  };
+  const count = (from, to, ids) =>
+    page.evaluate(
+      ([from, to, ids]) =>
+        fetch(`/api/selection?from=${from}&to=${to}&tracks=${ids.join(',')}`, {
+          headers: { Authorization: 'Bearer ' + new URLSearchParams(location.search).get('token') },
+        })
+          .then((r) => r.json())
+          .then((j) => j.slices),
+      [from, to, ids],
+    );
+  // Whether the box shades the first two tracks' bands, inside the range.
+  const shaded = () =>
+    page.evaluate(
+      ([x, ys]) => {
+        const c = document.getElementById('timeline');
+        const ratio = c.width / c.getBoundingClientRect().width;
+        const pixel = (y) => c.getContext('2d').getImageData(Math.round(x * ratio), Math.round(y * ratio), 1, 1).data;
+        return ys.map((y) => {
+          const [r, g, b] = pixel(y);
+          return b > r + 8 && b > g;
+        });
+      },
+      [LABEL + 300, [tracks[0].top + 2, tracks[1].top + 2]],
+    );
+  // At one height: the one track there, and only its band shaded.
+  const one = await select(middle(tracks[0]), middle(tracks[0]));
+  assert.deepEqual(one.tracks, [tracks[0].id]);
+  assert.match(one.heading, / on 1 track$/);
+  assert.equal(one.slices, await count(one.from, one.to, [tracks[0].id]));
+  assert.deepEqual(await shaded(), [true, false]);
+  // From the first track into the second: both, each counted.
+  const two = await select(middle(tracks[0]), middle(tracks[1]));
+  assert.deepEqual(two.tracks, [tracks[0].id, tracks[1].id]);
+  assert.match(two.heading, / on 2 tracks$/);
+  const apart = (await count(two.from, two.to, [tracks[0].id])) + (await count(two.from, two.to, [tracks[1].id]));
+  assert.equal(two.slices, apart);
+  assert.ok(two.slices > one.slices / 2, `${two.slices} slices`);
+  assert.deepEqual(await shaded(), [true, true]);
+  await page.screenshot({ path: path.join(shots, 'timeline-two-tracks.png') });
+  await page.close();
+});
+
 test('a large trace: its URL at once, the build shown on the page, then the timeline', async () => {
   const big = path.join(scratch, 'big.fxt');
   cli('fxt', 'sample', '-o', big, '--slices', '4000000', '--threads', '4');
