@@ -9,11 +9,15 @@ export const AXIS = 26;
 export const HEADER = 18;
 export const LANE = 17;
 export const COUNTER = 40;
+// The width of a track's fold toggle, left of its name.
+export const TOGGLE = 18;
 const SCROLLBAR = 14;
 
-// Rows: per track a header and a row per lane; per counter one row. Pinned
-// rows first, in the order pinned, in a band that does not scroll.
-export function layout(tracks, counters, pinned) {
+// Rows: per track a header and a row per lane (only the outermost lane, its
+// busy-ness over time, for a folded track); per counter one row. Pinned rows
+// first, in the order pinned, in a band that does not scroll.
+export function layout(tracks, counters, pinned, folded = []) {
+  const lanes = (t) => (folded.includes(t.id) ? Math.min(t.lanes, 1) : t.lanes);
   const rows = [];
   const add = (row, list) => {
     list.push(row);
@@ -24,13 +28,13 @@ export function layout(tracks, counters, pinned) {
   let y = 0;
   for (const id of pinned) {
     const t = tracks[id];
-    if (t) y += add({ kind: 'track', id, h: HEADER + t.lanes * LANE, track: t, y }, pinnedRows);
+    if (t) y += add({ kind: 'track', id, h: HEADER + lanes(t) * LANE, lanes: lanes(t), track: t, y }, pinnedRows);
   }
   const band = y;
   let z = 0;
   for (const t of tracks) {
     if (pinned.includes(t.id)) continue;
-    z += add({ kind: 'track', id: t.id, h: HEADER + t.lanes * LANE, track: t, y: z }, rest);
+    z += add({ kind: 'track', id: t.id, h: HEADER + lanes(t) * LANE, lanes: lanes(t), track: t, y: z }, rest);
   }
   for (const c of counters) z += add({ kind: 'counter', id: c.id, h: COUNTER, counter: c, y: z }, rest);
   for (const r of pinnedRows) rows.push({ ...r, pinned: true });
@@ -126,7 +130,9 @@ export function draw(ctx, s) {
     ctx.fillStyle = row.pinned ? '#eef3fb' : '#f4f4f4';
     ctx.fillRect(0, top, width, HEADER);
     ctx.fillStyle = '#333';
-    ctx.fillText(fit(ctx, (row.pinned ? '▲ ' : '') + labelOf(row), LABEL - 8), 4, top + HEADER / 2);
+    // Room for the fold toggle of a track of more than one lane.
+    const indent = row.kind === 'track' && row.track.lanes > 1 ? TOGGLE : 4;
+    ctx.fillText(fit(ctx, (row.pinned ? '▲ ' : '') + labelOf(row), LABEL - indent - 4), indent, top + HEADER / 2);
     ctx.strokeStyle = '#ddd';
     ctx.beginPath();
     ctx.moveTo(0, top + row.h - 0.5);
@@ -169,6 +175,7 @@ function drawTrack(ctx, s, row, top, answer, names, x, right) {
   const labels = [];
   let outline = null;
   answer.lanes.forEach((items, lane) => {
+    if (lane >= row.lanes) return;
     const y = top + HEADER + lane * LANE;
     if (y > s.height || y + LANE < AXIS) return;
     for (const it of items) {
@@ -342,7 +349,7 @@ export function hit(s, px, py) {
   if (row.kind !== 'track') return { row };
   const lane = Math.floor((py - rowTop(row, s.lay, s.scroll) - HEADER) / LANE);
   const answer = (s.data?.tracks ?? []).find((t) => t.track === row.id);
-  const items = lane >= 0 && answer ? answer.lanes[lane] : null;
+  const items = lane >= 0 && lane < row.lanes && answer ? answer.lanes[lane] : null;
   if (!items) return { row };
   const t = timeAt(s.view, s.width, px);
   const slack = (s.view.to - s.view.from) / plotWidth(s.width);

@@ -118,6 +118,7 @@ export function listen(canvas, scroller, view) {
   scroller.addEventListener('scroll', () => {
     if (Math.abs(scroller.scrollTop - page.scroll) >= 1) {
       page.scroll = scroller.scrollTop;
+      writeUrl();
       view.redraw();
       view.fetchWindow();
     }

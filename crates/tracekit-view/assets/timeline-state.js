@@ -11,7 +11,9 @@ import { readFragment, writeFragment } from './urlstate.js';
 // What the fragment holds: `from` and `to` the view (ns from the trace's
 // first time, always written), `pin` the pinned tracks, `slice` the selected
 // slice's track, lane and index, `range` the selected range's from, to and
-// tracks, `q` the search.
+// tracks, `q` the search, `fold` the folded tracks (`-` for none; absent, the
+// page folds the deepest tracks until every track fits its height), `y` how far
+// the tracks are scrolled.
 const SCHEMA = {
   from: ['number', null],
   to: ['number', null],
@@ -19,6 +21,8 @@ const SCHEMA = {
   slice: ['ints', []],
   range: ['ints', []],
   q: ['text', ''],
+  fold: ['text', ''],
+  y: ['number', null],
 };
 
 export const state = {
@@ -28,6 +32,7 @@ export const state = {
   selected: null, // {track, lane, index}
   area: null, // {from, to, tracks}
   query: '',
+  folded: null, // the folded tracks' ids, null until decided
 };
 
 export const page = {
@@ -45,6 +50,7 @@ export const page = {
   again: false, // the view changed while it was asked for
   drag: null, // the mouse's drag on the canvas
   mouseX: null, // where the mouse is on the canvas, if it is
+  toggled: '', // the rows the fold toggles were last placed for
   // How long the last window took: its request, its parsing, its drawing
   // (ms), and its size; for benchmarks.
   timing: { request: 0, parse: 0, draw: 0, bytes: 0 },
@@ -79,6 +85,8 @@ export function readUrl() {
   state.selected = h.slice.length === 3 ? { track: h.slice[0], lane: h.slice[1], index: h.slice[2] } : null;
   state.area = h.range.length >= 2 ? { from: h.range[0], to: h.range[1], tracks: h.range.slice(2) } : null;
   state.query = h.q;
+  state.folded = h.fold === '' ? null : h.fold === '-' ? [] : h.fold.split(',').map(Number).filter(Number.isInteger);
+  page.scroll = Math.max(0, h.y ?? 0);
 }
 
 export function writeUrl() {
@@ -93,6 +101,8 @@ export function writeUrl() {
       slice: s ? [s.track, s.lane, s.index] : [],
       range: a ? [Math.round(a.from), Math.round(a.to), ...a.tracks] : [],
       q: state.query,
+      fold: state.folded === null ? '' : state.folded.length ? state.folded.join(',') : '-',
+      y: Math.round(page.scroll),
     });
   }, 100);
 }

@@ -3,7 +3,7 @@
 // Its state is timeline-state.js's, its drawing canvas.js's, its panel
 // timeline-panel.js's, its keys and mouse timeline-input.js's.
 import { AXIS, HEADER, LANE, draw, labelOf, layout, plotWidth, rowTop, timeAt } from './canvas.js';
-import { $, showDamage } from './dom.js';
+import { $, el, showDamage } from './dom.js';
 import { listen } from './timeline-input.js';
 import { showArea, showDetails } from './timeline-panel.js';
 import { api, busy, clampView, failed, page, readUrl, span, state, writeUrl } from './timeline-state.js';
@@ -15,6 +15,62 @@ const scroller = $('scroller');
 function frame() {
   const { width, height, lay, scroll, data, names } = page;
   draw(ctx, { width, height, view: state, lay, scroll, data, names, selected: state.selected, area: state.area });
+  placeToggles();
+}
+
+// A button over each shown track of more than one lane that folds it to its
+// outermost lane or unfolds it; laid out again only when the rows moved.
+function placeToggles() {
+  const key = `${page.scroll}/${page.height}/${page.lay.rows.map((r) => r.id + ':' + r.h).join(',')}`;
+  if (key === page.toggled) return;
+  page.toggled = key;
+  const box = $('toggles');
+  const buttons = [];
+  for (const r of page.lay.rows) {
+    if (r.kind !== 'track' || r.track.lanes <= 1) continue;
+    const top = rowTop(r, page.lay, page.scroll);
+    if (top < AXIS || top > page.height - HEADER) continue;
+    const folded = r.lanes < r.track.lanes;
+    const b = el('button', {
+      'data-track-toggle': r.id,
+      'aria-expanded': String(!folded),
+      title: folded ? `unfold: ${r.track.lanes} lanes` : 'fold to the outermost lane',
+      text: folded ? '▸' : '▾',
+      style: `top: ${top}px`,
+    });
+    b.addEventListener('click', () => toggle(r.id));
+    buttons.push(b);
+  }
+  box.replaceChildren(...buttons);
+}
+
+function toggle(id) {
+  const folded = state.folded ?? [];
+  state.folded = folded.includes(id) ? folded.filter((t) => t !== id) : [...folded, id];
+  relayout();
+}
+
+// With no folds asked for, the deepest tracks folded until every row's header
+// shows (a row's lanes may run past the bottom): every track is on the screen
+// at first. A track that is the last row gains nothing by folding.
+function decideFolds() {
+  if (state.folded !== null) return;
+  const room = page.height - AXIS;
+  const { tracks, counters } = page.info;
+  const folded = [];
+  const lastTop = () => {
+    const lay = layout(tracks, counters, state.pinned, folded);
+    const last = lay.rows.at(-1);
+    return last ? [lay.band + (last.pinned ? 0 : last.y), last] : [0, null];
+  };
+  const deepest = [...tracks].filter((t) => t.lanes > 1).sort((a, b) => b.lanes - a.lanes || a.id - b.id);
+  for (const t of deepest) {
+    const [top, last] = lastTop();
+    if (top + HEADER <= room) break;
+    if (last?.kind === 'track' && last.id === t.id) continue;
+    folded.push(t.id);
+  }
+  state.folded = folded.sort((a, b) => a - b);
 }
 
 function redraw() {
@@ -101,7 +157,8 @@ function resize() {
 }
 
 function relayout() {
-  page.lay = layout(page.info.tracks, page.info.counters, state.pinned);
+  decideFolds();
+  page.lay = layout(page.info.tracks, page.info.counters, state.pinned, state.folded);
   $('spacer').style.height = `${page.lay.height + 40}px`;
   page.scroll = Math.min(page.scroll, Math.max(0, page.lay.height + page.lay.band + AXIS - page.height + 40));
   changed();
@@ -124,6 +181,7 @@ function pan(fraction) {
 function setScroll(v) {
   page.scroll = Math.max(0, v);
   scroller.scrollTop = page.scroll;
+  writeUrl();
   redraw();
   fetchWindow();
 }
@@ -145,6 +203,11 @@ function reveal(found) {
     const mid = (found.start + end) / 2;
     state.from = mid - need / 2;
     state.to = mid + need / 2;
+  }
+  // A slice in a folded track's inner lanes: the track unfolds to show it.
+  if (found.lane > 0 && state.folded?.includes(found.track)) {
+    state.folded = state.folded.filter((t) => t !== found.track);
+    relayout();
   }
   const row = page.lay.rows.find((r) => r.kind === 'track' && r.id === found.track);
   if (row && !row.pinned) {
@@ -211,6 +274,8 @@ async function main() {
     readUrl();
     $('search').value = state.query;
     resize();
+    // The scroll the URL held, once the rows it scrolls are laid out.
+    scroller.scrollTop = page.scroll;
     if (state.selected) showDetails();
     if (state.area) showArea();
     if (info.tracks.length === 0) {
@@ -234,6 +299,7 @@ window.tracekitRows = () =>
     pinned: r.pinned,
     top: rowTop(r, page.lay, page.scroll),
     height: r.h,
+    lanes: r.lanes,
   }));
 window.tracekitView = () => ({ from: state.from, to: state.to });
 window.tracekitTiming = () => ({ ...page.timing });

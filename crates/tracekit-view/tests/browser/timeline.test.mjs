@@ -353,6 +353,62 @@ test('a Shift+drag selects the tracks it crosses, and its box is drawn over them
   await page.close();
 });
 
+test('deep tracks start folded so that every track shows; a toggle unfolds one; a reload keeps folds and scroll', async () => {
+  const three = path.join(scratch, 'three-folds.fxt');
+  cli('fxt', 'sample', '-o', three, '--slices', '30000', '--threads', '3');
+  const page = await open(await serve(three));
+  const b = await box(page);
+  const tracks = async () => (await page.evaluate(() => window.tracekitRows())).filter((r) => r.kind === 'track');
+  const folded = await tracks();
+  assert.equal(folded.length, 3);
+  for (const r of folded) assert.ok(r.top + r.height <= b.height, `track ${r.id} shows: ${JSON.stringify(r)}`);
+  assert.ok(
+    folded.some((r) => r.lanes === 1),
+    'a track of 49 lanes is folded to one',
+  );
+  const toggles = await page.$$eval('[data-track-toggle]', (bs) =>
+    bs.map((b) => [+b.dataset.trackToggle, b.getAttribute('aria-expanded')]),
+  );
+  assert.deepEqual(
+    toggles.map(([id]) => id),
+    folded.map((r) => r.id),
+  );
+  await page.screenshot({ path: path.join(shots, 'timeline-folded.png') });
+  // The whole trace's slices, folded or not.
+  const all = async () => {
+    const rows = await tracks();
+    return page.evaluate(
+      ([span, ids]) =>
+        fetch(`/api/selection?from=0&to=${span}&tracks=${ids.join(',')}`, {
+          headers: { Authorization: 'Bearer ' + new URLSearchParams(location.search).get('token') },
+        })
+          .then((r) => r.json())
+          .then((j) => j.slices),
+      [Number.MAX_SAFE_INTEGER, rows.map((r) => r.id)],
+    );
+  };
+  const before = await all();
+  // Unfold the first folded track: all its lanes show, and the URL says so.
+  const target = folded.find((r) => r.lanes === 1);
+  await page.click(`[data-track-toggle="${target.id}"]`);
+  await settled(page);
+  const unfolded = (await tracks()).find((r) => r.id === target.id);
+  assert.ok(unfolded.lanes > 1, JSON.stringify(unfolded));
+  assert.equal(await page.getAttribute(`[data-track-toggle="${target.id}"]`, 'aria-expanded'), 'true');
+  await page.waitForFunction(() => /fold=/.test(location.hash));
+  assert.equal(await all(), before);
+  // Scrolled down, then reloaded: the same folds and the same scroll.
+  await page.mouse.move(b.x + 600, b.y + 300);
+  await page.mouse.wheel(0, 400);
+  await page.waitForFunction(() => /[#&]y=[1-9]/.test(location.hash));
+  const scrolledRows = await tracks();
+  await page.reload();
+  await page.waitForSelector('body[data-ready="true"]');
+  await settled(page);
+  assert.deepEqual(await tracks(), scrolledRows);
+  await page.close();
+});
+
 test('a large trace: its URL at once, the build shown on the page, then the timeline', async () => {
   const big = path.join(scratch, 'big.fxt');
   cli('fxt', 'sample', '-o', big, '--slices', '4000000', '--threads', '4');
