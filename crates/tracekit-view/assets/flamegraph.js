@@ -35,16 +35,17 @@ export function layout(nodes, width) {
 // pixel wide. Options: `row` the height of a row (px); `up` puts depth 0 at
 // the bottom; `skipRoot` leaves the root out; `colour(name)` a box's
 // background; `title(node)` its tooltip; `click(i)` what a click on it does;
-// `minText` the narrowest box (px) that shows its name.
+// `minText` the narrowest box (px) that shows its name; `attrs(node)` more of
+// its attributes.
 export function drawBoxes(box, nodes, lay, opts) {
-  const { row = 17, up = false, skipRoot = false, colour, title, click, minText = 0 } = opts;
+  const { row = 17, up = false, skipRoot = false, colour, title, click, minText = 0, attrs: more } = opts;
   const rows = lay.depthMax + (skipRoot ? 0 : 1);
   box.style.height = rows * row + 'px';
   const frag = document.createDocumentFragment();
   nodes.forEach((n, i) => {
     if (lay.w[i] < 0.5 || (skipRoot && i === 0)) return;
     const d = lay.depth[i] - (skipRoot ? 1 : 0);
-    const attrs = title ? { title: title(n) } : {};
+    const attrs = { ...(title ? { title: title(n) } : {}), ...(more ? more(n) : {}) };
     const e = el('div', { ...attrs, text: lay.w[i] >= minText ? n.name : '' });
     e.style.left = lay.x[i] + 'px';
     e.style.top = (up ? rows - 1 - d : d) * row + 'px';

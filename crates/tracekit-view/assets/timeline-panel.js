@@ -44,23 +44,100 @@ export async function showDetails() {
 // the flame graph draws it: a root that weighs them all, then each node's
 // callees heaviest first, in preorder; nodes narrower than half a pixel at
 // `width` are left out.
-function flameNodes(tree, width) {
+// The server's call tree (`[parent, name, weight]` per node, parents first)
+// as the boxes to draw: `{parent, name, total, node}` in preorder, heaviest
+// callee first, under a root as wide as the drawing, from `focus`'s subtree
+// (the whole tree for null); boxes under half a pixel left out.
+function flameNodes(tree, width, focus) {
   const children = tree.nodes.map(() => []);
   const roots = [];
   tree.nodes.forEach((n, i) => (n[0] === null ? roots : children[n[0]]).push(i));
   const byWeight = (a, b) => tree.nodes[b][2] - tree.nodes[a][2];
-  const total = roots.reduce((s, i) => s + tree.nodes[i][2], 0) || 1;
-  const out = [{ parent: -1, name: '', total }];
+  const tops = focus === null ? roots : [focus];
+  const total = tops.reduce((s, i) => s + tree.nodes[i][2], 0) || 1;
+  const out = [{ parent: -1, name: '', total, node: null }];
   const add = (list, parent) => {
     for (const i of list.sort(byWeight)) {
       const [, name, weight] = tree.nodes[i];
       if ((weight / total) * width < 0.5) break;
-      out.push({ parent, name: tree.names[name] ?? '', total: weight });
+      out.push({ parent, name: tree.names[name] ?? '', total: weight, node: i });
       add(children[i], out.length - 1);
     }
   };
-  add(roots, 0);
+  add(tops, 0);
   return out;
+}
+
+// The tree inverted: each node's self weight (what its callees do not cover)
+// charged to its path read from the node up to its root, so that the hottest
+// leaves are the roots and their callers are under them.
+function inverted(tree) {
+  const self = tree.nodes.map((n) => n[2]);
+  tree.nodes.forEach((n) => {
+    if (n[0] !== null) self[n[0]] -= n[2];
+  });
+  const nodes = [];
+  const index = new Map();
+  tree.nodes.forEach((_, i) => {
+    if (self[i] <= 0) return;
+    let parent = null;
+    for (let j = i; j !== null; j = tree.nodes[j][0]) {
+      const key = `${parent}/${tree.nodes[j][1]}`;
+      let k = index.get(key);
+      if (k === undefined) {
+        k = nodes.length;
+        index.set(key, k);
+        nodes.push([parent, tree.nodes[j][1], 0]);
+      }
+      nodes[k][2] += self[i];
+      parent = k;
+    }
+  });
+  return { ...tree, nodes };
+}
+
+// The range's flame graph in `flame`, `width` pixels wide: hover names a box's
+// time, a click shows the box's subtree alone, Escape (or a click on the
+// first box) the whole again; `invert` draws the inverted tree.
+function drawFlame(flame, tree, width, crumbs) {
+  const shown = { focus: null, tree };
+  const all = tree.total_ns || 1;
+  const render = () => {
+    const nodes = flameNodes(shown.tree, width, shown.focus);
+    flame.replaceChildren();
+    flame.dataset.total = shown.focus === null ? tree.total_ns : nodes[0].total;
+    flame.dataset.focus = shown.focus === null ? '' : (nodes[1]?.name ?? '');
+    const share = (t) => ((100 * t) / all).toFixed(1) + '%';
+    drawBoxes(flame, nodes, layout(nodes, width), {
+      row: 16,
+      skipRoot: true,
+      colour,
+      minText: 18,
+      title: (n) => `${n.name}: ${duration(n.total)} (${share(n.total)} of the range)`,
+      attrs: (n) => ({ 'data-total': n.total }),
+      click: (i) => {
+        const node = nodes[i].node;
+        shown.focus = shown.focus === node ? null : node;
+        render();
+        flame.focus();
+      },
+    });
+    crumbs.textContent =
+      shown.focus === null ? '' : `showing ${nodes[1]?.name ?? ''} alone (${duration(nodes[0].total)}); Escape: all`;
+  };
+  flame.tabIndex = 0;
+  flame.addEventListener('keydown', (e) => {
+    if (e.key !== 'Escape' || shown.focus === null) return;
+    e.stopPropagation();
+    shown.focus = null;
+    render();
+  });
+  render();
+  return (invert) => {
+    shown.tree = invert ? inverted(tree) : tree;
+    shown.focus = null;
+    render();
+  };
 }
 
 // The selected range's slices by name, and its call tree.
@@ -114,9 +191,19 @@ export async function showArea() {
         'data-total': tree.total_ns,
       });
       flame.style.width = `${w}px`;
-      const nodes = flameNodes(tree, w);
-      drawBoxes(flame, nodes, layout(nodes, w), { row: 16, skipRoot: true, colour, minText: 18 });
+      const crumbs = el('span', { class: 'crumbs' });
+      const invert = el('input', { type: 'checkbox', 'data-flame-invert': '' });
+      const invertBy = drawFlame(flame, tree, w, crumbs);
+      invert.addEventListener('change', () => invertBy(invert.checked));
+      const tools = el(
+        'p',
+        { class: 'flame-tools' },
+        el('label', {}, invert, ' inverted: the hottest leaves first, their callers under them'),
+        ' ',
+        crumbs,
+      );
       box.insertBefore(el('h2', { text: 'Flame graph of the range' }), table);
+      box.insertBefore(tools, table);
       box.insertBefore(flame, table);
       box.insertBefore(el('h2', { text: 'By name' }), table);
     }

@@ -233,6 +233,51 @@ test('magic-trace output: tracks, details, zoom and pan, search, a range', async
     covered += b - a;
   }
   assert.equal(+(await page.getAttribute('#flame', 'data-total')), covered);
+  // A click on the first box narrower than the range shows its calls alone;
+  // Escape, all again.
+  const topRow = () =>
+    page.$$eval('#flame > div', (ds) => ds.filter((d) => d.style.top === '0px').map((d) => +d.dataset.total));
+  const boxes = await page.$$('#flame > div');
+  let widest = null;
+  for (const b of boxes) {
+    const total = +(await b.getAttribute('data-total'));
+    if (total < covered && (await b.boundingBox()).width > 4) {
+      widest = total;
+      await b.click();
+      break;
+    }
+  }
+  assert.ok(widest !== null);
+  assert.equal(+(await page.getAttribute('#flame', 'data-total')), widest);
+  assert.deepEqual(await topRow(), [widest]);
+  await page.keyboard.press('Escape');
+  assert.equal(+(await page.getAttribute('#flame', 'data-total')), covered);
+  // Inverted: the roots are what the range's calls spend in themselves (their
+  // time less their callees'), by name, heaviest first: the server's tree's.
+  await page.check('[data-flame-invert]');
+  const leaves = await page.$$eval('#flame > div', (ds) =>
+    ds.filter((d) => d.style.top === '0px').map((d) => [d.title.split(': ')[0], +d.dataset.total]),
+  );
+  const selfByName = await page.evaluate(
+    ([from, to]) =>
+      fetch(`/api/flame?from=${from}&to=${to}&tracks=0`, {
+        headers: { Authorization: 'Bearer ' + new URLSearchParams(location.search).get('token') },
+      })
+        .then((r) => r.json())
+        .then((t) => {
+          const self = t.nodes.map((n) => n[2]);
+          for (const n of t.nodes) if (n[0] !== null) self[n[0]] -= n[2];
+          const by = new Map();
+          t.nodes.forEach((n, i) => by.set(t.names[n[1]], (by.get(t.names[n[1]]) ?? 0) + self[i]));
+          return [...by].filter(([, w]) => w > 0).sort((a, b) => b[1] - a[1]);
+        }),
+    [+range[1], +range[2]],
+  );
+  assert.deepEqual(leaves, selfByName.slice(0, leaves.length));
+  assert.ok(leaves.length > 1);
+  assert.ok(leaves.reduce((a, [, w]) => a + w, 0) <= covered);
+  assert.equal(+(await page.getAttribute('#flame', 'data-total')), covered);
+  await page.uncheck('[data-flame-invert]');
   await page.screenshot({ path: path.join(shots, 'timeline-magic-trace-range.png') });
   await page.locator('#selection').screenshot({ path: path.join(shots, 'timeline-magic-trace-range-flame.png') });
 
