@@ -2,7 +2,7 @@
 // the axis selects a range, a click selects a slice or pins a track, the
 // wheel scrolls (zooms with Ctrl), and Perfetto's keys zoom and pan.
 
-import { AXIS, hit, plotWidth, rowTop, timeAt } from './canvas.js';
+import { AXIS, duration, hit, labelOf, plotWidth, rowTop, timeAt } from './canvas.js';
 import { $ } from './dom.js';
 import { showArea } from './timeline-panel.js';
 import { clampView, page, span, state, writeUrl } from './timeline-state.js';
@@ -22,6 +22,20 @@ function covered(drag, y) {
       return top <= y1 && top + row.h > y0;
     })
     .map((row) => row.id);
+}
+
+// What is under the mouse, whole, for the tooltip: a track's name (which its
+// label cuts to fit) or a slice's name and length.
+function whole(x, y) {
+  const { lay, scroll } = page;
+  const h = hit({ lay, scroll, data: page.data, view: state, width: page.width }, x, y);
+  if (h.label) return labelOf(h.row);
+  if (!h.item) return '';
+  const [start, end, name, , count] = h.item;
+  const length = end === null ? 'to the end' : duration(end - start);
+  // A merged run is named by its longest slice.
+  if (count !== undefined) return `${count} slices under a pixel, the longest ${page.names[name] ?? ''}`;
+  return `${page.names[name] ?? ''} (${length})`;
 }
 
 // `view` holds what the keys and the mouse do to the view: zoom(factor, x),
@@ -48,7 +62,10 @@ export function listen(canvas, scroller, view) {
     const [x, y] = at(e);
     page.mouseX = x >= 0 && x <= page.width && y >= 0 && y <= page.height ? x : null;
     const drag = page.drag;
-    if (!drag) return;
+    if (!drag) {
+      if (page.mouseX !== null) canvas.title = whole(x, y);
+      return;
+    }
     if (Math.abs(x - drag.x) + Math.abs(y - drag.y) > 3) drag.moved = true;
     if (!drag.moved) return;
     if (drag.selecting) {

@@ -306,6 +306,11 @@ test("Jane Street's demo trace: async track, counter, flow, arguments, pinning",
   const span = info.span_ns;
   const first = slices.sort((p, q) => p.start - q.start)[0];
   const x = LABEL + ((first.start - info.first_ns + 1000) / span) * (b.width - LABEL - 14);
+  // Hovered, a slice and a track's name say themselves whole.
+  await page.mouse.move(b.x + x, b.y + AXIS + HEADER + LANE / 2);
+  assert.match(await page.getAttribute('#timeline', 'title'), new RegExp(`^${first.name} \\(`));
+  await page.mouse.move(b.x + 20, b.y + AXIS + 5);
+  assert.equal(await page.getAttribute('#timeline', 'title'), rows.find((r) => r.kind === 'track').label);
   await page.mouse.click(b.x + x, b.y + AXIS + HEADER + LANE / 2);
   const d = await details(page);
   assert.equal(d.Name, first.name);
