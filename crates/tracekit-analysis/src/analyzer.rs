@@ -421,6 +421,7 @@ impl Analyzer {
             return None;
         }
         let site = self.site(bt);
+        self.peak_up(time, a);
         self.account(time, a, bt, site, None);
         Some(site)
     }
@@ -468,7 +469,7 @@ impl Analyzer {
             return None;
         }
         let (site, bt) = site(self);
-        self.account_sites(time, a, bt, site, None);
+        self.account(time, a, bt, site, None);
         Some(site)
     }
 
@@ -489,20 +490,25 @@ impl Analyzer {
     /// change of the live heap.
     #[inline(always)]
     pub(crate) fn ended_scanned(&mut self, obj: &LiveObject, end: Timedelta) {
+        self.count_end(obj, end, true);
+    }
+
+    /// The end of `obj` at `end`, counted on its site, the timeline (`aside`:
+    /// keeping the timeline's bucket at hand, for ends out of time order) and
+    /// its site's curve; the live heap's peak is the caller's.
+    #[inline(always)]
+    fn count_end(&mut self, obj: &LiveObject, end: Timedelta, aside: bool) {
         let live_at = match self.options.live_at {
             Some(t) => obj.time <= t && t < end,
             None => false,
         };
         self.sites.collected(obj.site, obj.samples, live_at);
         if self.timeline_on {
-            self.timeline.freed_aside(end, obj.domain, obj.samples);
+            match aside {
+                true => self.timeline.freed_aside(end, obj.domain, obj.samples),
+                false => self.timeline.freed(end, obj.domain, obj.samples),
+            }
         }
-        self.curve_freed(obj, end);
-    }
-
-    /// The end of `obj` at `end` on its site's curve.
-    #[inline]
-    fn curve_freed(&mut self, obj: &LiveObject, end: Timedelta) {
         if let Some(c) = &mut self.curves
             && obj.site != NO_SITE
         {
@@ -614,6 +620,7 @@ impl Analyzer {
             return;
         }
         let site = self.site(bt);
+        self.peak_up(time, a);
         self.account(time, a, bt, site, whole);
         let obj = LiveObject {
             samples: a.nsamples,
@@ -628,27 +635,17 @@ impl Analyzer {
         }
     }
 
-    /// Counts a kept allocation charged to `site` (all but following its object).
+    /// A kept allocation's rise of the live heap, for its peak.
     #[inline(always)]
-    fn account(
-        &mut self,
-        time: Timedelta,
-        a: &Alloc<'_>,
-        bt: BacktraceId,
-        site: u32,
-        whole: Option<&[LocationCode]>,
-    ) {
-        self.peak.change(
-            time,
-            a.domain,
-            i64::try_from(a.nsamples).unwrap_or(i64::MAX),
-        );
-        self.account_sites(time, a, bt, site, whole);
+    fn peak_up(&mut self, time: Timedelta, a: &Alloc<'_>) {
+        let delta = i64::try_from(a.nsamples).unwrap_or(i64::MAX);
+        self.peak.change(time, a.domain, delta);
     }
 
-    /// [`Analyzer::account`] but for the live heap's peak.
+    /// Counts a kept allocation charged to `site`: all but following its object
+    /// and the live heap's peak ([`Analyzer::peak_up`]).
     #[inline(always)]
-    fn account_sites(
+    fn account(
         &mut self,
         time: Timedelta,
         a: &Alloc<'_>,
@@ -840,15 +837,7 @@ impl Analyzer {
     #[inline(always)]
     fn release(&mut self, obj: LiveObject, time: Timedelta, by: DomainId) {
         let end = time.max(obj.time);
-        let live_at = match self.options.live_at {
-            Some(t) => obj.time <= t && t < end,
-            None => false,
-        };
-        self.sites.collected(obj.site, obj.samples, live_at);
-        if self.timeline_on {
-            self.timeline.freed(end, obj.domain, obj.samples);
-        }
-        self.curve_freed(&obj, end);
+        self.count_end(&obj, end, false);
         let delta = -i64::try_from(obj.samples).unwrap_or(i64::MAX);
         if time >= obj.time {
             self.peak.change(time, by, delta);
