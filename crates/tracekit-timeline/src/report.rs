@@ -2,6 +2,11 @@
 //! trace, or of a time range and some threads, by name (count, total, self
 //! time, average, longest), or each one, as a table or as JSON ([`TopJson`],
 //! [`SlicesJson`], which a viewer's answers will share).
+//!
+//! A top counts the slices of threads and the async slices apart, a row per
+//! name and kind: a `tracing` span of a task is both (a slice per poll on the
+//! thread that polled it, and one async slice for the task's life), and adding
+//! the life to the polls would count the same time twice.
 
 use std::fmt::Write as _;
 
@@ -20,11 +25,14 @@ pub struct TopQuery {
     pub limit: usize,
 }
 
-/// The slices of one name.
+/// The slices of one name and kind.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct NameJson {
     /// The name.
     pub name: String,
+    /// `thread` (slices on a thread, nested) or `async` (async slices, which
+    /// are not).
+    pub kind: &'static str,
     /// Slices.
     pub count: u64,
     /// Their whole durations, nanoseconds.
@@ -49,21 +57,30 @@ pub struct TopJson {
     pub threads: Vec<u64>,
     /// Slices counted, every name's.
     pub slices: u64,
-    /// Distinct names counted.
+    /// Rows counted: distinct names, and a name of both kinds twice.
     pub distinct_names: usize,
-    /// The names shown, the largest total first.
+    /// The rows shown, the largest total first.
     pub names: Vec<NameJson>,
 }
 
 impl TopQuery {
     /// Asks `timeline`.
     pub fn run(&self, timeline: &Timeline) -> TopJson {
-        let tracks: Vec<usize> = (0..timeline.tracks().len())
-            .filter(|&i| on_threads(&timeline.tracks()[i], &self.threads))
-            .collect();
+        let of_kind = |kind: TrackKind| -> Vec<usize> {
+            (0..timeline.tracks().len())
+                .filter(|&i| timeline.tracks()[i].kind == kind)
+                .filter(|&i| on_threads(&timeline.tracks()[i], &self.threads))
+                .collect()
+        };
         let range = on_clock(timeline, self.between);
-        let all = timeline.selection(&tracks, range);
-        let slices = all.iter().map(|n| n.count).sum();
+        let mut all: Vec<(&'static str, crate::NameTotals)> = Vec::new();
+        for (kind, label) in [(TrackKind::Thread, "thread"), (TrackKind::Async, "async")] {
+            let rows = timeline.selection(&of_kind(kind), range);
+            all.extend(rows.into_iter().map(|n| (label, n)));
+        }
+        // Stable: of equal totals, thread rows first, each kind in its order.
+        all.sort_by_key(|(_, n)| std::cmp::Reverse(n.total_ns));
+        let slices = all.iter().map(|(_, n)| n.count).sum();
         let shown = match self.limit {
             0 => all.len(),
             n => n.min(all.len()),
@@ -76,8 +93,9 @@ impl TopQuery {
             distinct_names: all.len(),
             names: all[..shown]
                 .iter()
-                .map(|n| NameJson {
+                .map(|(kind, n)| NameJson {
                     name: timeline.string(n.name).to_string(),
+                    kind,
                     count: n.count,
                     total_ns: n.total_ns,
                     self_ns: n.self_ns,
@@ -121,7 +139,10 @@ impl TopJson {
                 duration(n.self_ns),
                 duration(n.avg_ns),
                 duration(n.max_ns),
-                n.name
+                match n.kind {
+                    "async" => format!("{} (async)", n.name),
+                    _ => n.name.clone(),
+                }
             );
         }
         out
@@ -306,8 +327,49 @@ pub fn duration(ns: u64) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// As the tracing layer writes a task: its polls on a thread, its life as
+    /// an async slice of the same name.
+    #[test]
+    fn top_counts_a_name_on_threads_and_async_apart() {
+        use tracekit_fxt::format::Koid;
+        use tracekit_fxt::io::IoDestination;
+        use tracekit_fxt::read::Reader;
+        use tracekit_fxt::write::Writer;
+        let mut w = Writer::new(IoDestination::new(Vec::new())).unwrap();
+        let t = w.set_thread_slot(0, Koid(1), Koid(2)).unwrap();
+        let (c, job, poll) = (
+            w.intern("cat").unwrap(),
+            w.intern("job").unwrap(),
+            w.intern("poll").unwrap(),
+        );
+        w.async_begin(t, c, job, 100, 7, &[]).unwrap();
+        w.duration_complete(t, c, job, 110, 120, &[]).unwrap();
+        w.duration_complete(t, c, poll, 112, 114, &[]).unwrap();
+        w.duration_complete(t, c, job, 150, 170, &[]).unwrap();
+        w.async_end(t, c, job, 400, 7, &[]).unwrap();
+        let bytes = w.finish_io().unwrap();
+        let timeline = Timeline::build(&mut Reader::new(&bytes), &mut |_| {});
+        let top = TopQuery::default().run(&timeline);
+        let rows: Vec<_> = top
+            .names
+            .iter()
+            .map(|n| (n.name.as_str(), n.kind, n.count, n.total_ns, n.self_ns))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("job", "async", 1, 300, 300),
+                ("job", "thread", 2, 30, 28),
+                ("poll", "thread", 1, 2, 2),
+            ]
+        );
+        assert_eq!((top.slices, top.distinct_names), (4, 3));
+        assert!(top.table().contains("job (async)"), "{}", top.table());
+    }
 
     #[test]
     fn durations_read_in_their_unit() {
