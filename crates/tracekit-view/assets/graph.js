@@ -106,7 +106,16 @@ export function setupDrag() {
     const s = graphScale();
     const [a, b] = [start, e.offsetX].sort((x, y) => x - y);
     start = null;
-    if (b - a < 3) return;
+    // A click: the flame graph of what is live at that time.
+    if (b - a < 3) {
+      state.live = 'at';
+      state.at = Math.max(0, s.t(e.offsetX)).toFixed(6) + 's';
+      state.tab = 'flame';
+      state.zoom = [];
+      writeForm();
+      page.refresh();
+      return;
+    }
     state.from = s.t(a).toFixed(6) + 's';
     state.to = s.t(b).toFixed(6) + 's';
     state.zoom = [];

@@ -119,6 +119,24 @@ test('a range dragged on the memory graph filters the table as top --between', a
   await page.close();
 });
 
+test('a click on the memory graph shows the flame graph of what is live then, as flamegraph --at', async () => {
+  const page = await open(await serve([trace]));
+  const box = await page.locator('#graph').boundingBox();
+  await page.mouse.click(box.x + box.width * 0.5, box.y + box.height / 2);
+  await page.waitForFunction(() => location.hash.includes('at='));
+  await settled(page);
+  const hash = new URLSearchParams(await page.evaluate(() => location.hash.slice(1)));
+  assert.equal(hash.get('live'), 'at');
+  assert.equal(await page.getAttribute('button[data-tab="flame"]', 'aria-selected'), 'true');
+  const total = Number(await page.getAttribute('#flame-total', 'data-total'));
+  const expected = cli('flamegraph', '--json', '--at', hash.get('at'), trace);
+  assert.equal(total, expected.total);
+  assert.ok(total > 0);
+  assert.notEqual(total, cli('flamegraph', '--json', trace).total);
+  await page.screenshot({ path: path.join(shots, 'flame-live-at.png'), fullPage: true });
+  await page.close();
+});
+
 test('a required function filters the flame graph as flamegraph --location; a click zooms; a reload keeps the view', async () => {
   const url = await serve([trace]);
   const page = await open(url);
