@@ -118,24 +118,36 @@ impl Timeline {
     /// recorded with their allocations, whose times jump about.
     #[inline]
     pub fn freed_aside(&mut self, time: Timedelta, domain: DomainId, samples: u64) {
-        let (lo, hi, cached) = self.cached;
-        let t = micros(time);
-        let b = match t > lo && t <= hi {
-            true => cached,
-            false => self.bucket(time),
-        };
+        let b = self
+            .cached_bucket(time)
+            .unwrap_or_else(|| self.bucket(time));
         if b >= self.max_buckets {
             return self.freed(time, domain, samples);
         }
         self.touch(time);
+        let s = self.series_at(domain, b);
+        let v = &mut self.series[s].freed[b];
+        *v = v.saturating_add(samples);
+    }
+
+    /// The bucket at hand, if `time` is in it.
+    #[inline]
+    fn cached_bucket(&self, time: Timedelta) -> Option<usize> {
+        let (lo, hi, cached) = self.cached;
+        let t = micros(time);
+        (t > lo && t <= hi).then_some(cached)
+    }
+
+    /// The series of `domain`, grown to hold bucket `b`.
+    #[inline]
+    fn series_at(&mut self, domain: DomainId, b: usize) -> usize {
         let s = self.domain_slot(domain);
         let series = &mut self.series[s];
         if series.allocated.len() <= b {
             series.allocated.resize(b + 1, 0);
             series.freed.resize(b + 1, 0);
         }
-        let v = &mut series.freed[b];
-        *v = v.saturating_add(samples);
+        s
     }
 
     /// The bucket of `time`; times before the trace start (which the reader never
@@ -151,20 +163,11 @@ impl Timeline {
     #[inline]
     fn slot(&mut self, time: Timedelta, domain: DomainId) -> (usize, usize) {
         self.touch(time);
-        let (lo, hi, cached) = self.cached;
-        let t = micros(time);
-        let b = if t > lo && t <= hi {
-            cached
-        } else {
-            self.slot_slow(time)
+        let b = match self.cached_bucket(time) {
+            Some(b) => b,
+            None => self.slot_slow(time),
         };
-        let s = self.domain_slot(domain);
-        let series = &mut self.series[s];
-        if series.allocated.len() <= b {
-            series.allocated.resize(b + 1, 0);
-            series.freed.resize(b + 1, 0);
-        }
-        (s, b)
+        (self.series_at(domain, b), b)
     }
 
     #[cold]

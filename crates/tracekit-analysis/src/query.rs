@@ -191,17 +191,10 @@ impl TopQuery {
             at_peak: peak.is_some(),
             filters: self.filter.describe(),
         };
-        // Growth is weighed at times spread over the whole trace, whose end only
-        // a first quick pass knows.
+        // Growth is weighed at times spread over the whole trace.
         let curve_times = match self.growing {
             true => {
-                let quick = Options {
-                    backtraces: false,
-                    timeline_buckets: 0,
-                    ..Options::default()
-                };
-                let end = passes::analyze(source, quick, &mut *progress).profile.end;
-                let end = end.as_micros().max(0);
+                let end = source.end(&mut *progress).as_micros().max(0);
                 let k = GROWING_TIMES as i64;
                 Some(
                     (1..=k)

@@ -19,7 +19,7 @@ pub mod objects;
 
 use std::sync::Arc;
 
-use tracekit_memtrace::{Info, LocationTable, ReadError, Reader};
+use tracekit_memtrace::{Info, LocationTable, ReadError, Reader, Timedelta};
 
 use crate::analyzer::{Options, Profile};
 use crate::curve::Peak;
@@ -82,6 +82,16 @@ pub trait Source {
     /// The allocations (by ordinal) whose objects' lives pass `filter`'s clauses on
     /// them.
     fn objects(&mut self, filter: &Filter, progress: &mut dyn FnMut(u64)) -> Arc<AllocationSet>;
+    /// The time of the trace's last event: a quick pass without backtraces,
+    /// unless the source knows it already.
+    fn end(&mut self, progress: Progress<'_>) -> Timedelta {
+        let quick = Options {
+            backtraces: false,
+            timeline_buckets: 0,
+            ..Options::default()
+        };
+        self.pass(quick, Stage::Analysing, progress).profile.end
+    }
     /// The frame tree of `profile`, a pass's over this source
     /// ([`crate::report::fold_tree_hiding`]); a source that keeps what a fold found
     /// between passes may answer it sooner, never otherwise.

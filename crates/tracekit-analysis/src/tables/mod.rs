@@ -934,6 +934,12 @@ impl Source for &Tables {
         self.replay(options, stage, progress, Some(scan::BUCKETS))
     }
 
+    /// The tables hold it: the latest time of the events decoded, what a pass
+    /// over them sees last.
+    fn end(&mut self, _progress: Progress<'_>) -> Timedelta {
+        self.end
+    }
+
     fn objects(&mut self, filter: &Filter, progress: &mut dyn FnMut(u64)) -> Arc<AllocationSet> {
         progress(0);
         let set = self.passing(filter);

@@ -24,6 +24,7 @@ use rustc_hash::FxHashMap;
 use tracekit_memtrace::{DomainId, Timedelta};
 
 use super::{Charge, KIND_ALLOC, NEVER, Tables, UNKNOWN, time_of};
+use crate::allocations::AllocationSet;
 use crate::analyzer::{Analyzer, EventCounts};
 use crate::backtrace::BacktraceId;
 use crate::curve::Peak;
@@ -53,6 +54,14 @@ pub(super) struct Others {
 }
 
 impl Others {
+    /// Whether promote or collect `o` is a collect.
+    #[inline]
+    fn is_collect(&self, o: usize) -> bool {
+        self.collects
+            .get(o / 64)
+            .is_some_and(|w| w >> (o % 64) & 1 == 1)
+    }
+
     /// The promotes of allocation `n`'s object.
     #[inline]
     fn promotes(&self, n: usize) -> u64 {
@@ -78,10 +87,9 @@ struct PeakBuckets {
     changed: bool,
 }
 
-// The bucket count is the scan's argument, so that tests can make buckets of
-// many instants from small traces.
-
 impl PeakBuckets {
+    /// `count` buckets over `0..=end`: the scan's argument, so that tests can
+    /// make buckets of many instants from small traces.
     fn new(end: Timedelta, count: usize) -> PeakBuckets {
         let span = u64::try_from(end.as_micros())
             .unwrap_or(0)
@@ -189,11 +197,7 @@ impl Tables {
             collects,
         };
         for (o, target) in self.other_target.values().enumerate() {
-            let collect = others
-                .collects
-                .get(o / 64)
-                .is_some_and(|w| w >> (o % 64) & 1 == 1);
-            if collect {
+            if others.is_collect(o) {
                 others.collect_events += 1;
                 continue;
             }
@@ -217,8 +221,8 @@ impl Tables {
 
     /// A pass as a scan of the allocations `first..last` (the others are
     /// dropped), into `analyzer`: the replay's event counts, the peak and the
-    /// kept objects live at the end. `None` when the analysis waits for a domain
-    /// other than 0, which a scan does not model.
+    /// kept objects live at the end. The caller makes sure the analysis waits
+    /// for no domain but 0, which is all a scan models.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn scan(
         &self,
@@ -231,7 +235,7 @@ impl Tables {
         bucket_count: usize,
     ) -> (EventCounts, Peak, u64) {
         let mut buckets = PeakBuckets::new(self.end, bucket_count);
-        let mut kept = vec![0u64; (last - first).div_ceil(64)];
+        let mut kept = AllocationSet::default();
         let (mut kept_count, mut tracked, mut live) = (0u64, 0u64, 0u64);
         let mut codes = Vec::new();
         let total = (last - first).max(1);
@@ -246,8 +250,10 @@ impl Tables {
             _ => 0,
         };
         let mut memo: Vec<(u32, u32)> = vec![(UNKNOWN, 0); nodes];
-        // The node of allocation `a` in the memo, when a column names it.
+        // The node of allocation `a` in the memo, when a column names it (a
+        // charge that grows its own trie keys it by the node grown).
         let (fixed, keyed) = match charge {
+            Charge::Nothing => (true, Keyed::One),
             Charge::Sites => (true, Keyed::Sites),
             Charge::Whole => (true, Keyed::Backtrace),
             _ => (false, Keyed::One),
@@ -278,12 +284,7 @@ impl Tables {
                 Charge::Site { .. } => Some(self.charged(a, charge, &mut codes)),
                 _ => None,
             };
-            let key = match (&*charge, grown) {
-                (_, Some(bt)) => bt.0,
-                (Charge::Nothing, _) => 0,
-                (Charge::Sites, _) => self.site.get(a).copied().unwrap_or(0),
-                _ => self.backtrace.get(a).copied().unwrap_or(0),
-            } as usize;
+            let key = grown.map_or_else(|| key_of(a), |bt| bt.0 as usize);
             if memo.len() <= key {
                 memo.resize(key + 1, (UNKNOWN, 0));
             }
@@ -300,10 +301,7 @@ impl Tables {
                     }
                 });
             if let Some(site) = kept_site {
-                let k = a - first;
-                if let Some(w) = kept.get_mut(k / 64) {
-                    *w |= 1 << (k % 64);
-                }
+                kept.insert(a as u64);
                 kept_count += 1;
                 buckets.change(time, delta(alloc.nsamples));
                 let obj = self.object_at(a, site);
@@ -351,7 +349,7 @@ impl Tables {
         if buckets.changed && !domains.contains(&DomainId::new(0)) {
             domains.push(DomainId::new(0));
         }
-        let (height, at) = self.peak_of(others, &buckets, &kept, first);
+        let (height, at) = self.peak_of(others, &buckets, &kept);
         let peak = Peak {
             live: u64::try_from(height.max(0)).unwrap_or(u64::MAX),
             time: Timedelta::from_micros(at),
@@ -365,13 +363,7 @@ impl Tables {
     /// instant at that height ((0, 0) when it is never above 0, as the peak
     /// tracker starts): the changes of the buckets that can reach the highest
     /// live heap at a bucket's end, replayed in time order.
-    fn peak_of(
-        &self,
-        others: &Others,
-        buckets: &PeakBuckets,
-        kept: &[u64],
-        first: usize,
-    ) -> (i128, i64) {
+    fn peak_of(&self, others: &Others, buckets: &PeakBuckets, kept: &AllocationSet) -> (i128, i64) {
         let n_buckets = buckets.net.len();
         let mut before = vec![0i128; n_buckets];
         let (mut live, mut floor) = (0i128, 0i128);
@@ -388,11 +380,6 @@ impl Tables {
         // The events are in time order, so each candidate bucket's allocations
         // and promotes or collects are a run of their columns.
         let mut changes: Vec<(i64, i64)> = Vec::new();
-        let is_kept = |a: usize| {
-            a.checked_sub(first)
-                .and_then(|k| kept.get(k / 64).map(|w| w >> (k % 64) & 1 == 1))
-                .unwrap_or(false)
-        };
         let mut k = 0;
         while k < n_buckets {
             if !candidate[k] {
@@ -412,7 +399,7 @@ impl Tables {
                 self.time.partition_point(|t| t < hi),
             );
             for a in a0..a1.max(a0) {
-                if is_kept(a) {
+                if kept.contains(a as u64) {
                     let t = time_of(self.time.get(a)).as_micros();
                     changes.push((t, delta(self.samples.get(a))));
                 }
@@ -422,13 +409,9 @@ impl Tables {
                 self.other_time.partition_point(|t| t < hi),
             );
             for o in o0..o1.max(o0) {
-                let collect = others
-                    .collects
-                    .get(o / 64)
-                    .is_some_and(|w| w >> (o % 64) & 1 == 1);
                 if let Some(n) = self.other_target.get(o).checked_sub(1)
-                    && collect
-                    && is_kept(n as usize)
+                    && others.is_collect(o)
+                    && kept.contains(n)
                 {
                     let t = time_of(self.other_time.get(o)).as_micros();
                     changes.push((t, -delta(self.samples.get(n as usize))));
