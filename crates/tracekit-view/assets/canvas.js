@@ -17,7 +17,10 @@ const SCROLLBAR = 14;
 // busy-ness over time, for a folded track); per counter one row. Pinned rows
 // first, in the order pinned, in a band that does not scroll.
 export function layout(tracks, counters, pinned, folded = []) {
-  const lanes = (t) => (folded.includes(t.id) ? Math.min(t.lanes, 1) : t.lanes);
+  const trackRow = (t, y) => {
+    const lanes = folded.includes(t.id) ? Math.min(t.lanes, 1) : t.lanes;
+    return { kind: 'track', id: t.id, h: HEADER + lanes * LANE, lanes, track: t, y };
+  };
   const rows = [];
   const add = (row, list) => {
     list.push(row);
@@ -28,13 +31,13 @@ export function layout(tracks, counters, pinned, folded = []) {
   let y = 0;
   for (const id of pinned) {
     const t = tracks[id];
-    if (t) y += add({ kind: 'track', id, h: HEADER + lanes(t) * LANE, lanes: lanes(t), track: t, y }, pinnedRows);
+    if (t) y += add(trackRow(t, y), pinnedRows);
   }
   const band = y;
   let z = 0;
   for (const t of tracks) {
     if (pinned.includes(t.id)) continue;
-    z += add({ kind: 'track', id: t.id, h: HEADER + lanes(t) * LANE, lanes: lanes(t), track: t, y: z }, rest);
+    z += add(trackRow(t, z), rest);
   }
   for (const c of counters) z += add({ kind: 'counter', id: c.id, h: COUNTER, counter: c, y: z }, rest);
   for (const r of pinnedRows) rows.push({ ...r, pinned: true });

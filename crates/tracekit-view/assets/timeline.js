@@ -58,10 +58,11 @@ function decideFolds() {
   const room = page.height - AXIS;
   const { tracks, counters } = page.info;
   const folded = [];
+  // Where the last row starts, the tracks not scrolled.
   const lastTop = () => {
     const lay = layout(tracks, counters, state.pinned, folded);
     const last = lay.rows.at(-1);
-    return last ? [lay.band + (last.pinned ? 0 : last.y), last] : [0, null];
+    return last ? [rowTop(last, lay, 0) - AXIS, last] : [0, null];
   };
   const deepest = [...tracks].filter((t) => t.lanes > 1).sort((a, b) => b.lanes - a.lanes || a.id - b.id);
   for (const t of deepest) {
