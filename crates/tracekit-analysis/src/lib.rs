@@ -18,6 +18,7 @@ mod allocations;
 pub mod analyzer;
 pub mod backtrace;
 pub mod curve;
+pub mod diff;
 pub mod filter;
 pub mod frames;
 pub mod fxt;

@@ -498,6 +498,61 @@ impl FlameAnswer {
     }
 }
 
+/// Two flame graphs of one [`FlameQuery`] compared: a baseline's (A) and a
+/// second trace's (B), merged frame by frame ([`crate::diff`]).
+#[derive(Debug)]
+pub struct FlameDiff {
+    /// A's flame graph.
+    pub base: FlameAnswer,
+    /// B's flame graph.
+    pub answer: FlameAnswer,
+    /// Both merged.
+    pub tree: crate::diff::DiffTree,
+}
+
+impl FlameDiff {
+    /// Compares `answer` (B) with `base` (A).
+    pub fn new(base: FlameAnswer, answer: FlameAnswer) -> FlameDiff {
+        let tree = crate::diff::diff(&base.tree, &answer.tree);
+        FlameDiff { base, answer, tree }
+    }
+
+    /// Differential folded stacks, `stack A B` a line, as flamegraph.pl and
+    /// inferno read them.
+    pub fn write_text(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        self.tree.write_folded(out)
+    }
+
+    /// JSON: the stacks with both weights, and each function's change.
+    pub fn json(&self) -> render::DiffFoldedJson<'_> {
+        render::diff_folded_json(
+            &self.tree,
+            &self.base.tree,
+            self.answer.unit,
+            &self.answer.what,
+        )
+    }
+
+    /// The differential flame graph (an icicle graph when `inverted`).
+    pub fn svg(&self, a: &TraceFile, b: &TraceFile, inverted: bool) -> String {
+        let (unit, what) = (self.answer.unit, &self.answer.what);
+        render::diff_flame_graph_svg(a, b, &self.tree, unit, what, inverted)
+    }
+
+    /// What the graph shows, in a line: `120 stacks, 1.2 MiB allocated (A: 1.0 MiB)`.
+    pub fn summary(&self) -> String {
+        let unit = self.answer.unit;
+        let (b, a) = (&self.answer.tree, &self.base.tree);
+        format!(
+            "{} stacks, {} {} (A: {})",
+            b.stacks(),
+            render::folded_total(b, unit),
+            self.answer.what,
+            render::folded_total(a, unit)
+        )
+    }
+}
+
 /// The heavy call sequences of the flame graph's stacks ([`paths::hot_paths`]):
 /// memtrace_viewer's hot paths.
 #[derive(Clone, Debug, PartialEq)]

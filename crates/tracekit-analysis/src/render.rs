@@ -973,6 +973,97 @@ impl serde::Serialize for Stacks<'_> {
     }
 }
 
+/// The JSON of a differential flame graph ([`crate::diff::DiffTree`]): each
+/// stack with its weight in A (`base`) and in B (`weight`), the totals, and each
+/// function's weights in both, the largest change first.
+pub fn diff_folded_json<'a>(
+    diff: &'a crate::diff::DiffTree,
+    base: &FrameTree,
+    unit: Unit,
+    what: &'a str,
+) -> DiffFoldedJson<'a> {
+    DiffFoldedJson {
+        stacks: DiffStacks(diff),
+        base_total: diff.base_total(),
+        total: diff.tree().total(),
+        unit: unit.name(),
+        weight: what,
+        functions: diff.functions(base),
+    }
+}
+
+/// [`diff_folded_json`]'s document.
+#[derive(serde::Serialize)]
+pub struct DiffFoldedJson<'a> {
+    stacks: DiffStacks<'a>,
+    base_total: u64,
+    total: u64,
+    unit: &'static str,
+    weight: &'a str,
+    functions: Vec<crate::diff::FunctionChange>,
+}
+
+/// The stacks of a differential tree as a JSON array, each serialized as it is
+/// reached.
+struct DiffStacks<'a>(&'a crate::diff::DiffTree);
+
+impl serde::Serialize for DiffStacks<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        #[derive(serde::Serialize)]
+        struct Stack<'a> {
+            frames: &'a [&'a str],
+            base: u64,
+            weight: u64,
+        }
+        let mut seq = serializer.serialize_seq(None)?;
+        self.0.try_for_each_stack(|frames, base, weight| {
+            seq.serialize_element(&Stack {
+                frames,
+                base,
+                weight,
+            })
+        })?;
+        seq.end()
+    }
+}
+
+/// The differential flame graph of `diff` (B's widths, A's colours), titled with
+/// both traces; `what` says what the weights measure.
+pub fn diff_flame_graph_svg(
+    a: &TraceFile,
+    b: &TraceFile,
+    diff: &crate::diff::DiffTree,
+    unit: Unit,
+    what: &str,
+    inverted: bool,
+) -> String {
+    let total = |t: u64| match unit {
+        Unit::Samples => format!("{t} samples"),
+        Unit::Bytes => human_bytes(t as f64),
+    };
+    crate::svg::diff_flame_graph(
+        diff,
+        &crate::svg::FlameGraphOptions {
+            title: format!(
+                "Memory {what}, {} against {}: red grew, blue shrank",
+                file_name(&b.path),
+                file_name(&a.path)
+            ),
+            subtitle: format!(
+                "widths: B {} (total {}); A {} (total {}) (estimated sizes)",
+                file_name(&b.path),
+                total(diff.tree().total()),
+                file_name(&a.path),
+                total(diff.base_total()),
+            ),
+            bytes: unit == Unit::Bytes,
+            inverted,
+            ..crate::svg::FlameGraphOptions::default()
+        },
+    )
+}
+
 /// The last part of a path, for titles.
 fn file_name(path: &str) -> String {
     std::path::Path::new(path)

@@ -6,7 +6,7 @@
 import { api } from './api.js';
 import { $, bytes, el, setStatus, showDamage } from './dom.js';
 import { readForm, writeForm } from './filter.js';
-import { renderFlame } from './flame.js';
+import { renderDiff, renderFlame } from './flame.js';
 import { renderGraph, setupDrag } from './graph.js';
 import { loadState, page, resetFilter, saveState, state, filterArgs } from './state.js';
 import { renderCompare, renderFunctions, renderGrowing, renderTop, renderTree } from './tables.js';
@@ -51,6 +51,7 @@ async function refresh() {
         functions: renderFunctions,
         growing: renderGrowing,
         compare: renderCompare,
+        diff: renderDiff,
       }[state.tab] || renderTop;
     // The graph's pass and the view's run side by side on the server.
     const shown = view(gen);
@@ -86,6 +87,15 @@ async function main() {
     return;
   }
   $('compare-tab').hidden = !page.features.compare;
+  $('diff-tab').hidden = !page.features.compare;
+  // The compared trace's live heap, drawn over this one's.
+  if (page.features.compare) {
+    try {
+      page.base = await api('timeline', ['--points', '450', '--base']);
+    } catch (e) {
+      setStatus('cannot load the compared trace: ' + e.message, true);
+    }
+  }
   // A damaged trace is shown as far as it reads, and says so, as the command
   // line does with its exit status.
   if (page.info.damage) {

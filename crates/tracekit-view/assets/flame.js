@@ -154,3 +154,95 @@ export async function renderFlame(gen) {
     },
   });
 }
+
+// A change's colour, -1 (shrank the most) to 1 (grew the most): pale at no
+// change, saturated at the largest, as the SVG's differential flame graph.
+export function diffColour(change) {
+  const fade = Math.round(210 * (1 - Math.min(1, Math.abs(change))));
+  if (change > 0) return `rgb(255,${fade},${fade})`;
+  if (change < 0) return `rgb(${fade},${fade},255)`;
+  return 'rgb(250,250,250)';
+}
+
+// The differential flame graph of the served trace (B) against the compared
+// one (A): each frame as wide as in B, coloured by its change from A, and the
+// functions that changed most below it.
+export async function renderDiff(gen) {
+  const args = [...liveArgs(true), ...filterArgs(), ...stackArgs()];
+  const focus = state.zoom.flatMap((f) => ['--focus', f]);
+  const [t, f] = await Promise.all([
+    api('flametree', ['--diff', ...args, ...focus]),
+    api('functions', ['--diff', '--limit', '50', ...args]),
+  ]);
+  if (gen !== page.generation) return;
+  const fmt = (w) => (t.unit === 'bytes' ? bytes(w) : w + ' samples');
+  const signed = (d) => (d > 0 ? '+' : d < 0 ? '−' : '±') + fmt(Math.abs(d));
+  const relative = (a, b) => (a ? ` (${b >= a ? '+' : '−'}${pct(Math.abs(b - a) / a)})` : b ? ' (new)' : '');
+  const largest = Math.max(1, ...t.nodes.slice(1).map((n) => Math.abs(n.total - n.base_total)));
+  const path = t.focus;
+  const crumbs = el('span', { id: 'crumbs' });
+  ['all', ...path].forEach((name, i) => {
+    const a = el('a', { text: name });
+    a.addEventListener('click', () => {
+      state.zoom = path.slice(0, i);
+      saveState();
+      renderDiff(page.generation);
+    });
+    crumbs.append(i ? ' › ' : '', a);
+  });
+  const legend = el(
+    'span',
+    { id: 'diff-legend' },
+    `width: this trace (B, ${fmt(t.total)}); colour: its change from the compared trace (A, ${fmt(t.base_total)}) `,
+    el('span', { class: 'grew', text: 'grew' }),
+    ' ',
+    el('span', { class: 'shrank', text: 'shrank' }),
+  );
+  const bar = el('div', { id: 'flame-bar' }, crumbs, legend);
+  const box = el('div', { id: 'flame', class: 'flame diff' });
+  const rows = f.functions.map((r) => {
+    const d = r.total - r.base_total;
+    return el(
+      'tr',
+      {},
+      el('td', { class: 'name', text: r.name }),
+      el('td', { text: fmt(r.base_total) }),
+      el('td', { text: fmt(r.total) }),
+      el('td', {
+        class: d > 0 ? 'delta-up' : d < 0 ? 'delta-down' : '',
+        text: signed(d) + relative(r.base_total, r.total),
+      }),
+    );
+  });
+  const table = el(
+    'table',
+    { id: 'diff-functions' },
+    el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        el('th', { class: 'name', text: 'function (in the stacks, each once)' }),
+        el('th', { text: 'A: total' }),
+        el('th', { text: 'B: total' }),
+        el('th', { text: 'change' }),
+      ),
+    ),
+    el('tbody', {}, ...rows),
+  );
+  $('view').replaceChildren(bar, box, el('h3', { text: `Largest changes by function (${f.count} functions)` }), table);
+  const lay = layout(t.nodes, box.clientWidth || $('view').clientWidth || 1000);
+  drawBoxes(box, t.nodes, lay, {
+    up: state.orient === 'flame',
+    colour: (name, n) => diffColour((n.total - n.base_total) / largest),
+    title: (n) =>
+      `${n.name}\nB ${fmt(n.total)} (${pct(n.total / (t.total || 1))}), A ${fmt(n.base_total)}\nchange ${signed(n.total - n.base_total)}${relative(n.base_total, n.total)}`,
+    attrs: (n) => ({ 'data-b': String(n.total), 'data-a': String(n.base_total), 'data-name': n.name }),
+    click: (i) => {
+      state.zoom = [...path, ...pathTo(t.nodes, i)];
+      saveState();
+      renderDiff(page.generation);
+    },
+  });
+}

@@ -33,8 +33,8 @@ export function layout(nodes, width) {
 
 // Draws the laid out `nodes` into `box`, a box per node at least half a
 // pixel wide. Options: `row` the height of a row (px); `up` puts depth 0 at
-// the bottom; `skipRoot` leaves the root out; `colour(name)` a box's
-// background; `title(node)` its tooltip; `click(i)` what a click on it does;
+// the bottom; `skipRoot` leaves the root out; `colour(name, node)` a
+// box's background; `title(node)` its tooltip; `click(i)` what a click on it does;
 // `minText` the narrowest box (px) that shows its name; `attrs(node)` more of
 // its attributes.
 export function drawBoxes(box, nodes, lay, opts) {
@@ -50,7 +50,7 @@ export function drawBoxes(box, nodes, lay, opts) {
     e.style.left = lay.x[i] + 'px';
     e.style.top = (up ? rows - 1 - d : d) * row + 'px';
     e.style.width = lay.w[i] + 'px';
-    e.style.background = colour(n.name);
+    e.style.background = colour(n.name, n);
     if (click) e.addEventListener('click', () => click(i));
     frag.append(e);
   });

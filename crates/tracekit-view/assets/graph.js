@@ -12,8 +12,9 @@ function graphScale() {
   const svg = $('graph');
   const w = svg.clientWidth || 800;
   const h = svg.clientHeight || 180;
-  const tmax = page.info.duration_us / 1e6 || 1;
-  const ymax = Math.max(1, ...page.full.points.map((p) => p.live_bytes));
+  const tmax = Math.max(page.info.duration_us / 1e6, page.base ? page.base.trace.duration_s : 0) || 1;
+  const curves = page.base ? [page.full, page.base] : [page.full];
+  const ymax = Math.max(1, ...curves.flatMap((c) => c.points.map((p) => p.live_bytes)));
   return {
     w,
     h,
@@ -53,6 +54,17 @@ export function renderGraph(filtered) {
   };
   const parts = [path('full', area(page.full.points, s, 'live_bytes'))];
   if (filtered) parts.push(path('filtered', area(filtered.points, s, 'live_bytes')));
+  // The compared trace (A), a line over this one's area, on the same axes
+  // (seconds from each trace's start).
+  if (page.base) {
+    let d = '';
+    for (const p of page.base.points) d += (d ? 'L' : 'M') + s.x(p.time_s) + ',' + s.y(p.live_bytes);
+    const line = path('base', d);
+    const title = document.createElementNS(ns, 'title');
+    title.textContent = `compared trace (A): peak ${bytes(page.base.peak.bytes)} at ${page.base.peak.time_s.toFixed(3)} s`;
+    line.append(title);
+    parts.push(line, text(s.w - G.right, G.top + 10, 'line: compared trace (A)', 'end'));
+  }
   if ($('show-rate').checked) {
     const rmax = Math.max(1, ...page.full.points.map((p) => p.alloc_rate_bytes_per_s));
     let d = '';

@@ -29,16 +29,18 @@ const SCHEMA = {
   sort: ['text', 'bytes'],
   tsort: ['text', 'total'],
   recursion: ['text', 'auto'],
+  cby: ['text', 'leaf'],
 };
 
 // What the filter's reset leaves alone: how the view is drawn, not what.
-const KEPT_BY_RESET = ['tab', 'orient', 'sort', 'tsort', 'recursion'];
+const KEPT_BY_RESET = ['tab', 'orient', 'sort', 'tsort', 'recursion', 'cby'];
 
 export const state = Object.fromEntries(Object.keys(SCHEMA).map((k) => [k, fresh(SCHEMA, k)]));
 
 export const page = {
   info: null,
   full: null, // the unfiltered timeline
+  base: null, // the compared trace's unfiltered timeline (--compare)
   features: { compare: false },
   generation: 0, // answers to an older view are dropped
   lastFiltered: null, // the filtered timeline drawn last

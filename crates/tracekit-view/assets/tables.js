@@ -326,19 +326,42 @@ export async function renderTree(gen, callers) {
   keyboardRows(table);
 }
 
+// The sites (or functions, or files) whose bytes changed most between the
+// compared trace (A) and this one (B), as `memtrace diff A B` ranks them: by
+// allocated bytes, or by bytes live at the end when that is the weight chosen.
 export async function renderCompare(gen) {
-  const d = await api('diff', ['--limit', '100', ...filterArgs()]);
+  const live = state.live === 'end';
+  const d = await api('diff', ['--limit', '100', '--by', state.cby, ...(live ? ['--live'] : []), ...filterArgs()]);
   if (gen !== page.generation) return;
+  const [ka, kb] = live ? ['live_end_bytes_a', 'live_end_bytes_b'] : ['allocated_bytes_a', 'allocated_bytes_b'];
   const rows = d.sites.map((r) => {
-    const delta = r.allocated_bytes_b - r.allocated_bytes_a;
+    const delta = r[kb] - r[ka];
     return el(
       'tr',
       {},
       el('td', { class: 'name', text: r.site }),
-      el('td', { text: bytes(r.allocated_bytes_a) }),
-      el('td', { text: bytes(r.allocated_bytes_b) }),
-      el('td', { class: delta > 0 ? 'delta-up' : 'delta-down', text: (delta > 0 ? '+' : '') + bytes(delta) }),
+      el('td', { text: bytes(r[ka]) }),
+      el('td', { text: bytes(r[kb]) }),
+      el('td', {
+        class: delta > 0 ? 'delta-up' : delta < 0 ? 'delta-down' : '',
+        text: (delta > 0 ? '+' : '') + bytes(delta),
+      }),
     );
+  });
+  const by = el(
+    'select',
+    { id: 'compare-by' },
+    ...[
+      ['leaf', 'by site (line)'],
+      ['function', 'by function (moved lines match up)'],
+      ['file', 'by file'],
+      ['backtrace', 'by whole backtrace'],
+    ].map(([value, text]) => el('option', { value, text })),
+  );
+  by.value = state.cby;
+  by.addEventListener('change', () => {
+    state.cby = by.value;
+    page.refresh();
   });
   const table = el(
     'table',
@@ -349,13 +372,13 @@ export async function renderCompare(gen) {
       el(
         'tr',
         {},
-        el('th', { class: 'name', text: 'site' }),
-        el('th', { text: d.a.path }),
-        el('th', { text: d.b.path }),
-        el('th', { text: 'difference' }),
+        el('th', { class: 'name', text: state.cby === 'leaf' ? 'site' : state.cby }),
+        el('th', { text: 'A: ' + d.a.path }),
+        el('th', { text: 'B: ' + d.b.path }),
+        el('th', { text: live ? 'difference, live at the end' : 'difference, allocated' }),
       ),
     ),
     el('tbody', {}, ...rows),
   );
-  $('view').replaceChildren(table);
+  $('view').replaceChildren(el('div', { id: 'flame-bar' }, by), table);
 }

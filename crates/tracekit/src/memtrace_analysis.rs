@@ -12,7 +12,8 @@ use tracekit_analysis::Pass;
 use tracekit_analysis::fxt;
 use tracekit_analysis::passes::{Progress, Stage};
 use tracekit_analysis::query::{
-    DiffQuery, FlameQuery, FxtQuery, HotPathsQuery, PprofQuery, QueryError, TimelineQuery, TopQuery,
+    DiffQuery, FlameDiff, FlameQuery, FxtQuery, HotPathsQuery, PprofQuery, QueryError,
+    TimelineQuery, TopQuery,
 };
 use tracekit_analysis::render::TraceFile;
 use tracekit_memtrace::{Reader, Timedelta};
@@ -118,6 +119,12 @@ pub struct FlameArgs {
     /// Print the stacks as JSON.
     #[arg(long)]
     json: bool,
+    /// Compare with this baseline trace (A; FILE is B): a differential flame
+    /// graph, each frame as wide as in FILE, red where it grew and blue where it
+    /// shrank; as text, stacks with both weights (`stack A B`, as difffolded.pl
+    /// writes); as JSON, both weights and each function's change.
+    #[arg(long, value_name = "BASE")]
+    diff: Option<PathBuf>,
 }
 
 /// `to-fxt` arguments.
@@ -316,6 +323,9 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
     let flag = (args.svg.as_ref().map(|_| Format::Svg)).or(args.json.then_some(Format::Json));
     let path = args.svg.as_deref().or(args.output.as_deref());
     let format = choose_format(path, flag, &ANY, Format::Text)?;
+    if let Some(base) = &args.diff {
+        return flamegraph_diff(&args, base, format, path);
+    }
     let (reader, answer) = analyse(&args.file, |r, p| args.query.run(r, p))?;
     warn_past_end(&args.file, args.query.at, &answer.pass);
     let out = path.unwrap_or(Path::new("-"));
@@ -340,6 +350,47 @@ fn flamegraph(args: FlameArgs) -> Result<ExitCode> {
         }
     }
     Ok(finish(&args.file, &answer.pass))
+}
+
+/// `flamegraph --diff BASE FILE`: both traces folded by one query, merged.
+fn flamegraph_diff(
+    args: &FlameArgs,
+    base: &Path,
+    format: Format,
+    path: Option<&Path>,
+) -> Result<ExitCode> {
+    let (ra, a) = analyse(base, |r, p| args.query.run(r, p))?;
+    let (rb, b) = analyse(&args.file, |r, p| args.query.run(r, p))?;
+    warn_past_end(base, args.query.at, &a.pass);
+    warn_past_end(&args.file, args.query.at, &b.pass);
+    let (ta, tb) = (trace_file(base, &ra), trace_file(&args.file, &rb));
+    let diff = FlameDiff::new(a, b);
+    let out = path.unwrap_or(Path::new("-"));
+    let inputs: [&Path; 2] = [base, &args.file];
+    match format {
+        Format::Svg => {
+            write_text(out, &inputs, &diff.svg(&ta, &tb, args.inverted))?;
+            if !input::is_stdin(out) {
+                print(&format!("wrote {}: {}\n", out.display(), diff.summary()))?;
+            }
+        }
+        Format::Json => {
+            let json = serde_json::to_string_pretty(&diff.json())?;
+            write_text(out, &inputs, &json)?;
+        }
+        _ => {
+            let mut w = Output::create(out, &inputs)?;
+            diff.write_text(&mut w)?;
+            w.finish()?;
+        }
+    }
+    let ca = finish(base, &diff.base.pass);
+    let cb = finish(&args.file, &diff.answer.pass);
+    Ok(if diff.base.pass.error.is_some() {
+        ca
+    } else {
+        cb
+    })
 }
 
 fn hot_paths(args: TableArgs<HotPathsQuery>) -> Result<ExitCode> {

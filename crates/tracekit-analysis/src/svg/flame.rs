@@ -6,6 +6,7 @@
 
 use std::fmt::Write;
 
+use crate::diff::DiffTree;
 use crate::frames::{FrameId, FrameTree};
 
 use super::text::{escape, escaped};
@@ -49,6 +50,63 @@ const MIN_WIDTH: f64 = 0.1;
 /// Renders a frame tree (from a profile, or from folded stacks with
 /// [`FrameTree::from_folded`]) as an SVG flame graph.
 pub fn flame_graph(tree: &FrameTree, options: &FlameGraphOptions) -> String {
+    draw(tree, options, &|n| (color(tree.name(n)), String::new()))
+}
+
+/// A differential flame graph ([`DiffTree`]): each frame as wide as its weight in
+/// B, red where it grew from A and blue where it shrank, the deeper the colour the
+/// larger the change against the largest of any frame (white: no change); its
+/// hover title gives A's weight and the change.
+pub fn diff_flame_graph(diff: &DiffTree, options: &FlameGraphOptions) -> String {
+    let largest = diff.largest_change() as f64;
+    let fmt = |v: u64| value_text(v, options.bytes);
+    draw(diff.tree(), options, &|n| {
+        let change = diff.change(n);
+        let base = diff.base(n).1;
+        let sign = if change < 0 { "-" } else { "+" };
+        let rel = match base {
+            0 => "new".to_string(),
+            _ => format!(
+                "{sign}{:.1}%",
+                100.0 * change.unsigned_abs() as f64 / base as f64
+            ),
+        };
+        let text = format!(
+            "; A {}, change {sign}{} ({rel})",
+            fmt(base),
+            fmt(u64::try_from(change.unsigned_abs()).unwrap_or(u64::MAX))
+        );
+        (diff_color(change as f64 / largest), text)
+    })
+}
+
+/// The colour of a change, -1 (shrank the most) to 1 (grew the most).
+pub fn diff_color(change: f64) -> (u8, u8, u8) {
+    // Pale at no change, saturated at the largest: 210 down to 0 in the other
+    // two channels, as difffolded graphs shade.
+    let fade = (210.0 * (1.0 - change.abs().min(1.0))).round() as u8;
+    match change {
+        c if c > 0.0 => (255, fade, fade),
+        c if c < 0.0 => (fade, fade, 255),
+        _ => (250, 250, 250),
+    }
+}
+
+fn value_text(v: u64, bytes: bool) -> String {
+    if bytes {
+        format!("{} ({v} bytes)", human_bytes(v as f64))
+    } else {
+        format!("{v} samples")
+    }
+}
+
+/// Draws `tree`, each frame painted by `paint`: its fill, and text to add to its
+/// hover title.
+fn draw(
+    tree: &FrameTree,
+    options: &FlameGraphOptions,
+    paint: &dyn Fn(FrameId) -> ((u8, u8, u8), String),
+) -> String {
     let total = tree.total();
     let width = f64::from(options.width.max(200));
     let inner = width - 2.0 * PAD;
@@ -72,13 +130,7 @@ pub fn flame_graph(tree: &FrameTree, options: &FlameGraphOptions) -> String {
     placed.sort_by_key(|&(_, start, depth)| (depth, start));
 
     let height = HEADER + (max_depth + 1) * FRAME_HEIGHT + FOOTER;
-    let fmt_value = |v: u64| -> String {
-        if options.bytes {
-            format!("{} ({v} bytes)", human_bytes(v as f64))
-        } else {
-            format!("{v} samples")
-        }
-    };
+    let fmt_value = |v: u64| value_text(v, options.bytes);
 
     let mut out = String::with_capacity(256 + placed.len() * 220);
     let _ = write!(
@@ -138,13 +190,14 @@ text {{ font-family: monospace; font-size: 12px; fill: #000; }}
         } else {
             height - FOOTER - (depth + 1) * FRAME_HEIGHT
         };
-        let (r, g, b) = color(name);
+        let ((r, g, b), more) = paint(n);
         let share = 100.0 * value as f64 / total.max(1) as f64;
         let escaped_name = escaped(name);
         let _ = write!(
             out,
-            r#"<g class="f" data-s="{start}" data-v="{value}" data-d="{depth}"><title>{escaped_name} — {val}, {share:.2}%</title><rect x="{x:.2}" y="{y}" width="{w:.2}" height="{fh}" fill="rgb({r},{g},{b})" rx="2"/><text x="{tx:.2}" y="{ty}">"#,
+            r#"<g class="f" data-s="{start}" data-v="{value}" data-d="{depth}"><title>{escaped_name} — {val}, {share:.2}%{more}</title><rect x="{x:.2}" y="{y}" width="{w:.2}" height="{fh}" fill="rgb({r},{g},{b})" rx="2"/><text x="{tx:.2}" y="{ty}">"#,
             val = fmt_value(value),
+            more = escaped(&more),
             fh = FRAME_HEIGHT - 1,
             tx = x + 3.0,
             ty = y + FRAME_HEIGHT - 4,
@@ -282,6 +335,7 @@ function flameSearch() {
 "#;
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -339,6 +393,28 @@ mod tests {
         };
         assert!(root_y(&flame) > root_y(&icicle));
         assert_eq!(root_y(&icicle), HEADER);
+    }
+
+    #[test]
+    fn a_diff_is_as_wide_as_b_and_coloured_by_change() {
+        let a = FrameTree::from_folded(&[("main;f", 40), ("main;h", 60)]);
+        let b = FrameTree::from_folded(&[("main;f", 80), ("main;h", 60), ("main;n", 10)]);
+        let svg = diff_flame_graph(&crate::diff::diff(&a, &b), &FlameGraphOptions::default());
+        assert!(svg.contains(r#"data-total="150""#));
+        // f grew by the most (40, main's 50 aside as the root's callee): deepest red.
+        let f = r#"data-s="0" data-v="80" data-d="2"><title>f — 80 B (80 bytes), 53.33%; A 40 B (40 bytes), change +40 B (40 bytes) (+100.0%)</title>"#;
+        assert!(svg.contains(f), "{svg}");
+        let fill = |name: &str| {
+            let at = svg.find(&format!("<title>{name} — ")).unwrap();
+            let rest = &svg[at..];
+            let f = rest.find("fill=\"").unwrap() + 6;
+            rest[f..f + rest[f..].find('"').unwrap()].to_string()
+        };
+        assert_eq!(fill("f"), "rgb(255,42,42)", "40 of main's 50");
+        assert_eq!(fill("h"), "rgb(250,250,250)", "no change");
+        assert_eq!(fill("n"), "rgb(255,168,168)", "10 of 50");
+        assert!(svg.contains("change +10 B (10 bytes) (new)"));
+        assert_eq!(diff_color(-1.0), (0, 0, 255));
     }
 
     #[test]

@@ -20,6 +20,10 @@ pub(super) struct TopArgs {
 pub(super) struct TimelineArgs {
     #[command(flatten)]
     pub(super) query: TimelineQuery,
+    /// The compared trace's timeline rather than the served one's (the page's
+    /// own option, for drawing both).
+    #[arg(long)]
+    pub(super) base: bool,
 }
 
 #[derive(Parser)]
@@ -64,6 +68,10 @@ pub(super) struct FlameTreeArgs {
     /// its callees and its callers.
     #[arg(long, value_name = "FRAME")]
     pub(super) fragment: Vec<String>,
+    /// The differential tree against the compared trace: each node also with
+    /// its weights there (`base_total`, `base_self`).
+    #[arg(long, conflicts_with = "fragment")]
+    pub(super) diff: bool,
 }
 
 #[derive(Parser)]
@@ -78,6 +86,10 @@ pub(super) struct FunctionsArgs {
     /// Answer this many functions (0: all).
     #[arg(long, default_value_t = 200)]
     pub(super) limit: usize,
+    /// Each function's weights here and in the compared trace, the largest
+    /// change first (`--sort` is then ignored).
+    #[arg(long)]
+    pub(super) diff: bool,
 }
 
 /// The command line `params` ask `endpoint`'s subcommand (see the module

@@ -9,12 +9,19 @@
 //! | --- | --- | --- |
 //! | `info` | `memtrace info --json` | none |
 //! | `top` | `memtrace top --json` | `top`'s options |
-//! | `timeline` | `memtrace timeline --json` | `timeline`'s options |
+//! | `timeline` | `memtrace timeline --json` | `timeline`'s options, `--base` (the compared trace's) |
 //! | `flamegraph` | `memtrace flamegraph --json` | `flamegraph`'s options |
 //! | `diff` | `memtrace diff --json` (the trace against the compared one) | `diff`'s options |
 //! | `hot-paths` | `memtrace hot-paths --json` | `hot-paths`' options |
-//! | `flametree` | the flame graph's tree around one node, for drawing | `flamegraph`'s options, `--focus FRAME`..., `--min-share F`, `--depth N`, `--invert`, `--fragment FRAME`... |
-//! | `functions` | each function's weight in the flame graph's stacks | `flamegraph`'s options, `--sort total\|self`, `--limit N` (200; 0: all) |
+//! | `flametree` | the flame graph's tree around one node, for drawing | `flamegraph`'s options, `--focus FRAME`..., `--min-share F`, `--depth N`, `--invert`, `--fragment FRAME`..., `--diff` |
+//! | `functions` | each function's weight in the flame graph's stacks | `flamegraph`'s options, `--sort total\|self`, `--limit N` (200; 0: all), `--diff` |
+//!
+//! With `--diff` (a trace compared, `--compare`), `flametree` answers the
+//! differential tree: the two traces' trees of the same options merged
+//! ([`tracekit_analysis::diff`]), each node weighed by the served trace and
+//! carrying its weights in the compared one (`base_total`, `base_self`), as
+//! `memtrace flamegraph --diff COMPARED SERVED` merges them; `functions --diff`
+//! answers each function's weights in both, the largest change first.
 //!
 //! `flametree` and `functions` are the page's own: `flamegraph`'s stacks can be tens of
 //! megabytes, while a flame graph shows a few thousand frames and the
@@ -52,6 +59,7 @@ mod tree;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use tracekit_analysis::Filter;
+use tracekit_analysis::diff::{self, DiffTree};
 use tracekit_analysis::frames::{FrameTree, Unit};
 use tracekit_analysis::passes::{Progress, Source};
 use tracekit_analysis::paths;
@@ -66,7 +74,7 @@ pub use args::arguments;
 use args::{
     DiffArgs, FlameArgs, FlameTreeArgs, FunctionsArgs, HotPathsArgs, TimelineArgs, TopArgs, parse,
 };
-use tree::{Around, FlameTreeJson, FunctionsJson, Shown, nodes_json};
+use tree::{Around, FlameTreeJson, FunctionChangesJson, FunctionsJson, Shown, nodes_json};
 
 use crate::api::{Api, MAX_ROWS, Params};
 use crate::json::{Layout, to_json};
@@ -113,6 +121,11 @@ struct Flame {
     recursion_folded: bool,
     /// The tree of the stacks reversed, made when first asked.
     inverted: OnceLock<FrameTree>,
+    /// This tree and the compared trace's of the same query merged, made when
+    /// first asked (there is one compared trace), and the same of the inverted
+    /// trees.
+    diff: OnceLock<DiffTree>,
+    inverted_diff: OnceLock<DiffTree>,
     /// [`tracekit_io::guard::faults`] when it was folded: kept only while
     /// no cache file it may have read was cut short since.
     faults: u64,
@@ -221,6 +234,8 @@ impl Trace {
             what: answer.what,
             recursion_folded: answer.recursion_folded,
             inverted: OnceLock::new(),
+            diff: OnceLock::new(),
+            inverted_diff: OnceLock::new(),
             faults,
         });
         *self.flame.lock().unwrap_or_else(|e| e.into_inner()) =
@@ -399,6 +414,34 @@ fn bounded(limit: usize) -> Result<(), Error> {
     }
 }
 
+/// `flame` (the served trace's tree of `query`) merged with the compared
+/// trace's tree of the same query (both inverted with `invert`), kept with
+/// `flame`.
+fn diff_tree<'f>(
+    flame: &'f Flame,
+    compare: Option<&Trace>,
+    query: &FlameQuery,
+    invert: bool,
+) -> Result<&'f DiffTree, Error> {
+    let (cell, inverted) = match invert {
+        true => (&flame.inverted_diff, true),
+        false => (&flame.diff, false),
+    };
+    if let Some(d) = cell.get() {
+        return Ok(d);
+    }
+    let other = compare.ok_or(Error::NothingToCompare)?;
+    let base = other.flame(query)?;
+    Ok(cell.get_or_init(|| match inverted {
+        true => {
+            let a = base.inverted.get_or_init(|| paths::inverted(&base.tree));
+            let b = flame.inverted.get_or_init(|| paths::inverted(&flame.tree));
+            diff::diff(a, b)
+        }
+        false => diff::diff(&base.tree, &flame.tree),
+    }))
+}
+
 /// The answer of `endpoint` to `args` about `trace` (and `compare`, for
 /// [`Endpoint::Diff`]): the JSON its subcommand prints, made from the traces'
 /// tables.
@@ -429,7 +472,11 @@ fn answer(
             Ok(to_json(&answer.json(&trace.file()), LAYOUT))
         }
         Endpoint::Timeline => {
-            let q = parse::<TimelineArgs>(args)?.query;
+            let a = parse::<TimelineArgs>(args)?;
+            let (q, trace) = match a.base {
+                true => (a.query, compare.ok_or(Error::NothingToCompare)?),
+                false => (a.query, trace),
+            };
             checked(&q.filter)?;
             let answer = trace
                 .with_source(|s, p| q.run(s, p))?
@@ -460,22 +507,27 @@ fn answer(
                 min_share: a.min_share,
                 depth: a.depth.unwrap_or(usize::MAX),
             };
-            let (nodes, around) = match (a.invert, a.fragment.is_empty()) {
-                (true, _) => {
+            let merged = match a.diff {
+                true => Some(diff_tree(&flame, compare, &a.query, a.invert)?),
+                false => None,
+            };
+            let (nodes, around) = match (merged, a.invert, a.fragment.is_empty()) {
+                (Some(d), _, _) => (nodes_json(d.tree(), Some(d), &a.focus, shown), None),
+                (None, true, _) => {
                     let inverted = flame.inverted.get_or_init(|| paths::inverted(&flame.tree));
-                    (nodes_json(inverted, &a.focus, shown), None)
+                    (nodes_json(inverted, None, &a.focus, shown), None)
                 }
-                (false, true) => (nodes_json(&flame.tree, &a.focus, shown), None),
-                (false, false) => {
+                (None, false, true) => (nodes_json(&flame.tree, None, &a.focus, shown), None),
+                (None, false, false) => {
                     let fragment: Vec<&str> = a.fragment.iter().map(String::as_str).collect();
                     let f = paths::focus(&flame.tree, &fragment);
-                    let callers = nodes_json(&f.callers, &[], shown);
+                    let callers = nodes_json(&f.callers, None, &[], shown);
                     let around = Around {
                         fragment: a.fragment[..f.found].to_vec(),
                         callers: callers.nodes,
                         callers_truncated: callers.truncated,
                     };
-                    (nodes_json(&f.callees, &a.focus, shown), Some(around))
+                    (nodes_json(&f.callees, None, &a.focus, shown), Some(around))
                 }
             };
             Ok(to_json(
@@ -483,6 +535,7 @@ fn answer(
                     unit: flame.unit.name(),
                     what: flame.what.clone(),
                     total: flame.tree.total(),
+                    base_total: merged.map(DiffTree::base_total),
                     recursion_folded: flame.recursion_folded,
                     nodes,
                     around,
@@ -496,6 +549,26 @@ fn answer(
             a.query.count_objects = true;
             checked(&a.query.filter)?;
             let flame = trace.flame(&a.query)?;
+            if a.diff {
+                let merged = diff_tree(&flame, compare, &a.query, false)?;
+                let base = compare.ok_or(Error::NothingToCompare)?.flame(&a.query)?;
+                let mut functions = merged.functions(&base.tree);
+                let count = functions.len();
+                if a.limit > 0 {
+                    functions.truncate(a.limit);
+                }
+                return Ok(to_json(
+                    &FunctionChangesJson {
+                        unit: flame.unit.name(),
+                        what: flame.what.clone(),
+                        total: flame.tree.total(),
+                        base_total: merged.base_total(),
+                        count,
+                        functions,
+                    },
+                    LAYOUT,
+                ));
+            }
             let mut functions = paths::functions(&flame.tree);
             if a.sort == "self" {
                 functions.sort_by(|x, y| y.own.cmp(&x.own).then_with(|| x.name.cmp(&y.name)));

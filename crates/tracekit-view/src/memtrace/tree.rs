@@ -2,6 +2,7 @@
 //! around one node (`flametree`) and each function's weight (`functions`),
 //! sized to what the page shows rather than to the stacks.
 
+use tracekit_analysis::diff::{DiffTree, FunctionChange};
 use tracekit_analysis::frames::{FrameId, FrameTree};
 use tracekit_analysis::paths;
 
@@ -24,6 +25,9 @@ pub(super) struct FlameTreeJson {
     pub(super) what: String,
     /// The weight of the whole tree.
     pub(super) total: u64,
+    /// With `--diff`: the compared trace's whole weight.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) base_total: Option<u64>,
     /// Whether recursion is folded (asked, or the stacks were deeper than a
     /// screen).
     pub(super) recursion_folded: bool,
@@ -70,6 +74,11 @@ pub(super) struct NodeJson {
     pub(super) parent: i64,
     /// How many callees it has (sent or not).
     pub(super) callees: usize,
+    /// With `--diff`: its total and own weight in the compared trace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) base_total: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) base_self: Option<u64>,
 }
 
 /// `/api/functions`.
@@ -84,10 +93,30 @@ pub(super) struct FunctionsJson {
     pub(super) functions: Vec<paths::FunctionWeight>,
 }
 
+/// `/api/functions --diff`.
+#[derive(Debug, serde::Serialize)]
+pub(super) struct FunctionChangesJson {
+    pub(super) unit: &'static str,
+    pub(super) what: String,
+    pub(super) total: u64,
+    /// The compared trace's whole weight.
+    pub(super) base_total: u64,
+    /// Functions in either tree.
+    pub(super) count: usize,
+    /// The first of them, the largest change first.
+    pub(super) functions: Vec<FunctionChange>,
+}
+
 /// The node of `tree` that `focus` leads to from the root (as far as it
 /// leads), and its callees as `shown` says, in preorder, each with its
-/// parent's index.
-pub(super) fn nodes_json(tree: &FrameTree, focus: &[String], shown: Shown) -> NodesJson {
+/// parent's index; with `diff` (whose tree `tree` is), each with its weights in
+/// the compared trace.
+pub(super) fn nodes_json(
+    tree: &FrameTree,
+    diff: Option<&DiffTree>,
+    focus: &[String],
+    shown: Shown,
+) -> NodesJson {
     let mut node = FrameId::ROOT;
     let mut followed = Vec::new();
     for name in focus {
@@ -123,6 +152,8 @@ pub(super) fn nodes_json(tree: &FrameTree, focus: &[String], shown: Shown) -> No
             objects,
             parent,
             callees: tree.children(n).count(),
+            base_total: diff.map(|d| d.base(n).1),
+            base_self: diff.map(|d| d.base(n).0),
         });
         if depth < shown.depth {
             stack.extend(kids.into_iter().rev().map(|c| (c, index, depth + 1)));

@@ -377,6 +377,101 @@ test('callee and caller tables expand; compare shows diff', async () => {
   await page.close();
 });
 
+// One program in three versions (tracekit-alloc-demo's `versions`), traced
+// counting every byte: `grown` changes one function, `moved` moves one
+// function's allocation to other lines.
+function versions() {
+  const program = path.join(root, 'target/release/versions');
+  const traces = {};
+  for (const v of ['base', 'grown', 'moved']) {
+    traces[v] = path.join(scratch, `version-${v}.ctf`);
+    execFileSync(program, [v], { env: { ...process.env, MEMTRACE: traces[v], MEMTRACE_RATE: '1' } });
+  }
+  return traces;
+}
+
+// The diff tab's boxes: name, A's and B's weights, depth from the top.
+async function diffBoxes(page) {
+  return page.$$eval('#flame div[data-name]', (boxes) =>
+    boxes.map((b) => ({
+      name: b.dataset.name,
+      a: Number(b.dataset.a),
+      b: Number(b.dataset.b),
+      colour: b.style.background,
+    })),
+  );
+}
+
+test('the diff flame graph weighs each function as diff --by function and flamegraph --diff do', async () => {
+  const v = versions();
+  const page = await open(await serve([v.grown, '--compare', v.base]));
+  assert.equal(await page.isVisible('button[data-tab="diff"]'), true);
+  await page.click('button[data-tab="diff"]');
+  await settled(page);
+  const boxes = await diffBoxes(page);
+  // Every allocation is made under one function of the program's, called
+  // from main alone: its box weighs what diff --by function says it allocated.
+  const sites = cli('diff', '--by', 'function', '--json', '--limit', '0', v.base, v.grown).sites;
+  const mains = sites.filter((s) => s.site.startsWith('versions::') && s.site !== 'versions::main');
+  assert.deepEqual(mains.map((s) => s.site).sort(), [
+    'versions::index_keys',
+    'versions::parse_records',
+    'versions::render_pages',
+  ]);
+  for (const s of mains) {
+    const box = boxes.find((b) => b.name === s.site);
+    assert.ok(box, s.site);
+    assert.deepEqual([box.a, box.b], [s.allocated_bytes_a, s.allocated_bytes_b], s.site);
+  }
+  const grew = boxes.find((b) => b.name === 'versions::parse_records');
+  assert.ok(grew.b > grew.a, 'parse_records grew');
+  assert.match(grew.colour, /^rgb\(255, /, 'drawn red');
+  const same = boxes.find((b) => b.name === 'versions::index_keys');
+  assert.equal(same.colour, 'rgb(250, 250, 250)', 'no change: pale');
+  // The functions table below is flamegraph --diff --json's, in its order.
+  const rows = await page.$$eval('#diff-functions tbody tr', (rs) => rs.map((r) => r.cells[0].textContent));
+  const cliDiff = cli('flamegraph', '--diff', v.base, '--json', v.grown);
+  assert.deepEqual(
+    rows,
+    cliDiff.functions.slice(0, rows.length).map((f) => f.name),
+  );
+  assert.equal(cliDiff.functions.find((f) => f.name === 'versions::parse_records').total, grew.b);
+  await page.screenshot({ path: path.join(shots, 'diff.png'), fullPage: true });
+  // A click zooms into the frame; the graph is then of it alone.
+  await page.click('#flame div[data-name="versions::parse_records"]');
+  await page.waitForFunction(() => document.querySelector('#crumbs')?.textContent.includes('parse_records'));
+  await settled(page);
+  const zoomed = await diffBoxes(page);
+  assert.ok(zoomed.every((b) => b.name !== 'versions::render_pages'));
+  await page.screenshot({ path: path.join(shots, 'diff-zoomed.png'), fullPage: true });
+  // The compared trace's live heap is drawn over this one's.
+  assert.equal(await page.locator('#graph path.base').count(), 1);
+  await page.close();
+});
+
+test('moved lines change nothing by function, and everything by line', async () => {
+  const v = versions();
+  const page = await open(await serve([v.moved, '--compare', v.base]));
+  await page.click('button[data-tab="diff"]');
+  await settled(page);
+  const render = (await diffBoxes(page)).find((b) => b.name === 'versions::render_pages');
+  assert.ok(render.a > 0);
+  assert.equal(render.a, render.b, 'render_pages allocated the same');
+  await page.click('button[data-tab="compare"]');
+  await settled(page);
+  const byLine = await page.$$eval('#compare-table tbody tr', (rs) => rs.map((r) => r.cells[0].textContent));
+  assert.ok(byLine.filter((n) => n.startsWith('versions::render_pages@')).length === 2, 'two lines, one up, one down');
+  await page.selectOption('#compare-by', 'function');
+  await page.waitForFunction(() => location.hash.includes('cby=function'));
+  await settled(page);
+  const byFunction = await page.$$eval('#compare-table tbody tr', (rs) => rs.map((r) => r.cells[3].textContent));
+  const expected = cli('diff', '--by', 'function', '--json', '--limit', '100', v.base, v.moved);
+  assert.equal(expected.no_difference, true);
+  assert.equal(byFunction.length, expected.sites.length);
+  await page.screenshot({ path: path.join(shots, 'compare-moved.png'), fullPage: true });
+  await page.close();
+});
+
 /// The weight of the stacks that hold `fragment` as consecutive frames.
 function through(stacks, fragment) {
   let w = 0;

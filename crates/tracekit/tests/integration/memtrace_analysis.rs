@@ -322,6 +322,81 @@ fn diff_of_a_trace_with_itself_is_zero() {
     assert!(table.contains("alloc A") && table.contains("(") && table.lines().count() > 5);
 }
 
+/// `flamegraph --diff A B`: the differential stacks are each trace's stacks,
+/// side by side; the JSON's functions and the SVG agree with them.
+#[test]
+fn flamegraph_diff_holds_both_traces_stacks() {
+    let (Some(a), Some(b)) = (
+        tracekit_testutil::corpus_path("memtrace/traces/bigarrays_v2.ctf"),
+        tracekit_testutil::corpus_path("memtrace/traces/lists_hashtbl_v2.ctf"),
+    ) else {
+        return;
+    };
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let stacks = |text: &str| -> std::collections::BTreeMap<String, u64> {
+        let lines = text.lines().map(|l| l.rsplit_once(' ').unwrap());
+        lines
+            .map(|(s, w)| (s.to_string(), w.parse().unwrap()))
+            .collect()
+    };
+    let (sa, sb) = (
+        stacks(&TRACEKIT.ok(&["memtrace", "flamegraph", a, "--peak"])),
+        stacks(&TRACEKIT.ok(&["memtrace", "flamegraph", b, "--peak"])),
+    );
+    let diff = TRACEKIT.ok(&["memtrace", "flamegraph", "--diff", a, b, "--peak"]);
+    let mut seen = 0;
+    for line in diff.lines() {
+        let mut parts = line.rsplitn(3, ' ');
+        let (wb, wa, stack) = (
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+        );
+        let get = |m: &std::collections::BTreeMap<String, u64>| m.get(stack).copied().unwrap_or(0);
+        assert_eq!(
+            (wa.parse::<u64>().unwrap(), wb.parse::<u64>().unwrap()),
+            (get(&sa), get(&sb)),
+            "{stack}"
+        );
+        seen += 1;
+    }
+    let union: std::collections::BTreeSet<&String> = sa.keys().chain(sb.keys()).collect();
+    assert_eq!(seen, union.len());
+    let json: Value = serde_json::from_str(&TRACEKIT.ok(&[
+        "memtrace",
+        "flamegraph",
+        "--diff",
+        a,
+        b,
+        "--peak",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(json["total"].as_u64(), Some(sb.values().sum()));
+    assert_eq!(json["base_total"].as_u64(), Some(sa.values().sum()));
+    let functions = json["functions"].as_array().unwrap();
+    let change = |f: &Value| f["total"].as_i64().unwrap() - f["base_total"].as_i64().unwrap();
+    assert!(
+        functions
+            .windows(2)
+            .all(|w| change(&w[0]).abs() >= change(&w[1]).abs())
+    );
+    let tmp = scratch();
+    let svg = tmp.join("d.svg");
+    let out = TRACEKIT.ok(&[
+        "memtrace",
+        "flamegraph",
+        "--diff",
+        a,
+        b,
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(out.starts_with("wrote "), "{out}");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("red grew, blue shrank") && text.contains("; A "));
+}
+
 #[test]
 fn bad_input_is_a_clear_error() {
     let tmp = scratch();
