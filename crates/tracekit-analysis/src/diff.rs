@@ -57,16 +57,45 @@ pub fn diff(base: &FrameTree, tree: &FrameTree) -> DiffTree {
     }
     let tree = grower.finish();
     own_a.resize(tree.len(), 0);
+    let base = totals(&tree, &own_a);
+    DiffTree { tree, base }
+}
+
+/// Each node's own weight and its total with its callees, from the own
+/// weights of `tree`'s nodes.
+fn totals(tree: &FrameTree, own: &[u64]) -> Vec<(u64, u64)> {
     // A callee's index is above its caller's: sum the totals bottom-up.
-    let mut base: Vec<(u64, u64)> = own_a.iter().map(|&o| (o, o)).collect();
+    let mut base: Vec<(u64, u64)> = own.iter().map(|&o| (o, o)).collect();
     for i in (1..tree.len()).rev() {
         let p = tree.parent(FrameId::from_index(i)).index();
         base[p].1 = base[p].1.saturating_add(base[i].1);
     }
-    DiffTree { tree, base }
+    base
 }
 
 impl DiffTree {
+    /// Scales A's weights so that its total is B's (as `pprof -normalize` and
+    /// `difffolded.pl -n` do, for two recordings of different lengths), each
+    /// stack's share kept; rounded so that the stacks add up to B's total.
+    pub fn normalize(&mut self) {
+        let (from, to) = (self.base_total(), self.tree.total());
+        if from == 0 {
+            return;
+        }
+        let (mut cumulative, mut emitted) = (0u128, 0u64);
+        let own: Vec<u64> = (self.base.iter())
+            .map(|&(own, _)| {
+                cumulative += u128::from(own);
+                let upto = u64::try_from(cumulative * u128::from(to) / u128::from(from))
+                    .unwrap_or(u64::MAX);
+                let scaled = upto - emitted;
+                emitted = upto;
+                scaled
+            })
+            .collect();
+        self.base = totals(&self.tree, &own);
+    }
+
     /// The union of both trees' stacks, with B's weights.
     pub fn tree(&self) -> &FrameTree {
         &self.tree
@@ -242,6 +271,25 @@ mod tests {
         assert!((0..d.tree().len()).all(|i| d.change(FrameId::from_index(i)) == 0));
         assert_eq!(d.largest_change(), 1);
         assert!(d.functions(&a).iter().all(|f| f.change() == 0));
+    }
+
+    #[test]
+    fn normalizing_scales_a_to_b_and_keeps_its_shares() {
+        let a = tree(&[("main;f", 10), ("main;g", 20), ("main;h", 3)]);
+        let b = tree(&[("main;f", 20), ("main;g", 40), ("main;h", 6)]);
+        let mut d = diff(&a, &b);
+        d.normalize();
+        assert_eq!(d.base_total(), 66);
+        assert!((0..d.tree().len()).all(|i| d.change(FrameId::from_index(i)) == 0));
+        let a = tree(&[("main;f", 1), ("main;g", 1), ("main;h", 1)]);
+        let mut d = diff(&a, &tree(&[("main;f", 10)]));
+        d.normalize();
+        let own: Vec<u64> = ["f", "g", "h"]
+            .iter()
+            .map(|n| d.base(node(d.tree(), &["main", n])).0)
+            .collect();
+        assert_eq!((own.iter().sum::<u64>(), d.base_total()), (10, 10));
+        assert!(own.iter().all(|&w| w == 3 || w == 4), "{own:?}");
     }
 
     #[test]

@@ -149,6 +149,156 @@ impl TopJson {
     }
 }
 
+/// One name and kind in two tops ([`TopDiffJson`]): A's figures, B's, and
+/// the changes.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct NameChangeJson {
+    /// The name.
+    pub name: String,
+    /// `thread` or `async`, as [`NameJson::kind`].
+    pub kind: &'static str,
+    /// Slices in A.
+    pub count_a: u64,
+    /// Slices in B.
+    pub count_b: u64,
+    /// Total time in A, nanoseconds.
+    pub total_ns_a: u64,
+    /// Total time in B.
+    pub total_ns_b: u64,
+    /// B's total less A's.
+    pub total_change_ns: i64,
+    /// Self time in A, nanoseconds.
+    pub self_ns_a: u64,
+    /// Self time in B.
+    pub self_ns_b: u64,
+    /// B's self time less A's.
+    pub self_change_ns: i64,
+}
+
+/// `fxt top --diff A B`: every name's slices in a baseline (A) and a second
+/// trace (B), the largest change of total time first (then by name), as
+/// the same query of each counts them.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TopDiffJson {
+    /// Slices counted in A.
+    pub slices_a: u64,
+    /// Slices counted in B.
+    pub slices_b: u64,
+    /// Rows in either: distinct names and kinds.
+    pub distinct_names: usize,
+    /// The rows shown.
+    pub names: Vec<NameChangeJson>,
+}
+
+impl TopQuery {
+    /// Compares `a` (the baseline) and `b` name by name, each asked as
+    /// [`TopQuery::run`] asks one.
+    pub fn diff(&self, a: &Timeline, b: &Timeline) -> TopDiffJson {
+        let all = TopQuery {
+            limit: 0,
+            ..self.clone()
+        };
+        let (ta, tb) = (all.run(a), all.run(b));
+        let mut index: std::collections::HashMap<(String, &'static str), usize> =
+            Default::default();
+        let mut rows: Vec<NameChangeJson> = Vec::new();
+        for (side, top) in [(0, &ta), (1, &tb)] {
+            for n in &top.names {
+                let i = *index.entry((n.name.clone(), n.kind)).or_insert_with(|| {
+                    rows.push(NameChangeJson {
+                        name: n.name.clone(),
+                        kind: n.kind,
+                        count_a: 0,
+                        count_b: 0,
+                        total_ns_a: 0,
+                        total_ns_b: 0,
+                        total_change_ns: 0,
+                        self_ns_a: 0,
+                        self_ns_b: 0,
+                        self_change_ns: 0,
+                    });
+                    rows.len() - 1
+                });
+                let r = &mut rows[i];
+                match side {
+                    0 => (r.count_a, r.total_ns_a, r.self_ns_a) = (n.count, n.total_ns, n.self_ns),
+                    _ => (r.count_b, r.total_ns_b, r.self_ns_b) = (n.count, n.total_ns, n.self_ns),
+                }
+            }
+        }
+        let change = |b: u64, a: u64| {
+            (i128::from(b) - i128::from(a)).clamp(i64::MIN.into(), i64::MAX.into()) as i64
+        };
+        for r in &mut rows {
+            r.total_change_ns = change(r.total_ns_b, r.total_ns_a);
+            r.self_change_ns = change(r.self_ns_b, r.self_ns_a);
+        }
+        rows.sort_by(|x, y| {
+            (y.total_change_ns.unsigned_abs())
+                .cmp(&x.total_change_ns.unsigned_abs())
+                .then_with(|| x.name.cmp(&y.name))
+                .then_with(|| x.kind.cmp(y.kind))
+        });
+        let distinct_names = rows.len();
+        if self.limit > 0 {
+            rows.truncate(self.limit);
+        }
+        TopDiffJson {
+            slices_a: ta.slices,
+            slices_b: tb.slices,
+            distinct_names,
+            names: rows,
+        }
+    }
+}
+
+impl TopDiffJson {
+    /// The answer as a table, durations in the unit that reads best.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "A: {} slices, B: {} slices, {} names{}",
+            self.slices_a,
+            self.slices_b,
+            self.distinct_names,
+            match self.names.len() < self.distinct_names {
+                true => format!(" (the {} largest changes shown)", self.names.len()),
+                false => String::new(),
+            }
+        );
+        let _ = writeln!(
+            out,
+            "{:>9}  {:>9}  {:>10}  {:>10}  {:>11}  {:>10}  {:>10}  {:>11}  name",
+            "count A", "count B", "total A", "total B", "change", "self A", "self B", "change"
+        );
+        let signed = |d: i64| match d {
+            0 => duration(0),
+            d if d < 0 => format!("-{}", duration(d.unsigned_abs())),
+            d => format!("+{}", duration(d.unsigned_abs())),
+        };
+        for n in &self.names {
+            let _ = writeln!(
+                out,
+                "{:>9}  {:>9}  {:>10}  {:>10}  {:>11}  {:>10}  {:>10}  {:>11}  {}",
+                n.count_a,
+                n.count_b,
+                duration(n.total_ns_a),
+                duration(n.total_ns_b),
+                signed(n.total_change_ns),
+                duration(n.self_ns_a),
+                duration(n.self_ns_b),
+                signed(n.self_change_ns),
+                match n.kind {
+                    "async" => format!("{} (async)", n.name),
+                    _ => n.name.clone(),
+                }
+            );
+        }
+        out
+    }
+}
+
 /// `between`, nanoseconds from the trace's first time, on the trace's clock.
 fn on_clock(timeline: &Timeline, between: Option<(u64, u64)>) -> Option<(u64, u64)> {
     let first = timeline.first_ns().unwrap_or(0);

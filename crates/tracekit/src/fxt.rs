@@ -85,6 +85,11 @@ pub enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Compare with this baseline trace (A; FILE is B), asked the same:
+        /// each name's count, total and self time in both, the largest change
+        /// of total time first.
+        #[arg(long, value_name = "BASE")]
+        diff: Option<PathBuf>,
     },
     /// The slices of a trace, the earliest first: start (from the trace's first
     /// time), duration, thread, depth, name and arguments.
@@ -151,13 +156,17 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             thread,
             limit,
             json,
+            diff,
         } => {
             let query = TopQuery {
                 between: pair(between),
                 threads: thread,
                 limit,
             };
-            top(&file, &query, json)
+            match diff {
+                Some(base) => top_diff(&base, &file, &query, json),
+                None => top(&file, &query, json),
+            }
         }
         Command::Slices {
             file,
@@ -314,6 +323,27 @@ fn top(path: &Path, query: &TopQuery, as_json: bool) -> Result<ExitCode> {
     timeline_answer(path, query.between, |t| {
         let answer = query.run(t);
         print_answer(as_json, || &answer, || answer.table())
+    })
+}
+
+/// `top --diff BASE FILE`: both timelines built, then compared.
+fn top_diff(base: &Path, path: &Path, query: &TopQuery, as_json: bool) -> Result<ExitCode> {
+    let mut code_a = ExitCode::SUCCESS;
+    let mut answer = None;
+    let code_b = timeline_answer(path, query.between, |b| {
+        code_a = timeline_answer(base, query.between, |a| {
+            answer = Some(query.diff(a, b));
+            Ok(())
+        })?;
+        Ok(())
+    })?;
+    if let Some(answer) = answer {
+        print_answer(as_json, || &answer, || answer.table())?;
+    }
+    Ok(if code_a != ExitCode::SUCCESS {
+        code_a
+    } else {
+        code_b
     })
 }
 

@@ -77,6 +77,16 @@ pub struct FlamegraphArgs {
     /// One tower per thread (`comm [tid]` at the root).
     #[arg(long)]
     per_thread: bool,
+    /// Compare with this baseline recording (A; INPUT is B), read as INPUT
+    /// is: a differential flame graph, each frame as wide as in INPUT, red
+    /// where it grew and blue where it shrank; as text, stacks with both
+    /// sample counts (`stack A B`, as difffolded.pl writes).
+    #[arg(long, value_name = "BASE")]
+    diff: Option<PathBuf>,
+    /// With --diff: scale the baseline's samples to INPUT's total, for
+    /// recordings of different lengths.
+    #[arg(long, requires = "diff")]
+    normalize: bool,
     #[command(flatten)]
     read: SampledArgs,
     /// `-q`, which is global.
@@ -393,6 +403,46 @@ fn flamegraph(args: &FlamegraphArgs) -> anyhow::Result<ExitCode> {
     let format = choose_format(path, flag, &[Format::Text, Format::Svg], Format::Text)?;
     let (source, name, folded) = args.read.fold(&args.input, args.per_thread, args.quiet)?;
     let inputs = source.path().into_iter().collect::<Vec<_>>();
+    if let Some(base) = &args.diff {
+        let (base_source, base_name, base_folded) =
+            args.read.fold(base, args.per_thread, args.quiet)?;
+        let inputs: Vec<&Path> = inputs.into_iter().chain(base_source.path()).collect();
+        let mut diff = tracekit_analysis::diff::diff(
+            &FrameTree::from_folded(&base_folded.lines),
+            &FrameTree::from_folded(&folded.lines),
+        );
+        if args.normalize {
+            diff.normalize();
+        }
+        let mut out = Output::create(path.unwrap_or(Path::new("-")), &inputs)?;
+        if format == Format::Svg {
+            let image = tracekit_analysis::svg::diff_flame_graph(
+                &diff,
+                &FlameGraphOptions {
+                    title: format!(
+                        "CPU samples: {name} against {base_name}: red grew, blue shrank"
+                    ),
+                    subtitle: format!(
+                        "widths: {name} ({} samples); {base_name} ({} samples{})",
+                        folded.samples,
+                        base_folded.samples,
+                        if args.normalize {
+                            ", scaled to the same total"
+                        } else {
+                            ""
+                        }
+                    ),
+                    bytes: false,
+                    ..FlameGraphOptions::default()
+                },
+            );
+            out.write_all(image.as_bytes())?;
+        } else {
+            diff.write_folded(&mut out)?;
+        }
+        out.finish()?;
+        return Ok(ExitCode::SUCCESS);
+    }
     match path.filter(|_| format == Format::Svg) {
         Some(svg) => {
             let (samples, stacks) = (folded.samples, folded.lines.len());

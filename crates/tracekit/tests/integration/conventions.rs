@@ -145,6 +145,54 @@ fn flame_graphs_and_plots_are_written_in_the_format_their_name_says() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("p.json: this command writes text here, but the name says JSON"));
     assert!(!d.join("p.json").exists());
+
+    // Compared with another recording: each stack with both counts, the
+    // baseline's first; normalized, the baseline adds up to this one's total.
+    let Some(base) = tracekit_testutil::corpus_path("magic-trace/ocaml_demo_sampling.perf") else {
+        return;
+    };
+    let base = base.to_str().unwrap();
+    let weights = |text: &str| -> std::collections::BTreeMap<String, u64> {
+        let lines = text.lines().map(|l| l.rsplit_once(' ').unwrap());
+        lines
+            .map(|(s, w)| (s.to_string(), w.parse().unwrap()))
+            .collect()
+    };
+    let (wa, wb) = (
+        weights(&stdout(&TRACEKIT.ok_in(d, &["perf", "flamegraph", base]))),
+        weights(&folded),
+    );
+    let sum = |m: &std::collections::BTreeMap<String, u64>| m.values().sum::<u64>();
+    for (normalize, total_a) in [(false, sum(&wa)), (true, sum(&wb))] {
+        let mut args = vec!["perf", "flamegraph", "--diff", base, perf];
+        if normalize {
+            args.push("--normalize");
+        }
+        let diff = stdout(&TRACEKIT.ok_in(d, &args));
+        let (mut a, mut b, mut lines) = (0, 0, 0);
+        for line in diff.lines() {
+            let mut parts = line.rsplitn(3, ' ');
+            let (nb, na, stack) = (
+                parts.next().unwrap(),
+                parts.next().unwrap(),
+                parts.next().unwrap(),
+            );
+            let (na, nb) = (na.parse::<u64>().unwrap(), nb.parse::<u64>().unwrap());
+            assert_eq!(nb, wb.get(stack).copied().unwrap_or(0), "{stack}");
+            if !normalize {
+                assert_eq!(na, wa.get(stack).copied().unwrap_or(0), "{stack}");
+            }
+            (a, b, lines) = (a + na, b + nb, lines + 1);
+        }
+        assert_eq!((a, b), (total_a, sum(&wb)), "normalized: {normalize}");
+        let union: std::collections::BTreeSet<&String> = wa.keys().chain(wb.keys()).collect();
+        assert_eq!(lines, union.len());
+    }
+    TRACEKIT.ok_in(
+        d,
+        &["perf", "flamegraph", "--diff", base, perf, "-o", "d.svg"],
+    );
+    assert!(read(d.join("d.svg")).contains("red grew, blue shrank"));
 }
 
 #[test]

@@ -236,6 +236,76 @@ fn top_counts_every_slice_stats_counts() {
     assert!(text(&out.stderr).contains("--between: 2.00 ms is after 1.00 ms"));
 }
 
+/// `top --diff A B`: each name's figures are those of `top` of each trace,
+/// and the rows are ranked by the size of the change.
+#[test]
+fn top_diff_holds_each_traces_top() {
+    let tmp = scratch();
+    let (a, b) = (tmp.join("a.fxt"), tmp.join("b.fxt"));
+    for (seed, path) in [("1", &a), ("2", &b)] {
+        let p = path.to_str().unwrap();
+        TRACEKIT.ok(&[
+            "fxt",
+            "sample",
+            "-q",
+            "--slices",
+            "20000",
+            "--threads",
+            "2",
+            "--seed",
+            seed,
+            p,
+        ]);
+    }
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = TRACEKIT.run(args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let (pa, pb) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let top = |p: &str| json(&["fxt", "top", "--json", "--limit", "0", p]);
+    let (ta, tb) = (top(pa), top(pb));
+    let d = json(&["fxt", "top", "--diff", pa, pb, "--json", "--limit", "0"]);
+    assert_eq!(
+        (&d["slices_a"], &d["slices_b"]),
+        (&ta["slices"], &tb["slices"])
+    );
+    let rows = d["names"].as_array().unwrap();
+    assert!(rows.len() > 3);
+    let find = |t: &serde_json::Value, r: &serde_json::Value| {
+        let names = t["names"].as_array().unwrap();
+        let n = names
+            .iter()
+            .find(|n| n["name"] == r["name"] && n["kind"] == r["kind"]);
+        n.map_or((0, 0, 0), |n| {
+            let v = |k: &str| n[k].as_u64().unwrap();
+            (v("count"), v("total_ns"), v("self_ns"))
+        })
+    };
+    for r in rows {
+        let v = |k: &str| r[k].as_u64().unwrap();
+        assert_eq!(
+            find(&ta, r),
+            (v("count_a"), v("total_ns_a"), v("self_ns_a")),
+            "{r}"
+        );
+        assert_eq!(
+            find(&tb, r),
+            (v("count_b"), v("total_ns_b"), v("self_ns_b")),
+            "{r}"
+        );
+        let change = v("total_ns_b") as i64 - v("total_ns_a") as i64;
+        assert_eq!(r["total_change_ns"].as_i64(), Some(change));
+    }
+    let changes: Vec<u64> = rows
+        .iter()
+        .map(|r| r["total_change_ns"].as_i64().unwrap().unsigned_abs())
+        .collect();
+    assert!(changes.windows(2).all(|w| w[0] >= w[1]), "{changes:?}");
+    let table = TRACEKIT.ok(&["fxt", "top", "--diff", pa, pb, "--limit", "3"]);
+    assert!(table.contains("(the 3 largest changes shown)"), "{table}");
+}
+
 #[test]
 fn slices_lists_every_slice_top_counts_the_earliest_first() {
     let Some(path) = tracekit_testutil::corpus_path("fxt/magic_trace_sample.fxt") else {
