@@ -862,6 +862,16 @@ pub struct DiffQuery {
     /// Rank by the change of bytes live at the end instead of allocated bytes.
     #[cfg_attr(feature = "clap", arg(long))]
     pub live: bool,
+    /// Rank by the change of bytes live at this time (from each trace's
+    /// start) instead of allocated bytes.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_parser = time_arg, conflicts_with_all = ["peak", "live"])
+    )]
+    pub at: Option<Timedelta>,
+    /// Rank by the change of bytes live at the peak of each trace's live heap.
+    #[cfg_attr(feature = "clap", arg(long, conflicts_with = "live"))]
+    pub peak: bool,
     #[allow(missing_docs)]
     #[cfg_attr(feature = "clap", command(flatten))]
     pub sites: SiteSpec,
@@ -892,14 +902,25 @@ impl DiffQuery {
         progress: Progress<'_>,
     ) -> Result<Pass, QueryError> {
         self.filter.check()?;
-        let options = self.sites.options(self.by);
-        Ok(filtered_pass(
-            &self.filter,
-            source,
-            options,
-            false,
-            progress,
-        ))
+        let peak = whole_peak(self.peak, source, &mut *progress)?;
+        let options = Options {
+            live_at: peak.as_ref().map(|p| p.time).or(self.at),
+            ..self.sites.options(self.by)
+        };
+        let mut pass = filtered_pass(&self.filter, source, options, false, progress);
+        if let Some(peak) = peak {
+            pass.profile.peak = peak;
+        }
+        Ok(pass)
+    }
+
+    /// What the sites are ranked by.
+    pub fn rank(&self) -> Rank {
+        match (self.live, self.peak || self.at.is_some()) {
+            (true, _) => Rank::LiveEnd,
+            (false, true) => Rank::LiveAt,
+            (false, false) => Rank::Allocated,
+        }
     }
 
     /// Compares the two passes, each with its trace's locations.
@@ -913,7 +934,7 @@ impl DiffQuery {
             (&a.profile, la),
             (&b.profile, lb),
             self.by,
-            self.live,
+            self.rank(),
             &skip,
         );
         DiffAnswer {
@@ -930,7 +951,7 @@ impl DiffQuery {
             a,
             b,
             by: Some(self.by),
-            by_live: self.live,
+            rank: self.rank(),
         }
     }
 }

@@ -764,8 +764,8 @@ pub struct DiffContext {
     pub b: TraceFile,
     /// Grouping.
     pub by: Option<GroupBy>,
-    /// Ranked by live bytes at the end.
-    pub by_live: bool,
+    /// What the sites are ranked by.
+    pub rank: Rank,
 }
 
 fn signed_bytes(v: i128) -> String {
@@ -805,6 +805,22 @@ pub fn diff_table(
         human_bytes(lb as f64),
         signed_bytes(i128::from(lb) - i128::from(la)),
     );
+    let live_at = (ctx.rank == Rank::LiveAt).then_some((a.live_at, b.live_at));
+    if let Some((ta, tb)) = live_at {
+        let at = |t: Option<Timedelta>| t.map_or_else(|| "-".to_string(), |t| t.to_string());
+        let (la, lb) = (sa.bytes(a.totals.live_at), sb.bytes(b.totals.live_at));
+        let _ = writeln!(
+            out,
+            "live at {}: A {}, B {} ({})",
+            match ta == tb {
+                true => at(ta),
+                false => format!("A's {}, B's {}", at(ta), at(tb)),
+            },
+            human_bytes(la as f64),
+            human_bytes(lb as f64),
+            signed_bytes(i128::from(lb) - i128::from(la)),
+        );
+    }
     let _ = writeln!(out, "sizes are estimates from sampling (see --help)\n");
     if no_difference(a, b, rows) {
         let _ = writeln!(
@@ -813,30 +829,33 @@ pub fn diff_table(
         );
         return out;
     }
-    let mut table = Table::new(&[
-        "#",
-        "alloc A",
-        "alloc B",
-        "change",
-        "live end A",
-        "live end B",
-        "change",
-        "site",
-    ]);
+    let mut head = vec!["#", "alloc A", "alloc B", "change"];
+    if live_at.is_some() {
+        head.extend(["live at A", "live at B", "change"]);
+    }
+    head.extend(["live end A", "live end B", "change", "site"]);
+    let mut table = Table::new(&head);
     for (i, r) in rows.iter().take(limit).enumerate() {
-        table.row(
-            vec![
-                (i + 1).to_string(),
-                human_bytes(r.allocated_bytes.0 as f64),
-                human_bytes(r.allocated_bytes.1 as f64),
-                signed_bytes(r.allocated_delta()),
-                human_bytes(r.live_end_bytes.0 as f64),
-                human_bytes(r.live_end_bytes.1 as f64),
-                signed_bytes(r.live_end_delta()),
-                r.name.clone(),
-            ],
-            Vec::new(),
-        );
+        let mut cells = vec![
+            (i + 1).to_string(),
+            human_bytes(r.allocated_bytes.0 as f64),
+            human_bytes(r.allocated_bytes.1 as f64),
+            signed_bytes(r.allocated_delta()),
+        ];
+        if live_at.is_some() {
+            cells.extend([
+                human_bytes(r.live_at_bytes.0 as f64),
+                human_bytes(r.live_at_bytes.1 as f64),
+                signed_bytes(r.live_at_delta()),
+            ]);
+        }
+        cells.extend([
+            human_bytes(r.live_end_bytes.0 as f64),
+            human_bytes(r.live_end_bytes.1 as f64),
+            signed_bytes(r.live_end_delta()),
+            r.name.clone(),
+        ]);
+        table.row(cells, Vec::new());
     }
     table.render(&mut out);
     if rows.len() > limit {
@@ -851,7 +870,7 @@ pub fn no_difference(a: &Profile, b: &Profile, rows: &[DiffRow]) -> bool {
         && a.sampling.bytes(a.totals.live_end()) == b.sampling.bytes(b.totals.live_end())
         && rows
             .iter()
-            .all(|r| r.allocated_delta() == 0 && r.live_end_delta() == 0)
+            .all(|r| r.allocated_delta() == 0 && r.live_end_delta() == 0 && r.live_at_delta() == 0)
 }
 
 /// `diff --json`.
@@ -863,8 +882,12 @@ pub struct DiffJson {
     pub b: InfoJson,
     /// How sites are grouped (`None`: by leaf).
     pub by: Option<GroupBy>,
-    /// `allocated` or `live_end`.
-    pub ranked_by: &'static str,
+    /// `allocated`, `live_at` or `live_end`.
+    pub ranked_by: Rank,
+    /// With `live_at`: the time in A and in B, seconds from each start (at
+    /// each one's peak, or the one time asked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live_at_s: Option<(f64, f64)>,
     /// The first trace's counts.
     pub totals_a: CountsJson,
     /// The second's.
@@ -892,6 +915,12 @@ pub struct DiffSiteJson {
     pub live_end_bytes_b: u64,
     /// The second less the first.
     pub live_end_bytes_change: f64,
+    /// With `live_at`: its bytes live at that time in the first trace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live_at_bytes_a: Option<u64>,
+    /// In the second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live_at_bytes_b: Option<u64>,
     /// Its sampled allocations in the first trace.
     pub allocs_a: u64,
     /// In the second.
@@ -906,10 +935,13 @@ pub fn diff_json(
     rows: &[DiffRow],
     limit: usize,
 ) -> DiffJson {
+    let live_at = ctx.rank == Rank::LiveAt;
     let sites = rows
         .iter()
         .take(limit)
         .map(|r| DiffSiteJson {
+            live_at_bytes_a: live_at.then_some(r.live_at_bytes.0),
+            live_at_bytes_b: live_at.then_some(r.live_at_bytes.1),
             site: r.name.clone(),
             allocated_bytes_a: r.allocated_bytes.0,
             allocated_bytes_b: r.allocated_bytes.1,
@@ -925,7 +957,11 @@ pub fn diff_json(
         a: info_json(&ctx.a, a),
         b: info_json(&ctx.b, b),
         by: ctx.by,
-        ranked_by: if ctx.by_live { "live_end" } else { "allocated" },
+        ranked_by: ctx.rank,
+        live_at_s: match (live_at, a.live_at, b.live_at) {
+            (true, Some(ta), Some(tb)) => Some((ta.to_secs_f64(), tb.to_secs_f64())),
+            _ => None,
+        },
         totals_a: counts_json(a.sampling, &a.totals, false),
         totals_b: counts_json(b.sampling, &b.totals, false),
         no_difference: no_difference(a, b, rows),

@@ -516,6 +516,9 @@ pub struct DiffRow {
     pub allocated_bytes: (u64, u64),
     /// Estimated bytes live at the end in A and in B.
     pub live_end_bytes: (u64, u64),
+    /// Estimated bytes live at the profiles' time ([`Profile::live_at`]) in A
+    /// and in B (0 when none was asked).
+    pub live_at_bytes: (u64, u64),
 }
 
 impl DiffRow {
@@ -528,18 +531,33 @@ impl DiffRow {
     pub fn live_end_delta(&self) -> i128 {
         i128::from(self.live_end_bytes.1) - i128::from(self.live_end_bytes.0)
     }
+
+    /// Change in bytes live at the profiles' time, B minus A.
+    pub fn live_at_delta(&self) -> i128 {
+        i128::from(self.live_at_bytes.1) - i128::from(self.live_at_bytes.0)
+    }
+
+    /// The change `rank` ranks by.
+    pub fn delta(&self, rank: Rank) -> i128 {
+        match rank {
+            Rank::Allocated => self.allocated_delta(),
+            Rank::LiveAt => self.live_at_delta(),
+            Rank::LiveEnd => self.live_end_delta(),
+        }
+    }
 }
 
 /// Compares two profiles site by site (bytes, since the traces may have different
-/// sample rates), ranked by the largest absolute change of allocated bytes (or of live
-/// bytes at the end with `by_live`).
+/// sample rates), ranked by the largest absolute change of what `rank` says:
+/// allocated bytes, bytes live at the profiles' time ([`Profile::live_at`]), or
+/// bytes live at the end.
 pub fn diff(
     a: (&Profile, &dyn LocationLookup),
     b: (&Profile, &dyn LocationLookup),
     by: GroupBy,
-    by_live: bool,
+    rank: Rank,
 ) -> Vec<DiffRow> {
-    diff_skipping(a, b, by, by_live, &FrameSkip::none())
+    diff_skipping(a, b, by, rank, &FrameSkip::none())
 }
 
 /// [`diff`] with sites named past the frames `skip` skips.
@@ -547,7 +565,7 @@ pub fn diff_skipping(
     a: (&Profile, &dyn LocationLookup),
     b: (&Profile, &dyn LocationLookup),
     by: GroupBy,
-    by_live: bool,
+    rank: Rank,
     skip: &FrameSkip,
 ) -> Vec<DiffRow> {
     let key = |s: &Site| match &s.backtrace {
@@ -566,6 +584,7 @@ pub fn diff_skipping(
                     b: SiteCounts::default(),
                     allocated_bytes: (0, 0),
                     live_end_bytes: (0, 0),
+                    live_at_bytes: (0, 0),
                 });
                 rows.len() - 1
             });
@@ -581,13 +600,10 @@ pub fn diff_skipping(
     for row in &mut rows {
         row.allocated_bytes = (sa.bytes(row.a.samples), sb.bytes(row.b.samples));
         row.live_end_bytes = (sa.bytes(row.a.live_end()), sb.bytes(row.b.live_end()));
+        row.live_at_bytes = (sa.bytes(row.a.live_at), sb.bytes(row.b.live_at));
     }
     rows.sort_by(|x, y| {
-        let (kx, ky) = if by_live {
-            (x.live_end_delta().abs(), y.live_end_delta().abs())
-        } else {
-            (x.allocated_delta().abs(), y.allocated_delta().abs())
-        };
+        let (kx, ky) = (x.delta(rank).abs(), y.delta(rank).abs());
         ky.cmp(&kx).then_with(|| x.name.cmp(&y.name))
     });
     rows

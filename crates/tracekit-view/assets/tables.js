@@ -328,12 +328,19 @@ export async function renderTree(gen, callers) {
 
 // The sites (or functions, or files) whose bytes changed most between the
 // compared trace (A) and this one (B), as `memtrace diff A B` ranks them: by
-// allocated bytes, or by bytes live at the end when that is the weight chosen.
+// the weight chosen (allocated bytes, or bytes live at a time, at each
+// trace's peak or at the end).
 export async function renderCompare(gen) {
-  const live = state.live === 'end';
-  const d = await api('diff', ['--limit', '100', '--by', state.cby, ...(live ? ['--live'] : []), ...filterArgs()]);
+  const weigh = state.live === 'end' ? ['--live'] : liveArgs(false);
+  const d = await api('diff', ['--limit', '100', '--by', state.cby, ...weigh, ...filterArgs()]);
   if (gen !== page.generation) return;
-  const [ka, kb] = live ? ['live_end_bytes_a', 'live_end_bytes_b'] : ['allocated_bytes_a', 'allocated_bytes_b'];
+  const key = { allocated: 'allocated_bytes', live_at: 'live_at_bytes', live_end: 'live_end_bytes' }[d.ranked_by];
+  const [ka, kb] = [key + '_a', key + '_b'];
+  const what = {
+    allocated: 'allocated',
+    live_at: d.live_at_s ? `live at ${d.live_at_s[0]} s (A), ${d.live_at_s[1]} s (B)` : 'live',
+    live_end: 'live at the end',
+  }[d.ranked_by];
   const rows = d.sites.map((r) => {
     const delta = r[kb] - r[ka];
     return el(
@@ -375,7 +382,7 @@ export async function renderCompare(gen) {
         el('th', { class: 'name', text: state.cby === 'leaf' ? 'site' : state.cby }),
         el('th', { text: 'A: ' + d.a.path }),
         el('th', { text: 'B: ' + d.b.path }),
-        el('th', { text: live ? 'difference, live at the end' : 'difference, allocated' }),
+        el('th', { text: 'difference, ' + what }),
       ),
     ),
     el('tbody', {}, ...rows),

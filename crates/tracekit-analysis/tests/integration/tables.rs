@@ -136,7 +136,7 @@ fn top_by_backtrace() {
 fn diff_table() {
     let (a, b) = (profile(1, None), profile(3, None));
     let t = table();
-    let rows = report::diff((&a, &t), (&b, &t), GroupBy::Leaf, false);
+    let rows = report::diff((&a, &t), (&b, &t), GroupBy::Leaf, report::Rank::Allocated);
     let ctx = DiffContext {
         a: info("a.ctf"),
         b: info("b.ctf"),

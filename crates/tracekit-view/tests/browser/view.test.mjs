@@ -469,6 +469,21 @@ test('moved lines change nothing by function, and everything by line', async () 
   assert.equal(expected.no_difference, true);
   assert.equal(byFunction.length, expected.sites.length);
   await page.screenshot({ path: path.join(shots, 'compare-moved.png'), fullPage: true });
+  // Weighed by what is live at each trace's peak, the table ranks as diff --peak.
+  await page.selectOption('#f-live', 'peak');
+  await page.click('#apply');
+  await page.waitForFunction(() => location.hash.includes('live=peak'));
+  await settled(page);
+  const atPeak = await page.$$eval('#compare-table tbody tr', (rs) =>
+    rs.map((r) => [...r.cells].map((c) => c.textContent)),
+  );
+  const peak = cli('diff', '--by', 'function', '--peak', '--json', '--limit', '100', v.base, v.moved);
+  assert.equal(peak.ranked_by, 'live_at');
+  assert.deepEqual(
+    atPeak.map((r) => r[0]),
+    peak.sites.map((s) => s.site),
+  );
+  assert.ok((await page.textContent('#compare-table thead')).includes('live at'));
   await page.close();
 });
 

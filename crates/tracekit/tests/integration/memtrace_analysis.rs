@@ -322,6 +322,68 @@ fn diff_of_a_trace_with_itself_is_zero() {
     assert!(table.contains("alloc A") && table.contains("(") && table.lines().count() > 5);
 }
 
+/// `diff --at T` and `diff --peak` weigh each site by what `top --at` and
+/// `top --peak` of each trace say is live then, and rank by that change.
+#[test]
+fn diff_weighs_live_at_a_time_and_at_each_peak_as_top_does() {
+    let (Some(a), Some(b)) = (
+        tracekit_testutil::corpus_path("memtrace/traces/bigarrays_v2.ctf"),
+        tracekit_testutil::corpus_path("memtrace/traces/lists_hashtbl_v2.ctf"),
+    ) else {
+        return;
+    };
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let json = |args: &[&str]| -> Value { serde_json::from_str(&TRACEKIT.ok(args)).unwrap() };
+    for weigh in [&["--at", "0.05s"][..], &["--peak"][..]] {
+        let top = |p: &str| {
+            let mut args = vec!["memtrace", "top", "--json", "--limit", "0", p];
+            args.extend_from_slice(weigh);
+            let t = json(&args);
+            let sites = t["sites"].as_array().unwrap().iter();
+            sites
+                .map(|s| {
+                    (
+                        s["site"].as_str().unwrap().to_string(),
+                        s["live_at_bytes"].as_u64().unwrap(),
+                    )
+                })
+                .collect::<std::collections::HashMap<String, u64>>()
+        };
+        let (ta, tb) = (top(a), top(b));
+        let mut args = vec!["memtrace", "diff", "--json", "--limit", "0", a, b];
+        args.extend_from_slice(weigh);
+        let d = json(&args);
+        assert_eq!(d["ranked_by"], "live_at", "{weigh:?}");
+        let rows = d["sites"].as_array().unwrap();
+        // `top --at` lists the sites live then; the diff lists every site.
+        let listed: std::collections::HashSet<&str> =
+            rows.iter().map(|r| r["site"].as_str().unwrap()).collect();
+        assert!(
+            ta.keys()
+                .chain(tb.keys())
+                .all(|s| listed.contains(s.as_str()))
+        );
+        let mut last = u64::MAX;
+        for r in rows {
+            let site = r["site"].as_str().unwrap();
+            let (la, lb) = (
+                r["live_at_bytes_a"].as_u64().unwrap(),
+                r["live_at_bytes_b"].as_u64().unwrap(),
+            );
+            assert_eq!(la, ta.get(site).copied().unwrap_or(0), "{site} {weigh:?}");
+            assert_eq!(lb, tb.get(site).copied().unwrap_or(0), "{site} {weigh:?}");
+            let change = (lb as i64 - la as i64).unsigned_abs();
+            assert!(change <= last, "ranked by the change live at the time");
+            last = change;
+        }
+    }
+    let table = TRACEKIT.ok(&["memtrace", "diff", a, b, "--peak", "--limit", "3"]);
+    assert!(
+        table.contains("live at A's ") && table.contains("live at A"),
+        "{table}"
+    );
+}
+
 /// `flamegraph --diff A B`: the differential stacks are each trace's stacks,
 /// side by side; the JSON's functions and the SVG agree with them.
 #[test]
