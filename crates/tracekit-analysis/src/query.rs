@@ -1268,6 +1268,8 @@ mod tests {
             by: GroupBy::Function,
             limit: 20,
             live: false,
+            at: None,
+            peak: false,
             sites: SiteSpec::default(),
             filter: Filter::default(),
         };

@@ -871,10 +871,10 @@ mod tests {
     fn diff_ranks_by_change() {
         let (a, t) = fixture();
         let (b, _) = fixture();
-        let rows = diff((&a, &t), (&b, &t), GroupBy::Leaf, false);
+        let rows = diff((&a, &t), (&b, &t), GroupBy::Leaf, Rank::Allocated);
         assert!(rows.iter().all(|r| r.allocated_delta() == 0));
         let empty = analyze_events(a.sampling, Options::default(), []);
-        let rows = diff((&a, &t), (&empty, &t), GroupBy::Leaf, false);
+        let rows = diff((&a, &t), (&empty, &t), GroupBy::Leaf, Rank::Allocated);
         assert_eq!(rows[0].allocated_bytes.1, 0);
         assert!(rows[0].allocated_delta() < 0);
         assert!(

@@ -141,7 +141,7 @@ fn diff_table() {
         a: info("a.ctf"),
         b: info("b.ctf"),
         by: Some(GroupBy::Leaf),
-        by_live: false,
+        rank: report::Rank::Allocated,
     };
     insta::assert_snapshot!(render::diff_table(&ctx, &a, &b, &rows, 10));
 }

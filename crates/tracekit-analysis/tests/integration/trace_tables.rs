@@ -200,6 +200,8 @@ fn compare(name: &str, bytes: &[u8], tables: &Tables, filter: &Filter) {
         by: GroupBy::Function,
         limit: 100,
         live: false,
+        at: None,
+        peak: false,
         sites: SiteSpec::default(),
         filter: filter.clone(),
     };
