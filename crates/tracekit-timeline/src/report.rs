@@ -63,46 +63,51 @@ pub struct TopJson {
     pub names: Vec<NameJson>,
 }
 
+/// The slices of `tracks` that overlap `range` (on the trace's clock; `None`:
+/// all), a row per name and kind, the largest total first (of equal totals,
+/// thread rows first).
+pub fn by_name(timeline: &Timeline, tracks: &[usize], range: Option<(u64, u64)>) -> Vec<NameJson> {
+    let mut all: Vec<NameJson> = Vec::new();
+    for (kind, label) in [(TrackKind::Thread, "thread"), (TrackKind::Async, "async")] {
+        let of_kind: Vec<usize> = (tracks.iter().copied())
+            .filter(|&i| timeline.tracks().get(i).is_some_and(|t| t.kind == kind))
+            .collect();
+        let rows = timeline.selection(&of_kind, range);
+        all.extend(rows.into_iter().map(|n| NameJson {
+            name: timeline.string(n.name).to_string(),
+            kind: label,
+            count: n.count,
+            total_ns: n.total_ns,
+            self_ns: n.self_ns,
+            avg_ns: n.total_ns / n.count.max(1),
+            max_ns: n.max_ns,
+        }));
+    }
+    // Stable: of equal totals, thread rows first, each kind in its order.
+    all.sort_by_key(|n| std::cmp::Reverse(n.total_ns));
+    all
+}
+
 impl TopQuery {
     /// Asks `timeline`.
     pub fn run(&self, timeline: &Timeline) -> TopJson {
-        let of_kind = |kind: TrackKind| -> Vec<usize> {
-            (0..timeline.tracks().len())
-                .filter(|&i| timeline.tracks()[i].kind == kind)
-                .filter(|&i| on_threads(&timeline.tracks()[i], &self.threads))
-                .collect()
-        };
+        let tracks: Vec<usize> = (0..timeline.tracks().len())
+            .filter(|&i| on_threads(&timeline.tracks()[i], &self.threads))
+            .collect();
         let range = on_clock(timeline, self.between);
-        let mut all: Vec<(&'static str, crate::NameTotals)> = Vec::new();
-        for (kind, label) in [(TrackKind::Thread, "thread"), (TrackKind::Async, "async")] {
-            let rows = timeline.selection(&of_kind(kind), range);
-            all.extend(rows.into_iter().map(|n| (label, n)));
+        let mut all = by_name(timeline, &tracks, range);
+        let slices = all.iter().map(|n| n.count).sum();
+        let distinct_names = all.len();
+        if self.limit > 0 {
+            all.truncate(self.limit);
         }
-        // Stable: of equal totals, thread rows first, each kind in its order.
-        all.sort_by_key(|(_, n)| std::cmp::Reverse(n.total_ns));
-        let slices = all.iter().map(|(_, n)| n.count).sum();
-        let shown = match self.limit {
-            0 => all.len(),
-            n => n.min(all.len()),
-        };
         TopJson {
             from_ns: range.map(|r| r.0).or(timeline.first_ns()),
             to_ns: range.map(|r| r.1).or(timeline.last_ns()),
             threads: self.threads.clone(),
             slices,
-            distinct_names: all.len(),
-            names: all[..shown]
-                .iter()
-                .map(|(kind, n)| NameJson {
-                    name: timeline.string(n.name).to_string(),
-                    kind,
-                    count: n.count,
-                    total_ns: n.total_ns,
-                    self_ns: n.self_ns,
-                    avg_ns: n.total_ns / n.count.max(1),
-                    max_ns: n.max_ns,
-                })
-                .collect(),
+            distinct_names,
+            names: all,
         }
     }
 }
@@ -199,46 +204,7 @@ impl TopQuery {
             ..self.clone()
         };
         let (ta, tb) = (all.run(a), all.run(b));
-        let mut index: std::collections::HashMap<(String, &'static str), usize> =
-            Default::default();
-        let mut rows: Vec<NameChangeJson> = Vec::new();
-        for (side, top) in [(0, &ta), (1, &tb)] {
-            for n in &top.names {
-                let i = *index.entry((n.name.clone(), n.kind)).or_insert_with(|| {
-                    rows.push(NameChangeJson {
-                        name: n.name.clone(),
-                        kind: n.kind,
-                        count_a: 0,
-                        count_b: 0,
-                        total_ns_a: 0,
-                        total_ns_b: 0,
-                        total_change_ns: 0,
-                        self_ns_a: 0,
-                        self_ns_b: 0,
-                        self_change_ns: 0,
-                    });
-                    rows.len() - 1
-                });
-                let r = &mut rows[i];
-                match side {
-                    0 => (r.count_a, r.total_ns_a, r.self_ns_a) = (n.count, n.total_ns, n.self_ns),
-                    _ => (r.count_b, r.total_ns_b, r.self_ns_b) = (n.count, n.total_ns, n.self_ns),
-                }
-            }
-        }
-        let change = |b: u64, a: u64| {
-            (i128::from(b) - i128::from(a)).clamp(i64::MIN.into(), i64::MAX.into()) as i64
-        };
-        for r in &mut rows {
-            r.total_change_ns = change(r.total_ns_b, r.total_ns_a);
-            r.self_change_ns = change(r.self_ns_b, r.self_ns_a);
-        }
-        rows.sort_by(|x, y| {
-            (y.total_change_ns.unsigned_abs())
-                .cmp(&x.total_change_ns.unsigned_abs())
-                .then_with(|| x.name.cmp(&y.name))
-                .then_with(|| x.kind.cmp(y.kind))
-        });
+        let mut rows = changes(&ta.names, &tb.names);
         let distinct_names = rows.len();
         if self.limit > 0 {
             rows.truncate(self.limit);
@@ -250,6 +216,51 @@ impl TopQuery {
             names: rows,
         }
     }
+}
+
+/// Rows of two tops ([`by_name`]) joined by name and kind, the largest change of
+/// total time first (then by name and kind).
+pub fn changes(a: &[NameJson], b: &[NameJson]) -> Vec<NameChangeJson> {
+    let mut index: std::collections::HashMap<(&str, &'static str), usize> = Default::default();
+    let mut rows: Vec<NameChangeJson> = Vec::new();
+    for (side, names) in [(0, a), (1, b)] {
+        for n in names {
+            let i = *index.entry((&n.name, n.kind)).or_insert_with(|| {
+                rows.push(NameChangeJson {
+                    name: n.name.clone(),
+                    kind: n.kind,
+                    count_a: 0,
+                    count_b: 0,
+                    total_ns_a: 0,
+                    total_ns_b: 0,
+                    total_change_ns: 0,
+                    self_ns_a: 0,
+                    self_ns_b: 0,
+                    self_change_ns: 0,
+                });
+                rows.len() - 1
+            });
+            let r = &mut rows[i];
+            match side {
+                0 => (r.count_a, r.total_ns_a, r.self_ns_a) = (n.count, n.total_ns, n.self_ns),
+                _ => (r.count_b, r.total_ns_b, r.self_ns_b) = (n.count, n.total_ns, n.self_ns),
+            }
+        }
+    }
+    let change = |b: u64, a: u64| {
+        (i128::from(b) - i128::from(a)).clamp(i64::MIN.into(), i64::MAX.into()) as i64
+    };
+    for r in &mut rows {
+        r.total_change_ns = change(r.total_ns_b, r.total_ns_a);
+        r.self_change_ns = change(r.self_ns_b, r.self_ns_a);
+    }
+    rows.sort_by(|x, y| {
+        (y.total_change_ns.unsigned_abs())
+            .cmp(&x.total_change_ns.unsigned_abs())
+            .then_with(|| x.name.cmp(&y.name))
+            .then_with(|| x.kind.cmp(y.kind))
+    });
+    rows
 }
 
 impl TopDiffJson {

@@ -29,7 +29,11 @@ use crate::common::progress_spinner;
 pub struct ViewArgs {
     /// The trace: memtrace, FXT, perf.data or `perf script` text.
     file: PathBuf,
-    /// A memtrace trace to compare with (the "Compare" view, as `memtrace diff OTHER FILE`).
+    /// A trace of the same kind to compare with (the baseline): for memtrace, the
+    /// Compare table and the differential flame graph (as `memtrace diff OTHER FILE`
+    /// and `memtrace flamegraph --diff OTHER FILE`); for timelines, a range's
+    /// figures and flame graph against the same range of OTHER (as `fxt top
+    /// --diff OTHER FILE` for the whole trace).
     #[arg(long, value_name = "OTHER")]
     compare: Option<PathBuf>,
     /// Port to listen on (default: a free one).
@@ -184,14 +188,33 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
     let (bytes, kind) = input::read_all_sniffed(&args.file, Family::View)?;
     let cache = (!args.no_cache).then(TablesCache::user).flatten();
     if kind != Kind::Memtrace {
-        if args.compare.is_some() {
-            anyhow::bail!(
-                "--compare: {} is not a memtrace trace; only memtrace traces are compared",
-                input::display(&args.file)
-            );
-        }
         let failed = Arc::new(AtomicBool::new(false));
+        let compare = match &args.compare {
+            None => None,
+            Some(other) => {
+                let (bytes, other_kind) = input::read_all_sniffed(other, Family::View)?;
+                if other_kind == Kind::Memtrace {
+                    anyhow::bail!(
+                        "--compare: {} is a memtrace trace and {} a timeline; a trace is compared with one of its kind",
+                        input::display(other),
+                        input::display(&args.file)
+                    );
+                }
+                let c = cache.clone();
+                Some(load_timeline(
+                    other,
+                    bytes,
+                    other_kind,
+                    c,
+                    Arc::clone(&failed),
+                ))
+            }
+        };
         let timeline = load_timeline(&args.file, bytes, kind, cache, Arc::clone(&failed));
+        let timeline = match compare {
+            Some(other) => timeline.compared_with(other),
+            None => timeline,
+        };
         let name = timeline.name().to_string();
         serve(&args, &name, Served::timeline(timeline))?;
         return Ok(match failed.load(Ordering::Relaxed) {

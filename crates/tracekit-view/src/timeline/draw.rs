@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use tracekit_timeline::lane::{Drawn, OPEN};
+use tracekit_timeline::report;
 use tracekit_timeline::{FlowPhase, Position, Timeline};
 
 use super::{LAYOUT, MAX_FLOWS};
@@ -317,9 +318,24 @@ pub(super) fn details(t: &Timeline, at: Position) -> Option<String> {
     ))
 }
 
-pub(super) fn selection(t: &Timeline, from: u64, to: u64, tracks: &[usize]) -> String {
+/// A baseline to compare with: a timeline, a range of it (nanoseconds from
+/// its first time) and some of its tracks.
+pub(super) type Baseline<'a> = Option<(&'a Timeline, u64, u64, &'a [usize])>;
+
+/// `from..to` (nanoseconds from `t`'s first time) on `t`'s clock.
+fn on_clock(t: &Timeline, from: u64, to: u64) -> (u64, u64) {
     let first = t.first_ns().unwrap_or(0);
-    let range = (first.saturating_add(from), first.saturating_add(to));
+    (first.saturating_add(from), first.saturating_add(to))
+}
+
+pub(super) fn selection(
+    t: &Timeline,
+    from: u64,
+    to: u64,
+    tracks: &[usize],
+    base: Baseline<'_>,
+) -> String {
+    let range = on_clock(t, from, to);
     let names = t.selection(tracks, Some(range));
     let rows: Vec<serde_json::Value> = names
         .iter()
@@ -334,24 +350,41 @@ pub(super) fn selection(t: &Timeline, from: u64, to: u64, tracks: &[usize]) -> S
             })
         })
         .collect();
-    to_json(
-        &serde_json::json!({
-            "from": from,
-            "to": to,
-            "tracks": tracks,
-            "slices": names.iter().map(|n| n.count).sum::<u64>(),
-            "names": rows,
-        }),
-        LAYOUT,
-    )
+    let mut answer = serde_json::json!({
+        "from": from,
+        "to": to,
+        "tracks": tracks,
+        "slices": names.iter().map(|n| n.count).sum::<u64>(),
+        "names": rows,
+    });
+    if let Some((a, a_from, a_to, a_tracks)) = base {
+        let rows_a = report::by_name(a, a_tracks, Some(on_clock(a, a_from, a_to)));
+        let rows_b = report::by_name(t, tracks, Some(range));
+        answer["base"] = serde_json::json!({
+            "from": a_from,
+            "to": a_to,
+            "tracks": a_tracks,
+            "slices": rows_a.iter().map(|n| n.count).sum::<u64>(),
+        });
+        answer["changes"] = serde_json::json!(report::changes(&rows_a, &rows_b));
+    }
+    to_json(&answer, LAYOUT)
 }
 
 /// Nodes of a call tree under this share of the whole are left out.
 const FLAME_SHARE: u64 = 5_000;
 
-pub(super) fn flame(t: &Timeline, from: u64, to: u64, tracks: &[usize]) -> String {
-    let first = t.first_ns().unwrap_or(0);
-    let range = (first.saturating_add(from), first.saturating_add(to));
+pub(super) fn flame(
+    t: &Timeline,
+    from: u64,
+    to: u64,
+    tracks: &[usize],
+    base: Baseline<'_>,
+) -> String {
+    if let Some(base) = base {
+        return flame_diff(t, from, to, tracks, base);
+    }
+    let range = on_clock(t, from, to);
     let tree = t.flame(tracks, range);
     let whole: u64 = tree
         .iter()
@@ -393,6 +426,86 @@ pub(super) fn flame(t: &Timeline, from: u64, to: u64, tracks: &[usize]) -> Strin
     format!(
         "{{\"from\":{from},\"to\":{to},\"total_ns\":{whole},\"nodes\":[{out}],\"names\":{}}}",
         names.json(t)
+    )
+}
+
+/// A range's call tree merged with a baseline's by paths of names: each node
+/// `[parent, name, total, self, base total, base self]`, parents first; nodes
+/// under 1/5000 of the larger whole in both are left out.
+fn flame_diff(
+    t: &Timeline,
+    from: u64,
+    to: u64,
+    tracks: &[usize],
+    (a, a_from, a_to, a_tracks): (&Timeline, u64, u64, &[usize]),
+) -> String {
+    // (parent, name, [total, self] in A, in B)
+    type Merged<'n> = (Option<u32>, &'n str, [[u64; 2]; 2]);
+    let mut merged: Vec<Merged<'_>> = Vec::new();
+    let mut index: rustc_hash::FxHashMap<(Option<u32>, &str), u32> = Default::default();
+    let trees = [
+        (a, a.flame(a_tracks, on_clock(a, a_from, a_to))),
+        (t, t.flame(tracks, on_clock(t, from, to))),
+    ];
+    for (side, (timeline, tree)) in trees.iter().enumerate() {
+        // The merged node of each of this tree's nodes, parents first.
+        let mut map: Vec<u32> = Vec::with_capacity(tree.len());
+        for node in tree {
+            let parent = node.parent.and_then(|p| map.get(p as usize).copied());
+            let name = timeline.string(node.name);
+            let i = *index.entry((parent, name)).or_insert_with(|| {
+                merged.push((parent, name, [[0; 2]; 2]));
+                (merged.len() - 1) as u32
+            });
+            let w = &mut merged[i as usize].2[side];
+            w[0] = w[0].saturating_add(node.total_ns);
+            w[1] = w[1].saturating_add(node.self_ns);
+            map.push(i);
+        }
+    }
+    let whole = |side: usize| -> u64 {
+        (merged.iter())
+            .filter(|m| m.0.is_none())
+            .map(|m| m.2[side][0])
+            .sum()
+    };
+    let (whole_a, whole_b) = (whole(0), whole(1));
+    let least = (whole_a.max(whole_b) / FLAME_SHARE).max(1);
+    let mut kept = vec![u32::MAX; merged.len()];
+    let (mut out, mut names) = (String::new(), Vec::<&str>::new());
+    let mut name_ids: rustc_hash::FxHashMap<&str, usize> = Default::default();
+    let mut n = 0u32;
+    for (i, (parent, name, [wa, wb])) in merged.iter().enumerate() {
+        let parent = match parent {
+            None => None,
+            Some(p) => match kept[*p as usize] {
+                u32::MAX => continue,
+                k => Some(k),
+            },
+        };
+        if wa[0].max(wb[0]) < least {
+            continue;
+        }
+        kept[i] = n;
+        let id = *name_ids.entry(name).or_insert_with(|| {
+            names.push(name);
+            names.len() - 1
+        });
+        if n > 0 {
+            out.push(',');
+        }
+        n += 1;
+        let parent = parent.map_or("null".to_string(), |p| p.to_string());
+        let _ = write!(
+            out,
+            "[{parent},{id},{},{},{},{}]",
+            wb[0], wb[1], wa[0], wa[1]
+        );
+    }
+    let names: Vec<String> = names.iter().map(|s| quoted(s)).collect();
+    format!(
+        "{{\"from\":{from},\"to\":{to},\"total_ns\":{whole_b},\"base_total_ns\":{whole_a},\"nodes\":[{out}],\"names\":[{}]}}",
+        names.join(",")
     )
 }
 

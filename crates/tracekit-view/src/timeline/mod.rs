@@ -21,11 +21,21 @@
 //! | `tracks` | the trace's name, span, processes, tracks, counters, and damage | none |
 //! | `window` | what `from..to` drawn on `px` pixels shows of some tracks: per lane, one item per slice of at least a pixel and one merged item per run of the rest that a pixel cannot tell apart; instants (one per pixel), counters (min and max per pixel) and flows in the range | `from`, `to`, `px`, `tracks` (`1,2,5`; default all) |
 //! | `details` | one slice: name, category, track, times, self time, arguments | `track`, `lane`, `index` |
-//! | `selection` | the slices of a range on some tracks, by name (count, total, self, average, max), as Perfetto's area selection sums them | `from`, `to`, `tracks` |
-//! | `flame` | the range's call tree: its slices merged by their path of names, each with the time it spends in the range (nodes under 1/5000 of the whole left out) | `from`, `to`, `tracks` |
+//! | `selection` | the slices of a range on some tracks, by name (count, total, self, average, max), as Perfetto's area selection sums them | `from`, `to`, `tracks`, and a baseline's |
+//! | `flame` | the range's call tree: its slices merged by their path of names, each with the time it spends in the range (nodes under 1/5000 of the whole left out) | `from`, `to`, `tracks`, and a baseline's |
 //! | `search` | the next (or previous) slice whose name contains a text, and how many there are | `text`, `after` (`track,lane,index`), `backward` |
 //! | `slices` | `fxt slices --json` | `between` (`T1,T2`, as `1.5s,2s`), `thread` (repeatable), `name`, `limit` |
 //! | `top` | `fxt top --json` | `between`, `thread`, `limit` |
+//!
+//! A `selection` or a `flame` is compared with a baseline (A) when `base` is
+//! given: `range`, another range of this trace (`base_from`, `base_to`,
+//! `base_tracks`, the tracks by default those asked), or `compare`, the trace
+//! served beside it (`--compare`; `base_from` and `base_to` by default the
+//! whole of it, `base_tracks` all of its tracks). A `selection`
+//! then also answers `changes`, each name's figures in both, the largest
+//! change of total time first (as `fxt top --diff` ranks them), and a `flame`
+//! merges both trees by their paths of names, each node `[parent, name,
+//! total, self, base total, base self]`.
 //!
 //! In a `window` answer a slice drawn as itself is `[start, end, name, index]`
 //! and a merged run `[start, end, name, index, count]` (its longest slice's
@@ -75,6 +85,17 @@ pub struct TimelineTrace {
     /// Bytes of the trace the build has read, of `total`.
     read: AtomicU64,
     total: u64,
+    /// The trace served beside it, to compare with (`--compare`).
+    compare: Option<Box<TimelineTrace>>,
+}
+
+/// What a `selection` or `flame` is compared with: a range of some tracks of
+/// a timeline.
+struct Base<'a> {
+    timeline: &'a Timeline,
+    from: u64,
+    to: u64,
+    tracks: Vec<usize>,
 }
 
 /// A timeline built, with the answers made once.
@@ -114,7 +135,15 @@ impl TimelineEndpoint {
             TimelineEndpoint::Stats | TimelineEndpoint::Tracks => &[],
             TimelineEndpoint::Window => &["from", "to", "px", "tracks"],
             TimelineEndpoint::Details => &["track", "lane", "index"],
-            TimelineEndpoint::Selection | TimelineEndpoint::Flame => &["from", "to", "tracks"],
+            TimelineEndpoint::Selection | TimelineEndpoint::Flame => &[
+                "from",
+                "to",
+                "tracks",
+                "base",
+                "base_from",
+                "base_to",
+                "base_tracks",
+            ],
             TimelineEndpoint::Search => &["text", "after", "backward"],
             TimelineEndpoint::Slices => &["between", "thread", "name", "limit"],
             TimelineEndpoint::Top => &["between", "thread", "limit"],
@@ -197,7 +226,14 @@ impl Api for TimelineTrace {
         self.answer_checked(endpoint, Checked(params))
     }
 
+    fn compares(&self) -> bool {
+        self.compare.is_some()
+    }
+
     fn prepare(&self) {
+        if let Some(other) = &self.compare {
+            other.prepare();
+        }
         let build = self.build.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(build) = build else { return };
         let built = build(&|read| self.read.store(read, Ordering::Relaxed));
@@ -224,6 +260,7 @@ impl TimelineTrace {
             build: Mutex::new(None),
             read: AtomicU64::new(0),
             total: 0,
+            compare: None,
         }
     }
 
@@ -236,6 +273,15 @@ impl TimelineTrace {
             build: Mutex::new(Some(build)),
             read: AtomicU64::new(0),
             total,
+            compare: None,
+        }
+    }
+
+    /// The same, served with `other` to compare with.
+    pub fn compared_with(self, other: TimelineTrace) -> TimelineTrace {
+        TimelineTrace {
+            compare: Some(Box::new(other)),
+            ..self
         }
     }
 
@@ -288,7 +334,7 @@ impl TimelineTrace {
                 if to <= from {
                     return Err(bad("to: after from".to_string()));
                 }
-                let tracks = p.tracks(t)?;
+                let tracks = p.tracks("tracks", t)?;
                 window(t, from, to, px, &tracks)
             }
             TimelineEndpoint::Details => {
@@ -305,10 +351,14 @@ impl TimelineTrace {
                 if to < from {
                     return Err(bad("to: not before from".to_string()));
                 }
-                let tracks = p.tracks(t)?;
+                let tracks = p.tracks("tracks", t)?;
+                let base = self.base(&p, &tracks)?;
+                let base = base
+                    .as_ref()
+                    .map(|b| (b.timeline, b.from, b.to, &b.tracks[..]));
                 match endpoint {
-                    TimelineEndpoint::Flame => flame(t, from, to, &tracks),
-                    _ => selection(t, from, to, &tracks),
+                    TimelineEndpoint::Flame => flame(t, from, to, &tracks, base),
+                    _ => selection(t, from, to, &tracks, base),
                 }
             }
             TimelineEndpoint::Search => {
@@ -340,6 +390,53 @@ impl TimelineTrace {
                 LAYOUT,
             ),
         })
+    }
+}
+
+impl TimelineTrace {
+    /// The baseline `p` asks a range `from..to` of `tracks` to be compared
+    /// with, if any (the module docs say how).
+    fn base(&self, p: &Checked<'_>, tracks: &[usize]) -> Result<Option<Base<'_>>, Error> {
+        let (timeline, default_tracks) =
+            match p.get("base") {
+                None => return Ok(None),
+                Some("range") => {
+                    let t = &self.built()?.timeline;
+                    if p.get("base_from").is_none() || p.get("base_to").is_none() {
+                        return Err(bad(
+                            "base=range: base_from and base_to say which".to_string()
+                        ));
+                    }
+                    (t, Some(tracks.to_vec()))
+                }
+                Some("compare") => {
+                    let other = self.compare.as_deref().ok_or_else(|| {
+                    bad("base=compare: no trace to compare with (start the viewer with --compare)"
+                        .to_string())
+                })?;
+                    (&other.built()?.timeline, None)
+                }
+                Some(other) => return Err(bad(format!("base={other}: range or compare"))),
+            };
+        // A range of this trace is given; the compared trace's is by default
+        // the whole of it.
+        let (from, to) = (
+            p.time("base_from")?.unwrap_or(0),
+            p.time("base_to")?.unwrap_or_else(|| span(timeline)),
+        );
+        if to < from {
+            return Err(bad("base_to: not before base_from".to_string()));
+        }
+        let tracks = match (p.get("base_tracks"), default_tracks) {
+            (None, Some(tracks)) => tracks,
+            _ => p.tracks("base_tracks", timeline)?,
+        };
+        Ok(Some(Base {
+            timeline,
+            from,
+            to,
+            tracks,
+        }))
     }
 }
 
@@ -458,9 +555,10 @@ impl<'a> Checked<'a> {
         Ok(Some((a, b)))
     }
 
-    /// The tracks asked for (all of them when none are), each checked.
-    fn tracks(&self, t: &Timeline) -> Result<Vec<usize>, Error> {
-        let Some(v) = self.get("tracks") else {
+    /// The tracks the parameter `name` asks for (all of them when none are),
+    /// each checked.
+    fn tracks(&self, name: &str, t: &Timeline) -> Result<Vec<usize>, Error> {
+        let Some(v) = self.get(name) else {
             return Ok((0..t.tracks().len()).collect());
         };
         // A track asked twice is answered once: its slices count once, and
@@ -474,7 +572,7 @@ impl<'a> Checked<'a> {
                         out.push(i);
                     }
                 }
-                _ => return Err(bad(format!("tracks={v}: {part} is not a track"))),
+                _ => return Err(bad(format!("{name}={v}: {part} is not a track"))),
             }
         }
         Ok(out)

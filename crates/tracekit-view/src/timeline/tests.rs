@@ -349,3 +349,76 @@ fn a_counter_is_one_point_per_pixel_whatever_the_order_of_its_records() {
         );
     }
 }
+
+/// Two ranges of one trace compared: a range that holds twice the slices of
+/// another changes by what the extra ones weigh, in the table and in the
+/// merged call tree; the same range changes nothing.
+#[test]
+fn a_range_is_compared_with_another_by_name_and_by_call_path() {
+    let (_, t) = trace();
+    // Thread 0's parents start every 2000 ns: 0..4000 holds two, 0..2000 one.
+    let ask_base = |e, from: &str, to: &str| {
+        ask(
+            &t,
+            e,
+            &[
+                ("from", "0"),
+                ("to", to),
+                ("tracks", "0"),
+                ("base", "range"),
+                ("base_from", from),
+                ("base_to", "1999"),
+            ],
+        )
+    };
+    let s = ask_base(TimelineEndpoint::Selection, "0", "3999");
+    let changes = s["changes"].as_array().unwrap();
+    let row = |name: &str| changes.iter().find(|r| r["name"] == name).unwrap().clone();
+    let (parent, child) = (row("parent"), row("child"));
+    assert_eq!(
+        (&parent["count_a"], &parent["count_b"]),
+        (&1.into(), &2.into())
+    );
+    assert_eq!(parent["total_change_ns"], 1_000);
+    assert_eq!(
+        (&child["count_a"], &child["count_b"]),
+        (&10.into(), &20.into())
+    );
+    assert_eq!(child["total_change_ns"], 500);
+    assert_eq!(s["base"]["slices"], 11);
+    // Ranked by the size of the change.
+    assert_eq!(changes[0]["name"], "parent");
+    let f = ask_base(TimelineEndpoint::Flame, "0", "3999");
+    let nodes = f["nodes"].as_array().unwrap();
+    let name = |n: &Value| f["names"][n[1].as_u64().unwrap() as usize].clone();
+    assert_eq!(nodes.len(), 2, "{f}");
+    assert_eq!(name(&nodes[1]), "child");
+    // [parent, name, total, self, base total, base self]
+    let w = |n: &Value| (2..6).map(|i| n[i].as_u64().unwrap()).collect::<Vec<_>>();
+    assert_eq!(w(&nodes[0]), [2_000, 1_000, 1_000, 500]);
+    assert_eq!(w(&nodes[1]), [1_000, 1_000, 500, 500]);
+    assert_eq!(
+        (&f["total_ns"], &f["base_total_ns"]),
+        (&2_000.into(), &1_000.into())
+    );
+    // The same range: no change.
+    let same = ask_base(TimelineEndpoint::Selection, "0", "1999");
+    let rows = same["changes"].as_array().unwrap();
+    assert!(
+        rows.iter()
+            .all(|r| r["total_change_ns"] == 0 && r["self_change_ns"] == 0)
+    );
+    // No compared trace served: base=compare is refused.
+    let e = asked(
+        &t,
+        TimelineEndpoint::Flame,
+        vec![("base".into(), "compare".into())],
+    );
+    assert!(matches!(e, Err(Error::BadParameters(m)) if m.contains("--compare")));
+    let e = asked(
+        &t,
+        TimelineEndpoint::Flame,
+        vec![("base".into(), "range".into())],
+    );
+    assert!(matches!(e, Err(Error::BadParameters(m)) if m.contains("base_from")));
+}
