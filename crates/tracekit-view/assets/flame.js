@@ -4,7 +4,7 @@
 
 import { api } from './api.js';
 import { $, bytes, colour, el, pct } from './dom.js';
-import { drawBoxes, layout } from './flamegraph.js';
+import { diffColour, drawBoxes, layout } from './flamegraph.js';
 import { filterArgs, stackArgs, liveArgs, page, saveState, state } from './state.js';
 
 // The names from a node up to (not including) the root of a flametree answer.
@@ -153,15 +153,6 @@ export async function renderFlame(gen) {
       renderFlame(page.generation);
     },
   });
-}
-
-// A change's colour, -1 (shrank the most) to 1 (grew the most): pale at no
-// change, saturated at the largest, as the SVG's differential flame graph.
-export function diffColour(change) {
-  const fade = Math.round(210 * (1 - Math.min(1, Math.abs(change))));
-  if (change > 0) return `rgb(255,${fade},${fade})`;
-  if (change < 0) return `rgb(${fade},${fade},255)`;
-  return 'rgb(250,250,250)';
 }
 
 // The differential flame graph of the served trace (B) against the compared

@@ -56,3 +56,13 @@ export function drawBoxes(box, nodes, lay, opts) {
   });
   box.append(frag);
 }
+
+// A change's colour, -1 (shrank the most) to 1 (grew the most): pale at no
+// change, saturated at the largest, as the SVG's differential flame graph
+// shades it, for both pages' differential flame graphs.
+export function diffColour(change) {
+  const fade = Math.round(210 * (1 - Math.min(1, Math.abs(change))));
+  if (change > 0) return `rgb(255,${fade},${fade})`;
+  if (change < 0) return `rgb(${fade},${fade},255)`;
+  return 'rgb(250,250,250)';
+}

@@ -3,8 +3,8 @@
 
 import { duration } from './canvas.js';
 import { $, colour, el } from './dom.js';
-import { drawBoxes, layout } from './flamegraph.js';
-import { api, busy, failed, state } from './timeline-state.js';
+import { diffColour, drawBoxes, layout } from './flamegraph.js';
+import { api, busy, failed, page, span, state, writeUrl } from './timeline-state.js';
 
 // Details of the selected slice.
 export async function showDetails() {
@@ -58,9 +58,9 @@ function flameNodes(tree, width, focus) {
   const out = [{ parent: -1, name: '', total, node: null }];
   const add = (list, parent) => {
     for (const i of list.sort(byWeight)) {
-      const [, name, weight] = tree.nodes[i];
+      const [, name, weight, , base] = tree.nodes[i];
       if ((weight / total) * width < 0.5) break;
-      out.push({ parent, name: tree.names[name] ?? '', total: weight, node: i });
+      out.push({ parent, name: tree.names[name] ?? '', total: weight, base, node: i });
       add(children[i], out.length - 1);
     }
   };
@@ -102,6 +102,10 @@ function inverted(tree) {
 function drawFlame(flame, tree, width, crumbs) {
   const shown = { focus: null, tree };
   const all = tree.total_ns || 1;
+  // A tree merged with a baseline's: each box coloured by its change.
+  const diff = tree.base_total_ns !== undefined;
+  const largest = diff ? Math.max(1, ...tree.nodes.map((n) => Math.abs(n[2] - n[4]))) : 1;
+  const signed = (d) => (d > 0 ? '+' : d < 0 ? '−' : '±') + duration(Math.abs(d));
   const render = () => {
     const nodes = flameNodes(shown.tree, width, shown.focus);
     flame.replaceChildren();
@@ -111,10 +115,12 @@ function drawFlame(flame, tree, width, crumbs) {
     drawBoxes(flame, nodes, layout(nodes, width), {
       row: 16,
       skipRoot: true,
-      colour,
+      colour: diff ? (name, n) => diffColour((n.total - n.base) / largest) : (name) => colour(name),
       minText: 18,
-      title: (n) => `${n.name}: ${duration(n.total)} (${share(n.total)} of the range)`,
-      attrs: (n) => ({ 'data-total': n.total }),
+      title: (n) =>
+        `${n.name}: ${duration(n.total)} (${share(n.total)} of the range)` +
+        (diff ? `\nbaseline (A): ${duration(n.base)}, change ${signed(n.total - n.base)}` : ''),
+      attrs: (n) => ({ 'data-total': n.total, ...(diff ? { 'data-base': n.base, 'data-name': n.name } : {}) }),
       click: (i) => {
         const node = nodes[i].node;
         shown.focus = shown.focus === node ? null : node;
@@ -140,19 +146,107 @@ function drawFlame(flame, tree, width, crumbs) {
   };
 }
 
+// What the selected range is compared with: the baseline range chosen, else
+// the compared trace (the same range of it, or the whole of it for the whole
+// of this one), else nothing.
+function baseParams(from, to) {
+  if (state.base) {
+    const b = state.base;
+    return { base: 'range', base_from: b.from, base_to: b.to, base_tracks: b.tracks.join(',') };
+  }
+  if (!page.compares) return {};
+  return from <= 0 && to >= span() ? { base: 'compare' } : { base: 'compare', base_from: from, base_to: to };
+}
+
+// The baseline's controls: choose the selected range as the baseline, or
+// drop the one chosen.
+function baselineTools(a) {
+  const p = el('p', { class: 'baseline-tools' });
+  if (state.base) {
+    const b = state.base;
+    const clear = el('button', { type: 'button', 'data-baseline-clear': '', text: 'clear the baseline' });
+    clear.addEventListener('click', () => {
+      state.base = null;
+      writeUrl();
+      showArea();
+    });
+    p.append(
+      `compared with the baseline (A): ${duration(b.to - b.from)} from ${duration(b.from)} on ${b.tracks.length} track${b.tracks.length === 1 ? '' : 's'} `,
+      clear,
+    );
+  } else {
+    const set = el('button', {
+      type: 'button',
+      'data-baseline-set': '',
+      text: 'use this range as the baseline (A)',
+    });
+    set.addEventListener('click', () => {
+      state.base = { from: Math.round(a.from), to: Math.round(a.to), tracks: [...a.tracks] };
+      writeUrl();
+      showArea();
+    });
+    p.append(page.compares ? 'compared with the trace given to --compare (A); or ' : '', set);
+  }
+  return p;
+}
+
+// Each name's figures in the baseline (A) and the range (B), the largest
+// change of total time first (as `fxt top --diff` ranks them).
+function changesTable(changes) {
+  const signed = (d) => (d > 0 ? '+' : d < 0 ? '−' : '') + duration(Math.abs(d));
+  const heads = ['Name', 'Count A', 'Count B', 'Total A', 'Total B', 'Change', 'Self A', 'Self B', 'Change'];
+  const head = el('tr', {}, ...heads.map((k, i) => el('th', { ...(i ? { class: 'n' } : {}), text: k })));
+  const rows = changes.map((c) => {
+    const cells = [
+      c.name + (c.kind === 'async' ? ' (async)' : ''),
+      c.count_a,
+      c.count_b,
+      duration(c.total_ns_a),
+      duration(c.total_ns_b),
+      signed(c.total_change_ns),
+      duration(c.self_ns_a),
+      duration(c.self_ns_b),
+      signed(c.self_change_ns),
+    ];
+    const change = (d) => ({ class: 'n ' + (d > 0 ? 'delta-up' : d < 0 ? 'delta-down' : '') });
+    const tds = cells.map((v, i) =>
+      el('td', {
+        ...(i === 5 ? change(c.total_change_ns) : i === 8 ? change(c.self_change_ns) : i ? { class: 'n' } : {}),
+        text: String(v),
+      }),
+    );
+    return el('tr', { 'data-name': c.name, 'data-kind': c.kind }, ...tds);
+  });
+  return el('table', { id: 'changes-table' }, el('thead', {}, head), el('tbody', {}, ...rows));
+}
+
+// With a trace to compare with and no range chosen: a button that compares
+// the whole traces.
+function wholeTraces(box) {
+  const b = el('button', { type: 'button', 'data-compare-whole': '', text: 'compare the whole traces' });
+  b.addEventListener('click', () => {
+    state.area = { from: 0, to: span(), tracks: page.info.tracks.map((_, i) => i) };
+    writeUrl();
+    showArea();
+  });
+  box.replaceChildren(el('p', {}, 'A trace to compare with is served: select a range, or ', b));
+}
+
 // The selected range's slices by name, and its call tree.
 export async function showArea() {
   const a = state.area;
   const box = $('selection');
   if (!a) {
-    box.replaceChildren();
+    if (page.compares) wholeTraces(box);
+    else box.replaceChildren();
     return;
   }
   busy(1);
   try {
     const from = Math.floor(Math.min(a.from, a.to));
     const to = Math.ceil(Math.max(a.from, a.to));
-    const r = await api('selection', { from, to, tracks: a.tracks.join(',') });
+    const base = baseParams(from, to);
+    const r = await api('selection', { from, to, tracks: a.tracks.join(','), ...base });
     const h = el('h2', {
       text: `${r.slices} slices in ${duration(to - from)} on ${a.tracks.length} track${a.tracks.length === 1 ? '' : 's'}`,
     });
@@ -179,9 +273,13 @@ export async function showArea() {
       return el('tr', { 'data-count': n.count, 'data-total': n.total_ns }, ...tds);
     });
     const table = el('table', { id: 'selection-table' }, el('thead', {}, head), el('tbody', {}, ...rows));
-    box.replaceChildren(h, table);
+    box.replaceChildren(h, baselineTools(a), table);
+    if (r.changes) {
+      box.insertBefore(el('h2', { text: `Changes from the baseline (A: ${r.base.slices} slices)` }), table);
+      box.insertBefore(changesTable(r.changes), table);
+    }
     // And its call tree, as a flame graph.
-    const tree = await api('flame', { from, to, tracks: a.tracks.join(',') });
+    const tree = await api('flame', { from, to, tracks: a.tracks.join(','), ...base });
     if (tree.nodes.length > 0) {
       const w = Math.max(200, box.clientWidth - 24);
       const flame = el('div', {
@@ -195,16 +293,23 @@ export async function showArea() {
       const invert = el('input', { type: 'checkbox', 'data-flame-invert': '' });
       const invertBy = drawFlame(flame, tree, w, crumbs);
       invert.addEventListener('change', () => invertBy(invert.checked));
+      const diff = tree.base_total_ns !== undefined;
       const tools = el(
         'p',
         { class: 'flame-tools' },
-        el('label', {}, invert, ' inverted: the hottest leaves first, their callers under them'),
+        diff
+          ? `width: the range (B, ${duration(tree.total_ns)}); colour: its change from the baseline (A, ${duration(tree.base_total_ns)}), red grew, blue shrank `
+          : el('label', {}, invert, ' inverted: the hottest leaves first, their callers under them'),
         ' ',
         crumbs,
       );
-      box.insertBefore(el('h2', { text: 'Flame graph of the range' }), table);
-      box.insertBefore(tools, table);
-      box.insertBefore(flame, table);
+      const firstTable = box.querySelector('#changes-table')?.previousSibling ?? table;
+      box.insertBefore(
+        el('h2', { text: diff ? 'Differential flame graph of the range' : 'Flame graph of the range' }),
+        firstTable,
+      );
+      box.insertBefore(tools, firstTable);
+      box.insertBefore(flame, firstTable);
       box.insertBefore(el('h2', { text: 'By name' }), table);
     }
   } catch (e) {

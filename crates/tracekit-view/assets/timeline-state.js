@@ -13,7 +13,8 @@ import { readFragment, writeFragment } from './urlstate.js';
 // slice's track, lane and index, `range` the selected range's from, to and
 // tracks, `q` the search, `fold` the folded tracks (`-` for none; absent, the
 // page folds the deepest tracks until every track fits its height), `y` how far
-// the tracks are scrolled.
+// the tracks are scrolled, `base` the baseline range's from, to and tracks
+// (what the selected range is compared with).
 const SCHEMA = {
   from: ['number', null],
   to: ['number', null],
@@ -23,6 +24,7 @@ const SCHEMA = {
   q: ['text', ''],
   fold: ['text', ''],
   y: ['number', null],
+  base: ['ints', []],
 };
 
 export const state = {
@@ -33,10 +35,12 @@ export const state = {
   area: null, // {from, to, tracks}
   query: '',
   folded: null, // the folded tracks' ids, null until decided
+  base: null, // {from, to, tracks}: the baseline range, if one is chosen
 };
 
 export const page = {
   info: null, // the `tracks` answer
+  compares: false, // a trace to compare with is served (--compare)
   lay: null, // the rows laid out (canvas.js)
   data: null, // the latest window answer
   names: {}, // every name an answer gave, by id
@@ -84,6 +88,7 @@ export function readUrl() {
   state.pinned = h.pin.filter((t) => t < page.info.tracks.length);
   state.selected = h.slice.length === 3 ? { track: h.slice[0], lane: h.slice[1], index: h.slice[2] } : null;
   state.area = h.range.length >= 2 ? { from: h.range[0], to: h.range[1], tracks: h.range.slice(2) } : null;
+  state.base = h.base.length >= 2 ? { from: h.base[0], to: h.base[1], tracks: h.base.slice(2) } : null;
   state.query = h.q;
   state.folded = h.fold === '' ? null : h.fold === '-' ? [] : h.fold.split(',').map(Number).filter(Number.isInteger);
   page.scroll = Math.max(0, h.y ?? 0);
@@ -103,6 +108,7 @@ export function writeUrl() {
       q: state.query,
       fold: state.folded === null ? '' : state.folded.length ? state.folded.join(',') : '-',
       y: Math.round(page.scroll),
+      base: state.base ? [state.base.from, state.base.to, ...state.base.tracks] : [],
     });
   }, 100);
 }

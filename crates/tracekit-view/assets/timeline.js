@@ -260,8 +260,9 @@ window.addEventListener('resize', resize);
 async function main() {
   busy(1);
   try {
-    const info = await api('tracks', {});
+    const [info, features] = await Promise.all([api('tracks', {}), api('features', {})]);
     page.info = info;
+    page.compares = features.compare;
     $('title').textContent = `${info.name} · ${info.slices} slices on ${info.tracks.length} tracks`;
     document.title = `${info.name} · tracekit view`;
     const problems = [info.damage, ...info.warnings].filter(Boolean);
@@ -278,7 +279,7 @@ async function main() {
     // The scroll the URL held, once the rows it scrolls are laid out.
     scroller.scrollTop = page.scroll;
     if (state.selected) showDetails();
-    if (state.area) showArea();
+    if (state.area || page.compares) showArea();
     if (info.tracks.length === 0) {
       frame();
       document.body.dataset.ready = 'true';

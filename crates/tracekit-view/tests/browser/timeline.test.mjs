@@ -459,6 +459,73 @@ test('deep tracks start folded so that every track shows; a toggle unfolds one; 
   await page.close();
 });
 
+// The changes table's rows: name, kind, counts, and the change of total
+// time as the page prints it.
+async function changeRows(page) {
+  await page.waitForSelector('#changes-table');
+  return page.$$eval('#changes-table tbody tr', (rows) =>
+    rows.map((r) => [r.dataset.name, r.dataset.kind, +r.cells[1].textContent, +r.cells[2].textContent]),
+  );
+}
+
+test('two traces compared: the changes are fxt top --diff, the flame graph coloured by them', async () => {
+  const [a, b] = ['a', 'b'].map((x) => path.join(scratch, `compare-${x}.fxt`));
+  cli('fxt', 'sample', '-q', '-o', a, '--slices', '20000', '--threads', '2', '--seed', '1');
+  cli('fxt', 'sample', '-q', '-o', b, '--slices', '20000', '--threads', '2', '--seed', '2');
+  const page = await open(await serveCommand(['-q', 'view', b, '--compare', a]));
+  await page.click('[data-compare-whole]');
+  const rows = await changeRows(page);
+  const expected = JSON.parse(cli('fxt', 'top', '--diff', a, b, '--json', '--limit', '0'));
+  assert.ok(expected.names.length > 10);
+  assert.deepEqual(
+    rows,
+    expected.names.map((n) => [n.name, n.kind, n.count_a, n.count_b]),
+  );
+  // The differential flame graph: every box as wide as its time in B, red
+  // where it grew from A, blue where it shrank.
+  await settled(page);
+  const boxes = await page.$$eval('#flame div[data-name]', (bs) =>
+    bs.map((b) => ({ total: +b.dataset.total, base: +b.dataset.base, colour: b.style.background })),
+  );
+  assert.ok(boxes.length > 10);
+  for (const x of boxes) {
+    if (x.total > x.base) assert.match(x.colour, /^rgb\(255, /, JSON.stringify(x));
+    if (x.total < x.base) assert.match(x.colour, /, 255\)$/, JSON.stringify(x));
+  }
+  assert.ok(boxes.some((x) => x.total < x.base) && boxes.some((x) => x.total > x.base));
+  await page.screenshot({ path: path.join(shots, 'timeline-compare.png'), fullPage: true });
+  await page.close();
+});
+
+test('two ranges of one trace compared: the baseline range against the selected one', async () => {
+  const t = path.join(scratch, 'ranges.fxt');
+  cli('fxt', 'sample', '-q', '-o', t, '--slices', '20000', '--threads', '2');
+  const url = await serve(t);
+  // The first two hundred microseconds of both tracks, then the next two hundred.
+  const page = await open(url + '#range=0,200000,0,1');
+  await page.waitForSelector('[data-baseline-set]');
+  await page.click('[data-baseline-set]');
+  await page.waitForSelector('[data-baseline-clear]');
+  // The baseline is kept in the URL: a link to another range compares it.
+  await page.waitForFunction(() => location.hash.includes('base=0%2C200000%2C0%2C1'));
+  await page.close();
+  const compared = await open(url + '#range=200000,400000,0,1&base=0,200000,0,1');
+  const rows = await changeRows(compared);
+  const top = (from, to) => JSON.parse(cli('fxt', 'top', '--json', '--limit', '0', '--between', from, to, t)).names;
+  const [before, after] = [top('0us', '200us'), top('200us', '400us')];
+  const key = (n) => `${n.name}/${n.kind}`;
+  const count = (list) => new Map(list.map((n) => [key(n), n.count]));
+  const [ca, cb] = [count(before), count(after)];
+  assert.equal(rows.length, new Set([...ca.keys(), ...cb.keys()]).size);
+  for (const [name, kind, na, nb] of rows) {
+    assert.equal(na, ca.get(`${name}/${kind}`) ?? 0, name);
+    assert.equal(nb, cb.get(`${name}/${kind}`) ?? 0, name);
+  }
+  assert.match(await compared.textContent('.baseline-tools'), /compared with the baseline \(A\)/);
+  await compared.screenshot({ path: path.join(shots, 'timeline-ranges.png'), fullPage: true });
+  await compared.close();
+});
+
 test('a large trace: its URL at once, the build shown on the page, then the timeline', async () => {
   const big = path.join(scratch, 'big.fxt');
   cli('fxt', 'sample', '-o', big, '--slices', '4000000', '--threads', '4');
