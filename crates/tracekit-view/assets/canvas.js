@@ -13,12 +13,31 @@ export const COUNTER = 40;
 export const TOGGLE = 18;
 const SCROLLBAR = 14;
 
-// Rows: per track a header and a row per lane (only the outermost lane, its
-// busy-ness over time, for a folded track); per counter one row. Pinned rows
-// first, in the order pinned, in a band that does not scroll.
-export function layout(tracks, counters, pinned, folded = []) {
+// Rows: per track a header and a row per lane (for a folded track its
+// outermost lanes only: the outermost, its busy-ness over time, and as many
+// more as the room left lets); per counter one row. Pinned rows first, in the
+// order pinned, in a band that does not scroll. `room` is the height the rows
+// may fill: what the rows leave of it is shared among the folded tracks, a
+// lane at a time, in the order of the tracks, so that a window with few deep
+// tracks is not left empty below them.
+export function layout(tracks, counters, pinned, folded = [], room = 0) {
+  const shown = new Map();
+  for (const t of tracks) shown.set(t.id, folded.includes(t.id) ? Math.min(t.lanes, 1) : t.lanes);
+  const rowsHeight = () => tracks.reduce((h, t) => h + HEADER + shown.get(t.id) * LANE, 0) + counters.length * COUNTER;
+  let spare = Math.floor((room - rowsHeight()) / LANE);
+  const growing = tracks.filter((t) => folded.includes(t.id));
+  while (spare > 0) {
+    const before = spare;
+    for (const t of growing) {
+      if (spare > 0 && shown.get(t.id) < t.lanes) {
+        shown.set(t.id, shown.get(t.id) + 1);
+        spare--;
+      }
+    }
+    if (spare === before) break;
+  }
   const trackRow = (t, y) => {
-    const lanes = folded.includes(t.id) ? Math.min(t.lanes, 1) : t.lanes;
+    const lanes = shown.get(t.id);
     return { kind: 'track', id: t.id, h: HEADER + lanes * LANE, lanes, track: t, y };
   };
   const rows = [];

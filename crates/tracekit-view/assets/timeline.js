@@ -19,7 +19,7 @@ function frame() {
 }
 
 // A button over each shown track of more than one lane that folds it to its
-// outermost lane or unfolds it; laid out again only when the rows moved.
+// outermost lanes or unfolds it; laid out again only when the rows moved.
 function placeToggles() {
   const key = `${page.scroll}/${page.height}/${page.lay.rows.map((r) => r.id + ':' + r.h).join(',')}`;
   if (key === page.toggled) return;
@@ -34,7 +34,9 @@ function placeToggles() {
     const b = el('button', {
       'data-track-toggle': r.id,
       'aria-expanded': String(!folded),
-      title: folded ? `unfold: ${r.track.lanes} lanes` : 'fold to the outermost lane',
+      title: folded
+        ? `unfold: ${r.track.lanes} lanes (${r.lanes} shown)`
+        : 'fold to its outermost lanes, as many as there is room for',
       text: folded ? '▸' : '▾',
       style: `top: ${top}px`,
     });
@@ -159,7 +161,7 @@ function resize() {
 
 function relayout() {
   decideFolds();
-  page.lay = layout(page.info.tracks, page.info.counters, state.pinned, state.folded);
+  page.lay = layout(page.info.tracks, page.info.counters, state.pinned, state.folded, page.height - AXIS);
   $('spacer').style.height = `${page.lay.height + 40}px`;
   page.scroll = Math.min(page.scroll, Math.max(0, page.lay.height + page.lay.band + AXIS - page.height + 40));
   changed();
