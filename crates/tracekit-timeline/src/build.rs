@@ -122,7 +122,9 @@ impl Timeline {
         let mut threads: FxHashMap<(u64, u64), ThreadBuild> = FxHashMap::default();
         let mut asyncs: FxHashMap<(u64, u32, u64), Slice> = FxHashMap::default();
         // Per process, its async slices with their ids.
-        let mut async_slices: FxHashMap<u64, Vec<(Slice, u64)>> = FxHashMap::default();
+        // Per process and name: a track per kind of async task, as Perfetto
+        // groups async slices by name.
+        let mut async_slices: FxHashMap<(u64, u32), Vec<(Slice, u64)>> = FxHashMap::default();
         let mut counters: Vec<Counter> = Vec::new();
         let mut counter_of: FxHashMap<(u64, u32, u64, u32), usize> = FxHashMap::default();
         // Flows by id, their events' threads as (pid, tid) until tracks are numbered.
@@ -207,7 +209,7 @@ impl Timeline {
                     // A second begin of a slice still open: the first one's end
                     // is not known, so it stays open rather than lost.
                     if let Some(earlier) = asyncs.insert((pid, name, id), begun) {
-                        async_slices.entry(pid).or_default().push((earlier, id));
+                        async_slices.entry((pid, earlier.name)).or_default().push((earlier, id));
                     }
                 }
                 EventKind::AsyncEnd { id } => {
@@ -216,7 +218,7 @@ impl Timeline {
                             end: time.max(s.start),
                             ..s
                         };
-                        async_slices.entry(pid).or_default().push((s, id));
+                        async_slices.entry((pid, s.name)).or_default().push((s, id));
                     }
                 }
                 EventKind::Instant => {
@@ -286,7 +288,7 @@ impl Timeline {
         let warnings = reader.warnings().to_vec();
         // Async slices still open at the end.
         for ((pid, _, id), s) in asyncs {
-            async_slices.entry(pid).or_default().push((s, id));
+            async_slices.entry((pid, s.name)).or_default().push((s, id));
         }
 
         let mut tracks = Vec::new();
@@ -303,17 +305,24 @@ impl Timeline {
                 instants: t.instants,
             });
         }
-        for (pid, slices) in async_slices {
+        for ((pid, name), slices) in async_slices {
             tracks.push(Track {
                 kind: TrackKind::Async,
                 pid,
                 tid: 0,
-                name: None,
+                name: Some(name),
                 lanes: packed(slices),
                 instants: Vec::new(),
             });
         }
-        tracks.sort_by_key(|t| (t.pid, t.kind == TrackKind::Async, t.tid));
+        // A process's threads, then its async tracks by name.
+        tracks.sort_by(|a, b| {
+            let key = |t: &Track| (t.pid, t.kind == TrackKind::Async, t.tid);
+            (key(a).cmp(&key(b))).then_with(|| {
+                let name = |t: &Track| t.name.and_then(|n| strings.texts.get(n as usize));
+                name(a).cmp(&name(b))
+            })
+        });
         flows.extend(open_flows);
         let track_of: FxHashMap<(u64, u64), usize> = tracks
             .iter()
@@ -541,6 +550,35 @@ mod tests {
         let track = &t.tracks()[0];
         assert_eq!(track.kind, TrackKind::Async);
         assert_eq!(lanes_of(&track.lanes), [vec![(10, OPEN)], vec![(20, 30)]]);
+    }
+
+    #[test]
+    fn a_process_has_an_async_track_per_name() {
+        use tracekit_fxt::format::Koid;
+        use tracekit_fxt::io::IoDestination;
+        use tracekit_fxt::write::Writer;
+        let mut w = Writer::new(IoDestination::new(Vec::new())).unwrap();
+        let thread = w.set_thread_slot(0, Koid(1), Koid(2)).unwrap();
+        let cat = w.intern("c").unwrap();
+        let (request, lookup) = (w.intern("request").unwrap(), w.intern("lookup").unwrap());
+        w.async_begin(thread, cat, request, 10, 1, &[]).unwrap();
+        w.async_begin(thread, cat, lookup, 11, 2, &[]).unwrap();
+        w.async_begin(thread, cat, request, 12, 3, &[]).unwrap();
+        for (name, at, id) in [(lookup, 20, 2), (request, 21, 1), (request, 22, 3)] {
+            w.async_end(thread, cat, name, at, id, &[]).unwrap();
+        }
+        let bytes = w.finish_io().unwrap();
+        let t = Timeline::build(&mut tracekit_fxt::read::Reader::new(&bytes), &mut |_| {});
+        let tracks: Vec<(&str, Vec<Vec<(u64, u64)>>)> = (t.tracks().iter())
+            .map(|tr| (t.string(tr.name.unwrap()), lanes_of(&tr.lanes)))
+            .collect();
+        assert_eq!(
+            tracks,
+            [
+                ("lookup", vec![vec![(11, 20)]]),
+                ("request", vec![vec![(10, 21)], vec![(12, 22)]])
+            ]
+        );
     }
 
     #[test]

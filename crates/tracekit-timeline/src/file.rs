@@ -10,7 +10,7 @@
 //!
 //! | bytes | what |
 //! | --- | --- |
-//! | 8 | magic `TKTIMEL` and the format version (5) |
+//! | 8 | magic `TKTIMEL` and the format version (6) |
 //! | 8 | records read |
 //! | 9 each | the first and the last time, each an optional `u64` (a byte, then 8) |
 //! | 4 + strings | the strings |
@@ -35,7 +35,7 @@ use crate::{Counter, Flow, FlowPhase, FlowPoint, Instant, Timeline, Track, Track
 
 pub use tracekit_columns::FileError;
 
-const MAGIC: &[u8; 8] = b"TKTIMEL\x05";
+const MAGIC: &[u8; 8] = b"TKTIMEL\x06";
 
 /// The format's name in [`FileError::Magic`].
 const FORMAT: &str = "a timeline";

@@ -103,8 +103,9 @@ pub struct Track {
     pub pid: u64,
     /// The thread's koid (0 for an async track).
     pub tid: u64,
-    /// The thread's name, from a kernel object record, in the timeline's
-    /// strings.
+    /// The thread's name, from a kernel object record, or the name of an
+    /// async track's slices (a process has an async track per name, as
+    /// Perfetto groups them: a kind of task), in the timeline's strings.
     pub name: Option<u32>,
     /// Its slices, a lane per depth (or per async lane), outermost first.
     pub lanes: Vec<Lane>,

@@ -111,7 +111,8 @@ function fit(ctx, s, w) {
 }
 
 function trackLabel(t) {
-  const who = t.kind === 'async' ? 'async' : `${t.name ?? 'thread'} [${t.tid}]`;
+  // An async track holds a process's async slices of one name (a kind of task).
+  const who = t.kind === 'async' ? `${t.name ?? 'async'} (async)` : `${t.name ?? 'thread'} [${t.tid}]`;
   return `${who} · ${t.process ?? 'process'} [${t.pid}]`;
 }
 

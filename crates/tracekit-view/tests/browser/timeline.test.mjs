@@ -578,6 +578,20 @@ test("the tracing layer's async example: its worker threads", async () => {
   await page.waitForFunction(() => document.getElementById('search-count').dataset.matches !== undefined);
   assert.equal(+(await page.getAttribute('#search-count', 'data-matches')), handles);
   await settled(page);
+  // Each kind of task is a track of its own, named by its span, holding its
+  // async slices (one per task's life) as fxt dump's async begins count them.
+  const rows = await page.evaluate(() => window.tracekitRows());
+  const tasks = rows.filter((r) => r.kind === 'track' && / \(async\) · /.test(r.label));
+  const named = tasks.map((r) => r.label.split(' (async)')[0]).sort();
+  const begins = {};
+  for (const line of cli('fxt', 'dump', fxt).split('\n')) {
+    const m = / async_begin .* name="([^"]*)"/.exec(line);
+    if (m) begins[m[1]] = (begins[m[1]] ?? 0) + 1;
+  }
+  assert.deepEqual(named, Object.keys(begins).sort());
+  assert.deepEqual(named, ['handler', 'lookup', 'request']);
+  const top = JSON.parse(cli('fxt', 'top', '--json', '--limit', '0', fxt)).names.filter((n) => n.kind === 'async');
+  for (const n of top) assert.equal(n.count, begins[n.name], n.name);
   await page.screenshot({ path: path.join(shots, 'timeline-tracing-tasks.png') });
   await page.close();
 });
