@@ -209,7 +209,10 @@ impl Timeline {
                     // A second begin of a slice still open: the first one's end
                     // is not known, so it stays open rather than lost.
                     if let Some(earlier) = asyncs.insert((pid, name, id), begun) {
-                        async_slices.entry((pid, earlier.name)).or_default().push((earlier, id));
+                        async_slices
+                            .entry((pid, earlier.name))
+                            .or_default()
+                            .push((earlier, id));
                     }
                 }
                 EventKind::AsyncEnd { id } => {
@@ -569,7 +572,7 @@ mod tests {
         }
         let bytes = w.finish_io().unwrap();
         let t = Timeline::build(&mut tracekit_fxt::read::Reader::new(&bytes), &mut |_| {});
-        let tracks: Vec<(&str, Vec<Vec<(u64, u64)>>)> = (t.tracks().iter())
+        let tracks: Vec<_> = (t.tracks().iter())
             .map(|tr| (t.string(tr.name.unwrap()), lanes_of(&tr.lanes)))
             .collect();
         assert_eq!(
