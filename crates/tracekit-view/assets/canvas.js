@@ -16,16 +16,24 @@ const SCROLLBAR = 14;
 // Rows: per track a header and a row per lane (for a folded track its
 // outermost lanes only: the outermost, its busy-ness over time, and as many
 // more as the room left lets); per counter one row. Pinned rows first, in the
-// order pinned, in a band that does not scroll. `room` is the height the rows
-// may fill: what the rows leave of it is shared among the folded tracks, a
-// lane at a time, in the order of the tracks, so that a window with few deep
-// tracks is not left empty below them.
-export function layout(tracks, counters, pinned, folded = [], room = 0) {
+// order pinned, in a band that does not scroll. With more than one process,
+// each process's tracks come under a header row of their own, and a process in
+// `closed` shows its header alone (its pinned tracks stay pinned). `room` is
+// the height the rows may fill: what the rows leave of it is shared among the
+// folded tracks, a lane at a time, in the order of the tracks, so that a window
+// with few deep tracks is not left empty below them.
+export function layout(tracks, counters, pinned, folded = [], room = 0, closed = []) {
+  const grouped = new Set(tracks.map((t) => t.pid)).size > 1;
+  const hidden = (t) => grouped && closed.includes(t.pid) && !pinned.includes(t.id);
+  const processes = grouped ? new Set(tracks.map((t) => t.pid)).size : 0;
   const shown = new Map();
   for (const t of tracks) shown.set(t.id, folded.includes(t.id) ? Math.min(t.lanes, 1) : t.lanes);
-  const rowsHeight = () => tracks.reduce((h, t) => h + HEADER + shown.get(t.id) * LANE, 0) + counters.length * COUNTER;
+  const rowsHeight = () =>
+    tracks.reduce((h, t) => h + (hidden(t) ? 0 : HEADER + shown.get(t.id) * LANE), 0) +
+    processes * HEADER +
+    counters.length * COUNTER;
   let spare = Math.floor((room - rowsHeight()) / LANE);
-  const growing = tracks.filter((t) => folded.includes(t.id));
+  const growing = tracks.filter((t) => folded.includes(t.id) && !hidden(t));
   while (spare > 0) {
     const before = spare;
     for (const t of growing) {
@@ -54,8 +62,15 @@ export function layout(tracks, counters, pinned, folded = [], room = 0) {
   }
   const band = y;
   let z = 0;
+  let pid = null;
   for (const t of tracks) {
-    if (pinned.includes(t.id)) continue;
+    if (grouped && t.pid !== pid) {
+      pid = t.pid;
+      const count = tracks.filter((u) => u.pid === pid).length;
+      const header = { kind: 'process', id: pid, h: HEADER, pid, process: t.process, tracks: count, y: z };
+      z += add({ ...header, closed: closed.includes(pid) }, rest);
+    }
+    if (pinned.includes(t.id) || hidden(t)) continue;
     z += add(trackRow(t, z), rest);
   }
   for (const c of counters) z += add({ kind: 'counter', id: c.id, h: COUNTER, counter: c, y: z }, rest);
@@ -117,6 +132,9 @@ function trackLabel(t) {
 }
 
 export function labelOf(row) {
+  if (row.kind === 'process') {
+    return `${row.process ?? 'process'} [${row.pid}] · ${row.tracks} track${row.tracks === 1 ? '' : 's'}`;
+  }
   if (row.kind === 'counter') {
     const c = row.counter;
     return `${c.name}${c.series && c.series !== c.name ? ' · ' + c.series : ''} (${c.pid})`;
@@ -150,11 +168,12 @@ export function draw(ctx, s) {
   const drawRow = (row) => {
     const top = rowTop(row, lay, scroll);
     if (top + row.h < AXIS || top > height) return;
-    ctx.fillStyle = row.pinned ? '#eef3fb' : '#f4f4f4';
+    ctx.fillStyle = row.pinned ? '#eef3fb' : row.kind === 'process' ? '#e2e6ee' : '#f4f4f4';
     ctx.fillRect(0, top, width, HEADER);
     ctx.fillStyle = '#333';
-    // Room for the fold toggle of a track of more than one lane.
-    const indent = row.kind === 'track' && row.track.lanes > 1 ? TOGGLE : 4;
+    // Room for the toggle of a process, or of a track of more than one lane.
+    const indent = row.kind === 'process' || (row.kind === 'track' && row.track.lanes > 1) ? TOGGLE : 4;
+    ctx.font = row.kind === 'process' ? 'bold 11px system-ui, sans-serif' : '11px system-ui, sans-serif';
     ctx.fillText(fit(ctx, (row.pinned ? '▲ ' : '') + labelOf(row), LABEL - indent - 4), indent, top + HEADER / 2);
     ctx.strokeStyle = '#ddd';
     ctx.beginPath();
@@ -167,7 +186,7 @@ export function draw(ctx, s) {
     ctx.clip();
     if (row.kind === 'counter') {
       drawCounter(ctx, row, top, counters.get(row.id), x, right);
-    } else {
+    } else if (row.kind === 'track') {
       drawTrack(ctx, s, row, top, byTrack.get(row.id), names, x, right);
     }
     ctx.restore();

@@ -14,7 +14,8 @@ import { readFragment, writeFragment } from './urlstate.js';
 // tracks, `q` the search, `fold` the folded tracks (`-` for none; absent, the
 // page folds the deepest tracks until every track fits its height), `y` how far
 // the tracks are scrolled, `base` the baseline range's from, to and tracks
-// (what the selected range is compared with).
+// (what the selected range is compared with), `procs` the processes whose
+// tracks are hidden under their header.
 const SCHEMA = {
   from: ['number', null],
   to: ['number', null],
@@ -25,6 +26,7 @@ const SCHEMA = {
   fold: ['text', ''],
   y: ['number', null],
   base: ['ints', []],
+  procs: ['ints', []],
 };
 
 export const state = {
@@ -36,6 +38,7 @@ export const state = {
   query: '',
   folded: null, // the folded tracks' ids, null until decided
   base: null, // {from, to, tracks}: the baseline range, if one is chosen
+  closed: [], // the processes whose tracks are hidden
 };
 
 export const page = {
@@ -89,6 +92,7 @@ export function readUrl() {
   state.selected = h.slice.length === 3 ? { track: h.slice[0], lane: h.slice[1], index: h.slice[2] } : null;
   state.area = h.range.length >= 2 ? { from: h.range[0], to: h.range[1], tracks: h.range.slice(2) } : null;
   state.base = h.base.length >= 2 ? { from: h.base[0], to: h.base[1], tracks: h.base.slice(2) } : null;
+  state.closed = h.procs;
   state.query = h.q;
   state.folded = h.fold === '' ? null : h.fold === '-' ? [] : h.fold.split(',').map(Number).filter(Number.isInteger);
   page.scroll = Math.max(0, h.y ?? 0);
@@ -109,6 +113,7 @@ export function writeUrl() {
       fold: state.folded === null ? '' : state.folded.length ? state.folded.join(',') : '-',
       y: Math.round(page.scroll),
       base: state.base ? [state.base.from, state.base.to, ...state.base.tracks] : [],
+      procs: state.closed,
     });
   }, 100);
 }

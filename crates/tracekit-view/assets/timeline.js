@@ -27,9 +27,24 @@ function placeToggles() {
   const box = $('toggles');
   const buttons = [];
   for (const r of page.lay.rows) {
-    if (r.kind !== 'track' || r.track.lanes <= 1) continue;
     const top = rowTop(r, page.lay, page.scroll);
     if (top < AXIS || top > page.height - HEADER) continue;
+    if (r.kind === 'process') {
+      const b = el('button', {
+        'data-process-toggle': r.pid,
+        'aria-expanded': String(!r.closed),
+        title: r.closed ? `show the ${r.tracks} tracks of this process` : 'hide the tracks of this process',
+        text: r.closed ? '▸' : '▾',
+        style: `top: ${top}px`,
+      });
+      b.addEventListener('click', () => {
+        state.closed = r.closed ? state.closed.filter((p) => p !== r.pid) : [...state.closed, r.pid];
+        relayout();
+      });
+      buttons.push(b);
+      continue;
+    }
+    if (r.kind !== 'track' || r.track.lanes <= 1) continue;
     const folded = r.lanes < r.track.lanes;
     const b = el('button', {
       'data-track-toggle': r.id,
@@ -62,7 +77,7 @@ function decideFolds() {
   const folded = [];
   // Where the last row starts, the tracks not scrolled.
   const lastTop = () => {
-    const lay = layout(tracks, counters, state.pinned, folded);
+    const lay = layout(tracks, counters, state.pinned, folded, 0, state.closed);
     const last = lay.rows.at(-1);
     return last ? [rowTop(last, lay, 0) - AXIS, last] : [0, null];
   };
@@ -161,7 +176,8 @@ function resize() {
 
 function relayout() {
   decideFolds();
-  page.lay = layout(page.info.tracks, page.info.counters, state.pinned, state.folded, page.height - AXIS);
+  const { tracks, counters } = page.info;
+  page.lay = layout(tracks, counters, state.pinned, state.folded, page.height - AXIS, state.closed);
   $('spacer').style.height = `${page.lay.height + 40}px`;
   page.scroll = Math.min(page.scroll, Math.max(0, page.lay.height + page.lay.band + AXIS - page.height + 40));
   changed();

@@ -464,6 +464,43 @@ test('deep tracks start folded so that every track shows; a toggle unfolds one; 
   await page.close();
 });
 
+test("each process's tracks are under its header, which hides and shows them", async () => {
+  const two = path.join(corpus, 'fxt/synthetic_all_records.fxt');
+  const url = await serve(two);
+  const page = await open(url);
+  const rows = async () => page.evaluate(() => window.tracekitRows());
+  const first = await rows();
+  const processes = first.filter((r) => r.kind === 'process');
+  assert.deepEqual(
+    processes.map((r) => r.id),
+    [100, 200],
+  );
+  const tracksOf = (rs, pid) => rs.filter((r) => r.kind === 'track' && r.label.endsWith(`[${pid}]`));
+  const of100 = tracksOf(first, 100).length;
+  assert.ok(of100 > 0);
+  assert.match(processes[0].label, new RegExp(`\\[100\\] · ${of100} tracks?$`));
+  // Every track's header shows under its process's.
+  for (const r of first.filter((r) => r.kind === 'track')) {
+    const header = processes.find((p) => r.label.endsWith(`[${p.id}]`));
+    assert.ok(header.top < r.top, r.label);
+  }
+  await page.click('[data-process-toggle="100"]');
+  await page.waitForFunction(() => /procs=100/.test(location.hash));
+  const closed = await rows();
+  assert.equal(tracksOf(closed, 100).length, 0, 'process 100 hidden');
+  assert.equal(tracksOf(closed, 200).length, tracksOf(first, 200).length);
+  assert.equal(await page.getAttribute('[data-process-toggle="100"]', 'aria-expanded'), 'false');
+  // A reload keeps it hidden; the toggle shows it again.
+  await page.reload();
+  await page.waitForSelector('body[data-ready="true"]');
+  assert.equal(tracksOf(await rows(), 100).length, 0);
+  await page.screenshot({ path: path.join(shots, 'timeline-processes.png') });
+  await page.click('[data-process-toggle="100"]');
+  await page.waitForFunction(() => !/procs=/.test(location.hash));
+  assert.equal(tracksOf(await rows(), 100).length, of100);
+  await page.close();
+});
+
 // The changes table's rows: name, kind, counts, and the change of total
 // time as the page prints it.
 async function changeRows(page) {
