@@ -14,6 +14,22 @@ function pathTo(nodes, i) {
   return names;
 }
 
+// The zoom's path as links, `root` first: a click zooms out to that frame
+// and draws again with `render`.
+function zoomCrumbs(root, path, render) {
+  const crumbs = el('span', { id: 'crumbs' });
+  [root, ...path].forEach((name, i) => {
+    const a = el('a', { text: name });
+    a.addEventListener('click', () => {
+      state.zoom = path.slice(0, i);
+      saveState();
+      render(page.generation);
+    });
+    crumbs.append(i ? ' › ' : '', a);
+  });
+  return crumbs;
+}
+
 export async function renderFlame(gen) {
   const args = [...liveArgs(true), ...filterArgs(), ...stackArgs()];
   for (const f of state.fragment) args.push('--fragment', f);
@@ -28,16 +44,7 @@ export async function renderFlame(gen) {
   // The zoom and the fragment as far as this filter's stacks follow them.
   const path = t.focus;
   const fragment = t.fragment || [];
-  const crumbs = el('span', { id: 'crumbs' });
-  [fragment.length ? '[' + fragment.join(' › ') + ']' : 'all', ...path].forEach((name, i) => {
-    const a = el('a', { text: name });
-    a.addEventListener('click', () => {
-      state.zoom = path.slice(0, i);
-      saveState();
-      renderFlame(page.generation);
-    });
-    crumbs.append(i ? ' › ' : '', a);
-  });
+  const crumbs = zoomCrumbs(fragment.length ? '[' + fragment.join(' › ') + ']' : 'all', path, renderFlame);
   const orient = el(
     'select',
     { id: 'orient' },
@@ -171,16 +178,7 @@ export async function renderDiff(gen) {
   const relative = (a, b) => (a ? ` (${b >= a ? '+' : '−'}${pct(Math.abs(b - a) / a)})` : b ? ' (new)' : '');
   const largest = Math.max(1, ...t.nodes.slice(1).map((n) => Math.abs(n.total - n.base_total)));
   const path = t.focus;
-  const crumbs = el('span', { id: 'crumbs' });
-  ['all', ...path].forEach((name, i) => {
-    const a = el('a', { text: name });
-    a.addEventListener('click', () => {
-      state.zoom = path.slice(0, i);
-      saveState();
-      renderDiff(page.generation);
-    });
-    crumbs.append(i ? ' › ' : '', a);
-  });
+  const crumbs = zoomCrumbs('all', path, renderDiff);
   const legend = el(
     'span',
     { id: 'diff-legend' },

@@ -322,17 +322,21 @@ fn diff_of_a_trace_with_itself_is_zero() {
     assert!(table.contains("alloc A") && table.contains("(") && table.lines().count() > 5);
 }
 
+/// Two corpus traces of different programs, to compare.
+fn two_traces() -> Option<(String, String)> {
+    let path = |name: &str| tracekit_testutil::corpus_path(format!("memtrace/traces/{name}"));
+    let (a, b) = (path("bigarrays_v2.ctf")?, path("lists_hashtbl_v2.ctf")?);
+    Some((a.display().to_string(), b.display().to_string()))
+}
+
 /// `diff --at T` and `diff --peak` weigh each site by what `top --at` and
 /// `top --peak` of each trace say is live then, and rank by that change.
 #[test]
 fn diff_weighs_live_at_a_time_and_at_each_peak_as_top_does() {
-    let (Some(a), Some(b)) = (
-        tracekit_testutil::corpus_path("memtrace/traces/bigarrays_v2.ctf"),
-        tracekit_testutil::corpus_path("memtrace/traces/lists_hashtbl_v2.ctf"),
-    ) else {
+    let Some((a, b)) = two_traces() else {
         return;
     };
-    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let (a, b) = (a.as_str(), b.as_str());
     let json = |args: &[&str]| -> Value { serde_json::from_str(&TRACEKIT.ok(args)).unwrap() };
     for weigh in [&["--at", "0.05s"][..], &["--peak"][..]] {
         let top = |p: &str| {
@@ -388,13 +392,10 @@ fn diff_weighs_live_at_a_time_and_at_each_peak_as_top_does() {
 /// side by side; the JSON's functions and the SVG agree with them.
 #[test]
 fn flamegraph_diff_holds_both_traces_stacks() {
-    let (Some(a), Some(b)) = (
-        tracekit_testutil::corpus_path("memtrace/traces/bigarrays_v2.ctf"),
-        tracekit_testutil::corpus_path("memtrace/traces/lists_hashtbl_v2.ctf"),
-    ) else {
+    let Some((a, b)) = two_traces() else {
         return;
     };
-    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let (a, b) = (a.as_str(), b.as_str());
     let stacks = |text: &str| -> std::collections::BTreeMap<String, u64> {
         let lines = text.lines().map(|l| l.rsplit_once(' ').unwrap());
         lines
