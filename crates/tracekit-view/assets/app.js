@@ -87,7 +87,6 @@ async function main() {
     return;
   }
   $('compare-tab').hidden = !page.features.compare;
-  $('diff-tab').hidden = !page.features.compare;
   // The compared trace's live heap, drawn over this one's.
   if (page.features.compare) {
     try {

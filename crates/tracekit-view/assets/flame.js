@@ -162,15 +162,59 @@ export async function renderFlame(gen) {
   });
 }
 
-// The differential flame graph of the served trace (B) against the compared
-// one (A): each frame as wide as in B, coloured by its change from A, and the
+// The baseline's controls: keep the filter's allocation range as the
+// baseline, or drop the one kept.
+function baselineBar() {
+  const end = page.info.duration_us / 1e6 + 's';
+  const bar = el('p', { id: 'baseline' });
+  const button = (attr, text, act) => {
+    const b = el('button', { type: 'button', [attr]: '', text });
+    b.addEventListener('click', () => {
+      act();
+      saveState();
+      page.refresh();
+    });
+    return b;
+  };
+  if (state.bfrom) {
+    bar.append(
+      `baseline (A): this trace's allocations between ${state.bfrom} and ${state.bto} `,
+      button('data-baseline-clear', 'clear the baseline', () => {
+        state.bfrom = state.bto = '';
+      }),
+    );
+  } else {
+    const set = button('data-baseline-set', 'use the allocation range as the baseline (A)', () => {
+      state.bfrom = state.from || '0s';
+      state.bto = state.to || end;
+    });
+    set.disabled = !state.from && !state.to;
+    bar.append(
+      page.features.compare
+        ? 'baseline (A): the trace given to --compare; or compare two ranges of this one: '
+        : 'compare two ranges of this trace: drag across the memory graph to choose one, then ',
+      set,
+    );
+  }
+  return bar;
+}
+
+// The differential flame graph of this trace (B) against a baseline (A): the
+// trace given to --compare, or this trace's allocations in another range.
+// Each frame is as wide as in B, coloured by its change from A, with the
 // functions that changed most below it.
 export async function renderDiff(gen) {
+  const bar = baselineBar();
+  if (!state.bfrom && !page.features.compare) {
+    $('view').replaceChildren(bar);
+    return;
+  }
+  const base = state.bfrom ? ['--base-between', state.bfrom, state.bto] : [];
   const args = [...liveArgs(true), ...filterArgs(), ...stackArgs()];
   const focus = state.zoom.flatMap((f) => ['--focus', f]);
   const [t, f] = await Promise.all([
-    api('flametree', ['--diff', ...args, ...focus]),
-    api('functions', ['--diff', '--limit', '50', ...args]),
+    api('flametree', ['--diff', ...base, ...args, ...focus]),
+    api('functions', ['--diff', '--limit', '50', ...base, ...args]),
   ]);
   if (gen !== page.generation) return;
   const fmt = (w) => (t.unit === 'bytes' ? bytes(w) : w + ' samples');
@@ -182,12 +226,11 @@ export async function renderDiff(gen) {
   const legend = el(
     'span',
     { id: 'diff-legend' },
-    `width: this trace (B, ${fmt(t.total)}); colour: its change from the compared trace (A, ${fmt(t.base_total)}) `,
+    `width: B (${fmt(t.total)}); colour: the change from the baseline (A, ${fmt(t.base_total)}) `,
     el('span', { class: 'grew', text: 'grew' }),
     ' ',
     el('span', { class: 'shrank', text: 'shrank' }),
   );
-  const bar = el('div', { id: 'flame-bar' }, crumbs, legend);
   const box = el('div', { id: 'flame', class: 'flame diff' });
   const rows = f.functions.map((r) => {
     const d = r.total - r.base_total;
@@ -220,7 +263,13 @@ export async function renderDiff(gen) {
     ),
     el('tbody', {}, ...rows),
   );
-  $('view').replaceChildren(bar, box, el('h3', { text: `Largest changes by function (${f.count} functions)` }), table);
+  $('view').replaceChildren(
+    bar,
+    el('div', { id: 'flame-bar' }, crumbs, legend),
+    box,
+    el('h3', { text: `Largest changes by function (${f.count} functions)` }),
+    table,
+  );
   const lay = layout(t.nodes, box.clientWidth || $('view').clientWidth || 1000);
   drawBoxes(box, t.nodes, lay, {
     up: state.orient === 'flame',

@@ -30,10 +30,12 @@ const SCHEMA = {
   tsort: ['text', 'total'],
   recursion: ['text', 'auto'],
   cby: ['text', 'leaf'],
+  bfrom: ['text', ''],
+  bto: ['text', ''],
 };
 
 // What the filter's reset leaves alone: how the view is drawn, not what.
-const KEPT_BY_RESET = ['tab', 'orient', 'sort', 'tsort', 'recursion', 'cby'];
+const KEPT_BY_RESET = ['tab', 'orient', 'sort', 'tsort', 'recursion', 'cby', 'bfrom', 'bto'];
 
 export const state = Object.fromEntries(Object.keys(SCHEMA).map((k) => [k, fresh(SCHEMA, k)]));
 

@@ -72,6 +72,10 @@ pub(super) struct FlameTreeArgs {
     /// its weights there (`base_total`, `base_self`).
     #[arg(long, conflicts_with = "fragment")]
     pub(super) diff: bool,
+    /// With `--diff`: the baseline is this trace's allocations made between
+    /// two times (the rest of the filter the same), not the compared trace.
+    #[arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = time, requires = "diff")]
+    pub(super) base_between: Option<Vec<tracekit_memtrace::Timedelta>>,
 }
 
 #[derive(Parser)]
@@ -90,6 +94,10 @@ pub(super) struct FunctionsArgs {
     /// change first (`--sort` is then ignored).
     #[arg(long)]
     pub(super) diff: bool,
+    /// With `--diff`: the baseline is this trace's allocations made between
+    /// two times, as `flametree`'s.
+    #[arg(long, num_args = 2, value_names = ["T1", "T2"], value_parser = time, requires = "diff")]
+    pub(super) base_between: Option<Vec<tracekit_memtrace::Timedelta>>,
 }
 
 /// The command line `params` ask `endpoint`'s subcommand (see the module
@@ -148,6 +156,11 @@ pub fn arguments(endpoint: Endpoint, params: Params) -> Result<Vec<String>, Erro
         }
     }
     Ok(args)
+}
+
+/// A time as the subcommands' options take it (`12.5s`, `300ms`).
+fn time(s: &str) -> Result<tracekit_memtrace::Timedelta, String> {
+    tracekit_analysis::parse_time(s).map_err(|e| e.to_string())
 }
 
 pub(super) fn parse<P: Parser>(args: &[String]) -> Result<P, Error> {

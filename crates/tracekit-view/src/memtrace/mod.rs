@@ -13,15 +13,18 @@
 //! | `flamegraph` | `memtrace flamegraph --json` | `flamegraph`'s options |
 //! | `diff` | `memtrace diff --json` (the trace against the compared one) | `diff`'s options |
 //! | `hot-paths` | `memtrace hot-paths --json` | `hot-paths`' options |
-//! | `flametree` | the flame graph's tree around one node, for drawing | `flamegraph`'s options, `--focus FRAME`..., `--min-share F`, `--depth N`, `--invert`, `--fragment FRAME`..., `--diff` |
-//! | `functions` | each function's weight in the flame graph's stacks | `flamegraph`'s options, `--sort total\|self`, `--limit N` (200; 0: all), `--diff` |
+//! | `flametree` | the flame graph's tree around one node, for drawing | `flamegraph`'s options, `--focus FRAME`..., `--min-share F`, `--depth N`, `--invert`, `--fragment FRAME`..., `--diff`, `--base-between T1 T2` |
+//! | `functions` | each function's weight in the flame graph's stacks | `flamegraph`'s options, `--sort total\|self`, `--limit N` (200; 0: all), `--diff`, `--base-between T1 T2` |
 //!
-//! With `--diff` (a trace compared, `--compare`), `flametree` answers the
-//! differential tree: the two traces' trees of the same options merged
+//! With `--diff`, `flametree` answers a differential tree: the served trace's
+//! tree merged with a baseline's of the same options
 //! ([`tracekit_analysis::diff`]), each node weighed by the served trace and
-//! carrying its weights in the compared one (`base_total`, `base_self`), as
-//! `memtrace flamegraph --diff COMPARED SERVED` merges them; `functions --diff`
-//! answers each function's weights in both, the largest change first.
+//! carrying its weights in the baseline (`base_total`, `base_self`). The
+//! baseline is the compared trace (`--compare`), as `memtrace flamegraph --diff
+//! COMPARED SERVED` merges them, or with `--base-between T1 T2` the served
+//! trace's allocations made between those times (two ranges of one trace);
+//! `functions --diff` answers each function's weights in both, the largest
+//! change first.
 //!
 //! `flametree` and `functions` are the page's own: `flamegraph`'s stacks can be tens of
 //! megabytes, while a flame graph shows a few thousand frames and the
@@ -102,9 +105,10 @@ pub struct Trace {
     /// The `info` answer, made by a pass over the trace ([`Trace::read_info`]),
     /// or why the trace no longer reads.
     info: OnceLock<Result<String, String>>,
-    /// The flame graph tree of the last `flamegraph` options `flametree` was
-    /// asked with.
-    flame: Mutex<Option<(FlameQuery, Arc<Flame>)>>,
+    /// The flame graph trees of the last two `flamegraph` options `flametree`
+    /// was asked with (two: a differential tree of two ranges asks for both at
+    /// each step), the latest last.
+    flame: Mutex<Vec<(FlameQuery, Arc<Flame>)>>,
     /// How [`Trace::decode`] makes the tables, when not by decoding the bytes.
     decoder: Option<Decoder>,
 }
@@ -121,11 +125,10 @@ struct Flame {
     recursion_folded: bool,
     /// The tree of the stacks reversed, made when first asked.
     inverted: OnceLock<FrameTree>,
-    /// This tree and the compared trace's of the same query merged, made when
-    /// first asked (there is one compared trace), and the same of the inverted
-    /// trees.
-    diff: OnceLock<DiffTree>,
-    inverted_diff: OnceLock<DiffTree>,
+    /// This tree merged with the last baseline's it was asked against (the
+    /// compared trace's of the same query, or this trace's of another
+    /// allocation range), and whether both were inverted.
+    diff: Mutex<Option<(Baseline, bool, Arc<DiffTree>)>>,
     /// [`tracekit_io::guard::faults`] when it was folded: kept only while
     /// no cache file it may have read was cut short since.
     faults: u64,
@@ -143,7 +146,7 @@ impl Trace {
             bytes,
             tables: OnceLock::new(),
             info: OnceLock::new(),
-            flame: Mutex::new(None),
+            flame: Mutex::new(Vec::new()),
             decoder: None,
         })
     }
@@ -217,11 +220,10 @@ impl Trace {
     /// The flame graph of `query`: the one kept if it is of the same query, else
     /// folded now (and kept).
     fn flame(&self, query: &FlameQuery) -> Result<Arc<Flame>, Error> {
-        let kept = self.flame.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if let Some((q, f)) = kept
-            && q == *query
-            && f.faults == tracekit_io::guard::faults()
-        {
+        let kept = (self.flame.lock().unwrap_or_else(|e| e.into_inner()).iter())
+            .find(|(q, f)| q == query && f.faults == tracekit_io::guard::faults())
+            .map(|(_, f)| Arc::clone(f));
+        if let Some(f) = kept {
             return Ok(f);
         }
         let faults = tracekit_io::guard::faults();
@@ -234,12 +236,15 @@ impl Trace {
             what: answer.what,
             recursion_folded: answer.recursion_folded,
             inverted: OnceLock::new(),
-            diff: OnceLock::new(),
-            inverted_diff: OnceLock::new(),
+            diff: Mutex::new(None),
             faults,
         });
-        *self.flame.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((query.clone(), Arc::clone(&f)));
+        let mut kept = self.flame.lock().unwrap_or_else(|e| e.into_inner());
+        kept.retain(|(q, _)| q != query);
+        if kept.len() == 2 {
+            kept.remove(0);
+        }
+        kept.push((query.clone(), Arc::clone(&f)));
         Ok(f)
     }
 
@@ -414,32 +419,47 @@ fn bounded(limit: usize) -> Result<(), Error> {
     }
 }
 
-/// `flame` (the served trace's tree of `query`) merged with the compared
-/// trace's tree of the same query (both inverted with `invert`), kept with
+/// What a differential tree is compared with: the compared trace (`None`), or
+/// this trace's allocations made between two times.
+type Baseline = Option<Vec<tracekit_memtrace::Timedelta>>;
+
+/// `flame` (the served trace's tree of `query`) merged with the baseline's
+/// tree: the compared trace's of the same query, or with `base_between` this
+/// trace's of the same query for the allocations made then (both inverted with
+/// `invert`), and the baseline's flame graph; the last merge is kept with
 /// `flame`.
-fn diff_tree<'f>(
-    flame: &'f Flame,
-    compare: Option<&Trace>,
+fn diff_tree(
+    flame: &Flame,
+    (trace, compare): (&Trace, Option<&Trace>),
     query: &FlameQuery,
+    base_between: &Baseline,
     invert: bool,
-) -> Result<&'f DiffTree, Error> {
-    let (cell, inverted) = match invert {
-        true => (&flame.inverted_diff, true),
-        false => (&flame.diff, false),
+) -> Result<(Arc<DiffTree>, Arc<Flame>), Error> {
+    let base = match base_between {
+        None => compare.ok_or(Error::NothingToCompare)?.flame(query)?,
+        Some(range) => {
+            let mut q = query.clone();
+            q.filter.between = Some(range.clone());
+            trace.flame(&q)?
+        }
     };
-    if let Some(d) = cell.get() {
-        return Ok(d);
+    let mut kept = flame.diff.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((b, i, d)) = kept.as_ref()
+        && b == base_between
+        && *i == invert
+    {
+        return Ok((Arc::clone(d), base));
     }
-    let other = compare.ok_or(Error::NothingToCompare)?;
-    let base = other.flame(query)?;
-    Ok(cell.get_or_init(|| match inverted {
+    let d = Arc::new(match invert {
         true => {
             let a = base.inverted.get_or_init(|| paths::inverted(&base.tree));
             let b = flame.inverted.get_or_init(|| paths::inverted(&flame.tree));
             diff::diff(a, b)
         }
         false => diff::diff(&base.tree, &flame.tree),
-    }))
+    });
+    *kept = Some((base_between.clone(), invert, Arc::clone(&d)));
+    Ok((d, base))
 }
 
 /// The answer of `endpoint` to `args` about `trace` (and `compare`, for
@@ -508,9 +528,13 @@ fn answer(
                 depth: a.depth.unwrap_or(usize::MAX),
             };
             let merged = match a.diff {
-                true => Some(diff_tree(&flame, compare, &a.query, a.invert)?),
+                true => {
+                    let traces = (trace, compare);
+                    Some(diff_tree(&flame, traces, &a.query, &a.base_between, a.invert)?.0)
+                }
                 false => None,
             };
+            let merged = merged.as_deref();
             let (nodes, around) = match (merged, a.invert, a.fragment.is_empty()) {
                 (Some(d), _, _) => (nodes_json(d.tree(), Some(d), &a.focus, shown), None),
                 (None, true, _) => {
@@ -550,8 +574,8 @@ fn answer(
             checked(&a.query.filter)?;
             let flame = trace.flame(&a.query)?;
             if a.diff {
-                let merged = diff_tree(&flame, compare, &a.query, false)?;
-                let base = compare.ok_or(Error::NothingToCompare)?.flame(&a.query)?;
+                let traces = (trace, compare);
+                let (merged, base) = diff_tree(&flame, traces, &a.query, &a.base_between, false)?;
                 let mut functions = merged.functions(&base.tree);
                 let count = functions.len();
                 if a.limit > 0 {

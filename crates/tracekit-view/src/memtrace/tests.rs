@@ -155,3 +155,80 @@ fn the_info_is_asked_again_until_the_trace_is_read() {
         serde_json::from_str(&served.answer(Endpoint::Info, &Vec::new()).unwrap()).unwrap();
     assert_eq!(info["allocs"], 100, "{info}");
 }
+
+/// A differential tree of two allocation ranges of one trace: each node's
+/// weights are those of the flame graph of each range; without a baseline
+/// range or a compared trace there is nothing to compare.
+#[test]
+fn two_ranges_of_one_trace_are_compared_node_by_node() {
+    let config = SynthConfig {
+        allocs: 4000,
+        ..SynthConfig::default()
+    };
+    let bytes = write_synthetic(Vec::new(), &config).unwrap();
+    let trace = Trace::new("t".into(), TraceBytes::new(bytes)).unwrap();
+    let ask = |e: Endpoint, args: &[&str]| -> serde_json::Value {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        serde_json::from_str(&answer(&trace, None, e, &args).unwrap()).unwrap()
+    };
+    let info = ask(Endpoint::Timeline, &["--points", "2"]);
+    let end = info["trace"]["duration_s"].as_f64().unwrap();
+    let (half, all) = (format!("{}s", end / 2.0), format!("{end}s"));
+    let stacks = |from: &str, to: &str| {
+        let f = ask(Endpoint::Flamegraph, &["--between", from, to]);
+        let mut weights: std::collections::HashMap<String, u64> = Default::default();
+        for s in f["stacks"].as_array().unwrap() {
+            let frames: Vec<&str> = (s["frames"].as_array().unwrap().iter())
+                .map(|f| f.as_str().unwrap())
+                .collect();
+            *weights.entry(frames.join(";")).or_default() += s["weight"].as_u64().unwrap();
+        }
+        (f["total"].as_u64().unwrap(), weights)
+    };
+    let (a, b) = (stacks("0s", &half), stacks(&half, &all));
+    assert!(a.0 > 0 && b.0 > 0 && a.0 != b.0);
+    let args = [
+        "--diff",
+        "--base-between",
+        "0s",
+        &half,
+        "--between",
+        &half,
+        &all,
+        "--min-share",
+        "0",
+    ];
+    let t = ask(Endpoint::FlameTree, &args);
+    assert_eq!(
+        (t["base_total"].as_u64(), t["total"].as_u64()),
+        (Some(a.0), Some(b.0))
+    );
+    // Each node's own weight is its stack's in each range.
+    let nodes = t["nodes"].as_array().unwrap();
+    // Each node's stack: its parent's, then its name (the root's is empty).
+    let mut paths: Vec<String> = Vec::new();
+    for n in nodes {
+        let key = match n["parent"].as_i64().unwrap() {
+            p if p < 0 => String::new(),
+            p => {
+                let above = &paths[p as usize];
+                let name = n["name"].as_str().unwrap();
+                match above.is_empty() {
+                    true => name.to_string(),
+                    false => format!("{above};{name}"),
+                }
+            }
+        };
+        let own = |m: &std::collections::HashMap<String, u64>| m.get(&key).copied().unwrap_or(0);
+        assert_eq!(n["base_self"].as_u64(), Some(own(&a.1)), "{key}");
+        assert_eq!(n["self"].as_u64(), Some(own(&b.1)), "{key}");
+        paths.push(key);
+    }
+    let f = ask(
+        Endpoint::Functions,
+        &["--diff", "--base-between", "0s", &half, "--limit", "0"],
+    );
+    assert_eq!(f["base_total"].as_u64(), Some(a.0));
+    let nothing = answer(&trace, None, Endpoint::FlameTree, &["--diff".to_string()]);
+    assert_eq!(nothing, Err(Error::NothingToCompare));
+}

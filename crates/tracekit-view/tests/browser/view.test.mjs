@@ -487,6 +487,30 @@ test('moved lines change nothing by function, and everything by line', async () 
   await page.close();
 });
 
+test('two allocation ranges of one trace: the diff flame graph weighs each as flamegraph --between does', async () => {
+  const page = await open(await serve([trace]));
+  await page.click('button[data-tab="diff"]');
+  await settled(page);
+  // No range chosen yet: nothing to keep as the baseline.
+  assert.equal(await page.isDisabled('[data-baseline-set]'), true);
+  await page.evaluate(() => (location.hash = '#from=0s&to=20s&tab=diff'));
+  await page.waitForFunction(() => !document.querySelector('[data-baseline-set]')?.disabled);
+  await page.click('[data-baseline-set]');
+  await page.waitForFunction(() => location.hash.includes('bfrom=0s'));
+  await page.waitForSelector('[data-baseline-clear]');
+  // Another range against it.
+  await page.evaluate(() => (location.hash = '#from=20s&to=40s&tab=diff&bfrom=0s&bto=20s'));
+  await page.waitForFunction(() => document.querySelector('#crumbs') && location.hash.includes('from=20s'));
+  await settled(page);
+  const total = (from, to) => cli('flamegraph', '--json', '--between', from, to, trace).total;
+  const root = await page.$eval('#flame div[data-name="all"]', (b) => [+b.dataset.a, +b.dataset.b]);
+  assert.deepEqual(root, [total('0s', '20s'), total('20s', '40s')]);
+  assert.notEqual(root[0], root[1]);
+  assert.match(await page.textContent('#baseline'), /allocations between 0s and 20s/);
+  await page.screenshot({ path: path.join(shots, 'diff-ranges.png'), fullPage: false });
+  await page.close();
+});
+
 /// The weight of the stacks that hold `fragment` as consecutive frames.
 function through(stacks, fragment) {
   let w = 0;
