@@ -74,10 +74,15 @@
 //!
 //! # Heap checks in tests
 //!
-//! [`testing::start`] turns on exact counting of every allocation (no
-//! sampling, no trace file) and [`HeapStats::get`] reads the counts, so
-//! that a test can assert "this call allocates exactly one 1000-byte block"
-//! or "the peak stays under 10 MiB":
+//! [`testing::start`] turns on exact counting of the calling thread's
+//! allocations (no sampling, no trace file) and [`HeapStats::get`] reads the
+//! counts, so that a test can assert "this call allocates exactly one
+//! 1000-byte block" or "the peak stays under 10 MiB". Other threads are not
+//! counted, so the tests of one binary run side by side under the default
+//! harness, each with exact figures; [`testing::Scope`] lets a thread the
+//! test starts join its count, and [`testing::start_global`] counts every
+//! thread for whole-program checks. [`testing::assert_allocs`] runs a
+//! closure counted and checks its blocks and bytes:
 //!
 //! ```
 //! #[global_allocator]
@@ -91,6 +96,8 @@
 //! drop(v);
 //! assert_eq!(tracekit_alloc::HeapStats::get().curr_bytes, 0);
 //! drop(counting);
+//!
+//! let v = tracekit_alloc::testing::assert_allocs(1, 800, || vec![0u64; 100]);
 //! ```
 //!
 //! # Cost

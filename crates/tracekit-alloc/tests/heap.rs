@@ -1,8 +1,8 @@
 //! Exact heap counting (`tracekit_alloc::testing`) against allocation
 //! sequences whose counts are known: single blocks, reallocations, blocks
-//! of threads started before counting, a peak, and blocks allocated before
-//! counting began. Its own process without a test harness, so that nothing
-//! else allocates while a scenario counts.
+//! of threads started before a global count, a peak, and blocks allocated
+//! before counting began. Its own process without a test harness, so that
+//! nothing else allocates while the global count counts every thread.
 
 use std::hint::black_box;
 use std::sync::{Arc, Barrier};
@@ -75,7 +75,7 @@ fn threads_started_before() {
         .collect();
     // Every thread is waiting, its own allocations done.
     std::thread::sleep(std::time::Duration::from_millis(50));
-    let counting = testing::start();
+    let counting = testing::start_global();
     started.wait();
     allocated.wait();
     let n = (THREADS * BLOCKS) as u64;
