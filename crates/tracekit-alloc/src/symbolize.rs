@@ -175,6 +175,21 @@ impl Symbolizer {
     }
 
     fn symbolize(&mut self, code: u64) -> Vec<Location> {
+        // The mark of a stack cut at the tracer's depth: the root of the
+        // stacks it ends, so that none shows as a root of its own.
+        if let Some(cut) = crate::unwind::cut_frames(code) {
+            let more = if cut as usize >= crate::unwind::CUT_LIMIT - 1 {
+                " or more"
+            } else {
+                ""
+            };
+            return vec![Location {
+                filename: String::new(),
+                line: 0,
+                column: 0,
+                defname: format!("[truncated {cut}{more} frames]"),
+            }];
+        }
         let addr = code.wrapping_sub(1);
         if self.mapping(addr).is_none() && !self.maps_fresh {
             // A library loaded since the maps were read.

@@ -23,7 +23,18 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use crate::thread;
 
 /// Most frames kept per backtrace (the innermost ones).
-pub(crate) const MAX_FRAMES: usize = 256;
+pub(crate) const MAX_FRAMES: usize = 1024;
+
+/// Codes below this are never return addresses (the first page is never
+/// mapped): a backtrace cut at [`MAX_FRAMES`] ends, where its outermost frame
+/// would be, with one that counts the frames left out (this one's place
+/// included), at most `CUT_LIMIT - 1` ("or more").
+pub(crate) const CUT_LIMIT: usize = 4096;
+
+/// The frames a cut backtrace left out, if `code` is its mark.
+pub(crate) fn cut_frames(code: u64) -> Option<u64> {
+    (code > 0 && code < CUT_LIMIT as u64).then_some(code)
+}
 
 const UNDECIDED: u8 = 0;
 const FRAME_POINTERS: u8 = 1;
@@ -65,9 +76,20 @@ pub(crate) fn unwinder() -> Unwinder {
 }
 
 /// Captures the current thread's return addresses, innermost first, into
-/// `out`; returns how many were written.
+/// `out`; returns how many were written. A stack deeper than `out` ends with
+/// the mark of a cut ([`cut_frames`]) in the last place.
 #[inline(never)]
 pub(crate) fn capture(out: &mut [usize]) -> usize {
+    let (n, left) = walk(out);
+    if left > 0 && n > 0 {
+        out[n - 1] = (left + 1).min(CUT_LIMIT - 1);
+    }
+    n
+}
+
+/// The walk of [`capture`]: the frames written, and how many more the stack
+/// has (counted up to [`CUT_LIMIT`]).
+fn walk(out: &mut [usize]) -> (usize, usize) {
     match unwinder() {
         Unwinder::FramePointers => {
             let (lo, hi) = stack_bounds();
@@ -141,7 +163,8 @@ fn query_stack_bounds() -> Option<(usize, usize)> {
 
 /// Walks a frame-pointer chain starting at frame pointer `fp`, reading only
 /// words inside `[lo, hi)`. Each frame is two words: the caller's frame
-/// pointer, then the return address.
+/// pointer, then the return address. Returns the frames written to `out`
+/// and how many more the chain has past them (counted up to [`CUT_LIMIT`]).
 ///
 /// # Safety
 ///
@@ -159,10 +182,10 @@ pub(crate) unsafe fn walk_frame_pointers(
     lo: usize,
     hi: usize,
     out: &mut [usize],
-) -> usize {
+) -> (usize, usize) {
     let word = std::mem::size_of::<usize>();
-    let mut n = 0;
-    while n < out.len() {
+    let (mut n, mut more) = (0, 0);
+    while more < CUT_LIMIT {
         // Both words of the frame record must be inside the stack.
         if fp < lo || !fp.is_multiple_of(word) || hi.saturating_sub(fp) < 2 * word {
             break;
@@ -178,15 +201,20 @@ pub(crate) unsafe fn walk_frame_pointers(
         if ret == 0 {
             break;
         }
-        out[n] = ret;
-        n += 1;
+        match out.get_mut(n) {
+            Some(slot) => {
+                *slot = ret;
+                n += 1;
+            }
+            None => more += 1,
+        }
         // The chain must go strictly up the stack, or it loops.
         if next <= fp {
             break;
         }
         fp = next;
     }
-    n
+    (n, more)
 }
 
 #[repr(C)]
@@ -212,6 +240,8 @@ unsafe extern "C" {
 struct Collector<'a> {
     out: &'a mut [usize],
     n: usize,
+    /// Frames past `out`.
+    more: usize,
 }
 
 extern "C" fn collect_frame(ctx: *mut UnwindContext, arg: *mut c_void) -> UnwindReasonCode {
@@ -220,22 +250,27 @@ extern "C" fn collect_frame(ctx: *mut UnwindContext, arg: *mut c_void) -> Unwind
     let c = unsafe { &mut *(arg as *mut Collector<'_>) };
     // SAFETY: `ctx` is the live unwind context the unwinder passes in.
     let ip = unsafe { _Unwind_GetIP(ctx) };
-    if ip == 0 || c.n >= c.out.len() {
+    if ip == 0 || c.more >= CUT_LIMIT {
         return URC_END_OF_STACK;
     }
-    c.out[c.n] = ip;
-    c.n += 1;
+    match c.out.get_mut(c.n) {
+        Some(slot) => {
+            *slot = ip;
+            c.n += 1;
+        }
+        None => c.more += 1,
+    }
     URC_NO_REASON
 }
 
-fn dwarf_backtrace(out: &mut [usize]) -> usize {
-    let mut c = Collector { out, n: 0 };
+fn dwarf_backtrace(out: &mut [usize]) -> (usize, usize) {
+    let mut c = Collector { out, n: 0, more: 0 };
     // SAFETY: the callback only writes through the Collector pointer, which
     // outlives the call; _Unwind_Backtrace does not retain it.
     unsafe {
         _Unwind_Backtrace(collect_frame, &mut c as *mut Collector<'_> as *mut c_void);
     }
-    c.n
+    (c.n, c.more)
 }
 
 // The probe: three never-inlined functions whose frames a working
@@ -249,7 +284,7 @@ fn probe_leaf(out: &mut [usize; 4]) -> usize {
     // frame pointer if frame pointers are kept (what the probe finds out),
     // and otherwise some value the walk checks against `[lo, hi)`, this
     // thread's own stack.
-    let n = unsafe { walk_frame_pointers(current_frame_pointer(), lo, hi, out) };
+    let (n, _) = unsafe { walk_frame_pointers(current_frame_pointer(), lo, hi, out) };
     std::hint::black_box(n)
 }
 
@@ -307,18 +342,46 @@ mod tests {
         // SAFETY: `[lo, hi)` is `stack`'s buffer, alive and unshared.
         let n = unsafe { walk_frame_pointers(first, lo, hi, &mut out) };
         // The last record points to 0 (below the stack): the walk stops there.
-        assert_eq!(n, 10);
+        assert_eq!(n, (10, 0));
         assert_eq!(out[..3], [0x1000, 0x1001, 0x1002]);
     }
 
     #[test]
-    fn stops_at_the_depth_cap() {
+    fn stops_at_the_depth_cap_and_counts_the_rest() {
         let (stack, first) = fake_stack(10);
         let lo = stack.as_ptr() as usize;
         let hi = lo + stack.len() * 8;
         let mut out = [0usize; 4];
         // SAFETY: `[lo, hi)` is `stack`'s buffer, alive and unshared.
-        assert_eq!(unsafe { walk_frame_pointers(first, lo, hi, &mut out) }, 4);
+        let walked = unsafe { walk_frame_pointers(first, lo, hi, &mut out) };
+        assert_eq!(walked, (4, 6));
+        assert_eq!(out, [0x1000, 0x1001, 0x1002, 0x1003]);
+    }
+
+    #[test]
+    fn a_cut_stack_ends_with_its_mark() {
+        // Deeper than the buffer: the outermost place holds the frames left
+        // out, its own included, below any return address.
+        #[inline(never)]
+        fn deep(n: u32, out: &mut [usize]) -> usize {
+            if n == 0 {
+                return capture(out);
+            }
+            let k = deep(n - 1, std::hint::black_box(out));
+            std::hint::black_box(k)
+        }
+        let mut out = [0usize; 8];
+        let n = deep(50, &mut out);
+        assert_eq!(n, 8);
+        let cut = cut_frames(out[7] as u64).expect("a mark");
+        assert!(cut > 40, "{cut} frames left out");
+        assert!(out[..7].iter().all(|&r| cut_frames(r as u64).is_none()));
+        let mut room = [0usize; MAX_FRAMES];
+        let n = deep(50, &mut room);
+        assert!(
+            n > 50 && cut_frames(room[n - 1] as u64).is_none(),
+            "not cut"
+        );
     }
 
     #[test]
@@ -332,24 +395,24 @@ mod tests {
         for bad in [first, first - 16, first + 3, hi, usize::MAX - 7] {
             stack[2 + 2 * 2] = bad;
             // SAFETY: `[lo, hi)` is `stack`'s buffer, alive and unshared.
-            let n = unsafe { walk_frame_pointers(first, lo, hi, &mut out) };
-            assert!(n <= 3, "bad link {bad:#x}: walked {n}");
+            let (n, more) = unsafe { walk_frame_pointers(first, lo, hi, &mut out) };
+            assert!(n <= 3 && more == 0, "bad link {bad:#x}: walked {n}");
         }
         // SAFETY: as above; empty bounds read nothing.
         unsafe {
-            assert_eq!(walk_frame_pointers(0, lo, hi, &mut out), 0);
-            assert_eq!(walk_frame_pointers(first, 0, 0, &mut out), 0);
+            assert_eq!(walk_frame_pointers(0, lo, hi, &mut out), (0, 0));
+            assert_eq!(walk_frame_pointers(first, 0, 0, &mut out), (0, 0));
             // Unknown bounds, `(0, 0)`, read nothing, even from a frame
             // pointer of 0.
-            assert_eq!(walk_frame_pointers(0, 0, 0, &mut out), 0);
-            assert_eq!(walk_frame_pointers(8, 0, 0, &mut out), 0);
+            assert_eq!(walk_frame_pointers(0, 0, 0, &mut out), (0, 0));
+            assert_eq!(walk_frame_pointers(8, 0, 0, &mut out), (0, 0));
         }
     }
 
     #[test]
     fn dwarf_unwinder_finds_this_test() {
         let mut out = [0usize; 64];
-        let n = dwarf_backtrace(&mut out);
+        let (n, _) = dwarf_backtrace(&mut out);
         assert!(n > 3, "only {n} frames");
         let me = dwarf_unwinder_finds_this_test as *const () as usize;
         assert!(
@@ -368,7 +431,7 @@ mod tests {
             let (lo, hi) = query_stack_bounds().unwrap_or((0, 0));
             // SAFETY: this thread's stack and, as the probe found, this
             // frame's frame pointer.
-            let n = unsafe { walk_frame_pointers(current_frame_pointer(), lo, hi, &mut out) };
+            let (n, _) = unsafe { walk_frame_pointers(current_frame_pointer(), lo, hi, &mut out) };
             assert!(n > 1);
         }
     }

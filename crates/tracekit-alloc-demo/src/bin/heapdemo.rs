@@ -18,7 +18,7 @@
 //!   at the bottom.
 //!
 //! Both are deeper than a screen's flame graph and shallower than the
-//! tracer's 256 frames, so their stacks reach `main`.
+//! tracer's 1,024 frames, so their stacks reach `main`.
 //!
 //! The strings of one last `tables(500)` are never freed (live at the end).
 //! Runs with `MEMTRACE_RATE` as given (the tests sample every word) and

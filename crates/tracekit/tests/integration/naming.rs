@@ -215,3 +215,47 @@ fn go_tool_pprof_reads_the_heap_profile_with_top_s_totals() {
     assert_eq!(go_sums, expected, "{raw}");
     assert!(raw.contains("heapdemo::churn::{closure#0}"), "{raw}");
 }
+
+/// Stacks deeper than the tracer keeps (`deepstack`: 1,500 frames of
+/// recursion) start at a `[truncated N frames]` root, N the frames left out;
+/// a shallow stack of the same program still starts at `main`, and the cut
+/// stack's site is still its innermost frame.
+#[test]
+fn a_cut_stack_starts_at_a_truncation_mark() {
+    let dir = tracekit_testutil::scratch();
+    let path = dir.path().join("deep.ctf");
+    let out = Command::new(tracekit_testutil::demo_program("deepstack"))
+        .env("MEMTRACE", &path)
+        .env("MEMTRACE_RATE", "1")
+        .output()
+        .expect("run deepstack");
+    assert!(out.status.success(), "{out:?}");
+    let p = path.to_str().unwrap();
+    let folded = TRACEKIT.ok(&["memtrace", "flamegraph", p]);
+    let (mut cut, mut whole) = (0, 0);
+    for line in folded.lines() {
+        let root = line.split(';').next().unwrap();
+        if line.contains("deepstack::dive") {
+            let n: u64 = root
+                .strip_prefix("[truncated ")
+                .and_then(|r| r.strip_suffix(" frames]"))
+                .unwrap_or_else(|| panic!("a cut stack starts at its mark: {root}"))
+                .parse()
+                .unwrap();
+            // 1,500 levels and the frames above and below them, less the
+            // 1,023 kept.
+            assert!(
+                (1500 - 1023..1500 - 1023 + 60).contains(&n),
+                "{n} frames left out"
+            );
+            cut += 1;
+        } else if line.contains("deepstack::shallow") {
+            assert_eq!(root, "deepstack::main", "{line}");
+            whole += 1;
+        }
+    }
+    assert!(cut > 0 && whole > 0, "{folded}");
+    let top = json(&["memtrace", "top", "--by", "function", "--json", p]);
+    let sites = site_names(&top);
+    assert!(sites.contains(&"deepstack::dive".to_string()), "{sites:?}");
+}
