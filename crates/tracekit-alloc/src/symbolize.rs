@@ -393,7 +393,17 @@ mod tests {
     #[test]
     fn unknown_addresses_have_no_location() {
         let mut s = Symbolizer::new();
-        assert!(s.code(0x10).locations.is_empty());
+        // Above the codes of cut marks, below any mapping.
+        assert!(s.code(0x5000).locations.is_empty());
+    }
+
+    #[test]
+    fn a_cut_mark_says_how_many_frames_were_left_out() {
+        let mut s = Symbolizer::new();
+        let name = |s: &mut Symbolizer, code| s.code(code).locations[0].defname.clone();
+        assert_eq!(name(&mut s, 16), "[truncated 16 frames]");
+        assert_eq!(name(&mut s, 4095), "[truncated 4095 or more frames]");
+        assert!(!s.code(16).internal);
     }
 
     #[test]

@@ -19,19 +19,26 @@ use crate::TRACEKIT;
 /// The trace of `heapdemo` with every word sampled, made once.
 fn trace() -> &'static Path {
     static TRACE: OnceLock<(tracekit_testutil::Scratch, PathBuf)> = OnceLock::new();
-    let (_, path) = TRACE.get_or_init(|| {
-        let dir = tracekit_testutil::scratch();
-        let path = dir.path().join("heapdemo.ctf");
-        let out = Command::new(tracekit_testutil::demo_program("heapdemo"))
-            .env("MEMTRACE", &path)
-            .env("MEMTRACE_RATE", "1")
-            .output()
-            .expect("run heapdemo");
-        assert!(out.status.success(), "{out:?}");
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "heapdemo: done\n");
-        (dir, path)
-    });
+    let (_, path) = TRACE.get_or_init(|| traced("heapdemo"));
     path
+}
+
+/// The trace of the demo program `name` with every word sampled, in a
+/// folder of its own.
+fn traced(name: &str) -> (tracekit_testutil::Scratch, PathBuf) {
+    let dir = tracekit_testutil::scratch();
+    let path = dir.path().join(format!("{name}.ctf"));
+    let out = Command::new(tracekit_testutil::demo_program(name))
+        .env("MEMTRACE", &path)
+        .env("MEMTRACE_RATE", "1")
+        .output()
+        .unwrap_or_else(|e| panic!("run {name}: {e}"));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{name}: done\n")
+    );
+    (dir, path)
 }
 
 fn json(args: &[&str]) -> Value {
@@ -222,14 +229,7 @@ fn go_tool_pprof_reads_the_heap_profile_with_top_s_totals() {
 /// stack's site is still its innermost frame.
 #[test]
 fn a_cut_stack_starts_at_a_truncation_mark() {
-    let dir = tracekit_testutil::scratch();
-    let path = dir.path().join("deep.ctf");
-    let out = Command::new(tracekit_testutil::demo_program("deepstack"))
-        .env("MEMTRACE", &path)
-        .env("MEMTRACE_RATE", "1")
-        .output()
-        .expect("run deepstack");
-    assert!(out.status.success(), "{out:?}");
+    let (_dir, path) = traced("deepstack");
     let p = path.to_str().unwrap();
     let folded = TRACEKIT.ok(&["memtrace", "flamegraph", p]);
     let (mut cut, mut whole) = (0, 0);
