@@ -144,10 +144,7 @@ impl TopJson {
                 duration(n.self_ns),
                 duration(n.avg_ns),
                 duration(n.max_ns),
-                match n.kind {
-                    "async" => format!("{} (async)", n.name),
-                    _ => n.name.clone(),
-                }
+                row_name(&n.name, n.kind)
             );
         }
         out
@@ -300,13 +297,18 @@ impl TopDiffJson {
                 duration(n.self_ns_a),
                 duration(n.self_ns_b),
                 signed(n.self_change_ns),
-                match n.kind {
-                    "async" => format!("{} (async)", n.name),
-                    _ => n.name.clone(),
-                }
+                row_name(&n.name, n.kind)
             );
         }
         out
+    }
+}
+
+/// A row's name as the tables print it: an async row's marked so.
+fn row_name(name: &str, kind: &str) -> String {
+    match kind {
+        "async" => format!("{name} (async)"),
+        _ => name.to_string(),
     }
 }
 

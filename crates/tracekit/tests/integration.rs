@@ -4,6 +4,27 @@
 const TRACEKIT: tracekit_testutil::Program =
     tracekit_testutil::Program::new(env!("CARGO_BIN_EXE_tracekit"));
 
+/// Folded stacks (`stack weight` lines), each stack's weight.
+#[allow(clippy::unwrap_used)]
+fn folded_weights(text: &str) -> std::collections::BTreeMap<String, u64> {
+    let lines = text.lines().map(|l| l.rsplit_once(' ').unwrap());
+    lines
+        .map(|(s, w)| (s.to_string(), w.parse().unwrap()))
+        .collect()
+}
+
+/// A differential folded line, `stack A B`: the stack and both weights.
+#[allow(clippy::unwrap_used)]
+fn diff_line(line: &str) -> (&str, u64, u64) {
+    let mut parts = line.rsplitn(3, ' ');
+    let (b, a) = (parts.next().unwrap(), parts.next().unwrap());
+    (
+        parts.next().unwrap(),
+        a.parse().unwrap(),
+        b.parse().unwrap(),
+    )
+}
+
 #[path = "integration/conventions.rs"]
 mod conventions;
 #[path = "../../tracekit-analysis/tests/dump/mod.rs"]

@@ -4,19 +4,26 @@ use super::*;
 use std::sync::Mutex;
 use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
 
+/// A synthetic trace of `config`, served.
+fn synthetic(config: SynthConfig) -> Trace {
+    let bytes = write_synthetic(Vec::new(), &config).unwrap();
+    Trace::new("t".into(), TraceBytes::new(bytes)).unwrap()
+}
+
+/// `endpoint`'s answer to `args` about `trace` (nothing compared), parsed.
+fn ask_json(trace: &Trace, endpoint: Endpoint, args: &[&str]) -> serde_json::Value {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    serde_json::from_str(&answer(trace, None, endpoint, &args).unwrap()).unwrap()
+}
+
 #[test]
 fn functions_are_weighed_as_the_flame_graphs_stacks_say() {
-    let config = SynthConfig {
+    let trace = synthetic(SynthConfig {
         allocs: 3000,
         recursive: true,
         ..SynthConfig::default()
-    };
-    let bytes = write_synthetic(Vec::new(), &config).unwrap();
-    let trace = Trace::new("t".into(), TraceBytes::new(bytes)).unwrap();
-    let ask = |e: Endpoint, args: &[&str]| -> serde_json::Value {
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        serde_json::from_str(&answer(&trace, None, e, &args).unwrap()).unwrap()
-    };
+    });
+    let ask = |e: Endpoint, args: &[&str]| ask_json(&trace, e, args);
     let stacks = ask(Endpoint::Flamegraph, &["--peak"]);
     let mut want: std::collections::HashMap<String, (u64, u64)> = Default::default();
     for s in stacks["stacks"].as_array().unwrap() {
@@ -161,16 +168,11 @@ fn the_info_is_asked_again_until_the_trace_is_read() {
 /// range or a compared trace there is nothing to compare.
 #[test]
 fn two_ranges_of_one_trace_are_compared_node_by_node() {
-    let config = SynthConfig {
+    let trace = synthetic(SynthConfig {
         allocs: 4000,
         ..SynthConfig::default()
-    };
-    let bytes = write_synthetic(Vec::new(), &config).unwrap();
-    let trace = Trace::new("t".into(), TraceBytes::new(bytes)).unwrap();
-    let ask = |e: Endpoint, args: &[&str]| -> serde_json::Value {
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        serde_json::from_str(&answer(&trace, None, e, &args).unwrap()).unwrap()
-    };
+    });
+    let ask = |e: Endpoint, args: &[&str]| ask_json(&trace, e, args);
     let info = ask(Endpoint::Timeline, &["--points", "2"]);
     let end = info["trace"]["duration_s"].as_f64().unwrap();
     let (half, all) = (format!("{}s", end / 2.0), format!("{end}s"));

@@ -318,9 +318,14 @@ pub(super) fn details(t: &Timeline, at: Position) -> Option<String> {
     ))
 }
 
-/// A baseline to compare with: a timeline, a range of it (nanoseconds from
-/// its first time) and some of its tracks.
-pub(super) type Baseline<'a> = Option<(&'a Timeline, u64, u64, &'a [usize])>;
+/// What a `selection` or a `flame` is compared with: a range of some tracks
+/// of a timeline (nanoseconds from its first time).
+pub(super) struct Base<'a> {
+    pub(super) timeline: &'a Timeline,
+    pub(super) from: u64,
+    pub(super) to: u64,
+    pub(super) tracks: Vec<usize>,
+}
 
 /// `from..to` (nanoseconds from `t`'s first time) on `t`'s clock.
 fn on_clock(t: &Timeline, from: u64, to: u64) -> (u64, u64) {
@@ -333,7 +338,7 @@ pub(super) fn selection(
     from: u64,
     to: u64,
     tracks: &[usize],
-    base: Baseline<'_>,
+    base: Option<&Base<'_>>,
 ) -> String {
     let range = on_clock(t, from, to);
     let names = t.selection(tracks, Some(range));
@@ -357,13 +362,14 @@ pub(super) fn selection(
         "slices": names.iter().map(|n| n.count).sum::<u64>(),
         "names": rows,
     });
-    if let Some((a, a_from, a_to, a_tracks)) = base {
-        let rows_a = report::by_name(a, a_tracks, Some(on_clock(a, a_from, a_to)));
+    if let Some(b) = base {
+        let a = b.timeline;
+        let rows_a = report::by_name(a, &b.tracks, Some(on_clock(a, b.from, b.to)));
         let rows_b = report::by_name(t, tracks, Some(range));
         answer["base"] = serde_json::json!({
-            "from": a_from,
-            "to": a_to,
-            "tracks": a_tracks,
+            "from": b.from,
+            "to": b.to,
+            "tracks": b.tracks,
             "slices": rows_a.iter().map(|n| n.count).sum::<u64>(),
         });
         answer["changes"] = serde_json::json!(report::changes(&rows_a, &rows_b));
@@ -379,7 +385,7 @@ pub(super) fn flame(
     from: u64,
     to: u64,
     tracks: &[usize],
-    base: Baseline<'_>,
+    base: Option<&Base<'_>>,
 ) -> String {
     if let Some(base) = base {
         return flame_diff(t, from, to, tracks, base);
@@ -391,38 +397,17 @@ pub(super) fn flame(
         .filter(|n| n.parent.is_none())
         .map(|n| n.total_ns)
         .sum();
-    let least = whole / FLAME_SHARE;
-    // A child weighs no more than its parent: keeping the heavy ones keeps
-    // every kept node's parent.
-    let mut kept = vec![u32::MAX; tree.len()];
+    let least = (whole / FLAME_SHARE).max(1);
     let mut names = Names::default();
-    let mut out = String::new();
-    let mut n = 0u32;
-    for (i, node) in tree.iter().enumerate() {
-        let parent = match node.parent {
-            None => None,
-            Some(p) => match kept.get(p as usize) {
-                Some(&k) if k != u32::MAX => Some(k),
-                _ => continue,
-            },
-        };
-        if node.total_ns < least.max(1) && whole > 0 {
-            continue;
-        }
-        kept[i] = n;
-        if n > 0 {
-            out.push(',');
-        }
-        n += 1;
-        let parent = parent.map_or("null".to_string(), |p| p.to_string());
-        let _ = write!(
-            out,
-            "[{parent},{},{},{}]",
-            names.add(node.name),
-            node.total_ns,
-            node.self_ns
-        );
-    }
+    let out = pruned(
+        &tree,
+        |node| node.parent,
+        |node| node.total_ns >= least || whole == 0,
+        |out, node, parent| {
+            let name = names.add(node.name);
+            let _ = write!(out, "[{parent},{name},{},{}]", node.total_ns, node.self_ns);
+        },
+    );
     format!(
         "{{\"from\":{from},\"to\":{to},\"total_ns\":{whole},\"nodes\":[{out}],\"names\":{}}}",
         names.json(t)
@@ -432,19 +417,14 @@ pub(super) fn flame(
 /// A range's call tree merged with a baseline's by paths of names: each node
 /// `[parent, name, total, self, base total, base self]`, parents first; nodes
 /// under 1/5000 of the larger whole in both are left out.
-fn flame_diff(
-    t: &Timeline,
-    from: u64,
-    to: u64,
-    tracks: &[usize],
-    (a, a_from, a_to, a_tracks): (&Timeline, u64, u64, &[usize]),
-) -> String {
+fn flame_diff(t: &Timeline, from: u64, to: u64, tracks: &[usize], base: &Base<'_>) -> String {
+    let a = base.timeline;
     // (parent, name, [total, self] in A, in B)
     type Merged<'n> = (Option<u32>, &'n str, [[u64; 2]; 2]);
     let mut merged: Vec<Merged<'_>> = Vec::new();
     let mut index: rustc_hash::FxHashMap<(Option<u32>, &str), u32> = Default::default();
     let trees = [
-        (a, a.flame(a_tracks, on_clock(a, a_from, a_to))),
+        (a, a.flame(&base.tracks, on_clock(a, base.from, base.to))),
         (t, t.flame(tracks, on_clock(t, from, to))),
     ];
     for (side, (timeline, tree)) in trees.iter().enumerate() {
@@ -471,42 +451,63 @@ fn flame_diff(
     };
     let (whole_a, whole_b) = (whole(0), whole(1));
     let least = (whole_a.max(whole_b) / FLAME_SHARE).max(1);
-    let mut kept = vec![u32::MAX; merged.len()];
-    let (mut out, mut names) = (String::new(), Vec::<&str>::new());
+    let mut names = Vec::<&str>::new();
     let mut name_ids: rustc_hash::FxHashMap<&str, usize> = Default::default();
-    let mut n = 0u32;
-    for (i, (parent, name, [wa, wb])) in merged.iter().enumerate() {
-        let parent = match parent {
-            None => None,
-            Some(p) => match kept[*p as usize] {
-                u32::MAX => continue,
-                k => Some(k),
-            },
-        };
-        if wa[0].max(wb[0]) < least {
-            continue;
-        }
-        kept[i] = n;
-        let id = *name_ids.entry(name).or_insert_with(|| {
-            names.push(name);
-            names.len() - 1
-        });
-        if n > 0 {
-            out.push(',');
-        }
-        n += 1;
-        let parent = parent.map_or("null".to_string(), |p| p.to_string());
-        let _ = write!(
-            out,
-            "[{parent},{id},{},{},{},{}]",
-            wb[0], wb[1], wa[0], wa[1]
-        );
-    }
+    let out = pruned(
+        &merged,
+        |m| m.0,
+        |(_, _, [wa, wb])| wa[0].max(wb[0]) >= least,
+        |out, &(_, name, [wa, wb]), parent| {
+            let id = *name_ids.entry(name).or_insert_with(|| {
+                names.push(name);
+                names.len() - 1
+            });
+            let _ = write!(
+                out,
+                "[{parent},{id},{},{},{},{}]",
+                wb[0], wb[1], wa[0], wa[1]
+            );
+        },
+    );
     let names: Vec<String> = names.iter().map(|s| quoted(s)).collect();
     format!(
         "{{\"from\":{from},\"to\":{to},\"total_ns\":{whole_b},\"base_total_ns\":{whole_a},\"nodes\":[{out}],\"names\":[{}]}}",
         names.join(",")
     )
+}
+
+/// The nodes of a call tree (parents first) that are `heavy` and whose
+/// parent was kept, each written by `write` with its parent's index among the
+/// kept ones (`null` for a root), separated by commas. A child weighs no more
+/// than its parent: keeping the heavy ones keeps every kept node's parent.
+fn pruned<N>(
+    nodes: &[N],
+    parent: impl Fn(&N) -> Option<u32>,
+    heavy: impl Fn(&N) -> bool,
+    mut write: impl FnMut(&mut String, &N, &str),
+) -> String {
+    let mut kept = vec![u32::MAX; nodes.len()];
+    let mut out = String::new();
+    let mut n = 0u32;
+    for (i, node) in nodes.iter().enumerate() {
+        let parent = match parent(node) {
+            None => "null".to_string(),
+            Some(p) => match kept.get(p as usize) {
+                Some(&k) if k != u32::MAX => k.to_string(),
+                _ => continue,
+            },
+        };
+        if !heavy(node) {
+            continue;
+        }
+        kept[i] = n;
+        if n > 0 {
+            out.push(',');
+        }
+        n += 1;
+        write(&mut out, node, &parent);
+    }
+    out
 }
 
 pub(super) fn search(t: &Timeline, text: &str, after: Option<Position>, backward: bool) -> String {

@@ -54,7 +54,7 @@ use tracekit_fxt::stats::Stats;
 use tracekit_timeline::report::{SlicesQuery, TopQuery};
 use tracekit_timeline::{Position, Timeline};
 
-use draw::{details, flame, search, selection, tracks_json, window};
+use draw::{Base, details, flame, search, selection, tracks_json, window};
 
 use crate::api::{Api, MAX_ROWS, Params};
 use crate::json::{Layout, to_json};
@@ -87,15 +87,6 @@ pub struct TimelineTrace {
     total: u64,
     /// The trace served beside it, to compare with (`--compare`).
     compare: Option<Box<TimelineTrace>>,
-}
-
-/// What a `selection` or `flame` is compared with: a range of some tracks of
-/// a timeline.
-struct Base<'a> {
-    timeline: &'a Timeline,
-    from: u64,
-    to: u64,
-    tracks: Vec<usize>,
 }
 
 /// A timeline built, with the answers made once.
@@ -353,12 +344,9 @@ impl TimelineTrace {
                 }
                 let tracks = p.tracks("tracks", t)?;
                 let base = self.base(&p, &tracks)?;
-                let base = base
-                    .as_ref()
-                    .map(|b| (b.timeline, b.from, b.to, &b.tracks[..]));
                 match endpoint {
-                    TimelineEndpoint::Flame => flame(t, from, to, &tracks, base),
-                    _ => selection(t, from, to, &tracks, base),
+                    TimelineEndpoint::Flame => flame(t, from, to, &tracks, base.as_ref()),
+                    _ => selection(t, from, to, &tracks, base.as_ref()),
                 }
             }
             TimelineEndpoint::Search => {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tracekit_testutil::{scratch, stderr, stdout};
 
-use crate::TRACEKIT;
+use crate::{TRACEKIT, diff_line, folded_weights};
 
 fn read(path: PathBuf) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -152,15 +152,9 @@ fn flame_graphs_and_plots_are_written_in_the_format_their_name_says() {
         return;
     };
     let base = base.to_str().unwrap();
-    let weights = |text: &str| -> std::collections::BTreeMap<String, u64> {
-        let lines = text.lines().map(|l| l.rsplit_once(' ').unwrap());
-        lines
-            .map(|(s, w)| (s.to_string(), w.parse().unwrap()))
-            .collect()
-    };
     let (wa, wb) = (
-        weights(&stdout(&TRACEKIT.ok_in(d, &["perf", "flamegraph", base]))),
-        weights(&folded),
+        folded_weights(&stdout(&TRACEKIT.ok_in(d, &["perf", "flamegraph", base]))),
+        folded_weights(&folded),
     );
     let sum = |m: &std::collections::BTreeMap<String, u64>| m.values().sum::<u64>();
     for (normalize, total_a) in [(false, sum(&wa)), (true, sum(&wb))] {
@@ -171,13 +165,7 @@ fn flame_graphs_and_plots_are_written_in_the_format_their_name_says() {
         let diff = stdout(&TRACEKIT.ok_in(d, &args));
         let (mut a, mut b, mut lines) = (0, 0, 0);
         for line in diff.lines() {
-            let mut parts = line.rsplitn(3, ' ');
-            let (nb, na, stack) = (
-                parts.next().unwrap(),
-                parts.next().unwrap(),
-                parts.next().unwrap(),
-            );
-            let (na, nb) = (na.parse::<u64>().unwrap(), nb.parse::<u64>().unwrap());
+            let (stack, na, nb) = diff_line(line);
             assert_eq!(nb, wb.get(stack).copied().unwrap_or(0), "{stack}");
             if !normalize {
                 assert_eq!(na, wa.get(stack).copied().unwrap_or(0), "{stack}");

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use tracekit_testutil::scratch;
 
-use crate::TRACEKIT;
+use crate::{TRACEKIT, diff_line, folded_weights};
 
 #[test]
 fn top_json_totals_equal_the_dump() {
@@ -396,31 +396,16 @@ fn flamegraph_diff_holds_both_traces_stacks() {
         return;
     };
     let (a, b) = (a.as_str(), b.as_str());
-    let stacks = |text: &str| -> std::collections::BTreeMap<String, u64> {
-        let lines = text.lines().map(|l| l.rsplit_once(' ').unwrap());
-        lines
-            .map(|(s, w)| (s.to_string(), w.parse().unwrap()))
-            .collect()
-    };
     let (sa, sb) = (
-        stacks(&TRACEKIT.ok(&["memtrace", "flamegraph", a, "--peak"])),
-        stacks(&TRACEKIT.ok(&["memtrace", "flamegraph", b, "--peak"])),
+        folded_weights(&TRACEKIT.ok(&["memtrace", "flamegraph", a, "--peak"])),
+        folded_weights(&TRACEKIT.ok(&["memtrace", "flamegraph", b, "--peak"])),
     );
     let diff = TRACEKIT.ok(&["memtrace", "flamegraph", "--diff", a, b, "--peak"]);
     let mut seen = 0;
     for line in diff.lines() {
-        let mut parts = line.rsplitn(3, ' ');
-        let (wb, wa, stack) = (
-            parts.next().unwrap(),
-            parts.next().unwrap(),
-            parts.next().unwrap(),
-        );
+        let (stack, wa, wb) = diff_line(line);
         let get = |m: &std::collections::BTreeMap<String, u64>| m.get(stack).copied().unwrap_or(0);
-        assert_eq!(
-            (wa.parse::<u64>().unwrap(), wb.parse::<u64>().unwrap()),
-            (get(&sa), get(&sb)),
-            "{stack}"
-        );
+        assert_eq!((wa, wb), (get(&sa), get(&sb)), "{stack}");
         seen += 1;
     }
     let union: std::collections::BTreeSet<&String> = sa.keys().chain(sb.keys()).collect();
