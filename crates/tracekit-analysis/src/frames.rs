@@ -230,26 +230,33 @@ impl FrameTree {
     }
 
     /// For each of `profile.sites` (in order), the id of its printed stack, frames
-    /// shown as `label`: two sites have the same id exactly when their stacks print
-    /// the same. Also the number of ids (the largest is below it). Nothing is weighed
-    /// or sorted, so this is cheaper than [`FrameTree::build`].
+    /// shown as `label` and `naming` says, down to the site (the innermost frame
+    /// `site` does not skip; the frames inside it are left out): two sites have
+    /// the same id exactly when their stacks print the same. Also the number of
+    /// ids (the largest is below it). Nothing is weighed or sorted, so this is
+    /// cheaper than [`FrameTree::build`].
     pub fn site_stacks(
         profile: &Profile,
         symbols: &dyn LocationLookup,
         label: FrameLabel,
+        site: &FrameSkip,
     ) -> (Vec<FrameId>, usize) {
         let options = TreeOptions {
             label,
             unit: Unit::Samples,
             collapse_recursion: false,
             fold_recursion: false,
-            naming: Naming::default(),
+            naming: site.naming,
         };
         let mut b = Builder::new(profile.backtraces.len(), options, Hide::default());
+        b.site = Some(site.clone());
         let ids = profile
             .sites
             .iter()
-            .map(|(bt, _)| FrameId(b.node_of(&profile.backtraces, symbols, bt)))
+            .map(|(bt, _)| {
+                let node = b.node_of(&profile.backtraces, symbols, bt);
+                FrameId(b.site_node(node))
+            })
             .collect();
         (ids, b.tree.calls.len())
     }
@@ -627,6 +634,10 @@ struct Builder {
     labels: Vec<String>,
     /// Frames left out.
     hide: Hide,
+    /// What a site looks past, when stacks end at their sites.
+    site: Option<FrameSkip>,
+    /// The names of frames `site` skips.
+    skipped_names: rustc_hash::FxHashSet<u32>,
 }
 
 impl Builder {
@@ -648,7 +659,25 @@ impl Builder {
             scratch: Vec::new(),
             labels: Vec::new(),
             hide,
+            site: None,
+            skipped_names: Default::default(),
         }
+    }
+
+    /// The node of `node`'s site: `node`, or its nearest caller whose frame the
+    /// site does not skip (`node` itself when every frame is skipped).
+    fn site_node(&self, node: u32) -> u32 {
+        let mut at = node;
+        while at != 0 {
+            let Some(n) = self.tree.calls.node(at) else {
+                break;
+            };
+            if !self.skipped_names.contains(&n.name) {
+                return at;
+            }
+            at = n.parent;
+        }
+        node
     }
 
     /// The frame-tree node of trie node `bt`, mapping the unmapped ones above it first.
@@ -704,6 +733,11 @@ impl Builder {
                         continue;
                     }
                     let id = self.tree.name_id(&name);
+                    if let (Some(site), Some(l)) = (&self.site, location)
+                        && site.skips(l)
+                    {
+                        self.skipped_names.insert(id);
+                    }
                     self.frame_names.push(id);
                     self.frame_std
                         .push(location.is_some_and(|l| self.std.skips(l)));

@@ -181,6 +181,11 @@ const MAX_CYCLE: usize = 8;
 /// `main > (even > odd) ×20 > leaf`. The cycle that covers the most frames
 /// from a frame is taken, the shortest among equals.
 pub fn folded(frames: &[String]) -> String {
+    folded_parts(frames).join(" > ")
+}
+
+/// [`folded`]'s parts: a frame, or a repeated cycle with its count.
+pub fn folded_parts(frames: &[String]) -> Vec<String> {
     let mut parts: Vec<String> = Vec::new();
     let mut i = 0;
     while i < frames.len() {
@@ -203,7 +208,7 @@ pub fn folded(frames: &[String]) -> String {
         });
         i += k * n;
     }
-    parts.join(" > ")
+    parts
 }
 
 /// Longest fragment [`hot_paths`] reports. A heavier run (a deep recursion) is

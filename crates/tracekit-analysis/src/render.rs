@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::analyzer::{EventCounts, Profile};
 use crate::curve::TimelinePoint;
 use crate::frames::{FrameTree, Unit};
-use crate::report::{DiffRow, GroupBy, GrowingSite, Rank, Top};
+use crate::report::{DiffRow, EMPTY_BACKTRACE, GroupBy, GrowingSite, Rank, Top};
 use crate::sampling::Sampling;
 use crate::sites::SiteCounts;
 use crate::units::human_bytes;
@@ -425,6 +425,27 @@ fn pct(part: u64, total: u64) -> String {
 /// Frames of a backtrace shown under a `--by backtrace` row.
 const BACKTRACE_LINES: usize = 12;
 
+/// A backtrace (caller first, ending at the site) as a row's name and the
+/// lines under it: one frame a line, a recursive run once with its count
+/// (as flame graphs fold it), and the middle left out of a longer one so
+/// that the site stays in view.
+fn backtrace_lines(bt: &[String]) -> (String, Vec<String>) {
+    let parts = crate::paths::folded_parts(bt);
+    let Some((first, rest)) = parts.split_first() else {
+        return (EMPTY_BACKTRACE.to_owned(), Vec::new());
+    };
+    let mut notes = Vec::new();
+    let shown = if rest.len() > BACKTRACE_LINES {
+        let kept = BACKTRACE_LINES - 1;
+        notes.push(format!("> ... {} more", rest.len() - kept));
+        &rest[rest.len() - kept..]
+    } else {
+        rest
+    };
+    notes.extend(shown.iter().map(|f| format!("> {f}")));
+    (first.clone(), notes)
+}
+
 /// `top` as a table.
 pub fn top_table(trace: &TraceFile, profile: &Profile, top: &Top, ctx: &TopContext) -> String {
     let s = profile.sampling;
@@ -434,7 +455,7 @@ pub fn top_table(trace: &TraceFile, profile: &Profile, top: &Top, ctx: &TopConte
         GroupBy::Leaf => "allocation site",
         GroupBy::Function => "function",
         GroupBy::File => "file",
-        GroupBy::Backtrace => "backtrace (allocation site, then callers)",
+        GroupBy::Backtrace => "backtrace (from main to the allocation site)",
     };
     out.push('\n');
     let total_ranked = top.rank.of(t);
@@ -506,21 +527,11 @@ pub fn top_table(trace: &TraceFile, profile: &Profile, top: &Top, ctx: &TopConte
         }
     };
     for (i, site) in top.sites.iter().enumerate() {
-        let mut notes = Vec::new();
-        if let Some(bt) = &site.backtrace {
-            // Innermost first, below the leaf that names the row.
-            let callers: Vec<&String> = bt.iter().rev().skip(1).collect();
-            for f in callers.iter().take(BACKTRACE_LINES) {
-                notes.push(format!("<- {f}"));
-            }
-            if callers.len() > BACKTRACE_LINES {
-                notes.push(format!("<- ... {} more", callers.len() - BACKTRACE_LINES));
-            }
-        }
-        table.row(
-            cells((i + 1).to_string(), &site.counts, site.name.clone()),
-            notes,
-        );
+        let (first, notes) = match &site.backtrace {
+            Some(bt) => backtrace_lines(bt),
+            None => (site.name.clone(), Vec::new()),
+        };
+        table.row(cells((i + 1).to_string(), &site.counts, first), notes);
     }
     if top.other_sites > 0 {
         table.row(

@@ -59,7 +59,8 @@ pub struct Site {
     /// The group's name: a location, a function, a file, or for backtraces the leaf
     /// location.
     pub name: String,
-    /// For [`GroupBy::Backtrace`], the backtrace's locations, caller first.
+    /// For [`GroupBy::Backtrace`], the backtrace's locations, caller first,
+    /// from `main` (as [`Naming`] says) to the site.
     pub backtrace: Option<Vec<String>>,
     /// The counts.
     pub counts: SiteCounts,
@@ -111,16 +112,11 @@ fn grouped_sites(
             &mut leaf_names,
         );
         if by == GroupBy::Backtrace {
+            let frames = backtrace_to_site(profile, symbols, bt, &name, skip, &mut codes);
             group_of.push(out.len());
             out.push(Site {
                 name,
-                backtrace: Some(backtrace_frames(
-                    profile,
-                    symbols,
-                    bt,
-                    skip.naming,
-                    &mut codes,
-                )),
+                backtrace: Some(frames),
                 counts,
             });
             continue;
@@ -142,7 +138,8 @@ fn grouped_sites(
         }
     }
     if by == GroupBy::Backtrace {
-        // Distinct backtraces can print the same (codes with equal locations).
+        // Distinct backtraces can print the same (codes with equal locations,
+        // or the same frames down to the site).
         let mut merged: Vec<Site> = Vec::with_capacity(out.len());
         let mut into: Vec<usize> = Vec::with_capacity(out.len());
         let mut seen: HashMap<Vec<String>, usize> = HashMap::new();
@@ -288,6 +285,27 @@ fn site_name(
     }
 }
 
+/// `bt`'s locations, caller first, from `main` (as `skip.naming` says) to its
+/// site `name`: the frames inside the site are the plumbing its name looks
+/// past, and backtraces that differ only there are one backtrace of the
+/// program. `codes` is scratch.
+fn backtrace_to_site(
+    profile: &Profile,
+    symbols: &dyn LocationLookup,
+    bt: BacktraceId,
+    name: &str,
+    skip: &FrameSkip,
+    codes: &mut Vec<LocationCode>,
+) -> Vec<String> {
+    let mut frames = backtrace_frames(profile, symbols, bt, skip.naming, codes);
+    if !skip.is_empty()
+        && let Some(at) = frames.iter().rposition(|f| f == name)
+    {
+        frames.truncate(at + 1);
+    }
+    frames
+}
+
 /// `bt`'s locations, caller first (a frame per inlined function), shown as
 /// `naming` says; `codes` is scratch.
 fn backtrace_frames(
@@ -413,7 +431,7 @@ fn top_backtraces(
     limit: usize,
     skip: &FrameSkip,
 ) -> Top {
-    let (ids, stacks) = FrameTree::site_stacks(profile, symbols, FrameLabel::Location);
+    let (ids, stacks) = FrameTree::site_stacks(profile, symbols, FrameLabel::Location, skip);
     // Per printed backtrace its first site, which names it; the counts of the rare
     // later sites that print the same are added to the first's aside.
     let mut leader = vec![u32::MAX; stacks];
@@ -460,23 +478,20 @@ fn top_backtraces(
         .map(|&i| {
             let bt = profile.sites.backtrace(i as usize);
             let label = FrameLabel::Location;
+            let name = site_name(
+                profile,
+                symbols,
+                bt,
+                label,
+                skip,
+                &mut codes,
+                &mut leaf_names,
+            );
             Site {
-                name: site_name(
-                    profile,
-                    symbols,
-                    bt,
-                    label,
-                    skip,
-                    &mut codes,
-                    &mut leaf_names,
-                ),
-                backtrace: Some(backtrace_frames(
-                    profile,
-                    symbols,
-                    bt,
-                    skip.naming,
-                    &mut codes,
+                backtrace: Some(backtrace_to_site(
+                    profile, symbols, bt, &name, skip, &mut codes,
                 )),
+                name,
                 counts: counts(i),
             }
         })

@@ -14,7 +14,7 @@
 use arrow_array::builder::{BooleanBuilder, StringBuilder};
 use std::collections::hash_map::Entry;
 use tracekit_analysis::live::LiveTable;
-use tracekit_analysis::symbols::{EMPTY_BACKTRACE, FrameLabel, FrameSkip, site_label};
+use tracekit_analysis::symbols::{EMPTY_BACKTRACE, FrameLabel, FrameSkip, Naming, site_label};
 
 use rustc_hash::FxHashMap;
 use tracekit_memtrace::{AllocationSource, DomainId, Event, LocationCode, LocationLookup, Reader};
@@ -57,6 +57,7 @@ columns!(
         location_id: I64,
         code: I64,
         function: StringBuilder,
+        name: StringBuilder,
         file: StringBuilder,
         line: OptI32,
         start_column: OptI32,
@@ -343,6 +344,8 @@ fn write_locations(
         match described.get(i as usize) {
             Some(l) => {
                 c.function.append_value(l.defname.to_string());
+                c.name
+                    .append_value(Naming::default().function(&l.defname.to_string()));
                 c.file.append_value(l.filename.to_string());
                 c.line.append_value(l.line as i32);
                 c.start_column.append_value(l.start_char as i32);
@@ -351,6 +354,7 @@ fn write_locations(
             }
             None => {
                 c.function.append_null();
+                c.name.append_null();
                 c.file.append_null();
                 c.line.append_null();
                 c.start_column.append_null();

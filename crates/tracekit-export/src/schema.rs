@@ -257,7 +257,12 @@ pub const LOCATIONS: Table = Table {
         opt(
             "function",
             Type::String,
-            "the enclosing definition; null for a code the trace never described",
+            "the enclosing definition, as the trace names it (generic arguments kept); null for a code the trace never described",
+        ),
+        opt(
+            "name",
+            Type::String,
+            "the function as tracekit's reports, flame graphs, pprof profiles and the view name it by default (generic arguments dropped, closures under their functions); null for a code the trace never described",
         ),
         opt("file", Type::String, "the source file"),
         opt("line", Type::Int32, "the line"),

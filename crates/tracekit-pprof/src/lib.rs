@@ -27,7 +27,7 @@
 //! | `Location` | `id` | 1 | 1-based |
 //! | | `line` | 4 | one `Line`: `function_id` 1, `line` 2 |
 //! | `Function` | `id` | 1 | 1-based |
-//! | | `name`, `system_name`, `filename` | 2, 3, 4 | string indexes |
+//! | | `name`, `system_name`, `filename` | 2, 3, 4 | string indexes; `system_name` empty (the names are demangled) |
 //!
 //! Mappings (tag 3) are left out: the frames come named, so a reader has no
 //! address to symbolize. Ids are 1-based, as readers require (0 means none).
@@ -252,7 +252,12 @@ impl Builder {
             self.profile.function.push(proto::Function {
                 id: function,
                 name,
-                system_name: name,
+                // Empty: the names written are demangled, and a reader takes
+                // a `system_name` equal to `name` for a mangled one to
+                // simplify (`go tool pprof` cuts `<alloc::vec::Vec>::push` to
+                // `::push`), so the profile would not show the names tracekit
+                // prints.
+                system_name: 0,
                 filename: file,
             });
         }

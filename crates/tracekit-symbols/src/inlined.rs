@@ -162,6 +162,74 @@ impl InlinePaths {
     }
 }
 
+impl InlinePaths {
+    /// Whether the function whose out-of-line copy is symbol `i` has its own
+    /// code in `file` on lines around `line` (its first and last lines there
+    /// enclose it).
+    pub(crate) fn symbol_encloses(
+        &mut self,
+        dwarf: &addr2line::Loader,
+        symbols: &Symbols,
+        i: SymbolIndex,
+        file: &str,
+        line: u32,
+    ) -> bool {
+        let Some(home) = self
+            .homes
+            .entry(i)
+            .or_insert_with(|| home(dwarf, symbols, i))
+        else {
+            return false;
+        };
+        if home.file != file {
+            return false;
+        }
+        if !home.spanned {
+            span(dwarf, symbols, i, home);
+        }
+        (home.first..=home.last).contains(&line)
+    }
+
+    /// Whether the function named `full` (a path, as [`qualify`](Self::qualify)
+    /// gives it) has an out-of-line copy whose own code in `file` encloses
+    /// `line`.
+    pub(crate) fn named_encloses(
+        &mut self,
+        dwarf: &addr2line::Loader,
+        symbols: &Symbols,
+        full: &str,
+        file: &str,
+        line: u32,
+    ) -> bool {
+        let path = strip_generics(full);
+        let Some((prefix, last)) = split_last(&path) else {
+            return false;
+        };
+        let Some(candidates) = self.by_name.get(normalize(last)) else {
+            return false;
+        };
+        if candidates.len() > MAX_CANDIDATES {
+            return false;
+        }
+        let copies: Vec<SymbolIndex> = candidates
+            .iter()
+            .filter(|(_, p)| p == prefix)
+            .map(|(i, _)| *i)
+            .collect();
+        copies
+            .into_iter()
+            .any(|i| self.symbol_encloses(dwarf, symbols, i, file, line))
+    }
+}
+
+/// The bare closure of a frame's name (`{closure#2}` of `{closure#2}<..>`),
+/// if that is all the name is.
+pub(crate) fn bare_closure(name: &str) -> Option<String> {
+    let bare = strip_generics(name);
+    let index = bare.strip_prefix("{closure#")?.strip_suffix('}')?;
+    index.bytes().all(|b| b.is_ascii_digit()).then_some(bare)
+}
+
 /// The outermost frame at `addr`, the function whose code this is (not what
 /// is inlined into it): its name in the debug information, its file and
 /// line.

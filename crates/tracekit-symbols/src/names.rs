@@ -54,9 +54,49 @@ pub fn strip_generics(name: &str) -> String {
 }
 
 /// `name` as a report shows it by default: without generic arguments, a
-/// legacy symbol's `{{closure}}` written `{closure}`.
+/// legacy symbol's `{{closure}}` written `{closure}`, and an inherent
+/// method's type as a path segment (`<alloc::vec::Vec>::push` is
+/// `alloc::vec::Vec::push`), so that a function has one name whether its
+/// symbol is mangled the legacy way (the precompiled standard library) or
+/// the v0 way.
 pub fn short_name(name: &str) -> String {
-    full_name(&strip_generics(name))
+    unwrap_self_types(&full_name(&strip_generics(name)))
+}
+
+/// Writes `<p>::` as `p::` where `p` is a plain path (an inherent impl's
+/// type, its generic arguments gone): `<T as Trait>`, `<impl ..>`, `<&T>` and
+/// `<[T]>` stay.
+fn unwrap_self_types(name: &str) -> String {
+    if !name.contains('<') {
+        return name.to_owned();
+    }
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(open) = rest.find('<') {
+        let (before, from) = rest.split_at(open);
+        out.push_str(before);
+        let segment_start = out.is_empty() || out.ends_with("::");
+        let inner = from[1..].find('>').map(|close| &from[1..1 + close]);
+        match inner {
+            Some(p)
+                if segment_start
+                    && !p.is_empty()
+                    && p.chars().all(|c| {
+                        c.is_alphanumeric() || matches!(c, '_' | ':' | '{' | '}' | '#')
+                    })
+                    && from[p.len() + 2..].starts_with("::") =>
+            {
+                out.push_str(p);
+                rest = &from[p.len() + 2..];
+            }
+            _ => {
+                out.push('<');
+                rest = &from[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `name` with its generic arguments, closures' types (`{closure_env#0}`)
@@ -122,5 +162,37 @@ mod tests {
             "call_once<app::main::{closure#1}, ()>"
         );
         assert_eq!(full_name("app::run"), "app::run");
+    }
+
+    #[test]
+    fn an_inherent_method_is_named_alike_in_both_manglings() {
+        // v0 and legacy symbols of one method.
+        assert_eq!(
+            short_name("<alloc::raw_vec::RawVecInner<A>>::try_allocate_in"),
+            "alloc::raw_vec::RawVecInner::try_allocate_in"
+        );
+        assert_eq!(
+            short_name("alloc::raw_vec::RawVecInner<A>::try_allocate_in"),
+            "alloc::raw_vec::RawVecInner::try_allocate_in"
+        );
+        assert_eq!(
+            short_name("<alloc::vec::Vec<u8>>::push::{closure#0}"),
+            "alloc::vec::Vec::push::{closure#0}"
+        );
+        // Trait impls, impl blocks of other types and references stay.
+        for kept in [
+            "<alloc::vec::Vec as core::ops::drop::Drop>::drop",
+            "alloc::slice::<impl [T]>::repeat",
+            "<&T as core::fmt::Debug>::fmt",
+            "<[u8]>::to_vec",
+            "core::ptr::drop_in_place<alloc::vec::Vec>",
+        ] {
+            assert_eq!(short_name(kept), strip_generics(kept), "{kept}");
+        }
+        // Full names keep what the symbol says.
+        assert_eq!(
+            full_name("<alloc::vec::Vec<u8>>::push"),
+            "<alloc::vec::Vec<u8>>::push"
+        );
     }
 }

@@ -239,12 +239,59 @@ impl ObjectSymbols {
                 function: name.unwrap_or_else(|| self.unnamed(svma)),
             }),
         }
+        self.closures_by_enclosure(svma, &mut out);
         for f in &mut out {
             if f.function.is_empty() {
                 f.function = "??".to_owned();
             }
         }
         out
+    }
+
+    /// Names the closures still bare in `frames` (at `svma`) after the
+    /// function whose body holds them: the nearest frame outward in the
+    /// closure's file whose own code there spans the closure's line. A
+    /// closure bound to a name and called in place (`let make = |i| ..;
+    /// make(i)`) is passed through nothing that would name its type, and
+    /// line-tables-only debug information gives it no namespace; its caller
+    /// in the same file is the function it is written in, unless the caller
+    /// is another function of that file that was handed the closure, whose
+    /// lines then lie elsewhere.
+    fn closures_by_enclosure(&mut self, svma: u64, frames: &mut [Frame]) {
+        let Some(dwarf) = &self.dwarf else {
+            return;
+        };
+        let last = frames.len().saturating_sub(1);
+        for i in 0..last {
+            let Some(bare) = inlined::bare_closure(&frames[i].function) else {
+                continue;
+            };
+            let (file, line) = (frames[i].file.clone(), frames[i].line);
+            if file.is_empty() || line == 0 {
+                continue;
+            }
+            for j in i + 1..=last {
+                let f = &frames[j];
+                if f.file != file || inlined::is_bare(&f.function) {
+                    continue;
+                }
+                let paths = self
+                    .inline_paths
+                    .get_or_insert_with(|| InlinePaths::new(&self.symbols));
+                let encloses = if j == last {
+                    self.symbols.containing(svma).is_some_and(|s| {
+                        paths.symbol_encloses(dwarf, &self.symbols, s, &file, line)
+                    })
+                } else {
+                    paths.named_encloses(dwarf, &self.symbols, &f.function, &file, line)
+                };
+                if encloses {
+                    let owner = crate::names::strip_generics(&f.function);
+                    frames[i].function = format!("{owner}::{bare}");
+                    break;
+                }
+            }
+        }
     }
 
     /// The name [`frames`](Self::frames) gives a function that nothing

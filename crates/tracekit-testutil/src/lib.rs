@@ -386,7 +386,8 @@ pub fn resolved_features(manifest_dir: &str, package: &str, dependency: &str) ->
 /// programs the tests trace), built for the same profile as the calling test
 /// in the same target directory: built now when missing or older than the
 /// sources of the tracer and the programs (a run filtered to one test may not
-/// have built it, or may hold one built from older sources).
+/// have built it, or may hold one built from older sources: the tracer's, the
+/// programs', the symbolizer's or the trace writer's).
 pub fn demo_program(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     // target/<profile>/deps/<test> -> target/<profile>/<name>
@@ -428,6 +429,9 @@ fn newest_demo_source() -> std::time::SystemTime {
     [
         root.join("crates/tracekit-alloc/src"),
         root.join("crates/tracekit-alloc-demo/src/bin"),
+        // The tracer names frames and writes the trace with these.
+        root.join("crates/tracekit-symbols/src"),
+        root.join("crates/tracekit-memtrace/src/write"),
     ]
     .iter()
     .filter_map(|d| std::fs::read_dir(d).ok())

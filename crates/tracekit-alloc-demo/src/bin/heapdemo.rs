@@ -5,7 +5,7 @@
 //! MEMTRACE=heapdemo.ctf cargo run --release -p tracekit-alloc-demo --bin heapdemo
 //! ```
 //!
-//! Four allocating functions, each with a shape the names must survive:
+//! Six allocating functions, each with a shape the names must survive:
 //!
 //! * `churn`: a closure mapping over a range into `vec![i as u8; 65536]`
 //!   (a non-zero fill, which goes through `alloc::vec::from_elem`), the
@@ -13,6 +13,11 @@
 //! * `tables`: a closure of another function, so that the two closures only
 //!   differ by the function they are in; builds strings into a generic
 //!   container (`Vec<String>` collected from a `Map<Range<u32>, ..>`);
+//! * `churn_with_closure`: a closure bound to a name and called in a loop
+//!   (`"x".repeat(..)`), inlined into its function, so that nothing but
+//!   its place in the code says whose closure it is;
+//! * `grow`: a vector pushed to, whose first block and later ones come
+//!   from one line through different paths inside the standard library;
 //! * `nest`: direct recursion 150 deep, allocating at the bottom;
 //! * `ping` and `pong`: indirect recursion 60 deep (120 frames), allocating
 //!   at the bottom.
@@ -45,6 +50,25 @@ fn tables(n: u32) -> Vec<String> {
     let names: Vec<String> = (0..n).map(|i| format!("row number {i:08}")).collect();
     black_box(&names);
     names
+}
+
+#[inline(never)]
+fn churn_with_closure(n: usize) -> usize {
+    let make = |i: usize| "x".repeat(100 + i % 7);
+    let mut total = 0;
+    for i in 0..n {
+        total += black_box(make(i)).len();
+    }
+    total
+}
+
+#[inline(never)]
+fn grow(n: u64) -> Vec<u64> {
+    let mut v = Vec::new();
+    for i in 0..n {
+        v.push(black_box(i));
+    }
+    v
 }
 
 #[inline(never)]
@@ -83,6 +107,8 @@ fn main() {
         kept += black_box(tables(2000)).len();
         kept += black_box(nest(150)).len();
         kept += black_box(ping(60)).len();
+        kept += churn_with_closure(300);
+        kept += black_box(grow(1000)).len();
     }
     black_box(kept);
     // Still live at the end: what a heap profile's `inuse` counts.

@@ -3,11 +3,14 @@
 //! iterators, `vec!` of a non-zero value, direct and indirect recursion),
 //! every word sampled. Its sites are named (never `??`), closures under
 //! their functions, without generic arguments; its stacks start at its
-//! `main` and fold their recursion; `sql top-sites` names sites as `memtrace
-//! top` does; and `go tool pprof` reads `to-pprof`'s profile with `top`'s
-//! totals.
+//! `main` and fold their recursion; one frame has one name in the command
+//! line's, the view's, pprof's and SQL's answers; `top --by backtrace` shows
+//! each backtrace once, from `main` to its site; `sql top-sites` names sites
+//! as `memtrace top` does; and `go tool pprof` reads `to-pprof`'s profile with
+//! `top`'s totals.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -77,6 +80,12 @@ fn functions_are_named_closures_under_their_function_without_generics() {
         "{names:?}"
     );
     assert!(names.contains(&"heapdemo::tables::{closure#0}".to_owned()));
+    // A closure bound to a name and called in place, inlined: nothing but
+    // its place in the code says whose it is.
+    assert!(
+        names.contains(&"heapdemo::churn_with_closure::{closure#0}".to_owned()),
+        "{names:?}"
+    );
     for n in &names {
         assert!(!n.contains("??") && !n.contains('<'), "{n}");
         // The program's own: none of the tracer's allocations (starting its
@@ -136,6 +145,176 @@ fn stacks_start_at_main_and_fold_their_recursion() {
     let hot = memtrace(&["hot-paths", "--no-collapse-recursion"]);
     assert!(hot.contains("heapdemo::main > heapdemo::nest ×"), "{hot}");
     assert!(hot.contains("(heapdemo::ping > heapdemo::pong) ×"), "{hot}");
+}
+
+#[test]
+fn one_frame_has_one_name_everywhere() {
+    let t = trace().to_str().unwrap();
+    let folded = crate::folded_weights(&memtrace(&["flamegraph"]));
+    let cli: BTreeSet<&str> = folded.keys().flat_map(|s| s.split(';')).collect();
+    // Methods keep their type, whichever way their symbol is mangled, and
+    // the closure is under its function.
+    for name in [
+        "alloc::raw_vec::RawVecInner::try_allocate_in",
+        "alloc::vec::Vec::with_capacity",
+        "heapdemo::churn_with_closure::{closure#0}",
+    ] {
+        assert!(cli.contains(name), "{name} in {cli:?}");
+    }
+    assert!(
+        !cli.iter()
+            .any(|n| n.starts_with("<alloc::raw_vec::RawVecInner>"))
+    );
+
+    // The view's flame graph: every node it keeps is the command line's
+    // stack prefix, with the command line's weight.
+    let mut prefixes: BTreeMap<String, u64> = BTreeMap::new();
+    for (stack, w) in &folded {
+        let frames: Vec<&str> = stack.split(';').collect();
+        for n in 1..=frames.len() {
+            *prefixes.entry(frames[..n].join(";")).or_default() += w;
+        }
+    }
+    let server = crate::view::Server::start(&[trace()]);
+    let tree = server.json("flametree", &["--min-share", "0"]);
+    let nodes = tree["nodes"].as_array().unwrap();
+    let mut paths: Vec<String> = Vec::with_capacity(nodes.len());
+    for (i, n) in nodes.iter().enumerate() {
+        let name = n["name"].as_str().unwrap();
+        let path = match n["parent"].as_i64().unwrap() {
+            -1 => String::new(),
+            0 => name.to_owned(),
+            p => format!("{};{name}", paths[p as usize]),
+        };
+        if i > 0 {
+            assert_eq!(
+                prefixes.get(&path),
+                Some(&n["total"].as_u64().unwrap()),
+                "{path}"
+            );
+        }
+        paths.push(path);
+    }
+    assert_eq!(paths.len(), prefixes.len() + 1, "the view keeps every node");
+    let hot = server.json("hot-paths", &[]);
+    for p in hot["paths"].as_array().unwrap() {
+        for f in p["frames"].as_array().unwrap() {
+            let f = f.as_str().unwrap();
+            assert!(cli.contains(f), "hot path frame {f}");
+        }
+    }
+
+    // pprof: the functions are the command line's, as `go tool pprof` shows
+    // them (its stacks are whole: recursion is for readers to fold).
+    let whole = crate::folded_weights(&memtrace(&["flamegraph", "--no-collapse-recursion"]));
+    let cli: BTreeSet<&str> = whole.keys().flat_map(|s| s.split(';')).collect();
+    let dir = tracekit_testutil::scratch();
+    let profile = dir.path().join("heap.pb.gz");
+    memtrace(&["to-pprof", "-o", profile.to_str().unwrap()]);
+    let read = tracekit_pprof::read(&std::fs::read(&profile).unwrap()).unwrap();
+    let pprof: BTreeSet<&str> = read
+        .function
+        .iter()
+        .map(|f| read.string_table[f.name as usize].as_str())
+        .collect();
+    assert_eq!(pprof, cli);
+    if let Some(go) = tracekit_testutil::go() {
+        let go_top = |profile: &Path| {
+            let out = Command::new(&go)
+                .args(["tool", "pprof", "-top", "-nodecount=1000"])
+                .args(["-nodefraction=0", "-sample_index=alloc_space"])
+                .arg(profile)
+                .env("HOME", dir.path())
+                .output()
+                .expect("run go tool pprof");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let shown = go_top(&profile);
+        for name in &cli {
+            assert!(
+                shown.contains(&format!("  {name}\n")),
+                "go shows {name}: {shown}"
+            );
+        }
+        // Generic arguments, when asked for, are not simplified away.
+        let full = dir.path().join("full.pb.gz");
+        memtrace(&["to-pprof", "--full-names", "-o", full.to_str().unwrap()]);
+        let shown = go_top(&full);
+        assert!(shown.contains("  from_elem<u64>\n"), "{shown}");
+    }
+
+    // SQL: each location's `name` column.
+    let rows = json(&[
+        "sql",
+        "--json",
+        "select distinct name from locations where name is not null",
+        t,
+    ]);
+    let sql: BTreeSet<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    let missing: Vec<&&str> = cli.iter().filter(|n| !sql.contains(*n)).collect();
+    assert!(missing.is_empty(), "not in SQL: {missing:?}");
+}
+
+#[test]
+fn top_by_backtrace_shows_each_backtrace_once_from_main_to_its_site() {
+    let t = trace().to_str().unwrap();
+    let top = json(&[
+        "memtrace",
+        "top",
+        "--by",
+        "backtrace",
+        "--json",
+        "--limit",
+        "0",
+        t,
+    ]);
+    let sites = top["sites"].as_array().unwrap();
+    let mut seen = BTreeSet::new();
+    for s in sites {
+        let site = s["site"].as_str().unwrap();
+        let bt: Vec<&str> = s["backtrace"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .collect();
+        assert!(bt[0].starts_with("heapdemo::main@"), "{bt:?}");
+        assert_eq!(*bt.last().unwrap(), site, "{bt:?}");
+        assert!(seen.insert(bt.clone()), "twice: {bt:?}");
+    }
+    // The closure's backtrace: its function, then the closure.
+    let text = memtrace(&["top", "--by", "backtrace"]);
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("from main to the allocation site"))
+        .collect();
+    let at = rows
+        .iter()
+        .position(|l| l.contains("> heapdemo::churn_with_closure::{closure#0}@"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        rows[at - 1].contains("> heapdemo::churn_with_closure@"),
+        "{text}"
+    );
+    assert!(rows[at - 2].contains("heapdemo::main@"), "{text}");
+    // Nothing inside the site: the next line is the next row.
+    assert!(
+        !rows
+            .get(at + 1)
+            .is_some_and(|l| l.trim_start().starts_with('>')),
+        "{text}"
+    );
+    // Recursion is written once, with its count.
+    assert!(
+        rows.iter()
+            .any(|l| l.contains("> heapdemo::nest@") && l.ends_with(" ×150")),
+        "{text}"
+    );
 }
 
 #[test]

@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::TRACEKIT;
 
 /// A running `tracekit memtrace view`, stopped (with SIGINT) when dropped.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     port: u16,
     token: String,
@@ -25,7 +25,7 @@ struct Server {
 }
 
 impl Server {
-    fn start(args: &[&Path]) -> Server {
+    pub(crate) fn start(args: &[&Path]) -> Server {
         Server::spawn(args, None)
     }
 
@@ -157,7 +157,7 @@ impl Server {
         }
     }
 
-    fn json(&self, endpoint: &str, args: &[&str]) -> Value {
+    pub(crate) fn json(&self, endpoint: &str, args: &[&str]) -> Value {
         let query: Vec<String> = args.iter().map(|a| format!("arg={}", encode(a))).collect();
         let (status, body) = self.get(&format!("/api/{endpoint}?{}", query.join("&")));
         assert_eq!(status, 200, "{endpoint} {args:?}: {body}");
