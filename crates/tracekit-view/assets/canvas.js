@@ -16,16 +16,16 @@ const SCROLLBAR = 14;
 // Rows: per track a header and a row per lane (for a folded track its
 // outermost lanes only: the outermost, its busy-ness over time, and as many
 // more as the room left lets); per counter one row. Pinned rows first, in the
-// order pinned, in a band that does not scroll. With more than one process,
-// each process's tracks come under a header row of their own, and a process in
+// order pinned, in a band that does not scroll. Every process (one alone too)
+// has its tracks under a header row of its own, and a process in
 // `closed` shows its header alone (its pinned tracks stay pinned). `room` is
 // the height the rows may fill: what the rows leave of it is shared among the
 // folded tracks, a lane at a time, in the order of the tracks, so that a window
 // with few deep tracks is not left empty below them.
 export function layout(tracks, counters, pinned, folded = [], room = 0, closed = []) {
-  const grouped = new Set(tracks.map((t) => t.pid)).size > 1;
-  const hidden = (t) => grouped && closed.includes(t.pid) && !pinned.includes(t.id);
-  const processes = grouped ? new Set(tracks.map((t) => t.pid)).size : 0;
+  const grouped = tracks.length > 0;
+  const hidden = (t) => closed.includes(t.pid) && !pinned.includes(t.id);
+  const processes = new Set(tracks.map((t) => t.pid)).size;
   const shown = new Map();
   for (const t of tracks) shown.set(t.id, folded.includes(t.id) ? Math.min(t.lanes, 1) : t.lanes);
   const rowsHeight = () =>

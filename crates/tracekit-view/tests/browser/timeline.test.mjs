@@ -27,7 +27,6 @@ const demo = path.join(corpus, 'fxt/jst_tracing_demo.fxt');
 
 // The canvas's layout (canvas.js).
 const LABEL = 200;
-const AXIS = 26;
 const HEADER = 18;
 const LANE = 17;
 
@@ -128,7 +127,11 @@ test('magic-trace output: tracks, details, zoom and pan, search, a range', async
 
   // A click on the outermost slice: its details are the dump's record.
   const b = await box(page);
-  await page.mouse.click(b.x + LABEL + 300, b.y + AXIS + HEADER + LANE / 2);
+  // Under the process's header (one process has one too), the first track.
+  const shownRows = await page.evaluate(() => window.tracekitRows());
+  assert.equal(shownRows[0].kind, 'process');
+  const top = shownRows.find((r) => r.kind === 'track').top;
+  await page.mouse.click(b.x + LABEL + 300, b.y + top + HEADER + LANE / 2);
   const d = await details(page);
   const start = +/\((\d+) ns on the trace's clock\)/.exec(d.Start)[1];
   const dur = +/\((\d+) ns\)/.exec(d.Duration)[1];
@@ -307,11 +310,12 @@ test("Jane Street's demo trace: async track, counter, flow, arguments, pinning",
   const first = slices.sort((p, q) => p.start - q.start)[0];
   const x = LABEL + ((first.start - info.first_ns + 1000) / span) * (b.width - LABEL - 14);
   // Hovered, a slice and a track's name say themselves whole.
-  await page.mouse.move(b.x + x, b.y + AXIS + HEADER + LANE / 2);
+  const top = rows.find((r) => r.kind === 'track').top;
+  await page.mouse.move(b.x + x, b.y + top + HEADER + LANE / 2);
   assert.match(await page.getAttribute('#timeline', 'title'), new RegExp(`^${first.name} \\(`));
-  await page.mouse.move(b.x + 20, b.y + AXIS + 5);
+  await page.mouse.move(b.x + 20, b.y + top + 5);
   assert.equal(await page.getAttribute('#timeline', 'title'), rows.find((r) => r.kind === 'track').label);
-  await page.mouse.click(b.x + x, b.y + AXIS + HEADER + LANE / 2);
+  await page.mouse.click(b.x + x, b.y + top + HEADER + LANE / 2);
   const d = await details(page);
   assert.equal(d.Name, first.name);
   assert.equal(d.Category, first.category);
@@ -321,8 +325,7 @@ test("Jane Street's demo trace: async track, counter, flow, arguments, pinning",
   assert.equal(`{${args.join(', ')}}`, first.args);
   // A click on a track's name pins it above the others.
   const last = rows.filter((r) => r.kind === 'track').at(-1);
-  const lastTop = AXIS + (HEADER + LANE * info.tracks[0].lanes);
-  await page.mouse.click(b.x + 20, b.y + lastTop + 5);
+  await page.mouse.click(b.x + 20, b.y + last.top + 5);
   await settled(page);
   const pinned = await page.evaluate(() => window.tracekitRows());
   assert.equal(pinned[0].id, last.id);
