@@ -1,7 +1,7 @@
 // `tracekit view` of timelines in a real browser (Debian's chromium, driven by
 // playwright-core): the corpus's magic-trace output, Jane Street's demo trace,
-// the tracing layer's async example and a `perf record` of a threaded C
-// program. What the page shows is checked against `tracekit fxt dump`, read
+// the tracing layer's async example, one traced program in two versions, and
+// a `perf record` of a threaded C program. What the page shows is checked against `tracekit fxt dump`, read
 // here independently of the server. Screenshots go to target/view-screenshots/.
 //
 //   TRACEKIT=target/release/tracekit CORPUS=../shared/corpus node --test timeline.test.mjs
@@ -539,6 +539,56 @@ test('two traces compared: the changes are fxt top --diff, the flame graph colou
   }
   assert.ok(boxes.some((x) => x.total < x.base) && boxes.some((x) => x.total > x.base));
   await page.screenshot({ path: path.join(shots, 'timeline-compare.png'), fullPage: true });
+  await page.close();
+});
+
+test('one program, one changed function: the comparison names it, as fxt top --diff does', async (t) => {
+  const example = path.resolve(path.dirname(tracekit), 'examples/versions');
+  if (!existsSync(example)) {
+    t.skip(`no ${example} (cargo build --release -p tracekit-tracing --example versions)`);
+    return;
+  }
+  const [a, b] = ['base', 'grown'].map((v) => {
+    const fxt = path.join(scratch, `versions-${v}.fxt`);
+    execFileSync(example, [v], { env: { ...process.env, TRACEKIT_FXT: fxt } });
+    return fxt;
+  });
+  const page = await open(await serveCommand(['-q', 'view', b, '--compare', a]));
+  await page.click('[data-compare-whole]');
+  const rows = await changeRows(page);
+  const expected = JSON.parse(cli('fxt', 'top', '--diff', a, b, '--json', '--limit', '0'));
+  assert.deepEqual(
+    rows,
+    expected.names.map((n) => [n.name, n.kind, n.count_a, n.count_b]),
+  );
+  // The same spans in both versions; the changed function's own time grew
+  // most.
+  assert.deepEqual(expected.names.map((n) => [n.name, n.count_a, n.count_b]).sort(), [
+    ['parse_records', 20, 20],
+    ['render_pages', 20, 20],
+    ['request', 20, 20],
+  ]);
+  const bySelf = [...expected.names].sort((p, q) => q.self_change_ns - p.self_change_ns);
+  assert.equal(bySelf[0].name, 'parse_records');
+  // The differential flame graph: each function on one path, its box as wide
+  // as its total in B, its baseline its total in A; the changed one red.
+  await settled(page);
+  const boxes = await page.$$eval('#flame div[data-name]', (bs) =>
+    bs.map((b) => ({
+      name: b.dataset.name,
+      total: +b.dataset.total,
+      base: +b.dataset.base,
+      colour: b.style.background,
+    })),
+  );
+  for (const n of expected.names) {
+    const box = boxes.find((x) => x.name === n.name);
+    assert.ok(box, n.name);
+    assert.equal(box.total, n.total_ns_b, n.name);
+    assert.equal(box.base, n.total_ns_a, n.name);
+  }
+  assert.match(boxes.find((x) => x.name === 'parse_records').colour, /^rgb\(255, /);
+  await page.screenshot({ path: path.join(shots, 'timeline-versions.png'), fullPage: true });
   await page.close();
 });
 
