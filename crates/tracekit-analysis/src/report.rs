@@ -102,6 +102,19 @@ fn grouped_sites(
     };
     let mut codes = Vec::new();
     for (bt, counts) in profile.sites.iter() {
+        if by == GroupBy::Backtrace {
+            group_of.push(out.len());
+            out.push(backtrace_site(
+                profile,
+                symbols,
+                bt,
+                skip,
+                &mut codes,
+                &mut leaf_names,
+                counts,
+            ));
+            continue;
+        }
         let name = site_name(
             profile,
             symbols,
@@ -111,16 +124,6 @@ fn grouped_sites(
             &mut codes,
             &mut leaf_names,
         );
-        if by == GroupBy::Backtrace {
-            let frames = backtrace_to_site(profile, symbols, bt, &name, skip, &mut codes);
-            group_of.push(out.len());
-            out.push(Site {
-                name,
-                backtrace: Some(frames),
-                counts,
-            });
-            continue;
-        }
         match index.get(&name) {
             Some(&i) => {
                 group_of.push(i);
@@ -282,6 +285,26 @@ fn site_name(
             .entry(code)
             .or_insert_with(|| leaf_label(symbols, code, label, skip.naming))
             .clone(),
+    }
+}
+
+/// The [`GroupBy::Backtrace`] site of backtrace `bt`: named by its site, its
+/// frames from `main` to that site.
+fn backtrace_site(
+    profile: &Profile,
+    symbols: &dyn LocationLookup,
+    bt: BacktraceId,
+    skip: &FrameSkip,
+    codes: &mut Vec<LocationCode>,
+    leaf_names: &mut HashMap<LocationCode, String>,
+    counts: SiteCounts,
+) -> Site {
+    let label = FrameLabel::Location;
+    let name = site_name(profile, symbols, bt, label, skip, codes, leaf_names);
+    Site {
+        backtrace: Some(backtrace_to_site(profile, symbols, bt, &name, skip, codes)),
+        name,
+        counts,
     }
 }
 
@@ -477,23 +500,15 @@ fn top_backtraces(
         .iter()
         .map(|&i| {
             let bt = profile.sites.backtrace(i as usize);
-            let label = FrameLabel::Location;
-            let name = site_name(
+            backtrace_site(
                 profile,
                 symbols,
                 bt,
-                label,
                 skip,
                 &mut codes,
                 &mut leaf_names,
-            );
-            Site {
-                backtrace: Some(backtrace_to_site(
-                    profile, symbols, bt, &name, skip, &mut codes,
-                )),
-                name,
-                counts: counts(i),
-            }
+                counts(i),
+            )
         })
         .collect();
     rank_sites(&mut sites, rank);
