@@ -361,6 +361,7 @@ fn record_alloc(ptr: *mut u8, size: usize, nsamples: u64, generation: u32) {
         // entry the free could not be written, so the sample is dropped.
         return;
     }
+    thread::add_sampled(nsamples);
     let backlog = slots::push_alloc(
         slot,
         generation,
@@ -580,6 +581,47 @@ pub fn stop_tracing() -> Result<Stats, Error> {
 /// True while a session is active.
 pub fn currently_tracing() -> bool {
     session::tracing()
+}
+
+/// The calling thread's sampled allocations so far, over every session: the
+/// difference of two readings is what the thread allocated between them. The
+/// `tracing` layer (`tracekit-tracing`) takes one at a span's entry and one at
+/// its exit, to give each span the allocations made inside it; the counts are
+/// kept on the sampled path only, so the allocator's fast path pays nothing
+/// for them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThreadSampled {
+    /// Samples: each stands for [`bytes_per_sample`] bytes.
+    pub samples: u64,
+    /// Allocations sampled: at rate 1 (`MEMTRACE_RATE=1`) every allocation.
+    pub allocations: u64,
+}
+
+impl ThreadSampled {
+    /// What was sampled since `earlier`, a reading of the same thread.
+    pub fn since(self, earlier: ThreadSampled) -> ThreadSampled {
+        ThreadSampled {
+            samples: self.samples.wrapping_sub(earlier.samples),
+            allocations: self.allocations.wrapping_sub(earlier.allocations),
+        }
+    }
+}
+
+/// The calling thread's [`ThreadSampled`] now.
+#[inline]
+pub fn thread_sampled() -> ThreadSampled {
+    let (samples, allocations) = thread::sampled();
+    ThreadSampled {
+        samples,
+        allocations,
+    }
+}
+
+/// The bytes one sample stands for in the active session, as memtrace
+/// estimates them (a word over the rate: 8 at rate 1, where every word is
+/// sampled); `None` while no session is active.
+pub fn bytes_per_sample() -> Option<f64> {
+    session::active().map(|a| 8.0 / a.rate.rate())
 }
 
 /// True while the current thread runs the tracer's own code: the tracer's

@@ -67,6 +67,15 @@ impl Rate {
         Rate { one_over_log1m }
     }
 
+    /// The probability of sampling a word.
+    pub(crate) fn rate(self) -> f64 {
+        if self.one_over_log1m == 0.0 {
+            1.0
+        } else {
+            -(1.0 / self.one_over_log1m).exp_m1()
+        }
+    }
+
     /// Bit pattern for storing the rate in an atomic.
     pub(crate) fn to_bits(self) -> u64 {
         self.one_over_log1m.to_bits()

@@ -53,6 +53,8 @@ impl Local {
 thread_local! {
     /// Bytes left before the next sampled word; the fast path decrements it.
     static COUNTDOWN: Cell<i64> = const { Cell::new(0) };
+    /// The thread's sampled allocations so far: samples, allocations.
+    static SAMPLED: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
     static LOCAL: Cell<Local> = const { Cell::new(Local::INIT) };
     static CLAIM: SlotClaim = const { SlotClaim(Cell::new(None)) };
 }
@@ -76,6 +78,20 @@ pub(crate) fn countdown() -> i64 {
 /// Sets the countdown.
 pub(crate) fn set_countdown(value: i64) {
     COUNTDOWN.with(|c| c.set(value));
+}
+
+/// Counts a sampled allocation of `nsamples` samples (on the sampled path
+/// only, so the fast path pays nothing for it).
+pub(crate) fn add_sampled(nsamples: u64) {
+    SAMPLED.with(|c| {
+        let (samples, allocations) = c.get();
+        c.set((samples.wrapping_add(nsamples), allocations.wrapping_add(1)));
+    });
+}
+
+/// The thread's sampled allocations so far: samples, allocations.
+pub(crate) fn sampled() -> (u64, u64) {
+    SAMPLED.with(Cell::get)
 }
 
 /// Copies the thread's rarely-used state out.

@@ -54,6 +54,31 @@ impl ArgSets {
         self.at.push(self.text.len() as u64);
         (self.at.len() - 2) as u32
     }
+
+    /// The set of `first`'s arguments then `then`'s: a slice's begin record's
+    /// and its end record's (values recorded while it ran, the allocations
+    /// made inside it).
+    fn merge(&mut self, first: u32, then: u32) -> u32 {
+        let text = |i: u32| -> Option<(usize, usize)> {
+            let from = *self.at.get(i as usize)? as usize;
+            let to = *self.at.get(i as usize + 1)? as usize;
+            Some((from, to))
+        };
+        let (Some(a), Some(b)) = (text(first), text(then)) else {
+            return first;
+        };
+        if then == 0 || b.1 - b.0 <= 2 {
+            return first;
+        }
+        if first == 0 || a.1 - a.0 <= 2 {
+            return then;
+        }
+        // `{..a..}` and `{..b..}` make `{..a..,..b..}`.
+        let merged = format!("{},{}", &self.text[a.0..a.1 - 1], &self.text[b.0 + 1..b.1]);
+        self.text.push_str(&merged);
+        self.at.push(self.text.len() as u64);
+        (self.at.len() - 2) as u32
+    }
 }
 
 /// A flow event as it is read: its thread (pid, tid), time and phase.
@@ -64,7 +89,8 @@ type FlowEvent = ((u64, u64), u64, FlowPhase);
 struct ThreadBuild {
     /// Duration begins and ends, in the order read: the time, and the begin
     /// (an index in `begins`) or [`END`].
-    marks: Vec<(u64, u32)>,
+    /// An end's arguments (an id in the argument sets) are third.
+    marks: Vec<(u64, u32, u32)>,
     begins: Vec<Slice>,
     slices: Vec<Slice>,
     instants: Vec<Instant>,
@@ -82,17 +108,25 @@ impl ThreadBuild {
     /// stay in the order read. An end without a begin (the trace started
     /// inside a slice) closes nothing; begins still open at the end are open
     /// slices.
-    fn pair(&mut self) {
+    fn pair(&mut self, arg_sets: &mut ArgSets) {
         let mut marks = std::mem::take(&mut self.marks);
         if !marks.is_sorted_by_key(|m| m.0) {
             marks.sort_by_key(|m| m.0);
         }
         let mut open: Vec<u32> = Vec::new();
-        for (time, mark) in marks {
+        for (time, mark, end_args) in marks {
             match mark {
                 END => {
                     if let Some(s) = open.pop().and_then(|b| self.begins.get(b as usize)) {
-                        self.slices.push(Slice { end: time, ..*s });
+                        let args = match end_args {
+                            0 => s.args,
+                            e => arg_sets.merge(s.args, e),
+                        };
+                        self.slices.push(Slice {
+                            end: time,
+                            args,
+                            ..*s
+                        });
                     }
                 }
                 b => open.push(b),
@@ -188,16 +222,17 @@ impl Timeline {
                     if let Ok(b) = u32::try_from(t.begins.len())
                         && b != END
                     {
-                        t.marks.push((time, b));
+                        t.marks.push((time, b, 0));
                         t.begins.push(begun);
                     }
                 }
                 EventKind::DurationEnd => {
+                    let end_args = arg_sets.add(e.args);
                     threads
                         .entry((pid, tid))
                         .or_default()
                         .marks
-                        .push((time, END));
+                        .push((time, END, end_args));
                 }
                 EventKind::DurationComplete { end_ticks } => {
                     let end = entry.tick_rate.ns(end_ticks).max(time);
@@ -296,7 +331,7 @@ impl Timeline {
 
         let mut tracks = Vec::new();
         for ((pid, tid), mut t) in threads {
-            t.pair();
+            t.pair(&mut arg_sets);
             // Stable: instants of one time stay in the order of their records.
             t.instants.sort_by_key(|i| i.time);
             tracks.push(Track {
@@ -370,6 +405,7 @@ impl Timeline {
             records,
             warnings,
             error,
+            has_allocations: Default::default(),
         }
     }
 }
@@ -496,24 +532,70 @@ mod tests {
         );
     }
 
+    /// A slice's arguments are its begin record's then its end record's (the
+    /// values recorded while it ran, the allocations made inside it).
+    #[test]
+    fn an_end_record_s_arguments_join_the_begin_s() {
+        let mut sets = ArgSets::default();
+        let push = |sets: &mut ArgSets, json: &str| {
+            sets.text.push_str(json);
+            sets.at.push(sets.text.len() as u64);
+            (sets.at.len() - 2) as u32
+        };
+        let begin = push(&mut sets, r#"{"id":7}"#);
+        let end = push(&mut sets, r#"{"allocated_bytes":64,"allocations":2}"#);
+        let mut t = ThreadBuild::default();
+        t.marks.push((1, 0, 0));
+        t.begins.push(Slice {
+            args: begin,
+            ..slice(1, OPEN, 0)
+        });
+        t.marks.push((2, 1, 0));
+        t.begins.push(slice(2, OPEN, 1));
+        t.marks.push((3, END, end)); // the inner one, without arguments of its own
+        t.marks.push((4, END, 0));
+        t.pair(&mut sets);
+        let text = |sets: &ArgSets, i: u32| {
+            let (a, b) = (
+                sets.at[i as usize] as usize,
+                sets.at[i as usize + 1] as usize,
+            );
+            sets.text[a..b].to_owned()
+        };
+        let inner = t.slices.iter().find(|s| s.name == 1).unwrap();
+        let outer = t.slices.iter().find(|s| s.name == 0).unwrap();
+        assert_eq!(
+            text(&sets, inner.args),
+            r#"{"allocated_bytes":64,"allocations":2}"#
+        );
+        assert_eq!(text(&sets, outer.args), r#"{"id":7}"#);
+        let both = sets.merge(begin, end);
+        assert_eq!(
+            text(&sets, both),
+            r#"{"id":7,"allocated_bytes":64,"allocations":2}"#
+        );
+        assert_eq!(sets.merge(begin, 0), begin);
+        assert_eq!(sets.merge(0, end), end);
+    }
+
     /// As magic-trace writes a trace that starts inside frames: their ends
     /// first, their begins (at time 0) last.
     #[test]
     fn begins_and_ends_pair_in_the_order_of_their_times() {
         let mut t = ThreadBuild::default();
         let begin = |t: &mut ThreadBuild, time: u64, name: u32| {
-            t.marks.push((time, t.begins.len() as u32));
+            t.marks.push((time, t.begins.len() as u32, 0));
             t.begins.push(slice(time, OPEN, name));
         };
-        t.marks.push((5, END)); // inner, begun before the trace
-        t.marks.push((9, END)); // outer
+        t.marks.push((5, END, 0)); // inner, begun before the trace
+        t.marks.push((9, END, 0)); // outer
         begin(&mut t, 10, 2);
-        t.marks.push((12, END));
-        t.marks.push((13, END)); // closes nothing
+        t.marks.push((12, END, 0));
+        t.marks.push((13, END, 0)); // closes nothing
         begin(&mut t, 14, 3); // still open
         begin(&mut t, 0, 0); // outer, written last
         begin(&mut t, 0, 1); // inner
-        t.pair();
+        t.pair(&mut ArgSets::default());
         let mut got: Vec<(u64, u64, u32)> =
             t.slices.iter().map(|s| (s.start, s.end, s.name)).collect();
         got.sort_unstable();

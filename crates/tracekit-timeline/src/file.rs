@@ -10,7 +10,7 @@
 //!
 //! | bytes | what |
 //! | --- | --- |
-//! | 8 | magic `TKTIMEL` and the format version (6) |
+//! | 8 | magic `TKTIMEL` and the format version (7) |
 //! | 8 | records read |
 //! | 9 each | the first and the last time, each an optional `u64` (a byte, then 8) |
 //! | 4 + strings | the strings |
@@ -35,7 +35,7 @@ use crate::{Counter, Flow, FlowPhase, FlowPoint, Instant, Timeline, Track, Track
 
 pub use tracekit_columns::FileError;
 
-const MAGIC: &[u8; 8] = b"TKTIMEL\x06";
+const MAGIC: &[u8; 8] = b"TKTIMEL\x07";
 
 /// The format's name in [`FileError::Magic`].
 const FORMAT: &str = "a timeline";
@@ -359,6 +359,7 @@ impl Timeline {
             records,
             warnings: Vec::new(),
             error: None,
+            has_allocations: Default::default(),
         })
     }
 }

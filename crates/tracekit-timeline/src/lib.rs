@@ -47,6 +47,7 @@
 
 #![deny(missing_docs)]
 
+pub mod allocated;
 mod build;
 mod file;
 pub mod lane;
@@ -190,6 +191,9 @@ pub struct Timeline {
     records: u64,
     warnings: Vec<Warning>,
     error: Option<ReadError>,
+    /// Whether a slice carries allocations ([`allocated::has_allocations`]),
+    /// found on first asking.
+    has_allocations: std::sync::OnceLock<bool>,
 }
 
 impl Timeline {

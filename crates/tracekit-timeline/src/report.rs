@@ -21,8 +21,21 @@ pub struct TopQuery {
     /// Only those on these threads, by koid (empty: every track, async ones
     /// included).
     pub threads: Vec<u64>,
-    /// Names shown, the largest total first (0: all).
+    /// Names shown, the largest first (0: all).
     pub limit: usize,
+    /// What ranks the names.
+    pub by: TopOrder,
+}
+
+/// What ranks a top's names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TopOrder {
+    /// Total time.
+    #[default]
+    Total,
+    /// Bytes allocated inside the slices ([`crate::allocated`]), when the
+    /// trace has them.
+    Allocated,
 }
 
 /// The slices of one name and kind.
@@ -43,6 +56,10 @@ pub struct NameJson {
     pub avg_ns: u64,
     /// The longest one, nanoseconds.
     pub max_ns: u64,
+    /// What was allocated inside them, for thread slices of a trace whose
+    /// spans carry their allocations ([`crate::allocated`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocated: Option<crate::allocated::Allocated>,
 }
 
 /// The answer of a [`TopQuery`].
@@ -68,6 +85,8 @@ pub struct TopJson {
 /// thread rows first).
 pub fn by_name(timeline: &Timeline, tracks: &[usize], range: Option<(u64, u64)>) -> Vec<NameJson> {
     let mut all: Vec<NameJson> = Vec::new();
+    let allocated = crate::allocated::has_allocations(timeline)
+        .then(|| crate::allocated::by_name(timeline, tracks, range));
     for (kind, label) in [(TrackKind::Thread, "thread"), (TrackKind::Async, "async")] {
         let of_kind: Vec<usize> = (tracks.iter().copied())
             .filter(|&i| timeline.tracks().get(i).is_some_and(|t| t.kind == kind))
@@ -81,6 +100,10 @@ pub fn by_name(timeline: &Timeline, tracks: &[usize], range: Option<(u64, u64)>)
             self_ns: n.self_ns,
             avg_ns: n.total_ns / n.count.max(1),
             max_ns: n.max_ns,
+            allocated: match (kind, &allocated) {
+                (TrackKind::Thread, Some(a)) => Some(a.get(&n.name).copied().unwrap_or_default()),
+                _ => None,
+            },
         }));
     }
     // Stable: of equal totals, thread rows first, each kind in its order.
@@ -96,6 +119,10 @@ impl TopQuery {
             .collect();
         let range = on_clock(timeline, self.between);
         let mut all = by_name(timeline, &tracks, range);
+        if self.by == TopOrder::Allocated {
+            // Stable: of equal bytes, the order by total time.
+            all.sort_by_key(|n| std::cmp::Reverse(n.allocated.map_or(0, |a| a.bytes)));
+        }
         let slices = all.iter().map(|n| n.count).sum();
         let distinct_names = all.len();
         if self.limit > 0 {
@@ -130,22 +157,47 @@ impl TopJson {
                 false => String::new(),
             }
         );
-        let _ = writeln!(
+        let allocated = self.names.iter().any(|n| n.allocated.is_some());
+        let _ = write!(
             out,
-            "{:>9}  {:>10}  {:>10}  {:>10}  {:>10}  name",
+            "{:>9}  {:>10}  {:>10}  {:>10}  {:>10}",
             "count", "total", "self", "average", "longest"
         );
-        for n in &self.names {
-            let _ = writeln!(
+        if allocated {
+            let _ = write!(
                 out,
-                "{:>9}  {:>10}  {:>10}  {:>10}  {:>10}  {}",
+                "  {:>10}  {:>10}  {:>8}",
+                "allocated", "self", "allocs"
+            );
+        }
+        let _ = writeln!(out, "  name");
+        for n in &self.names {
+            let _ = write!(
+                out,
+                "{:>9}  {:>10}  {:>10}  {:>10}  {:>10}",
                 n.count,
                 duration(n.total_ns),
                 duration(n.self_ns),
                 duration(n.avg_ns),
                 duration(n.max_ns),
-                row_name(&n.name, n.kind)
             );
+            if allocated {
+                match n.allocated {
+                    Some(a) => {
+                        let _ = write!(
+                            out,
+                            "  {:>10}  {:>10}  {:>8}",
+                            bytes(a.bytes),
+                            bytes(a.self_bytes),
+                            a.allocations
+                        );
+                    }
+                    None => {
+                        let _ = write!(out, "  {:>10}  {:>10}  {:>8}", "", "", "");
+                    }
+                }
+            }
+            let _ = writeln!(out, "  {}", row_name(&n.name, n.kind));
         }
         out
     }
@@ -469,6 +521,21 @@ impl SlicesJson {
             let _ = writeln!(out, "{}", line.trim_end());
         }
         out
+    }
+}
+
+/// Bytes in the binary unit that reads best (`512 B`, `1.50 KiB`).
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{n} B"),
+        _ => format!("{v:.2} {}", UNITS[unit]),
     }
 }
 

@@ -19,6 +19,7 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let _own = crate::alloc::Own::start();
         let Some(span) = ctx.span(id) else { return };
         let mut args = SpanArgs::default();
         attrs.record(&mut Collect(&mut args.args));
@@ -34,6 +35,7 @@ where
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let _own = crate::alloc::Own::start();
         let Some(span) = ctx.span(id) else { return };
         let meta = span.metadata();
         let mut new = Vec::new();
@@ -69,6 +71,7 @@ where
     }
 
     fn on_follows_from(&self, id: &Id, follows: &Id, ctx: Context<'_, S>) {
+        let _own = crate::alloc::Own::start();
         // A flow from the slice open here now (where the link is made, usually in
         // the span followed) to the follower's next entry.
         let Some(span) = ctx.span(id) else { return };
@@ -95,9 +98,11 @@ where
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        let own = crate::alloc::Own::start();
+        let mark = own.mark();
         let ticks = self.now();
         let raw_id = id.into_u64();
-        if self.with_local(|l| l.enter_cached(raw_id, ticks)) == Some(true) {
+        if self.with_local(|l| l.enter_cached(raw_id, ticks, mark)) == Some(true) {
             return;
         }
         let Some(span) = ctx.span(id) else { return };
@@ -145,7 +150,7 @@ where
             let c = l.callsite(meta);
             let (name, category, begin, end) = (c.name, c.category, c.begin, c.end);
             let thread = l.thread;
-            l.entered.push((raw_id, end));
+            l.entered.push((raw_id, end, mark));
             if went_async {
                 let first_enter = state.first_enter.load(Ordering::Relaxed);
                 let _ = l.writer.write_event_encoded(
@@ -197,20 +202,25 @@ where
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+        let own = crate::alloc::Own::start();
+        let now = own.mark();
         let ticks = self.now();
         let id = id.into_u64();
         self.with_local(|l| {
             // Spans exit in the order they were entered, nearly always: the end
             // record's header comes from the thread's stack, without a lookup in
             // the registry.
-            let end = match l.entered.last() {
-                Some(&(top, end)) if top == id => {
+            let (end, allocated) = match l.entered.last() {
+                Some(&(top, end, mark)) if top == id => {
                     l.entered.pop();
-                    end
+                    (end, crate::alloc::between(mark, now))
                 }
                 _ => match l.entered.iter().rposition(|e| e.0 == id) {
-                    Some(i) => l.entered.remove(i).1,
-                    None => None,
+                    Some(i) => {
+                        let (_, end, mark) = l.entered.remove(i);
+                        (end, crate::alloc::between(mark, now))
+                    }
+                    None => (None, None),
                 },
             };
             let late = if l.late.is_empty() {
@@ -219,6 +229,7 @@ where
                 l.late.remove(&id).unwrap_or_default()
             };
             if late.is_empty()
+                && allocated.is_none()
                 && let Some(end) = end
             {
                 let _ = l.writer.emit(&end, ticks, ());
@@ -230,9 +241,14 @@ where
             let c = l.callsite(meta);
             let (name, category) = (c.name, c.category);
             let thread = l.thread;
-            let mut raw = Vec::with_capacity(late.len().min(MAX_FIELDS));
+            let mut raw = Vec::with_capacity(late.len().min(MAX_FIELDS) + 2);
             for (n, v) in late.iter().take(MAX_FIELDS) {
                 raw.push(RawArg::new(*n, l.value(v)));
+            }
+            if let Some((bytes, count)) = allocated {
+                let (b, n) = (l.string("allocated_bytes"), l.string("allocations"));
+                raw.push(RawArg::new(b, crate::fields::uint_arg(bytes)));
+                raw.push(RawArg::new(n, crate::fields::uint_arg(count)));
             }
             let kind = EventKind::DurationEnd;
             let _ = l
@@ -242,6 +258,7 @@ where
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let _own = crate::alloc::Own::start();
         if self.shared.moved.load(Ordering::Relaxed) == 0
             && self.shared.cached.load(Ordering::Relaxed) == 0
         {
@@ -278,6 +295,7 @@ where
     }
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let _own = crate::alloc::Own::start();
         let meta = event.metadata();
         let ticks = self.now();
         self.with_local(|l| {

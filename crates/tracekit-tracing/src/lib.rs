@@ -26,6 +26,7 @@
 //! | a span's or event's level | argument `level` |
 //! | `follows_from` | a flow from the followed span's last slice to the follower's next |
 //! | threads | thread records named after the Rust thread, under the process (named after the executable) |
+//! | what the program allocated while a span was entered, with `tracekit-alloc` tracing its heap | arguments `allocated_bytes` and `allocations` on the slice's end record (the `alloc` feature, on by default) |
 //!
 //! Field values keep their type: `i64` (`int32` when it fits), `u64` (`uint32`), `f64`
 //! (`double`), `bool`, strings and `Debug` values (`string`), and a span's field
@@ -60,6 +61,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak, mpsc};
 use std::thread::JoinHandle;
 
+mod alloc;
 mod barrier;
 mod fields;
 mod layer;

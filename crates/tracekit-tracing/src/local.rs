@@ -173,11 +173,12 @@ pub(crate) fn current_tid() -> u64 {
     u64::try_from(tid).unwrap_or(0)
 }
 
-/// A span entered on this thread and not exited yet: its id, and the header of
+/// A span entered on this thread and not exited yet: its id, the header of
 /// its end record (its name and category in it), which is all that exiting it
-/// needs but when the header could not be made or values were recorded since. Kept
-/// small: it is written on every entry and read on every exit.
-pub(crate) type Entered = (u64, Option<EventHeader<()>>);
+/// needs but when the header could not be made or values were recorded since,
+/// and the thread's allocations at its entry ([`crate::alloc`]). Kept small: it
+/// is written on every entry and read on every exit.
+pub(crate) type Entered = (u64, Option<EventHeader<()>>, crate::alloc::Mark);
 
 /// A callsite's strings as refs.
 pub(crate) struct Callsite {
@@ -198,9 +199,10 @@ pub(crate) struct Callsite {
 impl Local {
     /// Writes the begin record of span `id` entered at `ticks` if this thread has
     /// it in its cache, unchanged since (no values recorded, no flows to end, not a
-    /// closed span whose id was reused); false when the registry must be asked.
+    /// closed span whose id was reused), `mark` its allocations at entry; false
+    /// when the registry must be asked.
     #[inline]
-    pub(crate) fn enter_cached(&mut self, id: u64, ticks: u64) -> bool {
+    pub(crate) fn enter_cached(&mut self, id: u64, ticks: u64, mark: crate::alloc::Mark) -> bool {
         let Some(c) = &self.spans[id as usize % SPAN_CACHE] else {
             return false;
         };
@@ -212,7 +214,7 @@ impl Local {
         {
             return false;
         }
-        self.entered.push((id, c.end));
+        self.entered.push((id, c.end, mark));
         let _ = match &c.begin {
             Some(begin) => self.writer.emit_encoded(begin, ticks, &c.encoded),
             None => self.writer.write_event_encoded(

@@ -2,7 +2,7 @@
 // and the selected range's call tree (a flame graph) and slices by name.
 
 import { duration } from './canvas.js';
-import { $, colour, el } from './dom.js';
+import { $, bytes, colour, el } from './dom.js';
 import { diffColour, drawBoxes, layout } from './flamegraph.js';
 import { api, busy, failed, page, span, state, writeUrl } from './timeline-state.js';
 
@@ -250,6 +250,9 @@ export async function showArea() {
     const h = el('h2', {
       text: `${r.slices} slices in ${duration(to - from)} on ${a.tracks.length} track${a.tracks.length === 1 ? '' : 's'}`,
     });
+    // A trace whose spans carry what was allocated inside them has its
+    // allocated columns too.
+    const allocated = r.names.some((n) => n.allocated);
     const columns = [
       ['Name', false],
       ['Count', true],
@@ -257,6 +260,13 @@ export async function showArea() {
       ['Self', true],
       ['Average', true],
       ['Max', true],
+      ...(allocated
+        ? [
+            ['Allocated', true],
+            ['Self allocated', true],
+            ['Allocations', true],
+          ]
+        : []),
     ];
     const numeric = (n) => (n ? { class: 'n' } : {});
     const head = el('tr', {}, ...columns.map(([k, n]) => el('th', { ...numeric(n), text: k })));
@@ -268,9 +278,13 @@ export async function showArea() {
         duration(n.self_ns),
         duration(n.avg_ns),
         duration(n.max_ns),
+        ...(allocated ? [bytes(n.allocated.bytes), bytes(n.allocated.self_bytes), n.allocated.allocations] : []),
       ];
       const tds = cells.map((c, i) => el('td', { ...numeric(i > 0), text: String(c) }));
-      return el('tr', { 'data-count': n.count, 'data-total': n.total_ns }, ...tds);
+      const data = allocated
+        ? { 'data-allocated': n.allocated.bytes, 'data-self-allocated': n.allocated.self_bytes }
+        : {};
+      return el('tr', { 'data-count': n.count, 'data-total': n.total_ns, ...data }, ...tds);
     });
     const table = el('table', { id: 'selection-table' }, el('thead', {}, head), el('tbody', {}, ...rows));
     box.replaceChildren(h, baselineTools(a), table);

@@ -19,7 +19,7 @@ use tracekit_fxt::synth::{SynthConfig, write_synthetic};
 use tracekit_fxt::write::Writer;
 use tracekit_timeline::Timeline;
 use tracekit_timeline::open::build_timeline;
-use tracekit_timeline::report::{SlicesQuery, TopQuery, duration};
+use tracekit_timeline::report::{SlicesQuery, TopOrder, TopQuery, duration};
 
 use crate::common::input::{self, Family};
 use crate::common::names::{Format, OutputArg, check_format};
@@ -27,6 +27,15 @@ use crate::common::output::{InteractiveStdout, Output, OutputFile, print};
 use crate::common::{fxt_write_error, print_answer, progress_bar, progress_spinner, say};
 
 /// `tracekit fxt` subcommands.
+/// What ranks `fxt top`'s names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum By {
+    /// Total time.
+    Total,
+    /// Bytes allocated inside the slices.
+    Allocated,
+}
+
 #[derive(Subcommand)]
 pub enum Command {
     /// Print one line per record: offset, type, timestamp (ns), thread, category,
@@ -90,6 +99,11 @@ pub enum Command {
         /// of total time first.
         #[arg(long, value_name = "BASE")]
         diff: Option<PathBuf>,
+        /// What ranks the names: total time, or the bytes allocated inside
+        /// the slices (a `tracing` program traced with tracekit-alloc too:
+        /// the `allocated`, `self` and `allocs` columns).
+        #[arg(long, value_enum, default_value_t = By::Total)]
+        by: By,
     },
     /// The slices of a trace, the earliest first: start (from the trace's first
     /// time), duration, thread, depth, name and arguments.
@@ -157,11 +171,16 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             limit,
             json,
             diff,
+            by,
         } => {
             let query = TopQuery {
                 between: pair(between),
                 threads: thread,
                 limit,
+                by: match by {
+                    By::Total => TopOrder::Total,
+                    By::Allocated => TopOrder::Allocated,
+                },
             };
             match diff {
                 Some(base) => top_diff(&base, &file, &query, json),

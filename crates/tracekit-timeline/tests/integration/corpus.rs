@@ -14,7 +14,7 @@ use tracekit_timeline::{Timeline, TrackKind};
 type Row = (u64, u64, u64, u64, String, String);
 
 /// A thread's duration begins (name and arguments) and ends, with their times.
-type Marks = Vec<(u64, Option<(String, String)>)>;
+type Marks = Vec<(u64, Result<(String, String), String>)>;
 
 /// A begin waiting for its end: start, name, arguments.
 type Begun = (u64, String, String);
@@ -32,7 +32,8 @@ fn traces() -> Option<Vec<std::path::PathBuf>> {
 }
 
 /// The slices of `bytes` by a plain matching: begins and ends by thread, in
-/// the order of their times (records of one time in the order read), async
+/// the order of their times (records of one time in the order read), an end's
+/// arguments after its begin's, async
 /// begins and ends by process, name and id, completes as they are.
 fn matched(bytes: &[u8]) -> Vec<Row> {
     let mut r = Reader::new(bytes);
@@ -53,8 +54,8 @@ fn matched(bytes: &[u8]) -> Vec<Row> {
             EventKind::DurationBegin => marks
                 .entry((pid, tid))
                 .or_default()
-                .push((t, Some((name, args)))),
-            EventKind::DurationEnd => marks.entry((pid, tid)).or_default().push((t, None)),
+                .push((t, Ok((name, args)))),
+            EventKind::DurationEnd => marks.entry((pid, tid)).or_default().push((t, Err(args))),
             EventKind::DurationComplete { end_ticks } => {
                 rows.push((pid, tid, t, e.tick_rate.ns(end_ticks).max(t), name, args))
             }
@@ -77,10 +78,16 @@ fn matched(bytes: &[u8]) -> Vec<Row> {
         let stack = open.entry((pid, tid)).or_default();
         for (t, mark) in thread {
             match mark {
-                Some((n, a)) => stack.push((t, n, a)),
-                None => {
+                Ok((n, a)) => stack.push((t, n, a)),
+                // An end's arguments join its begin's.
+                Err(end) => {
                     if let Some((s, n, a)) = stack.pop() {
-                        rows.push((pid, tid, s, t, n, a));
+                        let args = match (a.as_str(), end.as_str()) {
+                            (_, "{}") => a,
+                            ("{}", _) => end,
+                            _ => format!("{},{}", &a[..a.len() - 1], &end[1..]),
+                        };
+                        rows.push((pid, tid, s, t, n, args));
                     }
                 }
             }

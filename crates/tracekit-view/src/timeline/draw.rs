@@ -342,17 +342,24 @@ pub(super) fn selection(
 ) -> String {
     let range = on_clock(t, from, to);
     let names = t.selection(tracks, Some(range));
+    // What the slices allocated, when the trace's spans carry it.
+    let allocated = tracekit_timeline::allocated::has_allocations(t)
+        .then(|| tracekit_timeline::allocated::by_name(t, tracks, Some(range)));
     let rows: Vec<serde_json::Value> = names
         .iter()
         .map(|n| {
-            serde_json::json!({
+            let mut row = serde_json::json!({
                 "name": t.string(n.name),
                 "count": n.count,
                 "total_ns": n.total_ns,
                 "self_ns": n.self_ns,
                 "avg_ns": n.total_ns.checked_div(n.count).unwrap_or(0),
                 "max_ns": n.max_ns,
-            })
+            });
+            if let Some(a) = &allocated {
+                row["allocated"] = serde_json::json!(a.get(&n.name).copied().unwrap_or_default());
+            }
+            row
         })
         .collect();
     let mut answer = serde_json::json!({

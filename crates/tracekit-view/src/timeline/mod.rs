@@ -373,6 +373,7 @@ impl TimelineTrace {
                     between: p.between()?,
                     threads: p.numbers("thread")?,
                     limit: p.limit(20)?,
+                    ..TopQuery::default()
                 }
                 .run(t),
                 LAYOUT,

@@ -651,6 +651,49 @@ test('a trace cut short: what was read is shown, under a banner', async () => {
   await page.close();
 });
 
+test('a service traced whole: each span with what it allocated, as fxt top --by allocated', async (t) => {
+  const example = path.resolve(path.dirname(tracekit), 'examples/service');
+  if (!existsSync(example)) {
+    t.skip(`no ${example} (cargo build --release -p tracekit-tracing --example service)`);
+    return;
+  }
+  const [fxt, ctf] = ['service.fxt', 'service.ctf'].map((f) => path.join(scratch, f));
+  execFileSync(example, [], {
+    env: { ...process.env, TRACEKIT_FXT: fxt, MEMTRACE: ctf, MEMTRACE_RATE: '1' },
+  });
+  const url = await serve(fxt);
+  // The whole trace, every thread's track, as a range.
+  let page = await open(url);
+  const tracks = (await page.evaluate(() => window.tracekitRows()))
+    .filter((r) => r.kind === 'track' && !/async/.test(r.label))
+    .map((r) => r.id);
+  const span = await page.evaluate(() =>
+    fetch('/api/tracks', {
+      headers: { Authorization: 'Bearer ' + new URLSearchParams(location.search).get('token') },
+    })
+      .then((r) => r.json())
+      .then((j) => j.span_ns),
+  );
+  await page.close();
+  page = await open(`${url}#range=0,${span + 1},${tracks.join(',')}`);
+  await page.waitForSelector('#selection-table');
+  await settled(page);
+  const shown = await page.$$eval('#selection-table tbody tr', (trs) =>
+    Object.fromEntries(trs.map((r) => [r.cells[0].textContent, [+r.dataset.allocated, +r.dataset.selfAllocated]])),
+  );
+  const top = JSON.parse(cli('fxt', 'top', '--by', 'allocated', '--json', '--limit', '0', fxt)).names;
+  const thread = top.filter((n) => n.kind === 'thread');
+  assert.deepEqual(Object.keys(shown).sort(), thread.map((n) => n.name).sort());
+  for (const n of thread) assert.deepEqual(shown[n.name], [n.allocated.bytes, n.allocated.self_bytes], n.name);
+  // The example's figures: a request allocates 256 bytes itself, a parse 8000.
+  const row = (name) => thread.find((n) => n.name === name);
+  assert.equal(row('request').allocated.self_bytes, 12 * 256);
+  assert.equal(row('parse').allocated.bytes, 12 * 8000);
+  assert.equal(top[0].name, 'task');
+  await page.screenshot({ path: path.join(shots, 'timeline-service-allocations.png'), fullPage: true });
+  await page.close();
+});
+
 test("the tracing layer's async example: its worker threads", async () => {
   const example = path.resolve(path.dirname(tracekit), 'examples/tasks');
   if (!existsSync(example)) {
