@@ -42,6 +42,13 @@ pub(crate) fn start_session() -> i64 {
     wall
 }
 
+/// Wall-clock microseconds minus `CLOCK_MONOTONIC` microseconds for the
+/// session: an event at `t` was at monotonic time `t - offset_us()`, on which
+/// other tracers of the process (the tracing layer's FXT) can be joined.
+pub(crate) fn offset_us() -> i64 {
+    OFFSET_US.load(Ordering::Relaxed)
+}
+
 /// The current session time in wall-clock microseconds.
 pub(crate) fn now_us() -> i64 {
     (monotonic_ns() / 1000) as i64 + OFFSET_US.load(Ordering::Relaxed)

@@ -534,8 +534,9 @@ fn runtime_params() -> String {
         crate::Unwinder::Dwarf => "dwarf",
     };
     format!(
-        "tracekit-alloc={} unwinder={unwinder}",
-        env!("CARGO_PKG_VERSION")
+        "tracekit-alloc={} unwinder={unwinder} monotonic_offset_us={}",
+        env!("CARGO_PKG_VERSION"),
+        clock::offset_us()
     )
 }
 

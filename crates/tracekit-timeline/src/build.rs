@@ -3,7 +3,7 @@
 //! end) and kernel object records (the names of processes and threads).
 
 use rustc_hash::FxHashMap;
-use tracekit_fxt::format::{EventKind, ObjectType};
+use tracekit_fxt::format::{ArgValue, EventKind, ObjectType};
 use tracekit_fxt::read::{Args, Record, Records};
 
 use crate::lane::{Lane, OPEN, Slice};
@@ -166,6 +166,7 @@ impl Timeline {
         let mut flows: Vec<(u64, Vec<FlowEvent>)> = Vec::new();
         let (mut first, mut last) = (u64::MAX, 0u64);
         let mut records = 0u64;
+        let mut monotonic: Option<(u64, u64)> = None;
         let mut error = None;
         loop {
             let entry = match reader.next_entry() {
@@ -183,6 +184,18 @@ impl Timeline {
             let e = match entry.record {
                 Record::KernelObject(o) if o.object_type == ObjectType::PROCESS => {
                     process_names.insert(o.koid.0, strings.id(o.name.as_bytes()));
+                    // The tracing layer's clock anchor: a tick and the
+                    // monotonic time it was.
+                    let arg = |name: &str| {
+                        o.args.iter().find_map(|a| match a.value {
+                            ArgValue::UInt64(v) if a.name.as_bytes() == name.as_bytes() => Some(v),
+                            _ => None,
+                        })
+                    };
+                    if let (Some(ticks), Some(ns)) = (arg("clock_ticks"), arg("clock_monotonic_ns"))
+                    {
+                        monotonic.get_or_insert((entry.tick_rate.ns(ticks), ns));
+                    }
                     continue;
                 }
                 Record::KernelObject(o) if o.object_type == ObjectType::THREAD => {
@@ -406,6 +419,7 @@ impl Timeline {
             warnings,
             error,
             has_allocations: Default::default(),
+            monotonic,
         }
     }
 }

@@ -10,7 +10,7 @@
 //!
 //! | bytes | what |
 //! | --- | --- |
-//! | 8 | magic `TKTIMEL` and the format version (7) |
+//! | 8 | magic `TKTIMEL` and the format version (8) |
 //! | 8 | records read |
 //! | 9 each | the first and the last time, each an optional `u64` (a byte, then 8) |
 //! | 4 + strings | the strings |
@@ -19,6 +19,7 @@
 //! | 4 + tracks | per track: kind (1: 0 thread, 1 async), pid (8), tid (8), optional name (5), then its lanes (4 bytes of count; per lane 4 bytes of slices, zeros to the next multiple of 8, and the columns start (8 each), end (8 each), name, category, arguments (4 each), then 4 bytes of async ids (none in a thread's lane, one per slice in an async track's), zeros to the next multiple of 8 and the ids (8 each)), then its instants (4 bytes of count; time (8), name, category, arguments (4 each) per instant) |
 //! | 4 + counters | per series: pid (8), name (4), category (4), id (8), series (4), samples (4), then times (8 each), values (8 each, IEEE 754) and threads (8 each) |
 //! | 4 + flows | per flow: id (8), events (4), then per event its track (4), time (8) and phase (1: 0 begin, 1 step, 2 end) |
+//! | 1 (+ 16) | whether the trace places its clock on the monotonic clock (1), then a time of the trace (8) and the monotonic time it was (8), nanoseconds |
 //!
 //! A timeline of a damaged trace, or of one whose records were skipped, is not
 //! written: reading it back would lose the damage. Reading checks every count,
@@ -35,7 +36,7 @@ use crate::{Counter, Flow, FlowPhase, FlowPoint, Instant, Timeline, Track, Track
 
 pub use tracekit_columns::FileError;
 
-const MAGIC: &[u8; 8] = b"TKTIMEL\x07";
+const MAGIC: &[u8; 8] = b"TKTIMEL\x08";
 
 /// The format's name in [`FileError::Magic`].
 const FORMAT: &str = "a timeline";
@@ -123,6 +124,14 @@ impl Timeline {
                 };
                 out.u8(phase)?;
             }
+        }
+        match self.monotonic {
+            Some((trace, mono)) => {
+                out.u8(1)?;
+                out.u64(trace)?;
+                out.u64(mono)?;
+            }
+            None => out.u8(0)?,
         }
         Ok(())
     }
@@ -345,6 +354,12 @@ impl Timeline {
             }
             flows.push(Flow { id, points });
         }
+        let at = r.at();
+        let monotonic = match r.u8()? {
+            0 => None,
+            1 => Some((r.u64()?, r.u64()?)),
+            _ => return Err(FileError::Inconsistent(at)),
+        };
         r.finish()?;
         Ok(Timeline {
             strings,
@@ -360,6 +375,7 @@ impl Timeline {
             warnings: Vec::new(),
             error: None,
             has_allocations: Default::default(),
+            monotonic,
         })
     }
 }
@@ -376,7 +392,7 @@ fn string(r: &mut Cursor<'_>) -> Result<String, FileError> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use tracekit_fxt::format::{Arg, ArgValue, Koid};
+    use tracekit_fxt::format::{Arg, ArgValue, Koid, ObjectType, RawArg, StringRef};
     use tracekit_fxt::io::IoDestination;
     use tracekit_fxt::read::Reader;
     use tracekit_fxt::write::Writer;
@@ -391,6 +407,17 @@ mod tests {
             w.intern("outer").unwrap(),
             w.intern("inner").unwrap(),
         );
+        // The tracing layer's clock anchor on the process: tick 4 was
+        // 1,000,004 ns of the monotonic clock.
+        let anchor = [
+            RawArg::new(StringRef::inline("clock_ticks"), ArgValue::UInt64(4)),
+            RawArg::new(
+                StringRef::inline("clock_monotonic_ns"),
+                ArgValue::UInt64(1_000_004),
+            ),
+        ];
+        w.kernel_object(ObjectType::PROCESS, Koid(1), "app", &anchor)
+            .unwrap();
         let key = w.intern("n").unwrap();
         let args = [Arg::new(key, ArgValue::Int64(-5))];
         w.duration_begin(t, c, a, 10, &args).unwrap();
@@ -436,6 +463,10 @@ mod tests {
         assert_eq!(async_track.lanes[0].id(0), Some(9));
         assert_eq!(back.tracks()[0].lanes[0].id(0), None);
         assert_eq!(back.flows(), t.flows());
+        // The clock's place on the monotonic clock (ticks are nanoseconds here).
+        assert_eq!(back.from_monotonic(1_000_004), Some(4));
+        assert_eq!(back.from_monotonic(1_000_010), Some(10));
+        assert_eq!(t.from_monotonic(1_000_010), Some(10));
         let flow = &t.flows()[0];
         assert_eq!(flow.id, 77);
         let steps: Vec<_> = flow.points.iter().map(|p| (p.time, p.phase)).collect();

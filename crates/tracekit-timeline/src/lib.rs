@@ -194,6 +194,9 @@ pub struct Timeline {
     /// Whether a slice carries allocations ([`allocated::has_allocations`]),
     /// found on first asking.
     has_allocations: std::sync::OnceLock<bool>,
+    /// A time of the trace (ns) and the `CLOCK_MONOTONIC` time it was (ns),
+    /// when the trace says (the tracing layer's process record does).
+    monotonic: Option<(u64, u64)>,
 }
 
 impl Timeline {
@@ -210,6 +213,54 @@ impl Timeline {
             (Some(&a), Some(&b)) => self.args_text.get(a as usize..b as usize).unwrap_or("{}"),
             _ => "{}",
         }
+    }
+
+    /// Whether the trace gives its clock's place on the monotonic clock.
+    pub fn on_monotonic_clock(&self) -> bool {
+        self.monotonic.is_some()
+    }
+
+    /// The trace's time (ns) of `CLOCK_MONOTONIC` time `monotonic_ns`, when
+    /// the trace gives its clock's place on the monotonic clock and that time
+    /// is not before the trace's clock began.
+    pub fn from_monotonic(&self, monotonic_ns: u64) -> Option<u64> {
+        let (trace, mono) = self.monotonic?;
+        trace.checked_add_signed(monotonic_ns.wrapping_sub(mono) as i64)
+    }
+
+    /// Adds a counter series (a joined trace's: tracekit-alloc's live heap on
+    /// the trace's clock), its name and series argument given as text.
+    pub fn add_counter(
+        &mut self,
+        pid: u64,
+        name: &str,
+        series: &str,
+        samples: impl IntoIterator<Item = (u64, f64)>,
+    ) {
+        let intern = |strings: &mut Vec<Box<str>>, s: &str| -> u32 {
+            match strings.iter().position(|t| &**t == s) {
+                Some(i) => i as u32,
+                None => {
+                    strings.push(s.into());
+                    (strings.len() - 1) as u32
+                }
+            }
+        };
+        let (name, series) = (
+            intern(&mut self.strings, name),
+            intern(&mut self.strings, series),
+        );
+        let (times, values): (Vec<u64>, Vec<f64>) = samples.into_iter().unzip();
+        self.counters.push(Counter {
+            pid,
+            name,
+            category: 0,
+            id: 0,
+            series,
+            threads: vec![0; times.len()],
+            times,
+            values,
+        });
     }
 
     /// The processes, by koid, with their names.

@@ -25,7 +25,7 @@
 //! | a span's or event's target | the category |
 //! | a span's or event's level | argument `level` |
 //! | `follows_from` | a flow from the followed span's last slice to the follower's next |
-//! | threads | thread records named after the Rust thread, under the process (named after the executable) |
+//! | threads | thread records named after the Rust thread, under the process (named after the executable, with arguments `clock_ticks` and `clock_monotonic_ns`: one tick and the `CLOCK_MONOTONIC` time it was, which joins what tracekit-alloc recorded) |
 //! | what the program allocated while a span was entered, with `tracekit-alloc` tracing its heap | arguments `allocated_bytes` and `allocations` on the slice's end record (the `alloc` feature, on by default) |
 //!
 //! Field values keep their type: `i64` (`int32` when it fits), `u64` (`uint32`), `f64`
@@ -73,10 +73,26 @@ mod writer;
 
 use lock::Slot;
 use registry::Registry;
-use tracekit_fxt::format::{Koid, StringRef};
+use tracekit_fxt::format::{ArgValue, Koid, ObjectType, RawArg, StringRef};
 use tracekit_fxt::write::clock::Clock;
 use tracekit_fxt::write::{VecDestination, Writer, WriterOptions};
 use writer::{FileWriter, Message, flush, hand_over_threads, install_panic_hook};
+
+/// `CLOCK_MONOTONIC` in nanoseconds.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC is always
+    // supported on Linux, and on failure `ts` simply stays zero.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}
 
 /// The environment variable [`init_if_requested`] reads.
 pub const ENV: &str = "TRACEKIT_FXT";
@@ -212,7 +228,18 @@ impl FxtLayer {
         if let Some(id) = registry.intern(&name)
             && let Some(w) = registry.writer.as_mut()
         {
-            let _ = w.set_process_name(Koid(pid), StringRef::Index(id));
+            // The process's record also says which tick was which moment of
+            // the monotonic clock, so that what other tracers of the process
+            // recorded on that clock (tracekit-alloc's heap) joins the spans.
+            let (ticks, monotonic) = (clock.now(), monotonic_ns());
+            let args = [
+                RawArg::new(StringRef::inline("clock_ticks"), ArgValue::UInt64(ticks)),
+                RawArg::new(
+                    StringRef::inline("clock_monotonic_ns"),
+                    ArgValue::UInt64(monotonic),
+                ),
+            ];
+            let _ = w.kernel_object(ObjectType::PROCESS, Koid(pid), StringRef::Index(id), &args);
         }
         let (sender, receiver) = mpsc::channel::<Message>();
         let shared = Arc::new(Shared {

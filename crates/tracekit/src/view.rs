@@ -36,6 +36,11 @@ pub struct ViewArgs {
     /// --diff OTHER FILE` for the whole trace).
     #[arg(long, value_name = "OTHER")]
     compare: Option<PathBuf>,
+    /// For an FXT trace of a program's spans (tracekit-tracing), the memtrace
+    /// trace of its heap (tracekit-alloc, the same run): its live heap becomes a
+    /// counter track of the process, on the spans' clock.
+    #[arg(long, value_name = "HEAP.ctf")]
+    heap: Option<PathBuf>,
     /// Port to listen on (default: a free one).
     #[arg(long, default_value_t = 0)]
     port: u16,
@@ -59,6 +64,7 @@ impl ViewArgs {
         ViewArgs {
             file,
             compare: None,
+            heap: None,
             port: 0,
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             open: true,
@@ -102,13 +108,21 @@ fn load_timeline(
     bytes: Bytes,
     kind: Kind,
     cache: Option<TablesCache>,
+    heap: Option<(PathBuf, TraceBytes)>,
     failed: Arc<AtomicBool>,
 ) -> TimelineTrace {
     let name = input::display(path);
     let total = bytes.len() as u64;
     let (path, shown) = (path.to_path_buf(), name.clone());
     let build: Build = Box::new(move |told| {
-        build_timeline(&path, &shown, bytes, kind, cache.as_ref(), told).map_err(|e| {
+        let built = build_timeline(&path, &shown, bytes, kind, cache.as_ref(), told);
+        let joined = built.and_then(|(mut timeline, stats)| {
+            if let Some((heap_path, heap)) = &heap {
+                join_heap(&mut timeline, heap_path, heap.clone(), &shown)?;
+            }
+            Ok((timeline, stats))
+        });
+        joined.map_err(|e| {
             let why = format!("{e:#}");
             eprintln!("error: {why}");
             failed.store(true, Ordering::Relaxed);
@@ -117,6 +131,21 @@ fn load_timeline(
         })
     });
     TimelineTrace::building(name, total, build)
+}
+
+/// Joins the memtrace trace `heap` (read from `path`) to `timeline` (of the
+/// trace named `name`) as its process's live-heap counter.
+fn join_heap(timeline: &mut Timeline, path: &Path, heap: TraceBytes, name: &str) -> Result<()> {
+    let shown = input::display(path);
+    let mut reader = tracekit_memtrace::Reader::from_owner(heap)
+        .map_err(|e| tracekit_io::memtrace::open_error(path, e.into()))?;
+    let joined = tracekit_view::timeline::heap::join_heap(timeline, &mut reader)
+        .map_err(|e| anyhow::anyhow!("--heap {shown} with {name}: {e}"))?;
+    output::tell(format!(
+        "{shown}: the live heap joined as a counter ({} samples, peak {} bytes)",
+        joined.samples, joined.peak_bytes
+    ));
+    Ok(())
 }
 
 /// Builds the timeline of `bytes` (of `kind`, from `path`, named `name`), or
@@ -206,11 +235,17 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
                     bytes,
                     other_kind,
                     c,
+                    None,
                     Arc::clone(&failed),
                 ))
             }
         };
-        let timeline = load_timeline(&args.file, bytes, kind, cache, Arc::clone(&failed));
+        // Read now, so that a heap that cannot be read stops before serving.
+        let heap = match &args.heap {
+            None => None,
+            Some(p) => Some((p.clone(), tracekit_io::memtrace::trace_bytes(p)?)),
+        };
+        let timeline = load_timeline(&args.file, bytes, kind, cache, heap, Arc::clone(&failed));
         let timeline = match compare {
             Some(other) => timeline.compared_with(other),
             None => timeline,
@@ -221,6 +256,12 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
             true => ExitCode::FAILURE,
             false => ExitCode::SUCCESS,
         });
+    }
+    if args.heap.is_some() {
+        anyhow::bail!(
+            "--heap joins a memtrace trace to the FXT trace of the same program's spans; {} is a memtrace trace",
+            input::display(&args.file)
+        );
     }
     let shared = || Ok(tracekit_io::memtrace::shared(bytes));
     let trace = load(&args.file, shared, cache.as_ref())?;

@@ -65,9 +65,15 @@ fn check(binary: &std::path::Path, unwinder: &str, trace_name: &str) {
     assert_eq!(trace.info.word_size, 64);
     let params = trace.info.ocaml_runtime_params.to_str_lossy().into_owned();
     assert!(
-        params.ends_with(&format!("unwinder={unwinder}")),
+        params.contains(&format!(" unwinder={unwinder} ")),
         "runtime params {params:?}"
     );
+    // The session's clock, for joining other tracers of the process on it.
+    let offset: i64 = params
+        .split_once("monotonic_offset_us=")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or_else(|| panic!("runtime params {params:?}"));
+    assert!(offset > 0, "wall clock minus monotonic clock: {offset}");
     let est_allocated = trace.estimate(|_| true);
     let est_live = trace.estimate(|a| !a.collected);
     let err_allocated = (est_allocated - allocated) / allocated;

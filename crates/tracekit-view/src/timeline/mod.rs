@@ -46,6 +46,7 @@
 //! for none), where the arrow leaves or arrives.
 
 mod draw;
+pub mod heap;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};

@@ -651,7 +651,7 @@ test('a trace cut short: what was read is shown, under a banner', async () => {
   await page.close();
 });
 
-test('a service traced whole: each span with what it allocated, as fxt top --by allocated', async (t) => {
+test("a service traced whole: its heap on the spans' timeline, each span with what it allocated", async (t) => {
   const example = path.resolve(path.dirname(tracekit), 'examples/service');
   if (!existsSync(example)) {
     t.skip(`no ${example} (cargo build --release -p tracekit-tracing --example service)`);
@@ -661,9 +661,22 @@ test('a service traced whole: each span with what it allocated, as fxt top --by 
   execFileSync(example, [], {
     env: { ...process.env, TRACEKIT_FXT: fxt, MEMTRACE: ctf, MEMTRACE_RATE: '1' },
   });
-  const url = await serve(fxt);
+  const url = await serveCommand(['-q', 'view', fxt, '--heap', ctf]);
+  // The heap is a counter of the process whose peak is memtrace top's.
+  const peak = JSON.parse(cli('memtrace', 'top', '--json', ctf)).peak.bytes;
   // The whole trace, every thread's track, as a range.
   let page = await open(url);
+  const counters = await page.evaluate(() =>
+    fetch('/api/tracks', {
+      headers: { Authorization: 'Bearer ' + new URLSearchParams(location.search).get('token') },
+    })
+      .then((r) => r.json())
+      .then((j) => j.counters),
+  );
+  assert.deepEqual(
+    counters.map((c) => [c.name, c.series, c.max]),
+    [['live heap', 'bytes', peak]],
+  );
   const tracks = (await page.evaluate(() => window.tracekitRows()))
     .filter((r) => r.kind === 'track' && !/async/.test(r.label))
     .map((r) => r.id);

@@ -829,3 +829,36 @@ fn a_cache_file_cut_short_while_served_is_survived() {
     // The server goes on.
     assert_eq!(s.get("/api/features").0, 200);
 }
+
+/// `--heap` joins a memtrace trace to the FXT trace of the same program's
+/// spans: asked of a memtrace trace, or given a heap that is not there, the
+/// view says so before serving, naming the file.
+#[test]
+fn a_heap_is_refused_before_serving_where_it_cannot_join() {
+    let dir = tracekit_testutil::scratch();
+    let ctf = dir.path().join("heap.ctf");
+    let fxt = dir.path().join("spans.fxt");
+    TRACEKIT.ok(&["memtrace", "sample", "-q", "-o", ctf.to_str().unwrap()]);
+    TRACEKIT.ok(&[
+        "fxt",
+        "sample",
+        "-q",
+        "-o",
+        fxt.to_str().unwrap(),
+        "--slices",
+        "100",
+    ]);
+    let (c, f) = (ctf.to_str().unwrap(), fxt.to_str().unwrap());
+    let out = TRACEKIT.run(&["view", c, "--heap", c]);
+    assert!(!out.status.success());
+    let said = tracekit_testutil::stderr(&out);
+    assert!(
+        said.contains("--heap joins a memtrace trace") && said.contains(c),
+        "{said}"
+    );
+    let missing = dir.path().join("missing.ctf");
+    let out = TRACEKIT.run(&["view", f, "--heap", missing.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let said = tracekit_testutil::stderr(&out);
+    assert!(said.contains("missing.ctf"), "{said}");
+}

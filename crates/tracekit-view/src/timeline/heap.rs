@@ -1,0 +1,143 @@
+//! A program's heap beside its spans: the memtrace trace tracekit-alloc wrote
+//! of a program whose spans the tracing layer wrote as FXT, joined onto the
+//! spans' timeline as a live-heap counter track of the program's process.
+//!
+//! Both tracers place their clocks on `CLOCK_MONOTONIC`:
+//!
+//! | tracer | where | what |
+//! |---|---|---|
+//! | the tracing layer | the process's kernel object record | `clock_ticks` and `clock_monotonic_ns`: a tick and the monotonic time it was |
+//! | tracekit-alloc | the trace's runtime parameters | `monotonic_offset_us=N`: its timestamps (wall-clock microseconds) less the monotonic clock's |
+//!
+//! An event of the heap at `start_time + t` was at monotonic time
+//! `start_time + t - N` microseconds, which the timeline turns into its own
+//! time. The counter's samples are the live heap's curve, its peak among them;
+//! those from before the spans' clock began (the heap's tracing usually starts
+//! first) are left out.
+
+use tracekit_analysis::analyzer::Options;
+use tracekit_analysis::passes;
+use tracekit_memtrace::Reader;
+use tracekit_timeline::Timeline;
+
+/// The counter a joined heap is drawn as, and its series.
+pub const COUNTER: (&str, &str) = ("live heap", "bytes");
+
+/// Most samples of the live heap's curve drawn.
+const POINTS: usize = 4096;
+
+/// Why a heap could not be joined to a timeline.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum JoinError {
+    /// The timeline's trace does not place its clock on the monotonic clock.
+    #[error(
+        "the FXT trace does not say where its clock is on the monotonic clock (tracekit-tracing's process record does)"
+    )]
+    NoClockInFxt,
+    /// The memtrace trace does not say where its clock is.
+    #[error(
+        "the memtrace trace does not say where its clock is on the monotonic clock (tracekit-alloc's runtime parameters do)"
+    )]
+    NoClockInMemtrace,
+    /// Reading the memtrace trace failed.
+    #[error("reading the memtrace trace: {0}")]
+    Read(String),
+}
+
+/// What was joined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Joined {
+    /// Samples of the counter.
+    pub samples: usize,
+    /// The live heap's peak, bytes (as `memtrace top --peak` says).
+    pub peak_bytes: u64,
+}
+
+/// Adds the live heap of the memtrace trace `reader` reads to `timeline`, as
+/// counter [`COUNTER`] of the traced process.
+pub fn join_heap(timeline: &mut Timeline, reader: &mut Reader<'_>) -> Result<Joined, JoinError> {
+    let info = reader.info().clone();
+    let params = info.ocaml_runtime_params.to_str_lossy().into_owned();
+    let offset_us: i64 = params
+        .split_whitespace()
+        .find_map(|p| p.strip_prefix("monotonic_offset_us="))
+        .and_then(|v| v.parse().ok())
+        .ok_or(JoinError::NoClockInMemtrace)?;
+    let start_us = info.start_time.as_micros();
+    let at = |micros: i64| -> Option<u64> {
+        let monotonic_us = start_us.checked_add(micros)?.checked_sub(offset_us)?;
+        timeline.from_monotonic(u64::try_from(monotonic_us).ok()?.checked_mul(1000)?)
+    };
+    if !timeline.on_monotonic_clock() {
+        return Err(JoinError::NoClockInFxt);
+    }
+    let pass = passes::analyze(reader, Options::default(), &mut |_, _| {});
+    if let Some(e) = pass.error {
+        return Err(JoinError::Read(e.to_string()));
+    }
+    let profile = &pass.profile;
+    let bytes = |samples: u64| profile.sampling.bytes(samples) as f64;
+    let mut samples: Vec<(u64, f64)> = Vec::new();
+    let peak = &profile.peak;
+    let mut peak_drawn = false;
+    for p in profile.timeline.points(POINTS) {
+        if !peak_drawn && peak.time <= p.time {
+            samples.extend(at(peak.time.as_micros()).map(|t| (t, bytes(peak.live))));
+            peak_drawn = true;
+        }
+        samples.extend(at(p.time.as_micros()).map(|t| (t, bytes(p.live))));
+    }
+    if !peak_drawn {
+        samples.extend(at(peak.time.as_micros()).map(|t| (t, bytes(peak.live))));
+    }
+    // Stable: a peak and a point of one time stay in this order.
+    samples.sort_by_key(|s| s.0);
+    let n = samples.len();
+    let pid = u64::try_from(info.pid).unwrap_or(0);
+    timeline.add_counter(pid, COUNTER.0, COUNTER.1, samples);
+    Ok(Joined {
+        samples: n,
+        peak_bytes: profile.sampling.bytes(peak.live),
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use tracekit_memtrace::synth::{SynthConfig, synth_info, write_synthetic};
+    use tracekit_memtrace::{Info, Writer};
+
+    fn trace(info: &Info) -> Vec<u8> {
+        Writer::new(Vec::new(), info).unwrap().into_inner().unwrap()
+    }
+
+    #[test]
+    fn a_heap_joins_only_where_both_clocks_are_placed() {
+        // A memtrace trace that does not say where its clock is.
+        let config = SynthConfig {
+            allocs: 100,
+            ..SynthConfig::default()
+        };
+        let bytes = write_synthetic(Vec::new(), &config).unwrap();
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        let mut timeline = Timeline::default();
+        assert_eq!(
+            join_heap(&mut timeline, &mut reader),
+            Err(JoinError::NoClockInMemtrace)
+        );
+        // One that does, with a timeline that does not.
+        let info = Info {
+            ocaml_runtime_params: "tracekit-alloc=0.1.0 unwinder=fp monotonic_offset_us=1700000000"
+                .into(),
+            ..synth_info()
+        };
+        let bytes = trace(&info);
+        let mut reader = Reader::from_bytes(&bytes).unwrap();
+        assert_eq!(
+            join_heap(&mut timeline, &mut reader),
+            Err(JoinError::NoClockInFxt)
+        );
+        assert!(timeline.counters().is_empty());
+    }
+}
