@@ -101,6 +101,8 @@ pub struct Stats {
 
 struct Session {
     generation: u32,
+    /// When the session began (its trace's start time), wall-clock µs.
+    start_us: i64,
     path: PathBuf,
     pid: i32,
     writers: Vec<Option<Writer<File>>>,
@@ -209,6 +211,7 @@ fn start_inner(path: &Path, rate: f64, context: Option<&str>) -> Result<(), Erro
         .map_err(Error::Thread)?;
     *guard = Some(Session {
         generation,
+        start_us,
         path: path.to_path_buf(),
         pid,
         writers,
@@ -378,13 +381,8 @@ impl Session {
 
     fn writer(&mut self, slot: SlotId) -> Result<&mut Writer<File>, WriteError> {
         let i = slot.index();
-        if self.writers[i].is_none() {
-            let main = self.writers[0].as_ref().ok_or(WriteError::Closed)?;
-            let w = main.for_domain(DomainId::new(i as u16))?;
-            self.writers[i] = Some(w);
-        }
         self.dirty[i] = true;
-        self.writers[i].as_mut().ok_or(WriteError::Closed)
+        domain_writer(&mut self.writers, i, self.start_us)
     }
 
     fn write_record(&mut self, slot: SlotId, record: Record<'_>) -> Result<(), WriteError> {
@@ -411,12 +409,8 @@ impl Session {
                 let symbolizer = &mut self.symbolizer;
                 let writer = {
                     let i = slot.index();
-                    if self.writers[i].is_none() {
-                        let main = self.writers[0].as_ref().ok_or(WriteError::Closed)?;
-                        self.writers[i] = Some(main.for_domain(DomainId::new(i as u16))?);
-                    }
                     self.dirty[i] = true;
-                    self.writers[i].as_mut().ok_or(WriteError::Closed)?
+                    domain_writer(&mut self.writers, i, self.start_us)?
                 };
                 let result = writer.put_alloc(
                     Timestamp::from_micros(time),
@@ -526,6 +520,30 @@ fn open_trace_file(path: &Path) -> Result<File, Error> {
     // Errors ignored, as memtrace does, so that /dev/null works.
     let _ = file.set_len(0);
     Ok(file)
+}
+
+/// The writer of domain slot `i`, made on first use from the main writer
+/// (slot 0). From the session's start (`start_us`): a thread's first records
+/// may be older than what the main writer wrote last, and are not to be dated
+/// at it.
+fn domain_writer(
+    writers: &mut [Option<Writer<File>>],
+    i: usize,
+    start_us: i64,
+) -> Result<&mut Writer<File>, WriteError> {
+    if writers.get(i).is_some_and(Option::is_none) {
+        let main = writers
+            .first()
+            .and_then(Option::as_ref)
+            .ok_or(WriteError::Closed)?;
+        let since = Timestamp::from_micros(start_us);
+        let w = main.for_domain_since(DomainId::new(i as u16), since)?;
+        writers[i] = Some(w);
+    }
+    writers
+        .get_mut(i)
+        .and_then(Option::as_mut)
+        .ok_or(WriteError::Closed)
 }
 
 fn runtime_params() -> String {

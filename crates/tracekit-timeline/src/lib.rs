@@ -228,6 +228,13 @@ impl Timeline {
         trace.checked_add_signed(monotonic_ns.wrapping_sub(mono) as i64)
     }
 
+    /// The `CLOCK_MONOTONIC` time (ns) of the trace's time `trace_ns`, when
+    /// the trace gives its clock's place on the monotonic clock.
+    pub fn to_monotonic(&self, trace_ns: u64) -> Option<u64> {
+        let (trace, mono) = self.monotonic?;
+        mono.checked_add_signed(trace_ns.wrapping_sub(trace) as i64)
+    }
+
     /// Adds a counter series (a joined trace's: tracekit-alloc's live heap on
     /// the trace's clock), its name and series argument given as text.
     pub fn add_counter(

@@ -40,10 +40,6 @@ export async function showDetails() {
   }
 }
 
-// A `flame` answer (nodes [parent, name id, weight], a root's parent null) as
-// the flame graph draws it: a root that weighs them all, then each node's
-// callees heaviest first, in preorder; nodes narrower than half a pixel at
-// `width` are left out.
 // The server's call tree (`[parent, name, weight]` per node, parents first)
 // as the boxes to draw: `{parent, name, total, node}` in preorder, heaviest
 // callee first, under a root as wide as the drawing, from `focus`'s subtree
@@ -97,9 +93,10 @@ function inverted(tree) {
 }
 
 // The range's flame graph in `flame`, `width` pixels wide: hover names a box's
-// time, a click shows the box's subtree alone, Escape (or a click on the
-// first box) the whole again; `invert` draws the inverted tree.
-function drawFlame(flame, tree, width, crumbs) {
+// weight (`fmt`: a time, or bytes for the heap's), a click shows the box's
+// subtree alone, Escape (or a click on the first box) the whole again;
+// `invert` draws the inverted tree.
+function drawFlame(flame, tree, width, crumbs, fmt = duration) {
   const shown = { focus: null, tree };
   const all = tree.total_ns || 1;
   // A tree merged with a baseline's: each box coloured by its change.
@@ -118,7 +115,7 @@ function drawFlame(flame, tree, width, crumbs) {
       colour: diff ? (name, n) => diffColour((n.total - n.base) / largest) : (name) => colour(name),
       minText: 18,
       title: (n) =>
-        `${n.name}: ${duration(n.total)} (${share(n.total)} of the range)` +
+        `${n.name}: ${fmt(n.total)} (${share(n.total)} of the range)` +
         (diff ? `\nbaseline (A): ${duration(n.base)}, change ${signed(n.total - n.base)}` : ''),
       attrs: (n) => ({ 'data-total': n.total, ...(diff ? { 'data-base': n.base, 'data-name': n.name } : {}) }),
       click: (i) => {
@@ -129,7 +126,7 @@ function drawFlame(flame, tree, width, crumbs) {
       },
     });
     crumbs.textContent =
-      shown.focus === null ? '' : `showing ${nodes[1]?.name ?? ''} alone (${duration(nodes[0].total)}); Escape: all`;
+      shown.focus === null ? '' : `showing ${nodes[1]?.name ?? ''} alone (${fmt(nodes[0].total)}); Escape: all`;
   };
   flame.tabIndex = 0;
   flame.addEventListener('keydown', (e) => {
@@ -144,6 +141,33 @@ function drawFlame(flame, tree, width, crumbs) {
     shown.focus = null;
     render();
   };
+}
+
+// What the joined heap (`--heap`) allocated in the range, as a flame graph
+// above the table: the memtrace view's `flametree` nodes (objects under a
+// root "all") as the range flame graph's.
+async function heapFlame(box, table, from, to) {
+  const answer = await api('heap-flame', { from, to });
+  const t = answer.tree;
+  if (t.nodes.length <= 1) return;
+  const names = [];
+  const ids = new Map();
+  const nodes = t.nodes.slice(1).map((n) => {
+    if (!ids.has(n.name)) {
+      ids.set(n.name, names.length);
+      names.push(n.name);
+    }
+    return [n.parent === 0 ? null : n.parent - 1, ids.get(n.name), n.total, n.self];
+  });
+  const w = Math.max(200, box.clientWidth - 24);
+  const flame = el('div', { id: 'heap-flame', class: 'flame', 'data-total': t.total });
+  flame.style.width = `${w}px`;
+  const crumbs = el('span', { class: 'crumbs' });
+  drawFlame(flame, { total_ns: t.total, nodes, names }, w, crumbs, bytes);
+  const heading = `Heap flame graph of the range: ${bytes(t.total)} allocated in it`;
+  box.insertBefore(el('h2', { text: heading }), table.previousSibling ?? table);
+  box.insertBefore(el('p', { class: 'flame-tools' }, crumbs), table.previousSibling ?? table);
+  box.insertBefore(flame, table.previousSibling ?? table);
 }
 
 // What the selected range is compared with: the baseline range chosen, else
@@ -326,6 +350,7 @@ export async function showArea() {
       box.insertBefore(flame, firstTable);
       box.insertBefore(el('h2', { text: 'By name' }), table);
     }
+    if (page.info?.heap) await heapFlame(box, table, from, to);
   } catch (e) {
     failed(e);
   } finally {

@@ -38,7 +38,8 @@ pub struct ViewArgs {
     compare: Option<PathBuf>,
     /// For an FXT trace of a program's spans (tracekit-tracing), the memtrace
     /// trace of its heap (tracekit-alloc, the same run): its live heap becomes a
-    /// counter track of the process, on the spans' clock.
+    /// counter track of the process, on the spans' clock, and a range has a heap
+    /// flame graph of what was allocated in it.
     #[arg(long, value_name = "HEAP.ctf")]
     heap: Option<PathBuf>,
     /// Port to listen on (default: a free one).
@@ -245,9 +246,18 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
             None => None,
             Some(p) => Some((p.clone(), tracekit_io::memtrace::trace_bytes(p)?)),
         };
+        // The heap also answers a range's heap flame graph.
+        let heap_trace = match &heap {
+            None => None,
+            Some((p, b)) => Some(load(p, || Ok(b.clone()), cache.as_ref())?),
+        };
         let timeline = load_timeline(&args.file, bytes, kind, cache, heap, Arc::clone(&failed));
         let timeline = match compare {
             Some(other) => timeline.compared_with(other),
+            None => timeline,
+        };
+        let timeline = match heap_trace {
+            Some(h) => timeline.with_heap(h),
             None => timeline,
         };
         let name = timeline.name().to_string();

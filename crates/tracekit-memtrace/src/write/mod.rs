@@ -336,6 +336,18 @@ impl<W: Write> Writer<W> {
         self.for_domain_from(domain, self.packet_time_end)
     }
 
+    /// A writer for events of `domain` from time `since` on (the trace's start
+    /// for a domain that began with it), as [`for_domain`](Self::for_domain)
+    /// otherwise: its events are not held to this writer's latest time, which
+    /// may be later than the new domain's first events.
+    pub fn for_domain_since(
+        &self,
+        domain: DomainId,
+        since: Timestamp,
+    ) -> Result<Writer<W>, WriteError> {
+        self.for_domain_from(domain, since.as_micros())
+    }
+
     fn for_domain_from(&self, domain: DomainId, start_time: i64) -> Result<Writer<W>, WriteError> {
         if self.version != FormatVersion::V3 {
             return Err(WriteError::UnsupportedByFormat(self.version));

@@ -160,6 +160,58 @@ fn put_event_checks_domain_order_and_ids() {
     ));
 }
 
+/// A domain that began with the trace keeps its own times: its first
+/// events, older than what the main writer wrote last, are not dated at it
+/// (`for_domain` holds a new domain to the main writer's latest time).
+#[test]
+fn a_domain_since_the_start_keeps_its_own_times() {
+    let info = synth_info();
+    let at = |us: i64| info.start_time.offset(Timedelta::from_micros(us));
+    let mut w = Writer::new(Vec::new(), &info).unwrap();
+    w.put_alloc(
+        at(100),
+        1,
+        1,
+        AllocationSource::Minor,
+        &[code(1)],
+        synth_locations,
+    )
+    .unwrap();
+    let mut since = w
+        .for_domain_since(DomainId::new(1), info.start_time)
+        .unwrap();
+    since
+        .put_alloc(
+            at(40),
+            1,
+            1,
+            AllocationSource::Minor,
+            &[code(2)],
+            synth_locations,
+        )
+        .unwrap();
+    let mut held = w.for_domain(DomainId::new(2)).unwrap();
+    held.put_alloc(
+        at(50),
+        1,
+        1,
+        AllocationSource::Minor,
+        &[code(3)],
+        synth_locations,
+    )
+    .unwrap();
+    since.flush().unwrap();
+    held.flush().unwrap();
+    drop((since, held));
+    let trace = w.into_inner().unwrap();
+    let mut times: Vec<(LocationCode, i64)> = events(&trace)
+        .iter()
+        .map(|(t, e)| (backtrace(e)[0], *t))
+        .collect();
+    times.sort();
+    assert_eq!(times, [(code(1), 100), (code(2), 40), (code(3), 100)]);
+}
+
 #[test]
 fn closing_one_domain_writer_closes_the_shared_sink() {
     let info = synth_info();

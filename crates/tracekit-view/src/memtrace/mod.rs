@@ -135,6 +135,11 @@ struct Flame {
 }
 
 impl Trace {
+    /// The trace-info record.
+    pub fn info(&self) -> &tracekit_memtrace::Info {
+        &self.header
+    }
+
     /// A trace named `name` (as its answers print it), its header read. Its
     /// `info` answer needs a pass over its events, made by
     /// [`Trace::read_info`] (which the server runs beside the serving).
@@ -465,6 +470,12 @@ fn diff_tree(
 /// The answer of `endpoint` to `args` about `trace` (and `compare`, for
 /// [`Endpoint::Diff`]): the JSON its subcommand prints, made from the traces'
 /// tables.
+/// The `flametree` answer of `trace` for `args` (a timeline's joined heap
+/// asks it of a range).
+pub(crate) fn flametree(trace: &Trace, args: &[String]) -> Result<String, Error> {
+    answer(trace, None, Endpoint::FlameTree, args)
+}
+
 fn answer(
     trace: &Trace,
     compare: Option<&Trace>,

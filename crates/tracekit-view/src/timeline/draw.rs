@@ -17,7 +17,7 @@ fn quoted(s: &str) -> String {
     serde_json::Value::from(s).to_string()
 }
 
-pub(super) fn tracks_json(name: &str, t: &Timeline) -> String {
+pub(super) fn tracks_json(name: &str, t: &Timeline, heap: bool) -> String {
     let tracks: Vec<serde_json::Value> = t
         .tracks()
         .iter()
@@ -74,6 +74,7 @@ pub(super) fn tracks_json(name: &str, t: &Timeline) -> String {
             "warnings": warnings,
             "tracks": tracks,
             "counters": counters,
+            "heap": heap,
         }),
         LAYOUT,
     )

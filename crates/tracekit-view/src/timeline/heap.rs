@@ -17,7 +17,7 @@
 
 use tracekit_analysis::analyzer::Options;
 use tracekit_analysis::passes;
-use tracekit_memtrace::Reader;
+use tracekit_memtrace::{Info, Reader};
 use tracekit_timeline::Timeline;
 
 /// The counter a joined heap is drawn as, and its series.
@@ -53,16 +53,30 @@ pub struct Joined {
     pub peak_bytes: u64,
 }
 
+/// What tracekit-alloc's runtime parameters say of its clock: its
+/// timestamps less the monotonic clock, microseconds.
+fn offset_us(info: &Info) -> Option<i64> {
+    let params = info.ocaml_runtime_params.to_str_lossy();
+    params
+        .split_whitespace()
+        .find_map(|p| p.strip_prefix("monotonic_offset_us="))
+        .and_then(|v| v.parse().ok())
+}
+
+/// The heap trace's time (microseconds from its start) of the timeline's time
+/// `trace_ns`, when both place their clocks on the monotonic clock.
+pub fn heap_micros(timeline: &Timeline, info: &Info, trace_ns: u64) -> Option<i64> {
+    let monotonic_us = i64::try_from(timeline.to_monotonic(trace_ns)? / 1000).ok()?;
+    monotonic_us
+        .checked_add(offset_us(info)?)?
+        .checked_sub(info.start_time.as_micros())
+}
+
 /// Adds the live heap of the memtrace trace `reader` reads to `timeline`, as
 /// counter [`COUNTER`] of the traced process.
 pub fn join_heap(timeline: &mut Timeline, reader: &mut Reader<'_>) -> Result<Joined, JoinError> {
     let info = reader.info().clone();
-    let params = info.ocaml_runtime_params.to_str_lossy().into_owned();
-    let offset_us: i64 = params
-        .split_whitespace()
-        .find_map(|p| p.strip_prefix("monotonic_offset_us="))
-        .and_then(|v| v.parse().ok())
-        .ok_or(JoinError::NoClockInMemtrace)?;
+    let offset_us = offset_us(&info).ok_or(JoinError::NoClockInMemtrace)?;
     let start_us = info.start_time.as_micros();
     let at = |micros: i64| -> Option<u64> {
         let monotonic_us = start_us.checked_add(micros)?.checked_sub(offset_us)?;

@@ -18,7 +18,7 @@
 //! | endpoint | answers | parameters |
 //! | --- | --- | --- |
 //! | `stats` | `fxt stats --json` of the trace | none |
-//! | `tracks` | the trace's name, span, processes, tracks, counters, and damage | none |
+//! | `tracks` | the trace's name, span, processes, tracks, counters, damage, and whether a heap is joined (`--heap`) | none |
 //! | `window` | what `from..to` drawn on `px` pixels shows of some tracks: per lane, one item per slice of at least a pixel and one merged item per run of the rest that a pixel cannot tell apart; instants (one per pixel), counters (min and max per pixel) and flows in the range | `from`, `to`, `px`, `tracks` (`1,2,5`; default all) |
 //! | `details` | one slice: name, category, track, times, self time, arguments | `track`, `lane`, `index` |
 //! | `selection` | the slices of a range on some tracks, by name (count, total, self, average, max), as Perfetto's area selection sums them | `from`, `to`, `tracks`, and a baseline's |
@@ -26,6 +26,7 @@
 //! | `search` | the next (or previous) slice whose name contains a text, and how many there are | `text`, `after` (`track,lane,index`), `backward` |
 //! | `slices` | `fxt slices --json` | `between` (`T1,T2`, as `1.5s,2s`), `thread` (repeatable), `name`, `limit` |
 //! | `top` | `fxt top --json` | `between`, `thread`, `limit` |
+//! | `heap-flame` | with `--heap`: the range in the heap trace's time (`from_us`, `to_us`) and `memtrace view`'s `flametree` of the allocations made in it (`tree`) | `from`, `to` |
 //!
 //! A `selection` or a `flame` is compared with a baseline (A) when `base` is
 //! given: `range`, another range of this trace (`base_from`, `base_to`,
@@ -88,6 +89,8 @@ pub struct TimelineTrace {
     total: u64,
     /// The trace served beside it, to compare with (`--compare`).
     compare: Option<Box<TimelineTrace>>,
+    /// The memtrace trace of the same program's heap (`--heap`).
+    heap: Option<Box<crate::memtrace::Trace>>,
 }
 
 /// A timeline built, with the answers made once.
@@ -118,6 +121,9 @@ pub enum TimelineEndpoint {
     Slices,
     /// `fxt top --json`.
     Top,
+    /// What the joined heap allocated in a range: `memtrace view`'s
+    /// `flametree` of the allocations made in it.
+    HeapFlame,
 }
 
 impl TimelineEndpoint {
@@ -126,6 +132,7 @@ impl TimelineEndpoint {
         match self {
             TimelineEndpoint::Stats | TimelineEndpoint::Tracks => &[],
             TimelineEndpoint::Window => &["from", "to", "px", "tracks"],
+            TimelineEndpoint::HeapFlame => &["from", "to"],
             TimelineEndpoint::Details => &["track", "lane", "index"],
             TimelineEndpoint::Selection | TimelineEndpoint::Flame => &[
                 "from",
@@ -180,6 +187,7 @@ impl Api for TimelineTrace {
         ("details", TimelineEndpoint::Details),
         ("selection", TimelineEndpoint::Selection),
         ("flame", TimelineEndpoint::Flame),
+        ("heap-flame", TimelineEndpoint::HeapFlame),
         ("search", TimelineEndpoint::Search),
         ("slices", TimelineEndpoint::Slices),
         ("top", TimelineEndpoint::Top),
@@ -229,11 +237,16 @@ impl Api for TimelineTrace {
         let build = self.build.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(build) = build else { return };
         let built = build(&|read| self.read.store(read, Ordering::Relaxed));
+        let heap = self.heap.is_some();
         let _ = self.built.set(built.map(|(timeline, stats)| Built {
-            tracks: tracks_json(&self.name, &timeline),
+            tracks: tracks_json(&self.name, &timeline, heap),
             timeline,
             stats,
         }));
+        if let Some(h) = &self.heap {
+            h.read_info();
+            h.decode(&mut |_| {});
+        }
     }
 }
 
@@ -241,7 +254,7 @@ impl TimelineTrace {
     /// A timeline named `name`, with the counts of the records it was built
     /// from as `fxt stats --json` prints them ([`stats_json`]).
     pub fn new(name: String, timeline: Timeline, stats: String) -> TimelineTrace {
-        let tracks = tracks_json(&name, &timeline);
+        let tracks = tracks_json(&name, &timeline, false);
         TimelineTrace {
             name,
             built: OnceLock::from(Ok(Built {
@@ -253,6 +266,7 @@ impl TimelineTrace {
             read: AtomicU64::new(0),
             total: 0,
             compare: None,
+            heap: None,
         }
     }
 
@@ -266,6 +280,7 @@ impl TimelineTrace {
             read: AtomicU64::new(0),
             total,
             compare: None,
+            heap: None,
         }
     }
 
@@ -273,6 +288,16 @@ impl TimelineTrace {
     pub fn compared_with(self, other: TimelineTrace) -> TimelineTrace {
         TimelineTrace {
             compare: Some(Box::new(other)),
+            ..self
+        }
+    }
+
+    /// Serves `heap`, the memtrace trace of the same run of the program, beside
+    /// it: a range's heap flame graph (`heap-flame`). Its live heap is joined
+    /// to the timeline by the build ([`heap::join_heap`]).
+    pub fn with_heap(self, heap: crate::memtrace::Trace) -> TimelineTrace {
+        TimelineTrace {
+            heap: Some(Box::new(heap)),
             ..self
         }
     }
@@ -349,6 +374,28 @@ impl TimelineTrace {
                     TimelineEndpoint::Flame => flame(t, from, to, &tracks, base.as_ref()),
                     _ => selection(t, from, to, &tracks, base.as_ref()),
                 }
+            }
+            TimelineEndpoint::HeapFlame => {
+                let heap = (self.heap.as_deref()).ok_or_else(|| {
+                    bad("no heap: view the trace with --heap HEAP.ctf".to_string())
+                })?;
+                let from = p.time("from")?.unwrap_or(0);
+                let to = p.time("to")?.unwrap_or_else(span);
+                if to < from {
+                    return Err(bad("to: not before from".to_string()));
+                }
+                let first = t.first_ns().unwrap_or(0);
+                let micros = |ns: u64| heap::heap_micros(t, heap.info(), first.saturating_add(ns));
+                let (Some(a), Some(b)) = (micros(from), micros(to)) else {
+                    return Err(bad("the range is not on the heap's clock".to_string()));
+                };
+                // The range in the heap's time; ending before it began is an
+                // empty range at its start.
+                let (a, b) = (a.max(0), b.max(0));
+                let args = ["--between".to_string(), format!("{a}us"), format!("{b}us")];
+                let answer = crate::memtrace::flametree(heap, &args)
+                    .map_err(|e| bad(format!("the heap's flame graph: {e}")))?;
+                format!("{{\"from_us\":{a},\"to_us\":{b},\"tree\":{answer}}}")
             }
             TimelineEndpoint::Search => {
                 let text = p.get("text").unwrap_or_default();

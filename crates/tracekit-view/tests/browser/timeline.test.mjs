@@ -703,6 +703,24 @@ test("a service traced whole: its heap on the spans' timeline, each span with wh
   assert.equal(row('request').allocated.self_bytes, 12 * 256);
   assert.equal(row('parse').allocated.bytes, 12 * 8000);
   assert.equal(top[0].name, 'task');
+  // The range's heap flame graph: what the heap trace allocated in the same
+  // time, as memtrace top --between counts it.
+  await page.waitForSelector('#heap-flame div');
+  const heap = await page.evaluate(
+    ([from, to]) =>
+      fetch(`/api/heap-flame?from=${from}&to=${to}`, {
+        headers: { Authorization: 'Bearer ' + new URLSearchParams(location.search).get('token') },
+      }).then((r) => r.json()),
+    [0, span + 1],
+  );
+  const between = JSON.parse(
+    cli('memtrace', 'top', '--json', '--between', `${heap.from_us}us`, `${heap.to_us}us`, ctf),
+  );
+  assert.equal(heap.tree.total, between.totals.bytes);
+  assert.equal(+(await page.getAttribute('#heap-flame', 'data-total')), heap.tree.total);
+  // The clocks joined: everything the spans allocated is in the range's heap.
+  const spans = thread.reduce((sum, n) => sum + n.allocated.self_bytes, 0);
+  assert.ok(heap.tree.total >= spans, `${heap.tree.total} bytes in the range, ${spans} in its spans`);
   await page.screenshot({ path: path.join(shots, 'timeline-service-allocations.png'), fullPage: true });
   await page.close();
 });
