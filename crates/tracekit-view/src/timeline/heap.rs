@@ -53,35 +53,56 @@ pub struct Joined {
     pub peak_bytes: u64,
 }
 
-/// What tracekit-alloc's runtime parameters say of its clock: its
-/// timestamps less the monotonic clock, microseconds.
-fn offset_us(info: &Info) -> Option<i64> {
-    let params = info.ocaml_runtime_params.to_str_lossy();
-    params
-        .split_whitespace()
-        .find_map(|p| p.strip_prefix("monotonic_offset_us="))
-        .and_then(|v| v.parse().ok())
+/// Where a heap trace's clock is on the monotonic clock: its start and what
+/// tracekit-alloc's runtime parameters say its timestamps are ahead of it
+/// (`monotonic_offset_us`), microseconds.
+struct HeapClock {
+    start_us: i64,
+    offset_us: i64,
+}
+
+impl HeapClock {
+    fn of(info: &Info) -> Option<HeapClock> {
+        let params = info.ocaml_runtime_params.to_str_lossy();
+        let offset_us = params
+            .split_whitespace()
+            .find_map(|p| p.strip_prefix("monotonic_offset_us="))
+            .and_then(|v| v.parse().ok())?;
+        Some(HeapClock {
+            start_us: info.start_time.as_micros(),
+            offset_us,
+        })
+    }
+
+    /// The timeline's time (ns) of the heap's time `micros` from its start.
+    fn timeline_ns(&self, timeline: &Timeline, micros: i64) -> Option<u64> {
+        let monotonic_us = self
+            .start_us
+            .checked_add(micros)?
+            .checked_sub(self.offset_us)?;
+        timeline.from_monotonic(u64::try_from(monotonic_us).ok()?.checked_mul(1000)?)
+    }
+
+    /// The heap's time (µs from its start) of the timeline's time `trace_ns`.
+    fn heap_us(&self, timeline: &Timeline, trace_ns: u64) -> Option<i64> {
+        let monotonic_us = i64::try_from(timeline.to_monotonic(trace_ns)? / 1000).ok()?;
+        monotonic_us
+            .checked_add(self.offset_us)?
+            .checked_sub(self.start_us)
+    }
 }
 
 /// The heap trace's time (microseconds from its start) of the timeline's time
 /// `trace_ns`, when both place their clocks on the monotonic clock.
 pub fn heap_micros(timeline: &Timeline, info: &Info, trace_ns: u64) -> Option<i64> {
-    let monotonic_us = i64::try_from(timeline.to_monotonic(trace_ns)? / 1000).ok()?;
-    monotonic_us
-        .checked_add(offset_us(info)?)?
-        .checked_sub(info.start_time.as_micros())
+    HeapClock::of(info)?.heap_us(timeline, trace_ns)
 }
 
 /// Adds the live heap of the memtrace trace `reader` reads to `timeline`, as
 /// counter [`COUNTER`] of the traced process.
 pub fn join_heap(timeline: &mut Timeline, reader: &mut Reader<'_>) -> Result<Joined, JoinError> {
     let info = reader.info().clone();
-    let offset_us = offset_us(&info).ok_or(JoinError::NoClockInMemtrace)?;
-    let start_us = info.start_time.as_micros();
-    let at = |micros: i64| -> Option<u64> {
-        let monotonic_us = start_us.checked_add(micros)?.checked_sub(offset_us)?;
-        timeline.from_monotonic(u64::try_from(monotonic_us).ok()?.checked_mul(1000)?)
-    };
+    let clock = HeapClock::of(&info).ok_or(JoinError::NoClockInMemtrace)?;
     if !timeline.on_monotonic_clock() {
         return Err(JoinError::NoClockInFxt);
     }
@@ -91,21 +112,20 @@ pub fn join_heap(timeline: &mut Timeline, reader: &mut Reader<'_>) -> Result<Joi
     }
     let profile = &pass.profile;
     let bytes = |samples: u64| profile.sampling.bytes(samples) as f64;
-    let mut samples: Vec<(u64, f64)> = Vec::new();
+    let at = |micros: i64| clock.timeline_ns(timeline, micros);
+    // The curve's points are in time order, and so on the timeline's clock;
+    // the peak goes in before the points of its time.
+    let mut samples: Vec<(u64, f64)> = profile
+        .timeline
+        .points(POINTS)
+        .into_iter()
+        .filter_map(|p| Some((at(p.time.as_micros())?, bytes(p.live))))
+        .collect();
     let peak = &profile.peak;
-    let mut peak_drawn = false;
-    for p in profile.timeline.points(POINTS) {
-        if !peak_drawn && peak.time <= p.time {
-            samples.extend(at(peak.time.as_micros()).map(|t| (t, bytes(peak.live))));
-            peak_drawn = true;
-        }
-        samples.extend(at(p.time.as_micros()).map(|t| (t, bytes(p.live))));
+    if let Some(t) = at(peak.time.as_micros()) {
+        let i = samples.partition_point(|s| s.0 < t);
+        samples.insert(i, (t, bytes(peak.live)));
     }
-    if !peak_drawn {
-        samples.extend(at(peak.time.as_micros()).map(|t| (t, bytes(peak.live))));
-    }
-    // Stable: a peak and a point of one time stay in this order.
-    samples.sort_by_key(|s| s.0);
     let n = samples.len();
     let pid = u64::try_from(info.pid).unwrap_or(0);
     timeline.add_counter(pid, COUNTER.0, COUNTER.1, samples);
