@@ -106,7 +106,9 @@ pub fn join_heap(timeline: &mut Timeline, reader: &mut Reader<'_>) -> Result<Joi
     if !timeline.on_monotonic_clock() {
         return Err(JoinError::NoClockInFxt);
     }
-    let pass = passes::analyze(reader, Options::default(), &mut |_, _| {});
+    // Settled: with several threads the domains interleave, and the peak of
+    // one pass may be short of the exact one `memtrace top` gives.
+    let pass = passes::settled(reader, Options::default(), &mut |_, _| {});
     if let Some(e) = pass.error {
         return Err(JoinError::Read(e.to_string()));
     }
