@@ -1,5 +1,12 @@
 //! Reading records from any [`Read`]: the input is buffered one record at a time, so
 //! memory stays at the largest record plus one chunk, however long the trace.
+//!
+//! An input that is still being written (a file a program appends to) says so by
+//! failing a read with [`std::io::ErrorKind::WouldBlock`] where it has no more bytes
+//! yet: the reader then stops before the record it cannot complete, keeps the part it
+//! has, and reports the end of the records for now ([`StreamReader::is_waiting`]);
+//! asked again, it goes on from there, so a record cut anywhere by the writer's
+//! flushes is read whole once its last byte comes.
 
 use std::io::Read;
 
@@ -22,6 +29,8 @@ pub struct StreamReader<R> {
     base: u64,
     eof: bool,
     done: bool,
+    /// The input had no more bytes yet ([`std::io::ErrorKind::WouldBlock`]).
+    waiting: bool,
     record: (usize, usize),
     record_offset: u64,
     dec: Decoder,
@@ -43,15 +52,17 @@ impl<R: Read> StreamReader<R> {
             base: 0,
             eof: false,
             done: false,
+            waiting: false,
             record: (0, 0),
             record_offset: 0,
             dec: Decoder::new(options),
         }
     }
 
-    /// Makes `needed` bytes available from `start`, or fewer at the end of the input.
+    /// Makes `needed` bytes available from `start`, or fewer at the end of the input
+    /// or where it has no more yet (`waiting`).
     fn fill(&mut self, needed: usize) -> Result<(), ReadError> {
-        while self.end - self.start < needed && !self.eof {
+        while self.end - self.start < needed && !self.eof && !self.waiting {
             if self.start > 0 && self.buf.len() - self.start < needed {
                 self.buf.copy_within(self.start..self.end, 0);
                 self.base += self.start as u64;
@@ -68,6 +79,7 @@ impl<R: Read> StreamReader<R> {
                 Ok(0) => self.eof = true,
                 Ok(n) => self.end += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => self.waiting = true,
                 Err(e) => {
                     self.done = true;
                     return Err(ReadError {
@@ -86,9 +98,13 @@ impl<R: Read> StreamReader<R> {
             if self.done {
                 return Ok(false);
             }
+            self.waiting = false;
             self.fill(8)?;
             let offset = self.base + self.start as u64;
             let available = self.end - self.start;
+            if available < 8 && self.waiting {
+                return Ok(false);
+            }
             if available == 0 {
                 self.done = true;
                 return Ok(false);
@@ -115,6 +131,9 @@ impl<R: Read> StreamReader<R> {
             // and only one that is really there and over the limit is refused.
             let len = usize::try_from(bytes.min(limit.saturating_add(1))).unwrap_or(usize::MAX);
             self.fill(len)?;
+            if self.end - self.start < len && self.waiting {
+                return Ok(false);
+            }
             if bytes > limit && self.end - self.start >= len {
                 return fail(self, Problem::RecordTooLarge { bytes, limit });
             }
@@ -171,6 +190,12 @@ impl<R: Read> StreamReader<R> {
         Ok(self.current_raw().map(|raw| (self.dec.resolve(raw), tb)))
     }
 
+    /// Whether the records ended for now because the input had no more bytes
+    /// yet, rather than at its end or at damage: asked again, the reader goes on.
+    pub fn is_waiting(&self) -> bool {
+        self.waiting && !self.done
+    }
+
     /// Byte offset of the last record returned.
     pub fn record_offset(&self) -> u64 {
         self.record_offset
@@ -223,5 +248,73 @@ impl<R: Read> Records for StreamReader<R> {
 
     fn warning_count(&self) -> u64 {
         self.dec.warning_count
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::read::Reader;
+
+    /// An input a writer appends to in pieces: it has `shown` bytes of
+    /// `bytes`, and says it would block at their end.
+    struct Growing<'a> {
+        bytes: &'a [u8],
+        shown: usize,
+        read: usize,
+    }
+
+    impl Read for Growing<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let have = &self.bytes[self.read..self.shown];
+            if have.is_empty() && self.shown < self.bytes.len() {
+                return Err(std::io::ErrorKind::WouldBlock.into());
+            }
+            let n = have.len().min(buf.len());
+            buf[..n].copy_from_slice(&have[..n]);
+            self.read += n;
+            Ok(n)
+        }
+    }
+
+    fn offsets(reader: &mut dyn Records) -> Vec<u64> {
+        let mut at = Vec::new();
+        while let Some(e) = reader.next_entry().unwrap() {
+            at.push(e.offset);
+        }
+        at
+    }
+
+    #[test]
+    fn an_input_still_written_is_read_whole_whatever_its_pieces() {
+        let config = crate::synth::SynthConfig {
+            slices: 40,
+            threads: 2,
+            seed: 7,
+        };
+        let (bytes, _) = crate::synth::write_synthetic(Vec::new(), &config).unwrap();
+        let whole = offsets(&mut Reader::new(&bytes));
+        // Pieces cut inside record headers and bodies alike.
+        for piece in [1, 3, 8, 13, 100] {
+            let mut input = Growing {
+                bytes: &bytes,
+                shown: 0,
+                read: 0,
+            };
+            let mut reader = StreamReader::new(&mut input);
+            let mut seen = Vec::new();
+            loop {
+                seen.extend(offsets(&mut reader));
+                if !reader.is_waiting() {
+                    break;
+                }
+                // Nothing read past the last whole record.
+                assert!(reader.position() <= reader.inner.shown as u64);
+                reader.inner.shown = (reader.inner.shown + piece).min(bytes.len());
+            }
+            assert_eq!(seen, whole, "pieces of {piece} bytes");
+            assert!(reader.warnings().is_empty());
+        }
     }
 }

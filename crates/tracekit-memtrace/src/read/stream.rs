@@ -13,6 +13,12 @@
 //! pass checks every header, skips wrong-pid and truncated packets and
 //! reports errors, so events, warnings, errors and their byte offsets are
 //! those of a [`Reader`](super::Reader) over the same bytes.
+//!
+//! An input that is still being written (a file a program appends to) says so by
+//! failing a read with [`io::ErrorKind::WouldBlock`] where it has no more bytes yet:
+//! the stream then keeps the start of the packet it has, reports no packet for now
+//! ([`StreamReader::is_waiting`]) and, asked again, reads on from there, so a packet
+//! cut anywhere by the writer's flushes is decoded whole once its last byte comes.
 
 use std::io::{self, Read};
 use std::ops::{Deref, DerefMut};
@@ -63,6 +69,8 @@ pub struct StreamReader<R> {
     parse_backtraces: bool,
     /// The current packet, or as much of it as the input held.
     buf: Vec<u8>,
+    /// `buf` holds the start of a packet the input had no more of yet.
+    waiting: bool,
     /// Bytes read from the input so far.
     consumed: u64,
     /// No more packets: the input ended, a pass failed, or reading failed.
@@ -89,22 +97,39 @@ fn read_up_to(input: &mut impl Read, buf: &mut Vec<u8>, n: usize) -> io::Result<
     Ok(())
 }
 
-/// Reads the next packet into `buf` (cleared first): its header, then the
-/// content its header announces; less where the input ends, and only the
-/// header if that cannot be decoded (the pass then reports why, exactly as
-/// over a whole trace).
+/// How long the packet whose first bytes are `buf` is: its header up to the
+/// version, then its whole header, then the header and the content it
+/// announces; only the header if that cannot be decoded (the pass then
+/// reports why, exactly as over a whole trace).
+fn packet_length(buf: &[u8]) -> usize {
+    let Some(version) = buf.get(28..30) else {
+        return HEADER_UP_TO_VERSION;
+    };
+    let header = header_size(u16::from_le_bytes([version[0], version[1]]));
+    if buf.len() < header {
+        return header;
+    }
+    match read_packet_header(buf, 0) {
+        Ok(h) => header.saturating_add(h.content_size),
+        Err(_) => header,
+    }
+}
+
+/// Reads the rest of the packet whose first bytes are in `buf` (none at
+/// first): less where the input ends. A read that would block returns its
+/// error with the bytes read so far kept in `buf`, to go on from there.
 fn read_packet(input: &mut impl Read, buf: &mut Vec<u8>) -> io::Result<()> {
-    buf.clear();
-    read_up_to(input, buf, HEADER_UP_TO_VERSION)?;
-    if buf.len() < HEADER_UP_TO_VERSION {
-        return Ok(());
+    loop {
+        let length = packet_length(buf);
+        let have = buf.len();
+        if have >= length {
+            return Ok(());
+        }
+        read_up_to(input, buf, length - have)?;
+        if buf.len() < length {
+            return Ok(());
+        }
     }
-    let version = u16::from_le_bytes([buf[28], buf[29]]);
-    read_up_to(input, buf, header_size(version) - HEADER_UP_TO_VERSION)?;
-    if let Ok(header) = read_packet_header(buf, 0) {
-        read_up_to(input, buf, header.content_size)?;
-    }
-    Ok(())
 }
 
 impl<R: Read> StreamReader<R> {
@@ -126,6 +151,7 @@ impl<R: Read> StreamReader<R> {
             state: DecodeState::default(),
             parse_backtraces,
             buf,
+            waiting: false,
             consumed: end as u64,
             done: false,
         })
@@ -142,9 +168,19 @@ impl<R: Read> StreamReader<R> {
         if self.done {
             return Ok(None);
         }
-        if let Err(e) = read_packet(&mut self.input, &mut self.buf) {
-            self.done = true;
-            return Err(e);
+        if !std::mem::take(&mut self.waiting) {
+            self.buf.clear();
+        }
+        match read_packet(&mut self.input, &mut self.buf) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.waiting = true;
+                return Ok(None);
+            }
+            Err(e) => {
+                self.done = true;
+                return Err(e);
+            }
         }
         if self.buf.is_empty() {
             self.done = true;
@@ -179,6 +215,14 @@ impl<R: Read> StreamReader<R> {
 }
 
 impl<R> StreamReader<R> {
+    /// Whether the packets ended for now because the input had no more bytes
+    /// yet (a read failed with [`io::ErrorKind::WouldBlock`]), rather than at its
+    /// end or at damage: asked again, the reader goes on with the packet it
+    /// has the start of.
+    pub fn is_waiting(&self) -> bool {
+        self.waiting && !self.done
+    }
+
     /// The trace metadata.
     pub fn info(&self) -> &Info {
         &self.info
@@ -347,5 +391,67 @@ mod tests {
         assert!(events.next_event().is_none());
         assert_eq!(events.take_warnings(), warnings);
         assert!(stream.next_packet().unwrap().is_none());
+    }
+
+    /// An input a writer appends to in pieces: it has `shown` bytes of
+    /// `bytes`, and says it would block at their end.
+    struct Growing<'a> {
+        bytes: &'a [u8],
+        shown: usize,
+        read: usize,
+    }
+
+    impl Read for Growing<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let have = &self.bytes[self.read..self.shown];
+            if have.is_empty() && self.shown < self.bytes.len() {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let n = have.len().min(buf.len());
+            buf[..n].copy_from_slice(&have[..n]);
+            self.read += n;
+            Ok(n)
+        }
+    }
+
+    /// Each event's time and text, from every packet `stream` has now.
+    fn events(stream: &mut StreamReader<impl Read>, out: &mut Vec<String>) {
+        while let Some(mut packet) = stream.next_packet().unwrap() {
+            while let Some(item) = packet.next_event_with_locations() {
+                let (time, event, locations) = item.unwrap();
+                out.push(format!("{} {}", time.as_micros(), event.display(locations)));
+            }
+        }
+    }
+
+    #[test]
+    fn an_input_still_written_is_read_whole_whatever_its_pieces() {
+        let config = crate::synth::SynthConfig {
+            allocs: 3_000,
+            ..Default::default()
+        };
+        let data = crate::synth::write_synthetic(Vec::new(), &config).unwrap();
+        let mut whole = Vec::new();
+        events(&mut StreamReader::new(&data[..], true).unwrap(), &mut whole);
+        assert!(whole.len() > 3_000);
+        let info_packet = Reader::from_bytes(&data).unwrap().data_offset;
+        for piece in [7, 500, 4_093] {
+            let input = Growing {
+                bytes: &data,
+                shown: info_packet,
+                read: 0,
+            };
+            let mut stream = StreamReader::new(input, true).unwrap();
+            let mut seen = Vec::new();
+            loop {
+                events(&mut stream, &mut seen);
+                if !stream.is_waiting() {
+                    break;
+                }
+                stream.input.shown = (stream.input.shown + piece).min(data.len());
+            }
+            assert_eq!(seen, whole, "pieces of {piece} bytes");
+            assert!(stream.warnings().is_empty());
+        }
     }
 }
