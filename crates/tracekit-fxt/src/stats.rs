@@ -129,6 +129,21 @@ impl<'r> Counted<'r> {
         }
     }
 
+    /// Counts the records read from `reader` on from `counts`, the counts of
+    /// the records it gave before ([`Counted::into_counts`]): a trace followed
+    /// while it is written is read in many goes.
+    pub fn continuing(reader: &'r mut dyn Records, counts: Stats) -> Counted<'r> {
+        Counted {
+            reader,
+            stats: counts,
+        }
+    }
+
+    /// The counts of the records read, to go on with ([`Counted::continuing`]).
+    pub fn into_counts(self) -> Stats {
+        self.stats
+    }
+
     /// The counts of the records read so far.
     pub fn stats(&self) -> Stats {
         let mut st = self.stats.clone();

@@ -8,12 +8,14 @@
 //!   when complete; never an input; removed on error or interrupt), standard output
 //!   whose errors say so, and output flushed before a streamed input is read.
 //! - [`fxt`]: FXT traces opened from a path, read in place or streamed.
+//! - [`follow`]: a file read as a program writes it.
 //! - [`memtrace`]: memtrace traces opened from a path, mapped or streamed.
 //! - [`names`]: which file a command writes without `-o`, and which format, so
 //!   that an output's name and contents agree.
 //!
 //! The format crates do no I/O; this crate is their edge.
 
+pub mod follow;
 pub mod fxt;
 pub mod guard;
 pub mod input;

@@ -4,13 +4,13 @@
 
 use rustc_hash::FxHashMap;
 use tracekit_fxt::format::{ArgValue, EventKind, ObjectType};
-use tracekit_fxt::read::{Args, Record, Records};
+use tracekit_fxt::read::{Args, ReadError, Record, Records, Warning};
 
 use crate::lane::{Lane, OPEN, Slice};
 use crate::{Counter, Flow, FlowPhase, FlowPoint, Instant, Timeline, Track, TrackKind};
 
 /// Distinct strings, each once.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Strings {
     ids: FxHashMap<Box<[u8]>, u32>,
     texts: Vec<Box<str>>,
@@ -30,6 +30,7 @@ impl Strings {
 }
 
 /// Argument sets as JSON objects, each once in one text: id 0 is `{}`.
+#[derive(Clone)]
 struct ArgSets {
     text: String,
     /// Where each set starts in `text`, and where the last ends.
@@ -85,7 +86,7 @@ impl ArgSets {
 type FlowEvent = ((u64, u64), u64, FlowPhase);
 
 /// A thread's slices and instants as they are read.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct ThreadBuild {
     /// Duration begins and ends, in the order read: the time, and the begin
     /// (an index in `begins`) or [`END`].
@@ -140,45 +141,120 @@ impl ThreadBuild {
     }
 }
 
+/// A timeline as its records are read: what [`Timeline::build`] reads in one
+/// go, read in as many as the records come in when a trace is followed while
+/// it is written ([`Builder::read`] again), and made into a timeline at any
+/// point ([`Builder::timeline`]) without reading again.
+#[derive(Clone)]
+pub struct Builder {
+    strings: Strings,
+    arg_sets: ArgSets,
+    // Process and thread names apart: a process's main thread has the
+    // process's own id on Linux (perf, the tracing layer), so one map would
+    // give the process its main thread's name.
+    process_names: FxHashMap<u64, u32>,
+    names: FxHashMap<u64, u32>,
+    pids: FxHashMap<u64, ()>,
+    threads: FxHashMap<(u64, u64), ThreadBuild>,
+    asyncs: FxHashMap<(u64, u32, u64), Slice>,
+    // Per process and name: a track per kind of async task, as Perfetto
+    // groups async slices by name; each slice with its id.
+    async_slices: FxHashMap<(u64, u32), Vec<(Slice, u64)>>,
+    counters: Vec<Counter>,
+    counter_of: FxHashMap<(u64, u32, u64, u32), usize>,
+    // Flows by id, their events' threads as (pid, tid) until tracks are numbered.
+    open_flows: FxHashMap<u64, Vec<FlowEvent>>,
+    flows: Vec<(u64, Vec<FlowEvent>)>,
+    first: u64,
+    last: u64,
+    records: u64,
+    monotonic: Option<(u64, u64)>,
+    error: Option<ReadError>,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            strings: Strings::default(),
+            arg_sets: ArgSets::default(),
+            process_names: FxHashMap::default(),
+            names: FxHashMap::default(),
+            pids: FxHashMap::default(),
+            threads: FxHashMap::default(),
+            asyncs: FxHashMap::default(),
+            async_slices: FxHashMap::default(),
+            counters: Vec::new(),
+            counter_of: FxHashMap::default(),
+            open_flows: FxHashMap::default(),
+            flows: Vec::new(),
+            first: u64::MAX,
+            last: 0,
+            records: 0,
+            monotonic: None,
+            error: None,
+        }
+    }
+}
+
 impl Timeline {
     /// Reads every record of `reader` into a timeline; `progress` hears the
     /// input position now and then. Damage ends the timeline where it starts
     /// ([`Timeline::error`]).
     pub fn build(reader: &mut dyn Records, progress: &mut dyn FnMut(u64)) -> Timeline {
-        let mut strings = Strings::default();
-        let mut arg_sets = ArgSets::default();
-        // Process and thread names apart: a process's main thread has the
-        // process's own id on Linux (perf, the tracing layer), so one map would
-        // give the process its main thread's name.
-        let mut process_names: FxHashMap<u64, u32> = FxHashMap::default();
-        let mut names: FxHashMap<u64, u32> = FxHashMap::default();
-        let mut pids: FxHashMap<u64, ()> = FxHashMap::default();
-        let mut threads: FxHashMap<(u64, u64), ThreadBuild> = FxHashMap::default();
-        let mut asyncs: FxHashMap<(u64, u32, u64), Slice> = FxHashMap::default();
-        // Per process, its async slices with their ids.
-        // Per process and name: a track per kind of async task, as Perfetto
-        // groups async slices by name.
-        let mut async_slices: FxHashMap<(u64, u32), Vec<(Slice, u64)>> = FxHashMap::default();
-        let mut counters: Vec<Counter> = Vec::new();
-        let mut counter_of: FxHashMap<(u64, u32, u64, u32), usize> = FxHashMap::default();
-        // Flows by id, their events' threads as (pid, tid) until tracks are numbered.
-        let mut open_flows: FxHashMap<u64, Vec<FlowEvent>> = FxHashMap::default();
-        let mut flows: Vec<(u64, Vec<FlowEvent>)> = Vec::new();
-        let (mut first, mut last) = (u64::MAX, 0u64);
-        let mut records = 0u64;
-        let mut monotonic: Option<(u64, u64)> = None;
-        let mut error = None;
+        let mut builder = Builder::default();
+        builder.read(reader, progress);
+        builder.finish(reader.warnings().to_vec())
+    }
+}
+
+impl Builder {
+    /// Records read so far.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Whether damage ended the records.
+    pub fn is_damaged(&self) -> bool {
+        self.error.is_some()
+    }
+
+    /// Reads `reader`'s records until it has no more (for now, if it reads
+    /// a trace still being written) or damage ends them; `progress` hears the
+    /// input position now and then. After damage it reads nothing more.
+    pub fn read(&mut self, reader: &mut dyn Records, progress: &mut dyn FnMut(u64)) {
+        if self.error.is_some() {
+            return;
+        }
+        let Builder {
+            strings,
+            arg_sets,
+            process_names,
+            names,
+            pids,
+            threads,
+            asyncs,
+            async_slices,
+            counters,
+            counter_of,
+            open_flows,
+            flows,
+            first,
+            last,
+            records,
+            monotonic,
+            error,
+        } = self;
         loop {
             let entry = match reader.next_entry() {
                 Ok(Some(e)) => e,
                 Ok(None) => break,
                 Err(e) => {
-                    error = Some(e);
+                    *error = Some(e);
                     break;
                 }
             };
-            records += 1;
-            if records & 0xFFFF == 0 {
+            *records += 1;
+            if *records & 0xFFFF == 0 {
                 progress(entry.offset);
             }
             let e = match entry.record {
@@ -208,8 +284,8 @@ impl Timeline {
             let (pid, tid) = (e.thread.process.0, e.thread.thread.0);
             pids.insert(pid, ());
             let time = entry.tick_rate.ns(e.ticks);
-            first = first.min(time);
-            last = last.max(time);
+            *first = (*first).min(time);
+            *last = (*last).max(time);
             let name = strings.id(e.name.as_bytes());
             let category = strings.id(e.category.as_bytes());
             // The arguments of what starts a slice, or of an instant.
@@ -249,7 +325,7 @@ impl Timeline {
                 }
                 EventKind::DurationComplete { end_ticks } => {
                     let end = entry.tick_rate.ns(end_ticks).max(time);
-                    last = last.max(end);
+                    *last = (*last).max(end);
                     let t = threads.entry((pid, tid)).or_default();
                     t.slices.push(Slice { end, ..begun });
                 }
@@ -336,7 +412,35 @@ impl Timeline {
             }
         }
         progress(reader.position());
-        let warnings = reader.warnings().to_vec();
+    }
+
+    /// The timeline of the records read so far, the builder kept to read
+    /// more: what [`Builder::finish`] makes of a copy.
+    pub fn timeline(&self, warnings: Vec<Warning>) -> Timeline {
+        self.clone().finish(warnings)
+    }
+
+    /// The timeline of the records read, with the reader's `warnings`.
+    pub fn finish(self, warnings: Vec<Warning>) -> Timeline {
+        let Builder {
+            strings,
+            mut arg_sets,
+            process_names,
+            names,
+            pids,
+            threads,
+            asyncs,
+            mut async_slices,
+            mut counters,
+            counter_of: _,
+            open_flows,
+            mut flows,
+            first,
+            last,
+            records,
+            monotonic,
+            error,
+        } = self;
         // Async slices still open at the end.
         for ((pid, _, id), s) in asyncs {
             async_slices.entry((pid, s.name)).or_default().push((s, id));

@@ -50,11 +50,13 @@
 pub mod allocated;
 mod build;
 mod file;
+pub mod follow;
 pub mod lane;
 pub mod open;
 pub mod report;
 mod select;
 
+pub use build::Builder;
 pub use file::FileError;
 pub use select::{FlameNode, NameTotals, Position};
 

@@ -60,6 +60,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak, mpsc};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 mod alloc;
 mod barrier;
@@ -96,6 +97,11 @@ fn monotonic_ns() -> u64 {
 
 /// The environment variable [`init_if_requested`] reads.
 pub const ENV: &str = "TRACEKIT_FXT";
+
+/// The environment variable that makes [`init_if_requested`]'s trace flushed
+/// every so many milliseconds ([`FlushGuard::flush_every`]), for a reader that
+/// follows it while the program runs.
+pub const FLUSH_ENV: &str = "TRACEKIT_FXT_FLUSH_MS";
 
 /// What all threads share: the string and thread registrations, the channel to
 /// the writer thread, the clock.
@@ -148,6 +154,35 @@ impl FlushGuard {
     pub fn flush(&self) {
         flush(&self.shared);
     }
+
+    /// From now on also writes what every thread holds every `interval`, from
+    /// a thread of its own, until the trace is complete: a reader that follows
+    /// the file while the program runs (`tracekit view --follow`) then sees
+    /// each record within about `interval`. Without it records reach the file
+    /// a thread's 64 KiB buffer at a time. If the thread cannot be started, a
+    /// warning says so and the trace goes on without it.
+    pub fn flush_every(&self, interval: Duration) {
+        let shared = Arc::downgrade(&self.shared);
+        let started = std::thread::Builder::new()
+            .name("tracekit-fxt-flush".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(interval);
+                    let Some(shared) = shared.upgrade() else {
+                        return;
+                    };
+                    if shared.stopped.load(Ordering::Acquire) {
+                        return;
+                    }
+                    flush(&shared);
+                }
+            });
+        if let Err(e) = started {
+            eprintln!(
+                "tracekit-tracing: cannot start the flushing thread: {e}; flushing when buffers fill"
+            );
+        }
+    }
 }
 
 impl Drop for FlushGuard {
@@ -192,6 +227,14 @@ pub fn init_if_requested() -> Option<FlushGuard> {
     {
         eprintln!("tracekit-tracing: a global subscriber is already set; not tracing");
         return None;
+    }
+    let flush_ms = std::env::var(FLUSH_ENV).ok().filter(|v| !v.is_empty());
+    match flush_ms.map(|v| v.parse::<u64>()) {
+        None => {}
+        Some(Ok(ms)) if ms > 0 => guard.flush_every(Duration::from_millis(ms)),
+        Some(_) => eprintln!(
+            "tracekit-tracing: {FLUSH_ENV} is not a number of milliseconds above 0; flushing when buffers fill"
+        ),
     }
     Some(guard)
 }

@@ -44,6 +44,7 @@ export const state = {
 export const page = {
   info: null, // the `tracks` answer
   compares: false, // a trace to compare with is served (--compare)
+  followed: null, // of a trace followed as it is written (--follow): { generation, writing }
   lay: null, // the rows laid out (canvas.js)
   data: null, // the latest window answer
   names: {}, // every name an answer gave, by id

@@ -281,8 +281,8 @@ async function main() {
     const [info, features] = await Promise.all([api('tracks', {}), api('features', {})]);
     page.info = info;
     page.compares = features.compare;
-    $('title').textContent = `${info.name} · ${info.slices} slices on ${info.tracks.length} tracks`;
-    document.title = `${info.name} · tracekit view`;
+    page.followed = features.followed || null;
+    showTitle();
     const problems = [info.damage, ...info.warnings].filter(Boolean);
     if (problems.length) {
       showDamage(
@@ -306,6 +306,51 @@ async function main() {
     failed(e);
   } finally {
     busy(-1);
+  }
+  if (page.followed?.writing) follow();
+}
+
+function showTitle() {
+  const info = page.info;
+  const f = page.followed;
+  const following = f ? (f.writing ? ' · following, still written' : ' · followed to its end') : '';
+  $('title').textContent = `${info.name} · ${info.slices} slices on ${info.tracks.length} tracks${following}`;
+  $('title').dataset.followed = f ? (f.writing ? 'writing' : 'ended') : '';
+  document.title = `${info.name} · tracekit view`;
+}
+
+// How often the page asks a followed trace whether it grew.
+const FOLLOW_MS = 250;
+
+// A trace followed while its program writes it (`--follow`): asks now and then
+// whether it grew and draws what was added; a view of the whole trace stays of
+// the whole trace as it grows. Stops once the writer is done.
+async function follow() {
+  for (;;) {
+    await new Promise((done) => setTimeout(done, FOLLOW_MS));
+    let f;
+    try {
+      f = (await api('features', {})).followed;
+    } catch {
+      continue;
+    }
+    if (!f) return;
+    const grew = f.generation !== page.followed.generation;
+    const whole = state.from <= 0 && state.to >= span();
+    page.followed = f;
+    if (grew) {
+      try {
+        page.info = await api('tracks', {});
+      } catch (e) {
+        failed(e);
+        return;
+      }
+      if (whole) state.to = span();
+      relayout();
+      if (state.area) showArea();
+    }
+    showTitle();
+    if (!f.writing) return;
   }
 }
 

@@ -61,6 +61,14 @@ pub trait Api: Send + Sync + 'static {
         false
     }
 
+    /// Of a trace followed while a program writes it: how many times its
+    /// data has grown (answers made before the last growth are not given
+    /// again), and whether its writer may still write more. `None` for a
+    /// trace read whole.
+    fn followed(&self) -> Option<(u64, bool)> {
+        None
+    }
+
     /// Work that makes later answers cheaper, run on a thread of its own
     /// beside the serving; answers are right before it is done too.
     fn prepare(&self) {}

@@ -42,6 +42,11 @@ pub struct ViewArgs {
     /// flame graph of what was allocated in it.
     #[arg(long, value_name = "HEAP.ctf")]
     heap: Option<PathBuf>,
+    /// Follow an FXT trace a program is still writing (the tracing layer's, say):
+    /// the page grows as the program writes, until it closes the file. Waits for
+    /// the file's first bytes if it is still empty.
+    #[arg(long, conflicts_with_all = ["compare", "heap"])]
+    follow: bool,
     /// Port to listen on (default: a free one).
     #[arg(long, default_value_t = 0)]
     port: u16,
@@ -66,6 +71,7 @@ impl ViewArgs {
             file,
             compare: None,
             heap: None,
+            follow: false,
             port: 0,
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             open: true,
@@ -214,6 +220,9 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
     if input::is_stdin(&args.file) {
         anyhow::bail!("tracekit view reads a file, not standard input");
     }
+    if args.follow {
+        return follow(&args);
+    }
     // Read once: its kind is told from the bytes read.
     let (bytes, kind) = input::read_all_sniffed(&args.file, Family::View)?;
     let cache = (!args.no_cache).then(TablesCache::user).flatten();
@@ -282,6 +291,50 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
         .transpose()?;
     let name = trace.name().to_string();
     serve(&args, &name, Served::new(trace, compare))
+}
+
+/// Serves the trace a program writes to `args.file` as it grows
+/// (`--follow`): an FXT trace's timeline. A file with bytes already is refused
+/// here unless it is FXT; an empty one is served at once, its kind checked by
+/// the serving once its first bytes come.
+fn follow(args: &ViewArgs) -> Result<ExitCode> {
+    let name = input::display(&args.file);
+    let tail = tracekit_io::follow::Tail::open(&args.file)?;
+    let mut head = Vec::new();
+    let file = input::open_file(&args.file)?;
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, 64), &mut head)
+        .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    match input::sniff(&head) {
+        Kind::Memtrace => anyhow::bail!(
+            "--follow: {name} is a memtrace trace; following is for FXT traces (view it once it is written)"
+        ),
+        Kind::Empty if tail.is_ended() => {
+            anyhow::bail!("--follow: {name} is empty and no program writes it")
+        }
+        Kind::Empty => output::tell(format!(
+            "{name} is empty: the page shows it as it is written"
+        )),
+        kind => input::expect(Family::Fxt, kind, &name)?,
+    }
+    if tail.is_ended() {
+        output::tell(format!("{name}: no program writes it; served as it is"));
+    }
+    let failed = Arc::new(AtomicBool::new(false));
+    let why = Arc::clone(&failed);
+    let timeline = TimelineTrace::following(
+        name.clone(),
+        tail,
+        Box::new(move |e| {
+            eprintln!("error: {e}");
+            why.store(true, Ordering::Relaxed);
+            output::stop_on_interrupt().store(true, Ordering::Relaxed);
+        }),
+    );
+    serve(args, &name, Served::timeline(timeline))?;
+    Ok(match failed.load(Ordering::Relaxed) {
+        true => ExitCode::FAILURE,
+        false => ExitCode::SUCCESS,
+    })
 }
 
 /// Serves `served` (named `name`) until Ctrl-C.

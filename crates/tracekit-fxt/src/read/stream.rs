@@ -190,6 +190,11 @@ impl<R: Read> StreamReader<R> {
         Ok(self.current_raw().map(|raw| (self.dec.resolve(raw), tb)))
     }
 
+    /// The input, to wait on it for more where it had none ([`StreamReader::is_waiting`]).
+    pub fn inner_mut(&mut self) -> &mut R {
+        &mut self.inner
+    }
+
     /// Whether the records ended for now because the input had no more bytes
     /// yet, rather than at its end or at damage: asked again, the reader goes on.
     pub fn is_waiting(&self) -> bool {

@@ -46,6 +46,8 @@ pub(crate) struct Answers<A: Api> {
 
 struct Kept<A: Api> {
     cache: Cache<Key<A>>,
+    /// The growth of a followed trace the cached answers are of ([`Api::followed`]).
+    generation: u64,
     /// For each query being answered, the requests that asked it again.
     in_flight: HashMap<Key<A>, Vec<Waiter>>,
 }
@@ -56,6 +58,7 @@ impl<A: Api> Answers<A> {
             api,
             kept: Mutex::new(Kept {
                 cache: Cache::new(),
+                generation: 0,
                 in_flight: HashMap::new(),
             }),
             queued: Mutex::new(Queues {
@@ -83,6 +86,12 @@ impl<A: Api> Answers<A> {
     /// (or joins the same query in flight) and the answer will come.
     pub(crate) fn queue(&self, key: Key<A>) -> Result<Reply, oneshot::Receiver<Reply>> {
         let mut kept = lock(&self.kept);
+        let generation = self.generation();
+        if kept.generation != generation {
+            // Of a followed trace that grew: every answer kept is of less of it.
+            kept.cache = Cache::new();
+            kept.generation = generation;
+        }
         if let Some(body) = kept.cache.get(&key) {
             return Ok(Reply::json(body));
         }
@@ -126,13 +135,15 @@ impl<A: Api> Answers<A> {
                 .unwrap_or_else(|_| Reply::text(500, "the query failed"))
         };
         let faults = tracekit_io::guard::faults();
+        let generation = self.generation();
         let mut reply = once();
         if tracekit_io::guard::faults() != faults {
             reply = once();
         }
         let waiting = {
             let mut kept = lock(&self.kept);
-            if reply.status == 200 {
+            // An answer begun before a followed trace grew is given, not kept.
+            if reply.status == 200 && self.generation() == generation {
                 let key_bytes = A::query_bytes(&key.1);
                 kept.cache.put(key.clone(), reply.body.clone(), key_bytes);
             }
@@ -143,6 +154,11 @@ impl<A: Api> Answers<A> {
             let _ = other.send(reply.clone());
         }
         let _ = waiter.send(reply);
+    }
+
+    /// How many times the trace served has grown (0 for a trace read whole).
+    fn generation(&self) -> u64 {
+        self.api.followed().map_or(0, |(g, _)| g)
     }
 
     /// A worker: answers queued queries until `stop` is set.

@@ -97,8 +97,16 @@ pub(crate) fn route<A: Api>(asked: &Asked, guard: &Guard, answers: &Answers<A>) 
         return Routed::Reply(refused);
     }
     if name == "features" {
+        // A followed trace also says how often it grew and whether it may grow
+        // more: the page asks again while it may.
+        let followed = match answers.api().followed() {
+            Some((generation, writing)) => {
+                format!(", \"followed\": {{\"generation\": {generation}, \"writing\": {writing}}}")
+            }
+            None => String::new(),
+        };
         return Routed::Reply(Reply::json(format!(
-            "{{\"kind\": \"{}\", \"compare\": {}}}",
+            "{{\"kind\": \"{}\", \"compare\": {}{followed}}}",
             A::KIND,
             answers.api().compares()
         )));

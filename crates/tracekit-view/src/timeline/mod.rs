@@ -49,8 +49,12 @@
 mod draw;
 pub mod heap;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use tracekit_io::follow::Tail;
+use tracekit_timeline::follow::Follow;
 
 use tracekit_fxt::stats::Stats;
 use tracekit_timeline::report::{SlicesQuery, TopQuery};
@@ -80,10 +84,15 @@ pub type Build = Box<dyn FnOnce(&dyn Fn(u64)) -> Result<(Timeline, String), Stri
 /// A timeline being served.
 pub struct TimelineTrace {
     name: String,
-    /// The timeline built, or why it could not be, once the build is done.
-    built: OnceLock<Result<Built, String>>,
-    /// The build not yet started ([`TimelineTrace::building`]).
-    build: Mutex<Option<Build>>,
+    /// The timeline built, or why it could not be, once the build is done;
+    /// of a followed trace, the latest built.
+    built: RwLock<Option<Result<Arc<Built>, String>>>,
+    /// The build not yet started ([`TimelineTrace::building`]), or the file
+    /// to follow ([`TimelineTrace::following`]).
+    build: Mutex<Option<Source>>,
+    /// Of a followed trace: how many timelines were built, and whether its
+    /// writer may still write more.
+    followed: Option<(AtomicU64, AtomicBool)>,
     /// Bytes of the trace the build has read, of `total`.
     read: AtomicU64,
     total: u64,
@@ -92,6 +101,21 @@ pub struct TimelineTrace {
     /// The memtrace trace of the same program's heap (`--heap`).
     heap: Option<Box<crate::memtrace::Trace>>,
 }
+
+/// How a served timeline comes to be.
+enum Source {
+    /// Built once.
+    Build(Build),
+    /// Built again as a program writes its trace; a trace that turns out not
+    /// to be FXT is told to the function.
+    Follow(Tail, Box<dyn FnOnce(&str) + Send>),
+}
+
+/// How often at most a followed trace's timeline is made again while its
+/// writer writes, and in what share of the time at most: a timeline that
+/// takes 300 ms to make is made again once a second at most.
+const FOLLOW_EVERY: Duration = Duration::from_millis(100);
+const FOLLOW_SHARE: u32 = 3;
 
 /// A timeline built, with the answers made once.
 struct Built {
@@ -230,19 +254,26 @@ impl Api for TimelineTrace {
         self.compare.is_some()
     }
 
+    fn followed(&self) -> Option<(u64, bool)> {
+        let (generation, writing) = self.followed.as_ref()?;
+        Some((
+            generation.load(Ordering::Acquire),
+            writing.load(Ordering::Acquire),
+        ))
+    }
+
     fn prepare(&self) {
         if let Some(other) = &self.compare {
             other.prepare();
         }
-        let build = self.build.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let Some(build) = build else { return };
+        let source = self.build.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let build = match source {
+            None => return,
+            Some(Source::Follow(tail, refused)) => return self.follow(tail, refused),
+            Some(Source::Build(build)) => build,
+        };
         let built = build(&|read| self.read.store(read, Ordering::Relaxed));
-        let heap = self.heap.is_some();
-        let _ = self.built.set(built.map(|(timeline, stats)| Built {
-            tracks: tracks_json(&self.name, &timeline, heap),
-            timeline,
-            stats,
-        }));
+        self.publish(built);
         if let Some(h) = &self.heap {
             h.read_info();
             h.decode(&mut |_| {});
@@ -257,12 +288,13 @@ impl TimelineTrace {
         let tracks = tracks_json(&name, &timeline, false);
         TimelineTrace {
             name,
-            built: OnceLock::from(Ok(Built {
+            built: RwLock::new(Some(Ok(Arc::new(Built {
                 timeline,
                 stats,
                 tracks,
-            })),
+            })))),
             build: Mutex::new(None),
+            followed: None,
             read: AtomicU64::new(0),
             total: 0,
             compare: None,
@@ -275,12 +307,120 @@ impl TimelineTrace {
     pub fn building(name: String, total: u64, build: Build) -> TimelineTrace {
         TimelineTrace {
             name,
-            built: OnceLock::new(),
-            build: Mutex::new(Some(build)),
+            built: RwLock::new(None),
+            build: Mutex::new(Some(Source::Build(build))),
+            followed: None,
             read: AtomicU64::new(0),
             total,
             compare: None,
             heap: None,
+        }
+    }
+
+    /// The timeline of the FXT trace a program writes to `tail`, named `name`:
+    /// built from what is written so far, then again as more is written (read
+    /// once, as it comes: [`Follow`]), until the writer closes the file. Until
+    /// the first build every endpoint answers 503 with the bytes read. A file
+    /// whose first bytes are not FXT's answers 500 with why, which `refused`
+    /// is told.
+    pub fn following(
+        name: String,
+        tail: Tail,
+        refused: Box<dyn FnOnce(&str) + Send>,
+    ) -> TimelineTrace {
+        let total = std::fs::metadata(tail.path()).map_or(0, |m| m.len());
+        TimelineTrace {
+            name,
+            built: RwLock::new(None),
+            build: Mutex::new(Some(Source::Follow(tail, refused))),
+            followed: Some((AtomicU64::new(0), AtomicBool::new(true))),
+            read: AtomicU64::new(0),
+            total,
+            compare: None,
+            heap: None,
+        }
+    }
+
+    /// Serves `built`, the timeline and its counts or why there is none.
+    fn publish(&self, built: Result<(Timeline, String), String>) {
+        let heap = self.heap.is_some();
+        let built = built.map(|(timeline, stats)| {
+            Arc::new(Built {
+                tracks: tracks_json(&self.name, &timeline, heap),
+                timeline,
+                stats,
+            })
+        });
+        *self.built.write().unwrap_or_else(|e| e.into_inner()) = Some(built);
+        if let Some((generation, _)) = &self.followed {
+            generation.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Follows the trace `tail` reads while its writer writes it, serving a
+    /// timeline of what is written each time more is (at most every
+    /// [`FOLLOW_EVERY`], and in [`FOLLOW_SHARE`]'s share of the time), and the
+    /// timeline of the whole trace once the writer is done.
+    fn follow(&self, mut tail: Tail, refused: Box<dyn FnOnce(&str) + Send>) {
+        // The kind, from the first bytes once there are enough to tell.
+        loop {
+            let head = std::fs::File::open(tail.path()).and_then(|f| {
+                let mut head = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::Read::take(f, 64), &mut head)?;
+                Ok(head)
+            });
+            let head = match head {
+                Ok(head) => head,
+                Err(e) => return self.refuse(refused, format!("{}: {e}", self.name)),
+            };
+            if head.len() >= 8 || tail.is_ended() {
+                if !tracekit_fxt::read::looks_like_fxt(&head) {
+                    let why = format!(
+                        "{} is not an FXT trace: only FXT traces are followed",
+                        self.name
+                    );
+                    return self.refuse(refused, why);
+                }
+                break;
+            }
+            // Short of 8 bytes, the size has grown and `wait` says so at once.
+            tail.wait(FOLLOW_EVERY);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut follow = Follow::new(tail);
+        let (mut made, mut cost) = (None::<Instant>, Duration::ZERO);
+        let mut unserved = true;
+        loop {
+            unserved |= follow.read(&mut |read| self.read.store(read, Ordering::Relaxed));
+            self.read.store(follow.position(), Ordering::Relaxed);
+            let writing = follow.is_waiting();
+            let due = made.is_none_or(|t| t.elapsed() >= FOLLOW_EVERY.max(cost * FOLLOW_SHARE));
+            if unserved && (due || !writing) {
+                let started = Instant::now();
+                let built = follow.built();
+                for w in built.timeline.warnings() {
+                    eprintln!("warning: {}: {w}", self.name);
+                }
+                let stats = stats_json(&built.stats.unwrap_or_default());
+                self.publish(Ok((built.timeline, stats)));
+                (made, cost, unserved) = (Some(started), started.elapsed(), false);
+            }
+            if !writing {
+                if let Some((_, writing)) = &self.followed {
+                    writing.store(false, Ordering::Release);
+                }
+                return;
+            }
+            follow.input().wait(FOLLOW_EVERY);
+        }
+    }
+
+    /// Serves why the followed trace has no timeline, and tells `refused`.
+    fn refuse(&self, refused: Box<dyn FnOnce(&str) + Send>, why: String) {
+        refused(&why);
+        self.publish(Err(why));
+        if let Some((_, writing)) = &self.followed {
+            writing.store(false, Ordering::Release);
         }
     }
 
@@ -307,15 +447,16 @@ impl TimelineTrace {
         &self.name
     }
 
-    /// The timeline, once built.
-    pub fn timeline(&self) -> Option<&Timeline> {
-        self.built.get()?.as_ref().ok().map(|b| &b.timeline)
+    /// `f` of the timeline, once built (the latest, when followed).
+    pub fn with_timeline<R>(&self, f: impl FnOnce(&Timeline) -> R) -> Option<R> {
+        let built = self.built().ok()?;
+        Some(f(&built.timeline))
     }
 
     /// The timeline built, or why there is none (yet, or any longer: once a
     /// guarded cache file was cut short while read, which the timeline may
     /// be read from, [`tracekit_io::guard::faults`]).
-    fn built(&self) -> Result<&Built, Error> {
+    fn built(&self) -> Result<Arc<Built>, Error> {
         if tracekit_io::guard::faults() > 0 {
             return Err(Error::Failed(
                 "its cache file was cut short while it was read; start the viewer again to \
@@ -323,8 +464,8 @@ impl TimelineTrace {
                     .to_string(),
             ));
         }
-        match self.built.get() {
-            Some(Ok(built)) => Ok(built),
+        match &*self.built.read().unwrap_or_else(|e| e.into_inner()) {
+            Some(Ok(built)) => Ok(Arc::clone(built)),
             Some(Err(why)) => Err(Error::Failed(why.clone())),
             None => Err(Error::Building {
                 read: self.read.load(Ordering::Relaxed).min(self.total),
@@ -369,7 +510,12 @@ impl TimelineTrace {
                     return Err(bad("to: not before from".to_string()));
                 }
                 let tracks = p.tracks("tracks", t)?;
-                let base = self.base(&p, &tracks)?;
+                // The compared trace's timeline, held while the answer uses it.
+                let other = match (p.get("base"), self.compare.as_deref()) {
+                    (Some("compare"), Some(other)) => Some(other.built()?),
+                    _ => None,
+                };
+                let base = self.base(&p, &tracks, t, other.as_deref())?;
                 match endpoint {
                     TimelineEndpoint::Flame => flame(t, from, to, &tracks, base.as_ref()),
                     _ => selection(t, from, to, &tracks, base.as_ref()),
@@ -433,12 +579,20 @@ impl TimelineTrace {
 impl TimelineTrace {
     /// The baseline `p` asks a range `from..to` of `tracks` to be compared
     /// with, if any (the module docs say how).
-    fn base(&self, p: &Checked<'_>, tracks: &[usize]) -> Result<Option<Base<'_>>, Error> {
+    /// `this` is the served timeline, `other` the compared one's when `p`
+    /// asks for it.
+    fn base<'a>(
+        &self,
+        p: &Checked<'_>,
+        tracks: &[usize],
+        this: &'a Timeline,
+        other: Option<&'a Built>,
+    ) -> Result<Option<Base<'a>>, Error> {
         let (timeline, default_tracks) =
             match p.get("base") {
                 None => return Ok(None),
                 Some("range") => {
-                    let t = &self.built()?.timeline;
+                    let t = this;
                     if p.get("base_from").is_none() || p.get("base_to").is_none() {
                         return Err(bad(
                             "base=range: base_from and base_to say which".to_string()
@@ -447,11 +601,11 @@ impl TimelineTrace {
                     (t, Some(tracks.to_vec()))
                 }
                 Some("compare") => {
-                    let other = self.compare.as_deref().ok_or_else(|| {
+                    let other = other.ok_or_else(|| {
                     bad("base=compare: no trace to compare with (start the viewer with --compare)"
                         .to_string())
                 })?;
-                    (&other.built()?.timeline, None)
+                    (&other.timeline, None)
                 }
                 Some(other) => return Err(bad(format!("base={other}: range or compare"))),
             };

@@ -101,8 +101,9 @@ fn a_window_accounts_for_every_slice_it_shows() {
             ],
         );
         let ns_per_px = w["ns_per_px"].as_u64().unwrap();
-        for (ti, track) in t.timeline().unwrap().tracks().iter().enumerate() {
-            let first = t.timeline().unwrap().first_ns().unwrap();
+        let tracks = t.with_timeline(|t| t.tracks().to_vec()).unwrap();
+        let first = t.with_timeline(|t| t.first_ns().unwrap()).unwrap();
+        for (ti, track) in tracks.iter().enumerate() {
             for (l, lane) in track.lanes.iter().enumerate() {
                 let shown = lane.range(first + from, first + to).len() as u64;
                 let items = w["tracks"][ti]["lanes"][l].as_array().unwrap();

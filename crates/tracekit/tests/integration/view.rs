@@ -862,3 +862,92 @@ fn a_heap_is_refused_before_serving_where_it_cannot_join() {
     let said = tracekit_testutil::stderr(&out);
     assert!(said.contains("missing.ctf"), "{said}");
 }
+
+/// The JSON of `GET path` on `server`, which must answer 200.
+fn ask_json(server: &Server, path: &str) -> Value {
+    let (status, body) = server.get(path);
+    assert_eq!(status, 200, "{path}: {body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// Waits, up to `limit`, until `done` holds of `server`; how long it took.
+fn until(limit: std::time::Duration, mut done: impl FnMut() -> bool) -> std::time::Duration {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(started.elapsed() < limit, "not within {limit:?}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    started.elapsed()
+}
+
+/// `tracekit view --follow` of an FXT trace a program writes in pieces cut
+/// anywhere (mid-record, as a buffered writer flushes): the page's answers
+/// grow with the file, match the whole trace's within a second of the last
+/// write, say when the writer is done, and then equal a fresh view's of the
+/// same file.
+#[test]
+fn a_trace_followed_while_written_ends_as_a_fresh_view_of_it() {
+    let scratch = tracekit_testutil::scratch();
+    let whole = scratch.path().join("whole.fxt");
+    let status = TRACEKIT
+        .command()
+        .args([
+            "-q",
+            "fxt",
+            "sample",
+            "--slices",
+            "30000",
+            "--threads",
+            "3",
+            "-o",
+        ])
+        .arg(&whole)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let bytes = std::fs::read(&whole).unwrap();
+    let expected_stats = cli_json(&["fxt", "stats", "--json", whole.to_str().unwrap()]);
+    let live = scratch.path().join("live.fxt");
+    let mut writer = std::fs::File::create(&live).unwrap();
+    // Started on the empty file: it waits for the first bytes.
+    let server = Server::spawn_as(&["view", "--follow"], &[&live], None);
+    let features = || ask_json(&server, "/api/features");
+    assert_eq!(features()["followed"]["writing"], true);
+    let halfway = bytes.len() / 2;
+    for (i, piece) in bytes.chunks(4099).enumerate() {
+        writer.write_all(piece).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        if i * 4099 < halfway && (i + 1) * 4099 >= halfway {
+            // Part of the trace, already served while the rest is written.
+            let records = |s: &Value| s["records"].as_u64().unwrap();
+            let mut partial = Value::Null;
+            until(std::time::Duration::from_secs(10), || {
+                partial = ask_json(&server, "/api/stats");
+                records(&partial) > 0
+            });
+            assert!(records(&partial) < records(&expected_stats), "{partial}");
+            assert!(partial["bytes"].as_u64().unwrap() <= halfway as u64 + 4099);
+            // An answer kept now is not given once the trace has grown.
+            let top = ask_json(&server, "/api/top?limit=10000");
+            assert!(top["slices"].as_u64().unwrap() > 0, "{top}");
+        }
+    }
+    // Every record within a second of the last write, the writer still there.
+    let latency = until(std::time::Duration::from_secs(1), || {
+        ask_json(&server, "/api/stats") == expected_stats
+    });
+    eprintln!("followed: whole within {latency:?} of the last write");
+    assert_eq!(features()["followed"]["writing"], true);
+    drop(writer);
+    until(std::time::Duration::from_secs(5), || {
+        features()["followed"]["writing"] == false
+    });
+    let fresh = Server::spawn_as(&["view"], &[&live], None);
+    for path in ["/api/stats", "/api/tracks", "/api/top?limit=10000"] {
+        assert_eq!(ask_json(&server, path), ask_json(&fresh, path), "{path}");
+    }
+    assert_eq!(
+        ask_json(&server, "/api/window?from=0&to=1000000000&px=800"),
+        ask_json(&fresh, "/api/window?from=0&to=1000000000&px=800")
+    );
+}
