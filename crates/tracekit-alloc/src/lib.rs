@@ -413,6 +413,9 @@ pub enum Error {
     /// `MEMTRACE_RATE` is not a number.
     #[error("MEMTRACE_RATE={0:?} is not a number in (0, 1]")]
     InvalidRateVariable(String),
+    /// `MEMTRACE_FLUSH_MS` is not a number of milliseconds above 0.
+    #[error("MEMTRACE_FLUSH_MS={0:?} is not a number of milliseconds above 0")]
+    InvalidFlushVariable(String),
     /// A session is already active.
     #[error("already tracing")]
     AlreadyTracing,
@@ -479,6 +482,15 @@ pub fn start_tracing_with_context(
     Ok(TraceGuard { _private: () })
 }
 
+/// Makes the tracer write out what it sampled every `interval` (once a second
+/// by default), so that a reader following the trace while the program runs
+/// (`tracekit view --follow`) sees its allocations within about that;
+/// [`trace_if_requested`] takes it from `MEMTRACE_FLUSH_MS`. Shorter intervals
+/// write smaller packets: more bytes of headers, more system calls.
+pub fn set_flush_interval(interval: std::time::Duration) {
+    session::set_flush_interval(interval);
+}
+
 /// Stops the active session and flushes its trace; see [`start_tracing`].
 #[derive(Debug)]
 #[must_use = "dropping the guard stops tracing at once"]
@@ -540,7 +552,17 @@ pub fn try_trace_if_requested() -> Result<bool, Error> {
         },
         _ => DEFAULT_SAMPLING_RATE,
     };
+    let flush = match std::env::var("MEMTRACE_FLUSH_MS") {
+        Ok(s) if !s.is_empty() => match s.trim().parse::<u64>() {
+            Ok(ms) if ms > 0 => Some(std::time::Duration::from_millis(ms)),
+            _ => return Err(Error::InvalidFlushVariable(s)),
+        },
+        _ => None,
+    };
     session::start(&path, rate, None)?;
+    if let Some(interval) = flush {
+        set_flush_interval(interval);
+    }
     // What follows allocates (a directory listing, the variable's name as a C
     // string): the tracer's own work, not the program's, so not sampled.
     let _internal = thread::Internal::enter();

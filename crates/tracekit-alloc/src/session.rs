@@ -11,8 +11,9 @@
 //! while holding a slot queue.
 //!
 //! The background thread drains the queues and flushes every writer that got
-//! events about once a second, so a killed process loses about one second of
-//! events; queues past a soft limit wake it early. A panic hook flushes the
+//! events about once a second (or as often as asked: `MEMTRACE_FLUSH_MS`, for
+//! a reader that follows the trace), so a killed process loses about one
+//! second of events; queues past a soft limit wake it early. A panic hook flushes the
 //! trace (and with `panic = "abort"` closes it) before the process may die
 //! without running the exit hook; see [`at_panic`].
 
@@ -60,8 +61,20 @@ static PANIC_HOOK: AtomicBool = AtomicBool::new(false);
 /// (see [`at_panic`]).
 const PANIC_FLUSH_WAIT: Duration = Duration::from_secs(5);
 
-/// How often the background thread writes out what was sampled.
-const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
+/// How often the background thread writes out what was sampled, in
+/// milliseconds ([`set_flush_interval`]): once a second unless asked.
+static FLUSH_MS: AtomicU64 = AtomicU64::new(1000);
+
+/// Makes the background thread write out what was sampled every `interval`
+/// (at least a millisecond), so that a reader following the trace while the
+/// program runs (`tracekit view --follow`) sees it within about that.
+pub(crate) fn set_flush_interval(interval: Duration) {
+    let ms = u64::try_from(interval.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1);
+    FLUSH_MS.store(ms, Ordering::Relaxed);
+    wake();
+}
 
 /// The state a sampling thread needs, read with one atomic load.
 #[derive(Clone, Copy, Debug)]
@@ -325,7 +338,11 @@ fn background(generation: u32) {
         {
             let w = WAKE.lock().unwrap_or_else(|e| e.into_inner());
             let (mut w, _) = WAKE_CV
-                .wait_timeout_while(w, FLUSH_INTERVAL, |pending| !*pending)
+                .wait_timeout_while(
+                    w,
+                    Duration::from_millis(FLUSH_MS.load(Ordering::Relaxed)),
+                    |pending| !*pending,
+                )
                 .unwrap_or_else(|e| e.into_inner());
             *w = false;
         }

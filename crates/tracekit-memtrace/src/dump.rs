@@ -436,15 +436,7 @@ impl InfoReport {
         mut on_warning: impl FnMut(&Warning),
         mut on_progress: impl FnMut(u64),
     ) -> InfoReport {
-        let mut summary = Summary::default();
-        let mut domains: BTreeMap<u16, DomainCounts> = BTreeMap::new();
-        // Events come in runs of one domain: the map is looked up only on a change.
-        let mut run: Option<DomainCounts> = None;
-        let mut duration = 0i64;
-        let mut sampled_words = 0u64;
-        let mut nsamples = 0f64;
-        let mut skipped = 0usize;
-        let mut failure = None;
+        let mut counts = InfoCounts::default();
         {
             let mut events = reader.events(true);
             loop {
@@ -452,49 +444,110 @@ impl InfoReport {
                     None => break,
                     Some(Ok(x)) => x,
                     Some(Err(e)) => {
-                        failure = Some(e);
+                        counts.fail(e);
                         break;
                     }
                 };
-                summary.add(&event);
-                duration = duration.max(dt.as_micros());
-                let domain = event.domain().get();
-                let d = match &mut run {
-                    Some(d) if d.domain == domain => d,
-                    _ => {
-                        add_run(&mut domains, run.take());
-                        run.insert(DomainCounts {
-                            domain,
-                            ..DomainCounts::default()
-                        })
-                    }
-                };
-                d.events += 1;
-                if let Event::Alloc(a) = &event {
-                    d.allocs += 1;
-                    sampled_words = sampled_words.saturating_add(a.length.saturating_add(1));
-                    nsamples += a.nsamples as f64;
-                }
-                if summary.events % 65536 == 0 {
+                counts.add(dt, &event);
+                if counts.summary.events % 65536 == 0 {
                     on_progress(events.position());
                 }
                 for w in events.take_warnings() {
                     on_warning(&w);
-                    skipped += 1;
+                    counts.skipped(&w);
                 }
             }
             for w in events.take_warnings() {
                 on_warning(&w);
-                skipped += 1;
+                counts.skipped(&w);
             }
         }
-        add_run(&mut domains, run);
-        let i = reader.info();
+        let header = TraceHeader {
+            info: reader.info(),
+            format_version: reader.format_version().number(),
+            size_bytes: reader.size_bytes(),
+            distinct_locations: reader.locations().len(),
+        };
+        counts.report(file, &header)
+    }
+}
+
+/// What an [`InfoReport`] says of a trace beside its events' counts.
+#[derive(Clone, Copy, Debug)]
+pub struct TraceHeader<'a> {
+    /// The trace-info record.
+    pub info: &'a Info,
+    /// Its format version's number.
+    pub format_version: u16,
+    /// The trace's bytes.
+    pub size_bytes: u64,
+    /// Location codes defined.
+    pub distinct_locations: usize,
+}
+
+/// The counts of an [`InfoReport`] as the events are read: in one pass
+/// ([`InfoReport::collect`]), or in as many as a trace followed while it is
+/// written comes in.
+#[derive(Clone, Debug, Default)]
+pub struct InfoCounts {
+    summary: Summary,
+    domains: BTreeMap<u16, DomainCounts>,
+    // Events come in runs of one domain: the map is looked up only on a change.
+    run: Option<DomainCounts>,
+    duration: i64,
+    sampled_words: u64,
+    nsamples: f64,
+    skipped: usize,
+    failure: Option<ReadError>,
+}
+
+impl InfoCounts {
+    /// Counts `event`, at `dt` from the trace's start.
+    pub fn add(&mut self, dt: crate::Timedelta, event: &Event<'_>) {
+        self.summary.add(event);
+        self.duration = self.duration.max(dt.as_micros());
+        let domain = event.domain().get();
+        let d = match &mut self.run {
+            Some(d) if d.domain == domain => d,
+            _ => {
+                add_run(&mut self.domains, self.run.take());
+                self.run.insert(DomainCounts {
+                    domain,
+                    ..DomainCounts::default()
+                })
+            }
+        };
+        d.events += 1;
+        if let Event::Alloc(a) = event {
+            d.allocs += 1;
+            self.sampled_words = self
+                .sampled_words
+                .saturating_add(a.length.saturating_add(1));
+            self.nsamples += a.nsamples as f64;
+        }
+    }
+
+    /// Counts a packet skipped with `warning`.
+    pub fn skipped(&mut self, _warning: &Warning) {
+        self.skipped += 1;
+    }
+
+    /// The pass ended with `error`.
+    pub fn fail(&mut self, error: ReadError) {
+        self.failure = Some(error);
+    }
+
+    /// The report of the events counted, of the trace `header` tells, whose
+    /// file is `file`.
+    pub fn report(&self, file: &str, header: &TraceHeader<'_>) -> InfoReport {
+        let mut domains = self.domains.clone();
+        add_run(&mut domains, self.run);
+        let (i, summary, failure) = (header.info, &self.summary, self.failure);
         let word_bytes = f64::from(i.word_size) / 8.0;
         InfoReport {
             file: file.to_string(),
-            file_size_bytes: reader.size_bytes(),
-            format_version: reader.format_version().number(),
+            file_size_bytes: header.size_bytes,
+            format_version: header.format_version,
             executable_name: i.executable_name.to_string(),
             host_name: i.host_name.to_string(),
             pid: i.pid,
@@ -505,7 +558,7 @@ impl InfoReport {
             initial_domain: i.initial_domain.get(),
             start_time_us: i.start_time.as_micros(),
             start_time: i.start_time.to_rfc3339(),
-            duration_us: duration,
+            duration_us: self.duration,
             events: summary.events,
             allocs: summary.allocs,
             minor: summary.minor,
@@ -513,21 +566,21 @@ impl InfoReport {
             external: summary.external,
             promotes: summary.promotes,
             collects: summary.collects,
-            sampled_words,
+            sampled_words: self.sampled_words,
             estimated_allocated_bytes: if i.sample_rate > 0.0 {
-                nsamples / i.sample_rate * word_bytes
+                self.nsamples / i.sample_rate * word_bytes
             } else {
                 0.0
             },
             domains: domains.into_values().collect(),
-            distinct_locations: reader.locations().len(),
+            distinct_locations: header.distinct_locations,
             deepest_backtrace: summary.max_bt,
             mean_backtrace: if summary.allocs > 0 {
                 summary.bt_entries as f64 / summary.allocs as f64
             } else {
                 0.0
             },
-            skipped_packets: skipped,
+            skipped_packets: self.skipped,
             error: failure.map(|e| e.to_string()),
             damage: failure.map(|e| Damage {
                 offset: e.offset,

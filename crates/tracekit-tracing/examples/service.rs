@@ -13,6 +13,15 @@
 //! `load`, which allocates [`load_bytes`], and `parse`, which allocates
 //! [`PARSE_BYTES`]. At `MEMTRACE_RATE=1` (every word sampled) those are the
 //! figures the trace shows, to the byte.
+//!
+//! `SERVICE_PACE_MS=N` makes each task wait N ms between its requests, so that
+//! the service runs long enough to be watched while it writes its traces:
+//!
+//! ```sh
+//! TRACEKIT_FXT=service.fxt TRACEKIT_FXT_FLUSH_MS=100 SERVICE_PACE_MS=200 \
+//!     cargo run --release -p tracekit-tracing --example service &
+//! tracekit view --follow service.fxt
+//! ```
 
 use std::hint::black_box;
 
@@ -42,22 +51,31 @@ fn main() {
     let guard = tracekit_tracing::init_if_requested();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .enable_time()
         .build()
         .expect("a tokio runtime");
-    runtime.block_on(serve());
+    let pace = std::env::var("SERVICE_PACE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(std::time::Duration::from_millis);
+    runtime.block_on(serve(pace));
     drop(runtime);
     drop(guard);
 }
 
-/// The service: [`TASKS`] tasks of [`REQUESTS`] requests each.
-pub async fn serve() {
+/// The service: [`TASKS`] tasks of [`REQUESTS`] requests each, `pace` apart
+/// (none: one after the other).
+pub async fn serve(pace: Option<std::time::Duration>) {
     let tasks: Vec<_> = (0..TASKS)
         .map(|task| {
             tokio::spawn(
                 async move {
                     for n in 0..REQUESTS {
                         request(task, n);
-                        tokio::task::yield_now().await;
+                        match pace {
+                            Some(p) => tokio::time::sleep(p).await,
+                            None => tokio::task::yield_now().await,
+                        }
                     }
                 }
                 .instrument(info_span!("task", task)),

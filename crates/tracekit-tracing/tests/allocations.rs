@@ -28,7 +28,7 @@ fn each_span_carries_what_was_allocated_inside_it() {
         .worker_threads(2)
         .build()
         .unwrap();
-    runtime.block_on(service::serve());
+    runtime.block_on(service::serve(None));
     drop(runtime);
     drop(guard);
     heap.stop().unwrap();

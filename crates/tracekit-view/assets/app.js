@@ -31,7 +31,42 @@ function renderInfo() {
   const dl = el('dl');
   for (const [k, v] of rows) dl.append(el('dt', { text: k }), el('dd', { text: String(v) }));
   $('info').replaceChildren(dl);
-  $('title').textContent = page.info.file;
+  const f = page.features.followed;
+  const following = f ? (f.writing ? ' · following, still written' : ' · followed to its end') : '';
+  $('title').textContent = page.info.file + following;
+  $('title').dataset.followed = f ? (f.writing ? 'writing' : 'ended') : '';
+}
+
+// How often the page asks a followed trace whether it grew.
+const FOLLOW_MS = 250;
+
+// A trace followed while its program writes it (`--follow`): asks now and then
+// whether it grew, and shows the view asked for again of what it has now.
+// Stops once the writer is done.
+async function follow() {
+  for (;;) {
+    await new Promise((done) => setTimeout(done, FOLLOW_MS));
+    let f;
+    try {
+      f = (await api('features', [])).followed;
+    } catch {
+      continue;
+    }
+    if (!f) return;
+    const grew = f.generation !== page.features.followed.generation;
+    page.features.followed = f;
+    if (grew) {
+      try {
+        [page.info, page.full] = await Promise.all([api('info', []), api('timeline', ['--points', '450'])]);
+      } catch (e) {
+        setStatus('cannot load the trace: ' + e.message, true);
+        return;
+      }
+      await refresh();
+    }
+    renderInfo();
+    if (!f.writing) return;
+  }
 }
 
 async function refresh() {
@@ -150,6 +185,7 @@ async function main() {
   window.addEventListener('resize', () => renderGraph(page.lastFiltered));
   await refresh();
   document.body.dataset.ready = 'true';
+  if (page.features.followed?.writing) follow();
 }
 
 page.refresh = refresh;

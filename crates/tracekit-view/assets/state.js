@@ -43,7 +43,7 @@ export const page = {
   info: null,
   full: null, // the unfiltered timeline
   base: null, // the compared trace's unfiltered timeline (--compare)
-  features: { compare: false },
+  features: { compare: false, followed: null }, // `/api/features`; `followed` of a trace followed as it is written (--follow)
   generation: 0, // answers to an older view are dropped
   lastFiltered: null, // the filtered timeline drawn last
   refresh: async () => {}, // redraws the view (set by app.js)

@@ -42,9 +42,10 @@ pub struct ViewArgs {
     /// flame graph of what was allocated in it.
     #[arg(long, value_name = "HEAP.ctf")]
     heap: Option<PathBuf>,
-    /// Follow an FXT trace a program is still writing (the tracing layer's, say):
-    /// the page grows as the program writes, until it closes the file. Waits for
-    /// the file's first bytes if it is still empty.
+    /// Follow a trace a program is still writing (FXT from the tracing layer,
+    /// memtrace from tracekit-alloc or OCaml's memtrace): the page grows as the
+    /// program writes, until it closes the file. Waits for the file's first bytes
+    /// if it is still empty.
     #[arg(long, conflicts_with_all = ["compare", "heap"])]
     follow: bool,
     /// Port to listen on (default: a free one).
@@ -294,43 +295,63 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
 }
 
 /// Serves the trace a program writes to `args.file` as it grows
-/// (`--follow`): an FXT trace's timeline. A file with bytes already is refused
-/// here unless it is FXT; an empty one is served at once, its kind checked by
-/// the serving once its first bytes come.
+/// (`--follow`): an FXT trace's timeline, or a memtrace trace's analyses. Its
+/// kind is told from its first bytes, waited for while the file is empty.
 fn follow(args: &ViewArgs) -> Result<ExitCode> {
     let name = input::display(&args.file);
-    let tail = tracekit_io::follow::Tail::open(&args.file)?;
-    let mut head = Vec::new();
-    let file = input::open_file(&args.file)?;
-    std::io::Read::read_to_end(&mut std::io::Read::take(file, 64), &mut head)
-        .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-    match input::sniff(&head) {
-        Kind::Memtrace => anyhow::bail!(
-            "--follow: {name} is a memtrace trace; following is for FXT traces (view it once it is written)"
-        ),
-        Kind::Empty if tail.is_ended() => {
-            anyhow::bail!("--follow: {name} is empty and no program writes it")
+    let mut tail = tracekit_io::follow::Tail::open(&args.file)?;
+    let head = || -> Result<Vec<u8>> {
+        let mut head = Vec::new();
+        let file = input::open_file(&args.file)?;
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, 64), &mut head)
+            .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        Ok(head)
+    };
+    let stop = output::stop_on_interrupt();
+    let mut told = false;
+    let first = loop {
+        let first = head()?;
+        if first.len() >= 8 || tail.is_ended() {
+            break first;
         }
-        Kind::Empty => output::tell(format!(
-            "{name} is empty: the page shows it as it is written"
-        )),
-        kind => input::expect(Family::Fxt, kind, &name)?,
-    }
+        if stop.load(Ordering::Relaxed) {
+            output::tell("stopped");
+            return Ok(ExitCode::SUCCESS);
+        }
+        if !told {
+            output::tell(format!("waiting for {name}'s first bytes (Ctrl-C stops)"));
+            told = true;
+        }
+        tail.wait(std::time::Duration::from_millis(100));
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let kind = match input::sniff(&first) {
+        Kind::Empty => anyhow::bail!("--follow: {name} is empty and no program writes it"),
+        Kind::Memtrace => Kind::Memtrace,
+        kind => {
+            input::expect(Family::Fxt, kind, &name)?;
+            Kind::Fxt
+        }
+    };
     if tail.is_ended() {
         output::tell(format!("{name}: no program writes it; served as it is"));
     }
     let failed = Arc::new(AtomicBool::new(false));
     let why = Arc::clone(&failed);
-    let timeline = TimelineTrace::following(
-        name.clone(),
-        tail,
-        Box::new(move |e| {
-            eprintln!("error: {e}");
-            why.store(true, Ordering::Relaxed);
-            output::stop_on_interrupt().store(true, Ordering::Relaxed);
-        }),
-    );
-    serve(args, &name, Served::timeline(timeline))?;
+    let refused = Box::new(move |e: &str| {
+        eprintln!("error: {e}");
+        why.store(true, Ordering::Relaxed);
+        output::stop_on_interrupt().store(true, Ordering::Relaxed);
+    });
+    let served = match kind {
+        Kind::Memtrace => Served::of(tracekit_view::Memtrace::following(
+            name.clone(),
+            tail,
+            refused,
+        )),
+        _ => Served::timeline(TimelineTrace::following(name.clone(), tail, refused)),
+    };
+    serve(args, &name, served)?;
     Ok(match failed.load(Ordering::Relaxed) {
         true => ExitCode::FAILURE,
         false => ExitCode::SUCCESS,

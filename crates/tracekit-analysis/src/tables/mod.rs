@@ -51,6 +51,7 @@
 //! them again, so tables larger than memory still answer.
 
 mod file;
+pub mod follow;
 mod scan;
 
 pub use file::FileError;
@@ -61,8 +62,8 @@ use std::sync::Arc;
 use tracekit_columns::{Plain, Store, TraceBytes};
 
 use tracekit_memtrace::{
-    Alloc, AllocationSource, DomainId, Event, Info, LocationCode, LocationTable, ObjId, ReadError,
-    Reader, Timedelta, Warning,
+    Alloc, AllocationSource, DomainId, Event, Events, Info, LocationCode, LocationTable, ObjId,
+    ReadError, Reader, Timedelta, Warning,
 };
 
 use crate::analyzer::{Analyzer, Options, Profile, Skipped};
@@ -306,7 +307,7 @@ pub struct Tables {
 }
 
 /// The columns of [`Tables::build`] as they grow.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Building {
     kind: Vec<u8>,
     time: ColumnBuilder,
@@ -332,6 +333,192 @@ impl Building {
     }
 }
 
+/// The frames that name allocations' sites in the tables' trie of sites.
+fn site_skip() -> &'static FrameSkip {
+    static SKIP: std::sync::OnceLock<FrameSkip> = std::sync::OnceLock::new();
+    SKIP.get_or_init(FrameSkip::rust_std)
+}
+
+/// Tables as a trace's events are read: in one pass ([`Tables::build`]), or in
+/// as many as a trace followed while it is written comes in, each made into
+/// tables at any point ([`TablesBuilder::tables`]) without decoding again.
+#[derive(Default)]
+pub struct TablesBuilder {
+    b: Building,
+    /// Live objects: id -> allocation ordinal, for the `ended` column (an id reused
+    /// while live ends the older object, as the analysis takes it).
+    live: crate::live::LiveTable<u64>,
+    backtraces: Backtraces,
+    sites: Backtraces,
+    duplicates: u64,
+    end: Timedelta,
+    events: u64,
+    warnings: Vec<Warning>,
+    error: Option<ReadError>,
+}
+
+impl TablesBuilder {
+    /// Decodes the events of `events` into the columns until the pass ends
+    /// (at the end of what it has, or at damage, after which nothing more is
+    /// read); `progress` hears the byte position now and then.
+    pub fn read(&mut self, events: &mut Events<'_>, progress: &mut dyn FnMut(u64)) {
+        self.read_seeing(events, progress, |_, _| {});
+    }
+
+    /// [`TablesBuilder::read`], showing `each` every event as it is added (so
+    /// that another count of the same pass needs no second one).
+    pub fn read_seeing(
+        &mut self,
+        events: &mut Events<'_>,
+        progress: &mut dyn FnMut(u64),
+        mut each: impl FnMut(Timedelta, &Event<'_>),
+    ) {
+        if self.error.is_some() {
+            return;
+        }
+        let mut site_start = SiteStart::new(site_skip());
+        loop {
+            let (time, event, table) = match events.next_event_with_locations() {
+                None => break,
+                Some(Ok(x)) => x,
+                Some(Err(e)) => {
+                    self.error = Some(e);
+                    break;
+                }
+            };
+            self.add(&mut site_start, time, &event, table);
+            each(time, &event);
+            if self.events & 0xFFFF == 0 {
+                progress(events.position());
+            }
+        }
+        progress(events.position());
+        self.warnings.extend(events.take_warnings());
+    }
+
+    /// Adds `event`, at `time`, whose backtrace's codes are in `table`.
+    fn add(
+        &mut self,
+        site_start: &mut SiteStart<'_>,
+        time: Timedelta,
+        event: &Event<'_>,
+        table: &LocationTable,
+    ) {
+        let b = &mut self.b;
+        self.end = self.end.max(time);
+        match event {
+            Event::Alloc(a) => {
+                let ordinal = b.source.len();
+                let bt = self
+                    .backtraces
+                    .intern(a.domain, a.common_prefix, &a.backtrace);
+                b.kind.push(KIND_ALLOC);
+                b.time.push(time_bits(time));
+                b.object.push(a.obj_id.get());
+                b.domain.push(a.domain.get());
+                b.length.push(a.length);
+                b.samples.push(a.nsamples);
+                b.source.push(a.source as u8);
+                b.backtrace.push(bt.0);
+                let k = site_start.start(table, &a.backtrace);
+                let site = self.sites.intern_full(a.backtrace.get(k..).unwrap_or(&[]));
+                b.site.push(site.0);
+                b.ended.push(NEVER);
+                if let Some(old) = self.live.insert(a.obj_id.get(), ordinal as u64) {
+                    self.duplicates += 1;
+                    b.end(old, time);
+                }
+            }
+            Event::Promote(id, domain) => {
+                b.kind.push(KIND_PROMOTE);
+                b.other_time.push(time_bits(time));
+                b.other_target
+                    .push(self.live.get_mut(id.get()).map_or(0, |o| *o + 1));
+                b.other_domain.push(domain.get());
+            }
+            Event::Collect(id, domain) => {
+                b.kind.push(KIND_COLLECT);
+                b.other_time.push(time_bits(time));
+                b.other_domain.push(domain.get());
+                let old = self.live.remove(id.get());
+                b.other_target.push(old.map_or(0, |o| o + 1));
+                if let Some(old) = old {
+                    b.end(old, time);
+                }
+            }
+        }
+        self.events += 1;
+    }
+
+    /// Events decoded so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Why the events ended early, if they did.
+    pub fn error(&self) -> Option<ReadError> {
+        self.error
+    }
+
+    /// The warnings so far: packets skipped.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// The tables of the events decoded so far, of a trace whose header is
+    /// `info`, whose location table is `locations` and whose bytes read are
+    /// `size_bytes`; the builder kept to decode more.
+    pub fn tables(&self, info: &Info, locations: &LocationTable, size_bytes: u64) -> Tables {
+        // The live objects only follow later events: a copy to finish needs none.
+        let copy = TablesBuilder {
+            b: self.b.clone(),
+            live: crate::live::LiveTable::new(),
+            backtraces: self.backtraces.clone(),
+            sites: self.sites.clone(),
+            duplicates: self.duplicates,
+            end: self.end,
+            events: self.events,
+            warnings: self.warnings.clone(),
+            error: self.error,
+        };
+        copy.finish(info, locations, size_bytes)
+    }
+
+    /// The tables of the events decoded (see [`TablesBuilder::tables`]).
+    pub fn finish(self, info: &Info, locations: &LocationTable, size_bytes: u64) -> Tables {
+        let b = self.b;
+        let time = b.time.finish();
+        let times_sorted = time.sorted();
+        Tables {
+            info: info.clone(),
+            locations: locations.clone(),
+            size_bytes,
+            backtraces: Arc::new(self.backtraces),
+            kind: vec_store(b.kind),
+            time,
+            object: b.object.finish(),
+            domain: domains(b.domain),
+            length: b.length.finish(),
+            samples: b.samples.finish(),
+            source: vec_store(b.source),
+            backtrace: vec_store(b.backtrace),
+            sites: Arc::new(self.sites),
+            site: vec_store(b.site),
+            ended: b.ended.finish(),
+            other_time: b.other_time.finish(),
+            other_target: b.other_target.finish(),
+            other_domain: domains(b.other_domain),
+            times_sorted,
+            skeletons: Skeletons::default(),
+            scan: scan::Scan::default(),
+            duplicates: self.duplicates,
+            end: self.end,
+            warnings: self.warnings,
+            error: self.error,
+        }
+    }
+}
+
 /// `v` as a store, its spare capacity let go.
 fn vec_store<T: Plain>(mut v: Vec<T>) -> Store<T> {
     v.shrink_to_fit();
@@ -350,105 +537,12 @@ impl Tables {
     /// Decodes every event of `reader`'s trace into tables; `progress` hears the byte
     /// position now and then. Damage ends the tables where it starts ([`Tables::error`]).
     pub fn build(reader: &mut Reader<'_>, progress: &mut dyn FnMut(u64)) -> Tables {
-        let mut b = Building::default();
-        let mut error = None;
-        let mut duplicates = 0u64;
-        // Live objects: id -> allocation ordinal, for the `ended` column (an id reused
-        // while live ends the older object, as the analysis takes it).
-        let mut live: crate::live::LiveTable<u64> = crate::live::LiveTable::new();
-        let mut end = Timedelta::default();
-        let skip = FrameSkip::rust_std();
-        let mut site_start = SiteStart::new(&skip);
-        let (mut backtraces, mut sites) = (Backtraces::new(), Backtraces::new());
-        let warnings = {
+        let mut builder = TablesBuilder::default();
+        {
             let mut events = reader.events(true);
-            let mut count = 0u64;
-            loop {
-                let (time, event, table) = match events.next_event_with_locations() {
-                    None => break,
-                    Some(Ok(x)) => x,
-                    Some(Err(e)) => {
-                        error = Some(e);
-                        break;
-                    }
-                };
-                end = end.max(time);
-                match &event {
-                    Event::Alloc(a) => {
-                        let ordinal = b.source.len();
-                        let bt = backtraces.intern(a.domain, a.common_prefix, &a.backtrace);
-                        b.kind.push(KIND_ALLOC);
-                        b.time.push(time_bits(time));
-                        b.object.push(a.obj_id.get());
-                        b.domain.push(a.domain.get());
-                        b.length.push(a.length);
-                        b.samples.push(a.nsamples);
-                        b.source.push(a.source as u8);
-                        b.backtrace.push(bt.0);
-                        let k = site_start.start(table, &a.backtrace);
-                        let site = sites.intern_full(a.backtrace.get(k..).unwrap_or(&[]));
-                        b.site.push(site.0);
-                        b.ended.push(NEVER);
-                        if let Some(old) = live.insert(a.obj_id.get(), ordinal as u64) {
-                            duplicates += 1;
-                            b.end(old, time);
-                        }
-                    }
-                    Event::Promote(id, domain) => {
-                        b.kind.push(KIND_PROMOTE);
-                        b.other_time.push(time_bits(time));
-                        b.other_target
-                            .push(live.get_mut(id.get()).map_or(0, |o| *o + 1));
-                        b.other_domain.push(domain.get());
-                    }
-                    Event::Collect(id, domain) => {
-                        b.kind.push(KIND_COLLECT);
-                        b.other_time.push(time_bits(time));
-                        b.other_domain.push(domain.get());
-                        let old = live.remove(id.get());
-                        b.other_target.push(old.map_or(0, |o| o + 1));
-                        if let Some(old) = old {
-                            b.end(old, time);
-                        }
-                    }
-                }
-                count += 1;
-                if count & 0xFFFF == 0 {
-                    progress(events.position());
-                }
-            }
-            progress(events.position());
-            events.take_warnings()
-        };
-        let time = b.time.finish();
-        let times_sorted = time.sorted();
-        Tables {
-            info: reader.info().clone(),
-            locations: reader.locations().clone(),
-            size_bytes: reader.size_bytes(),
-            backtraces: Arc::new(backtraces),
-            kind: vec_store(b.kind),
-            time,
-            object: b.object.finish(),
-            domain: domains(b.domain),
-            length: b.length.finish(),
-            samples: b.samples.finish(),
-            source: vec_store(b.source),
-            backtrace: vec_store(b.backtrace),
-            sites: Arc::new(sites),
-            site: vec_store(b.site),
-            ended: b.ended.finish(),
-            other_time: b.other_time.finish(),
-            other_target: b.other_target.finish(),
-            other_domain: domains(b.other_domain),
-            times_sorted,
-            skeletons: Skeletons::default(),
-            scan: scan::Scan::default(),
-            duplicates,
-            end,
-            warnings,
-            error,
+            builder.read(&mut events, progress);
         }
+        builder.finish(reader.info(), reader.locations(), reader.size_bytes())
     }
 
     /// Decodes the trace whose bytes are `bytes` into tables, letting go of the

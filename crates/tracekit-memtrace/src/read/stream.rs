@@ -215,6 +215,11 @@ impl<R: Read> StreamReader<R> {
 }
 
 impl<R> StreamReader<R> {
+    /// The input, to wait on it for more where it had none ([`StreamReader::is_waiting`]).
+    pub fn inner_mut(&mut self) -> &mut R {
+        &mut self.input
+    }
+
     /// Whether the packets ended for now because the input had no more bytes
     /// yet (a read failed with [`io::ErrorKind::WouldBlock`]), rather than at its
     /// end or at damage: asked again, the reader goes on with the packet it

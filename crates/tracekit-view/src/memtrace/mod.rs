@@ -59,7 +59,13 @@
 mod args;
 mod tree;
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant};
+
+use tracekit_analysis::tables::follow::Follow;
+use tracekit_io::follow::Tail;
+use tracekit_memtrace::OpenError;
 
 use tracekit_analysis::Filter;
 use tracekit_analysis::diff::{self, DiffTree};
@@ -154,6 +160,21 @@ impl Trace {
             flame: Mutex::new(Vec::new()),
             decoder: None,
         })
+    }
+
+    /// A trace named `name` of which `tables` were decoded and `info` is the
+    /// `info` answer (a followed trace, as decoded so far).
+    pub(crate) fn decoded(name: String, tables: Tables, info: String) -> Trace {
+        Trace {
+            name,
+            header: tables.info().clone(),
+            // Never read: the tables and the info are there.
+            bytes: TraceBytes::new(Vec::new()),
+            tables: OnceLock::from(tables),
+            info: OnceLock::from(Ok(info)),
+            flame: Mutex::new(Vec::new()),
+            decoder: None,
+        }
     }
 
     /// Reads every event once for the `info` answer, unless done before.
@@ -326,21 +347,147 @@ fn query_error(e: QueryError) -> Error {
     Error::BadArguments(e.to_string())
 }
 
-/// A memtrace trace served, and the one it is compared with (`--compare`).
-pub struct Memtrace {
-    trace: Trace,
-    compare: Option<Trace>,
+/// A memtrace trace served, and the one it is compared with (`--compare`);
+/// or a trace followed while a program writes it (`--follow`).
+pub struct Memtrace(Serving);
+
+// One per server, made once: its size is of no matter.
+#[allow(clippy::large_enum_variant)]
+enum Serving {
+    Whole {
+        trace: Trace,
+        compare: Option<Trace>,
+    },
+    Followed(Followed),
 }
+
+/// A trace followed while a program writes it: its latest state, made again
+/// each time more of it is decoded.
+struct Followed {
+    name: String,
+    /// The trace as decoded so far, or why it cannot be followed.
+    latest: RwLock<Option<Result<Arc<Trace>, String>>>,
+    /// The file to follow, and whom to tell if it is not a memtrace trace,
+    /// until the follow starts.
+    source: Mutex<Option<(Tail, Refused)>>,
+    generation: AtomicU64,
+    writing: AtomicBool,
+}
+
+/// Told why a followed file cannot be served.
+pub type Refused = Box<dyn FnOnce(&str) + Send>;
+
+/// How often at most a followed trace's tables are made again while its
+/// writer writes, and in what share of the time at most.
+const FOLLOW_EVERY: Duration = Duration::from_millis(100);
+const FOLLOW_SHARE: u32 = 3;
 
 impl Memtrace {
     /// Serves `trace`, and `compare` to compare it with.
     pub fn new(trace: Trace, compare: Option<Trace>) -> Memtrace {
-        Memtrace { trace, compare }
+        Memtrace(Serving::Whole { trace, compare })
     }
 
-    /// The trace served.
-    pub fn trace(&self) -> &Trace {
-        &self.trace
+    /// Serves the memtrace trace a program writes to `tail`, named `name`:
+    /// each packet decoded once as it comes ([`tables::follow::Follow`]), and
+    /// the tables and `info` of what is decoded served each time more is,
+    /// until the writer closes the file. Until its trace-info packet is whole
+    /// every endpoint answers 503. A file that turns out not to be a memtrace
+    /// trace answers 500 with why, which `refused` is told.
+    pub fn following(name: String, tail: Tail, refused: Refused) -> Memtrace {
+        Memtrace(Serving::Followed(Followed {
+            name,
+            latest: RwLock::new(None),
+            source: Mutex::new(Some((tail, refused))),
+            generation: AtomicU64::new(0),
+            writing: AtomicBool::new(true),
+        }))
+    }
+
+    /// The trace served (of a followed one, none).
+    pub fn trace(&self) -> Option<&Trace> {
+        match &self.0 {
+            Serving::Whole { trace, .. } => Some(trace),
+            Serving::Followed(_) => None,
+        }
+    }
+}
+
+impl Followed {
+    /// The trace as decoded so far.
+    fn latest(&self) -> Result<Arc<Trace>, Error> {
+        match &*self.latest.read().unwrap_or_else(|e| e.into_inner()) {
+            Some(Ok(t)) => Ok(Arc::clone(t)),
+            Some(Err(why)) => Err(Error::Unreadable(why.clone())),
+            None => Err(Error::Reading),
+        }
+    }
+
+    fn publish(&self, latest: Result<Trace, String>) {
+        *self.latest.write().unwrap_or_else(|e| e.into_inner()) = Some(latest.map(Arc::new));
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Serves why the file cannot be followed, and tells `refused`.
+    fn refuse(&self, refused: Refused, why: String) {
+        refused(&why);
+        self.publish(Err(why));
+        self.writing.store(false, Ordering::Release);
+    }
+
+    /// Follows the trace until its writer is done (see [`Memtrace::following`]).
+    fn follow(&self) {
+        let source = self.source.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some((mut tail, refused)) = source else {
+            return;
+        };
+        // Decoding starts once the trace-info packet is whole.
+        let mut follow = loop {
+            let input = match Tail::open(tail.path()) {
+                Ok(t) => t,
+                Err(e) => return self.refuse(refused, e.to_string()),
+            };
+            match Follow::new(input) {
+                Ok(f) => break f,
+                Err(OpenError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => {
+                    let why = format!("{}: {e}", self.name);
+                    return self.refuse(refused, why);
+                }
+            }
+            if tail.is_ended() {
+                let why = format!(
+                    "{}: its writer closed it before its header was whole",
+                    self.name
+                );
+                return self.refuse(refused, why);
+            }
+            tail.wait(FOLLOW_EVERY);
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let (mut made, mut cost) = (None::<Instant>, Duration::ZERO);
+        let mut unserved = true;
+        loop {
+            unserved |= follow.read();
+            let writing = follow.is_waiting();
+            let due = made.is_none_or(|t| t.elapsed() >= FOLLOW_EVERY.max(cost * FOLLOW_SHARE));
+            if unserved && (due || !writing) {
+                let started = Instant::now();
+                let tables = follow.tables();
+                let info = to_json(&follow.info(&self.name), LAYOUT);
+                let trace = Trace::decoded(self.name.clone(), tables, info);
+                self.publish(Ok(trace));
+                (made, cost, unserved) = (Some(started), started.elapsed(), false);
+            }
+            if !writing {
+                if let Some(why) = follow.failure() {
+                    eprintln!("warning: {}: {why}", self.name);
+                }
+                self.writing.store(false, Ordering::Release);
+                return;
+            }
+            follow.input().wait(FOLLOW_EVERY);
+        }
     }
 }
 
@@ -387,11 +534,30 @@ impl Api for Memtrace {
     }
 
     fn answer(&self, endpoint: Endpoint, args: &Vec<String>) -> Result<String, Error> {
-        answer(&self.trace, self.compare.as_ref(), endpoint, args)
+        match &self.0 {
+            Serving::Whole { trace, compare } => answer(trace, compare.as_ref(), endpoint, args),
+            Serving::Followed(f) => answer(&*f.latest()?, None, endpoint, args),
+        }
     }
 
     fn compares(&self) -> bool {
-        self.compare.is_some()
+        matches!(
+            &self.0,
+            Serving::Whole {
+                compare: Some(_),
+                ..
+            }
+        )
+    }
+
+    fn followed(&self) -> Option<(u64, bool)> {
+        match &self.0 {
+            Serving::Whole { .. } => None,
+            Serving::Followed(f) => Some((
+                f.generation.load(Ordering::Acquire),
+                f.writing.load(Ordering::Acquire),
+            )),
+        }
     }
 
     /// Reads the traces for their `info` answers (asked for 503 until then),
@@ -399,7 +565,11 @@ impl Api for Memtrace {
     /// passes over the bytes. A decoding that fails (panics) leaves the
     /// passes to answer.
     fn prepare(&self) {
-        let traces = || std::iter::once(&self.trace).chain(&self.compare);
+        let (trace, compare) = match &self.0 {
+            Serving::Whole { trace, compare } => (trace, compare),
+            Serving::Followed(f) => return f.follow(),
+        };
+        let traces = || std::iter::once(trace).chain(compare);
         // Side by side: the info pass is what the page asks for first, and
         // the decoding would otherwise wait for it.
         std::thread::scope(|scope| {

@@ -273,7 +273,12 @@ mod tests {
     fn a_served_trace_is_decoded_into_its_tables_beside_the_serving() {
         let viewer = Viewer::bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let s = Arc::new(memtrace());
-        let tables = |s: &Answers<Memtrace>| s.api().trace().tables().map(|t| t.allocations());
+        let tables = |s: &Answers<Memtrace>| {
+            s.api()
+                .trace()
+                .and_then(|t| t.tables())
+                .map(|t| t.allocations())
+        };
         assert!(tables(&s).is_none());
         let stop = Arc::new(AtomicBool::new(false));
         let server = {

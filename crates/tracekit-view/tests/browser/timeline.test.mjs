@@ -7,7 +7,7 @@
 //   TRACEKIT=target/release/tracekit CORPUS=../shared/corpus node --test timeline.test.mjs
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
@@ -723,6 +723,77 @@ test("a service traced whole: its heap on the spans' timeline, each span with wh
   assert.ok(heap.tree.total >= spans, `${heap.tree.total} bytes in the range, ${spans} in its spans`);
   await page.screenshot({ path: path.join(shots, 'timeline-service-allocations.png'), fullPage: true });
   await page.close();
+});
+
+test('a service watched while it runs: its spans and its heap grow in the page, then stay', async (t) => {
+  const example = path.resolve(path.dirname(tracekit), 'examples/service');
+  if (!existsSync(example)) {
+    t.skip(`no ${example} (cargo build --release -p tracekit-tracing --example service)`);
+    return;
+  }
+  const [fxt, ctf] = ['live-service.fxt', 'live-service.ctf'].map((f) => path.join(scratch, f));
+  // Each task a second between requests: four seconds of writing,
+  // flushed every 50 ms.
+  const service = spawn(example, [], {
+    stdio: 'ignore',
+    env: {
+      ...process.env,
+      TRACEKIT_FXT: fxt,
+      TRACEKIT_FXT_FLUSH_MS: '50',
+      MEMTRACE: ctf,
+      MEMTRACE_RATE: '1',
+      MEMTRACE_FLUSH_MS: '50',
+      SERVICE_PACE_MS: '1000',
+    },
+  });
+  const done = new Promise((resolve) => service.on('exit', resolve));
+  const [spansUrl, heapUrl] = await Promise.all([
+    serveCommand(['-q', 'view', '--follow', fxt]),
+    serveCommand(['-q', 'view', '--follow', ctf]),
+  ]);
+  const spans = await open(spansUrl);
+  const heap = await openPage(heapUrl);
+  // While it runs: the title says so, and the slices shown grow.
+  const counts = [];
+  const title = async () => spans.$eval('#title', (e) => [e.textContent, e.dataset.followed]);
+  let [text, followed] = await title();
+  assert.match(text, /following, still written/);
+  assert.equal(followed, 'writing');
+  await spans.screenshot({ path: path.join(shots, 'timeline-followed-while-written.png') });
+  while (followed === 'writing') {
+    counts.push(+/· (\d+) slices/.exec(text)[1]);
+    await new Promise((r) => setTimeout(r, 100));
+    [text, followed] = await title();
+  }
+  assert.equal(await done, 0);
+  assert.equal(followed, 'ended');
+  assert.match(text, /followed to its end/);
+  const last = +/· (\d+) slices/.exec(text)[1];
+  assert.ok(
+    counts.some((c) => c < last),
+    `the page grew while the service ran: ${counts.join(', ')} then ${last}`,
+  );
+  // The page ends as a fresh view of the finished file shows it.
+  const fresh = await open(await serve(fxt));
+  const freshTitle = await fresh.$eval('#title', (e) => e.textContent);
+  assert.equal(text.replace(' · followed to its end', ''), freshTitle);
+  await settled(spans);
+  await spans.screenshot({ path: path.join(shots, 'timeline-followed-to-its-end.png') });
+  const rows = async (page) =>
+    (await page.evaluate(() => window.tracekitRows())).map((r) => [r.kind, r.label, r.lanes]);
+  assert.deepEqual(await rows(spans), await rows(fresh));
+  // The heap's page: its info is `memtrace info`'s of the finished trace.
+  await heap.waitForFunction(() => document.getElementById('title').dataset.followed === 'ended');
+  await settled(heap);
+  const info = JSON.parse(cli('memtrace', 'info', '--json', ctf));
+  const events = await heap.$$eval('#info dt', (dts) => {
+    const dt = dts.find((d) => d.textContent === 'events');
+    return +dt.nextElementSibling.textContent;
+  });
+  assert.equal(events, info.events);
+  assert.ok(info.allocs > 0);
+  await heap.screenshot({ path: path.join(shots, 'view-followed-to-its-end.png'), fullPage: true });
+  for (const p of [spans, heap, fresh]) await p.close();
 });
 
 test("the tracing layer's async example: its worker threads", async () => {

@@ -880,13 +880,73 @@ fn until(limit: std::time::Duration, mut done: impl FnMut() -> bool) -> std::tim
     started.elapsed()
 }
 
-/// `tracekit view --follow` of an FXT trace a program writes in pieces cut
-/// anywhere (mid-record, as a buffered writer flushes): the page's answers
-/// grow with the file, match the whole trace's within a second of the last
-/// write, say when the writer is done, and then equal a fresh view's of the
-/// same file.
+/// `tracekit view --follow` of the trace `whole` as a program writes it to
+/// another file in pieces cut anywhere (mid-record, as a buffered writer
+/// flushes): the page's answers grow with the file, `summary` (the endpoint
+/// that counts the trace) equals `expected` within a second of the last write,
+/// the server says when the writer is done, and then answers every one of
+/// `same` as a fresh view of the same file does. Returns the latency.
+fn follow_while_written(
+    whole: &Path,
+    summary: &str,
+    expected: &Value,
+    count: &dyn Fn(&Value) -> u64,
+    same: &[&str],
+) -> std::time::Duration {
+    let bytes = std::fs::read(whole).unwrap();
+    let live = whole.with_file_name(format!(
+        "live.{}",
+        whole.extension().unwrap().to_str().unwrap()
+    ));
+    let mut writer = std::fs::File::create(&live).unwrap();
+    const PIECE: usize = 4099;
+    let mut pieces = bytes.chunks(PIECE);
+    // The server waits for the first bytes, which tell the kind.
+    writer.write_all(pieces.next().unwrap()).unwrap();
+    let server = Server::spawn_as(&["view", "--follow"], &[&live], None);
+    let features = || ask_json(&server, "/api/features");
+    assert_eq!(features()["followed"]["writing"], true);
+    let halfway = bytes.len() / 2 / PIECE;
+    for (i, piece) in pieces.enumerate() {
+        writer.write_all(piece).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        if i == halfway {
+            // Part of the trace, already served while the rest is written.
+            let mut partial = Value::Null;
+            until(std::time::Duration::from_secs(10), || {
+                partial = ask_json(&server, summary);
+                count(&partial) > 0
+            });
+            assert!(count(&partial) < count(expected), "{partial}");
+            // An answer kept now is not given once the trace has grown.
+            for path in same {
+                ask_json(&server, path);
+            }
+        }
+    }
+    // Every record within a second of the last write, the writer still there.
+    let latency = until(std::time::Duration::from_secs(1), || {
+        ask_json(&server, summary) == *expected
+    });
+    eprintln!(
+        "followed {}: whole within {latency:?} of the last write",
+        whole.display()
+    );
+    assert_eq!(features()["followed"]["writing"], true);
+    drop(writer);
+    until(std::time::Duration::from_secs(5), || {
+        features()["followed"]["writing"] == false
+    });
+    let fresh = Server::spawn_as(&["view"], &[&live], None);
+    for path in std::iter::once(&summary).chain(same) {
+        assert_eq!(ask_json(&server, path), ask_json(&fresh, path), "{path}");
+    }
+    latency
+}
+
+/// `tracekit view --follow` of an FXT trace: see [`follow_while_written`].
 #[test]
-fn a_trace_followed_while_written_ends_as_a_fresh_view_of_it() {
+fn a_timeline_followed_while_written_ends_as_a_fresh_view_of_it() {
     let scratch = tracekit_testutil::scratch();
     let whole = scratch.path().join("whole.fxt");
     let status = TRACEKIT
@@ -905,49 +965,46 @@ fn a_trace_followed_while_written_ends_as_a_fresh_view_of_it() {
         .status()
         .unwrap();
     assert!(status.success());
-    let bytes = std::fs::read(&whole).unwrap();
-    let expected_stats = cli_json(&["fxt", "stats", "--json", whole.to_str().unwrap()]);
-    let live = scratch.path().join("live.fxt");
-    let mut writer = std::fs::File::create(&live).unwrap();
-    // Started on the empty file: it waits for the first bytes.
-    let server = Server::spawn_as(&["view", "--follow"], &[&live], None);
-    let features = || ask_json(&server, "/api/features");
-    assert_eq!(features()["followed"]["writing"], true);
-    let halfway = bytes.len() / 2;
-    for (i, piece) in bytes.chunks(4099).enumerate() {
-        writer.write_all(piece).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(2));
-        if i * 4099 < halfway && (i + 1) * 4099 >= halfway {
-            // Part of the trace, already served while the rest is written.
-            let records = |s: &Value| s["records"].as_u64().unwrap();
-            let mut partial = Value::Null;
-            until(std::time::Duration::from_secs(10), || {
-                partial = ask_json(&server, "/api/stats");
-                records(&partial) > 0
-            });
-            assert!(records(&partial) < records(&expected_stats), "{partial}");
-            assert!(partial["bytes"].as_u64().unwrap() <= halfway as u64 + 4099);
-            // An answer kept now is not given once the trace has grown.
-            let top = ask_json(&server, "/api/top?limit=10000");
-            assert!(top["slices"].as_u64().unwrap() > 0, "{top}");
-        }
-    }
-    // Every record within a second of the last write, the writer still there.
-    let latency = until(std::time::Duration::from_secs(1), || {
-        ask_json(&server, "/api/stats") == expected_stats
-    });
-    eprintln!("followed: whole within {latency:?} of the last write");
-    assert_eq!(features()["followed"]["writing"], true);
-    drop(writer);
-    until(std::time::Duration::from_secs(5), || {
-        features()["followed"]["writing"] == false
-    });
-    let fresh = Server::spawn_as(&["view"], &[&live], None);
-    for path in ["/api/stats", "/api/tracks", "/api/top?limit=10000"] {
-        assert_eq!(ask_json(&server, path), ask_json(&fresh, path), "{path}");
-    }
-    assert_eq!(
-        ask_json(&server, "/api/window?from=0&to=1000000000&px=800"),
-        ask_json(&fresh, "/api/window?from=0&to=1000000000&px=800")
+    let expected = cli_json(&["fxt", "stats", "--json", whole.to_str().unwrap()]);
+    let records = |s: &Value| s["records"].as_u64().unwrap();
+    follow_while_written(
+        &whole,
+        "/api/stats",
+        &expected,
+        &records,
+        &[
+            "/api/tracks",
+            "/api/top?limit=10000",
+            "/api/window?from=0&to=1000000000&px=800",
+        ],
+    );
+}
+
+/// `tracekit view --follow` of a memtrace trace: see [`follow_while_written`].
+#[test]
+fn a_memtrace_trace_followed_while_written_ends_as_a_fresh_view_of_it() {
+    let scratch = tracekit_testutil::scratch();
+    let whole = scratch.path().join("whole.ctf");
+    let status = TRACEKIT
+        .command()
+        .args(["-q", "memtrace", "sample", "--allocs", "40000", "-o"])
+        .arg(&whole)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut expected = cli_json(&["memtrace", "info", "--json", whole.to_str().unwrap()]);
+    // The answers name the file served.
+    expected["file"] = Value::String(whole.with_file_name("live.ctf").display().to_string());
+    let events = |s: &Value| s["events"].as_u64().unwrap();
+    follow_while_written(
+        &whole,
+        "/api/info",
+        &expected,
+        &events,
+        &[
+            "/api/top?limit=10000",
+            "/api/timeline?points=500",
+            "/api/flametree?min-share=0",
+        ],
     );
 }
