@@ -416,7 +416,19 @@ impl Builder {
 
     /// The timeline of the records read so far, the builder kept to read
     /// more: what [`Builder::finish`] makes of a copy.
-    pub fn timeline(&self, warnings: Vec<Warning>) -> Timeline {
+    ///
+    /// Each thread's marks and slices are sorted here in the builder first,
+    /// as [`Builder::finish`] sorts them (stably, so equal keys stay in the
+    /// order read, as they would in one sort of everything): the next copy
+    /// then holds one sorted run and what was read since, which the sort
+    /// merges in about a pass rather than sorting all again.
+    pub fn timeline(&mut self, warnings: Vec<Warning>) -> Timeline {
+        for t in self.threads.values_mut() {
+            if !t.marks.is_sorted_by_key(|m| m.0) {
+                t.marks.sort_by_key(|m| m.0);
+            }
+            t.slices.sort_by_key(slice_order);
+        }
         self.clone().finish(warnings)
     }
 
@@ -528,13 +540,18 @@ impl Builder {
     }
 }
 
+/// The order of a thread's slices in its lanes: by start, the longer first.
+fn slice_order(s: &Slice) -> (u64, std::cmp::Reverse<u64>) {
+    (s.start, std::cmp::Reverse(s.end))
+}
+
 /// A thread's slices in lanes by depth: sorted by start (the longer first
 /// between equal starts), each one deeper than every slice still open when it
 /// starts.
 fn nested(mut slices: Vec<Slice>) -> Vec<Lane> {
     // Stable: equal slices stay in the order they were read.
-    slices.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
-    let mut lanes: Vec<Lane> = Vec::new();
+    slices.sort_by_key(slice_order);
+    let mut depths: Vec<Vec<Slice>> = Vec::new();
     // The ends of the slices still open, outermost first.
     let mut stack: Vec<u64> = Vec::new();
     for s in slices {
@@ -542,14 +559,19 @@ fn nested(mut slices: Vec<Slice>) -> Vec<Lane> {
             stack.pop();
         }
         let depth = stack.len();
-        if lanes.len() == depth {
-            lanes.push(Lane::default());
+        if depths.len() == depth {
+            depths.push(Vec::new());
         }
-        lanes[depth].push(s);
+        depths[depth].push(s);
         stack.push(s.end);
     }
-    lanes.iter_mut().for_each(Lane::finish);
-    lanes
+    (depths.iter())
+        .map(|d| {
+            let mut lane = Lane::from_slices(d);
+            lane.finish();
+            lane
+        })
+        .collect()
 }
 
 /// Async slices in as few lanes as taking the first free one gives: sorted by

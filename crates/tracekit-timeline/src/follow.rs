@@ -59,7 +59,7 @@ impl<R: Read> Follow<R> {
 
     /// The timeline of the records read so far, with their counts as `fxt
     /// stats` gives them.
-    pub fn built(&self) -> Built {
+    pub fn built(&mut self) -> Built {
         let reader: &dyn Records = &self.reader;
         let mut stats = self.counts.clone();
         stats.finish(reader);

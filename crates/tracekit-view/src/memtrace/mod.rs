@@ -380,7 +380,7 @@ pub type Refused = Box<dyn FnOnce(&str) + Send>;
 /// How often at most a followed trace's tables are made again while its
 /// writer writes, and in what share of the time at most.
 const FOLLOW_EVERY: Duration = Duration::from_millis(100);
-const FOLLOW_SHARE: u32 = 3;
+const FOLLOW_SHARE: u32 = 2;
 
 impl Memtrace {
     /// Serves `trace`, and `compare` to compare it with.

@@ -113,9 +113,9 @@ enum Source {
 
 /// How often at most a followed trace's timeline is made again while its
 /// writer writes, and in what share of the time at most: a timeline that
-/// takes 300 ms to make is made again once a second at most.
+/// takes 300 ms to make is made again every 600 ms at most.
 const FOLLOW_EVERY: Duration = Duration::from_millis(100);
-const FOLLOW_SHARE: u32 = 3;
+const FOLLOW_SHARE: u32 = 2;
 
 /// A timeline built, with the answers made once.
 struct Built {
