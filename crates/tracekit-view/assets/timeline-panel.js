@@ -147,27 +147,42 @@ function drawFlame(flame, tree, width, crumbs, fmt = duration) {
 // above the table: the memtrace view's `flametree` nodes (objects under a
 // root "all") as the range flame graph's.
 async function heapFlame(box, table, from, to) {
-  const answer = await api('heap-flame', { from, to });
-  const t = answer.tree;
-  if (t.nodes.length <= 1) return;
-  const names = [];
-  const ids = new Map();
-  const nodes = t.nodes.slice(1).map((n) => {
-    if (!ids.has(n.name)) {
-      ids.set(n.name, names.length);
-      names.push(n.name);
-    }
-    return [n.parent === 0 ? null : n.parent - 1, ids.get(n.name), n.total, n.self];
-  });
-  const w = Math.max(200, box.clientWidth - 24);
-  const flame = el('div', { id: 'heap-flame', class: 'flame', 'data-total': t.total });
-  flame.style.width = `${w}px`;
-  const crumbs = el('span', { class: 'crumbs' });
-  drawFlame(flame, { total_ns: t.total, nodes, names }, w, crumbs, bytes);
-  const heading = `Heap flame graph of the range: ${bytes(t.total)} allocated in it`;
-  box.insertBefore(el('h2', { text: heading }), table.previousSibling ?? table);
-  box.insertBefore(el('p', { class: 'flame-tools' }, crumbs), table.previousSibling ?? table);
-  box.insertBefore(flame, table.previousSibling ?? table);
+  // What was allocated in the range, or what was live at some time in it.
+  const weigh = el('select', { id: 'heap-weigh' });
+  weigh.append(
+    el('option', { value: 'allocated', text: 'allocated in it' }),
+    el('option', { value: 'live', text: 'live in it' }),
+  );
+  const heading = el('h2');
+  const tools = el('p', { class: 'flame-tools' });
+  const flame = el('div', { id: 'heap-flame', class: 'flame' });
+  const before = table.previousSibling ?? table;
+  for (const part of [heading, tools, flame]) box.insertBefore(part, before);
+  const draw = async () => {
+    const live = weigh.value === 'live';
+    const answer = await api('heap-flame', live ? { from, to, live: 'true' } : { from, to });
+    const t = answer.tree;
+    const names = [];
+    const ids = new Map();
+    const nodes = t.nodes.slice(1).map((n) => {
+      if (!ids.has(n.name)) {
+        ids.set(n.name, names.length);
+        names.push(n.name);
+      }
+      return [n.parent === 0 ? null : n.parent - 1, ids.get(n.name), n.total, n.self];
+    });
+    const w = Math.max(200, box.clientWidth - 24);
+    flame.replaceChildren();
+    flame.dataset.total = t.total;
+    flame.dataset.weigh = weigh.value;
+    flame.style.width = `${w}px`;
+    const crumbs = el('span', { class: 'crumbs' });
+    drawFlame(flame, { total_ns: t.total, nodes, names }, w, crumbs, bytes);
+    heading.replaceChildren(`Heap flame graph of the range: ${bytes(t.total)} ${live ? 'live' : 'allocated'} in it`);
+    tools.replaceChildren(el('label', {}, 'weigh by ', weigh), ' ', crumbs);
+  };
+  weigh.addEventListener('change', () => draw().catch(failed));
+  await draw();
 }
 
 // What the selected range is compared with: the baseline range chosen, else

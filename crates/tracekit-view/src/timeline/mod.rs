@@ -26,7 +26,7 @@
 //! | `search` | the next (or previous) slice whose name contains a text, and how many there are | `text`, `after` (`track,lane,index`), `backward` |
 //! | `slices` | `fxt slices --json` | `between` (`T1,T2`, as `1.5s,2s`), `thread` (repeatable), `name`, `limit` |
 //! | `top` | `fxt top --json` | `between`, `thread`, `limit` |
-//! | `heap-flame` | with `--heap`: the range in the heap trace's time (`from_us`, `to_us`) and `memtrace view`'s `flametree` of the allocations made in it (`tree`) | `from`, `to` |
+//! | `heap-flame` | with `--heap`: the range in the heap trace's time (`from_us`, `to_us`) and `memtrace view`'s `flametree` of the allocations made in it, or with `live` of the objects live at some time in it (`tree`) | `from`, `to`, `live` |
 //!
 //! A `selection` or a `flame` is compared with a baseline (A) when `base` is
 //! given: `range`, another range of this trace (`base_from`, `base_to`,
@@ -156,7 +156,7 @@ impl TimelineEndpoint {
         match self {
             TimelineEndpoint::Stats | TimelineEndpoint::Tracks => &[],
             TimelineEndpoint::Window => &["from", "to", "px", "tracks"],
-            TimelineEndpoint::HeapFlame => &["from", "to"],
+            TimelineEndpoint::HeapFlame => &["from", "to", "live"],
             TimelineEndpoint::Details => &["track", "lane", "index"],
             TimelineEndpoint::Selection | TimelineEndpoint::Flame => &[
                 "from",
@@ -538,10 +538,16 @@ impl TimelineTrace {
                 // The range in the heap's time; ending before it began is an
                 // empty range at its start.
                 let (a, b) = (a.max(0), b.max(0));
-                let args = ["--between".to_string(), format!("{a}us"), format!("{b}us")];
+                // What was allocated in the range, or what was live in it.
+                let live = p.flag("live")?;
+                let filter = match live {
+                    true => "--live-between",
+                    false => "--between",
+                };
+                let args = [filter.to_string(), format!("{a}us"), format!("{b}us")];
                 let answer = crate::memtrace::flametree(heap, &args)
                     .map_err(|e| bad(format!("the heap's flame graph: {e}")))?;
-                format!("{{\"from_us\":{a},\"to_us\":{b},\"tree\":{answer}}}")
+                format!("{{\"from_us\":{a},\"to_us\":{b},\"live\":{live},\"tree\":{answer}}}")
             }
             TimelineEndpoint::Search => {
                 let text = p.get("text").unwrap_or_default();

@@ -721,6 +721,15 @@ test("a service traced whole: its heap on the spans' timeline, each span with wh
   // The clocks joined: everything the spans allocated is in the range's heap.
   const spans = thread.reduce((sum, n) => sum + n.allocated.self_bytes, 0);
   assert.ok(heap.tree.total >= spans, `${heap.tree.total} bytes in the range, ${spans} in its spans`);
+  // Weighed by what was live in the range: memtrace's --live-between.
+  await page.selectOption('#heap-weigh', 'live');
+  await page.waitForSelector('#heap-flame[data-weigh="live"]');
+  const live = JSON.parse(
+    cli('memtrace', 'top', '--json', '--live-between', `${heap.from_us}us`, `${heap.to_us}us`, ctf),
+  );
+  assert.equal(+(await page.getAttribute('#heap-flame', 'data-total')), live.totals.bytes);
+  assert.ok(live.totals.bytes >= heap.tree.total, 'what was allocated in the range was live in it');
+  assert.match(await page.textContent('#heap-flame ~ h2, h2:has(+ p + #heap-flame)'), /live in it/);
   await page.screenshot({ path: path.join(shots, 'timeline-service-allocations.png'), fullPage: true });
   await page.close();
 });
