@@ -639,6 +639,20 @@ pub fn thread_sampled() -> ThreadSampled {
     }
 }
 
+/// The memtrace domain the calling thread's sampled allocations are written
+/// under, while a session is active (claimed now if the thread has sampled
+/// nothing yet): in the trace one domain is one thread, while at most 64
+/// threads sample at once. A tracer of the same program's spans records it
+/// with the thread (tracekit-tracing does, as the thread record's argument
+/// `memtrace_domain`), so that a viewer can show each thread's heap.
+pub fn thread_domain() -> Option<u16> {
+    session::active()?;
+    // Claiming registers the slot's release at the thread's exit, which may
+    // allocate: the tracer's own work.
+    let _internal = thread::Internal::enter();
+    u16::try_from(thread::slot().index()).ok()
+}
+
 /// The bytes one sample stands for in the active session, as memtrace
 /// estimates them (a word over the rate: 8 at rate 1, where every word is
 /// sampled); `None` while no session is active.

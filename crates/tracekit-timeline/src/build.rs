@@ -154,6 +154,8 @@ pub struct Builder {
     // give the process its main thread's name.
     process_names: FxHashMap<u64, u32>,
     names: FxHashMap<u64, u32>,
+    /// Threads' memtrace domains (`memtrace_domain` on their records).
+    heap_domains: FxHashMap<u64, u16>,
     pids: FxHashMap<u64, ()>,
     threads: FxHashMap<(u64, u64), ThreadBuild>,
     asyncs: FxHashMap<(u64, u32, u64), Slice>,
@@ -179,6 +181,7 @@ impl Default for Builder {
             arg_sets: ArgSets::default(),
             process_names: FxHashMap::default(),
             names: FxHashMap::default(),
+            heap_domains: FxHashMap::default(),
             pids: FxHashMap::default(),
             threads: FxHashMap::default(),
             asyncs: FxHashMap::default(),
@@ -230,6 +233,7 @@ impl Builder {
             arg_sets,
             process_names,
             names,
+            heap_domains,
             pids,
             threads,
             asyncs,
@@ -276,6 +280,17 @@ impl Builder {
                 }
                 Record::KernelObject(o) if o.object_type == ObjectType::THREAD => {
                     names.insert(o.koid.0, strings.id(o.name.as_bytes()));
+                    // The thread's heap in a memtrace trace of the same run
+                    // (tracekit-tracing with tracekit-alloc).
+                    let domain = o.args.iter().find_map(|a| match a.value {
+                        ArgValue::UInt64(v) if a.name.as_bytes() == b"memtrace_domain" => {
+                            u16::try_from(v).ok()
+                        }
+                        _ => None,
+                    });
+                    if let Some(d) = domain {
+                        heap_domains.insert(o.koid.0, d);
+                    }
                     continue;
                 }
                 Record::Event(e) => e,
@@ -439,6 +454,7 @@ impl Builder {
             mut arg_sets,
             process_names,
             names,
+            heap_domains,
             pids,
             threads,
             asyncs,
@@ -468,6 +484,7 @@ impl Builder {
                 pid,
                 tid,
                 name: names.get(&tid).copied(),
+                heap_domain: heap_domains.get(&tid).copied(),
                 lanes: nested(t.slices),
                 instants: t.instants,
             });
@@ -478,6 +495,7 @@ impl Builder {
                 pid,
                 tid: 0,
                 name: Some(name),
+                heap_domain: None,
                 lanes: packed(slices),
                 instants: Vec::new(),
             });

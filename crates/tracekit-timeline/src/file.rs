@@ -10,13 +10,13 @@
 //!
 //! | bytes | what |
 //! | --- | --- |
-//! | 8 | magic `TKTIMEL` and the format version (8) |
+//! | 8 | magic `TKTIMEL` and the format version (9) |
 //! | 8 | records read |
 //! | 9 each | the first and the last time, each an optional `u64` (a byte, then 8) |
 //! | 4 + strings | the strings |
 //! | string, 4 + 8 each | the argument sets' text, their count + 1, and where each starts (the last: where the last ends) |
 //! | 4 + 13 each | processes: koid (8), optional name (5) |
-//! | 4 + tracks | per track: kind (1: 0 thread, 1 async), pid (8), tid (8), optional name (5), then its lanes (4 bytes of count; per lane 4 bytes of slices, zeros to the next multiple of 8, and the columns start (8 each), end (8 each), name, category, arguments (4 each), then 4 bytes of async ids (none in a thread's lane, one per slice in an async track's), zeros to the next multiple of 8 and the ids (8 each)), then its instants (4 bytes of count; time (8), name, category, arguments (4 each) per instant) |
+//! | 4 + tracks | per track: kind (1: 0 thread, 1 async), pid (8), tid (8), optional name (5), optional memtrace domain of a thread's heap (5), then its lanes (4 bytes of count; per lane 4 bytes of slices, zeros to the next multiple of 8, and the columns start (8 each), end (8 each), name, category, arguments (4 each), then 4 bytes of async ids (none in a thread's lane, one per slice in an async track's), zeros to the next multiple of 8 and the ids (8 each)), then its instants (4 bytes of count; time (8), name, category, arguments (4 each) per instant) |
 //! | 4 + counters | per series: pid (8), name (4), category (4), id (8), series (4), samples (4), then times (8 each), values (8 each, IEEE 754) and threads (8 each) |
 //! | 4 + flows | per flow: id (8), events (4), then per event its track (4), time (8) and phase (1: 0 begin, 1 step, 2 end) |
 //! | 1 (+ 16) | whether the trace places its clock on the monotonic clock (1), then a time of the trace (8) and the monotonic time it was (8), nanoseconds |
@@ -36,7 +36,7 @@ use crate::{Counter, Flow, FlowPhase, FlowPoint, Instant, Timeline, Track, Track
 
 pub use tracekit_columns::FileError;
 
-const MAGIC: &[u8; 8] = b"TKTIMEL\x08";
+const MAGIC: &[u8; 8] = b"TKTIMEL\x09";
 
 /// The format's name in [`FileError::Magic`].
 const FORMAT: &str = "a timeline";
@@ -75,6 +75,7 @@ impl Timeline {
             out.u64(t.pid)?;
             out.u64(t.tid)?;
             out.opt_u32(t.name)?;
+            out.opt_u32(t.heap_domain.map(u32::from))?;
             out.len32(t.lanes.len())?;
             for lane in &t.lanes {
                 let n = lane.len();
@@ -226,6 +227,11 @@ impl Timeline {
             if let Some(name) = name {
                 string(&r, name)?;
             }
+            let at = r.at();
+            let heap_domain = match r.opt_u32()? {
+                None => None,
+                Some(d) => Some(u16::try_from(d).map_err(|_| FileError::Inconsistent(at))?),
+            };
             let lanes_n = r.count32(4)?;
             let mut lanes = Vec::with_capacity(lanes_n);
             for _ in 0..lanes_n {
@@ -300,6 +306,7 @@ impl Timeline {
                 pid,
                 tid,
                 name,
+                heap_domain,
                 lanes,
                 instants,
             });
@@ -430,6 +437,13 @@ mod tests {
         w.counter(t, c, a, 18, 3, &[Arg::new(key, ArgValue::Double(2.5))])
             .unwrap();
         let other = w.set_thread_slot(1, Koid(1), Koid(3)).unwrap();
+        // The second thread names its heap's memtrace domain.
+        let heap = [
+            RawArg::new(StringRef::inline("process"), ArgValue::Koid(Koid(1))),
+            RawArg::new(StringRef::inline("memtrace_domain"), ArgValue::UInt64(7)),
+        ];
+        w.kernel_object(ObjectType::THREAD, Koid(3), "worker", &heap)
+            .unwrap();
         w.flow_begin(t, 11, 77).unwrap();
         w.flow_step(other, 13, 77).unwrap();
         w.flow_end(t, 19, 77).unwrap();
@@ -480,6 +494,12 @@ mod tests {
         );
         assert_ne!(flow.points[0].track, flow.points[1].track, "on two threads");
         assert_eq!(back.tracks()[0].instants, t.tracks()[0].instants);
+        // Each thread's heap domain, where its record names it.
+        let domains: Vec<_> = (back.tracks().iter())
+            .filter(|t| t.kind == TrackKind::Thread)
+            .map(|t| (t.tid, t.heap_domain))
+            .collect();
+        assert_eq!(domains, [(2, None), (3, Some(7))]);
         let s = back.tracks()[0].lanes[0].get(0).unwrap();
         assert_eq!(back.string(s.name), "outer");
         assert_eq!(back.args(s.args), r#"{"n":-5}"#);
@@ -548,7 +568,7 @@ mod tests {
             Some(FileError::Truncated(0))
         );
         assert_eq!(
-            Timeline::read_from(b"TKTIMEL\x09xxxxxxxx").err(),
+            Timeline::read_from(b"TKTIMEL\x0axxxxxxxx").err(),
             Some(FileError::Magic(FORMAT))
         );
         for n in 0..file.len() {

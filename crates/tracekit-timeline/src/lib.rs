@@ -110,6 +110,10 @@ pub struct Track {
     /// async track's slices (a process has an async track per name, as
     /// Perfetto groups them: a kind of task), in the timeline's strings.
     pub name: Option<u32>,
+    /// A thread's memtrace domain: where a trace of the same run's heap
+    /// (tracekit-alloc's, joined with `--heap`) writes the thread's
+    /// allocations, from its record's `memtrace_domain` argument.
+    pub heap_domain: Option<u16>,
     /// Its slices, a lane per depth (or per async lane), outermost first.
     pub lanes: Vec<Lane>,
     /// Its instants, by time.

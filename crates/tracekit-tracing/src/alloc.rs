@@ -20,6 +20,20 @@
 //! its own allocations ([`Own`]) and a mark is the thread's allocations less
 //! those, so a span's figures are the program's.
 
+/// The memtrace domain of the calling thread's sampled allocations, while
+/// tracekit-alloc traces the heap: written with the thread's record, so that
+/// a viewer joins each thread to its heap.
+pub(crate) fn thread_domain() -> Option<u16> {
+    #[cfg(feature = "alloc")]
+    {
+        tracekit_alloc::thread_domain()
+    }
+    #[cfg(not(feature = "alloc"))]
+    {
+        None
+    }
+}
+
 /// A reading of the thread's sampled allocations, taken at a span's entry.
 #[cfg(feature = "alloc")]
 pub(crate) type Mark = tracekit_alloc::ThreadSampled;

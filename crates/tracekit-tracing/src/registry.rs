@@ -4,7 +4,7 @@
 //! buffers that use them.
 
 use rustc_hash::FxHashMap as HashMap;
-use tracekit_fxt::format::{Koid, StringId, StringRef, ThreadRef};
+use tracekit_fxt::format::{ArgValue, Koid, ObjectType, RawArg, StringId, StringRef, ThreadRef};
 use tracekit_fxt::write::{VecDestination, Writer};
 
 /// The string table and thread records, encoded as they are registered.
@@ -53,7 +53,22 @@ impl Registry {
         let Some(w) = self.writer.as_mut() else {
             return inline;
         };
-        let _ = w.set_thread_name(Koid(pid), Koid(tid), name);
+        match crate::alloc::thread_domain() {
+            None => {
+                let _ = w.set_thread_name(Koid(pid), Koid(tid), name);
+            }
+            // The thread's heap in tracekit-alloc's trace, for a viewer to join.
+            Some(domain) => {
+                let args = [
+                    RawArg::new(StringRef::inline("process"), ArgValue::Koid(Koid(pid))),
+                    RawArg::new(
+                        StringRef::inline("memtrace_domain"),
+                        ArgValue::UInt64(u64::from(domain)),
+                    ),
+                ];
+                let _ = w.kernel_object(ObjectType::THREAD, Koid(tid), name, &args);
+            }
+        }
         let Ok(slot) = u8::try_from(self.next_slot) else {
             return inline;
         };

@@ -146,8 +146,9 @@ function drawFlame(flame, tree, width, crumbs, fmt = duration) {
 // What the joined heap (`--heap`) allocated in the range, as a flame graph
 // above the table: the memtrace view's `flametree` nodes (objects under a
 // root "all") as the range flame graph's.
-async function heapFlame(box, table, from, to) {
-  // What was allocated in the range, or what was live at some time in it.
+async function heapFlame(box, table, from, to, tracks) {
+  // What was allocated in the range, or what was live at some time in it, by
+  // the selected threads (those that name their heap).
   const weigh = el('select', { id: 'heap-weigh' });
   weigh.append(
     el('option', { value: 'allocated', text: 'allocated in it' }),
@@ -160,7 +161,8 @@ async function heapFlame(box, table, from, to) {
   for (const part of [heading, tools, flame]) box.insertBefore(part, before);
   const draw = async () => {
     const live = weigh.value === 'live';
-    const answer = await api('heap-flame', live ? { from, to, live: 'true' } : { from, to });
+    const params = { from, to, tracks: tracks.join(',') };
+    const answer = await api('heap-flame', live ? { ...params, live: 'true' } : params);
     const t = answer.tree;
     const names = [];
     const ids = new Map();
@@ -175,10 +177,14 @@ async function heapFlame(box, table, from, to) {
     flame.replaceChildren();
     flame.dataset.total = t.total;
     flame.dataset.weigh = weigh.value;
+    flame.dataset.domains = answer.domains.join(',');
     flame.style.width = `${w}px`;
     const crumbs = el('span', { class: 'crumbs' });
     drawFlame(flame, { total_ns: t.total, nodes, names }, w, crumbs, bytes);
-    heading.replaceChildren(`Heap flame graph of the range: ${bytes(t.total)} ${live ? 'live' : 'allocated'} in it`);
+    const whose = answer.domains.length ? ` by its ${answer.domains.length === 1 ? 'thread' : 'threads'}` : '';
+    heading.replaceChildren(
+      `Heap flame graph of the range: ${bytes(t.total)} ${live ? 'live' : 'allocated'} in it${whose}`,
+    );
     tools.replaceChildren(el('label', {}, 'weigh by ', weigh), ' ', crumbs);
   };
   weigh.addEventListener('change', () => draw().catch(failed));
@@ -365,7 +371,7 @@ export async function showArea() {
       box.insertBefore(flame, firstTable);
       box.insertBefore(el('h2', { text: 'By name' }), table);
     }
-    if (page.info?.heap) await heapFlame(box, table, from, to);
+    if (page.info?.heap) await heapFlame(box, table, from, to, a.tracks);
   } catch (e) {
     failed(e);
   } finally {

@@ -42,6 +42,11 @@ pub struct ViewArgs {
     /// flame graph of what was allocated in it.
     #[arg(long, value_name = "HEAP.ctf")]
     heap: Option<PathBuf>,
+    /// With --heap, also a counter per thread of what it allocated that is still
+    /// live, for the threads whose records name their heap (tracekit-tracing with
+    /// tracekit-alloc's heap tracing on).
+    #[arg(long, requires = "heap")]
+    heap_by_thread: bool,
     /// Follow a trace a program is still writing (FXT from the tracing layer,
     /// memtrace from tracekit-alloc or OCaml's memtrace): the page grows as the
     /// program writes, until it closes the file. Waits for the file's first bytes
@@ -72,6 +77,7 @@ impl ViewArgs {
             file,
             compare: None,
             heap: None,
+            heap_by_thread: false,
             follow: false,
             port: 0,
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
@@ -116,7 +122,7 @@ fn load_timeline(
     bytes: Bytes,
     kind: Kind,
     cache: Option<TablesCache>,
-    heap: Option<(PathBuf, TraceBytes)>,
+    heap: Option<(PathBuf, TraceBytes, bool)>,
     failed: Arc<AtomicBool>,
 ) -> TimelineTrace {
     let name = input::display(path);
@@ -125,8 +131,8 @@ fn load_timeline(
     let build: Build = Box::new(move |told| {
         let built = build_timeline(&path, &shown, bytes, kind, cache.as_ref(), told);
         let joined = built.and_then(|(mut timeline, stats)| {
-            if let Some((heap_path, heap)) = &heap {
-                join_heap(&mut timeline, heap_path, heap.clone(), &shown)?;
+            if let Some((heap_path, heap, by_thread)) = &heap {
+                join_heap(&mut timeline, heap_path, heap.clone(), *by_thread, &shown)?;
             }
             Ok((timeline, stats))
         });
@@ -143,14 +149,25 @@ fn load_timeline(
 
 /// Joins the memtrace trace `heap` (read from `path`) to `timeline` (of the
 /// trace named `name`) as its process's live-heap counter.
-fn join_heap(timeline: &mut Timeline, path: &Path, heap: TraceBytes, name: &str) -> Result<()> {
+fn join_heap(
+    timeline: &mut Timeline,
+    path: &Path,
+    heap: TraceBytes,
+    by_thread: bool,
+    name: &str,
+) -> Result<()> {
     let shown = input::display(path);
     let mut reader = tracekit_memtrace::Reader::from_owner(heap)
         .map_err(|e| tracekit_io::memtrace::open_error(path, e.into()))?;
-    let joined = tracekit_view::timeline::heap::join_heap(timeline, &mut reader)
+    let joined = tracekit_view::timeline::heap::join_heap(timeline, &mut reader, by_thread)
         .map_err(|e| anyhow::anyhow!("--heap {shown} with {name}: {e}"))?;
+    let threads = match (by_thread, joined.threads) {
+        (false, _) => String::new(),
+        (true, 0) => "; no thread names its heap, so no thread has a counter".to_string(),
+        (true, n) => format!(", and {n} threads' own"),
+    };
     output::tell(format!(
-        "{shown}: the live heap joined as a counter ({} samples, peak {} bytes)",
+        "{shown}: the live heap joined as a counter ({} samples, peak {} bytes){threads}",
         joined.samples, joined.peak_bytes
     ));
     Ok(())
@@ -254,12 +271,16 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
         // Read now, so that a heap that cannot be read stops before serving.
         let heap = match &args.heap {
             None => None,
-            Some(p) => Some((p.clone(), tracekit_io::memtrace::trace_bytes(p)?)),
+            Some(p) => Some((
+                p.clone(),
+                tracekit_io::memtrace::trace_bytes(p)?,
+                args.heap_by_thread,
+            )),
         };
         // The heap also answers a range's heap flame graph.
         let heap_trace = match &heap {
             None => None,
-            Some((p, b)) => Some(load(p, || Ok(b.clone()), cache.as_ref())?),
+            Some((p, b, _)) => Some(load(p, || Ok(b.clone()), cache.as_ref())?),
         };
         let timeline = load_timeline(&args.file, bytes, kind, cache, heap, Arc::clone(&failed));
         let timeline = match compare {

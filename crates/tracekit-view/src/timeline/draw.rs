@@ -33,6 +33,7 @@ pub(super) fn tracks_json(name: &str, t: &Timeline, heap: bool) -> String {
                 "lanes": tr.lanes.len(),
                 "slices": tr.slices(),
                 "instants": tr.instants.len(),
+                "heap_domain": tr.heap_domain,
             })
         })
         .collect();

@@ -14,9 +14,15 @@
 //! time. The counter's samples are the live heap's curve, its peak among them;
 //! those from before the spans' clock began (the heap's tracing usually starts
 //! first) are left out.
+//!
+//! By thread, on request: each thread whose record names its memtrace domain
+//! (`memtrace_domain`, which tracekit-tracing writes from tracekit-alloc's
+//! `thread_domain`; in tracekit-alloc's trace one domain is one thread) also
+//! gets a counter of what it allocated that is still live, the same curve of
+//! its domain's allocations alone.
 
 use tracekit_analysis::analyzer::Options;
-use tracekit_analysis::passes;
+use tracekit_analysis::{Filter, passes};
 use tracekit_memtrace::{Info, Reader};
 use tracekit_timeline::Timeline;
 
@@ -51,6 +57,14 @@ pub struct Joined {
     pub samples: usize,
     /// The live heap's peak, bytes (as `memtrace top --peak` says).
     pub peak_bytes: u64,
+    /// Threads given a counter of their own.
+    pub threads: usize,
+}
+
+/// The counter of the live heap a thread allocated, named by the thread as
+/// its track is (`name [tid]`).
+pub fn thread_counter(thread: &str, tid: u64) -> String {
+    format!("{} of {thread} [{tid}]", COUNTER.0)
 }
 
 /// Where a heap trace's clock is on the monotonic clock: its start and what
@@ -99,16 +113,61 @@ pub fn heap_micros(timeline: &Timeline, info: &Info, trace_ns: u64) -> Option<i6
 }
 
 /// Adds the live heap of the memtrace trace `reader` reads to `timeline`, as
-/// counter [`COUNTER`] of the traced process.
-pub fn join_heap(timeline: &mut Timeline, reader: &mut Reader<'_>) -> Result<Joined, JoinError> {
+/// counter [`COUNTER`] of the traced process; with `by_thread`, also each
+/// thread's that names its domain ([`thread_counter`]).
+pub fn join_heap(
+    timeline: &mut Timeline,
+    reader: &mut Reader<'_>,
+    by_thread: bool,
+) -> Result<Joined, JoinError> {
     let info = reader.info().clone();
     let clock = HeapClock::of(&info).ok_or(JoinError::NoClockInMemtrace)?;
     if !timeline.on_monotonic_clock() {
         return Err(JoinError::NoClockInFxt);
     }
+    let pid = u64::try_from(info.pid).unwrap_or(0);
+    let (samples, peak_bytes) = curve(timeline, reader, &clock, Filter::default())?;
+    let n = samples.len();
+    timeline.add_counter(pid, COUNTER.0, COUNTER.1, samples);
+    let mut threads = Vec::new();
+    if by_thread {
+        for t in timeline.tracks() {
+            if let Some(domain) = t.heap_domain {
+                let name = t.name.map_or("", |n| timeline.string(n));
+                threads.push((thread_counter(name, t.tid), domain));
+            }
+        }
+    }
+    for (name, domain) in &threads {
+        let filter = Filter {
+            domain: vec![*domain],
+            ..Filter::default()
+        };
+        let (samples, _) = curve(timeline, reader, &clock, filter)?;
+        timeline.add_counter(pid, name, COUNTER.1, samples);
+    }
+    Ok(Joined {
+        samples: n,
+        peak_bytes,
+        threads: threads.len(),
+    })
+}
+
+/// The live heap of the allocations `filter` keeps, as samples on the
+/// timeline's clock (its peak among them), and that peak in bytes.
+fn curve(
+    timeline: &Timeline,
+    reader: &mut Reader<'_>,
+    clock: &HeapClock,
+    filter: Filter,
+) -> Result<(Vec<(u64, f64)>, u64), JoinError> {
+    let options = Options {
+        filter,
+        ..Options::default()
+    };
     // Settled: with several threads the domains interleave, and the peak of
     // one pass may be short of the exact one `memtrace top` gives.
-    let pass = passes::settled(reader, Options::default(), &mut |_, _| {});
+    let pass = passes::settled(reader, options, &mut |_, _| {});
     if let Some(e) = pass.error {
         return Err(JoinError::Read(e.to_string()));
     }
@@ -128,13 +187,7 @@ pub fn join_heap(timeline: &mut Timeline, reader: &mut Reader<'_>) -> Result<Joi
         let i = samples.partition_point(|s| s.0 < t);
         samples.insert(i, (t, bytes(peak.live)));
     }
-    let n = samples.len();
-    let pid = u64::try_from(info.pid).unwrap_or(0);
-    timeline.add_counter(pid, COUNTER.0, COUNTER.1, samples);
-    Ok(Joined {
-        samples: n,
-        peak_bytes: profile.sampling.bytes(peak.live),
-    })
+    Ok((samples, profile.sampling.bytes(peak.live)))
 }
 
 #[cfg(test)]
@@ -159,7 +212,7 @@ mod tests {
         let mut reader = Reader::from_bytes(&bytes).unwrap();
         let mut timeline = Timeline::default();
         assert_eq!(
-            join_heap(&mut timeline, &mut reader),
+            join_heap(&mut timeline, &mut reader, false),
             Err(JoinError::NoClockInMemtrace)
         );
         // One that does, with a timeline that does not.
@@ -171,7 +224,7 @@ mod tests {
         let bytes = trace(&info);
         let mut reader = Reader::from_bytes(&bytes).unwrap();
         assert_eq!(
-            join_heap(&mut timeline, &mut reader),
+            join_heap(&mut timeline, &mut reader, false),
             Err(JoinError::NoClockInFxt)
         );
         assert!(timeline.counters().is_empty());

@@ -26,7 +26,7 @@
 //! | `search` | the next (or previous) slice whose name contains a text, and how many there are | `text`, `after` (`track,lane,index`), `backward` |
 //! | `slices` | `fxt slices --json` | `between` (`T1,T2`, as `1.5s,2s`), `thread` (repeatable), `name`, `limit` |
 //! | `top` | `fxt top --json` | `between`, `thread`, `limit` |
-//! | `heap-flame` | with `--heap`: the range in the heap trace's time (`from_us`, `to_us`) and `memtrace view`'s `flametree` of the allocations made in it, or with `live` of the objects live at some time in it (`tree`) | `from`, `to`, `live` |
+//! | `heap-flame` | with `--heap`: the range in the heap trace's time (`from_us`, `to_us`) and `memtrace view`'s `flametree` of the allocations made in it, or with `live` of the objects live at some time in it (`tree`); with `tracks`, of those threads' allocations where their records name their heap's domains (`domains`) | `from`, `to`, `live`, `tracks` |
 //!
 //! A `selection` or a `flame` is compared with a baseline (A) when `base` is
 //! given: `range`, another range of this trace (`base_from`, `base_to`,
@@ -156,7 +156,7 @@ impl TimelineEndpoint {
         match self {
             TimelineEndpoint::Stats | TimelineEndpoint::Tracks => &[],
             TimelineEndpoint::Window => &["from", "to", "px", "tracks"],
-            TimelineEndpoint::HeapFlame => &["from", "to", "live"],
+            TimelineEndpoint::HeapFlame => &["from", "to", "live", "tracks"],
             TimelineEndpoint::Details => &["track", "lane", "index"],
             TimelineEndpoint::Selection | TimelineEndpoint::Flame => &[
                 "from",
@@ -544,10 +544,26 @@ impl TimelineTrace {
                     true => "--live-between",
                     false => "--between",
                 };
-                let args = [filter.to_string(), format!("{a}us"), format!("{b}us")];
+                let mut args = vec![filter.to_string(), format!("{a}us"), format!("{b}us")];
+                // The selected threads' allocations, where their records
+                // name their heap's domains (every thread's otherwise).
+                let mut domains: Vec<u16> = match p.get("tracks") {
+                    None => Vec::new(),
+                    Some(_) => (p.tracks("tracks", t)?.iter())
+                        .filter_map(|&i| t.tracks().get(i)?.heap_domain)
+                        .collect(),
+                };
+                domains.sort_unstable();
+                domains.dedup();
+                for d in &domains {
+                    args.extend(["--domain".to_string(), d.to_string()]);
+                }
                 let answer = crate::memtrace::flametree(heap, &args)
                     .map_err(|e| bad(format!("the heap's flame graph: {e}")))?;
-                format!("{{\"from_us\":{a},\"to_us\":{b},\"live\":{live},\"tree\":{answer}}}")
+                let domains = serde_json::to_string(&domains).unwrap_or_default();
+                format!(
+                    "{{\"from_us\":{a},\"to_us\":{b},\"live\":{live},\"domains\":{domains},\"tree\":{answer}}}"
+                )
             }
             TimelineEndpoint::Search => {
                 let text = p.get("text").unwrap_or_default();

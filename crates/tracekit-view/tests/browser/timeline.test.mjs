@@ -661,21 +661,28 @@ test("a service traced whole: its heap on the spans' timeline, each span with wh
   execFileSync(example, [], {
     env: { ...process.env, TRACEKIT_FXT: fxt, MEMTRACE: ctf, MEMTRACE_RATE: '1' },
   });
-  const url = await serveCommand(['-q', 'view', fxt, '--heap', ctf]);
+  const url = await serveCommand(['-q', 'view', fxt, '--heap', ctf, '--heap-by-thread']);
   // The heap is a counter of the process whose peak is memtrace top's.
   const peak = JSON.parse(cli('memtrace', 'top', '--json', ctf)).peak.bytes;
   // The whole trace, every thread's track, as a range.
   let page = await open(url);
-  const counters = await page.evaluate(() =>
+  const info = await page.evaluate(() =>
     fetch('/api/tracks', {
       headers: { Authorization: 'Bearer ' + new URLSearchParams(location.search).get('token') },
-    })
-      .then((r) => r.json())
-      .then((j) => j.counters),
+    }).then((r) => r.json()),
   );
+  // And, by thread, each thread's own live heap: its domain's, as memtrace
+  // timeline --domain draws it.
+  const domains = info.tracks.filter((t) => t.heap_domain !== null);
+  assert.ok(domains.length >= 2, 'the workers and main name their heaps');
+  const threadPeak = (d) =>
+    JSON.parse(cli('memtrace', 'timeline', '--json', '--points', '10', '--domain', String(d), ctf)).peak.bytes;
   assert.deepEqual(
-    counters.map((c) => [c.name, c.series, c.max]),
-    [['live heap', 'bytes', peak]],
+    info.counters.map((c) => [c.name, c.series, c.max]).sort(),
+    [
+      ['live heap', 'bytes', peak],
+      ...domains.map((t) => [`live heap of ${t.name} [${t.tid}]`, 'bytes', threadPeak(t.heap_domain)]),
+    ].sort(),
   );
   const tracks = (await page.evaluate(() => window.tracekitRows()))
     .filter((r) => r.kind === 'track' && !/async/.test(r.label))
@@ -707,14 +714,21 @@ test("a service traced whole: its heap on the spans' timeline, each span with wh
   // time, as memtrace top --between counts it.
   await page.waitForSelector('#heap-flame div');
   const heap = await page.evaluate(
-    ([from, to]) =>
-      fetch(`/api/heap-flame?from=${from}&to=${to}`, {
+    ([from, to, tracks]) =>
+      fetch(`/api/heap-flame?from=${from}&to=${to}&tracks=${tracks}`, {
         headers: { Authorization: 'Bearer ' + new URLSearchParams(location.search).get('token') },
       }).then((r) => r.json()),
-    [0, span + 1],
+    [0, span + 1, tracks.join(',')],
   );
+  // Of the selected threads: the domains their records name.
+  const selected = tracks.map((i) => info.tracks[i].heap_domain).filter((d) => d !== null);
+  assert.deepEqual(
+    heap.domains,
+    [...new Set(selected)].sort((a, b) => a - b),
+  );
+  const byDomain = heap.domains.flatMap((d) => ['--domain', String(d)]);
   const between = JSON.parse(
-    cli('memtrace', 'top', '--json', '--between', `${heap.from_us}us`, `${heap.to_us}us`, ctf),
+    cli('memtrace', 'top', '--json', '--between', `${heap.from_us}us`, `${heap.to_us}us`, ...byDomain, ctf),
   );
   assert.equal(heap.tree.total, between.totals.bytes);
   assert.equal(+(await page.getAttribute('#heap-flame', 'data-total')), heap.tree.total);
@@ -725,7 +739,7 @@ test("a service traced whole: its heap on the spans' timeline, each span with wh
   await page.selectOption('#heap-weigh', 'live');
   await page.waitForSelector('#heap-flame[data-weigh="live"]');
   const live = JSON.parse(
-    cli('memtrace', 'top', '--json', '--live-between', `${heap.from_us}us`, `${heap.to_us}us`, ctf),
+    cli('memtrace', 'top', '--json', '--live-between', `${heap.from_us}us`, `${heap.to_us}us`, ...byDomain, ctf),
   );
   assert.equal(+(await page.getAttribute('#heap-flame', 'data-total')), live.totals.bytes);
   assert.ok(live.totals.bytes >= heap.tree.total, 'what was allocated in the range was live in it');
