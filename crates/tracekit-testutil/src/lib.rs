@@ -1,7 +1,8 @@
 //! What the workspace's tests and benches share: where they find their outside
 //! inputs (the conformance corpus, `TRACEKIT_CORPUS`, and the independent
-//! readers), the one way they run a binary under test ([`Program`]), and the
-//! one scratch folder a test writes into ([`scratch`]).
+//! readers), the one way they run a binary under test ([`Program`]), the
+//! one scratch folder a test writes into ([`scratch`]), and a trace that a
+//! writer is still appending to ([`Growing`]).
 //!
 //! Cargo runs each test binary in its own crate's folder, so a relative
 //! `TRACEKIT_CORPUS=../shared/corpus` would mean something different in every
@@ -477,5 +478,49 @@ mod tests {
         assert_eq!(from_root("a/b"), root.join("a/b"));
         assert_eq!(from_root("/abs/x"), PathBuf::from("/abs/x"));
         assert_eq!(from_root("../shared"), root.join("../shared"));
+    }
+}
+
+/// A trace a writer is still appending to, as a reader following it sees it:
+/// `shown` bytes of `bytes` are written, and a read at their end fails with
+/// [`std::io::ErrorKind::WouldBlock`] until more are (the end of `bytes` is
+/// the end of the input).
+#[derive(Debug)]
+pub struct Growing<B> {
+    /// The whole trace.
+    pub bytes: B,
+    /// How much of it is written so far.
+    pub shown: usize,
+    read: usize,
+}
+
+impl<B: AsRef<[u8]>> Growing<B> {
+    /// `bytes`, of which the first `shown` are written.
+    pub fn new(bytes: B, shown: usize) -> Growing<B> {
+        Growing {
+            bytes,
+            shown,
+            read: 0,
+        }
+    }
+
+    /// Writes `n` bytes more (fewer at the end).
+    pub fn write(&mut self, n: usize) {
+        self.shown = (self.shown + n).min(self.bytes.as_ref().len());
+    }
+}
+
+impl<B: AsRef<[u8]>> std::io::Read for Growing<B> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let all = self.bytes.as_ref();
+        let shown = self.shown.min(all.len());
+        let have = &all[self.read.min(shown)..shown];
+        if have.is_empty() && shown < all.len() {
+            return Err(std::io::ErrorKind::WouldBlock.into());
+        }
+        let n = have.len().min(buf.len());
+        buf[..n].copy_from_slice(&have[..n]);
+        self.read += n;
+        Ok(n)
     }
 }

@@ -79,26 +79,6 @@ mod tests {
     use crate::open::build_timeline;
     use tracekit_fxt::read::Reader;
 
-    /// An input a writer appends to: it has `shown` bytes of `bytes`.
-    struct Growing {
-        bytes: Vec<u8>,
-        shown: usize,
-        read: usize,
-    }
-
-    impl Read for Growing {
-        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            let have = &self.bytes[self.read..self.shown];
-            if have.is_empty() && self.shown < self.bytes.len() {
-                return Err(std::io::ErrorKind::WouldBlock.into());
-            }
-            let n = have.len().min(buf.len());
-            buf[..n].copy_from_slice(&have[..n]);
-            self.read += n;
-            Ok(n)
-        }
-    }
-
     /// What a timeline shows, in a form two timelines compare by.
     fn shown(b: &Built) -> String {
         let t = &b.timeline;
@@ -123,12 +103,7 @@ mod tests {
         };
         let (bytes, _) = tracekit_fxt::synth::write_synthetic(Vec::new(), &config).unwrap();
         let whole = build_timeline(&mut Reader::new(&bytes), true, &mut |_| {});
-        let len = bytes.len();
-        let mut follow = Follow::new(Growing {
-            bytes,
-            shown: 0,
-            read: 0,
-        });
+        let mut follow = Follow::new(tracekit_testutil::Growing::new(bytes, 0));
         let mut earlier = 0;
         loop {
             follow.read(&mut |_| {});
@@ -139,8 +114,7 @@ mod tests {
             if !follow.is_waiting() {
                 break;
             }
-            let input = follow.input();
-            input.shown = (input.shown + 997).min(len);
+            follow.input().write(997);
         }
         assert_eq!(shown(&follow.built()), shown(&whole));
         assert!(whole.timeline.records() > 3_000);

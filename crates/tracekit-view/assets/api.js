@@ -62,3 +62,34 @@ export function named(args) {
 export async function api(endpoint, args) {
   return JSON.parse(await answerText(endpoint, named(args)));
 }
+
+// How often a page asks a followed trace whether it grew.
+const FOLLOW_MS = 250;
+
+// A trace followed while its program writes it (`--follow`, whose state
+// `followed` is as `/api/features` gave it): asks every FOLLOW_MS whether it
+// grew, awaits `grew(followed)` when it did (which returns false to stop) and
+// calls `seen(followed)` after every answer; stops once the writer is done.
+export async function follow(followed, { grew, seen }) {
+  let generation = followed.generation;
+  for (;;) {
+    await new Promise((done) => setTimeout(done, FOLLOW_MS));
+    let f;
+    try {
+      f = (await answerJson('features')).followed;
+    } catch {
+      continue;
+    }
+    if (!f) return;
+    if (f.generation !== generation) {
+      generation = f.generation;
+      if ((await grew(f)) === false) return;
+    }
+    seen(f);
+    if (!f.writing) return;
+  }
+}
+
+async function answerJson(endpoint) {
+  return JSON.parse(await answerText(endpoint, new URLSearchParams()));
+}

@@ -3,7 +3,7 @@
 // the page turns the filter into that subcommand's options. This module puts
 // the page together: the trace's info, the redraw of the view, the controls.
 
-import { api } from './api.js';
+import { api, follow } from './api.js';
 import { $, bytes, el, setStatus, showDamage } from './dom.js';
 import { readForm, writeForm } from './filter.js';
 import { renderDiff, renderFlame } from './flame.js';
@@ -37,36 +37,24 @@ function renderInfo() {
   $('title').dataset.followed = f ? (f.writing ? 'writing' : 'ended') : '';
 }
 
-// How often the page asks a followed trace whether it grew.
-const FOLLOW_MS = 250;
-
-// A trace followed while its program writes it (`--follow`): asks now and then
-// whether it grew, and shows the view asked for again of what it has now.
-// Stops once the writer is done.
-async function follow() {
-  for (;;) {
-    await new Promise((done) => setTimeout(done, FOLLOW_MS));
-    let f;
-    try {
-      f = (await api('features', [])).followed;
-    } catch {
-      continue;
-    }
-    if (!f) return;
-    const grew = f.generation !== page.features.followed.generation;
-    page.features.followed = f;
-    if (grew) {
+// A trace followed while its program writes it (`--follow`): the view asked
+// for again of what it has now, each time it grew.
+function followTrace() {
+  follow(page.features.followed, {
+    grew: async () => {
       try {
         [page.info, page.full] = await Promise.all([api('info', []), api('timeline', ['--points', '450'])]);
       } catch (e) {
         setStatus('cannot load the trace: ' + e.message, true);
-        return;
+        return false;
       }
       await refresh();
-    }
-    renderInfo();
-    if (!f.writing) return;
-  }
+    },
+    seen: (f) => {
+      page.features.followed = f;
+      renderInfo();
+    },
+  });
 }
 
 async function refresh() {
@@ -185,7 +173,7 @@ async function main() {
   window.addEventListener('resize', () => renderGraph(page.lastFiltered));
   await refresh();
   document.body.dataset.ready = 'true';
-  if (page.features.followed?.writing) follow();
+  if (page.features.followed?.writing) followTrace();
 }
 
 page.refresh = refresh;

@@ -7,6 +7,7 @@ import { $, el, showDamage } from './dom.js';
 import { listen } from './timeline-input.js';
 import { showArea, showDetails } from './timeline-panel.js';
 import { api, busy, clampView, failed, page, readUrl, span, state, writeUrl } from './timeline-state.js';
+import { follow } from './api.js';
 
 const canvas = $('timeline');
 const ctx = canvas.getContext('2d');
@@ -307,7 +308,7 @@ async function main() {
   } finally {
     busy(-1);
   }
-  if (page.followed?.writing) follow();
+  if (page.followed?.writing) followTrace();
 }
 
 function showTitle() {
@@ -319,39 +320,27 @@ function showTitle() {
   document.title = `${info.name} · tracekit view`;
 }
 
-// How often the page asks a followed trace whether it grew.
-const FOLLOW_MS = 250;
-
-// A trace followed while its program writes it (`--follow`): asks now and then
-// whether it grew and draws what was added; a view of the whole trace stays of
-// the whole trace as it grows. Stops once the writer is done.
-async function follow() {
-  for (;;) {
-    await new Promise((done) => setTimeout(done, FOLLOW_MS));
-    let f;
-    try {
-      f = (await api('features', {})).followed;
-    } catch {
-      continue;
-    }
-    if (!f) return;
-    const grew = f.generation !== page.followed.generation;
-    const whole = state.from <= 0 && state.to >= span();
-    page.followed = f;
-    if (grew) {
+// A trace followed while its program writes it (`--follow`): what was added
+// drawn each time it grew; a view of the whole trace stays of the whole trace.
+function followTrace() {
+  follow(page.followed, {
+    grew: async () => {
+      const whole = state.from <= 0 && state.to >= span();
       try {
         page.info = await api('tracks', {});
       } catch (e) {
         failed(e);
-        return;
+        return false;
       }
       if (whole) state.to = span();
       relayout();
       if (state.area) showArea();
-    }
-    showTitle();
-    if (!f.writing) return;
-  }
+    },
+    seen: (f) => {
+      page.followed = f;
+      showTitle();
+    },
+  });
 }
 
 // For scripts and tests: the rows' labels (what the canvas shows), the view,

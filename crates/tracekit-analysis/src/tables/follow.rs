@@ -110,26 +110,6 @@ mod tests {
     use super::*;
     use tracekit_memtrace::Reader;
 
-    /// An input a writer appends to: it has `shown` bytes of `bytes`.
-    struct Growing {
-        bytes: Vec<u8>,
-        shown: usize,
-        read: usize,
-    }
-
-    impl Read for Growing {
-        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            let have = &self.bytes[self.read..self.shown];
-            if have.is_empty() && self.shown < self.bytes.len() {
-                return Err(std::io::ErrorKind::WouldBlock.into());
-            }
-            let n = have.len().min(buf.len());
-            buf[..n].copy_from_slice(&have[..n]);
-            self.read += n;
-            Ok(n)
-        }
-    }
-
     /// Every column of `tables`, as its file holds them.
     fn columns(tables: &Tables) -> Vec<u8> {
         let mut out = Vec::new();
@@ -147,23 +127,13 @@ mod tests {
         let whole = Tables::build(&mut Reader::from_bytes(&bytes).unwrap(), &mut |_| {});
         let mut reader = Reader::from_bytes(&bytes).unwrap();
         let info = InfoReport::collect(&mut reader, "t.ctf", |_| {}, |_| {});
-        let len = bytes.len();
         // Not even the trace-info packet yet.
-        let early = Growing {
-            bytes: bytes.clone(),
-            shown: 10,
-            read: 0,
-        };
+        let early = tracekit_testutil::Growing::new(bytes.clone(), 10);
         assert!(matches!(
             Follow::new(early),
             Err(OpenError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock
         ));
-        let mut follow = Follow::new(Growing {
-            bytes,
-            shown: 4_000,
-            read: 0,
-        })
-        .unwrap();
+        let mut follow = Follow::new(tracekit_testutil::Growing::new(bytes, 4_000)).unwrap();
         let mut earlier = 0;
         loop {
             follow.read();
@@ -173,8 +143,7 @@ mod tests {
             if !follow.is_waiting() {
                 break;
             }
-            let input = follow.input();
-            input.shown = (input.shown + 1_999).min(len);
+            follow.input().write(1_999);
         }
         assert_eq!(follow.info("t.ctf"), info);
         assert_eq!(follow.tables().events(), whole.events());

@@ -262,27 +262,6 @@ mod tests {
     use super::*;
     use crate::read::Reader;
 
-    /// An input a writer appends to in pieces: it has `shown` bytes of
-    /// `bytes`, and says it would block at their end.
-    struct Growing<'a> {
-        bytes: &'a [u8],
-        shown: usize,
-        read: usize,
-    }
-
-    impl Read for Growing<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            let have = &self.bytes[self.read..self.shown];
-            if have.is_empty() && self.shown < self.bytes.len() {
-                return Err(std::io::ErrorKind::WouldBlock.into());
-            }
-            let n = have.len().min(buf.len());
-            buf[..n].copy_from_slice(&have[..n]);
-            self.read += n;
-            Ok(n)
-        }
-    }
-
     fn offsets(reader: &mut dyn Records) -> Vec<u64> {
         let mut at = Vec::new();
         while let Some(e) = reader.next_entry().unwrap() {
@@ -302,11 +281,7 @@ mod tests {
         let whole = offsets(&mut Reader::new(&bytes));
         // Pieces cut inside record headers and bodies alike.
         for piece in [1, 3, 8, 13, 100] {
-            let mut input = Growing {
-                bytes: &bytes,
-                shown: 0,
-                read: 0,
-            };
+            let mut input = tracekit_testutil::Growing::new(&bytes, 0);
             let mut reader = StreamReader::new(&mut input);
             let mut seen = Vec::new();
             loop {
@@ -316,7 +291,7 @@ mod tests {
                 }
                 // Nothing read past the last whole record.
                 assert!(reader.position() <= reader.inner.shown as u64);
-                reader.inner.shown = (reader.inner.shown + piece).min(bytes.len());
+                reader.inner.write(piece);
             }
             assert_eq!(seen, whole, "pieces of {piece} bytes");
             assert!(reader.warnings().is_empty());

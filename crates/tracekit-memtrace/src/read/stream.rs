@@ -398,27 +398,6 @@ mod tests {
         assert!(stream.next_packet().unwrap().is_none());
     }
 
-    /// An input a writer appends to in pieces: it has `shown` bytes of
-    /// `bytes`, and says it would block at their end.
-    struct Growing<'a> {
-        bytes: &'a [u8],
-        shown: usize,
-        read: usize,
-    }
-
-    impl Read for Growing<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            let have = &self.bytes[self.read..self.shown];
-            if have.is_empty() && self.shown < self.bytes.len() {
-                return Err(io::ErrorKind::WouldBlock.into());
-            }
-            let n = have.len().min(buf.len());
-            buf[..n].copy_from_slice(&have[..n]);
-            self.read += n;
-            Ok(n)
-        }
-    }
-
     /// Each event's time and text, from every packet `stream` has now.
     fn events(stream: &mut StreamReader<impl Read>, out: &mut Vec<String>) {
         while let Some(mut packet) = stream.next_packet().unwrap() {
@@ -441,11 +420,7 @@ mod tests {
         assert!(whole.len() > 3_000);
         let info_packet = Reader::from_bytes(&data).unwrap().data_offset;
         for piece in [7, 500, 4_093] {
-            let input = Growing {
-                bytes: &data,
-                shown: info_packet,
-                read: 0,
-            };
+            let input = tracekit_testutil::Growing::new(&data, info_packet);
             let mut stream = StreamReader::new(input, true).unwrap();
             let mut seen = Vec::new();
             loop {
@@ -453,7 +428,7 @@ mod tests {
                 if !stream.is_waiting() {
                     break;
                 }
-                stream.input.shown = (stream.input.shown + piece).min(data.len());
+                stream.input.write(piece);
             }
             assert_eq!(seen, whole, "pieces of {piece} bytes");
             assert!(stream.warnings().is_empty());
