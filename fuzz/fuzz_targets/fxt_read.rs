@@ -1,7 +1,9 @@
 //! Every FXT reader on arbitrary bytes: no panic, no hang, and consistent answers.
 //!
 //! - the slice reader (lenient and strict) and the stream reader (fed in small reads)
-//!   must see the same records;
+//!   must see the same records, also when the input is still being written (a read
+//!   at the end of what is written would block, and the reader is asked again
+//!   once more is);
 //! - `check` must not panic;
 //! - a successful `copy` must read back without any warning (it repairs or drops
 //!   everything a reader could complain about) and with the same events.
@@ -21,6 +23,20 @@ impl std::io::Read for Trickle<'_> {
         buf[..n].copy_from_slice(&self.0[..n]);
         self.0 = &self.0[n..];
         Ok(n)
+    }
+}
+
+/// An input still being written: every other read would block, until the
+/// next piece comes.
+struct Written<'a>(Trickle<'a>, bool);
+
+impl std::io::Read for Written<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.1 = !self.1;
+        if self.1 && !self.0.0.is_empty() {
+            return Err(std::io::ErrorKind::WouldBlock.into());
+        }
+        self.0.read(buf)
     }
 }
 
@@ -63,6 +79,27 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     assert_eq!(slice.warnings(), stream.warnings());
+
+    // The same, followed while it is written: the records it gives, asked again
+    // each time the reader waits, are the slice reader's.
+    let mut whole = Reader::new(data);
+    let mut followed = StreamReader::new(Written(Trickle(data, 0), false));
+    let mut waits = 0usize;
+    loop {
+        let b = followed.next_record().map(|r| r.map(|r| describe(&r)));
+        if matches!(b, Ok(None)) && followed.is_waiting() {
+            waits += 1;
+            assert!(waits <= 2 * data.len() + 2, "the followed reader does not advance");
+            continue;
+        }
+        let a = whole.next_record().map(|r| r.map(|r| describe(&r)));
+        assert!(a == b, "slice and followed readers disagree: {a:?} / {b:?}");
+        match a {
+            Ok(Some(_)) => {}
+            _ => break,
+        }
+    }
+    assert_eq!(whole.warnings(), followed.warnings());
 
     let mut strict = Reader::with_options(data, ReadOptions::strict());
     let mut steps = 0usize;

@@ -1,6 +1,8 @@
-//! Any bytes, read by the streaming memtrace reader in reads of any sizes:
-//! it must decode what the slice reader decodes (events, positions,
-//! warnings, error, location table) and dump the same text. And copying
+//! Any bytes, read by the streaming memtrace reader in reads of any sizes,
+//! also as a file still being written (reads that would block between
+//! pieces, the reader asked again once more is written): it must decode what
+//! the slice reader decodes (events, positions, warnings, error, location
+//! table) and dump the same text. And copying
 //! must follow the dump's rules: it succeeds exactly when the dump does,
 //! with the same warnings, and the copy dumps to the same text (from either
 //! reader, the same bytes); when it fails, it fails with the dump's error.
@@ -15,15 +17,22 @@ use tracekit_memtrace::{
     copy_trace, copy_trace_stream,
 };
 
-/// Hands out `data` in reads whose sizes come from `sizes`, cycling.
+/// Hands out `data` in reads whose sizes come from `sizes`, cycling; with
+/// `blocks`, every other read after the 64th would block (a file still being
+/// written, its trace-info packet usually whole by then).
 struct Chunked<'a> {
     data: &'a [u8],
     sizes: &'a [u8],
     turn: usize,
+    blocks: bool,
 }
 
 impl Read for Chunked<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.blocks && self.turn >= 64 && self.turn % 2 == 1 && !self.data.is_empty() {
+            self.turn += 1;
+            return Err(std::io::ErrorKind::WouldBlock.into());
+        }
         let size = match self.sizes {
             [] => usize::MAX,
             s => 1 + usize::from(s[self.turn % s.len()]) * 16,
@@ -62,7 +71,14 @@ fn stream_pass<R: Read>(stream: &mut StreamReader<R>) -> Pass {
     let mut out = Vec::new();
     let mut warnings = Vec::new();
     let mut error = None;
-    while let Some(mut packet) = stream.next_packet().expect("reads from memory") {
+    loop {
+        let Some(mut packet) = stream.next_packet().expect("reads from memory") else {
+            // Written further: ask again.
+            if stream.is_waiting() {
+                continue;
+            }
+            break;
+        };
         loop {
             match packet.next_event() {
                 None => break,
@@ -105,6 +121,14 @@ fuzz_target!(|input: &[u8]| {
         data,
         sizes: head,
         turn: 0,
+        blocks: false,
+    };
+    // Still being written: the rest comes in pieces.
+    let written = || Chunked {
+        data,
+        sizes: head,
+        turn: 0,
+        blocks: true,
     };
     let bt = head.first().is_none_or(|b| b & 0x80 == 0);
     // A fresh reader for every pass: a reader keeps the location table of
@@ -125,6 +149,10 @@ fuzz_target!(|input: &[u8]| {
     let a = slice_pass(&mut reader, bt);
     let b = stream_pass(&mut stream);
     assert_eq!(a, b, "the stream decodes what the slice does");
+    if let Ok(mut followed) = StreamReader::new(written(), bt) {
+        let c = stream_pass(&mut followed);
+        assert_eq!(b, c, "a trace followed while written decodes as the stream does");
+    }
     assert_eq!(reader.locations().len(), stream.locations().len());
     for (code, locs) in reader.locations().iter() {
         assert_eq!(stream.locations().get(code), Some(locs));
