@@ -134,6 +134,12 @@ where
                 Err(_) => {}
             }
         }
+        // A task's async begin names the span it runs under (looked up once,
+        // here, rather than for every span made), so that it can be followed.
+        let parent = match went_async {
+            true => span.parent().map(|p| p.id().into_u64()),
+            false => None,
+        };
         // Flows into this span end at this entry, once.
         let flows = if state.has_flows.load(Ordering::Relaxed)
             && state.has_flows.swap(false, Ordering::Relaxed)
@@ -153,13 +159,21 @@ where
             l.entered.push((raw_id, end, mark));
             if went_async {
                 let first_enter = state.first_enter.load(Ordering::Relaxed);
+                // Once per task: its fields and the span it runs under.
+                let mut with_parent = args.encoded.clone();
+                let parent =
+                    parent.map(|p| RawArg::new(StringRef::inline("parent"), ArgValue::UInt64(p)));
+                let encoded = match parent.map(|p| with_parent.append(&[p])) {
+                    Some(Ok(())) => &with_parent,
+                    _ => &args.encoded,
+                };
                 let _ = l.writer.write_event_encoded(
                     EventKind::AsyncBegin { id: raw_id },
                     thread,
                     category,
                     name,
                     first_enter,
-                    &args.encoded,
+                    encoded,
                 );
             }
             let _ = match &begin {

@@ -128,6 +128,24 @@ impl EncodedArgs {
         Ok(())
     }
 
+    /// Adds `more` after the arguments; on an error (more than 15 in all, a
+    /// string too long) they are left unchanged.
+    pub fn append(&mut self, more: &[RawArg<'_>]) -> Result<(), WriteError> {
+        let total = self.count() + more.len();
+        if total > MAX_ARGS {
+            return Err(WriteError::TooManyArgs { count: total });
+        }
+        let words = args_words(more)?;
+        let at = self.bytes.len();
+        self.bytes.resize(at + words * 8, 0);
+        let mut w = Words {
+            buf: &mut self.bytes[at..],
+        };
+        write_args(&mut w, more);
+        self.count = total as u8;
+        Ok(())
+    }
+
     /// How many arguments.
     pub fn count(&self) -> usize {
         usize::from(self.count)
@@ -148,4 +166,34 @@ impl EncodedArgs {
 #[inline]
 pub(crate) fn count(args: &[RawArg<'_>]) -> u64 {
     (args.len() & 0xF) as u64
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_appended_are_encoded_as_if_given_at_once() {
+        let a = [
+            RawArg::new(StringRef::inline("level"), ArgValue::Int32(3)),
+            RawArg::new(
+                StringRef::inline("path"),
+                ArgValue::String(StringRef::inline("/x")),
+            ),
+        ];
+        let b = [RawArg::new(
+            StringRef::inline("parent"),
+            ArgValue::UInt64(7),
+        )];
+        let mut appended = EncodedArgs::encode(&a).unwrap();
+        appended.append(&b).unwrap();
+        let all: Vec<_> = a.iter().chain(&b).copied().collect();
+        assert_eq!(appended, EncodedArgs::encode(&all).unwrap());
+        // Past 15 in all: refused, the arguments unchanged.
+        let many = vec![b[0]; 14];
+        let before = appended.clone();
+        assert!(appended.append(&many).is_err());
+        assert_eq!(appended, before);
+    }
 }

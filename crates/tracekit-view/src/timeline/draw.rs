@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use tracekit_timeline::lane::{Drawn, OPEN};
 use tracekit_timeline::report;
-use tracekit_timeline::{FlowPhase, Position, Timeline};
+use tracekit_timeline::{FlowPhase, Position, Timeline, TrackKind};
 
 use super::{LAYOUT, MAX_FLOWS};
 use crate::json::to_json;
@@ -297,6 +297,15 @@ pub(super) fn details(t: &Timeline, at: Position) -> Option<String> {
     let end = (s.end != OPEN).then(|| s.end.saturating_sub(first));
     let args: serde_json::Value =
         serde_json::from_str(t.args(s.args)).unwrap_or(serde_json::Value::Null);
+    // An async slice's id, and the async slice of the span it runs under
+    // (its `parent` argument, which the tracing layer writes), to follow it.
+    let id = (track.lanes.get(at.lane)).and_then(|l| l.id(at.index));
+    let parent = (args.get("parent").and_then(serde_json::Value::as_u64))
+        .and_then(|p| async_slice(t, track.pid, p))
+        .map(|p| {
+            let name = t.slice_at(p).map(|(s, _)| t.string(s.name));
+            serde_json::json!({"track": p.track, "lane": p.lane, "index": p.index, "name": name})
+        });
     Some(to_json(
         &serde_json::json!({
             "track": at.track,
@@ -315,9 +324,28 @@ pub(super) fn details(t: &Timeline, at: Position) -> Option<String> {
             "self_ns": self_ns,
             "open": s.end == OPEN,
             "args": args,
+            "async_id": id,
+            "parent": parent,
         }),
         LAYOUT,
     ))
+}
+
+/// Where the async slice of id `id` of process `pid` is, if there is one.
+fn async_slice(t: &Timeline, pid: u64, id: u64) -> Option<Position> {
+    let tracks = t.tracks().iter().enumerate();
+    tracks
+        .filter(|(_, tr)| tr.kind == TrackKind::Async && tr.pid == pid)
+        .find_map(|(ti, tr)| {
+            tr.lanes.iter().enumerate().find_map(|(li, lane)| {
+                let index = (0..lane.len()).find(|&i| lane.id(i) == Some(id))?;
+                Some(Position {
+                    track: ti,
+                    lane: li,
+                    index,
+                })
+            })
+        })
 }
 
 /// What a `selection` or a `flame` is compared with: a range of some tracks

@@ -423,3 +423,54 @@ fn a_range_is_compared_with_another_by_name_and_by_call_path() {
     );
     assert!(matches!(e, Err(Error::BadParameters(m)) if m.contains("base_from")));
 }
+
+#[test]
+fn an_async_slice_is_followed_to_the_one_it_runs_under() {
+    use tracekit_fxt::format::{ArgValue, RawArg};
+    let mut w = Writer::new(VecDestination::new()).unwrap();
+    let th = w.set_thread_slot(1, Koid(1), Koid(2)).unwrap();
+    let cat = w.intern("cat").unwrap();
+    let (task, job) = (w.intern("task").unwrap(), w.intern("job").unwrap());
+    // Task 7 from 10 to 100; its job, id 8, from 20 to 30 names it as its
+    // parent; job 9 names a span that is not async.
+    let parent = |p: u64| {
+        [RawArg::new(
+            StringRef::inline("parent"),
+            ArgValue::UInt64(p),
+        )]
+    };
+    w.async_begin(th, cat, task, 10, 7, &[]).unwrap();
+    w.async_begin(th, cat, job, 20, 8, &parent(7)).unwrap();
+    w.async_end(th, cat, job, 30, 8, &[]).unwrap();
+    w.async_begin(th, cat, job, 40, 9, &parent(99)).unwrap();
+    w.async_end(th, cat, job, 50, 9, &[]).unwrap();
+    w.async_end(th, cat, task, 100, 7, &[]).unwrap();
+    let bytes = w.finish().unwrap().into_vec();
+    let timeline = Timeline::build(&mut Reader::new(&bytes), &mut |_| {});
+    let t = TimelineTrace::new("t.fxt".into(), timeline, String::new());
+    let tracks = ask(&t, TimelineEndpoint::Tracks, &[]);
+    let track_of = |name: &str| {
+        let all = tracks["tracks"].as_array().unwrap();
+        all.iter()
+            .position(|t| t["name"] == name)
+            .unwrap()
+            .to_string()
+    };
+    let (jobs, tasks) = (track_of("job"), track_of("task"));
+    let details = |track: &str, index: &str| {
+        let at = [("track", track), ("lane", "0"), ("index", index)];
+        ask(&t, TimelineEndpoint::Details, &at)
+    };
+    let first = details(&jobs, "0");
+    assert_eq!(first["async_id"], 8);
+    let p = &first["parent"];
+    assert_eq!(
+        (p["name"].as_str(), p["track"].to_string()),
+        (Some("task"), tasks.clone())
+    );
+    let task_details = details(&tasks, &p["index"].to_string());
+    assert_eq!(task_details["async_id"], 7);
+    assert!(task_details["parent"].is_null());
+    // A parent that is not an async slice is not followed.
+    assert!(details(&jobs, "1")["parent"].is_null());
+}

@@ -851,7 +851,33 @@ test("the tracing layer's async example: its worker threads", async () => {
   const top = JSON.parse(cli('fxt', 'top', '--json', '--limit', '0', fxt)).names.filter((n) => n.kind === 'async');
   for (const n of top) assert.equal(n.count, begins[n.name], n.name);
   await page.screenshot({ path: path.join(shots, 'timeline-tracing-tasks.png') });
+  // A job followed to the task it runs under: a lookup's details link to the
+  // request whose span is its parent (the `parent` of its async begin).
+  const lookupTrack = tasks.find((r) => r.label.startsWith('lookup')).id;
+  const url = page.url().split('#')[0];
   await page.close();
+  const followed = await open(`${url}#slice=${lookupTrack},0,0`);
+  await followed.waitForSelector('#details-table [data-parent]');
+  const asked = await followed.evaluate(() => {
+    const d = document.getElementById('details');
+    return d.dataset.slice;
+  });
+  const [lt, ll, li] = asked.split(',').map(Number);
+  const lookup = await followed.evaluate(
+    ([track, lane, index]) =>
+      fetch(`/api/details?track=${track}&lane=${lane}&index=${index}`, {
+        headers: { Authorization: 'Bearer ' + new URLSearchParams(location.search).get('token') },
+      }).then((r) => r.json()),
+    [lt, ll, li],
+  );
+  assert.equal(lookup.name, 'lookup');
+  await followed.click('#details-table [data-parent]');
+  await followed.waitForFunction((was) => document.getElementById('details').dataset.slice !== was, asked);
+  const parent = await details(followed);
+  assert.equal(parent.Name, 'request');
+  // The same request: its id is the lookup's.
+  assert.equal(parent.id, String(lookup.args.id));
+  await followed.close();
 });
 
 test('a perf recording of a threaded C program: its threads', async () => {
