@@ -17,7 +17,7 @@ use tracekit_columns::TraceBytes;
 use tracekit_io::input::{Bytes, Family, Kind};
 use tracekit_timeline::Timeline;
 use tracekit_timeline::open::build_timeline_releasing;
-use tracekit_view::timeline::Build;
+use tracekit_view::timeline::{Build, Joining};
 use tracekit_view::{Served, TimelineTrace, Trace, Viewer};
 
 use crate::common::input;
@@ -122,7 +122,6 @@ fn load_timeline(
     bytes: Bytes,
     kind: Kind,
     cache: Option<TablesCache>,
-    heap: Option<(PathBuf, TraceBytes, bool)>,
     failed: Arc<AtomicBool>,
 ) -> TimelineTrace {
     let name = input::display(path);
@@ -130,13 +129,7 @@ fn load_timeline(
     let (path, shown) = (path.to_path_buf(), name.clone());
     let build: Build = Box::new(move |told| {
         let built = build_timeline(&path, &shown, bytes, kind, cache.as_ref(), told);
-        let joined = built.and_then(|(mut timeline, stats)| {
-            if let Some((heap_path, heap, by_thread)) = &heap {
-                join_heap(&mut timeline, heap_path, heap.clone(), *by_thread, &shown)?;
-            }
-            Ok((timeline, stats))
-        });
-        joined.map_err(|e| {
+        built.map_err(|e| {
             let why = format!("{e:#}");
             eprintln!("error: {why}");
             failed.store(true, Ordering::Relaxed);
@@ -147,30 +140,29 @@ fn load_timeline(
     TimelineTrace::building(name, total, build)
 }
 
-/// Joins the memtrace trace `heap` (read from `path`) to `timeline` (of the
-/// trace named `name`) as its process's live-heap counter.
-fn join_heap(
-    timeline: &mut Timeline,
-    path: &Path,
-    heap: TraceBytes,
-    by_thread: bool,
-    name: &str,
-) -> Result<()> {
+/// Tells how the heap `path` joined the timeline named `name`; a join that
+/// failed says why, sets `failed` and stops the server (its build fails).
+fn tell_joined(path: &Path, name: &str, by_thread: bool, failed: Arc<AtomicBool>) -> Joining {
     let shown = input::display(path);
-    let mut reader = tracekit_memtrace::Reader::from_owner(heap)
-        .map_err(|e| tracekit_io::memtrace::open_error(path, e.into()))?;
-    let joined = tracekit_view::timeline::heap::join_heap(timeline, &mut reader, by_thread)
-        .map_err(|e| anyhow::anyhow!("--heap {shown} with {name}: {e}"))?;
-    let threads = match (by_thread, joined.threads) {
-        (false, _) => String::new(),
-        (true, 0) => "; no thread names its heap, so no thread has a counter".to_string(),
-        (true, n) => format!(", and {n} threads' own"),
-    };
-    output::tell(format!(
-        "{shown}: the live heap joined as a counter ({} samples, peak {} bytes){threads}",
-        joined.samples, joined.peak_bytes
-    ));
-    Ok(())
+    let name = name.to_string();
+    Box::new(move |joined| match joined {
+        Ok(joined) => {
+            let threads = match (by_thread, joined.threads) {
+                (false, _) => String::new(),
+                (true, 0) => "; no thread names its heap, so no thread has a counter".to_string(),
+                (true, n) => format!(", and {n} threads' own"),
+            };
+            output::tell(format!(
+                "{shown}: the live heap joined as a counter ({} samples, peak {} bytes){threads}",
+                joined.samples, joined.peak_bytes
+            ));
+        }
+        Err(e) => {
+            eprintln!("error: --heap {shown} with {name}: {e}");
+            failed.store(true, Ordering::Relaxed);
+            output::stop_on_interrupt().store(true, Ordering::Relaxed);
+        }
+    })
 }
 
 /// Builds the timeline of `bytes` (of `kind`, from `path`, named `name`), or
@@ -263,32 +255,31 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
                     bytes,
                     other_kind,
                     c,
-                    None,
                     Arc::clone(&failed),
                 ))
             }
         };
-        // Read now, so that a heap that cannot be read stops before serving.
+        // Read now, so that a heap that cannot be read stops before serving;
+        // its tables (kept in the cache) answer the join and the range's heap
+        // flame graphs.
         let heap = match &args.heap {
             None => None,
             Some(p) => Some((
                 p.clone(),
-                tracekit_io::memtrace::trace_bytes(p)?,
-                args.heap_by_thread,
+                load(p, || tracekit_io::memtrace::trace_bytes(p), cache.as_ref())?,
             )),
         };
-        // The heap also answers a range's heap flame graph.
-        let heap_trace = match &heap {
-            None => None,
-            Some((p, b, _)) => Some(load(p, || Ok(b.clone()), cache.as_ref())?),
-        };
-        let timeline = load_timeline(&args.file, bytes, kind, cache, heap, Arc::clone(&failed));
+        let timeline = load_timeline(&args.file, bytes, kind, cache, Arc::clone(&failed));
         let timeline = match compare {
             Some(other) => timeline.compared_with(other),
             None => timeline,
         };
-        let timeline = match heap_trace {
-            Some(h) => timeline.with_heap(h),
+        let timeline = match heap {
+            Some((p, h)) => {
+                let name = timeline.name().to_string();
+                let told = tell_joined(&p, &name, args.heap_by_thread, Arc::clone(&failed));
+                timeline.with_heap(h, args.heap_by_thread, told)
+            }
             None => timeline,
         };
         let name = timeline.name().to_string();

@@ -22,8 +22,9 @@
 //! its domain's allocations alone.
 
 use tracekit_analysis::analyzer::Options;
+use tracekit_analysis::passes::Source;
 use tracekit_analysis::{Filter, passes};
-use tracekit_memtrace::{Info, Reader};
+use tracekit_memtrace::Info;
 use tracekit_timeline::Timeline;
 
 /// The counter a joined heap is drawn as, and its series.
@@ -112,21 +113,21 @@ pub fn heap_micros(timeline: &Timeline, info: &Info, trace_ns: u64) -> Option<i6
     HeapClock::of(info)?.heap_us(timeline, trace_ns)
 }
 
-/// Adds the live heap of the memtrace trace `reader` reads to `timeline`, as
-/// counter [`COUNTER`] of the traced process; with `by_thread`, also each
-/// thread's that names its domain ([`thread_counter`]).
+/// Adds the live heap of the memtrace trace `source` reads (a reader, or its
+/// tables) to `timeline`, as counter [`COUNTER`] of the traced process; with
+/// `by_thread`, also each thread's that names its domain ([`thread_counter`]).
 pub fn join_heap(
     timeline: &mut Timeline,
-    reader: &mut Reader<'_>,
+    source: &mut dyn Source,
     by_thread: bool,
 ) -> Result<Joined, JoinError> {
-    let info = reader.info().clone();
+    let info = source.info().clone();
     let clock = HeapClock::of(&info).ok_or(JoinError::NoClockInMemtrace)?;
     if !timeline.on_monotonic_clock() {
         return Err(JoinError::NoClockInFxt);
     }
     let pid = u64::try_from(info.pid).unwrap_or(0);
-    let (samples, peak_bytes) = curve(timeline, reader, &clock, Filter::default())?;
+    let (samples, peak_bytes) = curve(timeline, source, &clock, Filter::default())?;
     let n = samples.len();
     timeline.add_counter(pid, COUNTER.0, COUNTER.1, samples);
     let mut threads = Vec::new();
@@ -143,7 +144,7 @@ pub fn join_heap(
             domain: vec![*domain],
             ..Filter::default()
         };
-        let (samples, _) = curve(timeline, reader, &clock, filter)?;
+        let (samples, _) = curve(timeline, source, &clock, filter)?;
         timeline.add_counter(pid, name, COUNTER.1, samples);
     }
     Ok(Joined {
@@ -157,7 +158,7 @@ pub fn join_heap(
 /// timeline's clock (its peak among them), and that peak in bytes.
 fn curve(
     timeline: &Timeline,
-    reader: &mut Reader<'_>,
+    source: &mut dyn Source,
     clock: &HeapClock,
     filter: Filter,
 ) -> Result<(Vec<(u64, f64)>, u64), JoinError> {
@@ -167,7 +168,7 @@ fn curve(
     };
     // Settled: with several threads the domains interleave, and the peak of
     // one pass may be short of the exact one `memtrace top` gives.
-    let pass = passes::settled(reader, options, &mut |_, _| {});
+    let pass = passes::settled(source, options, &mut |_, _| {});
     if let Some(e) = pass.error {
         return Err(JoinError::Read(e.to_string()));
     }
@@ -195,7 +196,7 @@ fn curve(
 mod tests {
     use super::*;
     use tracekit_memtrace::synth::{SynthConfig, synth_info, write_synthetic};
-    use tracekit_memtrace::{Info, Writer};
+    use tracekit_memtrace::{Info, Reader, Writer};
 
     fn trace(info: &Info) -> Vec<u8> {
         Writer::new(Vec::new(), info).unwrap().into_inner().unwrap()

@@ -99,8 +99,19 @@ pub struct TimelineTrace {
     /// The trace served beside it, to compare with (`--compare`).
     compare: Option<Box<TimelineTrace>>,
     /// The memtrace trace of the same program's heap (`--heap`).
-    heap: Option<Box<crate::memtrace::Trace>>,
+    heap: Option<Box<HeapJoin>>,
 }
+
+/// The heap joined to a timeline (`--heap`): its trace, whether each thread
+/// gets a counter too, and whom to tell how the join went.
+struct HeapJoin {
+    trace: crate::memtrace::Trace,
+    by_thread: bool,
+    told: Mutex<Option<Joining>>,
+}
+
+/// Told how a heap's join went; an error stops the build.
+pub type Joining = Box<dyn FnOnce(&Result<heap::Joined, heap::JoinError>) + Send>;
 
 /// How a served timeline comes to be.
 enum Source {
@@ -272,12 +283,27 @@ impl Api for TimelineTrace {
             Some(Source::Follow(tail, refused)) => return self.follow(tail, refused),
             Some(Source::Build(build)) => build,
         };
-        let built = build(&|read| self.read.store(read, Ordering::Relaxed));
-        self.publish(built);
-        if let Some(h) = &self.heap {
-            h.read_info();
-            h.decode(&mut |_| {});
+        let mut built = build(&|read| self.read.store(read, Ordering::Relaxed));
+        if let (Some(h), Ok((timeline, _))) = (&self.heap, &mut built) {
+            // Joined from the heap's tables, decoded once for this and its
+            // flame graphs: a thread's counter is then a scan of them.
+            h.trace.read_info();
+            h.trace.decode(&mut |_| {});
+            let joined = match h.trace.tables() {
+                Some(mut tables) => heap::join_heap(timeline, &mut tables, h.by_thread),
+                None => Err(heap::JoinError::Read(
+                    "its tables could not be made".to_string(),
+                )),
+            };
+            let told = h.told.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(told) = told {
+                told(&joined);
+            }
+            if let Err(e) = joined {
+                built = Err(format!("--heap: {e}"));
+            }
         }
+        self.publish(built);
     }
 }
 
@@ -433,11 +459,22 @@ impl TimelineTrace {
     }
 
     /// Serves `heap`, the memtrace trace of the same run of the program, beside
-    /// it: a range's heap flame graph (`heap-flame`). Its live heap is joined
-    /// to the timeline by the build ([`heap::join_heap`]).
-    pub fn with_heap(self, heap: crate::memtrace::Trace) -> TimelineTrace {
+    /// it: its live heap joined to the timeline once built, as a counter (and
+    /// with `by_thread` each thread's, [`heap::join_heap`]), which `told` hears
+    /// of (a join that fails fails the build), and a range's heap flame graph
+    /// (`heap-flame`).
+    pub fn with_heap(
+        self,
+        heap: crate::memtrace::Trace,
+        by_thread: bool,
+        told: Joining,
+    ) -> TimelineTrace {
         TimelineTrace {
-            heap: Some(Box::new(heap)),
+            heap: Some(Box::new(HeapJoin {
+                trace: heap,
+                by_thread,
+                told: Mutex::new(Some(told)),
+            })),
             ..self
         }
     }
@@ -522,7 +559,7 @@ impl TimelineTrace {
                 }
             }
             TimelineEndpoint::HeapFlame => {
-                let heap = (self.heap.as_deref()).ok_or_else(|| {
+                let heap = (self.heap.as_deref()).map(|h| &h.trace).ok_or_else(|| {
                     bad("no heap: view the trace with --heap HEAP.ctf".to_string())
                 })?;
                 let from = p.time("from")?.unwrap_or(0);
