@@ -156,16 +156,22 @@ where
             let c = l.callsite(meta);
             let (name, category, begin, end) = (c.name, c.category, c.begin, c.end);
             let thread = l.thread;
+            // The span entered around this one here: the task that polls it.
+            let within = (l.entered.last()).map(|e| e.0).filter(|&w| w != raw_id);
             l.entered.push((raw_id, end, mark));
             if went_async {
                 let first_enter = state.first_enter.load(Ordering::Relaxed);
-                // Once per task: its fields and the span it runs under.
-                let mut with_parent = args.encoded.clone();
-                let parent =
-                    parent.map(|p| RawArg::new(StringRef::inline("parent"), ArgValue::UInt64(p)));
-                let encoded = match parent.map(|p| with_parent.append(&[p])) {
-                    Some(Ok(())) => &with_parent,
-                    _ => &args.encoded,
+                // Once per task: its fields, the span it was made under and the
+                // one it runs in (the task polling it), to follow it to either.
+                let arg = |name, id| RawArg::new(StringRef::inline(name), ArgValue::UInt64(id));
+                let links: Vec<RawArg<'_>> = [("parent", parent), ("within", within)]
+                    .into_iter()
+                    .filter_map(|(name, id)| Some(arg(name, id?)))
+                    .collect();
+                let mut with_links = args.encoded.clone();
+                let encoded = match with_links.append(&links) {
+                    Ok(()) => &with_links,
+                    Err(_) => &args.encoded,
                 };
                 let _ = l.writer.write_event_encoded(
                     EventKind::AsyncBegin { id: raw_id },

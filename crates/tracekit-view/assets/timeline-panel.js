@@ -31,17 +31,21 @@ export async function showDetails() {
       row(k, typeof v === 'string' ? v : JSON.stringify(v), 'arg'),
     );
     const table = el('table', { id: 'details-table' }, el('tbody', {}, ...rows.map(([k, v]) => row(k, v)), ...args));
-    // An async slice runs under its parent span's, where that one is async
-    // too: a link to it, to follow a job to its task.
-    if (d.parent) {
-      const p = d.parent;
-      const go = el('button', { type: 'button', 'data-parent': `${p.track},${p.lane},${p.index}`, text: p.name });
+    // An async slice's links, where those slices are async too: the span it
+    // was made under, and the task that polls it, to follow a job to its task.
+    for (const [key, label] of [
+      ['parent', 'Made under'],
+      ['within', 'Runs within'],
+    ]) {
+      const p = d[key];
+      if (!p) continue;
+      const go = el('button', { type: 'button', [`data-${key}`]: `${p.track},${p.lane},${p.index}`, text: p.name });
       go.addEventListener('click', () => {
         state.selected = { track: p.track, lane: p.lane, index: p.index };
         writeUrl();
         showDetails();
       });
-      table.tBodies[0].append(el('tr', {}, el('th', { text: 'Runs under' }), el('td', {}, go)));
+      table.tBodies[0].append(el('tr', {}, el('th', { text: label }), el('td', {}, go)));
     }
     box.replaceChildren(el('h2', { text: 'Slice' }), table);
     box.dataset.slice = `${s.track},${s.lane},${s.index}`;

@@ -297,15 +297,16 @@ pub(super) fn details(t: &Timeline, at: Position) -> Option<String> {
     let end = (s.end != OPEN).then(|| s.end.saturating_sub(first));
     let args: serde_json::Value =
         serde_json::from_str(t.args(s.args)).unwrap_or(serde_json::Value::Null);
-    // An async slice's id, and the async slice of the span it runs under
-    // (its `parent` argument, which the tracing layer writes), to follow it.
+    // An async slice's id, and the async slices of the span it was made
+    // under and of the one it runs within (the task polling it: its `parent`
+    // and `within` arguments, which the tracing layer writes), to follow it.
     let id = (track.lanes.get(at.lane)).and_then(|l| l.id(at.index));
-    let parent = (args.get("parent").and_then(serde_json::Value::as_u64))
-        .and_then(|p| async_slice(t, track.pid, p))
-        .map(|p| {
-            let name = t.slice_at(p).map(|(s, _)| t.string(s.name));
-            serde_json::json!({"track": p.track, "lane": p.lane, "index": p.index, "name": name})
-        });
+    let link = |arg: &str| {
+        let p = async_slice(t, track.pid, args.get(arg)?.as_u64()?)?;
+        let name = t.slice_at(p).map(|(s, _)| t.string(s.name));
+        Some(serde_json::json!({"track": p.track, "lane": p.lane, "index": p.index, "name": name}))
+    };
+    let (parent, within) = (link("parent"), link("within"));
     Some(to_json(
         &serde_json::json!({
             "track": at.track,
@@ -326,6 +327,7 @@ pub(super) fn details(t: &Timeline, at: Position) -> Option<String> {
             "args": args,
             "async_id": id,
             "parent": parent,
+            "within": within,
         }),
         LAYOUT,
     ))

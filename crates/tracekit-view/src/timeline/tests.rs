@@ -432,17 +432,21 @@ fn an_async_slice_is_followed_to_the_one_it_runs_under() {
     let cat = w.intern("cat").unwrap();
     let (task, job) = (w.intern("task").unwrap(), w.intern("job").unwrap());
     // Task 7 from 10 to 100; its job, id 8, from 20 to 30 names it as its
-    // parent; job 9 names a span that is not async.
+    // parent; job 9 names a parent span that is not async, and runs within 7.
     let parent = |p: u64| {
         [RawArg::new(
             StringRef::inline("parent"),
             ArgValue::UInt64(p),
         )]
     };
+    let within = [
+        RawArg::new(StringRef::inline("parent"), ArgValue::UInt64(99)),
+        RawArg::new(StringRef::inline("within"), ArgValue::UInt64(7)),
+    ];
     w.async_begin(th, cat, task, 10, 7, &[]).unwrap();
     w.async_begin(th, cat, job, 20, 8, &parent(7)).unwrap();
     w.async_end(th, cat, job, 30, 8, &[]).unwrap();
-    w.async_begin(th, cat, job, 40, 9, &parent(99)).unwrap();
+    w.async_begin(th, cat, job, 40, 9, &within).unwrap();
     w.async_end(th, cat, job, 50, 9, &[]).unwrap();
     w.async_end(th, cat, task, 100, 7, &[]).unwrap();
     let bytes = w.finish().unwrap().into_vec();
@@ -471,6 +475,10 @@ fn an_async_slice_is_followed_to_the_one_it_runs_under() {
     let task_details = details(&tasks, &p["index"].to_string());
     assert_eq!(task_details["async_id"], 7);
     assert!(task_details["parent"].is_null());
-    // A parent that is not an async slice is not followed.
-    assert!(details(&jobs, "1")["parent"].is_null());
+    // A parent that is not an async slice is not followed; the task it runs
+    // within is.
+    let second = details(&jobs, "1");
+    assert!(second["parent"].is_null());
+    assert_eq!(second["within"]["name"], "task");
+    assert!(first["within"].is_null());
 }

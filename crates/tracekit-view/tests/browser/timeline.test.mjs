@@ -877,6 +877,15 @@ test("the tracing layer's async example: its worker threads", async () => {
   assert.equal(parent.Name, 'request');
   // The same request: its id is the lookup's.
   assert.equal(parent.id, String(lookup.args.id));
+  // And the request to the handler task that polled it when it moved
+  // threads, the span it ran within.
+  const request = await followed.evaluate(() => document.getElementById('details').dataset.slice);
+  await followed.waitForSelector('#details-table [data-within]');
+  await followed.click('#details-table [data-within]');
+  await followed.waitForFunction((was) => document.getElementById('details').dataset.slice !== was, request);
+  const task = await details(followed);
+  assert.equal(task.Name, 'handler');
+  assert.ok(['0', '1', '2', '3'].includes(task.worker), task.worker);
   await followed.close();
 });
 
