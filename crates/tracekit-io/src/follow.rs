@@ -74,6 +74,14 @@ impl Tail {
         self.ended
     }
 
+    /// The file's first bytes written so far, at most `n`, which tell its kind
+    /// (read apart from the follow, which they do not move).
+    pub fn head(&self, n: u64) -> io::Result<Vec<u8>> {
+        let mut head = Vec::new();
+        File::open(&self.path)?.take(n).read_to_end(&mut head)?;
+        Ok(head)
+    }
+
     /// The file's size now.
     fn size(&self) -> u64 {
         self.file.metadata().map_or(0, |m| m.len())

@@ -14,6 +14,7 @@
 
 pub mod api;
 pub mod browser;
+mod follow;
 pub mod json;
 pub mod memtrace;
 pub mod server;

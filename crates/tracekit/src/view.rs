@@ -312,17 +312,10 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
 fn follow(args: &ViewArgs) -> Result<ExitCode> {
     let name = input::display(&args.file);
     let mut tail = tracekit_io::follow::Tail::open(&args.file)?;
-    let head = || -> Result<Vec<u8>> {
-        let mut head = Vec::new();
-        let file = input::open_file(&args.file)?;
-        std::io::Read::read_to_end(&mut std::io::Read::take(file, 64), &mut head)
-            .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-        Ok(head)
-    };
     let stop = output::stop_on_interrupt();
     let mut told = false;
     let first = loop {
-        let first = head()?;
+        let first = tail.head(64).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
         if first.len() >= 8 || tail.is_ended() {
             break first;
         }

@@ -59,11 +59,12 @@
 mod args;
 mod tree;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tracekit_analysis::tables::follow::Follow;
+
+use crate::follow::{self, Growth, Pace};
 use tracekit_io::follow::Tail;
 use tracekit_memtrace::OpenError;
 
@@ -370,17 +371,11 @@ struct Followed {
     /// The file to follow, and whom to tell if it is not a memtrace trace,
     /// until the follow starts.
     source: Mutex<Option<(Tail, Refused)>>,
-    generation: AtomicU64,
-    writing: AtomicBool,
+    progress: Growth,
 }
 
 /// Told why a followed file cannot be served.
 pub type Refused = Box<dyn FnOnce(&str) + Send>;
-
-/// How often at most a followed trace's tables are made again while its
-/// writer writes, and in what share of the time at most.
-const FOLLOW_EVERY: Duration = Duration::from_millis(100);
-const FOLLOW_SHARE: u32 = 2;
 
 impl Memtrace {
     /// Serves `trace`, and `compare` to compare it with.
@@ -399,8 +394,7 @@ impl Memtrace {
             name,
             latest: RwLock::new(None),
             source: Mutex::new(Some((tail, refused))),
-            generation: AtomicU64::new(0),
-            writing: AtomicBool::new(true),
+            progress: Growth::new(),
         }))
     }
 
@@ -425,14 +419,14 @@ impl Followed {
 
     fn publish(&self, latest: Result<Trace, String>) {
         *self.latest.write().unwrap_or_else(|e| e.into_inner()) = Some(latest.map(Arc::new));
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.progress.grew();
     }
 
     /// Serves why the file cannot be followed, and tells `refused`.
     fn refuse(&self, refused: Refused, why: String) {
         refused(&why);
         self.publish(Err(why));
-        self.writing.store(false, Ordering::Release);
+        self.progress.ended();
     }
 
     /// Follows the trace until its writer is done (see [`Memtrace::following`]).
@@ -462,31 +456,26 @@ impl Followed {
                 );
                 return self.refuse(refused, why);
             }
-            tail.wait(FOLLOW_EVERY);
+            tail.wait(follow::EVERY);
             std::thread::sleep(Duration::from_millis(10));
         };
-        let (mut made, mut cost) = (None::<Instant>, Duration::ZERO);
-        let mut unserved = true;
+        let mut pace = Pace::new();
         loop {
-            unserved |= follow.read();
+            pace.read(follow.read());
             let writing = follow.is_waiting();
-            let due = made.is_none_or(|t| t.elapsed() >= FOLLOW_EVERY.max(cost * FOLLOW_SHARE));
-            if unserved && (due || !writing) {
-                let started = Instant::now();
+            pace.serve(writing, || {
                 let tables = follow.tables();
                 let info = to_json(&follow.info(&self.name), LAYOUT);
-                let trace = Trace::decoded(self.name.clone(), tables, info);
-                self.publish(Ok(trace));
-                (made, cost, unserved) = (Some(started), started.elapsed(), false);
-            }
+                self.publish(Ok(Trace::decoded(self.name.clone(), tables, info)));
+            });
             if !writing {
                 if let Some(why) = follow.failure() {
                     eprintln!("warning: {}: {why}", self.name);
                 }
-                self.writing.store(false, Ordering::Release);
+                self.progress.ended();
                 return;
             }
-            follow.input().wait(FOLLOW_EVERY);
+            follow.input().wait(follow::EVERY);
         }
     }
 }
@@ -553,10 +542,7 @@ impl Api for Memtrace {
     fn followed(&self) -> Option<(u64, bool)> {
         match &self.0 {
             Serving::Whole { .. } => None,
-            Serving::Followed(f) => Some((
-                f.generation.load(Ordering::Acquire),
-                f.writing.load(Ordering::Acquire),
-            )),
+            Serving::Followed(f) => Some(f.progress.now()),
         }
     }
 

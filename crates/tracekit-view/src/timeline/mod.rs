@@ -49,12 +49,14 @@
 mod draw;
 pub mod heap;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tracekit_io::follow::Tail;
 use tracekit_timeline::follow::Follow;
+
+use crate::follow::{self, Growth, Pace};
 
 use tracekit_fxt::stats::Stats;
 use tracekit_timeline::report::{SlicesQuery, TopQuery};
@@ -90,9 +92,8 @@ pub struct TimelineTrace {
     /// The build not yet started ([`TimelineTrace::building`]), or the file
     /// to follow ([`TimelineTrace::following`]).
     build: Mutex<Option<Source>>,
-    /// Of a followed trace: how many timelines were built, and whether its
-    /// writer may still write more.
-    followed: Option<(AtomicU64, AtomicBool)>,
+    /// Of a followed trace: how far it is.
+    followed: Option<Growth>,
     /// Bytes of the trace the build has read, of `total`.
     read: AtomicU64,
     total: u64,
@@ -121,12 +122,6 @@ enum Source {
     /// to be FXT is told to the function.
     Follow(Tail, Box<dyn FnOnce(&str) + Send>),
 }
-
-/// How often at most a followed trace's timeline is made again while its
-/// writer writes, and in what share of the time at most: a timeline that
-/// takes 300 ms to make is made again every 600 ms at most.
-const FOLLOW_EVERY: Duration = Duration::from_millis(100);
-const FOLLOW_SHARE: u32 = 2;
 
 /// A timeline built, with the answers made once.
 struct Built {
@@ -266,11 +261,7 @@ impl Api for TimelineTrace {
     }
 
     fn followed(&self) -> Option<(u64, bool)> {
-        let (generation, writing) = self.followed.as_ref()?;
-        Some((
-            generation.load(Ordering::Acquire),
-            writing.load(Ordering::Acquire),
-        ))
+        self.followed.as_ref().map(Growth::now)
     }
 
     fn prepare(&self) {
@@ -359,7 +350,7 @@ impl TimelineTrace {
             name,
             built: RwLock::new(None),
             build: Mutex::new(Some(Source::Follow(tail, refused))),
-            followed: Some((AtomicU64::new(0), AtomicBool::new(true))),
+            followed: Some(Growth::new()),
             read: AtomicU64::new(0),
             total,
             compare: None,
@@ -378,24 +369,18 @@ impl TimelineTrace {
             })
         });
         *self.built.write().unwrap_or_else(|e| e.into_inner()) = Some(built);
-        if let Some((generation, _)) = &self.followed {
-            generation.fetch_add(1, Ordering::AcqRel);
+        if let Some(p) = &self.followed {
+            p.grew();
         }
     }
 
     /// Follows the trace `tail` reads while its writer writes it, serving a
-    /// timeline of what is written each time more is (at most every
-    /// [`FOLLOW_EVERY`], and in [`FOLLOW_SHARE`]'s share of the time), and the
-    /// timeline of the whole trace once the writer is done.
+    /// timeline of what is written each time more is (as [`Pace`] paces it),
+    /// and the timeline of the whole trace once the writer is done.
     fn follow(&self, mut tail: Tail, refused: Box<dyn FnOnce(&str) + Send>) {
         // The kind, from the first bytes once there are enough to tell.
         loop {
-            let head = std::fs::File::open(tail.path()).and_then(|f| {
-                let mut head = Vec::new();
-                std::io::Read::read_to_end(&mut std::io::Read::take(f, 64), &mut head)?;
-                Ok(head)
-            });
-            let head = match head {
+            let head = match tail.head(64) {
                 Ok(head) => head,
                 Err(e) => return self.refuse(refused, format!("{}: {e}", self.name)),
             };
@@ -410,34 +395,30 @@ impl TimelineTrace {
                 break;
             }
             // Short of 8 bytes, the size has grown and `wait` says so at once.
-            tail.wait(FOLLOW_EVERY);
+            tail.wait(follow::EVERY);
             std::thread::sleep(Duration::from_millis(10));
         }
         let mut follow = Follow::new(tail);
-        let (mut made, mut cost) = (None::<Instant>, Duration::ZERO);
-        let mut unserved = true;
+        let mut pace = Pace::new();
         loop {
-            unserved |= follow.read(&mut |read| self.read.store(read, Ordering::Relaxed));
+            pace.read(follow.read(&mut |read| self.read.store(read, Ordering::Relaxed)));
             self.read.store(follow.position(), Ordering::Relaxed);
             let writing = follow.is_waiting();
-            let due = made.is_none_or(|t| t.elapsed() >= FOLLOW_EVERY.max(cost * FOLLOW_SHARE));
-            if unserved && (due || !writing) {
-                let started = Instant::now();
+            pace.serve(writing, || {
                 let built = follow.built();
                 for w in built.timeline.warnings() {
                     eprintln!("warning: {}: {w}", self.name);
                 }
                 let stats = stats_json(&built.stats.unwrap_or_default());
                 self.publish(Ok((built.timeline, stats)));
-                (made, cost, unserved) = (Some(started), started.elapsed(), false);
-            }
+            });
             if !writing {
-                if let Some((_, writing)) = &self.followed {
-                    writing.store(false, Ordering::Release);
+                if let Some(p) = &self.followed {
+                    p.ended();
                 }
                 return;
             }
-            follow.input().wait(FOLLOW_EVERY);
+            follow.input().wait(follow::EVERY);
         }
     }
 
@@ -445,8 +426,8 @@ impl TimelineTrace {
     fn refuse(&self, refused: Box<dyn FnOnce(&str) + Send>, why: String) {
         refused(&why);
         self.publish(Err(why));
-        if let Some((_, writing)) = &self.followed {
-            writing.store(false, Ordering::Release);
+        if let Some(p) = &self.followed {
+            p.ended();
         }
     }
 
