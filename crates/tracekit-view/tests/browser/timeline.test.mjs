@@ -673,8 +673,11 @@ test("a service traced whole: its heap on the spans' timeline, each span with wh
   );
   // And, by thread, each thread's own live heap: its domain's, as memtrace
   // timeline --domain draws it.
-  const domains = info.tracks.filter((t) => t.heap_domain !== null);
-  assert.ok(domains.length >= 2, 'the workers and main name their heaps');
+  // Every thread that ran a span names its heap (how many workers did depends
+  // on the scheduler: on a busy machine one worker may run every task).
+  const threads = info.tracks.filter((t) => t.kind === 'thread');
+  const domains = threads.filter((t) => t.heap_domain !== null);
+  assert.ok(domains.length >= 1 && domains.length === threads.length, 'every thread names its heap');
   const threadPeak = (d) =>
     JSON.parse(cli('memtrace', 'timeline', '--json', '--points', '10', '--domain', String(d), ctf)).peak.bytes;
   assert.deepEqual(
