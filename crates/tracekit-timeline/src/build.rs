@@ -1,6 +1,19 @@
 //! The one pass over an FXT trace's records that builds a [`Timeline`]: event
 //! records (instant, counter, duration begin, end and complete, async begin and
 //! end) and kernel object records (the names of processes and threads).
+//!
+//! Async slices are laid on async tracks of their process in one of two ways:
+//!
+//! - **by task**, where the producer says which task each slice runs within:
+//!   tracekit-tracing's async begin records carry `within` (the async id of
+//!   the task polling the span) and `parent` (the span it was made under).
+//!   Following `within`, else `parent`, from async slice to async slice up to
+//!   one that links to none gives the slice's task; each task has its own
+//!   track, named by the task's slice and its arguments (`handler worker=3`),
+//!   so that a job can be followed among the others. Past
+//!   [`MAX_TASK_TRACKS`] tasks in a process, the later ones are laid by name.
+//! - **by name** otherwise, as Perfetto groups them: one track per name, its
+//!   slices packed into as few lanes as overlap needs.
 
 use rustc_hash::FxHashMap;
 use tracekit_fxt::format::{ArgValue, EventKind, ObjectType};
@@ -159,6 +172,9 @@ pub struct Builder {
     pids: FxHashMap<u64, ()>,
     threads: FxHashMap<(u64, u64), ThreadBuild>,
     asyncs: FxHashMap<(u64, u32, u64), Slice>,
+    /// Per process and async id, the async id the slice runs within (its
+    /// `within` argument, else its `parent`).
+    async_links: FxHashMap<(u64, u64), u64>,
     // Per process and name: a track per kind of async task, as Perfetto
     // groups async slices by name; each slice with its id.
     async_slices: FxHashMap<(u64, u32), Vec<(Slice, u64)>>,
@@ -185,6 +201,7 @@ impl Default for Builder {
             pids: FxHashMap::default(),
             threads: FxHashMap::default(),
             asyncs: FxHashMap::default(),
+            async_links: FxHashMap::default(),
             async_slices: FxHashMap::default(),
             counters: Vec::new(),
             counter_of: FxHashMap::default(),
@@ -237,6 +254,7 @@ impl Builder {
             pids,
             threads,
             asyncs,
+            async_links,
             async_slices,
             counters,
             counter_of,
@@ -345,6 +363,16 @@ impl Builder {
                     t.slices.push(Slice { end, ..begun });
                 }
                 EventKind::AsyncBegin { id } => {
+                    let link = |key: &[u8]| {
+                        e.args.iter().find_map(|a| match a.value {
+                            ArgValue::UInt64(v) if a.name.as_bytes() == key => Some(v),
+                            ArgValue::UInt32(v) if a.name.as_bytes() == key => Some(v.into()),
+                            _ => None,
+                        })
+                    };
+                    if let Some(to) = link(b"within").or_else(|| link(b"parent")) {
+                        async_links.insert((pid, id), to);
+                    }
                     // A second begin of a slice still open: the first one's end
                     // is not known, so it stays open rather than lost.
                     if let Some(earlier) = asyncs.insert((pid, name, id), begun) {
@@ -450,7 +478,7 @@ impl Builder {
     /// The timeline of the records read, with the reader's `warnings`.
     pub fn finish(self, warnings: Vec<Warning>) -> Timeline {
         let Builder {
-            strings,
+            mut strings,
             mut arg_sets,
             process_names,
             names,
@@ -458,6 +486,7 @@ impl Builder {
             pids,
             threads,
             asyncs,
+            async_links,
             mut async_slices,
             mut counters,
             counter_of: _,
@@ -489,25 +518,44 @@ impl Builder {
                 instants: t.instants,
             });
         }
-        for ((pid, name), slices) in async_slices {
+        // Where each track goes among its process's: threads, then async
+        // tracks by name, then tasks by their start.
+        let mut order = vec![0; tracks.len()];
+        for AsyncGroup {
+            pid,
+            name,
+            task_start,
+            slices,
+            depths,
+        } in async_groups(async_slices, &async_links)
+        {
+            let name = match task_start {
+                Some(_) => task_name(&mut strings, &arg_sets, &slices),
+                None => Some(name),
+            };
+            order.push(task_start.map_or(0, |s| s.saturating_add(1)));
             tracks.push(Track {
                 kind: TrackKind::Async,
                 pid,
                 tid: 0,
-                name: Some(name),
+                name,
                 heap_domain: None,
-                lanes: packed(slices),
+                lanes: match depths.is_empty() {
+                    true => packed(slices),
+                    false => packed_by_depth(slices, &depths),
+                },
                 instants: Vec::new(),
             });
         }
-        // A process's threads, then its async tracks by name.
-        tracks.sort_by(|a, b| {
-            let key = |t: &Track| (t.pid, t.kind == TrackKind::Async, t.tid);
-            (key(a).cmp(&key(b))).then_with(|| {
+        let mut keyed: Vec<(u64, Track)> = order.into_iter().zip(tracks).collect();
+        keyed.sort_by(|(oa, a), (ob, b)| {
+            let key = |o: u64, t: &Track| (t.pid, t.kind == TrackKind::Async, o, t.tid);
+            (key(*oa, a).cmp(&key(*ob, b))).then_with(|| {
                 let name = |t: &Track| t.name.and_then(|n| strings.texts.get(n as usize));
                 name(a).cmp(&name(b))
             })
         });
+        let tracks: Vec<Track> = keyed.into_iter().map(|(_, t)| t).collect();
         flows.extend(open_flows);
         let track_of: FxHashMap<(u64, u64), usize> = tracks
             .iter()
@@ -590,6 +638,153 @@ fn nested(mut slices: Vec<Slice>) -> Vec<Lane> {
             lane
         })
         .collect()
+}
+
+/// Tasks a process's async slices may be laid by, each on its own track;
+/// past them, by name.
+pub const MAX_TASK_TRACKS: usize = 1024;
+
+/// The slices of one async track.
+struct AsyncGroup {
+    pid: u64,
+    /// The slices' name (a track by name), or the first slice's.
+    name: u32,
+    /// For a task's track, when the task's first slice starts.
+    task_start: Option<u64>,
+    slices: Vec<(Slice, u64)>,
+    /// Each slice's depth under its task (0: the task's own), for a task's
+    /// track; empty for a track by name.
+    depths: Vec<u32>,
+}
+
+/// An async slice, its id and its depth under its task.
+type Placed = (Slice, u64, u32);
+
+/// Async slices grouped into tracks: by task in a process whose slices link
+/// to the task they run within (`links`), by name otherwise.
+fn async_groups(
+    by_name: FxHashMap<(u64, u32), Vec<(Slice, u64)>>,
+    links: &FxHashMap<(u64, u64), u64>,
+) -> Vec<AsyncGroup> {
+    let linked: FxHashMap<u64, ()> = links.keys().map(|&(pid, _)| (pid, ())).collect();
+    let mut groups = Vec::new();
+    let mut by_pid: FxHashMap<u64, Vec<(Slice, u64)>> = FxHashMap::default();
+    for ((pid, name), slices) in by_name {
+        if linked.contains_key(&pid) {
+            by_pid.entry(pid).or_default().extend(slices);
+        } else {
+            groups.push(AsyncGroup {
+                pid,
+                name,
+                task_start: None,
+                slices,
+                depths: Vec::new(),
+            });
+        }
+    }
+    for (pid, slices) in by_pid {
+        let ids: FxHashMap<u64, ()> = slices.iter().map(|&(_, id)| (id, ())).collect();
+        // Up the links while they name a slice of the process; a bound on
+        // the steps, as links that go round would never end.
+        let task = |id: u64| {
+            let (mut at, mut depth) = (id, 0);
+            while depth < 64 {
+                match links.get(&(pid, at)) {
+                    Some(&to) if to != at && ids.contains_key(&to) => (at, depth) = (to, depth + 1),
+                    _ => break,
+                }
+            }
+            (at, depth)
+        };
+        let mut tasks: FxHashMap<u64, Vec<Placed>> = FxHashMap::default();
+        for (s, id) in slices {
+            let (task, depth) = task(id);
+            tasks.entry(task).or_default().push((s, id, depth));
+        }
+        // Each task's first start, its id and its slices with their depths.
+        let mut tasks: Vec<(u64, u64, Vec<Placed>)> = tasks
+            .into_iter()
+            .map(|(task, mut slices)| {
+                slices.sort_by_key(|&(s, _, depth)| (depth, s.start));
+                (slices.first().map_or(0, |(s, ..)| s.start), task, slices)
+            })
+            .collect();
+        tasks.sort_unstable_by_key(|&(start, task, _)| (start, task));
+        let mut rest: FxHashMap<u32, Vec<(Slice, u64)>> = FxHashMap::default();
+        for (i, (start, _, slices)) in tasks.into_iter().enumerate() {
+            if i < MAX_TASK_TRACKS {
+                groups.push(AsyncGroup {
+                    pid,
+                    name: slices.first().map_or(0, |(s, ..)| s.name),
+                    task_start: Some(start),
+                    depths: slices.iter().map(|&(.., d)| d).collect(),
+                    slices: slices.into_iter().map(|(s, id, _)| (s, id)).collect(),
+                });
+            } else {
+                for (s, id, _) in slices {
+                    rest.entry(s.name).or_default().push((s, id));
+                }
+            }
+        }
+        groups.extend(rest.into_iter().map(|(name, slices)| AsyncGroup {
+            pid,
+            name,
+            task_start: None,
+            slices,
+            depths: Vec::new(),
+        }));
+    }
+    groups
+}
+
+/// A task's track name: its own slice's name (the first of the track's, the
+/// task's own where it has one) and the slice's arguments but those that
+/// link it or count what it allocated, `handler worker=3`; the async id
+/// where it has no others.
+fn task_name(strings: &mut Strings, arg_sets: &ArgSets, slices: &[(Slice, u64)]) -> Option<u32> {
+    let &(first, id) = slices.first()?;
+    let name = strings.texts.get(first.name as usize)?.to_string();
+    let json = (arg_sets.at.get(first.args as usize))
+        .zip(arg_sets.at.get(first.args as usize + 1))
+        .and_then(|(&from, &to)| arg_sets.text.get(from as usize..to as usize))
+        .and_then(|t| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(t).ok())
+        .unwrap_or_default();
+    const LEFT_OUT: [&str; 5] = [
+        "level",
+        "parent",
+        "within",
+        "allocated_bytes",
+        "allocations",
+    ];
+    let fields: Vec<String> = json
+        .iter()
+        .filter(|(k, v)| !v.is_null() && !LEFT_OUT.contains(&k.as_str()))
+        .take(2)
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => format!("{k}={s}"),
+            v => format!("{k}={v}"),
+        })
+        .collect();
+    let label = match fields.is_empty() {
+        true => format!("{name} #{id}"),
+        false => format!("{name} {}", fields.join(" ")),
+    };
+    Some(strings.id(label.as_bytes()))
+}
+
+/// A task's async slices in lanes by their depth under the task (the
+/// task's own first, then what runs within it, and so on), each depth in as
+/// few lanes as [`packed`] gives. `depths` is ascending, one per slice.
+fn packed_by_depth(slices: Vec<(Slice, u64)>, depths: &[u32]) -> Vec<Lane> {
+    let mut lanes = Vec::new();
+    let mut rest = &slices[..];
+    let mut depths = depths;
+    while let Some(&d) = depths.first() {
+        let n = depths.iter().take_while(|&&e| e == d).count();
+        lanes.extend(packed(rest[..n].to_vec()));
+        (rest, depths) = (&rest[n..], &depths[n..]);
+    }
+    lanes
 }
 
 /// Async slices in as few lanes as taking the first free one gives: sorted by
@@ -822,6 +1017,99 @@ mod tests {
                 ("request", vec![vec![(10, 21)], vec![(12, 22)]])
             ]
         );
+    }
+
+    #[test]
+    fn a_task_s_slices_share_its_track_named_by_the_task() {
+        use tracekit_fxt::format::{Koid, RawArg, StringRef};
+        use tracekit_fxt::io::IoDestination;
+        use tracekit_fxt::write::Writer;
+        let mut w = Writer::new(IoDestination::new(Vec::new())).unwrap();
+        let thread = w.set_thread_slot(0, Koid(1), Koid(2)).unwrap();
+        let cat = w.intern("c").unwrap();
+        let [handler, request, lookup] =
+            ["handler", "request", "lookup"].map(|n| w.intern(n).unwrap());
+        let arg =
+            |name: &'static str, v: u64| RawArg::new(StringRef::inline(name), ArgValue::UInt64(v));
+        // Two handlers (ids 1 and 2, a field each); request 10 runs within
+        // handler 2 and its lookup 11 under it (parent); request 20 runs
+        // within a span that is not async, so it is a task of its own, with
+        // no fields: its id names it.
+        w.async_begin(thread, cat, handler, 5, 1, &[arg("worker", 0)])
+            .unwrap();
+        w.async_begin(thread, cat, handler, 6, 2, &[arg("worker", 1)])
+            .unwrap();
+        w.async_begin(
+            thread,
+            cat,
+            request,
+            10,
+            10,
+            &[arg("parent", 99), arg("within", 2)],
+        )
+        .unwrap();
+        w.async_begin(thread, cat, lookup, 11, 11, &[arg("parent", 10)])
+            .unwrap();
+        w.async_begin(thread, cat, request, 12, 20, &[arg("within", 98)])
+            .unwrap();
+        for (name, at, id) in [(lookup, 20, 11), (request, 21, 10), (request, 22, 20)] {
+            w.async_end(thread, cat, name, at, id, &[]).unwrap();
+        }
+        w.async_end(thread, cat, handler, 30, 1, &[]).unwrap();
+        w.async_end(thread, cat, handler, 31, 2, &[]).unwrap();
+        let bytes = w.finish_io().unwrap();
+        let t = Timeline::build(&mut tracekit_fxt::read::Reader::new(&bytes), &mut |_| {});
+        let tracks: Vec<_> = (t.tracks().iter())
+            .map(|tr| (t.string(tr.name.unwrap()), lanes_of(&tr.lanes)))
+            .collect();
+        // In the order the tasks start.
+        assert_eq!(
+            tracks,
+            [
+                ("handler worker=0", vec![vec![(5, 30)]]),
+                (
+                    "handler worker=1",
+                    vec![vec![(6, 31)], vec![(10, 21)], vec![(11, 20)]]
+                ),
+                ("request #20", vec![vec![(12, 22)]]),
+            ]
+        );
+    }
+
+    #[test]
+    fn past_the_task_bound_a_process_s_tasks_are_laid_by_name() {
+        use tracekit_fxt::format::{Koid, RawArg, StringRef};
+        use tracekit_fxt::io::IoDestination;
+        use tracekit_fxt::write::Writer;
+        let mut w = Writer::new(IoDestination::new(Vec::new())).unwrap();
+        let thread = w.set_thread_slot(0, Koid(1), Koid(2)).unwrap();
+        let cat = w.intern("c").unwrap();
+        let job = w.intern("job").unwrap();
+        let within = [RawArg::new(
+            StringRef::inline("within"),
+            ArgValue::UInt64(0),
+        )];
+        let tasks = MAX_TASK_TRACKS as u64 + 3;
+        for id in 1..=tasks {
+            w.async_begin(thread, cat, job, id * 10, id, &within)
+                .unwrap();
+            w.async_end(thread, cat, job, id * 10 + 5, id, &[]).unwrap();
+        }
+        let bytes = w.finish_io().unwrap();
+        let t = Timeline::build(&mut tracekit_fxt::read::Reader::new(&bytes), &mut |_| {});
+        let names: Vec<&str> = t
+            .tracks()
+            .iter()
+            .map(|tr| t.string(tr.name.unwrap()))
+            .collect();
+        assert_eq!(names.len(), MAX_TASK_TRACKS + 1);
+        // The by-name track first, with the three latest tasks' slices.
+        assert_eq!(names[0], "job");
+        assert_eq!(t.tracks()[0].slices(), 3);
+        assert_eq!(names[1], "job #1");
+        assert_eq!(names[MAX_TASK_TRACKS], format!("job #{}", MAX_TASK_TRACKS));
+        let all: usize = t.tracks().iter().map(|tr| tr.slices()).sum();
+        assert_eq!(all as u64, tasks);
     }
 
     #[test]

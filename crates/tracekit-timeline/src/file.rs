@@ -6,11 +6,14 @@
 //!
 //! All integers are little-endian. A string is 4 bytes of length and its
 //! UTF-8 bytes; an optional id is a byte (0 none, 1 some) and the id (4). A
-//! lane's summaries are not kept: they are made again as it is read.
+//! lane's summaries are not kept: they are made again as it is read. The
+//! version also changes when the same bytes come to mean another layout (how
+//! async slices are laid on tracks), so that a file kept by another build is
+//! refused and the timeline made again rather than shown as it was.
 //!
 //! | bytes | what |
 //! | --- | --- |
-//! | 8 | magic `TKTIMEL` and the format version (9) |
+//! | 8 | magic `TKTIMEL` and the format version (10) |
 //! | 8 | records read |
 //! | 9 each | the first and the last time, each an optional `u64` (a byte, then 8) |
 //! | 4 + strings | the strings |
@@ -36,7 +39,7 @@ use crate::{Counter, Flow, FlowPhase, FlowPoint, Instant, Timeline, Track, Track
 
 pub use tracekit_columns::FileError;
 
-const MAGIC: &[u8; 8] = b"TKTIMEL\x09";
+const MAGIC: &[u8; 8] = b"TKTIMEL\x0a";
 
 /// The format's name in [`FileError::Magic`].
 const FORMAT: &str = "a timeline";
@@ -568,7 +571,7 @@ mod tests {
             Some(FileError::Truncated(0))
         );
         assert_eq!(
-            Timeline::read_from(b"TKTIMEL\x0axxxxxxxx").err(),
+            Timeline::read_from(b"TKTIMEL\x09xxxxxxxx").err(),
             Some(FileError::Magic(FORMAT))
         );
         for n in 0..file.len() {

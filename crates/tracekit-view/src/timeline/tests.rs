@@ -460,24 +460,30 @@ fn an_async_slice_is_followed_to_the_one_it_runs_under() {
             .unwrap()
             .to_string()
     };
-    let (jobs, tasks) = (track_of("job"), track_of("task"));
-    let details = |track: &str, index: &str| {
-        let at = [("track", track), ("lane", "0"), ("index", index)];
+    // The task and its jobs share the task's track: the task's slice on the
+    // first lane, its jobs on the next.
+    let track = track_of("task #7");
+    let details = |lane: &str, index: &str| {
+        let at = [("track", track.as_str()), ("lane", lane), ("index", index)];
         ask(&t, TimelineEndpoint::Details, &at)
     };
-    let first = details(&jobs, "0");
+    let first = details("1", "0");
     assert_eq!(first["async_id"], 8);
     let p = &first["parent"];
     assert_eq!(
-        (p["name"].as_str(), p["track"].to_string()),
-        (Some("task"), tasks.clone())
+        (
+            p["name"].as_str(),
+            p["track"].to_string(),
+            p["lane"].as_u64()
+        ),
+        (Some("task"), track.clone(), Some(0))
     );
-    let task_details = details(&tasks, &p["index"].to_string());
+    let task_details = details("0", &p["index"].to_string());
     assert_eq!(task_details["async_id"], 7);
     assert!(task_details["parent"].is_null());
     // A parent that is not an async slice is not followed; the task it runs
     // within is.
-    let second = details(&jobs, "1");
+    let second = details("1", "1");
     assert!(second["parent"].is_null());
     assert_eq!(second["within"]["name"], "task");
     assert!(first["within"].is_null());

@@ -839,27 +839,56 @@ test("the tracing layer's async example: its worker threads", async () => {
   await page.waitForFunction(() => document.getElementById('search-count').dataset.matches !== undefined);
   assert.equal(+(await page.getAttribute('#search-count', 'data-matches')), handles);
   await settled(page);
-  // Each kind of task is a track of its own, named by its span, holding its
-  // async slices (one per task's life) as fxt dump's async begins count them.
+  // Each task is a track of its own, named by its span and the span's fields,
+  // holding its async slices and those of the spans it polls: a slice's task
+  // is found from fxt dump's async begins by following `within` (else
+  // `parent`) while it names another async slice. Ids are kept as text: they
+  // pass 2^53.
+  const begun = new Map();
+  for (const line of cli('fxt', 'dump', fxt).split('\n')) {
+    const m = / async_begin .* async_id=(\d+) .* name="([^"]*)"(?: args=(.*))?$/.exec(line);
+    if (!m) continue;
+    const [, id, name, args = ''] = m;
+    const arg = (k) => new RegExp(`"${k}": (\\d+)`).exec(args)?.[1];
+    const fields = [...args.matchAll(/"(\w+)": ("[^"]*"|[-\d.]+|true|false)/g)]
+      .filter(([, k]) => !['level', 'parent', 'within', 'allocated_bytes', 'allocations'].includes(k))
+      .map(([, k, v]) => `${k}=${v.replace(/^"|"$/g, '')}`)
+      .sort()
+      .slice(0, 2);
+    begun.set(id, { name, link: arg('within') ?? arg('parent'), label: `${name} ${fields.join(' ') || '#' + id}` });
+  }
+  const taskOf = (id) => {
+    while (begun.get(id).link !== undefined && begun.has(begun.get(id).link)) id = begun.get(id).link;
+    return begun.get(id).label;
+  };
+  const perTask = {};
+  for (const id of begun.keys()) perTask[taskOf(id)] = (perTask[taskOf(id)] ?? 0) + 1;
+  const api = await page.evaluate(() =>
+    fetch('/api/tracks', {
+      headers: { Authorization: 'Bearer ' + new URLSearchParams(location.search).get('token') },
+    }).then((r) => r.json()),
+  );
+  const asyncTracks = api.tracks.filter((t) => t.kind === 'async');
+  assert.deepEqual(Object.fromEntries(asyncTracks.map((t) => [t.name, t.slices])), perTask);
+  assert.ok(
+    asyncTracks.every((t) => /^handler worker=\d$/.test(t.name)),
+    'every request and lookup runs within a handler',
+  );
   const rows = await page.evaluate(() => window.tracekitRows());
   const tasks = rows.filter((r) => r.kind === 'track' && / \(async\) · /.test(r.label));
-  const named = tasks.map((r) => r.label.split(' (async)')[0]).sort();
-  const begins = {};
-  for (const line of cli('fxt', 'dump', fxt).split('\n')) {
-    const m = / async_begin .* name="([^"]*)"/.exec(line);
-    if (m) begins[m[1]] = (begins[m[1]] ?? 0) + 1;
-  }
-  assert.deepEqual(named, Object.keys(begins).sort());
-  assert.deepEqual(named, ['handler', 'lookup', 'request']);
+  assert.deepEqual(tasks.map((r) => r.label.split(' (async)')[0]).sort(), Object.keys(perTask).sort());
   const top = JSON.parse(cli('fxt', 'top', '--json', '--limit', '0', fxt)).names.filter((n) => n.kind === 'async');
-  for (const n of top) assert.equal(n.count, begins[n.name], n.name);
+  const byName = {};
+  for (const { name } of begun.values()) byName[name] = (byName[name] ?? 0) + 1;
+  for (const n of top) assert.equal(n.count, byName[n.name], n.name);
   await page.screenshot({ path: path.join(shots, 'timeline-tracing-tasks.png') });
   // A job followed to the task it runs under: a lookup's details link to the
-  // request whose span is its parent (the `parent` of its async begin).
-  const lookupTrack = tasks.find((r) => r.label.startsWith('lookup')).id;
+  // request whose span is its parent (the `parent` of its async begin). The
+  // lookups lie deepest on their handler's track.
+  const deepest = asyncTracks.reduce((a, b) => (b.lanes > a.lanes ? b : a));
   const url = page.url().split('#')[0];
   await page.close();
-  const followed = await open(`${url}#slice=${lookupTrack},0,0`);
+  const followed = await open(`${url}#slice=${deepest.id},${deepest.lanes - 1},0`);
   await followed.waitForSelector('#details-table [data-parent]');
   const asked = await followed.evaluate(() => {
     const d = document.getElementById('details');
@@ -889,6 +918,9 @@ test("the tracing layer's async example: its worker threads", async () => {
   const task = await details(followed);
   assert.equal(task.Name, 'handler');
   assert.ok(['0', '1', '2', '3'].includes(task.worker), task.worker);
+  // All three on the handler's own track.
+  const on = await followed.evaluate(() => document.getElementById('details').dataset.slice);
+  assert.deepEqual([lt, +request.split(',')[0], +on.split(',')[0]], [deepest.id, deepest.id, deepest.id]);
   await followed.close();
 });
 
