@@ -49,8 +49,8 @@ pub struct ViewArgs {
     heap_by_thread: bool,
     /// Follow a trace a program is still writing (FXT from the tracing layer,
     /// memtrace from tracekit-alloc or OCaml's memtrace): the page grows as the
-    /// program writes, until it closes the file. Waits for the file's first bytes
-    /// if it is still empty.
+    /// program writes, until it closes the file. Waits for the file to be made,
+    /// and for its first bytes while it is empty.
     #[arg(long, conflicts_with_all = ["compare", "heap"])]
     follow: bool,
     /// Port to listen on (default: a free one).
@@ -308,12 +308,35 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
 
 /// Serves the trace a program writes to `args.file` as it grows
 /// (`--follow`): an FXT trace's timeline, or a memtrace trace's analyses. Its
-/// kind is told from its first bytes, waited for while the file is empty.
+/// kind is told from its first bytes, waited for while the file is empty. A
+/// file not made yet, in a folder that is there, is waited for too: the
+/// command may be started before the program it watches.
 fn follow(args: &ViewArgs) -> Result<ExitCode> {
     let name = input::display(&args.file);
-    let mut tail = tracekit_io::follow::Tail::open(&args.file)?;
     let stop = output::stop_on_interrupt();
     let mut told = false;
+    let mut tail = loop {
+        let e = match tracekit_io::follow::Tail::open(&args.file) {
+            Ok(tail) => break tail,
+            Err(e) => e,
+        };
+        let missing = matches!(&e, tracekit_io::Error::Open { source, .. }
+            if source.kind() == std::io::ErrorKind::NotFound);
+        let folder = args.file.parent().filter(|p| !p.as_os_str().is_empty());
+        if !missing || folder.is_some_and(|f| !f.is_dir()) {
+            return Err(e.into());
+        }
+        if stop.load(Ordering::Relaxed) {
+            output::tell("stopped");
+            return Ok(ExitCode::SUCCESS);
+        }
+        if !told {
+            output::tell(format!("waiting for {name} to be made (Ctrl-C stops)"));
+            told = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    told = false;
     let first = loop {
         let first = tail.head(64).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
         if first.len() >= 8 || tail.is_ended() {

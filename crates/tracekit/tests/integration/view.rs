@@ -1008,3 +1008,43 @@ fn a_memtrace_trace_followed_while_written_ends_as_a_fresh_view_of_it() {
         ],
     );
 }
+
+/// `tracekit view --follow` started before the program that writes the file:
+/// it waits for the file to be made, then serves it; a file whose folder is
+/// not there is an error at once.
+#[test]
+fn a_followed_file_not_made_yet_is_waited_for() {
+    let scratch = tracekit_testutil::scratch();
+    let whole = scratch.path().join("whole.fxt");
+    let status = TRACEKIT
+        .command()
+        .args(["-q", "fxt", "sample", "--slices", "2000", "-o"])
+        .arg(&whole)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let later = scratch.path().join("later.fxt");
+    let (from, to) = (whole.clone(), later.clone());
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        std::fs::copy(from, to).unwrap();
+    });
+    // Returns once the server prints its URL, after the file is made.
+    let server = Server::spawn_as(&["view", "--follow"], &[&later], None);
+    writer.join().unwrap();
+    server.wait_to_say("to be made");
+    let expected = cli_json(&["fxt", "stats", "--json", whole.to_str().unwrap()]);
+    until(std::time::Duration::from_secs(10), || {
+        ask_json(&server, "/api/stats") == expected
+    });
+    let nowhere = scratch.path().join("no-such-folder/t.fxt");
+    let out = TRACEKIT
+        .command()
+        .args(["view", "--follow"])
+        .arg(&nowhere)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("no-such-folder/t.fxt"), "{said}");
+}
