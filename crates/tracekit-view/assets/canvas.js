@@ -125,10 +125,14 @@ function fit(ctx, s, w) {
   return n >= 1 ? s.slice(0, n) + '…' : '';
 }
 
+// A track's own name: an async track holds a task's async slices, or a
+// process's async slices of one name (a kind of task).
+function trackName(t) {
+  return t.kind === 'async' ? `${t.name ?? 'async'} (async)` : `${t.name ?? 'thread'} [${t.tid}]`;
+}
+
 function trackLabel(t) {
-  // An async track holds a process's async slices of one name (a kind of task).
-  const who = t.kind === 'async' ? `${t.name ?? 'async'} (async)` : `${t.name ?? 'thread'} [${t.tid}]`;
-  return `${who} · ${t.process ?? 'process'} [${t.pid}]`;
+  return `${trackName(t)} · ${t.process ?? 'process'} [${t.pid}]`;
 }
 
 export function labelOf(row) {
@@ -174,7 +178,10 @@ export function draw(ctx, s) {
     // Room for the toggle of a process, or of a track of more than one lane.
     const indent = row.kind === 'process' || (row.kind === 'track' && row.track.lanes > 1) ? TOGGLE : 4;
     ctx.font = row.kind === 'process' ? 'bold 11px system-ui, sans-serif' : '11px system-ui, sans-serif';
-    ctx.fillText(fit(ctx, (row.pinned ? '▲ ' : '') + labelOf(row), LABEL - indent - 4), indent, top + HEADER / 2);
+    // Under its process's header a track is named alone, so that the name
+    // fits; pinned above the headers, with its process.
+    const label = row.kind === 'track' && !row.pinned ? trackName(row.track) : labelOf(row);
+    ctx.fillText(fit(ctx, (row.pinned ? '▲ ' : '') + label, LABEL - indent - 4), indent, top + HEADER / 2);
     ctx.strokeStyle = '#ddd';
     ctx.beginPath();
     ctx.moveTo(0, top + row.h - 0.5);
