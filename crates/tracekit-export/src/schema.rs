@@ -286,7 +286,7 @@ pub const SLICES: Table = Table {
         col(
             "tid",
             Type::Int64,
-            "the thread's koid (0 for an async slice: it is on its process's async track)",
+            "the thread's koid (0 for an async slice: it is on one of its process's async tracks)",
         ),
         opt("process", Type::String, "the process's name"),
         opt("thread", Type::String, "the thread's name"),
