@@ -14,8 +14,10 @@
 //!
 //! To merge without visiting every slice of a zoomed-out view, the lane keeps a
 //! summary per block of [`BLOCK`] slices and per block of [`BLOCK`] blocks: the
-//! first start, the last end, and the longest slice. A block whose slices are
-//! all under a pixel and whose span starts in one pixel merges whole.
+//! first start, the last end, the longest slice and the widest gap between two
+//! of its slices one after the other. A block whose slices are all under a
+//! pixel and whose gaps are all under a pixel is one run, however many pixels
+//! it spans, and merges whole, as its slices one by one would.
 //!
 //! | column | per | type | what |
 //! | --- | --- | --- | --- |
@@ -42,6 +44,15 @@ struct Summary {
     /// The longest slice (the first, between equals) and its duration.
     longest: u32,
     longest_ns: u64,
+    /// The widest gap from a slice's end to the next one's start, at most
+    /// `u32::MAX` nanoseconds (a summary stays 32 bytes; a wider gap is wider
+    /// than any pixel a window merges at, and is never merged across).
+    gap: u32,
+}
+
+/// A gap in a summary: `u32::MAX` for any gap as wide or wider.
+fn narrow(gap: u64) -> u32 {
+    u32::try_from(gap).unwrap_or(u32::MAX)
 }
 
 /// One slice of a lane, as it is added.
@@ -188,6 +199,7 @@ impl Lane {
             .map(|c| {
                 let mut s = c[0];
                 for b in &c[1..] {
+                    s.gap = s.gap.max(b.gap).max(narrow(b.start.saturating_sub(s.end)));
                     s.end = b.end;
                     if b.longest_ns > s.longest_ns {
                         (s.longest, s.longest_ns) = (b.longest, b.longest_ns);
@@ -211,12 +223,16 @@ impl Lane {
             end: self.end[to - 1],
             longest: from as u32,
             longest_ns: self.duration(from),
+            gap: 0,
         };
         for i in from + 1..to {
             let d = self.duration(i);
             if d > s.longest_ns {
                 (s.longest, s.longest_ns) = (i as u32, d);
             }
+            s.gap = s
+                .gap
+                .max(narrow(self.start[i].saturating_sub(self.end[i - 1])));
         }
         s
     }
@@ -284,7 +300,6 @@ impl Lane {
     /// (see the module docs), appended to `out` in time order.
     pub fn window(&self, from: u64, to: u64, ns_per_px: u64, out: &mut Vec<Drawn>) {
         let px = ns_per_px.max(1);
-        let pixel = |t: u64| t.saturating_sub(from) / px;
         let range = self.range(from, to);
         let mut run: Option<Drawn> = None;
         let merge = |run: &mut Option<Drawn>, out: &mut Vec<Drawn>, s: Summary, n: u32| {
@@ -313,9 +328,10 @@ impl Lane {
                 longest: s.longest,
             });
         };
-        // A block merges whole when all its slices are under a pixel and it
-        // starts and ends in one pixel.
-        let whole = |s: &Summary| s.longest_ns < px && pixel(s.start) == pixel(s.end);
+        // A block merges whole when all its slices and all its gaps are under
+        // a pixel: slice by slice, each would join the run the one before it
+        // is in.
+        let whole = |s: &Summary| s.longest_ns < px && u64::from(s.gap) < px && s.gap < u32::MAX;
         let mut i = range.start;
         while i < range.end {
             if i.is_multiple_of(BLOCK * BLOCK)
@@ -336,22 +352,27 @@ impl Lane {
                 i += BLOCK;
                 continue;
             }
-            let d = self.duration(i);
-            if d >= px {
-                if let Some(r) = run.take() {
-                    out.push(r);
+            // Slice by slice up to the next block, which may merge whole.
+            let stop = (i / BLOCK + 1) * BLOCK;
+            for j in i..stop.min(range.end) {
+                let d = self.duration(j);
+                if d >= px {
+                    if let Some(r) = run.take() {
+                        out.push(r);
+                    }
+                    out.push(Drawn::Slice(j as u32));
+                } else {
+                    let s = Summary {
+                        start: self.start[j],
+                        end: self.end[j],
+                        longest: j as u32,
+                        longest_ns: d,
+                        gap: 0,
+                    };
+                    merge(&mut run, out, s, 1);
                 }
-                out.push(Drawn::Slice(i as u32));
-            } else {
-                let s = Summary {
-                    start: self.start[i],
-                    end: self.end[i],
-                    longest: i as u32,
-                    longest_ns: d,
-                };
-                merge(&mut run, out, s, 1);
             }
-            i += 1;
+            i = stop;
         }
         if let Some(r) = run {
             out.push(r);
