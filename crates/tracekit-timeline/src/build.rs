@@ -840,6 +840,29 @@ mod tests {
             .collect()
     }
 
+    type TestWriter = tracekit_fxt::write::Writer<tracekit_fxt::io::IoDestination<Vec<u8>>>;
+
+    /// The tracks of what `write` writes (given the writer, a thread of
+    /// process 1 and a category), by name, with their slices lane by lane.
+    fn tracks_written(
+        write: impl FnOnce(
+            &mut TestWriter,
+            tracekit_fxt::format::ThreadId,
+            tracekit_fxt::format::StringId,
+        ),
+    ) -> Vec<(String, Vec<Vec<(u64, u64)>>)> {
+        use tracekit_fxt::format::Koid;
+        let mut w = TestWriter::new(tracekit_fxt::io::IoDestination::new(Vec::new())).unwrap();
+        let thread = w.set_thread_slot(0, Koid(1), Koid(2)).unwrap();
+        let cat = w.intern("c").unwrap();
+        write(&mut w, thread, cat);
+        let bytes = w.finish_io().unwrap();
+        let t = Timeline::build(&mut tracekit_fxt::read::Reader::new(&bytes), &mut |_| {});
+        (t.tracks().iter())
+            .map(|tr| (t.string(tr.name.unwrap()).to_string(), lanes_of(&tr.lanes)))
+            .collect()
+    }
+
     /// As the tracing layer and perf name them: the main thread has the
     /// process's id, and its name is not the process's.
     #[test]
@@ -992,77 +1015,61 @@ mod tests {
 
     #[test]
     fn a_process_has_an_async_track_per_name() {
-        use tracekit_fxt::format::Koid;
-        use tracekit_fxt::io::IoDestination;
-        use tracekit_fxt::write::Writer;
-        let mut w = Writer::new(IoDestination::new(Vec::new())).unwrap();
-        let thread = w.set_thread_slot(0, Koid(1), Koid(2)).unwrap();
-        let cat = w.intern("c").unwrap();
-        let (request, lookup) = (w.intern("request").unwrap(), w.intern("lookup").unwrap());
-        w.async_begin(thread, cat, request, 10, 1, &[]).unwrap();
-        w.async_begin(thread, cat, lookup, 11, 2, &[]).unwrap();
-        w.async_begin(thread, cat, request, 12, 3, &[]).unwrap();
-        for (name, at, id) in [(lookup, 20, 2), (request, 21, 1), (request, 22, 3)] {
-            w.async_end(thread, cat, name, at, id, &[]).unwrap();
-        }
-        let bytes = w.finish_io().unwrap();
-        let t = Timeline::build(&mut tracekit_fxt::read::Reader::new(&bytes), &mut |_| {});
-        let tracks: Vec<_> = (t.tracks().iter())
-            .map(|tr| (t.string(tr.name.unwrap()), lanes_of(&tr.lanes)))
-            .collect();
+        let tracks = tracks_written(|w, thread, cat| {
+            let (request, lookup) = (w.intern("request").unwrap(), w.intern("lookup").unwrap());
+            w.async_begin(thread, cat, request, 10, 1, &[]).unwrap();
+            w.async_begin(thread, cat, lookup, 11, 2, &[]).unwrap();
+            w.async_begin(thread, cat, request, 12, 3, &[]).unwrap();
+            for (name, at, id) in [(lookup, 20, 2), (request, 21, 1), (request, 22, 3)] {
+                w.async_end(thread, cat, name, at, id, &[]).unwrap();
+            }
+        });
         assert_eq!(
             tracks,
             [
-                ("lookup", vec![vec![(11, 20)]]),
-                ("request", vec![vec![(10, 21)], vec![(12, 22)]])
+                ("lookup".to_string(), vec![vec![(11, 20)]]),
+                ("request".to_string(), vec![vec![(10, 21)], vec![(12, 22)]])
             ]
         );
     }
 
     #[test]
     fn a_task_s_slices_share_its_track_named_by_the_task() {
-        use tracekit_fxt::format::{Koid, RawArg, StringRef};
-        use tracekit_fxt::io::IoDestination;
-        use tracekit_fxt::write::Writer;
-        let mut w = Writer::new(IoDestination::new(Vec::new())).unwrap();
-        let thread = w.set_thread_slot(0, Koid(1), Koid(2)).unwrap();
-        let cat = w.intern("c").unwrap();
-        let [handler, request, lookup] =
-            ["handler", "request", "lookup"].map(|n| w.intern(n).unwrap());
+        use tracekit_fxt::format::{RawArg, StringRef};
         let arg =
             |name: &'static str, v: u64| RawArg::new(StringRef::inline(name), ArgValue::UInt64(v));
-        // Two handlers (ids 1 and 2, a field each); request 10 runs within
-        // handler 2 and its lookup 11 under it (parent); request 20 runs
-        // within a span that is not async, so it is a task of its own, with
-        // no fields: its id names it.
-        w.async_begin(thread, cat, handler, 5, 1, &[arg("worker", 0)])
-            .unwrap();
-        w.async_begin(thread, cat, handler, 6, 2, &[arg("worker", 1)])
-            .unwrap();
-        w.async_begin(
-            thread,
-            cat,
-            request,
-            10,
-            10,
-            &[arg("parent", 99), arg("within", 2)],
-        )
-        .unwrap();
-        w.async_begin(thread, cat, lookup, 11, 11, &[arg("parent", 10)])
-            .unwrap();
-        w.async_begin(thread, cat, request, 12, 20, &[arg("within", 98)])
-            .unwrap();
-        for (name, at, id) in [(lookup, 20, 11), (request, 21, 10), (request, 22, 20)] {
-            w.async_end(thread, cat, name, at, id, &[]).unwrap();
-        }
-        w.async_end(thread, cat, handler, 30, 1, &[]).unwrap();
-        w.async_end(thread, cat, handler, 31, 2, &[]).unwrap();
-        let bytes = w.finish_io().unwrap();
-        let t = Timeline::build(&mut tracekit_fxt::read::Reader::new(&bytes), &mut |_| {});
-        let tracks: Vec<_> = (t.tracks().iter())
-            .map(|tr| (t.string(tr.name.unwrap()), lanes_of(&tr.lanes)))
+        let tracks = tracks_written(|w, thread, cat| {
+            let [handler, request, lookup] =
+                ["handler", "request", "lookup"].map(|n| w.intern(n).unwrap());
+            // Two handlers (ids 1 and 2, a field each); request 10 runs
+            // within handler 2 and its lookup 11 under it (parent); request
+            // 20 runs within a span that is not async, so it is a task of its
+            // own, with no fields: its id names it.
+            let begins = [
+                (handler, 5, 1, vec![arg("worker", 0)]),
+                (handler, 6, 2, vec![arg("worker", 1)]),
+                (request, 10, 10, vec![arg("parent", 99), arg("within", 2)]),
+                (lookup, 11, 11, vec![arg("parent", 10)]),
+                (request, 12, 20, vec![arg("within", 98)]),
+            ];
+            for (name, at, id, args) in begins {
+                w.async_begin(thread, cat, name, at, id, &args).unwrap();
+            }
+            for (name, at, id) in [
+                (lookup, 20, 11),
+                (request, 21, 10),
+                (request, 22, 20),
+                (handler, 30, 1),
+                (handler, 31, 2),
+            ] {
+                w.async_end(thread, cat, name, at, id, &[]).unwrap();
+            }
+        });
+        let tracks: Vec<(&str, Vec<Vec<(u64, u64)>>)> = tracks
+            .iter()
+            .map(|(n, l)| (n.as_str(), l.clone()))
             .collect();
-        // In the order the tasks start.
+        // In the order the tasks start; a task's slices by depth under it.
         assert_eq!(
             tracks,
             [
@@ -1078,37 +1085,27 @@ mod tests {
 
     #[test]
     fn past_the_task_bound_a_process_s_tasks_are_laid_by_name() {
-        use tracekit_fxt::format::{Koid, RawArg, StringRef};
-        use tracekit_fxt::io::IoDestination;
-        use tracekit_fxt::write::Writer;
-        let mut w = Writer::new(IoDestination::new(Vec::new())).unwrap();
-        let thread = w.set_thread_slot(0, Koid(1), Koid(2)).unwrap();
-        let cat = w.intern("c").unwrap();
-        let job = w.intern("job").unwrap();
-        let within = [RawArg::new(
-            StringRef::inline("within"),
-            ArgValue::UInt64(0),
-        )];
+        use tracekit_fxt::format::{RawArg, StringRef};
         let tasks = MAX_TASK_TRACKS as u64 + 3;
-        for id in 1..=tasks {
-            w.async_begin(thread, cat, job, id * 10, id, &within)
-                .unwrap();
-            w.async_end(thread, cat, job, id * 10 + 5, id, &[]).unwrap();
-        }
-        let bytes = w.finish_io().unwrap();
-        let t = Timeline::build(&mut tracekit_fxt::read::Reader::new(&bytes), &mut |_| {});
-        let names: Vec<&str> = t
-            .tracks()
-            .iter()
-            .map(|tr| t.string(tr.name.unwrap()))
-            .collect();
-        assert_eq!(names.len(), MAX_TASK_TRACKS + 1);
+        let tracks = tracks_written(|w, thread, cat| {
+            let job = w.intern("job").unwrap();
+            let within = [RawArg::new(
+                StringRef::inline("within"),
+                ArgValue::UInt64(0),
+            )];
+            for id in 1..=tasks {
+                w.async_begin(thread, cat, job, id * 10, id, &within)
+                    .unwrap();
+                w.async_end(thread, cat, job, id * 10 + 5, id, &[]).unwrap();
+            }
+        });
+        assert_eq!(tracks.len(), MAX_TASK_TRACKS + 1);
         // The by-name track first, with the three latest tasks' slices.
-        assert_eq!(names[0], "job");
-        assert_eq!(t.tracks()[0].slices(), 3);
-        assert_eq!(names[1], "job #1");
-        assert_eq!(names[MAX_TASK_TRACKS], format!("job #{}", MAX_TASK_TRACKS));
-        let all: usize = t.tracks().iter().map(|tr| tr.slices()).sum();
+        assert_eq!(tracks[0].0, "job");
+        assert_eq!(tracks[0].1.concat().len(), 3);
+        assert_eq!(tracks[1].0, "job #1");
+        assert_eq!(tracks[MAX_TASK_TRACKS].0, format!("job #{MAX_TASK_TRACKS}"));
+        let all: usize = tracks.iter().map(|(_, l)| l.concat().len()).sum();
         assert_eq!(all as u64, tasks);
     }
 

@@ -306,6 +306,28 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
     serve(&args, &name, Served::new(trace, compare))
 }
 
+/// A wait for a followed file, said once; Ctrl-C ends it.
+#[derive(Default)]
+struct Waiting {
+    told: bool,
+}
+
+impl Waiting {
+    /// Whether Ctrl-C stopped the wait (said so); else says `what` the first
+    /// time.
+    fn stopped(&mut self, what: impl FnOnce() -> String) -> bool {
+        if output::stop_on_interrupt().load(Ordering::Relaxed) {
+            output::tell("stopped");
+            return true;
+        }
+        if !self.told {
+            output::tell(what());
+            self.told = true;
+        }
+        false
+    }
+}
+
 /// Serves the trace a program writes to `args.file` as it grows
 /// (`--follow`): an FXT trace's timeline, or a memtrace trace's analyses. Its
 /// kind is told from its first bytes, waited for while the file is empty. A
@@ -313,8 +335,7 @@ pub fn run(args: ViewArgs) -> Result<ExitCode> {
 /// command may be started before the program it watches.
 fn follow(args: &ViewArgs) -> Result<ExitCode> {
     let name = input::display(&args.file);
-    let stop = output::stop_on_interrupt();
-    let mut told = false;
+    let mut waiting = Waiting::default();
     let mut tail = loop {
         let e = match tracekit_io::follow::Tail::open(&args.file) {
             Ok(tail) => break tail,
@@ -326,29 +347,19 @@ fn follow(args: &ViewArgs) -> Result<ExitCode> {
         if !missing || folder.is_some_and(|f| !f.is_dir()) {
             return Err(e.into());
         }
-        if stop.load(Ordering::Relaxed) {
-            output::tell("stopped");
+        if waiting.stopped(|| format!("waiting for {name} to be made (Ctrl-C stops)")) {
             return Ok(ExitCode::SUCCESS);
-        }
-        if !told {
-            output::tell(format!("waiting for {name} to be made (Ctrl-C stops)"));
-            told = true;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
-    told = false;
+    let mut waiting = Waiting::default();
     let first = loop {
         let first = tail.head(64).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
         if first.len() >= 8 || tail.is_ended() {
             break first;
         }
-        if stop.load(Ordering::Relaxed) {
-            output::tell("stopped");
+        if waiting.stopped(|| format!("waiting for {name}'s first bytes (Ctrl-C stops)")) {
             return Ok(ExitCode::SUCCESS);
-        }
-        if !told {
-            output::tell(format!("waiting for {name}'s first bytes (Ctrl-C stops)"));
-            told = true;
         }
         tail.wait(std::time::Duration::from_millis(100));
         std::thread::sleep(std::time::Duration::from_millis(10));
