@@ -829,7 +829,10 @@ mod tests {
         }
     }
 
-    fn lanes_of(lanes: &[Lane]) -> Vec<Vec<(u64, u64)>> {
+    /// A track's slices lane by lane, as start and end.
+    type Lanes = Vec<Vec<(u64, u64)>>;
+
+    fn lanes_of(lanes: &[Lane]) -> Lanes {
         lanes
             .iter()
             .map(|l| {
@@ -850,7 +853,7 @@ mod tests {
             tracekit_fxt::format::ThreadId,
             tracekit_fxt::format::StringId,
         ),
-    ) -> Vec<(String, Vec<Vec<(u64, u64)>>)> {
+    ) -> Vec<(String, Lanes)> {
         use tracekit_fxt::format::Koid;
         let mut w = TestWriter::new(tracekit_fxt::io::IoDestination::new(Vec::new())).unwrap();
         let thread = w.set_thread_slot(0, Koid(1), Koid(2)).unwrap();
@@ -1065,7 +1068,7 @@ mod tests {
                 w.async_end(thread, cat, name, at, id, &[]).unwrap();
             }
         });
-        let tracks: Vec<(&str, Vec<Vec<(u64, u64)>>)> = tracks
+        let tracks: Vec<(&str, Lanes)> = tracks
             .iter()
             .map(|(n, l)| (n.as_str(), l.clone()))
             .collect();
