@@ -102,12 +102,15 @@ function redraw() {
 }
 
 // The tracks whose rows show now.
+// The tracks on screen, as a window asks for them: a folded track with the
+// lanes it shows (`ID:LANES`), so that its inner lanes, most of a deep
+// track's slices, are not sent.
 function visibleTracks() {
   const out = [];
   for (const r of page.lay.rows) {
     if (r.kind !== 'track') continue;
     const top = rowTop(r, page.lay, page.scroll);
-    if (top + r.h >= AXIS && top <= page.height) out.push(r.id);
+    if (top + r.h >= AXIS && top <= page.height) out.push(r.lanes < r.track.lanes ? `${r.id}:${r.lanes}` : `${r.id}`);
   }
   return out;
 }

@@ -111,7 +111,15 @@ fn number(out: &mut String, v: u64) {
     out.push_str(itoa::Buffer::new().format(v));
 }
 
-pub(super) fn window(t: &Timeline, from: u64, to: u64, px: u64, tracks: &[usize]) -> String {
+/// The window `from..to` on `px` pixels of `tracks`, each with its outer
+/// lanes up to the count given.
+pub(super) fn window(
+    t: &Timeline,
+    from: u64,
+    to: u64,
+    px: u64,
+    tracks: &[(usize, usize)],
+) -> String {
     let first = t.first_ns().unwrap_or(0);
     let (a, b) = (first.saturating_add(from), first.saturating_add(to));
     let ns_per_px = (to - from).div_ceil(px).max(1);
@@ -123,7 +131,7 @@ pub(super) fn window(t: &Timeline, from: u64, to: u64, px: u64, tracks: &[usize]
         "{{\"from\":{from},\"to\":{to},\"px\":{px},\"ns_per_px\":{ns_per_px},\"tracks\":["
     );
     let mut drawn = Vec::new();
-    for (n, &ti) in tracks.iter().enumerate() {
+    for (n, &(ti, shown)) in tracks.iter().enumerate() {
         let Some(track) = t.tracks().get(ti) else {
             continue;
         };
@@ -131,7 +139,7 @@ pub(super) fn window(t: &Timeline, from: u64, to: u64, px: u64, tracks: &[usize]
             out.push(',');
         }
         let _ = write!(out, "{{\"track\":{ti},\"lanes\":[");
-        for (l, lane) in track.lanes.iter().enumerate() {
+        for (l, lane) in track.lanes.iter().take(shown).enumerate() {
             if l > 0 {
                 out.push(',');
             }
@@ -253,7 +261,12 @@ pub(super) fn window(t: &Timeline, from: u64, to: u64, px: u64, tracks: &[usize]
     for f in t.flows() {
         let inside = f.points.windows(2).any(|w| w[0].time < b && w[1].time >= a)
             || (f.points.len() == 1 && f.points[0].time >= a && f.points[0].time < b);
-        if !inside || !f.points.iter().any(|p| tracks.contains(&p.track)) {
+        if !inside
+            || !f
+                .points
+                .iter()
+                .any(|p| tracks.iter().any(|&(t, _)| t == p.track))
+        {
             continue;
         }
         if shown == MAX_FLOWS {

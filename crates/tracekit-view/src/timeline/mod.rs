@@ -510,7 +510,7 @@ impl TimelineTrace {
                 if to <= from {
                     return Err(bad("to: after from".to_string()));
                 }
-                let tracks = p.tracks("tracks", t)?;
+                let tracks = p.window_tracks(t)?;
                 window(t, from, to, px, &tracks)
             }
             TimelineEndpoint::Details => {
@@ -788,6 +788,40 @@ impl<'a> Checked<'a> {
 
     /// The tracks the parameter `name` asks for (all of them when none are),
     /// each checked.
+    /// A window's tracks (all without `tracks`), each with how many of its
+    /// lanes, the outermost first, are drawn: `ID:LANES` for a folded track
+    /// that shows its outer lanes alone (the inner ones, most of a deep
+    /// track's slices, are not sent), `ID` for all. A track asked twice is
+    /// answered once, as first asked.
+    fn window_tracks(&self, t: &Timeline) -> Result<Vec<(usize, usize)>, Error> {
+        let all = |i: usize| t.tracks().get(i).map_or(0, |tr| tr.lanes.len());
+        let Some(v) = self.get("tracks") else {
+            return Ok((0..t.tracks().len()).map(|i| (i, all(i))).collect());
+        };
+        let mut asked = vec![false; t.tracks().len()];
+        let mut out = Vec::new();
+        for part in v.split(',').filter(|p| !p.is_empty()) {
+            let (id, lanes) = match part.split_once(':') {
+                Some((id, lanes)) => (id, Some(lanes)),
+                None => (part, None),
+            };
+            let not = || bad(format!("tracks={v}: {part} is not a track or TRACK:LANES"));
+            let i = id
+                .parse::<usize>()
+                .ok()
+                .filter(|&i| i < t.tracks().len())
+                .ok_or_else(not)?;
+            let lanes = match lanes {
+                Some(n) => n.parse::<usize>().map_err(|_| not())?.min(all(i)),
+                None => all(i),
+            };
+            if !std::mem::replace(&mut asked[i], true) {
+                out.push((i, lanes));
+            }
+        }
+        Ok(out)
+    }
+
     fn tracks(&self, name: &str, t: &Timeline) -> Result<Vec<usize>, Error> {
         let Some(v) = self.get(name) else {
             return Ok((0..t.tracks().len()).collect());

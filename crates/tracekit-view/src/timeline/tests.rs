@@ -137,6 +137,34 @@ fn a_window_accounts_for_every_slice_it_shows() {
     let name = children[0][2].as_u64().unwrap().to_string();
     assert_eq!(w["names"][&name], "child");
     assert_eq!(w["tracks"][0]["instants"].as_array().unwrap().len(), 1);
+    // A folded track asked with the lanes it shows: those, the outermost
+    // first, as the whole track's; more lanes than it has are all of them; a
+    // track asked twice is answered once, as first asked.
+    let lanes = |tracks: &str| {
+        let w = ask(
+            &t,
+            TimelineEndpoint::Window,
+            &[
+                ("from", "0"),
+                ("to", "1000"),
+                ("px", "1000"),
+                ("tracks", tracks),
+            ],
+        );
+        let got: Vec<Value> = w["tracks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["lanes"].clone())
+            .collect();
+        got
+    };
+    let whole = lanes("0");
+    let all = whole[0].as_array().unwrap();
+    assert!(all.len() >= 2);
+    assert_eq!(lanes("0:1"), [Value::Array(all[..1].to_vec())]);
+    assert_eq!(lanes("0:99"), whole);
+    assert_eq!(lanes("0:1,0"), lanes("0:1"));
     // The flow leaves and arrives at the depth of the slices open there.
     let w = ask(
         &t,
@@ -239,6 +267,8 @@ fn bad_parameters_are_refused_with_what_is_wrong() {
     assert!(refuse(TimelineEndpoint::Window, &[("px", "0")]).contains("px"));
     assert!(refuse(TimelineEndpoint::Window, &[("from", "9"), ("to", "3")]).contains("after"));
     assert!(refuse(TimelineEndpoint::Window, &[("tracks", "7")]).contains("not a track"));
+    assert!(refuse(TimelineEndpoint::Window, &[("tracks", "0:x")]).contains("TRACK:LANES"));
+    assert!(refuse(TimelineEndpoint::Window, &[("tracks", "7:1")]).contains("not a track"));
     assert!(refuse(TimelineEndpoint::Window, &[("nope", "1")]).contains("from, to, px, tracks"));
     assert!(refuse(TimelineEndpoint::Details, &[("track", "0")]).contains("lane"));
     assert!(
