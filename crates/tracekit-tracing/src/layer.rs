@@ -162,12 +162,16 @@ where
             if went_async {
                 let first_enter = state.first_enter.load(Ordering::Relaxed);
                 // Once per task: its fields, the span it was made under and the
-                // one it runs in (the task polling it), to follow it to either.
+                // one it runs in (the task polling it), to follow it to either;
+                // `within` 0 (no span id is 0) when no span is entered around
+                // it, a task of its own, so that a reader knows every async
+                // slice here is a task's.
                 let arg = |name, id| RawArg::new(StringRef::inline(name), ArgValue::UInt64(id));
-                let links: Vec<RawArg<'_>> = [("parent", parent), ("within", within)]
-                    .into_iter()
-                    .filter_map(|(name, id)| Some(arg(name, id?)))
-                    .collect();
+                let links: Vec<RawArg<'_>> =
+                    [("parent", parent), ("within", Some(within.unwrap_or(0)))]
+                        .into_iter()
+                        .filter_map(|(name, id)| Some(arg(name, id?)))
+                        .collect();
                 let mut with_links = args.encoded.clone();
                 let encoded = match with_links.append(&links) {
                     Ok(()) => &with_links,
