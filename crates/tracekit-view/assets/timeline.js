@@ -323,18 +323,37 @@ function showTitle() {
   document.title = `${info.name} · tracekit view`;
 }
 
+// A grown trace's tracks are numbered anew (a thread or task that came
+// sorts among the others): what the state names by track follows each track
+// to its new number; a track that is gone lets go of it.
+function renumber(before, after) {
+  const key = (t) => `${t.kind}/${t.pid}/${t.tid}/${t.name}`;
+  const now = new Map(after.map((t) => [key(t), t.id]));
+  const to = (id) => (before[id] ? now.get(key(before[id])) : undefined);
+  const all = (ids) => ids.map(to).filter((id) => id !== undefined);
+  state.pinned = all(state.pinned);
+  if (state.folded !== null) state.folded = all(state.folded);
+  for (const range of [state.area, state.base]) if (range) range.tracks = all(range.tracks);
+  if (state.selected) {
+    const track = to(state.selected.track);
+    state.selected = track === undefined ? null : { ...state.selected, track };
+  }
+}
+
 // A trace followed while its program writes it (`--follow`): what was added
 // drawn each time it grew; a view of the whole trace stays of the whole trace.
 function followTrace() {
   follow(page.followed, {
     grew: async () => {
       const whole = state.from <= 0 && state.to >= span();
+      const before = page.info.tracks;
       try {
         page.info = await api('tracks', {});
       } catch (e) {
         failed(e);
         return false;
       }
+      renumber(before, page.info.tracks);
       if (whole) state.to = span();
       relayout();
       if (state.area) showArea();

@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import {
   blank,
@@ -820,6 +820,55 @@ test('a service watched while it runs: its spans and its heap grow in the page, 
   assert.ok(info.allocs > 0);
   await heap.screenshot({ path: path.join(shots, 'view-followed-to-its-end.png'), fullPage: true });
   for (const p of [spans, heap, fresh]) await p.close();
+});
+
+// FXT records, little-endian words: enough of the format for a test to write
+// threads that come while a trace is followed.
+function fxtWords(words) {
+  const b = Buffer.alloc(words.length * 8);
+  words.forEach((w, i) => b.writeBigUInt64LE(BigInt.asUintN(64, BigInt(w)), i * 8));
+  return b;
+}
+const fxtStart = () =>
+  Buffer.concat([fxtWords([0x0016547846040010n, 1n | (2n << 4n), 1_000_000_000n]), fxtString(1, 'c')]);
+function fxtString(index, text) {
+  const bytes = Buffer.from(text);
+  const words = Math.ceil(bytes.length / 8);
+  const header = 2n | (BigInt(1 + words) << 4n) | (BigInt(index) << 16n) | (BigInt(bytes.length) << 32n);
+  return Buffer.concat([fxtWords([header]), bytes, Buffer.alloc(words * 8 - bytes.length)]);
+}
+// Thread slot `slot` as pid/tid, and a complete slice named by string 2 on it
+// per [start, end].
+function fxtThread(slot, pid, tid, name, slices) {
+  const thread = fxtWords([3n | (3n << 4n) | (BigInt(slot) << 16n), BigInt(pid), BigInt(tid)]);
+  const events = slices.map(([start, end]) =>
+    fxtWords([4n | (3n << 4n) | (4n << 16n) | (BigInt(slot) << 24n) | (1n << 32n) | (2n << 48n), start, end]),
+  );
+  return Buffer.concat([fxtString(2, name), thread, ...events]);
+}
+
+test('a followed trace whose new thread sorts first: the pin stays on its track', async () => {
+  const file = path.join(scratch, 'renumbered.fxt');
+  writeFileSync(file, fxtStart());
+  // Held open for writing, as a program writing it does: the view follows it.
+  const fd = openSync(file, 'a');
+  writeSync(fd, fxtThread(1, 100, 20, 'late', [[1000, 5000]]));
+  const url = await serveCommand(['-q', 'view', '--follow', file]);
+  const page = await open(`${url}#pin=0`);
+  const pinned = async () =>
+    (await page.evaluate(() => window.tracekitRows())).filter((r) => r.pinned).map((r) => r.label);
+  // Threads without a name record are named by their id.
+  assert.deepEqual(await pinned(), ['thread [20] · process [100]']);
+  // A thread of a lower id comes: it sorts first, and the pinned one is
+  // track 1 now.
+  writeSync(fd, fxtThread(2, 100, 10, 'early', [[2000, 3000]]));
+  await page.waitForFunction(() => /· 2 slices on 2 tracks/.test(document.getElementById('title').textContent));
+  await settled(page);
+  assert.deepEqual(await pinned(), ['thread [20] · process [100]']);
+  // And the URL says so, once the view rests.
+  await page.waitForFunction(() => /[#&]pin=1(&|$)/.test(location.hash));
+  closeSync(fd);
+  await page.close();
 });
 
 test("the tracing layer's async example: its worker threads", async () => {
