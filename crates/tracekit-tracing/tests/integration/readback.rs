@@ -156,7 +156,11 @@ fn spans_events_and_a_task_across_threads_read_back() {
         if i == 1 {
             // Entered on a second thread: the task gets its async track, begun at
             // its first entry; no span is entered around it (`within` 0).
-            expected.push(seen("AB", "task", &["level=\"INFO\"", "id=42", "within=0u"]));
+            expected.push(seen(
+                "AB",
+                "task",
+                &["level=\"INFO\"", "id=42", "within=0u"],
+            ));
         }
         expected.push(seen("B", "task", &["level=\"INFO\"", "id=42"]));
         expected.push(seen("E", "task", &[]));
