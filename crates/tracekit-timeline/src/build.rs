@@ -503,51 +503,51 @@ impl Builder {
             async_slices.entry((pid, s.name)).or_default().push((s, id));
         }
 
-        let mut tracks = Vec::new();
+        // Each track with where it goes among its process's: threads, then
+        // async tracks by name, then tasks by their start.
+        let mut keyed: Vec<(u64, Track)> = Vec::new();
         for ((pid, tid), mut t) in threads {
             t.pair(&mut arg_sets);
             // Stable: instants of one time stay in the order of their records.
             t.instants.sort_by_key(|i| i.time);
-            tracks.push(Track {
-                kind: TrackKind::Thread,
-                pid,
-                tid,
-                name: names.get(&tid).copied(),
-                heap_domain: heap_domains.get(&tid).copied(),
-                lanes: nested(t.slices),
-                instants: t.instants,
-            });
+            keyed.push((
+                0,
+                Track {
+                    kind: TrackKind::Thread,
+                    pid,
+                    tid,
+                    name: names.get(&tid).copied(),
+                    heap_domain: heap_domains.get(&tid).copied(),
+                    lanes: nested(t.slices),
+                    instants: t.instants,
+                },
+            ));
         }
-        // Where each track goes among its process's: threads, then async
-        // tracks by name, then tasks by their start.
-        let mut order = vec![0; tracks.len()];
         for AsyncGroup {
             pid,
             name,
             task_start,
             slices,
-            depths,
         } in async_groups(async_slices, &async_links)
         {
             let name = match task_start {
                 Some(_) => task_name(&mut strings, &arg_sets, &slices),
                 None => Some(name),
             };
-            order.push(task_start.map_or(0, |s| s.saturating_add(1)));
-            tracks.push(Track {
-                kind: TrackKind::Async,
-                pid,
-                tid: 0,
-                name,
-                heap_domain: None,
-                lanes: match depths.is_empty() {
-                    true => packed(slices),
-                    false => packed_by_depth(slices, &depths),
+            let order = task_start.map_or(0, |s| s.saturating_add(1));
+            keyed.push((
+                order,
+                Track {
+                    kind: TrackKind::Async,
+                    pid,
+                    tid: 0,
+                    name,
+                    heap_domain: None,
+                    lanes: by_depth(&slices),
+                    instants: Vec::new(),
                 },
-                instants: Vec::new(),
-            });
+            ));
         }
-        let mut keyed: Vec<(u64, Track)> = order.into_iter().zip(tracks).collect();
         keyed.sort_by(|(oa, a), (ob, b)| {
             let key = |o: u64, t: &Track| (t.pid, t.kind == TrackKind::Async, o, t.tid);
             (key(*oa, a).cmp(&key(*ob, b))).then_with(|| {
@@ -651,13 +651,12 @@ struct AsyncGroup {
     name: u32,
     /// For a task's track, when the task's first slice starts.
     task_start: Option<u64>,
-    slices: Vec<(Slice, u64)>,
-    /// Each slice's depth under its task (0: the task's own), for a task's
-    /// track; empty for a track by name.
-    depths: Vec<u32>,
+    /// Its slices, by depth for a task's track (all at depth 0 on a track by
+    /// name).
+    slices: Vec<Placed>,
 }
 
-/// An async slice, its id and its depth under its task.
+/// An async slice, its id and its depth under its task (0: the task's own).
 type Placed = (Slice, u64, u32);
 
 /// Async slices grouped into tracks: by task in a process whose slices link
@@ -677,8 +676,7 @@ fn async_groups(
                 pid,
                 name,
                 task_start: None,
-                slices,
-                depths: Vec::new(),
+                slices: slices.into_iter().map(|(s, id)| (s, id, 0)).collect(),
             });
         }
     }
@@ -710,19 +708,18 @@ fn async_groups(
             })
             .collect();
         tasks.sort_unstable_by_key(|&(start, task, _)| (start, task));
-        let mut rest: FxHashMap<u32, Vec<(Slice, u64)>> = FxHashMap::default();
+        let mut rest: FxHashMap<u32, Vec<Placed>> = FxHashMap::default();
         for (i, (start, _, slices)) in tasks.into_iter().enumerate() {
             if i < MAX_TASK_TRACKS {
                 groups.push(AsyncGroup {
                     pid,
                     name: slices.first().map_or(0, |(s, ..)| s.name),
                     task_start: Some(start),
-                    depths: slices.iter().map(|&(.., d)| d).collect(),
-                    slices: slices.into_iter().map(|(s, id, _)| (s, id)).collect(),
+                    slices,
                 });
             } else {
                 for (s, id, _) in slices {
-                    rest.entry(s.name).or_default().push((s, id));
+                    rest.entry(s.name).or_default().push((s, id, 0));
                 }
             }
         }
@@ -731,7 +728,6 @@ fn async_groups(
             name,
             task_start: None,
             slices,
-            depths: Vec::new(),
         }));
     }
     groups
@@ -741,8 +737,8 @@ fn async_groups(
 /// task's own where it has one) and the slice's arguments but those that
 /// link it or count what it allocated, `handler worker=3`; the async id
 /// where it has no others.
-fn task_name(strings: &mut Strings, arg_sets: &ArgSets, slices: &[(Slice, u64)]) -> Option<u32> {
-    let &(first, id) = slices.first()?;
+fn task_name(strings: &mut Strings, arg_sets: &ArgSets, slices: &[Placed]) -> Option<u32> {
+    let &(first, id, _) = slices.first()?;
     let name = strings.texts.get(first.name as usize)?.to_string();
     let json = (arg_sets.at.get(first.args as usize))
         .zip(arg_sets.at.get(first.args as usize + 1))
@@ -772,19 +768,14 @@ fn task_name(strings: &mut Strings, arg_sets: &ArgSets, slices: &[(Slice, u64)])
     Some(strings.id(label.as_bytes()))
 }
 
-/// A task's async slices in lanes by their depth under the task (the
-/// task's own first, then what runs within it, and so on), each depth in as
-/// few lanes as [`packed`] gives. `depths` is ascending, one per slice.
-fn packed_by_depth(slices: Vec<(Slice, u64)>, depths: &[u32]) -> Vec<Lane> {
-    let mut lanes = Vec::new();
-    let mut rest = &slices[..];
-    let mut depths = depths;
-    while let Some(&d) = depths.first() {
-        let n = depths.iter().take_while(|&&e| e == d).count();
-        lanes.extend(packed(rest[..n].to_vec()));
-        (rest, depths) = (&rest[n..], &depths[n..]);
-    }
-    lanes
+/// An async track's slices in lanes by their depth under the task (the
+/// task's own first, then what runs within it, and so on; a track by name is
+/// all one depth), each depth in as few lanes as [`packed`] gives. The
+/// slices come in runs of one depth.
+fn by_depth(slices: &[Placed]) -> Vec<Lane> {
+    (slices.chunk_by(|a, b| a.2 == b.2))
+        .flat_map(|run| packed(run.iter().map(|&(s, id, _)| (s, id)).collect()))
+        .collect()
 }
 
 /// Async slices in as few lanes as taking the first free one gives: sorted by
