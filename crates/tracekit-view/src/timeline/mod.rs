@@ -791,53 +791,51 @@ impl<'a> Checked<'a> {
     /// A window's tracks (all without `tracks`), each with how many of its
     /// lanes, the outermost first, are drawn: `ID:LANES` for a folded track
     /// that shows its outer lanes alone (the inner ones, most of a deep
-    /// track's slices, are not sent), `ID` for all. A track asked twice is
-    /// answered once, as first asked.
+    /// track's slices, are not sent), `ID` for all.
     fn window_tracks(&self, t: &Timeline) -> Result<Vec<(usize, usize)>, Error> {
+        self.asked_tracks("tracks", t, true)
+    }
+
+    fn tracks(&self, name: &str, t: &Timeline) -> Result<Vec<usize>, Error> {
+        let asked = self.asked_tracks(name, t, false)?;
+        Ok(asked.into_iter().map(|(i, _)| i).collect())
+    }
+
+    /// The tracks `name` asks for (all without it), each with its lane
+    /// count: all its lanes, or with `lanes` as `ID:LANES` asks. A track
+    /// asked twice is answered once, as first asked: its slices count once,
+    /// and an answer is never larger than the whole trace's.
+    fn asked_tracks(
+        &self,
+        name: &str,
+        t: &Timeline,
+        lanes: bool,
+    ) -> Result<Vec<(usize, usize)>, Error> {
         let all = |i: usize| t.tracks().get(i).map_or(0, |tr| tr.lanes.len());
-        let Some(v) = self.get("tracks") else {
+        let Some(v) = self.get(name) else {
             return Ok((0..t.tracks().len()).map(|i| (i, all(i))).collect());
+        };
+        let what = match lanes {
+            true => "a track or TRACK:LANES",
+            false => "a track",
         };
         let mut asked = vec![false; t.tracks().len()];
         let mut out = Vec::new();
         for part in v.split(',').filter(|p| !p.is_empty()) {
-            let (id, lanes) = match part.split_once(':') {
-                Some((id, lanes)) => (id, Some(lanes)),
-                None => (part, None),
+            let not = || bad(format!("{name}={v}: {part} is not {what}"));
+            let (id, count) = match part.split_once(':') {
+                Some((id, count)) if lanes => (id, Some(count)),
+                _ => (part, None),
             };
-            let not = || bad(format!("tracks={v}: {part} is not a track or TRACK:LANES"));
-            let i = id
-                .parse::<usize>()
-                .ok()
+            let i = (id.parse::<usize>().ok())
                 .filter(|&i| i < t.tracks().len())
                 .ok_or_else(not)?;
-            let lanes = match lanes {
+            let count = match count {
                 Some(n) => n.parse::<usize>().map_err(|_| not())?.min(all(i)),
                 None => all(i),
             };
             if !std::mem::replace(&mut asked[i], true) {
-                out.push((i, lanes));
-            }
-        }
-        Ok(out)
-    }
-
-    fn tracks(&self, name: &str, t: &Timeline) -> Result<Vec<usize>, Error> {
-        let Some(v) = self.get(name) else {
-            return Ok((0..t.tracks().len()).collect());
-        };
-        // A track asked twice is answered once: its slices count once, and
-        // an answer is never larger than the whole trace's.
-        let mut asked = vec![false; t.tracks().len()];
-        let mut out = Vec::new();
-        for part in v.split(',').filter(|p| !p.is_empty()) {
-            match part.parse::<usize>() {
-                Ok(i) if i < t.tracks().len() => {
-                    if !std::mem::replace(&mut asked[i], true) {
-                        out.push(i);
-                    }
-                }
-                _ => return Err(bad(format!("{name}={v}: {part} is not a track"))),
+                out.push((i, count));
             }
         }
         Ok(out)
