@@ -89,7 +89,11 @@ fn main() {
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }
         times.sort_by(f64::total_cmp);
-        println!("timeline: median {:.0} ms", times[times.len() / 2]);
+        println!(
+            "timeline: median {:.0} ms, least {:.0} ms",
+            times[times.len() / 2],
+            times[0]
+        );
     }
     for (name, filter) in clicks {
         if only.as_deref().is_some_and(|o| o != name) {
@@ -112,6 +116,10 @@ fn main() {
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }
         times.sort_by(f64::total_cmp);
-        println!("{name}: median {:.0} ms", times[times.len() / 2]);
+        println!(
+            "{name}: median {:.0} ms, least {:.0} ms",
+            times[times.len() / 2],
+            times[0]
+        );
     }
 }

@@ -241,6 +241,109 @@ pub struct Analyzer {
 
 const NO_SITE: u32 = u32::MAX;
 
+/// What a scan of columns reads of an allocation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Row {
+    pub(crate) nsamples: u64,
+    pub(crate) length: u64,
+    pub(crate) source: AllocationSource,
+    pub(crate) domain: DomainId,
+}
+
+/// Which allocations a filter keeps, as [`Analyzer::keep_nth`] decides it
+/// without a location clause.
+#[derive(Clone)]
+pub(crate) struct Keep {
+    all: bool,
+    source: [bool; 3],
+    words: WordRange,
+    domain: Option<Vec<u16>>,
+    between: Option<(Timedelta, Timedelta)>,
+    objects: Option<Arc<AllocationSet>>,
+}
+
+impl Keep {
+    /// Whether allocation `n`, of `a`'s source, length and domain at `time`,
+    /// is kept (its object id and backtrace are not asked).
+    #[inline(always)]
+    pub(crate) fn keeps(&self, n: u64, time: Timedelta, a: &Row) -> bool {
+        if self.all {
+            return true;
+        }
+        self.source[a.source as usize]
+            && self.words.min <= a.length
+            && a.length <= self.words.max
+            && self
+                .domain
+                .as_ref()
+                .is_none_or(|d| d.contains(&a.domain.get()))
+            && self.between.is_none_or(|(lo, hi)| lo <= time && time <= hi)
+            && self.objects.as_ref().is_none_or(|set| set.contains(n))
+    }
+}
+
+/// What a part of a scan of columns counts ([`Analyzer::part`]): per site of
+/// its own, numbered as the part first keeps an allocation of it, the counts
+/// of kept allocations and of their objects' ends, and the timeline.
+pub(crate) struct ScanPart {
+    /// Which allocations count.
+    pub(crate) keep: Keep,
+    live_at: Option<Timedelta>,
+    sites: SiteTable,
+    timeline: Option<Timeline>,
+}
+
+impl ScanPart {
+    /// A new site of the part, for trie node `bt`: its index.
+    #[inline]
+    pub(crate) fn site(&mut self, bt: BacktraceId) -> u32 {
+        self.sites.push(bt) as u32
+    }
+
+    /// The part's sites' trie nodes, in order.
+    pub(crate) fn nodes(&self) -> impl Iterator<Item = BacktraceId> + '_ {
+        (0..self.sites.len()).map(|i| self.sites.backtrace(i))
+    }
+
+    /// Asks for the part's site `site`'s counts ahead of counting it.
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, site: u32) {
+        self.sites.prefetch(site);
+    }
+
+    /// A kept allocation `a` at `time`, charged to the part's site `site`:
+    /// its object promoted when `promoted`, ended at `end` unless `None` (as
+    /// [`Analyzer::alloc_scanned`] and the calls after it count them).
+    #[inline(always)]
+    pub(crate) fn counted(
+        &mut self,
+        site: u32,
+        time: Timedelta,
+        a: &Row,
+        promoted: bool,
+        end: Option<Timedelta>,
+    ) {
+        let live_at = self
+            .live_at
+            .is_some_and(|t| time <= t && end.is_none_or(|end| t < end));
+        self.sites.counted(
+            site,
+            a.nsamples,
+            a.source,
+            a.length,
+            promoted,
+            end.is_some(),
+            live_at,
+        );
+        if let Some(t) = &mut self.timeline {
+            t.allocated(time, a.domain, a.nsamples);
+            if let Some(end) = end {
+                t.freed_aside(end, a.domain, a.nsamples);
+            }
+        }
+    }
+}
+
 /// Set in [`Analyzer::node_match`]'s entries that are known.
 const MASK_KNOWN: u16 = 1 << 8;
 
@@ -471,6 +574,40 @@ impl Analyzer {
         let (site, bt) = site(self);
         self.account(time, a, bt, site, None);
         Some(site)
+    }
+
+    /// A part of a scan of columns that counts on its own, on any thread, what
+    /// [`Analyzer::alloc_scanned`] and the calls after it count here, and is
+    /// [`Analyzer::absorb`]ed after: `None` when this analysis keeps what a part
+    /// cannot (the largest allocations, sites' curves, a location clause).
+    pub(crate) fn part(&self) -> Option<ScanPart> {
+        if self.options.big > 0 || self.curves.is_some() || self.location.is_some() {
+            return None;
+        }
+        Some(ScanPart {
+            keep: Keep {
+                all: self.keep_all,
+                source: self.source_mask,
+                words: self.words,
+                domain: match &self.options.filter.domain {
+                    d if d.is_empty() => None,
+                    d => Some(d.clone()),
+                },
+                between: self.between,
+                objects: self.options.objects.clone(),
+            },
+            live_at: self.options.live_at,
+            sites: SiteTable::new(self.sites.keeps()),
+            timeline: self.timeline_on.then(|| self.timeline.part()),
+        })
+    }
+
+    /// Adds what `part` counted, its site `i` being site `to[i]` here.
+    pub(crate) fn absorb(&mut self, part: ScanPart, to: &[u32]) {
+        self.sites.absorb(&part.sites, to);
+        if let Some(t) = part.timeline {
+            self.timeline.merge(t);
+        }
     }
 
     /// Asks for site `site`'s counts ahead of counting it.

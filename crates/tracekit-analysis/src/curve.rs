@@ -33,6 +33,9 @@ struct Series {
 #[derive(Clone, Debug)]
 pub struct Timeline {
     width: u64,
+    /// `u64::MAX / width`, for [`Timeline::bucket`]: a division per event out
+    /// of time order costs as much as the rest of counting it.
+    reciprocal: u64,
     /// The last bucket used and its time range `(lo, hi]`: events mostly arrive in
     /// time order, so this saves a division per event.
     cached: (u64, u64, usize),
@@ -71,6 +74,7 @@ impl Timeline {
     pub fn new(max_buckets: usize) -> Self {
         Timeline {
             width: 1,
+            reciprocal: u64::MAX,
             cached: (u64::MAX, 0, 0),
             max_buckets: max_buckets.max(2),
             domains: Vec::new(),
@@ -98,7 +102,7 @@ impl Timeline {
     }
 
     /// Records `samples` allocated at `time` on `domain`.
-    #[inline]
+    #[inline(always)]
     pub fn allocated(&mut self, time: Timedelta, domain: DomainId, samples: u64) {
         let (s, b) = self.slot(time, domain);
         let v = &mut self.series[s].allocated[b];
@@ -116,7 +120,7 @@ impl Timeline {
     /// Records `samples` freed at `time`, as [`Timeline::freed`] does, but
     /// keeping the bucket at hand for the next event where it is: for frees
     /// recorded with their allocations, whose times jump about.
-    #[inline]
+    #[inline(always)]
     pub fn freed_aside(&mut self, time: Timedelta, domain: DomainId, samples: u64) {
         let b = self
             .cached_bucket(time)
@@ -131,7 +135,7 @@ impl Timeline {
     }
 
     /// The bucket at hand, if `time` is in it.
-    #[inline]
+    #[inline(always)]
     fn cached_bucket(&self, time: Timedelta) -> Option<usize> {
         let (lo, hi, cached) = self.cached;
         let t = micros(time);
@@ -139,28 +143,50 @@ impl Timeline {
     }
 
     /// The series of `domain`, grown to hold bucket `b`.
-    #[inline]
+    #[inline(always)]
     fn series_at(&mut self, domain: DomainId, b: usize) -> usize {
         let s = self.domain_slot(domain);
-        let series = &mut self.series[s];
-        if series.allocated.len() <= b {
-            series.allocated.resize(b + 1, 0);
-            series.freed.resize(b + 1, 0);
+        if self
+            .series
+            .get(s)
+            .is_none_or(|series| series.allocated.len() <= b)
+        {
+            self.grow(s, b);
         }
         s
     }
 
-    /// The bucket of `time`; times before the trace start (which the reader never
-    /// yields) count as time 0.
-    #[inline]
-    fn bucket(&self, time: Timedelta) -> usize {
-        match micros(time) {
-            0 => 0,
-            t => ((t - 1) / self.width) as usize,
+    /// Series `s` grown to hold bucket `b`.
+    #[cold]
+    fn grow(&mut self, s: usize, b: usize) {
+        if let Some(series) = self.series.get_mut(s) {
+            series.allocated.resize(b + 1, 0);
+            series.freed.resize(b + 1, 0);
         }
     }
 
-    #[inline]
+    /// The bucket of `time`; times before the trace start (which the reader never
+    /// yields) count as time 0.
+    #[inline(always)]
+    fn bucket(&self, time: Timedelta) -> usize {
+        match micros(time) {
+            0 => 0,
+            t => {
+                // `(t - 1) / width` by a multiplication: the quotient by the
+                // reciprocal rounded down is short of the true one by at most 1.
+                let x = t - 1;
+                let mut q = ((u128::from(x) * u128::from(self.reciprocal)) >> 64) as u64;
+                // Short by at most 2: `u64::MAX / width` is within 1 of
+                // 2^64 / width, which is off by less than 1.5 at any `x`.
+                while u128::from(q + 1) * u128::from(self.width) <= u128::from(x) {
+                    q += 1;
+                }
+                q as usize
+            }
+        }
+    }
+
+    #[inline(always)]
     fn slot(&mut self, time: Timedelta, domain: DomainId) -> (usize, usize) {
         self.touch(time);
         let b = match self.cached_bucket(time) {
@@ -183,11 +209,16 @@ impl Timeline {
         b
     }
 
-    #[inline]
+    #[inline(always)]
     fn domain_slot(&mut self, domain: DomainId) -> usize {
         if self.domains.get(self.last) == Some(&domain) {
             return self.last;
         }
+        self.domain_slot_slow(domain)
+    }
+
+    #[cold]
+    fn domain_slot_slow(&mut self, domain: DomainId) -> usize {
         let s = match self.domains.iter().position(|d| *d == domain) {
             Some(s) => s,
             None => {
@@ -200,11 +231,51 @@ impl Timeline {
         s
     }
 
+    /// An empty timeline of the same bucket budget, for a part of a pass whose
+    /// timeline is [`Timeline::merge`]d into this one after.
+    pub(crate) fn part(&self) -> Timeline {
+        Timeline::new(self.max_buckets)
+    }
+
+    /// Adds `other`'s events, as if this timeline had been told them too: both
+    /// are made as wide as the wider (widths run through one sequence, so each
+    /// divides the next), and a series is as long as the longer. Which order
+    /// the events came in changes nothing, so the parts of a pass merge into
+    /// what one pass over them all makes.
+    pub(crate) fn merge(&mut self, mut other: Timeline) {
+        while self.width < other.width {
+            self.coarsen();
+        }
+        while other.width < self.width {
+            other.coarsen();
+        }
+        self.touch(other.end);
+        for (domain, series) in other.domains.iter().zip(other.series) {
+            let len = series.allocated.len().max(series.freed.len());
+            let Some(last) = len.checked_sub(1) else {
+                self.domain_slot(*domain);
+                continue;
+            };
+            let s = self.series_at(*domain, last);
+            let into = &mut self.series[s];
+            for (v, add) in [
+                (&mut into.allocated, series.allocated),
+                (&mut into.freed, series.freed),
+            ] {
+                for (v, a) in v.iter_mut().zip(add) {
+                    *v = v.saturating_add(a);
+                }
+            }
+        }
+        self.cached = (u64::MAX, 0, 0);
+    }
+
     #[cold]
     fn coarsen(&mut self) {
         self.cached = (u64::MAX, 0, 0);
         let factor = next_factor(self.width);
         self.width = self.width.saturating_mul(factor as u64);
+        self.reciprocal = u64::MAX / self.width.max(1);
         for series in &mut self.series {
             for v in [&mut series.allocated, &mut series.freed] {
                 let merged: Vec<u64> = v
@@ -576,6 +647,68 @@ mod tests {
 
     fn us(t: u64) -> Timedelta {
         Timedelta::from_micros(t as i64)
+    }
+
+    proptest::proptest! {
+        /// The bucket by the reciprocal is the bucket by division, at every
+        /// width a timeline takes.
+        #[test]
+        fn buckets_by_reciprocal_are_by_division(t in proptest::prelude::any::<u64>(), coarsened in 0usize..40) {
+            let mut timeline = Timeline::new(2);
+            for _ in 0..coarsened {
+                timeline.coarsen();
+            }
+            let t = t >> (coarsened % 64);
+            let time = Timedelta::from_micros(i64::try_from(t).unwrap_or(i64::MAX));
+            let division = match micros(time) {
+                0 => 0,
+                t => ((t - 1) / timeline.width) as usize,
+            };
+            proptest::prop_assert_eq!(timeline.bucket(time), division);
+        }
+    }
+
+    proptest::proptest! {
+        /// Timelines told parts of the events and merged are the timeline told
+        /// them all, whichever part reached the wider buckets.
+        #[test]
+        fn merged_parts_are_the_whole(
+            events in proptest::collection::vec((0u64..100_000, 0u64..50, proptest::bool::ANY, 0u16..2, 0usize..3), 0..200),
+            max_buckets in 2usize..40,
+        ) {
+            let mut whole = Timeline::new(max_buckets);
+            let mut parts = [whole.part(), whole.part(), whole.part()];
+            for &(t, n, freed, domain, part) in &events {
+                let domain = DomainId::new(domain);
+                for timeline in [&mut whole, &mut parts[part]] {
+                    match freed {
+                        true => timeline.freed_aside(us(t), domain, n),
+                        false => timeline.allocated(us(t), domain, n),
+                    }
+                }
+            }
+            let mut merged = Timeline::new(max_buckets);
+            for p in parts {
+                merged.merge(p);
+            }
+            // Domains come in the order the parts first saw them, so they are
+            // compared as sets, each with its own points.
+            let by_domain = |t: &Timeline| {
+                let mut d: Vec<_> = t
+                    .points(1000)
+                    .iter()
+                    .map(|p| {
+                        let mut v: Vec<_> = t.domains().iter().zip(&p.live_by_domain).collect();
+                        v.sort();
+                        (p.time, p.allocated, p.freed, p.live, format!("{v:?}"))
+                    })
+                    .collect();
+                d.sort();
+                d
+            };
+            proptest::prop_assert_eq!(merged.width, whole.width);
+            proptest::prop_assert_eq!(by_domain(&merged), by_domain(&whole));
+        }
     }
 
     fn brute_peak(changes: &[(u64, i64)]) -> (u64, u64) {

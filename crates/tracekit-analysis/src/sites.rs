@@ -395,6 +395,49 @@ impl SiteTable {
         });
     }
 
+    /// An allocation at site `i` with what became of its object, as
+    /// [`SiteTable::allocated`], [`SiteTable::promoted`] when `promoted`, then
+    /// [`SiteTable::collected`] when `collected` or [`SiteTable::live_at_end`]
+    /// when not and `live_at`, count it; with every count kept, at one place
+    /// and without a branch on the object, whose fate a scan cannot predict.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn counted(
+        &mut self,
+        i: u32,
+        samples: u64,
+        source: AllocationSource,
+        words: u64,
+        promoted: bool,
+        collected: bool,
+        live_at: bool,
+    ) {
+        if self.keep != PerSite::All {
+            self.allocated(i, samples, source, words);
+            if promoted {
+                self.promoted(i);
+            }
+            match (collected, live_at) {
+                (true, _) => self.collected(i, samples, live_at),
+                (false, true) => self.live_at_end(i, samples),
+                (false, false) => {}
+            }
+            return;
+        }
+        if let Some(c) = self.counts.get_mut(i as usize) {
+            c.allocs += 1;
+            c.samples = c.samples.saturating_add(samples);
+            let s = &mut c.samples_by_source[source as usize];
+            *s = s.saturating_add(samples);
+            c.words = c.words.saturating_add(words);
+            c.promoted += u64::from(promoted);
+            c.collected_allocs += u64::from(collected);
+            c.collected = c.collected.saturating_add(samples * u64::from(collected));
+            c.live_at_allocs += u64::from(live_at);
+            c.live_at = c.live_at.saturating_add(samples * u64::from(live_at));
+        }
+    }
+
     /// A promotion of an object of site `i`.
     #[inline(always)]
     pub(crate) fn promoted(&mut self, i: u32) {
@@ -413,6 +456,33 @@ impl SiteTable {
                 c.live_at = c.live_at.saturating_add(samples);
             }
         });
+    }
+
+    /// Adds the counts of `part`, a table keeping what this one keeps, site
+    /// `i` of it into site `to[i]` of this one (which must exist): what counting
+    /// `part`'s events here would have made.
+    pub(crate) fn absorb(&mut self, part: &SiteTable, to: &[u32]) {
+        debug_assert_eq!(self.keep, part.keep);
+        match self.keep.one() {
+            None => {
+                for (i, &t) in to.iter().enumerate().take(part.len()) {
+                    let c = part.counts(i);
+                    self.change(t, |into| into.add(&c));
+                }
+            }
+            Some(_) => {
+                for (i, &t) in to.iter().enumerate() {
+                    let t = t as usize;
+                    if let (Some(w), Some(&add)) = (self.weights.get_mut(t), part.weights.get(i)) {
+                        *w = w.wrapping_add(add);
+                    }
+                    if let (Some(o), Some(&add)) = (self.objects.get_mut(t), part.objects.get(i)) {
+                        *o = o.wrapping_add(add);
+                    }
+                }
+                self.totals.add(&part.totals);
+            }
+        }
     }
 
     /// An object of `samples` samples of site `i` never collected, live at the

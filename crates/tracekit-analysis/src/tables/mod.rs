@@ -66,7 +66,7 @@ use tracekit_memtrace::{
     ReadError, Reader, Timedelta, Warning,
 };
 
-use crate::analyzer::{Analyzer, Options, Profile, Skipped};
+use crate::analyzer::{Analyzer, Options, Profile, Row, Skipped};
 use crate::backtrace::{BacktraceId, Backtraces};
 use crate::filter::{Filter, LocationMask};
 use crate::frames::{FrameTree, Hide};
@@ -690,7 +690,7 @@ impl Tables {
         mut options: Options,
         stage: Stage,
         progress: Progress<'_>,
-        scan: Option<usize>,
+        scan: Option<scan::Shape>,
     ) -> Pass {
         progress(stage, 0);
         let sampling = Sampling::from(&self.info);
@@ -756,19 +756,30 @@ impl Tables {
             _ => (0, self.source.len()),
         };
         if follow
-            && let Some(bucket_count) = scan
+            && let Some(shape) = scan
             && analyzer.peak_domains().iter().all(|d| d.get() == 0)
             && let Some(others) = self.others()
         {
-            let (counts, peak, live) = self.scan(
+            let (counts, peak, live) = match self.scan_in_parts(
                 &mut analyzer,
                 others,
-                &mut charge,
+                &charge,
                 (first, last),
                 stage,
-                progress,
-                bucket_count,
-            );
+                &mut *progress,
+                shape,
+            ) {
+                Some(scanned) => scanned,
+                None => self.scan(
+                    &mut analyzer,
+                    others,
+                    &mut charge,
+                    (first, last),
+                    stage,
+                    progress,
+                    shape.buckets,
+                ),
+            };
             self.adopt(&mut analyzer, charge);
             progress(stage, self.size_bytes);
             return Pass {
@@ -953,6 +964,17 @@ impl Tables {
         }
     }
 
+    /// What a scan reads of allocation `n`.
+    #[inline(always)]
+    fn row(&self, n: usize) -> Row {
+        Row {
+            nsamples: self.samples.get(n),
+            length: self.length.get(n),
+            source: source_of(self.source.get(n).copied().unwrap_or(0)),
+            domain: DomainId::new(self.domain.get(n).copied().unwrap_or(0)),
+        }
+    }
+
     /// The live object of allocation `n`, charged to `site`.
     #[inline]
     fn object_at(&self, n: usize, site: u32) -> LiveObject {
@@ -1025,7 +1047,7 @@ impl Source for &Tables {
     }
 
     fn pass(&mut self, options: Options, stage: Stage, progress: Progress<'_>) -> Pass {
-        self.replay(options, stage, progress, Some(scan::BUCKETS))
+        self.replay(options, stage, progress, Some(scan::Shape::of_host()))
     }
 
     /// The tables hold it: the latest time of the events decoded, what a pass
@@ -1183,6 +1205,8 @@ mod tests {
             big in proptest::sample::select(vec![0usize, 1, 5]),
             buckets in proptest::sample::select(vec![0usize, 7, 1 << 14]),
             bucket_count in proptest::sample::select(vec![1usize, 3, 64, scan::BUCKETS]),
+            part_rows in proptest::sample::select(vec![1usize, 100, 1 << 19]),
+            parts in 1usize..=5,
             curves in proptest::bool::ANY,
             per_site in proptest::sample::select(vec![
                 crate::sites::PerSite::All,
@@ -1235,7 +1259,11 @@ mod tests {
                 curve_times: curves.then(|| (1..=8).map(|i| td(i * 13)).collect()),
                 ..Options::default()
             };
-            let scan = Some(bucket_count);
+            let scan = Some(scan::Shape {
+                buckets: bucket_count,
+                part_rows,
+                parts,
+            });
             let scanned = tables.replay(options.clone(), Stage::Analysing, &mut |_, _| {}, scan);
             let replayed = tables.replay(options, Stage::Analysing, &mut |_, _| {}, None);
             proptest::prop_assert_eq!(

@@ -25,7 +25,7 @@ use tracekit_memtrace::{DomainId, Timedelta};
 
 use super::{Charge, KIND_ALLOC, NEVER, Tables, UNKNOWN, time_of};
 use crate::allocations::AllocationSet;
-use crate::analyzer::{Analyzer, EventCounts};
+use crate::analyzer::{Analyzer, EventCounts, ScanPart};
 use crate::backtrace::BacktraceId;
 use crate::curve::Peak;
 use crate::passes::{Progress, Stage};
@@ -112,6 +112,17 @@ impl PeakBuckets {
         ((t >> self.shift) as usize).min(self.net.len() - 1)
     }
 
+    /// Adds the changes of `other`, of as many buckets as wide.
+    fn add(&mut self, other: &PeakBuckets) {
+        for (v, o) in self.net.iter_mut().zip(&other.net) {
+            *v += o;
+        }
+        for (v, o) in self.up.iter_mut().zip(&other.up) {
+            *v += o;
+        }
+        self.changed |= other.changed;
+    }
+
     #[inline]
     fn change(&mut self, t: Timedelta, delta: i64) {
         let k = self.bucket(t);
@@ -169,6 +180,52 @@ enum Keyed {
 #[inline]
 fn delta(samples: u64) -> i64 {
     i64::try_from(samples).unwrap_or(i64::MAX)
+}
+
+/// How a scan is cut: its buckets of time, and in how many parts of how many
+/// allocations at least, one a thread.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Shape {
+    pub(super) buckets: usize,
+    pub(super) part_rows: usize,
+    pub(super) parts: usize,
+}
+
+impl Shape {
+    /// A part a core, up to 8, of 512 K allocations at least: a part of fewer
+    /// costs more in its memo and sites than its thread saves.
+    pub(super) fn of_host() -> Shape {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Shape {
+            buckets: BUCKETS,
+            part_rows: 1 << 19,
+            parts: cores.clamp(1, 8),
+        }
+    }
+}
+
+/// What a part of a scan counted.
+struct Counted {
+    part: ScanPart,
+    buckets: PeakBuckets,
+    kept: u64,
+    tracked: u64,
+    live: u64,
+}
+
+/// The domains a scan's peak names: those the analysis waits for, and 0 when
+/// the live heap changed.
+fn scan_domains(analyzer: &Analyzer, buckets: &PeakBuckets) -> Vec<DomainId> {
+    let mut domains: Vec<DomainId> = Vec::new();
+    for &d in analyzer.peak_domains() {
+        if !domains.contains(&d) {
+            domains.push(d);
+        }
+    }
+    if buckets.changed && !domains.contains(&DomainId::new(0)) {
+        domains.push(DomainId::new(0));
+    }
+    domains
 }
 
 impl Tables {
@@ -331,25 +388,9 @@ impl Tables {
                 );
             }
         }
-        let allocs = self.source.len() as u64;
-        let counts = EventCounts {
-            allocs,
-            promotes: others.promote_events,
-            collects: others.collect_events,
-            filtered_allocs: allocs - kept_count,
-            untracked: (others.promote_events + others.collect_events).saturating_sub(tracked),
-            duplicate_ids: 0,
-        };
-        let mut domains: Vec<DomainId> = Vec::new();
-        for &d in analyzer.peak_domains() {
-            if !domains.contains(&d) {
-                domains.push(d);
-            }
-        }
-        if buckets.changed && !domains.contains(&DomainId::new(0)) {
-            domains.push(DomainId::new(0));
-        }
-        let (height, at) = self.peak_of(others, &buckets, &kept);
+        let counts = self.scan_counts(others, kept_count, tracked);
+        let domains = scan_domains(analyzer, &buckets);
+        let (height, at) = self.peak_of(others, &buckets, |n| kept.contains(n));
         let peak = Peak {
             live: u64::try_from(height.max(0)).unwrap_or(u64::MAX),
             time: Timedelta::from_micros(at),
@@ -359,11 +400,199 @@ impl Tables {
         (counts, peak, live)
     }
 
+    /// [`Tables::scan`] cut in parts, each counted on a thread of its own into
+    /// a [`ScanPart`] of `analyzer` and absorbed into it in order, so that the
+    /// sites are numbered as one scan numbers them. `None` (and nothing done)
+    /// when the analysis keeps what a part cannot, or the charge is not named
+    /// by a column.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn scan_in_parts(
+        &self,
+        analyzer: &mut Analyzer,
+        others: &Others,
+        charge: &Charge<'_>,
+        (first, last): (usize, usize),
+        stage: Stage,
+        progress: Progress<'_>,
+        shape: Shape,
+    ) -> Option<(EventCounts, Peak, u64)> {
+        let bucket_count = shape.buckets;
+        let (keyed, nodes) = match charge {
+            Charge::Nothing => (Keyed::One, 1),
+            Charge::Sites => (Keyed::Sites, self.sites.len()),
+            Charge::Whole => (Keyed::Backtrace, self.backtraces.len()),
+            _ => return None,
+        };
+        let part = analyzer.part()?;
+        let keep = part.keep.clone();
+        let count = ((last - first) / shape.part_rows.max(1)).clamp(1, shape.parts.max(1));
+        let bounds: Vec<usize> = (0..=count)
+            .map(|i| first + (last - first) * i / count)
+            .collect();
+        let run = |i: usize, part: ScanPart, progress: Option<Progress<'_>>| {
+            let range = (bounds[i], bounds[i + 1]);
+            self.count_part(
+                others,
+                part,
+                &keyed,
+                nodes,
+                range,
+                bucket_count,
+                progress,
+                stage,
+            )
+        };
+        let parts: Vec<Counted> = std::thread::scope(|s| {
+            let handles: Vec<_> = (1..count)
+                .map(|i| {
+                    let part = analyzer.part();
+                    s.spawn(move || part.map(|p| run(i, p, None)))
+                })
+                .collect();
+            let mut parts = vec![run(0, part, Some(progress))];
+            for h in handles {
+                // A part that could not count (it panicked) makes the pass the
+                // single scan's.
+                parts.push(h.join().ok().flatten()?);
+            }
+            Some(parts)
+        })?;
+        let mut buckets = PeakBuckets::new(self.end, bucket_count);
+        let (mut kept, mut tracked, mut live) = (0u64, 0u64, 0u64);
+        for c in parts {
+            let to: Vec<u32> = c.part.nodes().map(|bt| analyzer.site_of_node(bt)).collect();
+            analyzer.absorb(c.part, &to);
+            buckets.add(&c.buckets);
+            kept += c.kept;
+            tracked += c.tracked;
+            live += c.live;
+        }
+        let counts = self.scan_counts(others, kept, tracked);
+        let domains = scan_domains(analyzer, &buckets);
+        let (height, at) = self.peak_of(others, &buckets, |n| {
+            let a = n as usize;
+            (first..last).contains(&a) && keep.keeps(n, time_of(self.time.get(a)), &self.row(a))
+        });
+        let peak = Peak {
+            live: u64::try_from(height.max(0)).unwrap_or(u64::MAX),
+            time: Timedelta::from_micros(at),
+            late_events: 0,
+            domains,
+        };
+        Some((counts, peak, live))
+    }
+
+    /// What one part of [`Tables::scan_in_parts`] counts over allocations
+    /// `first..last`, its memo keyed by `keyed` over `nodes` nodes.
+    #[allow(clippy::too_many_arguments)]
+    fn count_part(
+        &self,
+        others: &Others,
+        mut part: ScanPart,
+        keyed: &Keyed,
+        nodes: usize,
+        (first, last): (usize, usize),
+        bucket_count: usize,
+        mut progress: Option<Progress<'_>>,
+        stage: Stage,
+    ) -> Counted {
+        let mut buckets = PeakBuckets::new(self.end, bucket_count);
+        let (mut kept, mut tracked, mut live) = (0u64, 0u64, 0u64);
+        let mut memo: Vec<u32> = vec![UNKNOWN; nodes.max(1)];
+        let key_of = |a: usize| match keyed {
+            Keyed::One => 0,
+            Keyed::Sites => self.site.get(a).copied().unwrap_or(0) as usize,
+            Keyed::Backtrace => self.backtrace.get(a).copied().unwrap_or(0) as usize,
+        };
+        let total = (last - first).max(1);
+        for a in first..last {
+            if nodes > PREFETCH_FROM {
+                crate::huge::prefetch(memo.get(key_of(a + 2 * AHEAD)));
+                if let Some(&site) = memo.get(key_of(a + AHEAD))
+                    && site != UNKNOWN
+                {
+                    part.prefetch(site);
+                }
+            }
+            let time = time_of(self.time.get(a));
+            let alloc = self.row(a);
+            if !part.keep.keeps(a as u64, time, &alloc) {
+                continue;
+            }
+            let key = key_of(a);
+            let site = match memo.get(key).copied() {
+                Some(site) if site != UNKNOWN => site,
+                _ => {
+                    let bt = match keyed {
+                        Keyed::One => BacktraceId::EMPTY,
+                        _ => BacktraceId(key as u32),
+                    };
+                    let site = part.site(bt);
+                    if let Some(m) = memo.get_mut(key) {
+                        *m = site;
+                    }
+                    site
+                }
+            };
+            kept += 1;
+            buckets.change(time, delta(alloc.nsamples));
+            let promotes = others.promotes(a);
+            tracked += promotes;
+            let end = match self.ended.get(a) {
+                NEVER => None,
+                ended => Some(time_of(ended)),
+            };
+            part.counted(site, time, &alloc, promotes > 0, end);
+            match end {
+                None => live += 1,
+                Some(end) => {
+                    buckets.change(end, -delta(alloc.nsamples));
+                    tracked += 1;
+                }
+            }
+            if a & 0xF_FFFF == 0xF_FFFF
+                && let Some(progress) = progress.as_mut()
+            {
+                let done = (a - first) as u128;
+                progress(
+                    stage,
+                    (self.size_bytes as u128 * done / total as u128) as u64,
+                );
+            }
+        }
+        Counted {
+            part,
+            buckets,
+            kept,
+            tracked,
+            live,
+        }
+    }
+
+    /// A scan's event counts, with `kept` allocations kept and `tracked`
+    /// promotes and collects of their objects.
+    fn scan_counts(&self, others: &Others, kept: u64, tracked: u64) -> EventCounts {
+        let allocs = self.source.len() as u64;
+        EventCounts {
+            allocs,
+            promotes: others.promote_events,
+            collects: others.collect_events,
+            filtered_allocs: allocs - kept,
+            untracked: (others.promote_events + others.collect_events).saturating_sub(tracked),
+            duplicate_ids: 0,
+        }
+    }
+
     /// The highest live heap after the changes of one instant, and the first
     /// instant at that height ((0, 0) when it is never above 0, as the peak
     /// tracker starts): the changes of the buckets that can reach the highest
     /// live heap at a bucket's end, replayed in time order.
-    fn peak_of(&self, others: &Others, buckets: &PeakBuckets, kept: &AllocationSet) -> (i128, i64) {
+    fn peak_of(
+        &self,
+        others: &Others,
+        buckets: &PeakBuckets,
+        kept: impl Fn(u64) -> bool,
+    ) -> (i128, i64) {
         let n_buckets = buckets.net.len();
         let mut before = vec![0i128; n_buckets];
         let (mut live, mut floor) = (0i128, 0i128);
@@ -399,7 +628,7 @@ impl Tables {
                 self.time.partition_point(|t| t < hi),
             );
             for a in a0..a1.max(a0) {
-                if kept.contains(a as u64) {
+                if kept(a as u64) {
                     let t = time_of(self.time.get(a)).as_micros();
                     changes.push((t, delta(self.samples.get(a))));
                 }
@@ -411,7 +640,7 @@ impl Tables {
             for o in o0..o1.max(o0) {
                 if let Some(n) = self.other_target.get(o).checked_sub(1)
                     && others.is_collect(o)
-                    && kept.contains(n)
+                    && kept(n)
                 {
                     let t = time_of(self.other_time.get(o)).as_micros();
                     changes.push((t, -delta(self.samples.get(n as usize))));
