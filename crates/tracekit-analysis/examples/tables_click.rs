@@ -46,7 +46,11 @@ fn main() {
             t
         }
     };
-    eprintln!("tables: {:.2} s", t0.elapsed().as_secs_f64());
+    eprintln!(
+        "tables: {:.2} s, {} trie nodes",
+        t0.elapsed().as_secs_f64(),
+        tables.backtrace_nodes()
+    );
     let end = tables.end();
     let clicks: Vec<(&str, Filter)> = vec![
         ("top", Filter::default()),
@@ -91,6 +95,37 @@ fn main() {
         times.sort_by(f64::total_cmp);
         println!(
             "timeline: median {:.0} ms, least {:.0} ms",
+            times[times.len() / 2],
+            times[0]
+        );
+    }
+    if only.as_deref().is_none_or(|o| o == "flame") {
+        let query = tracekit_analysis::query::FlameQuery {
+            at: None,
+            peak: false,
+            live_end: false,
+            frames: tracekit_analysis::symbols::FrameLabel::Function,
+            samples: false,
+            collapse_recursion: false,
+            no_collapse_recursion: false,
+            naming: Default::default(),
+            hide: Vec::new(),
+            hide_function: Vec::new(),
+            count_objects: true,
+            filter: Filter {
+                min_size: Some(16),
+                ..Filter::default()
+            },
+        };
+        let mut times = Vec::new();
+        for _ in 0..repeats {
+            let t = Instant::now();
+            std::hint::black_box(query.run(&mut &tables, &mut |_, _| {}).unwrap());
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "flame min-size 16: median {:.0} ms, least {:.0} ms",
             times[times.len() / 2],
             times[0]
         );

@@ -1160,6 +1160,67 @@ mod tests {
         write_synthetic(Vec::new(), &config).unwrap()
     }
 
+    /// A trace whose samples together outgrow 63 bits is replayed, not scanned,
+    /// and answers as the reader's pass does.
+    #[test]
+    fn samples_past_63_bits_are_replayed_exactly() {
+        use tracekit_memtrace::{Location, Timestamp, Writer};
+        let info = Info {
+            sample_rate: 1e-4,
+            word_size: 64,
+            executable_name: "prog".into(),
+            host_name: "host".into(),
+            ocaml_runtime_params: "".into(),
+            pid: 1,
+            initial_domain: DomainId::MAIN,
+            start_time: Timestamp::from_micros(1_700_000_000_000_000),
+            context: None,
+        };
+        let mut out = Vec::new();
+        let mut w = Writer::new(&mut out, &info).unwrap();
+        let loc = |code: LocationCode| {
+            vec![Location {
+                filename: "main.ml".into(),
+                line: code.get() as u32,
+                start_char: 1,
+                end_char: 9,
+                defname: format!("Main.f{}", code.get()).into(),
+            }]
+        };
+        // Two of 2^62 - 1 samples and one of 5 at the start, the two collected
+        // later: the highest live heap, past 2^63, is at the start.
+        let at = |us: i64| info.start_time.offset(Timedelta::from_micros(us));
+        let huge = (1 << 62) - 1;
+        let alloc = |w: &mut Writer<&mut Vec<u8>>, t, samples, code| {
+            let stack = [LocationCode::new(code), LocationCode::new(9)];
+            w.put_alloc(at(t), 4, samples, AllocationSource::Minor, &stack, loc)
+                .unwrap()
+        };
+        let a = alloc(&mut w, 0, huge, 1);
+        let b = alloc(&mut w, 0, huge, 2);
+        alloc(&mut w, 0, 5, 3);
+        w.put_collect(at(10), a).unwrap();
+        w.put_collect(at(10), b).unwrap();
+        alloc(&mut w, 20, 1, 4);
+        w.close().unwrap();
+        let mut reader = Reader::from_bytes(&out).unwrap();
+        let tables = Tables::build(&mut reader, &mut |_| {});
+        assert!(tables.others().is_none());
+        let options = Options {
+            leaf_only: true,
+            ..Options::default()
+        };
+        let mut reader = Reader::from_bytes(&out).unwrap();
+        let read = crate::passes::analyze(&mut reader, options.clone(), &mut |_, _| {});
+        let mut t = &tables;
+        let from_tables = crate::passes::analyze(&mut t, options, &mut |_, _| {});
+        assert_eq!(
+            profile_facts(&from_tables.profile),
+            profile_facts(&read.profile)
+        );
+        assert_eq!(read.profile.peak.live, 2 * huge + 5);
+    }
+
     /// What a pass's profile says, everything compared.
     fn profile_facts(p: &Profile) -> String {
         let sites: Vec<_> = p.sites.iter().collect();

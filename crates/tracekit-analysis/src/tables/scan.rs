@@ -15,8 +15,19 @@
 //! and none before the trace's start: then every collect follows its allocation,
 //! the peak tracker applies each change as it comes, and the peak is the highest
 //! live heap after all the changes of one instant, its time the first instant at
-//! that height. [`Tables::others`] checks this once per tables, with the promotes'
-//! counts per allocation; other tables are replayed.
+//! that height. [`Tables::others`] checks this once per tables (and that the
+//! trace's samples sum in 63 bits, as the buckets do), with the promotes' counts
+//! per allocation; other tables are replayed.
+//!
+//! Nothing in a scan depends on the order of the allocations but the numbering
+//! of the sites, so a scan is cut in parts of the allocations, one a core
+//! ([`Shape`]), each counted on its own thread into sites of its own, its own
+//! timeline and buckets ([`ScanPart`]). The parts are absorbed in order: a part's
+//! sites in the order it first kept them, numbered in the whole as they come, are
+//! the order the single scan would have numbered them. Each kept allocation is
+//! counted at one place ([`crate::sites::SiteTable::counted`]) without branching
+//! on whether its object was promoted, collected or live at the asked time: over
+//! many allocations these are as good as random.
 
 use std::sync::{Arc, OnceLock};
 
@@ -82,8 +93,10 @@ struct PeakBuckets {
     shift: u32,
     /// Per bucket, the sum of its changes, and of its increases alone: the live
     /// heap inside a bucket is at most what it was before it plus the increases.
-    net: Vec<i128>,
-    up: Vec<i128>,
+    /// Neither outgrows the samples of the whole trace, which a scan needs to
+    /// fit in 63 bits ([`Tables::others`]), so they add without overflow.
+    net: Vec<i64>,
+    up: Vec<i64>,
     changed: bool,
 }
 
@@ -115,10 +128,10 @@ impl PeakBuckets {
     /// Adds the changes of `other`, of as many buckets as wide.
     fn add(&mut self, other: &PeakBuckets) {
         for (v, o) in self.net.iter_mut().zip(&other.net) {
-            *v += o;
+            *v = v.wrapping_add(*o);
         }
         for (v, o) in self.up.iter_mut().zip(&other.up) {
-            *v += o;
+            *v = v.wrapping_add(*o);
         }
         self.changed |= other.changed;
     }
@@ -126,9 +139,9 @@ impl PeakBuckets {
     #[inline]
     fn change(&mut self, t: Timedelta, delta: i64) {
         let k = self.bucket(t);
-        self.net[k] += i128::from(delta);
+        self.net[k] = self.net[k].wrapping_add(delta);
         if delta > 0 {
-            self.up[k] += i128::from(delta);
+            self.up[k] = self.up[k].wrapping_add(delta);
         }
         self.changed = true;
     }
@@ -237,6 +250,15 @@ impl Tables {
 
     fn find_others(&self) -> Option<Others> {
         if !self.domain.is_empty() || !self.other_domain.is_empty() {
+            return None;
+        }
+        // The live heap's buckets sum in 64 bits, exactly while every sample of
+        // the trace together does.
+        let samples = self
+            .samples
+            .values()
+            .try_fold(0u64, |sum, n| sum.checked_add(n))?;
+        if i64::try_from(samples).is_err() {
             return None;
         }
         use super::Column::{Narrow, Wide};
@@ -598,13 +620,13 @@ impl Tables {
         let (mut live, mut floor) = (0i128, 0i128);
         for (k, b) in before.iter_mut().enumerate() {
             *b = live;
-            live += buckets.net[k];
+            live += i128::from(buckets.net[k]);
             floor = floor.max(live);
         }
         // A peak counts from 1 sample, as the tracker's starts at 0.
         let floor = floor.max(1);
         let candidate: Vec<bool> = (0..n_buckets)
-            .map(|k| before[k] + buckets.up[k] >= floor)
+            .map(|k| before[k] + i128::from(buckets.up[k]) >= floor)
             .collect();
         // The events are in time order, so each candidate bucket's allocations
         // and promotes or collects are a run of their columns.
