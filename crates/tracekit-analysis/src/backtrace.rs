@@ -11,6 +11,7 @@
 //! Memory is one node per distinct prefix, so it is bounded by the total length of the
 //! distinct backtraces, independent of the number of events.
 
+use tracekit_columns::Store;
 use tracekit_memtrace::{DomainId, LocationCode};
 use tracekit_stacks::IdTable;
 
@@ -61,6 +62,18 @@ pub struct Backtraces {
     /// node of its first `i + 1` entries).
     paths: Vec<(DomainId, Vec<u32>)>,
     last_domain: usize,
+    /// A trie read back as columns ([`Backtraces::from_columns`]), where they
+    /// are (in a mapped cache file), `nodes` and `children` left empty: nothing
+    /// of it in memory. Read only; a change makes it a trie in memory first.
+    columns: Option<Box<Columns>>,
+}
+
+/// A trie's nodes as columns, each node's parent, location code and depth.
+#[derive(Clone, Debug)]
+struct Columns {
+    parent: Store<u32>,
+    code: Store<u64>,
+    depth: Store<u32>,
 }
 
 impl Default for Backtraces {
@@ -84,12 +97,82 @@ impl Backtraces {
             children: IdTable::with_reserve(crate::huge::reserve::<u32>),
             paths: Vec::new(),
             last_domain: 0,
+            columns: None,
+        }
+    }
+
+    /// The trie whose node `i` has parent `parent[i]`, location code `code[i]`
+    /// (its bits) and depth `depth[i]`, read where the columns are: `None`
+    /// unless they are a trie's (as long as each other, the root first, each
+    /// node's parent before it, each depth one more than its parent's).
+    pub fn from_columns(
+        parent: Store<u32>,
+        code: Store<u64>,
+        depth: Store<u32>,
+    ) -> Option<Backtraces> {
+        let n = parent.len();
+        if n == 0 || code.len() != n || depth.len() != n || parent[0] != 0 || depth[0] != 0 {
+            return None;
+        }
+        let consistent = (1..n).all(|i| {
+            let p = parent[i] as usize;
+            p < i && depth[p].checked_add(1) == Some(depth[i])
+        });
+        consistent.then(|| Backtraces {
+            columns: Some(Box::new(Columns {
+                parent,
+                code,
+                depth,
+            })),
+            nodes: Vec::new(),
+            ..Backtraces::new()
+        })
+    }
+
+    /// A trie read back as columns made a trie in memory, to be changed.
+    #[cold]
+    fn thaw(&mut self) {
+        let Some(c) = self.columns.take() else {
+            return;
+        };
+        *self = Backtraces::new();
+        for i in 1..c.parent.len() {
+            let (parent, code) = (c.parent[i], LocationCode::new(c.code[i] as i64));
+            let nodes = &self.nodes;
+            let found = self.children.find(child_key(parent, code), |n| {
+                let n = &nodes[n as usize];
+                n.parent == parent && n.code == code
+            });
+            crate::huge::push(
+                &mut self.nodes,
+                Node {
+                    code,
+                    last_child_code: LocationCode::new(0),
+                    parent,
+                    last_child: NONE,
+                    depth: c.depth[i],
+                    site: NONE,
+                },
+            );
+            // A node that repeats another (which no trie written here has) keeps
+            // its id, and interning finds the first.
+            if let Err(slot) = found {
+                let nodes = &self.nodes;
+                let key_of = |id: u32| {
+                    let n = &nodes[id as usize];
+                    child_key(n.parent, n.code)
+                };
+                self.children.insert(slot, i as u32, nodes.len(), key_of);
+            }
         }
     }
 
     /// Number of distinct prefixes (nodes), the root included.
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        match &self.columns {
+            Some(c) => c.parent.len(),
+            None => self.nodes.len(),
+        }
     }
 
     /// True when only the empty backtrace exists.
@@ -109,6 +192,9 @@ impl Backtraces {
         common_prefix: usize,
         backtrace: &[LocationCode],
     ) -> BacktraceId {
+        if self.columns.is_some() {
+            self.thaw();
+        }
         let slot = self.path_slot(domain);
         let path_len = self.paths[slot].1.len();
         let keep = common_prefix.min(backtrace.len()).min(path_len);
@@ -127,6 +213,9 @@ impl Backtraces {
         keep: usize,
         suffix: &[LocationCode],
     ) -> BacktraceId {
+        if self.columns.is_some() {
+            self.thaw();
+        }
         let slot = self.path_slot(domain);
         let keep = keep.min(self.paths[slot].1.len());
         self.intern_at(slot, keep, suffix)
@@ -165,6 +254,9 @@ impl Backtraces {
     /// back in the order of its nodes; `None` when `parent` is not a node yet or
     /// the child exists already (the nodes were not a trie's, in order).
     pub fn push_child(&mut self, parent: BacktraceId, code: LocationCode) -> Option<BacktraceId> {
+        if self.columns.is_some() {
+            self.thaw();
+        }
         let next = self.nodes.len();
         if parent.ix() >= next {
             return None;
@@ -176,6 +268,9 @@ impl Backtraces {
     /// Interns `backtrace` without any prefix hint.
     #[inline]
     pub fn intern_full(&mut self, backtrace: &[LocationCode]) -> BacktraceId {
+        if self.columns.is_some() {
+            self.thaw();
+        }
         let mut node = 0;
         for &code in backtrace {
             node = self.child(node, code);
@@ -276,6 +371,9 @@ impl Backtraces {
     /// Attaches `site` (not `u32::MAX`) to `id`.
     #[inline]
     pub fn set_site(&mut self, id: BacktraceId, site: u32) {
+        if self.columns.is_some() {
+            self.thaw();
+        }
         if let Some(n) = self.nodes.get_mut(id.ix()) {
             n.site = site;
         }
@@ -283,30 +381,38 @@ impl Backtraces {
 
     /// The backtrace without its last entry ([`BacktraceId::EMPTY`] stays empty).
     pub fn parent(&self, id: BacktraceId) -> BacktraceId {
-        BacktraceId(self.nodes.get(id.ix()).map_or(0, |n| n.parent))
+        BacktraceId(match &self.columns {
+            Some(c) => c.parent.get(id.ix()).copied().unwrap_or(0),
+            None => self.nodes.get(id.ix()).map_or(0, |n| n.parent),
+        })
     }
 
     /// The last entry (the allocation site), or `None` for the empty backtrace.
     pub fn leaf(&self, id: BacktraceId) -> Option<LocationCode> {
         if id == BacktraceId::EMPTY {
-            None
-        } else {
-            self.nodes.get(id.ix()).map(|n| n.code)
+            return None;
+        }
+        match &self.columns {
+            Some(c) => c.code.get(id.ix()).map(|&b| LocationCode::new(b as i64)),
+            None => self.nodes.get(id.ix()).map(|n| n.code),
         }
     }
 
     /// Number of entries.
     pub fn depth(&self, id: BacktraceId) -> usize {
-        self.nodes.get(id.ix()).map_or(0, |n| n.depth as usize)
+        match &self.columns {
+            Some(c) => c.depth.get(id.ix()).map_or(0, |&d| d as usize),
+            None => self.nodes.get(id.ix()).map_or(0, |n| n.depth as usize),
+        }
     }
 
     /// The entries of `id`, caller first, written into `out` (which is cleared).
     pub fn codes_into(&self, id: BacktraceId, out: &mut Vec<LocationCode>) {
         out.clear();
-        let mut node = id.ix().min(self.nodes.len() - 1);
-        while node != 0 {
-            out.push(self.nodes[node].code);
-            node = self.nodes[node].parent as usize;
+        let mut node = BacktraceId(id.0.min(self.len().saturating_sub(1) as u32));
+        while node != BacktraceId::EMPTY {
+            out.extend(self.leaf(node));
+            node = self.parent(node);
         }
         out.reverse();
     }
@@ -320,7 +426,11 @@ impl Backtraces {
 
     /// Approximate heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.nodes.capacity() * std::mem::size_of::<Node>()
+        let columns = self.columns.as_ref().map_or(0, |c| {
+            c.parent.own_bytes() + c.code.own_bytes() + c.depth.own_bytes()
+        });
+        columns
+            + self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.children.heap_bytes()
             + self
                 .paths
@@ -331,6 +441,7 @@ impl Backtraces {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -354,6 +465,65 @@ mod tests {
         assert_eq!(t.leaf(a), Some(LocationCode::new(3)));
         assert_eq!(t.depth(a), 3);
         assert_eq!(t.len(), 5);
+    }
+
+    /// A trie's nodes as columns, as a cache file keeps them.
+    fn columns_of(t: &Backtraces) -> (Store<u32>, Store<u64>, Store<u32>) {
+        let ids = || (0..t.len()).map(|i| BacktraceId(i as u32));
+        (
+            Store::from_vec(ids().map(|id| t.parent(id).0).collect()),
+            Store::from_vec(
+                ids()
+                    .map(|id| t.leaf(id).map_or(0, |c| c.get() as u64))
+                    .collect(),
+            ),
+            Store::from_vec(ids().map(|id| t.depth(id) as u32).collect()),
+        )
+    }
+
+    #[test]
+    fn a_trie_read_as_columns_answers_and_grows_as_the_trie() {
+        let mut t = Backtraces::new();
+        let d = DomainId::new(0);
+        let stacks = [&[1, 2, 3][..], &[1, 2, 4], &[5], &[1, 6, 3, 3]];
+        let ids: Vec<_> = stacks.iter().map(|s| t.intern(d, 0, &codes(s))).collect();
+        let (parent, code, depth) = columns_of(&t);
+        let mut read = Backtraces::from_columns(parent, code, depth).unwrap();
+        assert_eq!(read.len(), t.len());
+        for (s, &id) in stacks.iter().zip(&ids) {
+            assert_eq!(read.codes(id), codes(s));
+            assert_eq!(read.depth(id), s.len());
+            assert_eq!(read.leaf(id), t.leaf(id));
+            assert_eq!(read.parent(id), t.parent(id));
+            assert_eq!(read.site(id), None);
+        }
+        // Columns in memory here: what a mapped file would hold in place.
+        let empty = Backtraces::new().children.heap_bytes();
+        assert_eq!(read.heap_bytes(), 16 * t.len() + empty);
+        // Grown, it is a trie in memory whose nodes keep their ids.
+        for (s, &id) in stacks.iter().zip(&ids) {
+            assert_eq!(read.intern_full(&codes(s)), id);
+        }
+        let new = read.intern_full(&codes(&[1, 2, 9]));
+        assert_eq!(new, t.intern_full(&codes(&[1, 2, 9])));
+    }
+
+    #[test]
+    fn columns_that_are_no_trie_are_refused() {
+        let store = |v: &[u32]| Store::from_vec(v.to_vec());
+        let codes = |n: usize| Store::from_vec(vec![7u64; n]);
+        // A node before its parent, a depth not one more than its parent's,
+        // columns of different lengths, no root, a root with a parent.
+        for (parent, depth, n) in [
+            (&[0, 2, 1][..], &[0, 2, 1][..], 3),
+            (&[0, 0, 1], &[0, 1, 1], 3),
+            (&[0, 0], &[0, 1, 2], 2),
+            (&[], &[], 0),
+            (&[1, 0], &[0, 1], 2),
+        ] {
+            assert!(Backtraces::from_columns(store(parent), codes(n), store(depth)).is_none());
+        }
+        assert!(Backtraces::from_columns(store(&[0, 0, 1]), codes(3), store(&[0, 1, 2])).is_some());
     }
 
     #[test]

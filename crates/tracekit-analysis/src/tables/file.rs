@@ -13,7 +13,7 @@
 //!
 //! | bytes | what |
 //! | --- | --- |
-//! | 8 | magic `TKTABLE` and the format version (4) |
+//! | 8 | magic `TKTABLE` and the format version (5) |
 //! | 8 | the time of the last event (µs, signed) |
 //! | 8 each | events, allocations, promotes and collects |
 //! | 8 | allocations that reused the id of a live object |
@@ -30,7 +30,7 @@
 //! | column | per promote or collect: time |
 //! | column | 1 + the ordinal of the allocation whose object it is, 0 if none |
 //! | domains | domain |
-//! | trie | the backtrace trie: 4 bytes of node count, then per node after the root its parent (4) and location code (8), in node order |
+//! | trie | the backtrace trie: 4 bytes of node count, then per node, the root first, its parent (4 each), its location code (8 each) and its depth (4 each), each array after zeros to a multiple of 8 |
 //! | trie | the trie of sites, the same way |
 //! | 4 | location codes, then per code: the code (8), its location count (1), per location its line, first and last column (4 each), file name and function name (4 bytes of length, then the bytes) |
 //!
@@ -49,7 +49,7 @@ use crate::backtrace::{BacktraceId, Backtraces};
 
 pub use tracekit_columns::FileError;
 
-const MAGIC: &[u8; 8] = b"TKTABLE\x04";
+const MAGIC: &[u8; 8] = b"TKTABLE\x05";
 
 /// The format's name in [`FileError::Magic`].
 const FORMAT: &str = "trace tables";
@@ -192,11 +192,11 @@ impl Tables {
             return Err(FileError::Inconsistent(at));
         }
         let other_domain = r.domains(others)?;
-        let (at, backtraces) = (r.r.at(), trie(&mut r.r)?);
+        let (at, backtraces) = (r.r.at(), trie(&mut r)?);
         if backtrace.iter().any(|&b| b as usize >= backtraces.len()) {
             return Err(FileError::Inconsistent(at));
         }
-        let (at, sites) = (r.r.at(), trie(&mut r.r)?);
+        let (at, sites) = (r.r.at(), trie(&mut r)?);
         if site.iter().any(|&b| b as usize >= sites.len()) {
             return Err(FileError::Inconsistent(at));
         }
@@ -262,15 +262,17 @@ fn write_domains(out: &mut LeWriter<'_>, v: &[u16]) -> io::Result<()> {
     out.values(v.iter().map(|x| x.to_le_bytes()))
 }
 
+/// A trie as columns, so that it is read back where it is
+/// ([`Backtraces::from_columns`]).
 fn write_trie(out: &mut LeWriter<'_>, t: &Backtraces) -> io::Result<()> {
+    let ids = || (0..t.len()).map(|i| BacktraceId(i as u32));
     out.u32(t.len() as u32)?;
-    out.values((1..t.len()).map(|i| {
-        let id = BacktraceId(i as u32);
-        let mut node = [0u8; 12];
-        node[..4].copy_from_slice(&t.parent(id).0.to_le_bytes());
-        node[4..].copy_from_slice(&t.leaf(id).map_or(0, |c| c.get()).to_le_bytes());
-        node
-    }))
+    out.pad()?;
+    out.values(ids().map(|id| t.parent(id).0.to_le_bytes()))?;
+    out.pad()?;
+    out.values(ids().map(|id| t.leaf(id).map_or(0, |c| c.get() as u64).to_le_bytes()))?;
+    out.pad()?;
+    out.values(ids().map(|id| (t.depth(id) as u32).to_le_bytes()))
 }
 
 fn write_locations(out: &mut LeWriter<'_>, t: &LocationTable) -> io::Result<()> {
@@ -337,21 +339,18 @@ impl Reading<'_, '_> {
     }
 }
 
-fn trie(r: &mut Cursor<'_>) -> Result<Backtraces, FileError> {
-    let at = r.at();
-    let n = r.u32()? as usize;
-    if n == 0 || n.saturating_mul(12) > r.left() + r.at() {
-        return Err(FileError::Inconsistent(at));
-    }
-    let mut t = Backtraces::new();
-    for _ in 1..n {
-        let at = r.at();
-        let parent = BacktraceId(r.u32()?);
-        let code = LocationCode::new(r.i64()?);
-        t.push_child(parent, code)
-            .ok_or(FileError::Inconsistent(at))?;
-    }
-    Ok(t)
+/// A trie written by `write_trie`, its columns in place when `r` reads shared
+/// bytes.
+fn trie(r: &mut Reading<'_, '_>) -> Result<Backtraces, FileError> {
+    let at = r.r.at();
+    let n = r.r.u32()? as usize;
+    r.r.pad()?;
+    let parent = r.values(n)?;
+    r.r.pad()?;
+    let code = r.values(n)?;
+    r.r.pad()?;
+    let depth = r.values(n)?;
+    Backtraces::from_columns(parent, code, depth).ok_or(FileError::Inconsistent(at))
 }
 
 fn name(r: &mut Cursor<'_>) -> Result<Name, FileError> {
