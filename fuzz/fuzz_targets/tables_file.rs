@@ -36,6 +36,7 @@ fn seed() -> &'static (Vec<u8>, tracekit_memtrace::Info) {
 
 fn ask(t: &Tables) {
     let top = TopQuery {
+        growing: false,
         by: GroupBy::Backtrace,
         limit: 5,
         at: None,
