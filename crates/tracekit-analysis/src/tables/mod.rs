@@ -47,8 +47,9 @@
 //! The tables are written as bytes and read back by the `file` module
 //! ([`Tables::write_to`], [`Tables::read_from`]), so that a viewer keeps them between
 //! runs. Read back from a mapped file ([`Tables::read_in_place`]), the columns stay
-//! in it ([`tracekit_columns::Store`]): the system pages them in as passes read them and may drop
-//! them again, so tables larger than memory still answer.
+//! in it ([`tracekit_columns::Store`]), the tries' too ([`Backtraces::from_columns`]):
+//! the system pages them in as passes read them and may drop them again, so tables
+//! larger than memory still answer.
 
 mod file;
 pub mod follow;
