@@ -1,7 +1,8 @@
 //! Clicks of the viewer answered from a trace's tables, for CPU-time and profile
-//! measurements: `tables_click TRACE [REPEATS]` builds the tables (or reads them back
-//! from `TRACE.tables` when it is there, writing it otherwise), then answers `top`
-//! with a few filters REPEATS times each and prints the median wall time per click.
+//! measurements: `tables_click TRACE [REPEATS [ONLY]]` builds the tables (or reads them back
+//! from `TRACE.tables` when it is there, writing it otherwise), then answers a
+//! timeline, a flame graph and `top` with a few filters REPEATS times each (or the
+//! one click named by ONLY) and prints the median and least wall time per click.
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
@@ -86,18 +87,9 @@ fn main() {
             points: 400,
             filter: Filter::default(),
         };
-        let mut times = Vec::new();
-        for _ in 0..repeats {
-            let t = Instant::now();
-            std::hint::black_box(query.run(&mut &tables, &mut |_, _| {}).unwrap());
-            times.push(t.elapsed().as_secs_f64() * 1e3);
-        }
-        times.sort_by(f64::total_cmp);
-        println!(
-            "timeline: median {:.0} ms, least {:.0} ms",
-            times[times.len() / 2],
-            times[0]
-        );
+        clock("timeline", repeats, || {
+            query.run(&mut &tables, &mut |_, _| {}).unwrap()
+        });
     }
     if only.as_deref().is_none_or(|o| o == "flame") {
         let query = tracekit_analysis::query::FlameQuery {
@@ -117,18 +109,9 @@ fn main() {
                 ..Filter::default()
             },
         };
-        let mut times = Vec::new();
-        for _ in 0..repeats {
-            let t = Instant::now();
-            std::hint::black_box(query.run(&mut &tables, &mut |_, _| {}).unwrap());
-            times.push(t.elapsed().as_secs_f64() * 1e3);
-        }
-        times.sort_by(f64::total_cmp);
-        println!(
-            "flame min-size 16: median {:.0} ms, least {:.0} ms",
-            times[times.len() / 2],
-            times[0]
-        );
+        clock("flame min-size 16", repeats, || {
+            query.run(&mut &tables, &mut |_, _| {}).unwrap()
+        });
     }
     for (name, filter) in clicks {
         if only.as_deref().is_some_and(|o| o != name) {
@@ -143,18 +126,25 @@ fn main() {
             sites: SiteSpec::default(),
             filter,
         };
-        let mut times = Vec::new();
-        for _ in 0..repeats {
-            let t = Instant::now();
-            let answer = query.run(&mut &tables, &mut |_, _| {}).unwrap();
-            std::hint::black_box(answer);
-            times.push(t.elapsed().as_secs_f64() * 1e3);
-        }
-        times.sort_by(f64::total_cmp);
-        println!(
-            "{name}: median {:.0} ms, least {:.0} ms",
-            times[times.len() / 2],
-            times[0]
-        );
+        clock(name, repeats, || {
+            query.run(&mut &tables, &mut |_, _| {}).unwrap()
+        });
     }
+}
+
+/// Runs `f` `repeats` times and prints the median and least wall time.
+fn clock<T>(name: &str, repeats: usize, mut f: impl FnMut() -> T) {
+    let mut times: Vec<f64> = (0..repeats.max(1))
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(f());
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    println!(
+        "{name}: median {:.0} ms, least {:.0} ms",
+        times[times.len() / 2],
+        times[0]
+    );
 }

@@ -138,32 +138,10 @@ impl Backtraces {
         *self = Backtraces::new();
         for i in 1..c.parent.len() {
             let (parent, code) = (c.parent[i], LocationCode::new(c.code[i] as i64));
-            let nodes = &self.nodes;
-            let found = self.children.find(child_key(parent, code), |n| {
-                let n = &nodes[n as usize];
-                n.parent == parent && n.code == code
-            });
-            crate::huge::push(
-                &mut self.nodes,
-                Node {
-                    code,
-                    last_child_code: LocationCode::new(0),
-                    parent,
-                    last_child: NONE,
-                    depth: c.depth[i],
-                    site: NONE,
-                },
-            );
             // A node that repeats another (which no trie written here has) keeps
-            // its id, and interning finds the first.
-            if let Err(slot) = found {
-                let nodes = &self.nodes;
-                let key_of = |id: u32| {
-                    let n = &nodes[id as usize];
-                    child_key(n.parent, n.code)
-                };
-                self.children.insert(slot, i as u32, nodes.len(), key_of);
-            }
+            // its id, unindexed: interning finds the first.
+            let slot = self.find(parent, code).err();
+            self.push_node(parent, code, c.depth[i], slot);
         }
     }
 
@@ -313,15 +291,21 @@ impl Backtraces {
     /// The child of `parent` with `code`, made if it is new.
     #[inline]
     fn find_or_add(&mut self, parent: u32, code: LocationCode) -> u32 {
-        let nodes = &self.nodes;
-        let found = self.children.find(child_key(parent, code), |c| {
-            let n = &nodes[c as usize];
-            n.parent == parent && n.code == code
-        });
-        match found {
+        match self.find(parent, code) {
             Ok(c) => c,
             Err(slot) => self.add(slot, parent, code),
         }
+    }
+
+    /// The child of `parent` with `code`, or the empty slot of the child table
+    /// where it would go.
+    #[inline]
+    fn find(&self, parent: u32, code: LocationCode) -> Result<u32, usize> {
+        let nodes = &self.nodes;
+        self.children.find(child_key(parent, code), |c| {
+            let n = &nodes[c as usize];
+            n.parent == parent && n.code == code
+        })
     }
 
     /// A new child of `parent` with `code`, in the empty table slot `slot`.
@@ -336,6 +320,18 @@ impl Backtraces {
             return parent;
         }
         let depth = self.nodes[parent as usize].depth + 1;
+        self.push_node(parent, code, depth, Some(slot))
+    }
+
+    /// Appends a node, indexed in the child table at `slot` when given.
+    fn push_node(
+        &mut self,
+        parent: u32,
+        code: LocationCode,
+        depth: u32,
+        slot: Option<usize>,
+    ) -> u32 {
+        let id = self.nodes.len() as u32;
         crate::huge::push(
             &mut self.nodes,
             Node {
@@ -347,13 +343,15 @@ impl Backtraces {
                 site: NONE,
             },
         );
-        let nodes = &self.nodes;
-        let key_of = |id: u32| {
-            let n = &nodes[id as usize];
-            child_key(n.parent, n.code)
-        };
-        self.children.insert(slot, next, nodes.len(), key_of);
-        next
+        if let Some(slot) = slot {
+            let nodes = &self.nodes;
+            let key_of = |id: u32| {
+                let n = &nodes[id as usize];
+                child_key(n.parent, n.code)
+            };
+            self.children.insert(slot, id, nodes.len(), key_of);
+        }
+        id
     }
 
     /// The caller's index attached to `id` by [`Backtraces::set_site`], if any. The
