@@ -8,6 +8,7 @@
 //! the trace already open ([`TraceKey::of_bytes`]) or from the file
 //! ([`TraceKey::of_file`]). It reads the whole trace once per start.
 
+use crate::Kind;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -83,10 +84,12 @@ impl TraceKey {
     /// The bytes a cache file of kind `kind` of this trace starts with,
     /// NULs after them to a multiple of 8 (so that what follows can be read
     /// in place from the mapped file).
-    pub fn text(&self, kind: &str) -> Vec<u8> {
+    pub fn text(&self, kind: Kind) -> Vec<u8> {
         let mut key = format!(
-            "tracekit {} {kind}\0{}\0{}\0{}\0crc32 {:08x}\0",
+            "tracekit {} {} {}\0{}\0{}\0{}\0crc32 {:08x}\0",
             env!("CARGO_PKG_VERSION"),
+            kind.ext,
+            kind.version,
             self.path.display(),
             self.len,
             self.mtime_ns,
@@ -99,9 +102,9 @@ impl TraceKey {
     }
 
     /// The name of the cache file of kind `kind` of this trace.
-    pub fn file_name(&self, kind: &str) -> String {
+    pub fn file_name(&self, kind: Kind) -> String {
         let h = fnv1a(self.path.as_os_str().as_encoded_bytes(), fnv::START);
-        format!("{h:016x}.{kind}")
+        format!("{h:016x}.{}", kind.ext)
     }
 }
 
@@ -137,16 +140,22 @@ mod tests {
     #[test]
     fn the_key_text_is_padded_and_names_the_kind() {
         let key = TraceKey::new(PathBuf::from("/t.ctf"), 3, SystemTime::UNIX_EPOCH, 0xabc);
-        let text = key.text("tables");
+        let text = key.text(Kind {
+            ext: "tables",
+            version: 5,
+        });
         assert_eq!(text.len() % 8, 0);
         let want = format!(
-            "tracekit {} tables\0/t.ctf\x003\x000\0crc32 00000abc\0",
+            "tracekit {} tables 5\0/t.ctf\x003\x000\0crc32 00000abc\0",
             env!("CARGO_PKG_VERSION")
         );
         assert!(text.starts_with(want.as_bytes()));
         assert!(text[want.len()..].iter().all(|&b| b == 0));
         assert_eq!(
-            key.file_name("timeline"),
+            key.file_name(Kind {
+                ext: "timeline",
+                version: 1,
+            }),
             format!("{:016x}.timeline", fnv1a(b"/t.ctf", fnv::START))
         );
     }

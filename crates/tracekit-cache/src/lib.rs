@@ -6,14 +6,15 @@
 //! `HASH.timeline`.
 //!
 //! A cache file holds the key of the trace it was made from ([`TraceKey`]:
-//! what the file holds, tracekit's version, the trace's path, size and
+//! what the file holds and its format's version ([`Kind`]), tracekit's
+//! version, the trace's path, size and
 //! modification time, and the CRC-32 of all its bytes), then what is
 //! kept, from a multiple of 8 bytes so that its columns can be read in place
 //! from the mapped file:
 //!
 //! | bytes | what |
 //! | --- | --- |
-//! | key | `tracekit VERSION KIND`, NUL, the trace's path, NUL, its size, NUL, its modification time (ns since 1970), NUL, `crc32 ` and the CRC-32 of its bytes (8 hex digits), NUL |
+//! | key | `tracekit VERSION KIND FORMAT` (`tables 5`, `timeline 10`), NUL, the trace's path, NUL, its size, NUL, its modification time (ns since 1970), NUL, `crc32 ` and the CRC-32 of its bytes (8 hex digits), NUL |
 //! | to a multiple of 8 | NULs |
 //! | 16 | `crc32 ` and the CRC-32 of the rest in 8 hex digits, then two newlines |
 //! | the rest | what is kept: the tables as [`Tables::write_to`](tracekit_analysis::tables::Tables::write_to) writes them, or the timeline and its statistics (below) |
@@ -64,6 +65,17 @@ const PARTIAL: &str = ".partial-";
 #[derive(Clone, Debug)]
 pub struct TablesCache {
     dir: PathBuf,
+}
+
+/// What a cache file holds: its extension, and the version of its format,
+/// which its key names, so that a file an older tracekit kept is not read but
+/// made again (as a file kept for another state of the trace is).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kind {
+    /// The file's extension: `tables`, `timeline`.
+    pub ext: &'static str,
+    /// The version of the format of what the file holds.
+    pub version: u8,
 }
 
 /// Where [`TablesCache`] found what it was asked for.
@@ -166,13 +178,13 @@ impl TablesCache {
     }
 
     /// The cache file of kind `kind` (its extension) of the trace `key` is of.
-    pub fn file(&self, key: &TraceKey, kind: &str) -> PathBuf {
+    pub fn file(&self, key: &TraceKey, kind: Kind) -> PathBuf {
         self.dir.join(key.file_name(kind))
     }
 
     /// The cache file of kind `kind` of the trace `key` is of, when it holds
     /// something kept for the trace as it is now, whole.
-    pub fn kept(&self, key: &TraceKey, kind: &str) -> Result<(PathBuf, Kept), Missing> {
+    pub fn kept(&self, key: &TraceKey, kind: Kind) -> Result<(PathBuf, Kept), Missing> {
         let file = self.file(key, kind);
         let f = std::fs::File::open(&file).map_err(|_| Missing::Absent)?;
         if !private(&f) {
@@ -209,7 +221,7 @@ impl TablesCache {
         &self,
         path: &Path,
         key: Option<&TraceKey>,
-        kind: &str,
+        kind: Kind,
         read: impl FnOnce(Kept) -> Option<T>,
         build: impl FnOnce() -> Result<T, E>,
         write: impl Fn(&T, &mut dyn Write) -> std::io::Result<()>,
@@ -239,7 +251,7 @@ impl TablesCache {
         &self,
         path: &Path,
         key: Option<&TraceKey>,
-        kind: &str,
+        kind: Kind,
         write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
     ) -> Origin {
         let Some(key) = key else {

@@ -7,10 +7,13 @@ use tracekit_analysis::tables::Tables;
 use tracekit_columns::TraceBytes;
 use tracekit_memtrace::Reader;
 
-use crate::{Kept, Origin, TablesCache, TraceKey};
+use crate::{Kept, Kind, Origin, TablesCache, TraceKey};
 
-/// The extension of a memtrace trace's cache file.
-const KIND: &str = "tables";
+/// A memtrace trace's cache file.
+const KIND: Kind = Kind {
+    ext: "tables",
+    version: Tables::FILE_VERSION,
+};
 
 impl TablesCache {
     /// The tables of the trace at `path`, whose bytes are `bytes`: read back
@@ -149,6 +152,32 @@ mod tests {
         assert!(matches!(ask(&cache, &path).1, Origin::Cached(_)));
         let files = std::fs::read_dir(cache.dir()).unwrap().count();
         assert_eq!(files, 1, "one file per trace, no temporary left");
+    }
+
+    /// A file an older tracekit kept, in its own format, is not read: the
+    /// tables are made again and replace it, without a note of damage.
+    #[test]
+    fn a_file_of_an_older_format_is_made_again_not_taken_for_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = TablesCache::in_dir(dir.path().join("cache"));
+        let path = trace(dir.path(), 6);
+        let (first, _) = ask(&cache, &path);
+        let bytes = tracekit_io::memtrace::trace_bytes(&path).unwrap();
+        let key = TraceKey::of_bytes(&path, bytes.as_ref()).unwrap();
+        let older = Kind {
+            version: KIND.version - 1,
+            ..KIND
+        };
+        let origin = cache.keep(&path, Some(&key), older, &mut |out| {
+            out.write_all(b"TKTABLE\x04 an older format")
+        });
+        assert!(matches!(origin, Origin::Built(..)), "{origin:?}");
+        let (again, origin) = ask(&cache, &path);
+        let Origin::Built(file, _) = origin else {
+            panic!("{origin:?}")
+        };
+        assert_eq!(again.allocations(), first.allocations());
+        assert_eq!(ask(&cache, &path).1, Origin::Cached(file));
     }
 
     /// A flipped byte anywhere past the key, or a cut, is damage: the tables

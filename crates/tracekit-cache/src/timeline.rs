@@ -7,10 +7,13 @@ use std::path::Path;
 
 use tracekit_timeline::Timeline;
 
-use crate::{Kept, Origin, TablesCache, TraceKey};
+use crate::{Kept, Kind, Origin, TablesCache, TraceKey};
 
-/// The extension of a timeline's cache file.
-const KIND: &str = "timeline";
+/// A timeline's cache file.
+const KIND: Kind = Kind {
+    ext: "timeline",
+    version: Timeline::FILE_VERSION,
+};
 
 impl TablesCache {
     /// The timeline of the trace at `path` (FXT, or perf data) and its `fxt

@@ -39,12 +39,20 @@ use crate::{Counter, Flow, FlowPhase, FlowPoint, Instant, Timeline, Track, Track
 
 pub use tracekit_columns::FileError;
 
-const MAGIC: &[u8; 8] = b"TKTIMEL\x0a";
+const MAGIC: &[u8; 8] = &{
+    let mut magic = *b"TKTIMEL\0";
+    magic[7] = Timeline::FILE_VERSION;
+    magic
+};
 
 /// The format's name in [`FileError::Magic`].
 const FORMAT: &str = "a timeline";
 
 impl Timeline {
+    /// The version of the format [`Timeline::write_to`] writes, the last byte
+    /// of its magic.
+    pub const FILE_VERSION: u8 = 10;
+
     /// Writes the timeline in the format of the module docs. A timeline of a
     /// damaged trace is refused ([`FileError::Damaged`] as
     /// `io::ErrorKind::InvalidInput`).

@@ -49,12 +49,20 @@ use crate::backtrace::{BacktraceId, Backtraces};
 
 pub use tracekit_columns::FileError;
 
-const MAGIC: &[u8; 8] = b"TKTABLE\x05";
+const MAGIC: &[u8; 8] = &{
+    let mut magic = *b"TKTABLE\0";
+    magic[7] = Tables::FILE_VERSION;
+    magic
+};
 
 /// The format's name in [`FileError::Magic`].
 const FORMAT: &str = "trace tables";
 
 impl Tables {
+    /// The version of the format [`Tables::write_to`] writes, the last byte of
+    /// its magic.
+    pub const FILE_VERSION: u8 = 5;
+
     /// Writes the tables in the format of the module docs. Tables of a damaged
     /// trace are refused ([`FileError::Damaged`] as `io::ErrorKind::InvalidInput`).
     pub fn write_to(&self, out: &mut dyn Write) -> io::Result<()> {

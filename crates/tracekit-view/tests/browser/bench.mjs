@@ -8,7 +8,7 @@
 // server of its own, `/api/info` and the page while 8 distinct slow queries
 // (`top --by backtrace --limit N`) run, asked from this process (a browser
 // would queue the ninth request itself, at six connections), and that
-// server's peak RSS.
+// server's peak RSS and anonymous memory at its highest.
 //
 //   node bench.mjs TRACE.ctf
 //
@@ -36,7 +36,9 @@ function start() {
   });
   return { server, url };
 }
-const peakMb = (pid) => Math.round(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmHWM:\s+(\d+)/)[1] / 1024);
+const statusMb = (pid, key) =>
+  Math.round(readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`${key}:\\s+(\\d+)`))[1] / 1024);
+const peakMb = (pid) => statusMb(pid, 'VmHWM');
 
 const t0 = Date.now();
 const { server, url: waiting } = start();
@@ -140,6 +142,10 @@ const api = async (q) => {
   }
 };
 await api('info');
+// The anonymous memory (the server's own, not the mapped files') at its
+// highest while they run, read every 50 ms.
+let anonMb = statusMb(busy.server.pid, 'RssAnon');
+const sampler = setInterval(() => (anonMb = Math.max(anonMb, statusMb(busy.server.pid, 'RssAnon'))), 50);
 const slowStart = Date.now();
 const slow = [];
 for (let n = 1; n <= 8; n++)
@@ -156,5 +162,6 @@ const ends = await Promise.all(slow);
 console.log(
   `info and page while 8 slow queries run: median ${median(infos)} ms (${infos.join(', ')}); the queries ended at ${ends.join(', ')} ms`,
 );
-console.log(`server peak RSS under them ${peakMb(busy.server.pid)} MB`);
+clearInterval(sampler);
+console.log(`server peak RSS under them ${peakMb(busy.server.pid)} MB, anonymous at most ${anonMb} MB`);
 busy.server.kill('SIGINT');
