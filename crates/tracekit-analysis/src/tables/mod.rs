@@ -1048,7 +1048,13 @@ impl Source for &Tables {
     }
 
     fn pass(&mut self, options: Options, stage: Stage, progress: Progress<'_>) -> Pass {
-        self.replay(options, stage, progress, Some(scan::Shape::of_host()))
+        let running = scan::Running::start();
+        self.replay(
+            options,
+            stage,
+            progress,
+            Some(scan::Shape::of_host(running.alone())),
+        )
     }
 
     /// The tables hold it: the latest time of the events decoded, what a pass

@@ -20,8 +20,9 @@
 //! per allocation; other tables are replayed.
 //!
 //! Nothing in a scan depends on the order of the allocations but the numbering
-//! of the sites, so a scan is cut in parts of the allocations, one a core
-//! ([`Shape`]), each counted on its own thread into sites of its own, its own
+//! of the sites, so a scan is cut in parts of the allocations, one a core when
+//! no other scan is under way ([`Shape`], [`Running`]), each counted on its own
+//! thread into sites of its own, its own
 //! timeline and buckets ([`ScanPart`]). The parts are absorbed in order: a part's
 //! sites in the order it first kept them, numbered in the whole as they come, are
 //! the order the single scan would have numbered them. Each kept allocation is
@@ -205,15 +206,44 @@ pub(super) struct Shape {
 }
 
 impl Shape {
-    /// A part a core, up to 8, of 512 K allocations at least: a part of fewer
-    /// costs more in its memo and sites than its thread saves.
-    pub(super) fn of_host() -> Shape {
+    /// A part a core, up to 8, of 512 K allocations at least (a part of fewer
+    /// costs more in its memo and sites than its thread saves), when the scan
+    /// is `alone`; one part else: scans side by side already keep the cores
+    /// busy, and each part holds sites of its own.
+    pub(super) fn of_host(alone: bool) -> Shape {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Shape {
             buckets: BUCKETS,
             part_rows: 1 << 19,
-            parts: cores.clamp(1, 8),
+            parts: if alone { cores.clamp(1, 8) } else { 1 },
         }
+    }
+}
+
+/// Scans under way in the process.
+static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A scan under way, counted in [`RUNNING`] while it lives.
+pub(super) struct Running {
+    alone: bool,
+}
+
+impl Running {
+    /// Counts a scan; whether no other was under way.
+    pub(super) fn start() -> Running {
+        let before = RUNNING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Running { alone: before == 0 }
+    }
+
+    /// Whether no other scan was under way when this one started.
+    pub(super) fn alone(&self) -> bool {
+        self.alone
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -689,5 +719,22 @@ impl Tables {
             }
         }
         (peak, at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scan started while another is under way is cut in one part.
+    #[test]
+    fn a_scan_beside_another_is_one_part() {
+        let first = Running::start();
+        let second = Running::start();
+        assert!(!second.alone());
+        assert_eq!(Shape::of_host(second.alone()).parts, 1);
+        drop(first);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(Shape::of_host(true).parts, cores.clamp(1, 8));
     }
 }
