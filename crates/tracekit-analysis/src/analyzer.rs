@@ -203,10 +203,9 @@ impl Skipped {
 pub struct Analyzer {
     options: Options,
     sampling: Sampling,
-    /// The filter's clauses on the allocation event, as checked per allocation.
-    source_mask: [bool; 3],
-    words: WordRange,
-    between: Option<(Timedelta, Timedelta)>,
+    /// The filter's clauses on the allocation event and on its object's life,
+    /// as checked per allocation.
+    keep: Keep,
     location: Option<LocationMask>,
     backtraces: Backtraces,
     /// The trie grown elsewhere, once adopted ([`Analyzer::adopt_backtraces`]).
@@ -221,8 +220,6 @@ pub struct Analyzer {
     live: LiveObjects,
     timeline: Timeline,
     timeline_on: bool,
-    /// The filter keeps every allocation.
-    keep_all: bool,
     peak: PeakTracker,
     big: BinaryHeap<Reverse<BigAlloc>>,
     /// Once `big` is full, the `(length, nsamples)` an allocation must exceed to enter
@@ -241,7 +238,8 @@ pub struct Analyzer {
 
 const NO_SITE: u32 = u32::MAX;
 
-/// What a scan of columns reads of an allocation.
+/// What a filter's clauses and a site's counts read of an allocation (its
+/// object id and backtrace aside).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Row {
     pub(crate) nsamples: u64,
@@ -250,10 +248,25 @@ pub(crate) struct Row {
     pub(crate) domain: DomainId,
 }
 
-/// Which allocations a filter keeps, as [`Analyzer::keep_nth`] decides it
-/// without a location clause.
-#[derive(Clone)]
+impl Row {
+    /// What `a` holds of a row.
+    #[inline(always)]
+    pub(crate) fn of(a: &Alloc<'_>) -> Row {
+        Row {
+            nsamples: a.nsamples,
+            length: a.length,
+            source: a.source,
+            domain: a.domain,
+        }
+    }
+}
+
+/// Which allocations a filter keeps, but for its location clauses (which
+/// [`Analyzer::keep_nth`] decides after): the clauses on the allocation event
+/// and the allocations whose objects' lives pass ([`Options::objects`]).
+#[derive(Clone, Debug)]
 pub(crate) struct Keep {
+    /// Every allocation is kept (no clause, a location clause neither).
     all: bool,
     source: [bool; 3],
     words: WordRange,
@@ -263,6 +276,25 @@ pub(crate) struct Keep {
 }
 
 impl Keep {
+    /// The clauses of `options`' filter, sizes in words of `word_bytes`.
+    fn of(options: &Options, word_bytes: u64) -> Keep {
+        let f = &options.filter;
+        let mut source = [f.source.is_empty(); 3];
+        for s in &f.source {
+            source[*s as usize] = true;
+        }
+        Keep {
+            all: f.without_location_clauses().is_empty()
+                && f.location_mask().is_none()
+                && options.objects.is_none(),
+            source,
+            words: WordRange::of(f, word_bytes),
+            domain: (!f.domain.is_empty()).then(|| f.domain.clone()),
+            between: f.allocated_between(),
+            objects: options.objects.clone(),
+        }
+    }
+
     /// Whether allocation `n`, of `a`'s source, length and domain at `time`,
     /// is kept (its object id and backtrace are not asked).
     #[inline(always)]
@@ -350,30 +382,18 @@ const MASK_KNOWN: u16 = 1 << 8;
 impl Analyzer {
     /// A fresh analysis of a trace with the given sampling parameters.
     pub fn new(sampling: Sampling, options: Options) -> Self {
-        let f = &options.filter;
-        let mut source_mask = [f.source.is_empty(); 3];
-        for s in &f.source {
-            source_mask[*s as usize] = true;
-        }
-        let words = WordRange::of(f, sampling.word_bytes());
-        let between = f.allocated_between();
-        let location = f.location_mask();
-        let keep_all = f.without_location_clauses().is_empty()
-            && location.is_none()
-            && options.objects.is_none();
+        let keep = Keep::of(&options, sampling.word_bytes());
+        let location = options.filter.location_mask();
         let big_only = options.interns_big_only();
         let curves = options.curve_times.clone().map(SiteCurves::new);
         Analyzer {
             sites: SiteTable::new(options.per_site),
             timeline: Timeline::new(options.timeline_buckets),
             timeline_on: options.timeline_buckets > 0,
-            keep_all,
             peak: PeakTracker::with_domains(1 << 20, &options.domains),
             options,
             sampling,
-            source_mask,
-            words,
-            between,
+            keep,
             location,
             backtraces: Backtraces::new(),
             adopted: None,
@@ -585,17 +605,7 @@ impl Analyzer {
             return None;
         }
         Some(ScanPart {
-            keep: Keep {
-                all: self.keep_all,
-                source: self.source_mask,
-                words: self.words,
-                domain: match &self.options.filter.domain {
-                    d if d.is_empty() => None,
-                    d => Some(d.clone()),
-                },
-                between: self.between,
-                objects: self.options.objects.clone(),
-            },
+            keep: self.keep.clone(),
             live_at: self.options.live_at,
             sites: SiteTable::new(self.sites.keeps()),
             timeline: self.timeline_on.then(|| self.timeline.part()),
@@ -829,27 +839,7 @@ impl Analyzer {
         bt: BacktraceId,
         matches: &mut dyn FnMut(LocationCode) -> u8,
     ) -> bool {
-        if self.keep_all {
-            return true;
-        }
-        if !self.source_mask[a.source as usize]
-            || a.length < self.words.min
-            || a.length > self.words.max
-        {
-            return false;
-        }
-        let domains = &self.options.filter.domain;
-        if !domains.is_empty() && !domains.contains(&a.domain.get()) {
-            return false;
-        }
-        if let Some((lo, hi)) = self.between
-            && !(lo <= time && time <= hi)
-        {
-            return false;
-        }
-        if let Some(set) = &self.options.objects
-            && !set.contains(n)
-        {
+        if !self.keep.keeps(n, time, &Row::of(a)) {
             return false;
         }
         if let Some(m) = self.location {

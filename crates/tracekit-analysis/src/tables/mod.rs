@@ -954,12 +954,13 @@ impl Tables {
     /// Allocation `n` as the analysis takes it (its backtrace aside).
     #[inline]
     fn alloc(&self, n: usize) -> Alloc<'static> {
+        let row = self.row(n);
         Alloc {
             obj_id: ObjId::new(self.object.get(n)),
-            length: self.length.get(n),
-            domain: DomainId::new(self.domain.get(n).copied().unwrap_or(0)),
-            nsamples: self.samples.get(n),
-            source: source_of(self.source.get(n).copied().unwrap_or(0)),
+            length: row.length,
+            domain: row.domain,
+            nsamples: row.nsamples,
+            source: row.source,
             backtrace: Cow::Borrowed(&[]),
             common_prefix: 0,
         }
