@@ -129,6 +129,15 @@ impl Backtraces {
         })
     }
 
+    /// Makes a trie read back as columns one in memory, to be changed: a
+    /// check inline, the work out of line.
+    #[inline(always)]
+    fn thawed(&mut self) {
+        if self.columns.is_some() {
+            self.thaw();
+        }
+    }
+
     /// A trie read back as columns made a trie in memory, to be changed.
     #[cold]
     fn thaw(&mut self) {
@@ -170,9 +179,7 @@ impl Backtraces {
         common_prefix: usize,
         backtrace: &[LocationCode],
     ) -> BacktraceId {
-        if self.columns.is_some() {
-            self.thaw();
-        }
+        self.thawed();
         let slot = self.path_slot(domain);
         let path_len = self.paths[slot].1.len();
         let keep = common_prefix.min(backtrace.len()).min(path_len);
@@ -191,9 +198,7 @@ impl Backtraces {
         keep: usize,
         suffix: &[LocationCode],
     ) -> BacktraceId {
-        if self.columns.is_some() {
-            self.thaw();
-        }
+        self.thawed();
         let slot = self.path_slot(domain);
         let keep = keep.min(self.paths[slot].1.len());
         self.intern_at(slot, keep, suffix)
@@ -232,9 +237,7 @@ impl Backtraces {
     /// back in the order of its nodes; `None` when `parent` is not a node yet or
     /// the child exists already (the nodes were not a trie's, in order).
     pub fn push_child(&mut self, parent: BacktraceId, code: LocationCode) -> Option<BacktraceId> {
-        if self.columns.is_some() {
-            self.thaw();
-        }
+        self.thawed();
         let next = self.nodes.len();
         if parent.ix() >= next {
             return None;
@@ -246,9 +249,7 @@ impl Backtraces {
     /// Interns `backtrace` without any prefix hint.
     #[inline]
     pub fn intern_full(&mut self, backtrace: &[LocationCode]) -> BacktraceId {
-        if self.columns.is_some() {
-            self.thaw();
-        }
+        self.thawed();
         let mut node = 0;
         for &code in backtrace {
             node = self.child(node, code);
@@ -369,9 +370,7 @@ impl Backtraces {
     /// Attaches `site` (not `u32::MAX`) to `id`.
     #[inline]
     pub fn set_site(&mut self, id: BacktraceId, site: u32) {
-        if self.columns.is_some() {
-            self.thaw();
-        }
+        self.thawed();
         if let Some(n) = self.nodes.get_mut(id.ix()) {
             n.site = site;
         }

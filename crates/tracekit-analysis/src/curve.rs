@@ -173,11 +173,11 @@ impl Timeline {
             0 => 0,
             t => {
                 // `(t - 1) / width` by a multiplication: the quotient by the
-                // reciprocal rounded down is short of the true one by at most 1.
+                // reciprocal, rounded down, is short of the true one by at most
+                // 2 (`u64::MAX / width` is within 1 of 2^64 / width, which is
+                // off by less than 1.5 at any `x`), made up one at a time.
                 let x = t - 1;
                 let mut q = ((u128::from(x) * u128::from(self.reciprocal)) >> 64) as u64;
-                // Short by at most 2: `u64::MAX / width` is within 1 of
-                // 2^64 / width, which is off by less than 1.5 at any `x`.
                 while u128::from(q + 1) * u128::from(self.width) <= u128::from(x) {
                     q += 1;
                 }

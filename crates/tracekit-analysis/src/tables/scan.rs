@@ -256,21 +256,6 @@ struct Counted {
     live: u64,
 }
 
-/// The domains a scan's peak names: those the analysis waits for, and 0 when
-/// the live heap changed.
-fn scan_domains(analyzer: &Analyzer, buckets: &PeakBuckets) -> Vec<DomainId> {
-    let mut domains: Vec<DomainId> = Vec::new();
-    for &d in analyzer.peak_domains() {
-        if !domains.contains(&d) {
-            domains.push(d);
-        }
-    }
-    if buckets.changed && !domains.contains(&DomainId::new(0)) {
-        domains.push(DomainId::new(0));
-    }
-    domains
-}
-
 impl Tables {
     /// The promotes and collects as a scan counts them, when a scan stands for a
     /// replay of these tables (see the module docs); found on the first call.
@@ -441,14 +426,7 @@ impl Tables {
             }
         }
         let counts = self.scan_counts(others, kept_count, tracked);
-        let domains = scan_domains(analyzer, &buckets);
-        let (height, at) = self.peak_of(others, &buckets, |n| kept.contains(n));
-        let peak = Peak {
-            live: u64::try_from(height.max(0)).unwrap_or(u64::MAX),
-            time: Timedelta::from_micros(at),
-            late_events: 0,
-            domains,
-        };
+        let peak = self.scan_peak(analyzer, others, &buckets, |n| kept.contains(n));
         (counts, peak, live)
     }
 
@@ -520,17 +498,10 @@ impl Tables {
             live += c.live;
         }
         let counts = self.scan_counts(others, kept, tracked);
-        let domains = scan_domains(analyzer, &buckets);
-        let (height, at) = self.peak_of(others, &buckets, |n| {
+        let peak = self.scan_peak(analyzer, others, &buckets, |n| {
             let a = n as usize;
             (first..last).contains(&a) && keep.keeps(n, time_of(self.time.get(a)), &self.row(a))
         });
-        let peak = Peak {
-            live: u64::try_from(height.max(0)).unwrap_or(u64::MAX),
-            time: Timedelta::from_micros(at),
-            late_events: 0,
-            domains,
-        };
         Some((counts, peak, live))
     }
 
@@ -618,6 +589,34 @@ impl Tables {
             kept,
             tracked,
             live,
+        }
+    }
+
+    /// A scan's peak of the live heap, from its `buckets` and the allocations
+    /// it `kept`: naming the domains the analysis waits for, and 0 when the
+    /// live heap changed.
+    fn scan_peak(
+        &self,
+        analyzer: &Analyzer,
+        others: &Others,
+        buckets: &PeakBuckets,
+        kept: impl Fn(u64) -> bool,
+    ) -> Peak {
+        let mut domains: Vec<DomainId> = Vec::new();
+        for &d in analyzer.peak_domains() {
+            if !domains.contains(&d) {
+                domains.push(d);
+            }
+        }
+        if buckets.changed && !domains.contains(&DomainId::new(0)) {
+            domains.push(DomainId::new(0));
+        }
+        let (height, at) = self.peak_of(others, buckets, kept);
+        Peak {
+            live: u64::try_from(height.max(0)).unwrap_or(u64::MAX),
+            time: Timedelta::from_micros(at),
+            late_events: 0,
+            domains,
         }
     }
 
