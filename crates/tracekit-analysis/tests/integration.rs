@@ -1,5 +1,7 @@
 //! The integration tests of `tracekit-analysis`, one binary: a module per subject.
 
+#[path = "integration/bounded.rs"]
+mod bounded;
 #[path = "integration/corpus.rs"]
 mod corpus;
 #[path = "dump/mod.rs"]

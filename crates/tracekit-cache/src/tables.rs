@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use tracekit_analysis::tables::Tables;
-use tracekit_columns::TraceBytes;
+use tracekit_columns::{Spill, TraceBytes};
 use tracekit_memtrace::Reader;
 
 use crate::{Kept, Kind, Origin, TablesCache, TraceKey};
@@ -28,12 +28,18 @@ impl TablesCache {
         progress: &mut dyn FnMut(u64),
     ) -> Option<(Tables, Origin)> {
         let key = TraceKey::of_bytes(path, bytes.as_ref());
+        // The columns are grown in files of the cache folder (which holds
+        // their tables next), not in memory.
+        let spill = match crate::make_private_dir(self.dir()) {
+            Ok(()) => Spill::to(self.dir()),
+            Err(_) => Spill::memory(),
+        };
         self.kept_or_built(
             path,
             key.as_ref(),
             KIND,
             |kept| read(kept, bytes),
-            || Tables::from_bytes(bytes, progress).ok_or(()),
+            || Tables::from_bytes(bytes, &spill, progress).ok_or(()),
             |tables, out| tables.write_to(out),
         )
         .ok()

@@ -11,8 +11,9 @@
 //!   file names.
 //! - [`TraceBytes`]: a trace's bytes shared between passes, with the hook
 //!   their owner uses to release the pages a pass has read.
-//! - [`rename`]: files written whole or not at all (the one place tracekit
-//!   touches a file system for this: the formats above never do).
+//! - [`rename`]: files written whole or not at all, and [`spill`]: columns
+//!   grown in a file rather than in memory ([`Grow`]); the two places tracekit
+//!   touches a file system for this: the formats above never do.
 //!
 //! All integers are little-endian. Arrays of values that a reader may take in
 //! place start at a multiple of [`ALIGN`] bytes from the start of their format,
@@ -27,11 +28,13 @@
 pub mod cursor;
 pub mod fnv;
 pub mod rename;
+pub mod spill;
 pub mod store;
 pub mod trace_bytes;
 pub mod write;
 
 pub use cursor::Cursor;
+pub use spill::{Grow, Spill};
 pub use store::{Plain, Shared, Store};
 pub use trace_bytes::{PassRelease, RELEASE_STEP, TraceBytes};
 pub use write::LeWriter;

@@ -60,7 +60,7 @@ pub use file::FileError;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use tracekit_columns::{Plain, Store, TraceBytes};
+use tracekit_columns::{Grow, Spill, Store, TraceBytes};
 
 use tracekit_memtrace::{
     Alloc, AllocationSource, DomainId, Event, Events, Info, LocationCode, LocationTable, ObjId,
@@ -82,55 +82,62 @@ use crate::symbols::FrameSkip;
 /// A column of unsigned values as it is built, 4 bytes each until one needs 8.
 #[derive(Clone, Debug)]
 enum ColumnBuilder {
-    Narrow(Vec<u32>),
-    Wide(Vec<u64>),
-}
-
-impl Default for ColumnBuilder {
-    fn default() -> Self {
-        ColumnBuilder::Narrow(Vec::new())
-    }
+    Narrow(Grow<u32>),
+    Wide(Grow<u64>),
 }
 
 impl ColumnBuilder {
+    fn new(spill: &Spill) -> ColumnBuilder {
+        ColumnBuilder::Narrow(Grow::new(spill))
+    }
+
     #[inline]
     fn push(&mut self, v: u64) {
         match self {
             ColumnBuilder::Narrow(n) => match u32::try_from(v) {
                 Ok(x) => n.push(x),
                 Err(_) => {
-                    let mut wide: Vec<u64> = n.iter().map(|&x| u64::from(x)).collect();
-                    wide.push(v);
-                    *self = ColumnBuilder::Wide(wide);
+                    self.widen();
+                    self.push(v);
                 }
             },
             ColumnBuilder::Wide(w) => w.push(v),
         }
     }
 
+    /// The column at 8 bytes a value from now on.
+    #[cold]
+    fn widen(&mut self) {
+        if let ColumnBuilder::Narrow(n) = self {
+            let mut wide = Grow::new(n.spill());
+            n.as_slice().iter().for_each(|&x| wide.push(u64::from(x)));
+            *self = ColumnBuilder::Wide(wide);
+        }
+    }
+
     #[inline]
     fn get(&self, i: usize) -> u64 {
         match self {
-            ColumnBuilder::Narrow(n) => n.get(i).map_or(0, |&x| u64::from(x)),
-            ColumnBuilder::Wide(w) => w.get(i).copied().unwrap_or(0),
+            ColumnBuilder::Narrow(n) => n.as_slice().get(i).map_or(0, |&x| u64::from(x)),
+            ColumnBuilder::Wide(w) => w.as_slice().get(i).copied().unwrap_or(0),
         }
     }
 
     #[inline]
     fn set(&mut self, i: usize, v: u64) {
-        if let ColumnBuilder::Narrow(n) = self
+        if let ColumnBuilder::Narrow(_) = self
             && u32::try_from(v).is_err()
         {
-            *self = ColumnBuilder::Wide(n.iter().map(|&x| u64::from(x)).collect());
+            self.widen();
         }
         match self {
             ColumnBuilder::Narrow(n) => {
-                if let (Some(slot), Ok(x)) = (n.get_mut(i), u32::try_from(v)) {
+                if let (Some(slot), Ok(x)) = (n.as_mut_slice().get_mut(i), u32::try_from(v)) {
                     *slot = x;
                 }
             }
             ColumnBuilder::Wide(w) => {
-                if let Some(slot) = w.get_mut(i) {
+                if let Some(slot) = w.as_mut_slice().get_mut(i) {
                     *slot = v;
                 }
             }
@@ -140,14 +147,8 @@ impl ColumnBuilder {
     /// The column, its spare capacity let go.
     fn finish(self) -> Column {
         match self {
-            ColumnBuilder::Narrow(mut n) => {
-                n.shrink_to_fit();
-                Column::Narrow(Store::from_vec(n))
-            }
-            ColumnBuilder::Wide(mut w) => {
-                w.shrink_to_fit();
-                Column::Wide(Store::from_vec(w))
-            }
+            ColumnBuilder::Narrow(n) => Column::Narrow(n.finish()),
+            ColumnBuilder::Wide(w) => Column::Wide(w.finish()),
         }
     }
 }
@@ -308,24 +309,77 @@ pub struct Tables {
 }
 
 /// The columns of [`Tables::build`] as they grow.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct Building {
-    kind: Vec<u8>,
+    kind: Grow<u8>,
     time: ColumnBuilder,
     object: ColumnBuilder,
-    domain: Vec<u16>,
+    domain: DomainBuilder,
     length: ColumnBuilder,
     samples: ColumnBuilder,
-    source: Vec<u8>,
-    backtrace: Vec<u32>,
-    site: Vec<u32>,
+    source: Grow<u8>,
+    backtrace: Grow<u32>,
+    site: Grow<u32>,
     ended: ColumnBuilder,
     other_time: ColumnBuilder,
     other_target: ColumnBuilder,
-    other_domain: Vec<u16>,
+    other_domain: DomainBuilder,
+}
+
+/// A domain column as it is built: nothing while every value is 0 (every
+/// trace before OCaml 5), the zeros written out when another value comes.
+#[derive(Clone, Debug)]
+struct DomainBuilder {
+    values: Grow<u16>,
+    /// Values pushed (those in `values` once one was not 0).
+    len: usize,
+}
+
+impl DomainBuilder {
+    fn new(spill: &Spill) -> DomainBuilder {
+        DomainBuilder {
+            values: Grow::new(spill),
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, d: u16) {
+        if d != 0 && self.values.is_empty() {
+            (0..self.len).for_each(|_| self.values.push(0));
+        }
+        if !self.values.is_empty() || d != 0 {
+            self.values.push(d);
+        }
+        self.len += 1;
+    }
+
+    /// The column: none when every value is 0.
+    fn finish(self) -> Store<u16> {
+        self.values.finish()
+    }
 }
 
 impl Building {
+    fn new(spill: &Spill) -> Building {
+        let column = || ColumnBuilder::new(spill);
+        Building {
+            kind: Grow::new(spill),
+            time: column(),
+            object: column(),
+            domain: DomainBuilder::new(spill),
+            length: column(),
+            samples: column(),
+            source: Grow::new(spill),
+            backtrace: Grow::new(spill),
+            site: Grow::new(spill),
+            ended: column(),
+            other_time: column(),
+            other_target: column(),
+            other_domain: DomainBuilder::new(spill),
+        }
+    }
+
     /// Allocation `ordinal`'s object ended at `time` (not before it was allocated).
     fn end(&mut self, ordinal: u64, time: Timedelta) {
         let allocated = time_of(self.time.get(ordinal as usize));
@@ -343,7 +397,6 @@ fn site_skip() -> &'static FrameSkip {
 /// Tables as a trace's events are read: in one pass ([`Tables::build`]), or in
 /// as many as a trace followed while it is written comes in, each made into
 /// tables at any point ([`TablesBuilder::tables`]) without decoding again.
-#[derive(Default)]
 pub struct TablesBuilder {
     b: Building,
     /// Live objects: id -> allocation ordinal, for the `ended` column (an id reused
@@ -358,7 +411,30 @@ pub struct TablesBuilder {
     error: Option<ReadError>,
 }
 
+impl Default for TablesBuilder {
+    fn default() -> Self {
+        TablesBuilder::spilling(&Spill::memory())
+    }
+}
+
 impl TablesBuilder {
+    /// A builder whose columns spill as `spill` says: grown in files of its
+    /// folder rather than in memory, they cost the process no memory of its
+    /// own however large the trace ([`tracekit_columns::spill`]).
+    pub fn spilling(spill: &Spill) -> TablesBuilder {
+        TablesBuilder {
+            b: Building::new(spill),
+            live: crate::live::LiveTable::default(),
+            backtraces: Backtraces::default(),
+            sites: Backtraces::default(),
+            duplicates: 0,
+            end: Timedelta::default(),
+            events: 0,
+            warnings: Vec::new(),
+            error: None,
+        }
+    }
+
     /// Decodes the events of `events` into the columns until the pass ends
     /// (at the end of what it has, or at damage, after which nothing more is
     /// read); `progress` hears the byte position now and then.
@@ -495,20 +571,20 @@ impl TablesBuilder {
             locations: locations.clone(),
             size_bytes,
             backtraces: Arc::new(self.backtraces),
-            kind: vec_store(b.kind),
+            kind: b.kind.finish(),
             time,
             object: b.object.finish(),
-            domain: domains(b.domain),
+            domain: b.domain.finish(),
             length: b.length.finish(),
             samples: b.samples.finish(),
-            source: vec_store(b.source),
-            backtrace: vec_store(b.backtrace),
+            source: b.source.finish(),
+            backtrace: b.backtrace.finish(),
             sites: Arc::new(self.sites),
-            site: vec_store(b.site),
+            site: b.site.finish(),
             ended: b.ended.finish(),
             other_time: b.other_time.finish(),
             other_target: b.other_target.finish(),
-            other_domain: domains(b.other_domain),
+            other_domain: b.other_domain.finish(),
             times_sorted,
             skeletons: Skeletons::default(),
             scan: scan::Scan::default(),
@@ -520,25 +596,21 @@ impl TablesBuilder {
     }
 }
 
-/// `v` as a store, its spare capacity let go.
-fn vec_store<T: Plain>(mut v: Vec<T>) -> Store<T> {
-    v.shrink_to_fit();
-    Store::from_vec(v)
-}
-
-/// A domain column: none when every value is 0 (every trace before OCaml 5).
-fn domains(v: Vec<u16>) -> Store<u16> {
-    match v.iter().all(|&d| d == 0) {
-        true => Store::default(),
-        false => vec_store(v),
-    }
-}
-
 impl Tables {
     /// Decodes every event of `reader`'s trace into tables; `progress` hears the byte
     /// position now and then. Damage ends the tables where it starts ([`Tables::error`]).
     pub fn build(reader: &mut Reader<'_>, progress: &mut dyn FnMut(u64)) -> Tables {
-        let mut builder = TablesBuilder::default();
+        Tables::build_spilling(reader, &Spill::memory(), progress)
+    }
+
+    /// [`Tables::build`], the columns grown as `spill` says
+    /// ([`TablesBuilder::spilling`]).
+    pub fn build_spilling(
+        reader: &mut Reader<'_>,
+        spill: &Spill,
+        progress: &mut dyn FnMut(u64),
+    ) -> Tables {
+        let mut builder = TablesBuilder::spilling(spill);
         {
             let mut events = reader.events(true);
             builder.read(&mut events, progress);
@@ -548,11 +620,16 @@ impl Tables {
 
     /// Decodes the trace whose bytes are `bytes` into tables, letting go of the
     /// pages read as it goes ([`TraceBytes::pass`]); `progress` hears the byte
-    /// position reached. `None` when the trace's header does not read.
-    pub fn from_bytes(bytes: &TraceBytes, progress: &mut dyn FnMut(u64)) -> Option<Tables> {
+    /// position reached; the columns grow as `spill` says. `None` when the
+    /// trace's header does not read.
+    pub fn from_bytes(
+        bytes: &TraceBytes,
+        spill: &Spill,
+        progress: &mut dyn FnMut(u64),
+    ) -> Option<Tables> {
         let mut reader = Reader::from_owner(bytes.clone()).ok()?;
         let mut release = bytes.pass();
-        let tables = Tables::build(&mut reader, &mut |pos| {
+        let tables = Tables::build_spilling(&mut reader, spill, &mut |pos| {
             release.at(pos);
             progress(pos);
         });

@@ -65,6 +65,7 @@ use std::time::Duration;
 use tracekit_analysis::tables::follow::Follow;
 
 use crate::follow::{self, Growth, Pace};
+use tracekit_columns::Spill;
 use tracekit_io::follow::Tail;
 use tracekit_memtrace::OpenError;
 
@@ -209,7 +210,7 @@ impl Trace {
             return;
         }
         // The header read when the trace was made, so this gives tables.
-        if let Some(tables) = Tables::from_bytes(&self.bytes, progress) {
+        if let Some(tables) = Tables::from_bytes(&self.bytes, &Spill::memory(), progress) {
             let _ = self.tables.set(tables);
         }
     }

@@ -1,0 +1,158 @@
+//! Building a trace's tables with their columns spilled to files takes memory
+//! of the process's own that does not grow with the trace: the heap the
+//! building thread holds at its highest, counted by this binary's allocator,
+//! is the same for a trace four times larger (with the same backtraces and
+//! as many objects live at once), and
+//! the spilled tables answer as tables built in memory.
+#![allow(clippy::unwrap_used)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::collections::VecDeque;
+
+use tracekit_analysis::Filter;
+use tracekit_analysis::query::{SiteSpec, TopQuery};
+use tracekit_analysis::render::TraceFile;
+use tracekit_analysis::report::GroupBy;
+use tracekit_analysis::tables::Tables;
+use tracekit_columns::Spill;
+use tracekit_columns::spill::SPILL_BYTES;
+use tracekit_memtrace::synth::{synth_code, synth_info, synth_locations};
+use tracekit_memtrace::{AllocationSource, LocationCode, Reader, Timedelta, Writer, WriterOptions};
+
+/// Counts the heap each thread holds, and its highest since asked: a
+/// thread's own count is untouched by the other tests running beside it.
+struct PerThread;
+
+thread_local! {
+    static HELD: Cell<i64> = const { Cell::new(0) };
+    static HIGHEST: Cell<i64> = const { Cell::new(0) };
+}
+
+fn count(delta: i64) {
+    // `try_with`: a thread being torn down has no count left to keep.
+    let _ = HELD.try_with(|held| {
+        let now = held.get() + delta;
+        held.set(now);
+        let _ = HIGHEST.try_with(|h| h.set(h.get().max(now)));
+    });
+}
+
+// SAFETY: every method forwards its arguments unchanged to `System` and
+// returns its result unchanged, so `System`'s guarantees carry over; the
+// counts beside it are thread-locals of constant initialisation, which
+// allocate nothing.
+unsafe impl GlobalAlloc for PerThread {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count(layout.size() as i64);
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        count(-(layout.size() as i64));
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count(new_size as i64 - layout.size() as i64);
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: PerThread = PerThread;
+
+/// The tables of `bytes` built spilling as `spill` says, and the most heap
+/// this thread held beyond what it held before, while building them.
+fn build(bytes: &[u8], spill: &Spill) -> (Tables, i64) {
+    let before = HELD.with(Cell::get);
+    HIGHEST.with(|h| h.set(before));
+    let mut reader = Reader::from_bytes(bytes).unwrap();
+    let tables = Tables::build_spilling(&mut reader, spill, &mut |_| {});
+    drop(reader);
+    (tables, HIGHEST.with(Cell::get) - before)
+}
+
+fn top_json(tables: &Tables, bytes: &[u8]) -> serde_json::Value {
+    let reader = Reader::from_bytes(bytes).unwrap();
+    let query = TopQuery {
+        growing: false,
+        by: GroupBy::Function,
+        limit: 20,
+        at: None,
+        peak: true,
+        sites: SiteSpec::default(),
+        filter: Filter::default(),
+    };
+    let answer = query.run(&mut &*tables, &mut |_, _| {}).unwrap();
+    serde_json::to_value(answer.json(&TraceFile::new("t.ctf", reader.info()))).unwrap()
+}
+
+/// A trace of `allocs` allocations from 64 backtraces, each object collected
+/// 32 allocations after its own: the same trie and as many objects live at
+/// once whatever its length, so that only its columns grow with it.
+fn young_trace(allocs: u64) -> Vec<u8> {
+    let info = synth_info();
+    let mut w = Writer::with_options(Vec::new(), &info, WriterOptions::new()).unwrap();
+    let stacks: Vec<Vec<LocationCode>> = (0..64u32)
+        .map(|i| {
+            (0..6)
+                .map(|d| synth_code((i * 7 + d) % 40, d % 4))
+                .collect()
+        })
+        .collect();
+    let mut live = VecDeque::new();
+    let mut time = info.start_time;
+    for i in 0..allocs {
+        time = time.offset(Timedelta::from_micros(1 + (i % 5) as i64));
+        let stack = &stacks[(i.wrapping_mul(2_654_435_761) % 64) as usize];
+        let source = AllocationSource::Minor;
+        let id = w
+            .put_alloc(time, 1 + i % 16, 1, source, stack, synth_locations)
+            .unwrap();
+        live.push_back(id);
+        if live.len() > 32
+            && let Some(old) = live.pop_front()
+        {
+            w.put_collect(time, old).unwrap();
+        }
+    }
+    w.into_inner().unwrap()
+}
+
+#[test]
+fn a_spilled_build_holds_the_same_memory_for_a_trace_four_times_larger() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = Spill::to(dir.path());
+    let (small, large) = (young_trace(1_500_000), young_trace(6_000_000));
+    let (small_tables, small_heap) = build(&small, &spill);
+    let (large_tables, large_heap) = build(&large, &spill);
+    let (in_memory, memory_heap) = build(&large, &Spill::memory());
+    assert_eq!(large_tables.allocations(), 6_000_000);
+    // A column of less than the spill size stays in memory: at 6 M
+    // allocations, only the source's byte each (5.7 MiB) is in a file.
+    assert!(small_tables.column_bytes() < 13 * SPILL_BYTES);
+    assert!(large_tables.column_bytes() <= small_tables.column_bytes());
+    let mib = |b: i64| b as f64 / 1048576.0;
+    eprintln!(
+        "heap at its highest: {:.1} MiB for 1.5 M allocations, {:.1} MiB for 6 M spilled, \
+         {:.1} MiB in memory",
+        mib(small_heap),
+        mib(large_heap),
+        mib(memory_heap)
+    );
+    // Columns in memory grow with the trace: 6 M allocations hold more than
+    // 100 MiB of them, while spilled ones hold a fixed few MiB a column.
+    assert!(memory_heap > 100 << 20, "{}", mib(memory_heap));
+    assert!(
+        large_heap <= small_heap + (4 << 20),
+        "{} MiB against {} MiB",
+        mib(large_heap),
+        mib(small_heap)
+    );
+    assert_eq!(
+        top_json(&large_tables, &large),
+        top_json(&in_memory, &large)
+    );
+}

@@ -1,0 +1,394 @@
+//! Columns grown on disk rather than in memory, so that building the columns
+//! of a trace larger than memory costs the process no memory of its own: the
+//! values live in the pages of a file mapped into the process, which the
+//! system writes back and drops as it needs, as it does a mapped trace.
+//!
+//! A [`Grow`] starts as a vector; past [`SPILL_BYTES`] of values, and when it
+//! was given a folder to spill into ([`Spill`]), it moves them to a file there
+//! that nothing names (removed by the system once the column is let go) and
+//! grows the file instead. The file's blocks are reserved before a page of
+//! them is written, so that a disk that fills up is an error of the
+//! reservation, which the column meets by moving back to memory, and never a
+//! write to a mapped page that has nowhere to go (which the system answers
+//! with SIGBUS). Finished ([`Grow::finish`]), the column is a [`Store`] read
+//! in place from the file's read-only mapping.
+//!
+//! | bytes | what |
+//! | --- | --- |
+//! | n × [`Plain::WIDTH`] | the values, each in the host's order (only a little-endian host spills) |
+//!
+//! This is, with [`rename`](crate::rename), the file system's side of the byte
+//! kit: the formats themselves never touch a file.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::store::{Plain, Shared, Store};
+
+/// Bytes of values a column holds in memory before it moves them to a file.
+pub const SPILL_BYTES: usize = 4 << 20;
+
+/// Where columns spill: a folder (the caller's own, a private cache folder),
+/// or nowhere, every column kept in memory.
+#[derive(Clone, Debug, Default)]
+pub struct Spill {
+    dir: Option<Arc<PathBuf>>,
+    /// Bytes a column's file may take at most, as if the disk were full past
+    /// them (tests of a disk filling up).
+    room: Option<usize>,
+}
+
+impl Spill {
+    /// Columns spill into files in `dir`.
+    pub fn to(dir: &Path) -> Spill {
+        Spill {
+            dir: Some(Arc::new(dir.to_path_buf())),
+            room: None,
+        }
+    }
+
+    /// Every column kept in memory.
+    pub fn memory() -> Spill {
+        Spill::default()
+    }
+
+    /// The folder columns spill into, if any.
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref().map(PathBuf::as_path)
+    }
+}
+
+/// A column as it grows: in memory, or in a file (see the module docs).
+pub struct Grow<T: Plain> {
+    memory: Vec<T>,
+    file: Option<Spilled>,
+    /// Values pushed (those in the file when it has one).
+    len: usize,
+    spill: Spill,
+}
+
+/// Values in a file mapped for writing, room for `cap` of them reserved.
+struct Spilled {
+    file: File,
+    map: memmap2::MmapMut,
+    cap: usize,
+}
+
+impl<T: Plain> Grow<T> {
+    /// An empty column, spilling as `spill` says.
+    pub fn new(spill: &Spill) -> Grow<T> {
+        Grow {
+            memory: Vec::new(),
+            file: None,
+            len: 0,
+            spill: spill.clone(),
+        }
+    }
+
+    /// Values pushed.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether none was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Where the column spills.
+    pub fn spill(&self) -> &Spill {
+        &self.spill
+    }
+
+    /// Whether the values are in a file.
+    pub fn is_spilled(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// The values.
+    #[inline]
+    pub fn as_slice(&self) -> &[T] {
+        match &self.file {
+            None => &self.memory,
+            Some(s) => {
+                // SAFETY: the mapping is page-aligned (so aligned for `T`),
+                // holds `cap * WIDTH >= len * WIDTH` bytes, and only this
+                // column writes it (through `&mut self`, so not while this
+                // borrow lives); any bytes are values of `T` (`Plain`).
+                unsafe { std::slice::from_raw_parts(s.map.as_ptr().cast::<T>(), self.len) }
+            }
+        }
+    }
+
+    /// The values, to change them.
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        match &mut self.file {
+            None => &mut self.memory,
+            Some(s) => {
+                // SAFETY: as in `as_slice`, borrowed mutably through `&mut self`.
+                unsafe { std::slice::from_raw_parts_mut(s.map.as_mut_ptr().cast::<T>(), self.len) }
+            }
+        }
+    }
+
+    /// Adds `value` after the others.
+    #[inline]
+    pub fn push(&mut self, value: T) {
+        match &mut self.file {
+            Some(s) if self.len < s.cap => {
+                // SAFETY: `len < cap`: inside the mapping, aligned as in
+                // `as_slice`; nothing borrows the values (`&mut self`).
+                unsafe { s.map.as_mut_ptr().cast::<T>().add(self.len).write(value) };
+                self.len += 1;
+            }
+            None if self.memory.len() < self.memory.capacity() => {
+                self.memory.push(value);
+                self.len += 1;
+            }
+            _ => self.push_slow(value),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn push_slow(&mut self, value: T) {
+        if self.file.is_some() {
+            self.grow_file();
+            if self.file.is_some() {
+                return self.push(value);
+            }
+        } else if self.memory.len() * T::WIDTH >= SPILL_BYTES
+            && self.memory.len() == self.memory.capacity()
+        {
+            self.move_to_file();
+        }
+        match &self.file {
+            Some(_) => self.push(value),
+            None => {
+                self.memory.push(value);
+                self.len = self.memory.len();
+            }
+        }
+    }
+
+    /// Moves the values in memory to a new file, when there is a folder to
+    /// spill into and the file can be made; else leaves them.
+    fn move_to_file(&mut self) {
+        if !cfg!(target_endian = "little") {
+            return;
+        }
+        let Some(dir) = self.spill.dir() else {
+            return;
+        };
+        let Ok(file) = tempfile::tempfile_in(dir) else {
+            return;
+        };
+        let cap = (self.memory.len() * 2).max(1);
+        let Some(mut s) = Spilled::reserve(file, T::WIDTH, cap, &self.spill) else {
+            return;
+        };
+        let bytes = values_bytes(&self.memory);
+        if let Some(dst) = s.map.get_mut(..bytes.len()) {
+            dst.copy_from_slice(bytes);
+            self.file = Some(s);
+            self.memory = Vec::new();
+        }
+    }
+
+    /// Doubles the file's room; when it cannot, moves the values back to
+    /// memory, where the column goes on growing.
+    fn grow_file(&mut self) {
+        let Some(s) = &mut self.file else {
+            return;
+        };
+        let cap = s.cap * 2;
+        // The values stay where they are in the file: mapped again, its pages
+        // are not copied.
+        if let Some(map) = map_reserved(&s.file, cap * T::WIDTH, &self.spill) {
+            s.map = map;
+            s.cap = cap;
+            return;
+        }
+        let mut memory = Vec::with_capacity(self.len * 2);
+        memory.extend_from_slice(self.as_slice());
+        self.memory = memory;
+        self.file = None;
+    }
+
+    /// The column, read in place from its file when it spilled, else in
+    /// memory, its spare room let go.
+    pub fn finish(self) -> Store<T> {
+        let Some(s) = self.file else {
+            let mut v = self.memory;
+            v.shrink_to_fit();
+            return Store::from_vec(v);
+        };
+        // The room reserved past the values is let go (the mapping's pages
+        // past them are never read); a file that keeps it only holds unused
+        // room.
+        let _ = s.file.set_len((self.len * T::WIDTH) as u64);
+        let shared: Shared = Arc::new(s.map);
+        // SAFETY: the mapping gives the same bytes at one address for as long
+        // as it lives (the `Arc`), and nothing changes them: the file is this
+        // column's alone (nothing names it), and the mapping, shared, is
+        // never written again. `in_place`'s contract.
+        match unsafe { Store::in_place(&shared, 0, self.len) } {
+            Some(store) => store,
+            None => Store::copied((*shared).as_ref(), self.len).unwrap_or_default(),
+        }
+    }
+}
+
+impl<T: Plain> Clone for Grow<T> {
+    /// A copy in memory: a spilled column's file is its own.
+    fn clone(&self) -> Self {
+        Grow {
+            memory: self.as_slice().to_vec(),
+            file: None,
+            len: self.len,
+            spill: self.spill.clone(),
+        }
+    }
+}
+
+impl<T: Plain + std::fmt::Debug> std::fmt::Debug for Grow<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Grow({} values", self.len)?;
+        if self.is_spilled() {
+            f.write_str(", spilled")?;
+        }
+        f.write_str(")")
+    }
+}
+
+impl Spilled {
+    /// `file` with room for `cap` values of `width` bytes reserved and mapped.
+    fn reserve(file: File, width: usize, cap: usize, spill: &Spill) -> Option<Spilled> {
+        let map = map_reserved(&file, cap.checked_mul(width)?, spill)?;
+        Some(Spilled { file, map, cap })
+    }
+}
+
+/// The first `bytes` of `file`, its blocks allocated (not only its length
+/// set), mapped for writing.
+fn map_reserved(file: &File, bytes: usize, spill: &Spill) -> Option<memmap2::MmapMut> {
+    if spill.room.is_some_and(|room| bytes > room) {
+        return None;
+    }
+    allocate(file, bytes).ok()?;
+    // SAFETY: the file is its column's alone (nothing names it), and changed
+    // only through its mappings while they live.
+    unsafe { memmap2::MmapOptions::new().len(bytes).map_mut(file) }.ok()
+}
+
+/// Allocates the first `bytes` of `file` on disk, so that writing them
+/// cannot fail for want of room.
+#[cfg(target_os = "linux")]
+fn allocate(file: &File, bytes: usize) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let len = libc::off_t::try_from(bytes).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+    // SAFETY: a valid open descriptor, a range from 0; the call only
+    // allocates blocks of the file.
+    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::from_raw_os_error(rc))
+    }
+}
+
+/// Where no call reserves blocks, no column spills: a full disk would be a
+/// SIGBUS at a write.
+#[cfg(not(target_os = "linux"))]
+fn allocate(_: &File, _: usize) -> std::io::Result<()> {
+    Err(std::io::ErrorKind::Unsupported.into())
+}
+
+/// The bytes of `values` (in the host's order).
+fn values_bytes<T: Plain>(values: &[T]) -> &[u8] {
+    // SAFETY: `Plain` types have no padding: their bytes are initialised, and
+    // `len * WIDTH` of them are the slice's.
+    unsafe {
+        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// Values past the spill size move to a file in the folder given, grow
+    /// there, can be changed in place, and read back in place once finished,
+    /// every one as pushed.
+    #[test]
+    fn a_column_past_the_spill_size_grows_in_a_file_and_loses_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let spill = Spill::to(dir.path());
+        let mut g = Grow::<u64>::new(&spill);
+        let n = 3 * SPILL_BYTES / 8 + 12_345;
+        for i in 0..n as u64 {
+            g.push(i * 3);
+            if i == 1000 {
+                assert!(!g.is_spilled(), "small columns stay in memory");
+            }
+        }
+        assert_eq!(
+            g.is_spilled(),
+            cfg!(all(target_os = "linux", target_endian = "little"))
+        );
+        g.as_mut_slice()[7] = 1;
+        let copy = g.clone();
+        assert!(!copy.is_spilled());
+        let store = g.finish();
+        assert_eq!(store.len(), n);
+        assert_eq!(store[7], 1);
+        assert!((0..n).filter(|&i| i != 7).all(|i| store[i] == i as u64 * 3));
+        assert_eq!(
+            store.is_in_place(),
+            copy.len() == n && cfg!(target_os = "linux")
+        );
+        assert_eq!(&*store, copy.as_slice());
+        // The file has no name: the folder stays empty.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    /// Without a folder, or with one that cannot hold a file, the column
+    /// stays in memory.
+    #[test]
+    fn a_column_with_nowhere_to_spill_stays_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        for spill in [Spill::memory(), Spill::to(&dir.path().join("absent"))] {
+            let mut g = Grow::<u32>::new(&spill);
+            let n = 2 * SPILL_BYTES / 4 + 1;
+            (0..n as u32).for_each(|v| g.push(v));
+            assert!(!g.is_spilled());
+            let store = g.finish();
+            assert!(!store.is_in_place());
+            assert!(store.iter().copied().eq(0..n as u32));
+        }
+    }
+
+    /// A disk that fills up while a column grows in its file: the column
+    /// moves back to memory with every value, and goes on growing there.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_disk_full_moves_the_column_back_to_memory_with_every_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let spill = Spill {
+            room: Some(2 * SPILL_BYTES),
+            ..Spill::to(dir.path())
+        };
+        let mut g = Grow::<u32>::new(&spill);
+        let n = SPILL_BYTES / 4 + 10;
+        (0..n as u32).for_each(|v| g.push(v));
+        assert!(g.is_spilled());
+        let m = 3 * SPILL_BYTES / 4;
+        (n as u32..m as u32).for_each(|v| g.push(v));
+        assert!(!g.is_spilled(), "past the room, back in memory");
+        let store = g.finish();
+        assert!(store.iter().copied().eq(0..m as u32));
+    }
+}
