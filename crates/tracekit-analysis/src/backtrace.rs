@@ -11,7 +11,7 @@
 //! Memory is one node per distinct prefix, so it is bounded by the total length of the
 //! distinct backtraces, independent of the number of events.
 
-use tracekit_columns::Store;
+use tracekit_columns::{Grow, Plain, Spill, Store};
 use tracekit_memtrace::{DomainId, LocationCode};
 use tracekit_stacks::IdTable;
 
@@ -36,6 +36,7 @@ const NONE: u32 = u32::MAX;
 /// node itself, so following a cached edge touches only the parent, which the walk has
 /// just visited: the common case costs no cache miss.
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 struct Node {
     code: LocationCode,
     last_child_code: LocationCode,
@@ -44,6 +45,37 @@ struct Node {
     depth: u32,
     /// The caller's index for this backtrace (see [`Backtraces::site`]).
     site: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Node>() == 32 && std::mem::align_of::<Node>() == 8);
+
+// SAFETY: `Node` is `repr(C)` of two 8-byte codes (each an `i64`) and four
+// `u32`s, 32 bytes with no padding (asserted above); every pattern of them is
+// a node's fields (integers have no invalid values). Nodes only spill to a
+// file of their own trie, read back by the same process.
+unsafe impl Plain for Node {
+    const WIDTH: usize = 32;
+
+    fn from_le(bytes: &[u8]) -> Self {
+        let u64_at = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(bytes.get(at..at + 8).unwrap_or(&[0; 8]));
+            u64::from_le_bytes(b)
+        };
+        let u32_at = |at: usize| {
+            let mut b = [0u8; 4];
+            b.copy_from_slice(bytes.get(at..at + 4).unwrap_or(&[0; 4]));
+            u32::from_le_bytes(b)
+        };
+        Node {
+            code: LocationCode::new(u64_at(0) as i64),
+            last_child_code: LocationCode::new(u64_at(8) as i64),
+            parent: u32_at(16),
+            last_child: u32_at(20),
+            depth: u32_at(24),
+            site: u32_at(28),
+        }
+    }
 }
 
 /// A node's key in the child table: its parent and its code.
@@ -55,7 +87,9 @@ fn child_key(parent: u32, code: LocationCode) -> u64 {
 /// The trie of backtraces.
 #[derive(Clone, Debug)]
 pub struct Backtraces {
-    nodes: Vec<Node>,
+    /// In memory, or in a file when the trie was made to spill
+    /// ([`Backtraces::spilling`]).
+    nodes: Grow<Node>,
     /// Every node but the root, by its `parent` and `code`.
     children: IdTable,
     /// Per domain, the node path of its previous alloc's backtrace (`path[i]` is the
@@ -85,15 +119,23 @@ impl Default for Backtraces {
 impl Backtraces {
     /// A trie holding only the empty backtrace.
     pub fn new() -> Self {
+        Backtraces::spilling(&Spill::memory())
+    }
+
+    /// [`Backtraces::new`], its nodes grown as `spill` says: in a file rather
+    /// than in memory past a few MiB ([`tracekit_columns::spill`]).
+    pub fn spilling(spill: &Spill) -> Self {
+        let mut nodes = Grow::new(spill);
+        nodes.push(Node {
+            code: LocationCode::new(0),
+            last_child_code: LocationCode::new(0),
+            parent: 0,
+            last_child: NONE,
+            depth: 0,
+            site: NONE,
+        });
         Backtraces {
-            nodes: vec![Node {
-                code: LocationCode::new(0),
-                last_child_code: LocationCode::new(0),
-                parent: 0,
-                last_child: NONE,
-                depth: 0,
-                site: NONE,
-            }],
+            nodes,
             children: IdTable::with_reserve(crate::huge::reserve::<u32>),
             paths: Vec::new(),
             last_domain: 0,
@@ -124,7 +166,7 @@ impl Backtraces {
                 code,
                 depth,
             })),
-            nodes: Vec::new(),
+            nodes: Grow::new(&Spill::memory()),
             ..Backtraces::new()
         })
     }
@@ -333,17 +375,14 @@ impl Backtraces {
         slot: Option<usize>,
     ) -> u32 {
         let id = self.nodes.len() as u32;
-        crate::huge::push(
-            &mut self.nodes,
-            Node {
-                code,
-                last_child_code: LocationCode::new(0),
-                parent,
-                last_child: NONE,
-                depth,
-                site: NONE,
-            },
-        );
+        self.nodes.push(Node {
+            code,
+            last_child_code: LocationCode::new(0),
+            parent,
+            last_child: NONE,
+            depth,
+            site: NONE,
+        });
         if let Some(slot) = slot {
             let nodes = &self.nodes;
             let key_of = |id: u32| {
@@ -427,7 +466,7 @@ impl Backtraces {
             c.parent.own_bytes() + c.code.own_bytes() + c.depth.own_bytes()
         });
         columns
-            + self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.nodes.own_bytes()
             + self.children.heap_bytes()
             + self
                 .paths

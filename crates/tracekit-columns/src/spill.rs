@@ -101,6 +101,11 @@ impl<T: Plain> Grow<T> {
         &self.spill
     }
 
+    /// Bytes of memory the column holds of its own (none once in a file).
+    pub fn own_bytes(&self) -> usize {
+        self.memory.capacity() * T::WIDTH
+    }
+
     /// Whether the values are in a file.
     pub fn is_spilled(&self) -> bool {
         self.file.is_some()
@@ -238,6 +243,22 @@ impl<T: Plain> Grow<T> {
             Some(store) => store,
             None => Store::copied((*shared).as_ref(), self.len).unwrap_or_default(),
         }
+    }
+}
+
+impl<T: Plain> std::ops::Deref for Grow<T> {
+    type Target = [T];
+
+    #[inline]
+    fn deref(&self) -> &[T] {
+        self.as_slice()
+    }
+}
+
+impl<T: Plain> std::ops::DerefMut for Grow<T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [T] {
+        self.as_mut_slice()
     }
 }
 

@@ -425,8 +425,8 @@ impl TablesBuilder {
         TablesBuilder {
             b: Building::new(spill),
             live: crate::live::LiveTable::default(),
-            backtraces: Backtraces::default(),
-            sites: Backtraces::default(),
+            backtraces: Backtraces::spilling(spill),
+            sites: Backtraces::spilling(spill),
             duplicates: 0,
             end: Timedelta::default(),
             events: 0,
@@ -721,7 +721,7 @@ enum Charge<'s> {
     /// those alone; memoised per node of the whole trie.
     Site {
         start: SiteStart<'s>,
-        trie: Backtraces,
+        trie: Box<Backtraces>,
         of: Vec<u32>,
     },
     /// The whole backtrace handed to the analysis, which interns only the big
@@ -810,7 +810,7 @@ impl Tables {
         } else if options.leaf_only && !located {
             Charge::Site {
                 start: SiteStart::new(&skip),
-                trie: Backtraces::new(),
+                trie: Box::default(),
                 of: vec![UNKNOWN; self.backtraces.len()],
             }
         } else {
@@ -990,7 +990,7 @@ impl Tables {
         match charge {
             Charge::Whole => analyzer.adopt_backtraces(Arc::clone(&self.backtraces)),
             Charge::Sites => analyzer.adopt_backtraces(Arc::clone(&self.sites)),
-            Charge::Site { trie, .. } => analyzer.adopt_backtraces(Arc::new(trie)),
+            Charge::Site { trie, .. } => analyzer.adopt_backtraces(Arc::new(*trie)),
             Charge::Nothing | Charge::BigOnly => {}
         }
     }
