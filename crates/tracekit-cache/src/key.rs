@@ -101,6 +101,20 @@ impl TraceKey {
         key.into_bytes()
     }
 
+    /// The key's text up to the trace's CRC-32, as a file kept for the trace
+    /// at `path` as its size and modification time are now would begin (so
+    /// found without reading the trace); `None` when the file cannot be
+    /// named.
+    pub fn text_before_crc(path: &Path, kind: Kind) -> Option<(String, Vec<u8>)> {
+        let path = std::fs::canonicalize(path).ok()?;
+        let meta = std::fs::metadata(&path).ok()?;
+        let key = TraceKey::new(path, meta.len(), meta.modified().ok()?, 0);
+        let mut text = key.text(kind);
+        let end = text.windows(6).rposition(|w| w == b"crc32 ")? + 6;
+        text.truncate(end);
+        Some((key.file_name(kind), text))
+    }
+
     /// The name of the cache file of kind `kind` of this trace.
     pub fn file_name(&self, kind: Kind) -> String {
         let h = fnv1a(self.path.as_os_str().as_encoded_bytes(), fnv::START);

@@ -182,6 +182,22 @@ impl TablesCache {
         self.dir.join(key.file_name(kind))
     }
 
+    /// Whether the cache folder holds a file of kind `kind` kept for the
+    /// trace at `path` at its size and modification time now: found without
+    /// reading the trace, a file that reading back may still find made of
+    /// other bytes or damaged, and build again.
+    pub fn likely_kept(&self, path: &Path, kind: Kind) -> bool {
+        use std::io::Read;
+        let Some((name, text)) = TraceKey::text_before_crc(path, kind) else {
+            return false;
+        };
+        let Ok(f) = std::fs::File::open(self.dir.join(name)) else {
+            return false;
+        };
+        let mut head = Vec::with_capacity(text.len());
+        private(&f) && f.take(text.len() as u64).read_to_end(&mut head).is_ok() && head == text
+    }
+
     /// The cache file of kind `kind` of the trace `key` is of, when it holds
     /// something kept for the trace as it is now, whole.
     pub fn kept(&self, key: &TraceKey, kind: Kind) -> Result<(PathBuf, Kept), Missing> {

@@ -16,6 +16,13 @@ const KIND: Kind = Kind {
 };
 
 impl TablesCache {
+    /// Whether tables are kept for the trace at `path` as its size and
+    /// modification time are now ([`TablesCache::likely_kept`]): reading
+    /// them back is then likely to be quicker than a pass over the trace.
+    pub fn tables_likely_kept(&self, path: &Path) -> bool {
+        self.likely_kept(path, KIND)
+    }
+
     /// The tables of the trace at `path`, whose bytes are `bytes`: read back
     /// when the cache holds them for the trace as it is now, else decoded
     /// (`progress` hears the byte position reached; the pages read are let
@@ -135,11 +142,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = TablesCache::in_dir(dir.path().join("cache"));
         let path = trace(dir.path(), 1);
+        assert!(!cache.tables_likely_kept(&path));
         let (first, origin) = ask(&cache, &path);
         let Origin::Built(file, bytes) = origin else {
             panic!("{origin:?}")
         };
         assert_eq!(std::fs::metadata(&file).unwrap().len(), bytes);
+        assert!(cache.tables_likely_kept(&path));
         let (again, origin) = ask(&cache, &path);
         assert_eq!(origin, Origin::Cached(file.clone()));
         assert_eq!(again.allocations(), first.allocations());
@@ -152,6 +161,10 @@ mod tests {
         // Another trace at the same path: decoded again, its file replaced.
         std::thread::sleep(std::time::Duration::from_millis(20));
         let path = trace(dir.path(), 2);
+        assert!(
+            !cache.tables_likely_kept(&path),
+            "its time is not the kept one's"
+        );
         let (changed, origin) = ask(&cache, &path);
         assert!(matches!(origin, Origin::Built(..)), "{origin:?}");
         assert_ne!(changed.end(), first.end());

@@ -21,6 +21,6 @@ pub mod server;
 pub mod timeline;
 
 pub use api::Api;
-pub use memtrace::{Memtrace, Trace};
+pub use memtrace::{Decoder, Memtrace, Trace};
 pub use server::{BindError, Served, Viewer};
 pub use timeline::{TimelineEndpoint, TimelineTrace};

@@ -18,7 +18,7 @@ use tracekit_io::input::{Bytes, Family, Kind};
 use tracekit_timeline::Timeline;
 use tracekit_timeline::open::build_timeline_releasing;
 use tracekit_view::timeline::{Build, Joining};
-use tracekit_view::{Served, TimelineTrace, Trace, Viewer};
+use tracekit_view::{Decoder, Served, TimelineTrace, Trace, Viewer};
 
 use crate::common::input;
 use crate::common::output;
@@ -102,12 +102,14 @@ fn load(
     Ok(match cache {
         None => trace,
         Some(cache) => {
+            let kept = cache.tables_likely_kept(path);
             let (cache, path) = (cache.clone(), path.to_path_buf());
-            trace.decoded_by(Box::new(move |bytes, progress| {
+            let decoder: Decoder = Box::new(move |bytes, progress| {
                 let (tables, origin) = cache.tables(&path, bytes, progress)?;
                 tell_origin("tables are", &origin);
                 Some(tables)
-            }))
+            });
+            trace.decoded_by(decoder, kept)
         }
     })
 }

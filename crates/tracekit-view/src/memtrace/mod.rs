@@ -119,6 +119,11 @@ pub struct Trace {
     flame: Mutex<Vec<(FlameQuery, Arc<Flame>)>>,
     /// How [`Trace::decode`] makes the tables, when not by decoding the bytes.
     decoder: Option<Decoder>,
+    /// Whether answers wait for [`Trace::decode`] rather than pass over the
+    /// bytes meanwhile: while it reads tables kept for the trace, which is
+    /// quicker than a pass and holds less memory than one beside it.
+    awaited: Mutex<bool>,
+    decoded: std::sync::Condvar,
 }
 
 /// Makes a trace's tables from its bytes (`None`: they cannot be made),
@@ -161,6 +166,8 @@ impl Trace {
             info: OnceLock::new(),
             flame: Mutex::new(Vec::new()),
             decoder: None,
+            awaited: Mutex::new(false),
+            decoded: std::sync::Condvar::new(),
         })
     }
 
@@ -176,6 +183,8 @@ impl Trace {
             info: OnceLock::from(Ok(info)),
             flame: Mutex::new(Vec::new()),
             decoder: None,
+            awaited: Mutex::new(false),
+            decoded: std::sync::Condvar::new(),
         }
     }
 
@@ -190,16 +199,36 @@ impl Trace {
     }
 
     /// The trace whose tables [`Trace::decode`] makes with `decoder` (one that
-    /// keeps them between runs) rather than by decoding its bytes.
-    pub fn decoded_by(mut self, decoder: Decoder) -> Trace {
+    /// keeps them between runs) rather than by decoding its bytes. When
+    /// `kept` (the decoder is likely to read them back), answers asked
+    /// meanwhile wait for them rather than pass over the bytes.
+    pub fn decoded_by(mut self, decoder: Decoder, kept: bool) -> Trace {
         self.decoder = Some(decoder);
+        *self.awaited.get_mut().unwrap_or_else(|e| e.into_inner()) = kept;
         self
+    }
+
+    /// Waits while answers wait for [`Trace::decode`].
+    fn await_decoded(&self) {
+        let mut awaited = self.awaited.lock().unwrap_or_else(|e| e.into_inner());
+        while *awaited {
+            awaited = (self.decoded.wait(awaited)).unwrap_or_else(|e| e.into_inner());
+        }
     }
 
     /// Decodes the trace into its tables, which answers are made from once
     /// this returns; `progress` hears the byte position reached. The pages
     /// read are let go as the decoding passes them. A second call does nothing.
     pub fn decode(&self, progress: &mut dyn FnMut(u64)) {
+        // However it ends (a decoder that panics too), answers stop waiting.
+        struct Release<'t>(&'t Trace);
+        impl Drop for Release<'_> {
+            fn drop(&mut self) {
+                *self.0.awaited.lock().unwrap_or_else(|e| e.into_inner()) = false;
+                self.0.decoded.notify_all();
+            }
+        }
+        let _release = Release(self);
         if self.tables.get().is_some() {
             return;
         }
@@ -230,6 +259,7 @@ impl Trace {
         &self,
         ask: impl FnOnce(&mut dyn Source, Progress<'_>) -> R,
     ) -> Result<R, Error> {
+        self.await_decoded();
         if let Some(mut tables) = self.tables() {
             return Ok(ask(&mut tables, &mut |_, _| {}));
         }

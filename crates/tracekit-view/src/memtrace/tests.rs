@@ -234,3 +234,49 @@ fn two_ranges_of_one_trace_are_compared_node_by_node() {
     let nothing = answer(&trace, None, Endpoint::FlameTree, &["--diff".to_string()]);
     assert_eq!(nothing, Err(Error::NothingToCompare));
 }
+
+/// While a decoder reads tables likely kept, an answer waits for them
+/// rather than pass over the bytes beside it (no page of the trace read by
+/// the answer); a decoder that gives none, or panics, lets the waiting
+/// answers pass over the bytes.
+#[test]
+fn answers_wait_for_tables_read_back_rather_than_pass_over_the_trace() {
+    let config = SynthConfig {
+        allocs: 1000,
+        ..SynthConfig::default()
+    };
+    let bytes = write_synthetic(Vec::new(), &config).unwrap();
+    let tables = Tables::from_bytes(
+        &TraceBytes::new(bytes.clone()),
+        &Spill::memory(),
+        &mut |_| {},
+    )
+    .unwrap();
+    for gives in [true, false] {
+        let released: Arc<Mutex<usize>> = Arc::default();
+        let seen = Arc::clone(&released);
+        let b = TraceBytes::new(bytes.clone()).on_release(move |_| *seen.lock().unwrap() += 1);
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let wait = Mutex::new(wait);
+        let kept = Mutex::new(Some(tables.clone()));
+        let decoder: Decoder = Box::new(move |_, _| {
+            wait.lock().unwrap().recv().unwrap();
+            match gives {
+                true => kept.lock().unwrap().take(),
+                false => None,
+            }
+        });
+        let trace = Trace::new("t".into(), b).unwrap().decoded_by(decoder, true);
+        std::thread::scope(|scope| {
+            let asked = scope.spawn(|| ask_json(&trace, Endpoint::Top, &[]));
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            assert!(!asked.is_finished(), "the answer waits");
+            scope.spawn(|| trace.decode(&mut |_| {}));
+            go.send(()).unwrap();
+            let answer = asked.join().unwrap();
+            assert!(answer["sites"].is_array());
+        });
+        // Answered from the tables, the trace's pages were never read.
+        assert_eq!(*released.lock().unwrap() == 0, gives, "{gives}");
+    }
+}
