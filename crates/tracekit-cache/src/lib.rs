@@ -52,7 +52,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tracekit_columns::rename::RenameFile;
-use tracekit_columns::{Cursor, Shared};
+use tracekit_columns::{Cursor, Shared, Spill};
 use tracekit_io::guard::Guarded;
 use tracekit_io::input;
 
@@ -180,6 +180,17 @@ impl TablesCache {
     /// The cache file of kind `kind` (its extension) of the trace `key` is of.
     pub fn file(&self, key: &TraceKey, kind: Kind) -> PathBuf {
         self.dir.join(key.file_name(kind))
+    }
+
+    /// Where what is built to be kept grows meanwhile: the cache folder (made
+    /// if it is not there), so that it costs the process no memory of its
+    /// own ([`tracekit_columns::spill`]); memory when the folder cannot be
+    /// made.
+    pub fn spill(&self) -> Spill {
+        match make_private_dir(&self.dir) {
+            Ok(()) => Spill::to(&self.dir),
+            Err(_) => Spill::memory(),
+        }
     }
 
     /// Whether the cache folder holds a file of kind `kind` kept for the

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use tracekit_analysis::tables::Tables;
-use tracekit_columns::{Spill, TraceBytes};
+use tracekit_columns::TraceBytes;
 use tracekit_memtrace::Reader;
 
 use crate::{Kept, Kind, Origin, TablesCache, TraceKey};
@@ -37,10 +37,7 @@ impl TablesCache {
         let key = TraceKey::of_bytes(path, bytes.as_ref());
         // The columns are grown in files of the cache folder (which holds
         // their tables next), not in memory.
-        let spill = match crate::make_private_dir(self.dir()) {
-            Ok(()) => Spill::to(self.dir()),
-            Err(_) => Spill::memory(),
-        };
+        let spill = self.spill();
         self.kept_or_built(
             path,
             key.as_ref(),

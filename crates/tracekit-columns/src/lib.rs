@@ -34,7 +34,7 @@ pub mod trace_bytes;
 pub mod write;
 
 pub use cursor::Cursor;
-pub use spill::{Grow, Spill};
+pub use spill::{Grow, Slab, Spill};
 pub use store::{Plain, Shared, Store};
 pub use trace_bytes::{PassRelease, RELEASE_STEP, TraceBytes};
 pub use write::LeWriter;

@@ -11,7 +11,8 @@
 //! reservation, which the column meets by moving back to memory, and never a
 //! write to a mapped page that has nowhere to go (which the system answers
 //! with SIGBUS). Finished ([`Grow::finish`]), the column is a [`Store`] read
-//! in place from the file's read-only mapping.
+//! in place from the file's mapping. Columns whose lengths are known before
+//! they are written share one file, a [`Slab`]: many columns, one file.
 //!
 //! | bytes | what |
 //! | --- | --- |
@@ -304,6 +305,101 @@ fn map_reserved(file: &File, bytes: usize, spill: &Spill) -> Option<memmap2::Mma
     unsafe { memmap2::MmapOptions::new().len(bytes).map_mut(file) }.ok()
 }
 
+/// Columns of sizes known before they are written, laid one after another in
+/// one file (or, below [`SPILL_BYTES`] or with nowhere to spill, in memory),
+/// each at a multiple of [`ALIGN`](crate::ALIGN) bytes: filled through
+/// [`Slab::values_mut`], then shared ([`Slab::freeze`]) and read in place as
+/// [`Store`]s ([`Store::in_place`]). Many columns cost one file.
+pub struct Slab {
+    /// In memory: 8-byte words, so that every column is aligned.
+    memory: Vec<u64>,
+    map: Option<memmap2::MmapMut>,
+}
+
+impl Slab {
+    /// Room for `bytes` (each column's offset and length the caller's, within
+    /// them), zeroed.
+    pub fn new(spill: &Spill, bytes: usize) -> Slab {
+        let file = (bytes >= SPILL_BYTES && cfg!(target_endian = "little"))
+            .then(|| spill.dir())
+            .flatten()
+            .and_then(|dir| tempfile::tempfile_in(dir).ok())
+            .and_then(|f| map_reserved(&f, bytes, spill));
+        match file {
+            Some(map) => Slab {
+                memory: Vec::new(),
+                map: Some(map),
+            },
+            None => Slab {
+                memory: vec![0; bytes.div_ceil(8)],
+                map: None,
+            },
+        }
+    }
+
+    /// Whether the columns are in a file.
+    pub fn is_spilled(&self) -> bool {
+        self.map.is_some()
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        match &mut self.map {
+            Some(m) => m,
+            None => {
+                let words = &mut self.memory[..];
+                // SAFETY: any bytes are a `u64`'s and any `u64`'s are bytes;
+                // the slice covers exactly the words' bytes, borrowed
+                // mutably from them.
+                unsafe {
+                    std::slice::from_raw_parts_mut(
+                        words.as_mut_ptr().cast::<u8>(),
+                        std::mem::size_of_val(words),
+                    )
+                }
+            }
+        }
+    }
+
+    /// The `n` values at byte `offset` (a multiple of 8), to fill; `None`
+    /// when they are not within the slab or not aligned for `T`.
+    pub fn values_mut<T: Plain>(&mut self, offset: usize, n: usize) -> Option<&mut [T]> {
+        let bytes = self
+            .bytes_mut()
+            .get_mut(offset..offset.checked_add(n.checked_mul(T::WIDTH)?)?)?;
+        if !(bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>()) {
+            return None;
+        }
+        // SAFETY: `n * WIDTH` bytes, aligned for `T` (checked), borrowed
+        // mutably for the slice's life; every pattern of them is `n` values
+        // of `T` and every value's bytes are bytes (`Plain`).
+        Some(unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<T>(), n) })
+    }
+
+    /// The columns, to be read in place ([`Store::in_place`]) and never
+    /// changed again: the file's descriptor is let go (its mapping keeps it).
+    pub fn freeze(self) -> Shared {
+        match self.map {
+            Some(map) => Arc::new(map),
+            None => Arc::new(Words(self.memory)),
+        }
+    }
+}
+
+/// Words in memory, read as their bytes.
+struct Words(Vec<u64>);
+
+impl AsRef<[u8]> for Words {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: the bytes of the words, borrowed from them.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.0.as_ptr().cast::<u8>(),
+                std::mem::size_of_val(&self.0[..]),
+            )
+        }
+    }
+}
+
 /// Allocates the first `bytes` of `file` on disk, so that writing them
 /// cannot fail for want of room.
 #[cfg(target_os = "linux")]
@@ -373,6 +469,40 @@ mod tests {
         );
         assert_eq!(&*store, copy.as_slice());
         // The file has no name: the folder stays empty.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    /// Columns laid in one slab read back in place as filled, from its file
+    /// past the spill size, else from memory.
+    #[test]
+    fn a_slab_s_columns_read_in_place_as_filled() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in [10usize, SPILL_BYTES / 8] {
+            let mut slab = Slab::new(&Spill::to(dir.path()), 16 * n);
+            assert_eq!(slab.is_spilled(), n > 10 && cfg!(target_os = "linux"));
+            let wide: &mut [u64] = slab.values_mut(0, n).unwrap();
+            wide.iter_mut()
+                .enumerate()
+                .for_each(|(i, v)| *v = i as u64 * 3);
+            let narrow: &mut [u32] = slab.values_mut(8 * n, n).unwrap();
+            narrow
+                .iter_mut()
+                .enumerate()
+                .for_each(|(i, v)| *v = i as u32 + 7);
+            assert!(slab.values_mut::<u64>(8 * n + 4, 1).is_none(), "misaligned");
+            assert!(
+                slab.values_mut::<u64>(16 * n - 4, 1).is_none(),
+                "past the end"
+            );
+            let shared = slab.freeze();
+            // SAFETY: the slab's bytes, never changed once frozen.
+            let wide = unsafe { Store::<u64>::in_place(&shared, 0, n) }.unwrap();
+            // SAFETY: as above.
+            let narrow = unsafe { Store::<u32>::in_place(&shared, 8 * n, n) }.unwrap();
+            assert!(wide.is_in_place() && narrow.is_in_place());
+            assert!(wide.iter().enumerate().all(|(i, &v)| v == i as u64 * 3));
+            assert!(narrow.iter().enumerate().all(|(i, &v)| v == i as u32 + 7));
+        }
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 

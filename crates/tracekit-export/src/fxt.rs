@@ -72,7 +72,12 @@ columns!(
 
 /// Exports the FXT trace `bytes` into `files`.
 pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> Result<Summary> {
-    let built = build_timeline(&mut Reader::new(bytes), true, &mut |_| {});
+    let built = build_timeline(
+        &mut Reader::new(bytes),
+        true,
+        &tracekit_columns::Spill::memory(),
+        &mut |_| {},
+    );
     let (events, t) = (built.events(), built.timeline);
     if let Some(e) = t.error() {
         return Err((*e).into());

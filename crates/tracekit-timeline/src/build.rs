@@ -19,7 +19,9 @@ use rustc_hash::FxHashMap;
 use tracekit_fxt::format::{ArgValue, EventKind, ObjectType};
 use tracekit_fxt::read::{Args, ReadError, Record, Records, Warning};
 
-use crate::lane::{Lane, OPEN, Slice};
+use tracekit_columns::{Grow, Plain, Slab, Spill, Store};
+
+use crate::lane::{Columns, Lane, OPEN, Slice};
 use crate::{Counter, Flow, FlowPhase, FlowPoint, Instant, Timeline, Track, TrackKind};
 
 /// Distinct strings, each once.
@@ -95,25 +97,135 @@ impl ArgSets {
     }
 }
 
+/// A slice as a thread's build keeps it: a [`Slice`]'s fields and the order
+/// it was read in (modulo 2^32), so that it has no padding and can grow in a
+/// file ([`Grow`]), and sorts in place ([`row_order`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+struct Row {
+    start: u64,
+    end: u64,
+    name: u32,
+    category: u32,
+    args: u32,
+    seq: u32,
+}
+
+/// A duration begin or end among a thread's marks, as read: the time, and the
+/// begin (an index in `begins`) or [`END`]; an end's arguments (an id in the
+/// argument sets) third.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+struct Mark {
+    time: u64,
+    begin: u32,
+    end_args: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Row>() == 32 && std::mem::size_of::<Mark>() == 16);
+
+/// The `u64` and `u32` whose little-endian bytes are at `at` in `bytes` (0
+/// past its end).
+fn le_u64(bytes: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    if let Some(x) = bytes.get(at..at + 8) {
+        b.copy_from_slice(x);
+    }
+    u64::from_le_bytes(b)
+}
+
+fn le_u32(bytes: &[u8], at: usize) -> u32 {
+    let mut b = [0u8; 4];
+    if let Some(x) = bytes.get(at..at + 4) {
+        b.copy_from_slice(x);
+    }
+    u32::from_le_bytes(b)
+}
+
+// SAFETY: `Row` is `repr(C)` of two `u64`s and four `u32`s, 32 bytes with no
+// padding (asserted above), and every pattern of them is a row (integers
+// have no invalid values).
+unsafe impl Plain for Row {
+    const WIDTH: usize = 32;
+    fn from_le(b: &[u8]) -> Self {
+        Row {
+            start: le_u64(b, 0),
+            end: le_u64(b, 8),
+            name: le_u32(b, 16),
+            category: le_u32(b, 20),
+            args: le_u32(b, 24),
+            seq: le_u32(b, 28),
+        }
+    }
+}
+
+// SAFETY: `Mark` is `repr(C)` of a `u64` and two `u32`s, 16 bytes with no
+// padding (asserted above), and every pattern of them is a mark.
+unsafe impl Plain for Mark {
+    const WIDTH: usize = 16;
+    fn from_le(b: &[u8]) -> Self {
+        Mark {
+            time: le_u64(b, 0),
+            begin: le_u32(b, 8),
+            end_args: le_u32(b, 12),
+        }
+    }
+}
+
+impl Row {
+    /// `s`, read `seq`th.
+    fn of(s: Slice, seq: usize) -> Row {
+        Row {
+            start: s.start,
+            end: s.end,
+            name: s.name,
+            category: s.category,
+            args: s.args,
+            // Wrapping: only slices of equal times 2^32 apart are ordered
+            // otherwise than read.
+            seq: seq as u32,
+        }
+    }
+}
+
 /// A flow event as it is read: its thread (pid, tid), time and phase.
 type FlowEvent = ((u64, u64), u64, FlowPhase);
 
-/// A thread's slices and instants as they are read.
-#[derive(Clone, Default)]
+/// A thread's slices and instants as they are read, grown in files when the
+/// builder spills ([`Builder::spilling`]).
+#[derive(Clone)]
 struct ThreadBuild {
-    /// Duration begins and ends, in the order read: the time, and the begin
-    /// (an index in `begins`) or [`END`].
-    /// An end's arguments (an id in the argument sets) are third.
-    marks: Vec<(u64, u32, u32)>,
-    begins: Vec<Slice>,
-    slices: Vec<Slice>,
+    /// Duration begins and ends, in the order read.
+    marks: Grow<Mark>,
+    begins: Grow<Row>,
+    slices: Grow<Row>,
     instants: Vec<Instant>,
+}
+
+/// The build of thread `key`, made if it is new.
+fn thread<'t>(
+    threads: &'t mut FxHashMap<(u64, u64), ThreadBuild>,
+    key: (u64, u64),
+    spill: &Spill,
+) -> &'t mut ThreadBuild {
+    threads
+        .entry(key)
+        .or_insert_with(|| ThreadBuild::new(spill))
 }
 
 /// A duration end among a thread's marks.
 const END: u32 = u32::MAX;
 
 impl ThreadBuild {
+    fn new(spill: &Spill) -> ThreadBuild {
+        ThreadBuild {
+            marks: Grow::new(spill),
+            begins: Grow::new(spill),
+            slices: Grow::new(spill),
+            instants: Vec::new(),
+        }
+    }
+
     /// Pairs the duration begins and ends into slices, in the order of their
     /// times (a writer may write them out of order: magic-trace writes the
     /// begins of the frames already on the stack when tracing started at the
@@ -123,22 +235,25 @@ impl ThreadBuild {
     /// inside a slice) closes nothing; begins still open at the end are open
     /// slices.
     fn pair(&mut self, arg_sets: &mut ArgSets) {
-        let mut marks = std::mem::take(&mut self.marks);
-        if !marks.is_sorted_by_key(|m| m.0) {
-            marks.sort_by_key(|m| m.0);
+        let spill = self.marks.spill().clone();
+        let mut marks = std::mem::replace(&mut self.marks, Grow::new(&spill));
+        if !marks.is_sorted_by_key(|m| m.time) {
+            marks.sort_by_key(|m| m.time);
         }
         let mut open: Vec<u32> = Vec::new();
-        for (time, mark, end_args) in marks {
-            match mark {
+        for m in marks.iter() {
+            match m.begin {
                 END => {
                     if let Some(s) = open.pop().and_then(|b| self.begins.get(b as usize)) {
-                        let args = match end_args {
+                        let args = match m.end_args {
                             0 => s.args,
                             e => arg_sets.merge(s.args, e),
                         };
-                        self.slices.push(Slice {
-                            end: time,
+                        let seq = self.slices.len() as u32;
+                        self.slices.push(Row {
+                            end: m.time,
                             args,
+                            seq,
                             ..*s
                         });
                     }
@@ -146,11 +261,14 @@ impl ThreadBuild {
                 b => open.push(b),
             }
         }
-        let begins = std::mem::take(&mut self.begins);
-        self.slices.extend(
-            open.into_iter()
-                .filter_map(|b| begins.get(b as usize).copied()),
-        );
+        drop(marks);
+        let begins = std::mem::replace(&mut self.begins, Grow::new(&spill));
+        for b in open {
+            if let Some(&s) = begins.get(b as usize) {
+                let seq = self.slices.len() as u32;
+                self.slices.push(Row { seq, ..s });
+            }
+        }
     }
 }
 
@@ -188,10 +306,22 @@ pub struct Builder {
     records: u64,
     monotonic: Option<(u64, u64)>,
     error: Option<ReadError>,
+    /// Where threads' slices and lanes grow.
+    spill: Spill,
 }
 
 impl Default for Builder {
     fn default() -> Self {
+        Builder::spilling(&Spill::memory())
+    }
+}
+
+impl Builder {
+    /// A builder whose threads' slices and lanes grow as `spill` says: in
+    /// files of its folder rather than in memory, so that they cost the
+    /// process no memory of its own however large the trace
+    /// ([`tracekit_columns::spill`]).
+    pub fn spilling(spill: &Spill) -> Builder {
         Builder {
             strings: Strings::default(),
             arg_sets: ArgSets::default(),
@@ -212,6 +342,7 @@ impl Default for Builder {
             records: 0,
             monotonic: None,
             error: None,
+            spill: spill.clone(),
         }
     }
 }
@@ -221,7 +352,17 @@ impl Timeline {
     /// input position now and then. Damage ends the timeline where it starts
     /// ([`Timeline::error`]).
     pub fn build(reader: &mut dyn Records, progress: &mut dyn FnMut(u64)) -> Timeline {
-        let mut builder = Builder::default();
+        Timeline::build_spilling(reader, &Spill::memory(), progress)
+    }
+
+    /// [`Timeline::build`], its threads' slices and lanes grown as `spill`
+    /// says ([`Builder::spilling`]).
+    pub fn build_spilling(
+        reader: &mut dyn Records,
+        spill: &Spill,
+        progress: &mut dyn FnMut(u64),
+    ) -> Timeline {
+        let mut builder = Builder::spilling(spill);
         builder.read(reader, progress);
         builder.finish(reader.warnings().to_vec())
     }
@@ -265,6 +406,7 @@ impl Builder {
             records,
             monotonic,
             error,
+            spill,
         } = self;
         loop {
             let entry = match reader.next_entry() {
@@ -338,29 +480,34 @@ impl Builder {
             };
             match e.kind {
                 EventKind::DurationBegin => {
-                    let t = threads.entry((pid, tid)).or_default();
+                    let t = thread(threads, (pid, tid), spill);
                     // Past u32::MAX - 1 begins on one thread, the rest are lost
                     // rather than taken for ends.
                     if let Ok(b) = u32::try_from(t.begins.len())
                         && b != END
                     {
-                        t.marks.push((time, b, 0));
-                        t.begins.push(begun);
+                        t.marks.push(Mark {
+                            time,
+                            begin: b,
+                            end_args: 0,
+                        });
+                        t.begins.push(Row::of(begun, 0));
                     }
                 }
                 EventKind::DurationEnd => {
                     let end_args = arg_sets.add(e.args);
-                    threads
-                        .entry((pid, tid))
-                        .or_default()
-                        .marks
-                        .push((time, END, end_args));
+                    thread(threads, (pid, tid), spill).marks.push(Mark {
+                        time,
+                        begin: END,
+                        end_args,
+                    });
                 }
                 EventKind::DurationComplete { end_ticks } => {
                     let end = entry.tick_rate.ns(end_ticks).max(time);
                     *last = (*last).max(end);
-                    let t = threads.entry((pid, tid)).or_default();
-                    t.slices.push(Slice { end, ..begun });
+                    let t = thread(threads, (pid, tid), spill);
+                    let seq = t.slices.len();
+                    t.slices.push(Row::of(Slice { end, ..begun }, seq));
                 }
                 EventKind::AsyncBegin { id } => {
                     let link = |key: &[u8]| {
@@ -392,7 +539,7 @@ impl Builder {
                     }
                 }
                 EventKind::Instant => {
-                    let t = threads.entry((pid, tid)).or_default();
+                    let t = thread(threads, (pid, tid), spill);
                     t.instants.push(Instant {
                         time,
                         name,
@@ -430,7 +577,7 @@ impl Builder {
                 | EventKind::FlowStep { id }
                 | EventKind::FlowEnd { id } => {
                     // The flow's thread gets a track even with nothing else on it.
-                    threads.entry((pid, tid)).or_default();
+                    thread(threads, (pid, tid), spill);
                     let phase = match e.kind {
                         EventKind::FlowBegin { .. } => FlowPhase::Begin,
                         EventKind::FlowStep { .. } => FlowPhase::Step,
@@ -467,10 +614,10 @@ impl Builder {
     /// merges in about a pass rather than sorting all again.
     pub fn timeline(&mut self, warnings: Vec<Warning>) -> Timeline {
         for t in self.threads.values_mut() {
-            if !t.marks.is_sorted_by_key(|m| m.0) {
-                t.marks.sort_by_key(|m| m.0);
+            if !t.marks.is_sorted_by_key(|m| m.time) {
+                t.marks.sort_by_key(|m| m.time);
             }
-            t.slices.sort_by_key(slice_order);
+            t.slices.sort_by_key(row_order);
         }
         self.clone().finish(warnings)
     }
@@ -497,6 +644,7 @@ impl Builder {
             records,
             monotonic,
             error,
+            spill: _,
         } = self;
         // Async slices still open at the end.
         for ((pid, _, id), s) in asyncs {
@@ -606,34 +754,99 @@ impl Builder {
     }
 }
 
-/// The order of a thread's slices in its lanes: by start, the longer first.
-fn slice_order(s: &Slice) -> (u64, std::cmp::Reverse<u64>) {
-    (s.start, std::cmp::Reverse(s.end))
+/// The order of a thread's slices in its lanes: by start, the longer first,
+/// then in the order read: a sort by it needs no stable sort's scratch (as
+/// many bytes as half the slices), which slices grown in a file would take in
+/// memory.
+fn row_order(s: &Row) -> (u64, std::cmp::Reverse<u64>, u32) {
+    (s.start, std::cmp::Reverse(s.end), s.seq)
 }
 
-/// A thread's slices in lanes by depth: sorted by start (the longer first
-/// between equal starts), each one deeper than every slice still open when it
-/// starts.
-fn nested(mut slices: Vec<Slice>) -> Vec<Lane> {
-    // Stable: equal slices stay in the order they were read.
-    slices.sort_by_key(slice_order);
-    let mut depths: Vec<Vec<Slice>> = Vec::new();
+/// Shows `each` every slice of `slices` (sorted by [`row_order`]) with its
+/// depth: one more than the slices still open when it starts.
+fn each_depth(slices: &[Row], mut each: impl FnMut(usize, &Row)) {
     // The ends of the slices still open, outermost first.
     let mut stack: Vec<u64> = Vec::new();
     for s in slices {
         while stack.last().is_some_and(|&end| end <= s.start) {
             stack.pop();
         }
-        let depth = stack.len();
-        if depths.len() == depth {
-            depths.push(Vec::new());
-        }
-        depths[depth].push(s);
+        each(stack.len(), s);
         stack.push(s.end);
     }
-    (depths.iter())
-        .map(|d| {
-            let mut lane = Lane::from_slices(d);
+}
+
+/// A thread's slices in lanes by depth: sorted by start (the longer first
+/// between equal starts), each one deeper than every slice still open when it
+/// starts. The lanes' columns are laid in one slab (a file of the slices'
+/// spill folder, for as many slices): a first pass counts each depth's
+/// slices, a second writes them.
+fn nested(mut slices: Grow<Row>) -> Vec<Lane> {
+    // Equal slices stay in the order they were read (`seq`).
+    slices.sort_unstable_by_key(row_order);
+    let mut counts: Vec<usize> = Vec::new();
+    each_depth(&slices, |d, _| {
+        if counts.len() == d {
+            counts.push(0);
+        }
+        counts[d] += 1;
+    });
+    // Per depth: start and end (8 bytes each), name, category and arguments
+    // (4 each, padded to 8).
+    let padded = |n: usize| (4 * n).next_multiple_of(8);
+    let at: Vec<usize> = counts
+        .iter()
+        .scan(0, |at, &n| {
+            let here = *at;
+            *at += 16 * n + 3 * padded(n);
+            Some(here)
+        })
+        .collect();
+    let total = at
+        .last()
+        .zip(counts.last())
+        .map_or(0, |(a, &n)| a + 16 * n + 3 * padded(n));
+    let mut slab = Slab::new(slices.spill(), total);
+    let mut filled = vec![0usize; counts.len()];
+    each_depth(&slices, |d, s| {
+        let (base, n, i) = (at[d], counts[d], filled[d]);
+        let mut put64 = |col: usize, v: u64| {
+            if let Some(x) = slab
+                .values_mut::<u64>(base + 8 * n * col, n)
+                .and_then(|c| c.get_mut(i))
+            {
+                *x = v;
+            }
+        };
+        put64(0, s.start);
+        put64(1, s.end);
+        for (k, v) in [s.name, s.category, s.args].into_iter().enumerate() {
+            let col = base + 16 * n + k * padded(n);
+            if let Some(x) = slab.values_mut::<u32>(col, n).and_then(|c| c.get_mut(i)) {
+                *x = v;
+            }
+        }
+        filled[d] += 1;
+    });
+    drop(slices);
+    let shared = slab.freeze();
+    (counts.iter().zip(&at))
+        .map(|(&n, &base)| {
+            // SAFETY: the slab's bytes, shared and never changed again, and
+            // within them each column written above.
+            let (u64s, u32s) = unsafe {
+                let u64s = |col: usize| Store::in_place(&shared, base + 8 * n * col, n);
+                let u32s = |k: usize| Store::in_place(&shared, base + 16 * n + k * padded(n), n);
+                ((u64s(0), u64s(1)), (u32s(0), u32s(1), u32s(2)))
+            };
+            let mut lane = Lane::from_columns(Columns {
+                start: u64s.0.unwrap_or_default(),
+                end: u64s.1.unwrap_or_default(),
+                name: u32s.0.unwrap_or_default(),
+                category: u32s.1.unwrap_or_default(),
+                args: u32s.2.unwrap_or_default(),
+                ids: Store::default(),
+            });
             lane.finish();
             lane
         })
@@ -820,6 +1033,20 @@ mod tests {
         }
     }
 
+    fn mark(time: u64, begin: u32, end_args: u32) -> Mark {
+        Mark {
+            time,
+            begin,
+            end_args,
+        }
+    }
+
+    fn grown(slices: Vec<Slice>) -> Grow<Row> {
+        let mut g = Grow::new(&Spill::memory());
+        (slices.into_iter().enumerate()).for_each(|(i, s)| g.push(Row::of(s, i)));
+        g
+    }
+
     /// A track's slices lane by lane, as start and end.
     type Lanes = Vec<Vec<(u64, u64)>>;
 
@@ -892,7 +1119,7 @@ mod tests {
             slice(10, OPEN, 6),
         ];
         assert_eq!(
-            lanes_of(&nested(slices)),
+            lanes_of(&nested(grown(slices))),
             [
                 vec![(0, 10), (10, OPEN)],
                 vec![(1, 8), (8, 9)],
@@ -914,16 +1141,19 @@ mod tests {
         };
         let begin = push(&mut sets, r#"{"id":7}"#);
         let end = push(&mut sets, r#"{"allocated_bytes":64,"allocations":2}"#);
-        let mut t = ThreadBuild::default();
-        t.marks.push((1, 0, 0));
-        t.begins.push(Slice {
-            args: begin,
-            ..slice(1, OPEN, 0)
-        });
-        t.marks.push((2, 1, 0));
-        t.begins.push(slice(2, OPEN, 1));
-        t.marks.push((3, END, end)); // the inner one, without arguments of its own
-        t.marks.push((4, END, 0));
+        let mut t = ThreadBuild::new(&Spill::memory());
+        t.marks.push(mark(1, 0, 0));
+        t.begins.push(Row::of(
+            Slice {
+                args: begin,
+                ..slice(1, OPEN, 0)
+            },
+            0,
+        ));
+        t.marks.push(mark(2, 1, 0));
+        t.begins.push(Row::of(slice(2, OPEN, 1), 0));
+        t.marks.push(mark(3, END, end)); // the inner one, without arguments of its own
+        t.marks.push(mark(4, END, 0));
         t.pair(&mut sets);
         let text = |sets: &ArgSets, i: u32| {
             let (a, b) = (
@@ -952,16 +1182,16 @@ mod tests {
     /// first, their begins (at time 0) last.
     #[test]
     fn begins_and_ends_pair_in_the_order_of_their_times() {
-        let mut t = ThreadBuild::default();
+        let mut t = ThreadBuild::new(&Spill::memory());
         let begin = |t: &mut ThreadBuild, time: u64, name: u32| {
-            t.marks.push((time, t.begins.len() as u32, 0));
-            t.begins.push(slice(time, OPEN, name));
+            t.marks.push(mark(time, t.begins.len() as u32, 0));
+            t.begins.push(Row::of(slice(time, OPEN, name), 0));
         };
-        t.marks.push((5, END, 0)); // inner, begun before the trace
-        t.marks.push((9, END, 0)); // outer
+        t.marks.push(mark(5, END, 0)); // inner, begun before the trace
+        t.marks.push(mark(9, END, 0)); // outer
         begin(&mut t, 10, 2);
-        t.marks.push((12, END, 0));
-        t.marks.push((13, END, 0)); // closes nothing
+        t.marks.push(mark(12, END, 0));
+        t.marks.push(mark(13, END, 0)); // closes nothing
         begin(&mut t, 14, 3); // still open
         begin(&mut t, 0, 0); // outer, written last
         begin(&mut t, 0, 1); // inner

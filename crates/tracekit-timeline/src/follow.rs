@@ -102,7 +102,12 @@ mod tests {
             seed: 5,
         };
         let (bytes, _) = tracekit_fxt::synth::write_synthetic(Vec::new(), &config).unwrap();
-        let whole = build_timeline(&mut Reader::new(&bytes), true, &mut |_| {});
+        let whole = build_timeline(
+            &mut Reader::new(&bytes),
+            true,
+            &tracekit_columns::Spill::memory(),
+            &mut |_| {},
+        );
         let mut follow = Follow::new(tracekit_testutil::Growing::new(bytes, 0));
         let mut earlier = 0;
         loop {

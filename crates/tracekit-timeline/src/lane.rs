@@ -154,24 +154,6 @@ impl Lane {
         self.args.push(s.args);
     }
 
-    /// The lane of `slices`, in order (which must not overlap); [`Lane::finish`]
-    /// makes its summaries. Each column is made whole at once, which costs
-    /// less than a push per slice and column.
-    pub(crate) fn from_slices(slices: &[Slice]) -> Lane {
-        let column = |f: fn(&Slice) -> u64| Store::from_vec(slices.iter().map(f).collect());
-        let narrow = |f: fn(&Slice) -> u32| Store::from_vec(slices.iter().map(f).collect());
-        Lane {
-            start: column(|s| s.start),
-            end: column(|s| s.end),
-            name: narrow(|s| s.name),
-            category: narrow(|s| s.category),
-            args: narrow(|s| s.args),
-            ids: Store::default(),
-            blocks: Vec::new(),
-            supers: Vec::new(),
-        }
-    }
-
     /// Adds an async slice, with its id, after the others (as [`Lane::push`]).
     pub(crate) fn push_async(&mut self, s: Slice, id: u64) {
         self.push(s);

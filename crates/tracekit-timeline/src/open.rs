@@ -10,6 +10,7 @@
 
 use std::ops::Range;
 
+use tracekit_columns::Spill;
 use tracekit_fxt::read::{Reader, Records};
 use tracekit_fxt::stats::{Counted, Stats};
 
@@ -36,20 +37,22 @@ impl Built {
 }
 
 /// Builds the timeline of `reader`'s records; with `with_stats`, counts them
-/// too (which costs a map update per record). `progress` hears the input
+/// too (which costs a map update per record). Threads' slices and lanes grow
+/// as `spill` says ([`Timeline::build_spilling`]). `progress` hears the input
 /// position now and then.
 pub fn build_timeline(
     reader: &mut dyn Records,
     with_stats: bool,
+    spill: &Spill,
     progress: &mut dyn FnMut(u64),
 ) -> Built {
     let (timeline, stats) = match with_stats {
         true => {
             let mut counted = Counted::new(reader);
-            let timeline = Timeline::build(&mut counted, progress);
+            let timeline = Timeline::build_spilling(&mut counted, spill, progress);
             (timeline, Some(counted.stats()))
         }
-        false => (Timeline::build(reader, progress), None),
+        false => (Timeline::build_spilling(reader, spill, progress), None),
     };
     let unkept_warnings = reader
         .warning_count()
@@ -67,11 +70,12 @@ pub fn build_timeline(
 pub fn build_timeline_releasing(
     bytes: &[u8],
     with_stats: bool,
+    spill: &Spill,
     progress: &mut dyn FnMut(u64),
     release: &mut dyn FnMut(Range<usize>),
 ) -> Built {
     let mut reader = Reader::new(bytes);
-    build_timeline(&mut reader, with_stats, &mut |pos| {
+    build_timeline(&mut reader, with_stats, spill, &mut |pos| {
         progress(pos);
         release(0..usize::try_from(pos).unwrap_or(usize::MAX));
     })
@@ -102,13 +106,23 @@ mod tests {
     fn counts_only_when_asked_and_hears_progress_to_the_end() {
         let bytes = trace();
         let mut last = 0;
-        let built = build_timeline(&mut Reader::new(&bytes), false, &mut |p| last = p);
+        let built = build_timeline(
+            &mut Reader::new(&bytes),
+            false,
+            &Spill::memory(),
+            &mut |p| last = p,
+        );
         assert!(built.stats.is_none());
         assert_eq!(built.events(), 0);
         assert_eq!(last, bytes.len() as u64);
         assert_eq!(built.timeline.tracks().len(), 1);
         assert_eq!(built.timeline.tracks()[0].lanes.len(), 2);
-        let counted = build_timeline(&mut Reader::new(&bytes), true, &mut |_| {});
+        let counted = build_timeline(
+            &mut Reader::new(&bytes),
+            true,
+            &Spill::memory(),
+            &mut |_| {},
+        );
         assert_eq!(counted.events(), 4);
         assert_eq!(counted.timeline.records(), built.timeline.records());
     }
@@ -117,7 +131,10 @@ mod tests {
     fn the_bytes_read_are_released_from_the_start() {
         let bytes = trace();
         let mut released = Vec::new();
-        let built = build_timeline_releasing(&bytes, true, &mut |_| {}, &mut |r| released.push(r));
+        let built =
+            build_timeline_releasing(&bytes, true, &Spill::memory(), &mut |_| {}, &mut |r| {
+                released.push(r)
+            });
         assert_eq!(released.last(), Some(&(0..bytes.len())));
         assert!(released.iter().all(|r| r.start == 0));
         assert_eq!(built.unkept_warnings, 0);
@@ -133,7 +150,7 @@ mod tests {
             ..ReadOptions::default()
         };
         let mut reader = Reader::with_options(&bytes, options);
-        let built = build_timeline(&mut reader, false, &mut |_| {});
+        let built = build_timeline(&mut reader, false, &Spill::memory(), &mut |_| {});
         assert!(built.timeline.warnings().is_empty());
         assert_eq!(built.unkept_warnings, 1);
     }

@@ -387,7 +387,13 @@ fn timeline_answer(
         anyhow::bail!("--between: {} is after {}", duration(a), duration(b));
     }
     with_records(path, None, |reader, bar| {
-        let timeline = build_timeline(reader, false, &mut |pos| bar.set_position(pos)).timeline;
+        let timeline = build_timeline(
+            reader,
+            false,
+            &tracekit_columns::Spill::memory(),
+            &mut |pos| bar.set_position(pos),
+        )
+        .timeline;
         bar.finish_and_clear();
         print_warnings(path, reader);
         answer(&timeline)?;

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::Result;
 use clap::Args;
 use tracekit_cache::{Origin, TablesCache, TraceKey};
-use tracekit_columns::TraceBytes;
+use tracekit_columns::{Spill, TraceBytes};
 use tracekit_io::input::{Bytes, Family, Kind};
 use tracekit_timeline::Timeline;
 use tracekit_timeline::open::build_timeline_releasing;
@@ -193,7 +193,10 @@ fn build_timeline(
             bar.set_position(pos);
             told(pos);
         };
-        let built = build_timeline_releasing(&bytes, true, progress, &mut |r| bytes.release(r));
+        // Built to be kept, its lanes grow in files of the cache folder.
+        let spill = cache.map_or_else(Spill::memory, TablesCache::spill);
+        let built =
+            build_timeline_releasing(&bytes, true, &spill, progress, &mut |r| bytes.release(r));
         bar.finish_and_clear();
         let stats = tracekit_view::timeline::stats_json(&built.stats.unwrap_or_default());
         if built.unkept_warnings > 0 {

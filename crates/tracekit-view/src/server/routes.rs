@@ -179,7 +179,12 @@ mod tests {
         w.duration_complete(th, cat, name, 10, 20, &[]).unwrap();
         let bytes = w.finish().unwrap().into_vec();
         let mut reader = tracekit_fxt::read::Reader::new(&bytes);
-        let built = tracekit_timeline::open::build_timeline(&mut reader, true, &mut |_| {});
+        let built = tracekit_timeline::open::build_timeline(
+            &mut reader,
+            true,
+            &tracekit_columns::Spill::memory(),
+            &mut |_| {},
+        );
         let stats = crate::timeline::stats_json(&built.stats.unwrap());
         let s = Answers::new(TimelineTrace::new("t.fxt".into(), built.timeline, stats));
         let guard = Guard::new("127.0.0.1:1".parse().unwrap(), TOKEN.into());
@@ -230,7 +235,12 @@ mod tests {
             wait.recv().unwrap();
             let bytes = one_slice();
             let mut reader = tracekit_fxt::read::Reader::new(&bytes);
-            let built = tracekit_timeline::open::build_timeline(&mut reader, true, &mut |_| {});
+            let built = tracekit_timeline::open::build_timeline(
+                &mut reader,
+                true,
+                &tracekit_columns::Spill::memory(),
+                &mut |_| {},
+            );
             let stats = crate::timeline::stats_json(&built.stats.unwrap());
             Ok((built.timeline, stats))
         });

@@ -1,0 +1,139 @@
+//! Building a timeline with its threads' slices and lanes spilled to files
+//! takes memory of the process's own that hardly grows with the trace: the
+//! heap the building thread holds at its highest, counted by this binary's
+//! allocator, grows by no more than the lanes' summaries (half a byte a
+//! slice) for a trace four times larger, and the spilled timeline is the
+//! timeline built in memory, byte for byte as a cache file keeps it.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use tracekit_columns::Spill;
+use tracekit_fxt::format::Koid;
+use tracekit_fxt::io::IoDestination;
+use tracekit_fxt::read::Reader;
+use tracekit_fxt::write::{Initialization, Writer, WriterOptions};
+use tracekit_timeline::Timeline;
+
+/// Counts the heap each thread holds, and its highest since asked: a
+/// thread's own count is untouched by the other tests running beside it.
+struct PerThread;
+
+thread_local! {
+    static HELD: Cell<i64> = const { Cell::new(0) };
+    static HIGHEST: Cell<i64> = const { Cell::new(0) };
+}
+
+fn count(delta: i64) {
+    // `try_with`: a thread being torn down has no count left to keep.
+    let _ = HELD.try_with(|held| {
+        let now = held.get() + delta;
+        held.set(now);
+        let _ = HIGHEST.try_with(|h| h.set(h.get().max(now)));
+    });
+}
+
+// SAFETY: every method forwards its arguments unchanged to `System` and
+// returns its result unchanged, so `System`'s guarantees carry over; the
+// counts beside it are thread-locals of constant initialisation, which
+// allocate nothing.
+unsafe impl GlobalAlloc for PerThread {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count(layout.size() as i64);
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        count(-(layout.size() as i64));
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count(new_size as i64 - layout.size() as i64);
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: PerThread = PerThread;
+
+/// A trace of `calls` calls on each of two threads, each three slices deep,
+/// written as a tracer of complete events writes them (the inner first):
+/// nothing in it but slices, so that only its lanes grow with it.
+fn nested_trace(calls: u64) -> Vec<u8> {
+    let options = WriterOptions {
+        initialization: Some(Initialization::new(1_000_000_000)),
+        ..WriterOptions::default()
+    };
+    let out = IoDestination::with_buffer_size(Vec::new(), 1 << 20);
+    let mut w = Writer::with_options(out, &options).unwrap();
+    let threads: Vec<_> = (0..2u8)
+        .map(|slot| {
+            let tid = Koid(2 + u64::from(slot));
+            w.set_thread_slot(slot, Koid(1), tid).unwrap()
+        })
+        .collect();
+    let category = w.intern("app").unwrap();
+    let names: Vec<_> = (0..3)
+        .map(|i| w.intern(&format!("f{i}")).unwrap())
+        .collect();
+    for call in 0..calls {
+        let at = 1_000 + call * 10;
+        for &t in &threads {
+            w.duration_complete(t, category, names[2], at + 2, at + 4, &[])
+                .unwrap();
+            w.duration_complete(t, category, names[1], at + 1, at + 5, &[])
+                .unwrap();
+            w.duration_complete(t, category, names[0], at, at + 6, &[])
+                .unwrap();
+        }
+    }
+    w.finish_io().unwrap()
+}
+
+/// The timeline of `bytes` built spilling as `spill` says, and the most heap
+/// this thread held beyond what it held before, while building it.
+fn build(bytes: &[u8], spill: &Spill) -> (Timeline, i64) {
+    let before = HELD.with(Cell::get);
+    HIGHEST.with(|h| h.set(before));
+    let timeline = Timeline::build_spilling(&mut Reader::new(bytes), spill, &mut |_| {});
+    (timeline, HIGHEST.with(Cell::get) - before)
+}
+
+fn written(t: &Timeline) -> Vec<u8> {
+    let mut out = Vec::new();
+    t.write_to(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn a_spilled_build_holds_about_the_same_memory_for_a_trace_four_times_larger() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = Spill::to(dir.path());
+    let (small, large) = (nested_trace(400_000), nested_trace(1_600_000));
+    let (_, small_heap) = build(&small, &spill);
+    let (spilled, large_heap) = build(&large, &spill);
+    let (in_memory, memory_heap) = build(&large, &Spill::memory());
+    let mib = |b: i64| b as f64 / 1048576.0;
+    eprintln!(
+        "heap at its highest: {:.1} MiB for 2.4 M slices, {:.1} MiB for 9.6 M spilled, \
+         {:.1} MiB in memory",
+        mib(small_heap),
+        mib(large_heap),
+        mib(memory_heap)
+    );
+    // Slices in memory grow with the trace: 9.6 M of them hold more than
+    // 300 MiB, while spilled ones hold a few MiB a thread and the lanes'
+    // summaries, 32 bytes for 64 slices.
+    assert!(memory_heap > 300 << 20, "{}", mib(memory_heap));
+    let summaries = (9_600_000 - 2_400_000) / 2;
+    assert!(
+        large_heap <= small_heap + summaries + (1 << 20),
+        "{} MiB against {} MiB",
+        mib(large_heap),
+        mib(small_heap)
+    );
+    assert_eq!(written(&spilled), written(&in_memory));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
