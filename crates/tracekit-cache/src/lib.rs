@@ -14,7 +14,7 @@
 //!
 //! | bytes | what |
 //! | --- | --- |
-//! | key | `tracekit VERSION KIND FORMAT` (`tables 5`, `timeline 10`), NUL, the trace's path, NUL, its size, NUL, its modification time (ns since 1970), NUL, `crc32 ` and the CRC-32 of its bytes (8 hex digits), NUL |
+//! | key | `tracekit VERSION KIND FORMAT` (`tables 6`, `timeline 10`), NUL, the trace's path, NUL, its size, NUL, its modification time (ns since 1970), NUL, `crc32 ` and the CRC-32 of its bytes (8 hex digits), NUL |
 //! | to a multiple of 8 | NULs |
 //! | 16 | `crc32 ` and the CRC-32 of the rest in 8 hex digits, then two newlines |
 //! | the rest | what is kept: the tables as [`Tables::write_to`](tracekit_analysis::tables::Tables::write_to) writes them, or the timeline and its statistics (below) |

@@ -13,7 +13,7 @@
 //!
 //! | bytes | what |
 //! | --- | --- |
-//! | 8 | magic `TKTABLE` and the format version (5) |
+//! | 8 | magic `TKTABLE` and the format version (6) |
 //! | 8 | the time of the last event (µs, signed) |
 //! | 8 each | events, allocations, promotes and collects |
 //! | 8 | allocations that reused the id of a live object |
@@ -26,7 +26,7 @@
 //! | allocations | source: 0 minor, 1 major, 2 external |
 //! | 4 × allocations | node in the backtrace trie |
 //! | 4 × allocations | node in the trie of sites |
-//! | column | end ([`NEVER`](super::NEVER) if never collected) |
+//! | column | end (if never collected: `u32::MAX` at a width of 4, [`NEVER`](super::NEVER) at 8) |
 //! | column | per promote or collect: time |
 //! | column | 1 + the ordinal of the allocation whose object it is, 0 if none |
 //! | domains | domain |
@@ -61,7 +61,7 @@ const FORMAT: &str = "trace tables";
 impl Tables {
     /// The version of the format [`Tables::write_to`] writes, the last byte of
     /// its magic.
-    pub const FILE_VERSION: u8 = 5;
+    pub const FILE_VERSION: u8 = 6;
 
     /// Writes the tables in the format of the module docs. Tables of a damaged
     /// trace are refused ([`FileError::Damaged`] as `io::ErrorKind::InvalidInput`).
@@ -101,7 +101,7 @@ impl Tables {
         out.write_all(&self.source)?;
         write_u32s(out, &self.backtrace)?;
         write_u32s(out, &self.site)?;
-        write_column(out, &self.ended)?;
+        write_column(out, &self.ended.0)?;
         write_column(out, &self.other_time)?;
         write_column(out, &self.other_target)?;
         write_domains(out, &self.other_domain)?;
@@ -192,7 +192,7 @@ impl Tables {
         let backtrace: Store<u32> = r.values(allocs)?;
         r.r.pad()?;
         let site: Store<u32> = r.values(allocs)?;
-        let ended = r.column(allocs)?;
+        let ended = super::Ends(r.column(allocs)?);
         let other_time = r.column(others)?;
         let at = r.r.at();
         let other_target = r.column(others)?;

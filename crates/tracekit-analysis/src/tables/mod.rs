@@ -17,7 +17,7 @@
 //! | source | allocation | `u8` | minor, major or external |
 //! | backtrace | allocation | `u32` | its node in the backtrace trie |
 //! | site | allocation | `u32` | its node in the trie of sites: the entries from the one that names its site under the default [`FrameSkip`] |
-//! | ended | allocation | `u32` or `u64` | when it was collected (or its id reused), [`NEVER`] if never |
+//! | ended | allocation | `u32` or `u64` | when it was collected (or its id reused); never: `u32::MAX` in a column of `u32`, [`NEVER`] in one of `u64` |
 //!
 //! A `u32 or u64` column is kept narrow until a value does not fit, then widened once,
 //! so a trace of under 71 minutes and 4 G objects costs 4 bytes a value. Backtraces are
@@ -123,27 +123,6 @@ impl ColumnBuilder {
         }
     }
 
-    #[inline]
-    fn set(&mut self, i: usize, v: u64) {
-        if let ColumnBuilder::Narrow(_) = self
-            && u32::try_from(v).is_err()
-        {
-            self.widen();
-        }
-        match self {
-            ColumnBuilder::Narrow(n) => {
-                if let (Some(slot), Ok(x)) = (n.as_mut_slice().get_mut(i), u32::try_from(v)) {
-                    *slot = x;
-                }
-            }
-            ColumnBuilder::Wide(w) => {
-                if let Some(slot) = w.as_mut_slice().get_mut(i) {
-                    *slot = v;
-                }
-            }
-        }
-    }
-
     /// The column, its spare capacity let go.
     fn finish(self) -> Column {
         match self {
@@ -205,6 +184,82 @@ impl Column {
             Column::Narrow(n) => n.own_bytes(),
             Column::Wide(w) => w.own_bytes(),
         }
+    }
+}
+
+/// When each allocation's object ended: a [`Column`] whose greatest narrow
+/// value, `u32::MAX`, is [`NEVER`], so that a trace whose objects end within
+/// 71 minutes keeps 4 bytes an end even with objects never collected.
+#[derive(Clone, Debug, Default)]
+struct Ends(Column);
+
+impl Ends {
+    /// When allocation `i`'s object ended, [`NEVER`] if it did not.
+    #[inline]
+    fn get(&self, i: usize) -> u64 {
+        match &self.0 {
+            Column::Narrow(n) => match n.get(i) {
+                Some(&u32::MAX) => NEVER,
+                x => x.map_or(0, |&x| u64::from(x)),
+            },
+            Column::Wide(w) => w.get(i).copied().unwrap_or(0),
+        }
+    }
+}
+
+/// [`Ends`] as they are built: [`NEVER`] for each allocation until its end
+/// is known.
+#[derive(Clone, Debug)]
+struct EndsBuilder(ColumnBuilder);
+
+impl EndsBuilder {
+    #[inline]
+    fn push_never(&mut self) {
+        match &mut self.0 {
+            ColumnBuilder::Narrow(n) => n.push(u32::MAX),
+            ColumnBuilder::Wide(w) => w.push(NEVER),
+        }
+    }
+
+    /// Allocation `i`'s object ended at `v` (the bits of a time, never
+    /// [`NEVER`]).
+    #[inline]
+    fn set(&mut self, i: usize, v: u64) {
+        if let ColumnBuilder::Narrow(n) = &mut self.0 {
+            match u32::try_from(v) {
+                Ok(x) if x != u32::MAX => {
+                    if let Some(slot) = n.as_mut_slice().get_mut(i) {
+                        *slot = x;
+                    }
+                    return;
+                }
+                _ => self.widen(),
+            }
+        }
+        if let ColumnBuilder::Wide(w) = &mut self.0
+            && let Some(slot) = w.as_mut_slice().get_mut(i)
+        {
+            *slot = v;
+        }
+    }
+
+    /// The ends at 8 bytes each from now on, `u32::MAX` read as [`NEVER`].
+    #[cold]
+    fn widen(&mut self) {
+        if let ColumnBuilder::Narrow(n) = &self.0 {
+            let mut wide = Grow::new(n.spill());
+            for &x in n.as_slice() {
+                wide.push(match x {
+                    u32::MAX => NEVER,
+                    x => u64::from(x),
+                });
+            }
+            self.0 = ColumnBuilder::Wide(wide);
+        }
+    }
+
+    fn finish(self) -> Ends {
+        Ends(self.0.finish())
     }
 }
 
@@ -283,7 +338,7 @@ pub struct Tables {
     /// by leaf, function or file), and each allocation's node in it.
     sites: Arc<Backtraces>,
     site: Store<u32>,
-    ended: Column,
+    ended: Ends,
     /// Per promote or collect, in order.
     other_time: Column,
     /// 1 + the ordinal of the allocation whose object the event is of, 0 when no
@@ -320,7 +375,7 @@ struct Building {
     source: Grow<u8>,
     backtrace: Grow<u32>,
     site: Grow<u32>,
-    ended: ColumnBuilder,
+    ended: EndsBuilder,
     other_time: ColumnBuilder,
     other_target: ColumnBuilder,
     other_domain: DomainBuilder,
@@ -373,7 +428,7 @@ impl Building {
             source: Grow::new(spill),
             backtrace: Grow::new(spill),
             site: Grow::new(spill),
-            ended: column(),
+            ended: EndsBuilder(column()),
             other_time: column(),
             other_target: column(),
             other_domain: DomainBuilder::new(spill),
@@ -500,7 +555,7 @@ impl TablesBuilder {
                 let k = site_start.start(table, &a.backtrace);
                 let site = self.sites.intern_full(a.backtrace.get(k..).unwrap_or(&[]));
                 b.site.push(site.0);
-                b.ended.push(NEVER);
+                b.ended.push_never();
                 if let Some(old) = self.live.insert(a.obj_id.get(), ordinal as u64) {
                     self.duplicates += 1;
                     b.end(old, time);
@@ -691,7 +746,7 @@ impl Tables {
             + self.source.own_bytes()
             + self.backtrace.own_bytes()
             + self.site.own_bytes()
-            + self.ended.own_bytes()
+            + self.ended.0.own_bytes()
             + self.other_time.own_bytes()
             + self.other_target.own_bytes()
             + self.other_domain.own_bytes()
@@ -1175,6 +1230,25 @@ mod tests {
     use crate::render::TraceFile;
     use crate::report::GroupBy;
     use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+
+    /// Ends stay 4 bytes each with objects never collected, and widen, never
+    /// as never, when an end is `u32::MAX` or more.
+    #[test]
+    fn ends_are_narrow_with_never_and_widen_past_it() {
+        let mut b = EndsBuilder(ColumnBuilder::new(&Spill::memory()));
+        (0..4).for_each(|_| b.push_never());
+        b.set(1, 5);
+        b.set(3, u64::from(u32::MAX) - 1);
+        let narrow = b.clone().finish();
+        assert!(matches!(narrow.0, Column::Narrow(_)));
+        let got = |e: &Ends| (0..4).map(|i| e.get(i)).collect::<Vec<_>>();
+        let max = u64::from(u32::MAX);
+        assert_eq!(got(&narrow), [NEVER, 5, NEVER, max - 1]);
+        b.set(2, max);
+        let wide = b.finish();
+        assert!(matches!(wide.0, Column::Wide(_)));
+        assert_eq!(got(&wide), [NEVER, 5, max, max - 1]);
+    }
 
     /// An allocation as decoded, with when its object ended.
     struct Decoded {
