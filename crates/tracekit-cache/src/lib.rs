@@ -32,7 +32,10 @@
 //! its file replaced. A file whose checksum does not hold, or that does not
 //! read as what it says, is damaged: the trace is decoded again, the file
 //! replaced, and the note says so; it never answers. The checksum is read
-//! over the whole file when it is read back, and the pages it read let go.
+//! over the whole file when it is read back, its pages let go as it goes.
+//! What is built to be kept grows in files of the cache folder meanwhile
+//! ([`TablesCache::spill`]); once kept, it is read back from its file, as a
+//! second start reads it, and what the build grew is let go.
 //! A cache that cannot be read is decoded past; one that cannot be written
 //! is skipped: neither is an error. Files are written under
 //! a temporary name and renamed ([`tracekit_columns::rename`]), so a cache file
@@ -226,9 +229,15 @@ impl TablesCache {
         let start = text.len() + SUM_BYTES;
         let sum = bytes.get(text.len()..start).ok_or(Missing::Damaged)?;
         let rest = bytes.get(start..).ok_or(Missing::Damaged)?;
-        let holds = sum == checksum_slot(crc32(rest));
-        // The check read every page: let them go, to be paged in again as
-        // what is kept is read.
+        // The pages the check reads are let go as it goes, to be paged in
+        // again as what is kept is read: the file is never resident whole.
+        const STEP: usize = 32 << 20;
+        let mut h = crc32fast::Hasher::new();
+        for (i, chunk) in rest.chunks(STEP).enumerate() {
+            h.update(chunk);
+            bytes.release(0..start + (i + 1) * STEP);
+        }
+        let holds = sum == checksum_slot(h.finalize());
         bytes.release(0..bytes.len());
         if !holds {
             return Err(Missing::Damaged);
@@ -249,7 +258,7 @@ impl TablesCache {
         path: &Path,
         key: Option<&TraceKey>,
         kind: Kind,
-        read: impl FnOnce(Kept) -> Option<T>,
+        read: impl Fn(Kept) -> Option<T>,
         build: impl FnOnce() -> Result<T, E>,
         write: impl Fn(&T, &mut dyn Write) -> std::io::Result<()>,
     ) -> Result<(T, Origin), E> {
@@ -265,6 +274,17 @@ impl TablesCache {
         }
         let made = build()?;
         let origin = self.keep(path, key, kind, &mut |out| write(&made, out));
+        // What was built is answered from the file just kept, as a second
+        // start would be: what the build grew in files of the cache folder
+        // (`Spill`) is let go rather than kept beside it, on disk and in
+        // the system's memory.
+        let made = match (&origin, key) {
+            (Origin::Built(..), Some(key)) => match self.kept(key, kind).ok() {
+                Some((_, kept)) => read(kept).unwrap_or(made),
+                None => made,
+            },
+            _ => made,
+        };
         let origin = match (origin, damaged) {
             (Origin::Built(file, bytes), true) => Origin::Rebuilt(file, bytes),
             (origin, _) => origin,
@@ -364,13 +384,6 @@ fn checksum_slot(crc: u32) -> [u8; SUM_BYTES] {
     let text = format!("crc32 {crc:08x}");
     slot[..text.len()].copy_from_slice(text.as_bytes());
     slot
-}
-
-/// The CRC-32 of `bytes`.
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    h.update(bytes);
-    h.finalize()
 }
 
 /// A writer that sums what passes through it.

@@ -149,9 +149,10 @@ mod tests {
         let (again, origin) = ask(&cache, &path);
         assert_eq!(origin, Origin::Cached(file.clone()));
         assert_eq!(again.allocations(), first.allocations());
-        // The columns are read where they are in the cache file's bytes.
-        assert!(first.column_bytes() > 0);
+        // The columns are read where they are in the cache file's bytes,
+        // from the start that built them too: what it built is let go.
         if cfg!(target_endian = "little") {
+            assert_eq!(first.column_bytes(), 0);
             assert_eq!(again.column_bytes(), 0);
         }
         assert_eq!(again.end(), first.end());
