@@ -181,27 +181,24 @@ impl Timeline {
                 above = Some((shown, here));
             }
         }
-        // The tree's node i is the answer's i - 1.
-        let mut nodes: Vec<FlameNode> = tree
-            .nodes()
-            .iter()
-            .skip(1)
+        // The tree's node i is the answer's i - 1. Its child table is let go
+        // first: a range of millions of distinct paths holds their nodes
+        // two ways at most, not three.
+        let mut nodes: Vec<FlameNode> = (tree.into_nodes().into_iter().skip(1))
             .map(|n| FlameNode {
                 parent: n.parent.checked_sub(1),
                 name: n.name,
                 total_ns: n.data,
-                self_ns: 0,
+                self_ns: n.data,
             })
             .collect();
-        // Self time: what the children do not cover.
-        let mut inner = vec![0u64; nodes.len()];
-        for n in &nodes {
-            if let Some(p) = n.parent {
-                inner[p as usize] = inner[p as usize].saturating_add(n.total_ns);
+        // Self time: what the children do not cover (a child comes after its
+        // parent).
+        for i in 0..nodes.len() {
+            let (total, parent) = (nodes[i].total_ns, nodes[i].parent);
+            if let Some(p) = parent.and_then(|p| nodes.get_mut(p as usize)) {
+                p.self_ns = p.self_ns.saturating_sub(total);
             }
-        }
-        for (n, c) in nodes.iter_mut().zip(inner) {
-            n.self_ns = n.total_ns.saturating_sub(c);
         }
         nodes
     }
