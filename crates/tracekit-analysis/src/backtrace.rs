@@ -11,6 +11,7 @@
 //! Memory is one node per distinct prefix, so it is bounded by the total length of the
 //! distinct backtraces, independent of the number of events.
 
+use tracekit_columns::store::le_at;
 use tracekit_columns::{Grow, Plain, Spill, Store};
 use tracekit_memtrace::{DomainId, LocationCode};
 use tracekit_stacks::IdTable;
@@ -56,24 +57,14 @@ const _: () = assert!(std::mem::size_of::<Node>() == 32 && std::mem::align_of::<
 unsafe impl Plain for Node {
     const WIDTH: usize = 32;
 
-    fn from_le(bytes: &[u8]) -> Self {
-        let u64_at = |at: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(bytes.get(at..at + 8).unwrap_or(&[0; 8]));
-            u64::from_le_bytes(b)
-        };
-        let u32_at = |at: usize| {
-            let mut b = [0u8; 4];
-            b.copy_from_slice(bytes.get(at..at + 4).unwrap_or(&[0; 4]));
-            u32::from_le_bytes(b)
-        };
+    fn from_le(b: &[u8]) -> Self {
         Node {
-            code: LocationCode::new(u64_at(0) as i64),
-            last_child_code: LocationCode::new(u64_at(8) as i64),
-            parent: u32_at(16),
-            last_child: u32_at(20),
-            depth: u32_at(24),
-            site: u32_at(28),
+            code: LocationCode::new(le_at::<u64>(b, 0) as i64),
+            last_child_code: LocationCode::new(le_at::<u64>(b, 8) as i64),
+            parent: le_at(b, 16),
+            last_child: le_at(b, 20),
+            depth: le_at(b, 24),
+            site: le_at(b, 28),
         }
     }
 }

@@ -41,6 +41,15 @@ pub unsafe trait Plain: Copy + Send + Sync + 'static {
     fn from_le(bytes: &[u8]) -> Self;
 }
 
+/// The value whose little-endian bytes are at byte `at` of `bytes`, the
+/// default (0) when they end before it: for a [`Plain`] type of fields
+/// reading each.
+pub fn le_at<T: Plain + Default>(bytes: &[u8], at: usize) -> T {
+    at.checked_add(T::WIDTH)
+        .and_then(|end| bytes.get(at..end))
+        .map_or_else(T::default, T::from_le)
+}
+
 /// The value of type `$t` whose little-endian bytes `bytes` starts with.
 macro_rules! from_le {
     ($t:ty, $bytes:expr) => {{

@@ -2,12 +2,15 @@
 //! inputs (the conformance corpus, `TRACEKIT_CORPUS`, and the independent
 //! readers), the one way they run a binary under test ([`Program`]), the
 //! one scratch folder a test writes into ([`scratch`]), and a trace that a
-//! writer is still appending to ([`Growing`]).
+//! writer is still appending to ([`Growing`]); the heap a test's thread holds
+//! at its highest ([`heap`]).
 //!
 //! Cargo runs each test binary in its own crate's folder, so a relative
 //! `TRACEKIT_CORPUS=../shared/corpus` would mean something different in every
 //! crate. Every test resolves it here, against the workspace root, which is
 //! where the README's test command is run.
+
+pub mod heap;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

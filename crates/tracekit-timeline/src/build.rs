@@ -19,6 +19,7 @@ use rustc_hash::FxHashMap;
 use tracekit_fxt::format::{ArgValue, EventKind, ObjectType};
 use tracekit_fxt::read::{Args, ReadError, Record, Records, Warning};
 
+use tracekit_columns::store::le_at;
 use tracekit_columns::{Grow, Plain, Slab, Spill, Store};
 
 use crate::lane::{Columns, Lane, OPEN, Slice};
@@ -124,24 +125,6 @@ struct Mark {
 
 const _: () = assert!(std::mem::size_of::<Row>() == 32 && std::mem::size_of::<Mark>() == 16);
 
-/// The `u64` and `u32` whose little-endian bytes are at `at` in `bytes` (0
-/// past its end).
-fn le_u64(bytes: &[u8], at: usize) -> u64 {
-    let mut b = [0u8; 8];
-    if let Some(x) = bytes.get(at..at + 8) {
-        b.copy_from_slice(x);
-    }
-    u64::from_le_bytes(b)
-}
-
-fn le_u32(bytes: &[u8], at: usize) -> u32 {
-    let mut b = [0u8; 4];
-    if let Some(x) = bytes.get(at..at + 4) {
-        b.copy_from_slice(x);
-    }
-    u32::from_le_bytes(b)
-}
-
 // SAFETY: `Row` is `repr(C)` of two `u64`s and four `u32`s, 32 bytes with no
 // padding (asserted above), and every pattern of them is a row (integers
 // have no invalid values).
@@ -149,12 +132,12 @@ unsafe impl Plain for Row {
     const WIDTH: usize = 32;
     fn from_le(b: &[u8]) -> Self {
         Row {
-            start: le_u64(b, 0),
-            end: le_u64(b, 8),
-            name: le_u32(b, 16),
-            category: le_u32(b, 20),
-            args: le_u32(b, 24),
-            seq: le_u32(b, 28),
+            start: le_at(b, 0),
+            end: le_at(b, 8),
+            name: le_at(b, 16),
+            category: le_at(b, 20),
+            args: le_at(b, 24),
+            seq: le_at(b, 28),
         }
     }
 }
@@ -165,9 +148,9 @@ unsafe impl Plain for Mark {
     const WIDTH: usize = 16;
     fn from_le(b: &[u8]) -> Self {
         Mark {
-            time: le_u64(b, 0),
-            begin: le_u32(b, 8),
-            end_args: le_u32(b, 12),
+            time: le_at(b, 0),
+            begin: le_at(b, 8),
+            end_args: le_at(b, 12),
         }
     }
 }

@@ -6,8 +6,6 @@
 //! the spilled tables answer as tables built in memory.
 #![allow(clippy::unwrap_used)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::collections::VecDeque;
 
 use tracekit_analysis::Filter;
@@ -19,46 +17,7 @@ use tracekit_columns::Spill;
 use tracekit_columns::spill::SPILL_BYTES;
 use tracekit_memtrace::synth::{synth_code, synth_info, synth_locations};
 use tracekit_memtrace::{AllocationSource, LocationCode, Reader, Timedelta, Writer, WriterOptions};
-
-/// Counts the heap each thread holds, and its highest since asked: a
-/// thread's own count is untouched by the other tests running beside it.
-struct PerThread;
-
-thread_local! {
-    static HELD: Cell<i64> = const { Cell::new(0) };
-    static HIGHEST: Cell<i64> = const { Cell::new(0) };
-}
-
-fn count(delta: i64) {
-    // `try_with`: a thread being torn down has no count left to keep.
-    let _ = HELD.try_with(|held| {
-        let now = held.get() + delta;
-        held.set(now);
-        let _ = HIGHEST.try_with(|h| h.set(h.get().max(now)));
-    });
-}
-
-// SAFETY: every method forwards its arguments unchanged to `System` and
-// returns its result unchanged, so `System`'s guarantees carry over; the
-// counts beside it are thread-locals of constant initialisation, which
-// allocate nothing.
-unsafe impl GlobalAlloc for PerThread {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count(layout.size() as i64);
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        count(-(layout.size() as i64));
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count(new_size as i64 - layout.size() as i64);
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use tracekit_testutil::heap::{PerThread, highest_of};
 
 #[global_allocator]
 static GLOBAL: PerThread = PerThread;
@@ -66,12 +25,10 @@ static GLOBAL: PerThread = PerThread;
 /// The tables of `bytes` built spilling as `spill` says, and the most heap
 /// this thread held beyond what it held before, while building them.
 fn build(bytes: &[u8], spill: &Spill) -> (Tables, i64) {
-    let before = HELD.with(Cell::get);
-    HIGHEST.with(|h| h.set(before));
-    let mut reader = Reader::from_bytes(bytes).unwrap();
-    let tables = Tables::build_spilling(&mut reader, spill, &mut |_| {});
-    drop(reader);
-    (tables, HIGHEST.with(Cell::get) - before)
+    highest_of(|| {
+        let mut reader = Reader::from_bytes(bytes).unwrap();
+        Tables::build_spilling(&mut reader, spill, &mut |_| {})
+    })
 }
 
 fn top_json(tables: &Tables, bytes: &[u8]) -> serde_json::Value {

@@ -5,55 +5,13 @@
 //! slice) for a trace four times larger, and the spilled timeline is the
 //! timeline built in memory, byte for byte as a cache file keeps it.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use tracekit_columns::Spill;
 use tracekit_fxt::format::Koid;
 use tracekit_fxt::io::IoDestination;
 use tracekit_fxt::read::Reader;
 use tracekit_fxt::write::{Initialization, Writer, WriterOptions};
+use tracekit_testutil::heap::{PerThread, highest_of};
 use tracekit_timeline::Timeline;
-
-/// Counts the heap each thread holds, and its highest since asked: a
-/// thread's own count is untouched by the other tests running beside it.
-struct PerThread;
-
-thread_local! {
-    static HELD: Cell<i64> = const { Cell::new(0) };
-    static HIGHEST: Cell<i64> = const { Cell::new(0) };
-}
-
-fn count(delta: i64) {
-    // `try_with`: a thread being torn down has no count left to keep.
-    let _ = HELD.try_with(|held| {
-        let now = held.get() + delta;
-        held.set(now);
-        let _ = HIGHEST.try_with(|h| h.set(h.get().max(now)));
-    });
-}
-
-// SAFETY: every method forwards its arguments unchanged to `System` and
-// returns its result unchanged, so `System`'s guarantees carry over; the
-// counts beside it are thread-locals of constant initialisation, which
-// allocate nothing.
-unsafe impl GlobalAlloc for PerThread {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count(layout.size() as i64);
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        count(-(layout.size() as i64));
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count(new_size as i64 - layout.size() as i64);
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: PerThread = PerThread;
@@ -95,10 +53,7 @@ fn nested_trace(calls: u64) -> Vec<u8> {
 /// The timeline of `bytes` built spilling as `spill` says, and the most heap
 /// this thread held beyond what it held before, while building it.
 fn build(bytes: &[u8], spill: &Spill) -> (Timeline, i64) {
-    let before = HELD.with(Cell::get);
-    HIGHEST.with(|h| h.set(before));
-    let timeline = Timeline::build_spilling(&mut Reader::new(bytes), spill, &mut |_| {});
-    (timeline, HIGHEST.with(Cell::get) - before)
+    highest_of(|| Timeline::build_spilling(&mut Reader::new(bytes), spill, &mut |_| {}))
 }
 
 fn written(t: &Timeline) -> Vec<u8> {
