@@ -48,7 +48,8 @@ fn timeline_bytes(t: &tracekit_timeline::Timeline, stats: &str) -> Vec<u8> {
 
 fn build_timeline(bytes: &[u8]) -> Result<(tracekit_timeline::Timeline, String), ()> {
     let mut reader = tracekit_fxt::read::Reader::new(bytes);
-    let built = tracekit_timeline::open::build_timeline(&mut reader, true, &mut |_| {});
+    let spill = tracekit_columns::Spill::memory();
+    let built = tracekit_timeline::open::build_timeline(&mut reader, true, &spill, &mut |_| {});
     let stats = tracekit_view::timeline::stats_json(&built.stats.unwrap_or_default());
     Ok((built.timeline, stats))
 }
