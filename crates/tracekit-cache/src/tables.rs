@@ -35,15 +35,14 @@ impl TablesCache {
         progress: &mut dyn FnMut(u64),
     ) -> Option<(Tables, Origin)> {
         let key = TraceKey::of_bytes(path, bytes.as_ref());
-        // The columns are grown in files of the cache folder (which holds
-        // their tables next), not in memory.
-        let spill = self.spill();
         self.kept_or_built(
             path,
             key.as_ref(),
             KIND,
             |kept| read(kept, bytes),
-            || Tables::from_bytes(bytes, &spill, progress).ok_or(()),
+            // The columns grow in files of the cache folder (which holds
+            // their tables next), not in memory.
+            || Tables::from_bytes(bytes, &self.spill(), progress).ok_or(()),
             |tables, out| tables.write_to(out),
         )
         .ok()

@@ -182,23 +182,17 @@ impl<T: Plain> Grow<T> {
     /// Moves the values in memory to a new file, when there is a folder to
     /// spill into and the file can be made; else leaves them.
     fn move_to_file(&mut self) {
-        if !cfg!(target_endian = "little") {
-            return;
-        }
-        let Some(dir) = self.spill.dir() else {
-            return;
-        };
-        let Ok(file) = tempfile::tempfile_in(dir) else {
-            return;
-        };
         let cap = (self.memory.len() * 2).max(1);
-        let Some(mut s) = Spilled::reserve(file, T::WIDTH, cap, &self.spill) else {
+        let Some((file, mut map)) = cap
+            .checked_mul(T::WIDTH)
+            .and_then(|bytes| new_file(&self.spill, bytes))
+        else {
             return;
         };
         let bytes = values_bytes(&self.memory);
-        if let Some(dst) = s.map.get_mut(..bytes.len()) {
+        if let Some(dst) = map.get_mut(..bytes.len()) {
             dst.copy_from_slice(bytes);
-            self.file = Some(s);
+            self.file = Some(Spilled { file, map, cap });
             self.memory = Vec::new();
         }
     }
@@ -285,12 +279,17 @@ impl<T: Plain + std::fmt::Debug> std::fmt::Debug for Grow<T> {
     }
 }
 
-impl Spilled {
-    /// `file` with room for `cap` values of `width` bytes reserved and mapped.
-    fn reserve(file: File, width: usize, cap: usize, spill: &Spill) -> Option<Spilled> {
-        let map = map_reserved(&file, cap.checked_mul(width)?, spill)?;
-        Some(Spilled { file, map, cap })
+/// A new file of `spill`'s folder that nothing names, its first `bytes`
+/// reserved and mapped for writing; `None` with nowhere to spill, on a
+/// big-endian host (whose values would not read in place), or when the file
+/// cannot be made or reserved.
+fn new_file(spill: &Spill, bytes: usize) -> Option<(File, memmap2::MmapMut)> {
+    if !cfg!(target_endian = "little") {
+        return None;
     }
+    let file = tempfile::tempfile_in(spill.dir()?).ok()?;
+    let map = map_reserved(&file, bytes, spill)?;
+    Some((file, map))
 }
 
 /// The first `bytes` of `file`, its blocks allocated (not only its length
@@ -320,13 +319,12 @@ impl Slab {
     /// Room for `bytes` (each column's offset and length the caller's, within
     /// them), zeroed.
     pub fn new(spill: &Spill, bytes: usize) -> Slab {
-        let file = (bytes >= SPILL_BYTES && cfg!(target_endian = "little"))
-            .then(|| spill.dir())
-            .flatten()
-            .and_then(|dir| tempfile::tempfile_in(dir).ok())
-            .and_then(|f| map_reserved(&f, bytes, spill));
+        let file = (bytes >= SPILL_BYTES)
+            .then(|| new_file(spill, bytes))
+            .flatten();
         match file {
-            Some(map) => Slab {
+            // The descriptor is let go: the mapping keeps the file.
+            Some((_, map)) => Slab {
                 memory: Vec::new(),
                 map: Some(map),
             },
@@ -376,7 +374,7 @@ impl Slab {
     }
 
     /// The columns, to be read in place ([`Store::in_place`]) and never
-    /// changed again: the file's descriptor is let go (its mapping keeps it).
+    /// changed again.
     pub fn freeze(self) -> Shared {
         match self.map {
             Some(map) => Arc::new(map),

@@ -155,18 +155,16 @@ unsafe impl Plain for Mark {
     }
 }
 
-impl Row {
-    /// `s`, read `seq`th.
-    fn of(s: Slice, seq: usize) -> Row {
+impl From<Slice> for Row {
+    /// `s`, its order read not set yet ([`ThreadBuild::push_slice`] sets it).
+    fn from(s: Slice) -> Row {
         Row {
             start: s.start,
             end: s.end,
             name: s.name,
             category: s.category,
             args: s.args,
-            // Wrapping: only slices of equal times 2^32 apart are ordered
-            // otherwise than read.
-            seq: seq as u32,
+            seq: 0,
         }
     }
 }
@@ -209,6 +207,14 @@ impl ThreadBuild {
         }
     }
 
+    /// Adds slice `s` after those read so far, numbered in the order read
+    /// (wrapping: only slices of equal times 2^32 apart are ordered otherwise
+    /// than read).
+    fn push_slice(&mut self, s: Row) {
+        let seq = self.slices.len() as u32;
+        self.slices.push(Row { seq, ..s });
+    }
+
     /// Pairs the duration begins and ends into slices, in the order of their
     /// times (a writer may write them out of order: magic-trace writes the
     /// begins of the frames already on the stack when tracing started at the
@@ -227,17 +233,15 @@ impl ThreadBuild {
         for m in marks.iter() {
             match m.begin {
                 END => {
-                    if let Some(s) = open.pop().and_then(|b| self.begins.get(b as usize)) {
+                    if let Some(&s) = open.pop().and_then(|b| self.begins.get(b as usize)) {
                         let args = match m.end_args {
                             0 => s.args,
                             e => arg_sets.merge(s.args, e),
                         };
-                        let seq = self.slices.len() as u32;
-                        self.slices.push(Row {
+                        self.push_slice(Row {
                             end: m.time,
                             args,
-                            seq,
-                            ..*s
+                            ..s
                         });
                     }
                 }
@@ -248,8 +252,7 @@ impl ThreadBuild {
         let begins = std::mem::replace(&mut self.begins, Grow::new(&spill));
         for b in open {
             if let Some(&s) = begins.get(b as usize) {
-                let seq = self.slices.len() as u32;
-                self.slices.push(Row { seq, ..s });
+                self.push_slice(s);
             }
         }
     }
@@ -474,7 +477,7 @@ impl Builder {
                             begin: b,
                             end_args: 0,
                         });
-                        t.begins.push(Row::of(begun, 0));
+                        t.begins.push(begun.into());
                     }
                 }
                 EventKind::DurationEnd => {
@@ -489,8 +492,7 @@ impl Builder {
                     let end = entry.tick_rate.ns(end_ticks).max(time);
                     *last = (*last).max(end);
                     let t = thread(threads, (pid, tid), spill);
-                    let seq = t.slices.len();
-                    t.slices.push(Row::of(Slice { end, ..begun }, seq));
+                    t.push_slice(Slice { end, ..begun }.into());
                 }
                 EventKind::AsyncBegin { id } => {
                     let link = |key: &[u8]| {
@@ -774,38 +776,36 @@ fn nested(mut slices: Grow<Row>) -> Vec<Lane> {
         }
         counts[d] += 1;
     });
-    // Per depth: start and end (8 bytes each), name, category and arguments
-    // (4 each, padded to 8).
-    let padded = |n: usize| (4 * n).next_multiple_of(8);
-    let at: Vec<usize> = counts
-        .iter()
+    // Per depth, from `at[d]`: start and end (8 bytes each), then name,
+    // category and arguments (4 each, padded to 8): column `k` of a lane of
+    // `n` slices is at `column(k, n)` from its start.
+    let narrow = |n: usize| (4 * n).next_multiple_of(8);
+    let column = |k: usize, n: usize| match k {
+        0 | 1 => 8 * n * k,
+        _ => 16 * n + (k - 2) * narrow(n),
+    };
+    // A lane's bytes: where a sixth column would start.
+    let lane = |n: usize| column(5, n);
+    let at: Vec<usize> = (counts.iter())
         .scan(0, |at, &n| {
             let here = *at;
-            *at += 16 * n + 3 * padded(n);
+            *at += lane(n);
             Some(here)
         })
         .collect();
-    let total = at
-        .last()
-        .zip(counts.last())
-        .map_or(0, |(a, &n)| a + 16 * n + 3 * padded(n));
-    let mut slab = Slab::new(slices.spill(), total);
+    let mut slab = Slab::new(slices.spill(), counts.iter().map(|&n| lane(n)).sum());
     let mut filled = vec![0usize; counts.len()];
     each_depth(&slices, |d, s| {
         let (base, n, i) = (at[d], counts[d], filled[d]);
-        let mut put64 = |col: usize, v: u64| {
-            if let Some(x) = slab
-                .values_mut::<u64>(base + 8 * n * col, n)
-                .and_then(|c| c.get_mut(i))
-            {
+        for (k, v) in [s.start, s.end].into_iter().enumerate() {
+            let col = slab.values_mut::<u64>(base + column(k, n), n);
+            if let Some(x) = col.and_then(|c| c.get_mut(i)) {
                 *x = v;
             }
-        };
-        put64(0, s.start);
-        put64(1, s.end);
+        }
         for (k, v) in [s.name, s.category, s.args].into_iter().enumerate() {
-            let col = base + 16 * n + k * padded(n);
-            if let Some(x) = slab.values_mut::<u32>(col, n).and_then(|c| c.get_mut(i)) {
+            let col = slab.values_mut::<u32>(base + column(k + 2, n), n);
+            if let Some(x) = col.and_then(|c| c.get_mut(i)) {
                 *x = v;
             }
         }
@@ -818,9 +818,9 @@ fn nested(mut slices: Grow<Row>) -> Vec<Lane> {
             // SAFETY: the slab's bytes, shared and never changed again, and
             // within them each column written above.
             let (u64s, u32s) = unsafe {
-                let u64s = |col: usize| Store::in_place(&shared, base + 8 * n * col, n);
-                let u32s = |k: usize| Store::in_place(&shared, base + 16 * n + k * padded(n), n);
-                ((u64s(0), u64s(1)), (u32s(0), u32s(1), u32s(2)))
+                let u64s = |k: usize| Store::in_place(&shared, base + column(k, n), n);
+                let u32s = |k: usize| Store::in_place(&shared, base + column(k, n), n);
+                ((u64s(0), u64s(1)), (u32s(2), u32s(3), u32s(4)))
             };
             let mut lane = Lane::from_columns(Columns {
                 start: u64s.0.unwrap_or_default(),
@@ -1025,9 +1025,9 @@ mod tests {
     }
 
     fn grown(slices: Vec<Slice>) -> Grow<Row> {
-        let mut g = Grow::new(&Spill::memory());
-        (slices.into_iter().enumerate()).for_each(|(i, s)| g.push(Row::of(s, i)));
-        g
+        let mut t = ThreadBuild::new(&Spill::memory());
+        slices.into_iter().for_each(|s| t.push_slice(s.into()));
+        t.slices
     }
 
     /// A track's slices lane by lane, as start and end.
@@ -1126,15 +1126,15 @@ mod tests {
         let end = push(&mut sets, r#"{"allocated_bytes":64,"allocations":2}"#);
         let mut t = ThreadBuild::new(&Spill::memory());
         t.marks.push(mark(1, 0, 0));
-        t.begins.push(Row::of(
+        t.begins.push(
             Slice {
                 args: begin,
                 ..slice(1, OPEN, 0)
-            },
-            0,
-        ));
+            }
+            .into(),
+        );
         t.marks.push(mark(2, 1, 0));
-        t.begins.push(Row::of(slice(2, OPEN, 1), 0));
+        t.begins.push(slice(2, OPEN, 1).into());
         t.marks.push(mark(3, END, end)); // the inner one, without arguments of its own
         t.marks.push(mark(4, END, 0));
         t.pair(&mut sets);
@@ -1168,7 +1168,7 @@ mod tests {
         let mut t = ThreadBuild::new(&Spill::memory());
         let begin = |t: &mut ThreadBuild, time: u64, name: u32| {
             t.marks.push(mark(time, t.begins.len() as u32, 0));
-            t.begins.push(Row::of(slice(time, OPEN, name), 0));
+            t.begins.push(slice(time, OPEN, name).into());
         };
         t.marks.push(mark(5, END, 0)); // inner, begun before the trace
         t.marks.push(mark(9, END, 0)); // outer

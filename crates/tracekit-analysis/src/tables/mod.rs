@@ -97,7 +97,7 @@ impl ColumnBuilder {
             ColumnBuilder::Narrow(n) => match u32::try_from(v) {
                 Ok(x) => n.push(x),
                 Err(_) => {
-                    self.widen();
+                    self.widen(u64::from);
                     self.push(v);
                 }
             },
@@ -105,12 +105,13 @@ impl ColumnBuilder {
         }
     }
 
-    /// The column at 8 bytes a value from now on.
+    /// The column at 8 bytes a value from now on, each narrow value `x`
+    /// becoming `wide_of(x)`.
     #[cold]
-    fn widen(&mut self) {
+    fn widen(&mut self, wide_of: impl Fn(u32) -> u64) {
         if let ColumnBuilder::Narrow(n) = self {
             let mut wide = Grow::new(n.spill());
-            n.as_slice().iter().for_each(|&x| wide.push(u64::from(x)));
+            n.iter().for_each(|&x| wide.push(wide_of(x)));
             *self = ColumnBuilder::Wide(wide);
         }
     }
@@ -118,8 +119,8 @@ impl ColumnBuilder {
     #[inline]
     fn get(&self, i: usize) -> u64 {
         match self {
-            ColumnBuilder::Narrow(n) => n.as_slice().get(i).map_or(0, |&x| u64::from(x)),
-            ColumnBuilder::Wide(w) => w.as_slice().get(i).copied().unwrap_or(0),
+            ColumnBuilder::Narrow(n) => n.get(i).map_or(0, |&x| u64::from(x)),
+            ColumnBuilder::Wide(w) => w.get(i).copied().unwrap_or(0),
         }
     }
 
@@ -228,33 +229,22 @@ impl EndsBuilder {
         if let ColumnBuilder::Narrow(n) = &mut self.0 {
             match u32::try_from(v) {
                 Ok(x) if x != u32::MAX => {
-                    if let Some(slot) = n.as_mut_slice().get_mut(i) {
+                    if let Some(slot) = n.get_mut(i) {
                         *slot = x;
                     }
                     return;
                 }
-                _ => self.widen(),
+                // `u32::MAX` read as never from now on.
+                _ => self.0.widen(|x| match x {
+                    u32::MAX => NEVER,
+                    x => u64::from(x),
+                }),
             }
         }
         if let ColumnBuilder::Wide(w) = &mut self.0
-            && let Some(slot) = w.as_mut_slice().get_mut(i)
+            && let Some(slot) = w.get_mut(i)
         {
             *slot = v;
-        }
-    }
-
-    /// The ends at 8 bytes each from now on, `u32::MAX` read as [`NEVER`].
-    #[cold]
-    fn widen(&mut self) {
-        if let ColumnBuilder::Narrow(n) = &self.0 {
-            let mut wide = Grow::new(n.spill());
-            for &x in n.as_slice() {
-                wide.push(match x {
-                    u32::MAX => NEVER,
-                    x => u64::from(x),
-                });
-            }
-            self.0 = ColumnBuilder::Wide(wide);
         }
     }
 
