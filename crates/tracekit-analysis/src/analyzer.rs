@@ -21,6 +21,7 @@ use crate::live::{LiveObject, LiveObjects};
 use crate::sampling::Sampling;
 use crate::sites::{PerSite, SiteCounts, SiteTable};
 use crate::symbols::FrameSkip;
+use tracekit_columns::Spill;
 use tracekit_memtrace::{Alloc, AllocationSource, DomainId, Event, LocationCode, ObjId, Timedelta};
 
 /// How a pass over a reader spreads its work ([`Options::threads`]).
@@ -96,6 +97,11 @@ pub struct Options {
     /// Also keep each site's live heap at these times, in order
     /// ([`Profile::curves`]).
     pub curve_times: Option<Arc<[Timedelta]>>,
+    /// Where the pass grows its backtrace trie: in memory, or in files of a
+    /// folder past a few MiB ([`tracekit_columns::spill`]), so that a pass
+    /// beside a build of the trace's tables does not hold a second trie in
+    /// memory.
+    pub spill: Spill,
 }
 
 impl Options {
@@ -126,6 +132,7 @@ impl Default for Options {
             threads: Threads::Auto,
             per_site: PerSite::All,
             curve_times: None,
+            spill: Spill::memory(),
         }
     }
 }
@@ -386,6 +393,8 @@ impl Analyzer {
         let location = options.filter.location_mask();
         let big_only = options.interns_big_only();
         let curves = options.curve_times.clone().map(SiteCurves::new);
+        let backtraces = Backtraces::spilling(&options.spill);
+        let live = LiveObjects::spilling(&options.spill);
         Analyzer {
             sites: SiteTable::new(options.per_site),
             timeline: Timeline::new(options.timeline_buckets),
@@ -395,11 +404,11 @@ impl Analyzer {
             sampling,
             keep,
             location,
-            backtraces: Backtraces::new(),
+            backtraces,
             adopted: None,
             site_of: Vec::new(),
             node_match: Vec::new(),
-            live: LiveObjects::new(),
+            live,
             big: BinaryHeap::new(),
             big_floor: None,
             big_only,
@@ -901,7 +910,7 @@ impl Analyzer {
         let i = bt.0 as usize;
         if i >= self.site_of.len() {
             let more = i + 1 - self.site_of.len();
-            crate::huge::reserve(&mut self.site_of, more);
+            tracekit_columns::huge::reserve(&mut self.site_of, more);
             self.site_of.resize(i + 1, NO_SITE);
         }
         if self.site_of[i] != NO_SITE {
@@ -975,7 +984,7 @@ impl Analyzer {
 
     /// Ends the pass.
     pub fn finish(mut self) -> Profile {
-        let live = std::mem::replace(&mut self.live, LiveObjects::new());
+        let live = std::mem::replace(&mut self.live, LiveObjects::spilling(&Spill::memory()));
         self.finish_followed(live.len() as u64, live.values())
     }
 

@@ -536,7 +536,7 @@ impl Growing {
         let root = names.id("all");
         Growing {
             names,
-            calls: CallTree::with_reserve(root, crate::huge::reserve::<u32>),
+            calls: CallTree::with_reserve(root, tracekit_columns::huge::reserve::<u32>),
             objects: Vec::new(),
         }
     }

@@ -22,7 +22,6 @@ pub mod diff;
 pub mod filter;
 pub mod frames;
 pub mod fxt;
-mod huge;
 pub mod live;
 pub mod passes;
 pub mod paths;

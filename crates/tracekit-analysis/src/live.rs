@@ -11,9 +11,9 @@
 //! number of live objects: at most four slots and one slab entry per live object.
 
 use rustc_hash::FxHashMap;
+use tracekit_columns::store::le_at;
+use tracekit_columns::{Grow, Plain, Spill};
 use tracekit_memtrace::{DomainId, Timedelta};
-
-use crate::huge;
 
 /// Ids further than this past the window's end go to the hash map rather than
 /// stretching the window over a gap.
@@ -27,18 +27,18 @@ const EMPTY: u32 = u32::MAX;
 /// A table from object id to `T`, for ids that mostly arrive in increasing order: the
 /// live objects of a memtrace trace, as the analyses and the Parquet export keep them.
 #[derive(Debug)]
-pub struct LiveTable<T> {
+pub struct LiveTable<T: Plain> {
     /// Id of `window[0]`.
     base: u64,
     /// Per id from `base`, the index of its value in `slab`, or [`EMPTY`].
-    window: Vec<u32>,
+    window: Grow<u32>,
     /// First possibly occupied index of `window`.
     head: usize,
     /// Occupied slots of `window`.
     in_window: usize,
     /// Values of the window's ids; the entries listed in `free` are unused.
-    slab: Vec<T>,
-    free: Vec<u32>,
+    slab: Grow<T>,
+    free: Grow<u32>,
     old: FxHashMap<u64, T>,
     /// Largest id put in `old` ahead of the window (ids spilled from the window are all
     /// below `base`), so appends need not probe `old` in the common case.
@@ -50,28 +50,35 @@ pub struct LiveTable<T> {
     overflowed: bool,
 }
 
-impl<T: Copy> Default for LiveTable<T> {
+impl<T: Plain> Default for LiveTable<T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<T: Copy> LiveTable<T> {
+impl<T: Plain> LiveTable<T> {
     /// An empty table.
     pub fn new() -> Self {
-        Self::with_slab_limit(EMPTY as usize)
+        Self::spilling(&Spill::memory())
+    }
+
+    /// An empty table whose window and values grow as `spill` says: in files
+    /// of its folder past a few MiB ([`tracekit_columns::spill`]), so that a
+    /// trace whose objects live long holds no memory of its own for them.
+    pub fn spilling(spill: &Spill) -> Self {
+        Self::with_slab_limit(spill, EMPTY as usize)
     }
 
     /// A table whose slab holds at most `slab_limit` entries (tests reach the limit
     /// with small ones).
-    fn with_slab_limit(slab_limit: usize) -> Self {
+    fn with_slab_limit(spill: &Spill, slab_limit: usize) -> Self {
         LiveTable {
             base: 0,
-            window: Vec::new(),
+            window: Grow::new(spill),
             head: 0,
             in_window: 0,
-            slab: Vec::new(),
-            free: Vec::new(),
+            slab: Grow::new(spill),
+            free: Grow::new(spill),
             old: FxHashMap::default(),
             far_max: None,
             slab_limit: slab_limit.min(EMPTY as usize),
@@ -109,7 +116,7 @@ impl<T: Copy> LiveTable<T> {
         }
         // Below `slab_limit`, which is at most `EMPTY`.
         let k = self.slab.len() as u32;
-        huge::push(&mut self.slab, value);
+        self.slab.push(value);
         Some(k)
     }
 
@@ -130,7 +137,7 @@ impl<T: Copy> LiveTable<T> {
             && self.far_max.is_none_or(|m| m < id)
             && let Some(k) = self.put(value)
         {
-            huge::push(&mut self.window, k);
+            self.window.push(k);
             self.in_window += 1;
             if self.window.len() - self.head > 4 * self.in_window + MIN_WINDOW {
                 self.compact();
@@ -143,7 +150,7 @@ impl<T: Copy> LiveTable<T> {
     fn insert_slow(&mut self, id: u64, value: T) -> Option<T> {
         if self.in_window == 0 && self.window.len() == self.head {
             // Empty window: restart it here.
-            self.window.clear();
+            self.window.truncate(0);
             self.head = 0;
             self.base = id;
         }
@@ -177,7 +184,6 @@ impl<T: Copy> LiveTable<T> {
             let previous = if far { self.old.remove(&id) } else { None };
             let i = (id - self.base) as usize;
             let start = self.window.len();
-            huge::reserve(&mut self.window, i + 1 - start);
             self.window.resize(i, EMPTY);
             if far || self.far_max.is_some_and(|m| m >= self.base + start as u64) {
                 // Ids that arrived far ahead of the window are now inside it.
@@ -196,7 +202,7 @@ impl<T: Copy> LiveTable<T> {
             }
             match self.put(value) {
                 Some(k) => {
-                    huge::push(&mut self.window, k);
+                    self.window.push(k);
                     self.in_window += 1;
                 }
                 // `fits` left room for it; were the slab full all the same, the
@@ -258,7 +264,7 @@ impl<T: Copy> LiveTable<T> {
             self.head += 1;
         }
         if self.head > MIN_WINDOW && self.head * 2 > self.window.len() {
-            self.window.drain(..self.head);
+            self.window.drain_front(self.head);
             self.base += self.head as u64;
             self.head = 0;
         }
@@ -277,7 +283,7 @@ impl<T: Copy> LiveTable<T> {
                 self.in_window -= 1;
             }
         }
-        self.window.drain(..cut);
+        self.window.drain_front(cut);
         self.base += cut as u64;
         self.head = 0;
         self.advance();
@@ -324,10 +330,26 @@ pub(crate) struct LiveObject {
 /// is kept whole aside ([`LiveObjects`]), its packed entry marked by
 /// [`OVERSIZE`] samples.
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 struct Packed {
     time_domain: u64,
     samples: u32,
     site_promoted: u32,
+}
+
+// SAFETY: `repr(C)` of a `u64` and two `u32`s, 16 bytes with no padding
+// (asserted in the tests), every pattern of them a packed entry's fields.
+// Entries spill only to a file of their own table, read by the same process.
+unsafe impl Plain for Packed {
+    const WIDTH: usize = 16;
+
+    fn from_le(b: &[u8]) -> Self {
+        Packed {
+            time_domain: le_at(b, 0),
+            samples: le_at(b, 8),
+            site_promoted: le_at(b, 12),
+        }
+    }
 }
 
 /// The samples of a packed entry whose object is kept whole aside.
@@ -388,9 +410,10 @@ const ASIDE: Packed = Packed {
 };
 
 impl LiveObjects {
-    pub(crate) fn new() -> Self {
+    /// No object, their table grown as `spill` says ([`LiveTable::spilling`]).
+    pub(crate) fn spilling(spill: &Spill) -> Self {
         LiveObjects {
-            table: LiveTable::new(),
+            table: LiveTable::spilling(spill),
             oversize: FxHashMap::default(),
         }
     }
@@ -490,7 +513,7 @@ mod tests {
         for (i, o) in edge.iter().enumerate() {
             assert_eq!(Packed::new(o).is_some(), i < 3, "{o:?}");
         }
-        let mut live = LiveObjects::new();
+        let mut live = LiveObjects::spilling(&Spill::memory());
         for (id, o) in edge.iter().enumerate() {
             assert_eq!(live.insert(id as u64, *o), None);
         }
@@ -539,7 +562,7 @@ mod tests {
         ) {
             // A small slab fills up, which sends values to the hash map.
             let mut t = if small_slab {
-                LiveTable::with_slab_limit(40)
+                LiveTable::with_slab_limit(&Spill::memory(), 40)
             } else {
                 LiveTable::new()
             };
@@ -579,7 +602,7 @@ mod tests {
     #[test]
     fn a_full_slab_spills_to_the_map() {
         let limit = MAX_GAP as usize + 100;
-        let mut t = LiveTable::with_slab_limit(limit);
+        let mut t = LiveTable::with_slab_limit(&Spill::memory(), limit);
         let mut m = HashMap::new();
         let check = |t: &mut LiveTable<u64>, m: &HashMap<u64, u64>| {
             assert_eq!(t.len(), m.len());

@@ -286,9 +286,11 @@ impl SiteTable {
     pub(crate) fn prefetch(&self, i: u32) {
         let i = i as usize;
         match self.keep.one() {
-            None if self.keep == PerSite::Narrow => crate::huge::prefetch(self.narrow.get(i)),
-            None => crate::huge::prefetch(self.counts.get(i)),
-            Some(_) => crate::huge::prefetch(self.weights.get(i)),
+            None if self.keep == PerSite::Narrow => {
+                tracekit_columns::huge::prefetch(self.narrow.get(i))
+            }
+            None => tracekit_columns::huge::prefetch(self.counts.get(i)),
+            Some(_) => tracekit_columns::huge::prefetch(self.weights.get(i)),
         }
     }
 
@@ -315,16 +317,16 @@ impl SiteTable {
 
     /// Adds a site for `bt`, returning its index.
     pub(crate) fn push(&mut self, bt: BacktraceId) -> usize {
-        crate::huge::push(&mut self.ids, bt);
+        tracekit_columns::huge::push(&mut self.ids, bt);
         match self.keep.one() {
             None if self.keep == PerSite::Narrow => {
-                crate::huge::push(&mut self.narrow, Narrow::default())
+                tracekit_columns::huge::push(&mut self.narrow, Narrow::default())
             }
-            None => crate::huge::push(&mut self.counts, SiteCounts::default()),
+            None => tracekit_columns::huge::push(&mut self.counts, SiteCounts::default()),
             Some((_, counted)) => {
-                crate::huge::push(&mut self.weights, 0);
+                tracekit_columns::huge::push(&mut self.weights, 0);
                 if counted {
-                    crate::huge::push(&mut self.objects, 0);
+                    tracekit_columns::huge::push(&mut self.objects, 0);
                 }
             }
         }

@@ -27,6 +27,7 @@
 
 pub mod cursor;
 pub mod fnv;
+pub mod huge;
 pub mod rename;
 pub mod spill;
 pub mod store;

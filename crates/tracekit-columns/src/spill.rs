@@ -173,10 +173,46 @@ impl<T: Plain> Grow<T> {
         match &self.file {
             Some(_) => self.push(value),
             None => {
-                self.memory.push(value);
+                crate::huge::push(&mut self.memory, value);
                 self.len = self.memory.len();
             }
         }
+    }
+
+    /// Removes the last value and returns it.
+    #[inline]
+    pub fn pop(&mut self) -> Option<T> {
+        let last = *self.as_slice().last()?;
+        self.truncate(self.len - 1);
+        Some(last)
+    }
+
+    /// Keeps the first `n` values (all of them when there are fewer). A file
+    /// keeps its room, to grow into again.
+    pub fn truncate(&mut self, n: usize) {
+        if n < self.len {
+            self.memory.truncate(n);
+            self.len = n;
+        }
+    }
+
+    /// Adds copies of `value` until there are `n` values.
+    pub fn resize(&mut self, n: usize, value: T) {
+        if self.file.is_none() && n > self.len {
+            crate::huge::reserve(&mut self.memory, n - self.len);
+        }
+        while self.len < n {
+            self.push(value);
+        }
+        self.truncate(n);
+    }
+
+    /// Removes the first `n` values (all of them when there are fewer), the
+    /// others moved to the front.
+    pub fn drain_front(&mut self, n: usize) {
+        let n = n.min(self.len);
+        self.as_mut_slice().copy_within(n.., 0);
+        self.truncate(self.len - n);
     }
 
     /// Moves the values in memory to a new file, when there is a folder to
@@ -468,6 +504,41 @@ mod tests {
         assert_eq!(&*store, copy.as_slice());
         // The file has no name: the folder stays empty.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    /// A column used as a stack and a queue (popped, cut, padded, drained
+    /// at the front) holds what a vector so used holds, in memory and in a
+    /// file, across the move to the file.
+    #[test]
+    fn a_column_pops_pads_and_drains_as_a_vector_does() {
+        let dir = tempfile::tempdir().unwrap();
+        for spill in [Spill::memory(), Spill::to(dir.path())] {
+            let mut g = Grow::<u32>::new(&spill);
+            let mut v: Vec<u32> = Vec::new();
+            let n = 3 * SPILL_BYTES / 4;
+            for i in 0..n as u32 {
+                g.push(i);
+                v.push(i);
+                if i % 5 == 0 {
+                    assert_eq!(g.pop(), v.pop());
+                }
+            }
+            g.drain_front(1000);
+            v.drain(..1000);
+            g.resize(v.len() + 70_000, 9);
+            v.resize(v.len() + 70_000, 9);
+            g.truncate(v.len() - 3);
+            v.truncate(v.len() - 3);
+            assert_eq!(g.as_slice(), &v[..]);
+            assert_eq!(
+                g.is_spilled(),
+                spill.dir().is_some() && cfg!(all(target_os = "linux", target_endian = "little"))
+            );
+            g.drain_front(usize::MAX);
+            assert_eq!(g.pop(), None);
+            g.push(4);
+            assert_eq!(g.as_slice(), &[4]);
+        }
     }
 
     /// Columns laid in one slab read back in place as filled, from its file

@@ -17,6 +17,8 @@ use tracekit_analysis::live::LiveTable;
 use tracekit_analysis::symbols::{EMPTY_BACKTRACE, FrameLabel, FrameSkip, Naming, site_label};
 
 use rustc_hash::FxHashMap;
+use tracekit_columns::Plain;
+use tracekit_columns::store::le_at;
 use tracekit_memtrace::{AllocationSource, DomainId, Event, LocationCode, LocationLookup, Reader};
 
 use crate::schema::{ALLOCATIONS, BACKTRACES, LOCATIONS, TRACES};
@@ -66,18 +68,59 @@ columns!(
     }
 );
 
-/// A sampled object not collected yet: its row but for the collect time.
+/// A sampled object not collected yet: its row but for the collect time, as
+/// a row of plain fields that a [`LiveTable`] may hold in a file.
 #[derive(Clone, Copy)]
+#[repr(C)]
 struct Live {
-    domain: u16,
     time_us: i64,
-    source: AllocationSource,
     nsamples: u64,
     length: u64,
-    promote_time_us: Option<i64>,
+    /// When it was promoted, if `promoted` is 1.
+    promote_time_us: i64,
     backtrace_id: u32,
     /// Index of its site's name in [`Sites`].
     site: u32,
+    domain: u16,
+    /// Its source's index in [`AllocationSource::ALL`].
+    source: u8,
+    promoted: u8,
+    _unused: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Live>() == 48);
+
+// SAFETY: `repr(C)` of integers laid without padding (48 bytes, asserted
+// above, the last 4 a field of their own); any pattern of them is a row (a
+// source past the three reads as external).
+unsafe impl Plain for Live {
+    const WIDTH: usize = 48;
+
+    fn from_le(b: &[u8]) -> Self {
+        Live {
+            time_us: le_at::<u64>(b, 0) as i64,
+            nsamples: le_at(b, 8),
+            length: le_at(b, 16),
+            promote_time_us: le_at::<u64>(b, 24) as i64,
+            backtrace_id: le_at(b, 32),
+            site: le_at(b, 36),
+            domain: le_at(b, 40),
+            source: le_at(b, 42),
+            promoted: le_at(b, 43),
+            _unused: le_at(b, 44),
+        }
+    }
+}
+
+impl Live {
+    fn source(&self) -> AllocationSource {
+        let all = AllocationSource::ALL;
+        all[usize::from(self.source).min(all.len() - 1)]
+    }
+
+    fn promote_time_us(&self) -> Option<i64> {
+        (self.promoted != 0).then_some(self.promote_time_us)
+    }
 }
 
 /// The distinct site names, each once: an allocation holds its site's index.
@@ -250,12 +293,14 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
                 let row = Live {
                     domain: a.domain.get(),
                     time_us,
-                    source: a.source,
+                    source: a.source as u8,
                     nsamples: a.nsamples,
                     length: a.length,
-                    promote_time_us: None,
+                    promote_time_us: 0,
+                    promoted: 0,
                     backtrace_id: bt,
                     site: sites.of_backtrace.get(bt as usize).copied().unwrap_or(0),
+                    _unused: 0,
                 };
                 // An id seen twice (a damaged trace): the first object's row is
                 // written as it stands rather than lost.
@@ -271,8 +316,10 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
                 }
             }
             Event::Promote(id, _) => {
-                if let Some(l) = live.get_mut(id.get()) {
-                    l.promote_time_us.get_or_insert(time_us);
+                if let Some(l) = live.get_mut(id.get())
+                    && l.promoted == 0
+                {
+                    (l.promote_time_us, l.promoted) = (time_us, 1);
                 }
             }
             Event::Collect(id, _) => {
@@ -379,13 +426,13 @@ fn write_alloc(
     c.obj_id.append_value(obj_id as i64);
     c.domain.append_value(i32::from(l.domain));
     c.time_us.append_value(l.time_us);
-    c.source.append_value(l.source.name());
+    c.source.append_value(l.source().name());
     c.nsamples.append_value(l.nsamples as i64);
     c.length_words.append_value(l.length as i64);
     c.estimated_bytes
         .append_value(l.nsamples as f64 * bytes_per_sample);
-    c.promoted.append_value(l.promote_time_us.is_some());
-    c.promote_time_us.append_option(l.promote_time_us);
+    c.promoted.append_value(l.promoted != 0);
+    c.promote_time_us.append_option(l.promote_time_us());
     c.collect_time_us.append_option(collect_time_us);
     c.backtrace_id.append_value(i64::from(l.backtrace_id));
     c.site

@@ -103,13 +103,16 @@ fn load(
         None => trace,
         Some(cache) => {
             let kept = cache.tables_likely_kept(path);
+            // Built rather than read back, the tables grow their trie in the cache
+            // folder: so do the passes that answer meanwhile.
+            let spill = if kept { Spill::memory() } else { cache.spill() };
             let (cache, path) = (cache.clone(), path.to_path_buf());
             let decoder: Decoder = Box::new(move |bytes, progress| {
                 let (tables, origin) = cache.tables(&path, bytes, progress)?;
                 tell_origin("tables are", &origin);
                 Some(tables)
             });
-            trace.decoded_by(decoder, kept)
+            trace.decoded_by(decoder, kept).spilling(spill)
         }
     })
 }

@@ -12,6 +12,7 @@ use crate::backtrace::{BacktraceId, Backtraces};
 use crate::sampling::Sampling;
 use crate::symbols::FrameSkip;
 use rustc_hash::FxHashMap;
+use tracekit_columns::Spill;
 use tracekit_memtrace::{
     Alloc, AllocationSource, DomainId, Event, LocationCode, ObjId, ReadError, Timedelta, Warning,
 };
@@ -285,6 +286,7 @@ pub(super) fn two_threads(
     // The analysis then interns a few backtraces itself, from the frames it is sent.
     let big_only = options.interns_big_only();
     let skip = options.site_skip.clone();
+    let spill = options.spill.clone();
     let mut site_start = SiteStart::new(&skip);
     let mut analyzer = Analyzer::new(sampling, options);
     let (mut full_tx, full_rx) = mpsc::sync_channel::<Batch>(4);
@@ -334,7 +336,7 @@ pub(super) fn two_threads(
         let (walked_tx, walked_rx) = mpsc::sync_channel::<Batch>(4);
         let walker = walk.then(|| {
             let to_analysis = std::mem::replace(&mut full_tx, walked_tx);
-            scope.spawn(move || walk_batches(&walked_rx, &to_analysis))
+            scope.spawn(move || walk_batches(&walked_rx, &to_analysis, &spill))
         });
         let (count, error, batch) = produce(
             &mut events,
@@ -388,8 +390,9 @@ pub(super) fn two_threads(
 fn walk_batches(
     from_decoder: &std::sync::mpsc::Receiver<Batch>,
     to_analysis: &std::sync::mpsc::SyncSender<Batch>,
+    spill: &Spill,
 ) -> Backtraces {
-    let mut trie = Backtraces::new();
+    let mut trie = Backtraces::spilling(spill);
     let (mut patience_in, mut patience_out) = (Patience::default(), Patience::default());
     while let Some(mut batch) = recv_patiently(from_decoder, &mut patience_in) {
         let mut at = 0usize;

@@ -19,6 +19,7 @@ pub mod objects;
 
 use std::sync::Arc;
 
+use tracekit_columns::Spill;
 use tracekit_memtrace::{Info, LocationTable, ReadError, Reader, Timedelta};
 
 use crate::analyzer::{Options, Profile};
@@ -132,6 +133,40 @@ impl Source for Reader<'_> {
 
     fn objects(&mut self, filter: &Filter, progress: &mut dyn FnMut(u64)) -> Arc<AllocationSet> {
         objects::passing(self, filter, progress)
+    }
+}
+
+/// A trace's [`Reader`] whose passes grow their backtrace trie where `spill`
+/// says ([`Options::spill`]), whatever the options they are given say: a pass
+/// that runs beside a build of the trace's tables then holds no second trie in
+/// memory.
+pub struct Spilling<'r> {
+    /// The trace read.
+    pub reader: Reader<'r>,
+    /// Where each pass grows its trie.
+    pub spill: Spill,
+}
+
+impl Source for Spilling<'_> {
+    fn info(&self) -> &Info {
+        self.reader.info()
+    }
+
+    fn locations(&self) -> &LocationTable {
+        self.reader.locations()
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.reader.size_bytes()
+    }
+
+    fn pass(&mut self, mut options: Options, stage: Stage, progress: Progress<'_>) -> Pass {
+        options.spill = self.spill.clone();
+        Source::pass(&mut self.reader, options, stage, progress)
+    }
+
+    fn objects(&mut self, filter: &Filter, progress: &mut dyn FnMut(u64)) -> Arc<AllocationSet> {
+        self.reader.objects(filter, progress)
     }
 }
 

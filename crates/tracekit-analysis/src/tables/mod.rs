@@ -469,7 +469,7 @@ impl TablesBuilder {
     pub fn spilling(spill: &Spill) -> TablesBuilder {
         TablesBuilder {
             b: Building::new(spill),
-            live: crate::live::LiveTable::default(),
+            live: crate::live::LiveTable::spilling(spill),
             backtraces: Backtraces::spilling(spill),
             sites: Backtraces::spilling(spill),
             duplicates: 0,

@@ -363,7 +363,7 @@ impl Tables {
             // that the site they name is known when it is asked for), they are
             // in cache when their allocation comes.
             if fixed && nodes > PREFETCH_FROM {
-                crate::huge::prefetch(memo.get(key_of(a + 2 * AHEAD)));
+                tracekit_columns::huge::prefetch(memo.get(key_of(a + 2 * AHEAD)));
                 if let Some(&(site, _)) = memo.get(key_of(a + AHEAD))
                     && site != UNKNOWN
                 {
@@ -530,7 +530,7 @@ impl Tables {
         let total = (last - first).max(1);
         for a in first..last {
             if nodes > PREFETCH_FROM {
-                crate::huge::prefetch(memo.get(key_of(a + 2 * AHEAD)));
+                tracekit_columns::huge::prefetch(memo.get(key_of(a + 2 * AHEAD)));
                 if let Some(&site) = memo.get(key_of(a + AHEAD))
                     && site != UNKNOWN
                 {

@@ -1,17 +1,21 @@
 //! Building a trace's tables with their columns spilled to files takes memory
 //! of the process's own that does not grow with the trace: the heap the
 //! building thread holds at its highest, counted by this binary's allocator,
-//! is the same for a trace four times larger (with the same backtraces and
-//! as many objects live at once), and
-//! the spilled tables answer as tables built in memory.
+//! is the same for a trace four times larger (with the same backtraces), and
+//! the spilled tables answer as tables built in memory. So for a pass over
+//! the trace that spills: four times as many objects live at once cost it
+//! no more.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::VecDeque;
 
 use tracekit_analysis::Filter;
+use tracekit_analysis::analyzer::Options;
+use tracekit_analysis::passes::{self, Spilling, Threads};
 use tracekit_analysis::query::{SiteSpec, TopQuery};
 use tracekit_analysis::render::TraceFile;
 use tracekit_analysis::report::GroupBy;
+use tracekit_analysis::sites::SiteCounts;
 use tracekit_analysis::tables::Tables;
 use tracekit_columns::Spill;
 use tracekit_columns::spill::SPILL_BYTES;
@@ -50,6 +54,12 @@ fn top_json(tables: &Tables, bytes: &[u8]) -> serde_json::Value {
 /// 32 allocations after its own: the same trie and as many objects live at
 /// once whatever its length, so that only its columns grow with it.
 fn young_trace(allocs: u64) -> Vec<u8> {
+    trace(allocs, Some(32))
+}
+
+/// A trace of `allocs` allocations from 64 backtraces, each object collected
+/// `lifetime` allocations after its own, or never.
+fn trace(allocs: u64, lifetime: Option<usize>) -> Vec<u8> {
     let info = synth_info();
     let mut w = Writer::with_options(Vec::new(), &info, WriterOptions::new()).unwrap();
     let stacks: Vec<Vec<LocationCode>> = (0..64u32)
@@ -69,7 +79,7 @@ fn young_trace(allocs: u64) -> Vec<u8> {
             .put_alloc(time, 1 + i % 16, 1, source, stack, synth_locations)
             .unwrap();
         live.push_back(id);
-        if live.len() > 32
+        if lifetime.is_some_and(|l| live.len() > l)
             && let Some(old) = live.pop_front()
         {
             w.put_collect(time, old).unwrap();
@@ -112,4 +122,80 @@ fn a_spilled_build_holds_the_same_memory_for_a_trace_four_times_larger() {
         top_json(&large_tables, &large),
         top_json(&in_memory, &large)
     );
+}
+
+/// The heap this thread holds at its highest during a pass over `bytes` on
+/// this thread, its trie and live objects grown as `spill` says, and the
+/// pass's profile's totals and live objects at the end.
+fn pass(bytes: &[u8], spill: &Spill) -> (i64, (SiteCounts, u64)) {
+    let (pass, heap) = highest_of(|| {
+        let mut source = Spilling {
+            reader: Reader::from_bytes(bytes).unwrap(),
+            spill: spill.clone(),
+        };
+        let options = Options {
+            threads: Threads::One,
+            ..Options::default()
+        };
+        passes::analyze(&mut source, options, &mut |_, _| {})
+    });
+    let p = pass.profile;
+    (heap, (p.totals, p.live_objects_at_end))
+}
+
+/// Objects that are never collected: a trace of four times as many holds four
+/// times as many objects live at its end. Spilled, neither the build nor a
+/// pass holds more for them; in memory, both do.
+#[test]
+fn live_objects_spilled_cost_the_same_for_four_times_as_many() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = Spill::to(dir.path());
+    let (small, large) = (trace(1_000_000, None), trace(4_000_000, None));
+    let mib = |b: i64| b as f64 / 1048576.0;
+
+    let (_, small_build) = build(&small, &spill);
+    let (large_tables, large_build) = build(&large, &spill);
+    let (in_memory, memory_build) = build(&large, &Spill::memory());
+    eprintln!(
+        "build's heap at its highest: {:.1} MiB for 1 M live objects, {:.1} MiB for 4 M \
+         spilled, {:.1} MiB in memory",
+        mib(small_build),
+        mib(large_build),
+        mib(memory_build)
+    );
+    assert!(
+        memory_build > large_build + (40 << 20),
+        "{}",
+        mib(memory_build)
+    );
+    assert!(
+        large_build <= small_build + (4 << 20),
+        "{}",
+        mib(large_build)
+    );
+    assert_eq!(
+        top_json(&large_tables, &large),
+        top_json(&in_memory, &large)
+    );
+
+    let (small_pass, _) = pass(&small, &spill);
+    let (large_pass, spilled) = pass(&large, &spill);
+    let (memory_pass, kept) = pass(&large, &Spill::memory());
+    eprintln!(
+        "pass's heap at its highest: {:.1} MiB for 1 M live objects, {:.1} MiB for 4 M \
+         spilled, {:.1} MiB in memory",
+        mib(small_pass),
+        mib(large_pass),
+        mib(memory_pass)
+    );
+    // 16 bytes an object and 4 a slot of the window, in memory.
+    assert!(
+        memory_pass > large_pass + (60 << 20),
+        "{}",
+        mib(memory_pass)
+    );
+    assert!(large_pass <= small_pass + (4 << 20), "{}", mib(large_pass));
+    assert_eq!(spilled.1, 4_000_000);
+    assert_eq!(spilled, kept);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

@@ -72,7 +72,7 @@ use tracekit_memtrace::OpenError;
 use tracekit_analysis::Filter;
 use tracekit_analysis::diff::{self, DiffTree};
 use tracekit_analysis::frames::{FrameTree, Unit};
-use tracekit_analysis::passes::{Progress, Source};
+use tracekit_analysis::passes::{Progress, Source, Spilling};
 use tracekit_analysis::paths;
 use tracekit_analysis::query::{FlameQuery, QueryError};
 use tracekit_analysis::render::TraceFile;
@@ -124,6 +124,9 @@ pub struct Trace {
     /// quicker than a pass and holds less memory than one beside it.
     awaited: Mutex<bool>,
     decoded: std::sync::Condvar,
+    /// Where a pass over the bytes grows its backtrace trie: beside a build
+    /// of the tables, which holds a trie of its own.
+    spill: Spill,
 }
 
 /// Makes a trace's tables from its bytes (`None`: they cannot be made),
@@ -168,6 +171,7 @@ impl Trace {
             decoder: None,
             awaited: Mutex::new(false),
             decoded: std::sync::Condvar::new(),
+            spill: Spill::memory(),
         })
     }
 
@@ -185,6 +189,7 @@ impl Trace {
             decoder: None,
             awaited: Mutex::new(false),
             decoded: std::sync::Condvar::new(),
+            spill: Spill::memory(),
         }
     }
 
@@ -205,6 +210,14 @@ impl Trace {
     pub fn decoded_by(mut self, decoder: Decoder, kept: bool) -> Trace {
         self.decoder = Some(decoder);
         *self.awaited.get_mut().unwrap_or_else(|e| e.into_inner()) = kept;
+        self
+    }
+
+    /// The trace whose passes over its bytes (the answers until its tables
+    /// are decoded) grow their backtrace tries where `spill` says, rather than
+    /// in memory beside the build's.
+    pub fn spilling(mut self, spill: Spill) -> Trace {
+        self.spill = spill;
         self
     }
 
@@ -263,9 +276,13 @@ impl Trace {
         if let Some(mut tables) = self.tables() {
             return Ok(ask(&mut tables, &mut |_, _| {}));
         }
-        let mut reader =
+        let reader =
             Reader::from_owner(self.bytes.clone()).map_err(|e| Error::Unreadable(e.to_string()))?;
-        let answer = ask(&mut reader, &mut releasing(&self.bytes));
+        let mut source = Spilling {
+            reader,
+            spill: self.spill.clone(),
+        };
+        let answer = ask(&mut source, &mut releasing(&self.bytes));
         self.bytes.release_all();
         Ok(answer)
     }

@@ -1,7 +1,8 @@
-//! The analysis's large arrays read at random (the live table, the backtrace trie,
-//! the sites of a scan): grown on transparent huge pages where the kernel offers
-//! them on request (`/sys/kernel/mm/transparent_hugepage/enabled` set to
-//! `madvise`), and their entries asked for ahead of use ([`prefetch`]).
+//! Large arrays read at random (an analysis's live table, a backtrace trie,
+//! the sites of a scan, a column growing in memory): grown on transparent huge
+//! pages where the kernel offers them on request
+//! (`/sys/kernel/mm/transparent_hugepage/enabled` set to `madvise`), and their
+//! entries asked for ahead of use ([`prefetch`]).
 //!
 //! Objects that die in random order make the live table tens of megabytes read at
 //! random; on 4 KiB pages nearly every access also misses the TLB, and each page
@@ -13,7 +14,7 @@
 /// Appends `value` to `v`, growing it as `Vec::push` would (doubling), and asks for
 /// huge pages when it grows.
 #[inline]
-pub(crate) fn push<T>(v: &mut Vec<T>, value: T) {
+pub fn push<T>(v: &mut Vec<T>, value: T) {
     if v.len() == v.capacity() {
         grow(v, 1);
     }
@@ -23,7 +24,7 @@ pub(crate) fn push<T>(v: &mut Vec<T>, value: T) {
 /// Makes room for `additional` more elements in `v` (at least doubling it), asking
 /// for huge pages when it grows.
 #[inline]
-pub(crate) fn reserve<T>(v: &mut Vec<T>, additional: usize) {
+pub fn reserve<T>(v: &mut Vec<T>, additional: usize) {
     if v.capacity() - v.len() < additional {
         grow(v, additional);
     }
@@ -77,7 +78,7 @@ fn advise<T>(v: &Vec<T>) {
 /// Asks the processor to fetch the cache line of `value` (nothing for `None`,
 /// or off x86-64): a hint, which never faults.
 #[inline(always)]
-pub(crate) fn prefetch<T>(value: Option<&T>) {
+pub fn prefetch<T>(value: Option<&T>) {
     #[cfg(target_arch = "x86_64")]
     if let Some(v) = value {
         // SAFETY: a prefetch reads nothing the program sees and cannot fault,
