@@ -629,6 +629,24 @@ impl Analyzer {
         }
     }
 
+    /// [`Analyzer::absorb`] of `part` into an analysis that has no site yet,
+    /// without a copy: the part's sites become this analysis's, numbered as
+    /// the part numbers them. `Err(part)` when this analysis has sites.
+    pub(crate) fn adopt(&mut self, part: ScanPart) -> Result<(), ScanPart> {
+        if !self.sites.is_empty() || self.sites.keeps() != part.sites.keeps() {
+            return Err(part);
+        }
+        let nodes: Vec<BacktraceId> = part.nodes().collect();
+        for (s, bt) in nodes.into_iter().enumerate() {
+            self.name_site(bt, s as u32);
+        }
+        self.sites = part.sites;
+        if let Some(t) = part.timeline {
+            self.timeline.merge(t);
+        }
+        Ok(())
+    }
+
     /// Asks for site `site`'s counts ahead of counting it.
     #[inline(always)]
     pub(crate) fn prefetch_site(&self, site: u32) {
@@ -902,6 +920,23 @@ impl Analyzer {
             self.backtraces.set_site(bt, s);
         }
         s
+    }
+
+    /// Makes `s` the site of trie node `bt`, as [`Analyzer::site`] would have
+    /// numbered it: in this analysis's trie, or in `site_of` for a trie grown
+    /// elsewhere.
+    fn name_site(&mut self, bt: BacktraceId, s: u32) {
+        let i = bt.0 as usize;
+        if i < self.backtraces.len() {
+            self.backtraces.set_site(bt, s);
+            return;
+        }
+        if i >= self.site_of.len() {
+            let more = i + 1 - self.site_of.len();
+            tracekit_columns::huge::reserve(&mut self.site_of, more);
+            self.site_of.resize(i + 1, NO_SITE);
+        }
+        self.site_of[i] = s;
     }
 
     /// [`Analyzer::site`] of a node of a trie grown elsewhere.

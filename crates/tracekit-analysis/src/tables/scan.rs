@@ -490,8 +490,12 @@ impl Tables {
         let mut buckets = PeakBuckets::new(self.end, bucket_count);
         let (mut kept, mut tracked, mut live) = (0u64, 0u64, 0u64);
         for c in parts {
-            let to: Vec<u32> = c.part.nodes().map(|bt| analyzer.site_of_node(bt)).collect();
-            analyzer.absorb(c.part, &to);
+            // The first part's sites, numbered first, are the analysis's own
+            // (a table of every site not made twice); the others add to them.
+            if let Err(part) = analyzer.adopt(c.part) {
+                let to: Vec<u32> = part.nodes().map(|bt| analyzer.site_of_node(bt)).collect();
+                analyzer.absorb(part, &to);
+            }
             buckets.add(&c.buckets);
             kept += c.kept;
             tracked += c.tracked;
