@@ -629,13 +629,17 @@ impl Analyzer {
         }
     }
 
-    /// [`Analyzer::absorb`] of `part` into an analysis that has no site yet,
-    /// without a copy: the part's sites become this analysis's, numbered as
-    /// the part numbers them. `Err(part)` when this analysis has sites.
-    pub(crate) fn adopt(&mut self, part: ScanPart) -> Result<(), ScanPart> {
-        if !self.sites.is_empty() || self.sites.keeps() != part.sites.keeps() {
-            return Err(part);
-        }
+    /// Whether [`Analyzer::adopt`] may take `part`: this analysis has no site
+    /// yet, and keeps per site what the part keeps.
+    pub(crate) fn may_adopt(&self, part: &ScanPart) -> bool {
+        self.sites.is_empty() && self.sites.keeps() == part.sites.keeps()
+    }
+
+    /// [`Analyzer::absorb`] of `part` into an analysis that has no site yet
+    /// ([`Analyzer::may_adopt`]), without a copy: the part's sites become this
+    /// analysis's, numbered as the part numbers them.
+    pub(crate) fn adopt(&mut self, part: ScanPart) {
+        debug_assert!(self.may_adopt(&part));
         let nodes: Vec<BacktraceId> = part.nodes().collect();
         for (s, bt) in nodes.into_iter().enumerate() {
             self.name_site(bt, s as u32);
@@ -644,7 +648,6 @@ impl Analyzer {
         if let Some(t) = part.timeline {
             self.timeline.merge(t);
         }
-        Ok(())
     }
 
     /// Asks for site `site`'s counts ahead of counting it.

@@ -492,9 +492,11 @@ impl Tables {
         for c in parts {
             // The first part's sites, numbered first, are the analysis's own
             // (a table of every site not made twice); the others add to them.
-            if let Err(part) = analyzer.adopt(c.part) {
-                let to: Vec<u32> = part.nodes().map(|bt| analyzer.site_of_node(bt)).collect();
-                analyzer.absorb(part, &to);
+            if analyzer.may_adopt(&c.part) {
+                analyzer.adopt(c.part);
+            } else {
+                let to: Vec<u32> = c.part.nodes().map(|bt| analyzer.site_of_node(bt)).collect();
+                analyzer.absorb(c.part, &to);
             }
             buckets.add(&c.buckets);
             kept += c.kept;
