@@ -23,17 +23,37 @@ pub struct NameTotals {
     pub max_ns: u64,
 }
 
-/// A node of a range's call tree ([`Timeline::flame`]).
+/// A node of a range's call tree ([`Timeline::flame`]): 24 bytes, as many
+/// as a node of the tree it is made from, so that a tree of millions of
+/// paths becomes the answer where it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlameNode {
-    /// Its caller's node (an index in the tree), `None` at the root.
-    pub parent: Option<u32>,
+    /// Its caller's node (an index in the tree), [`NO_CALLER`] at the root.
+    caller: u32,
     /// The name, in the timeline's strings.
     pub name: u32,
     /// Nanoseconds its slices spend inside the range.
     pub total_ns: u64,
     /// The same, less its children's.
     pub self_ns: u64,
+}
+
+/// The caller of a node at the root.
+const NO_CALLER: u32 = u32::MAX;
+
+// The answer is made in the vector of the tree's nodes: as large, and as
+// aligned.
+const _: () = assert!(
+    std::mem::size_of::<FlameNode>() == std::mem::size_of::<tracekit_stacks::Node<[u64; 2]>>()
+        && std::mem::align_of::<FlameNode>()
+            == std::mem::align_of::<tracekit_stacks::Node<[u64; 2]>>()
+);
+
+impl FlameNode {
+    /// Its caller's node (an index in the tree), `None` at the root.
+    pub fn parent(&self) -> Option<u32> {
+        (self.caller != NO_CALLER).then_some(self.caller)
+    }
 }
 
 /// Where a slice is: its track, its lane in the track, its index in the lane.
@@ -149,7 +169,7 @@ impl Timeline {
         let (from, to) = range;
         // Per node, nanoseconds inside the range; the root (no slice) stays out of
         // the answer.
-        let mut tree: CallTree<u64> = CallTree::new(u32::MAX);
+        let mut tree: CallTree<[u64; 2]> = CallTree::new(u32::MAX);
         for track in tracks.iter().filter_map(|&t| self.tracks.get(t)) {
             if track.kind != TrackKind::Thread {
                 continue;
@@ -171,9 +191,9 @@ impl Timeline {
                                 .and_then(|j| ids.get(j - r.start).copied())
                         }
                     };
-                    let id = tree.child(parent.unwrap_or(CallTree::<u64>::ROOT), s.name);
+                    let id = tree.child(parent.unwrap_or(CallTree::<[u64; 2]>::ROOT), s.name);
                     let inside = self.closed(s.end).min(to).saturating_sub(s.start.max(from));
-                    if let Some(total) = tree.data_mut(id) {
+                    if let Some([total, _]) = tree.data_mut(id) {
                         *total = total.saturating_add(inside);
                     }
                     here.push(id);
@@ -181,21 +201,21 @@ impl Timeline {
                 above = Some((shown, here));
             }
         }
-        // The tree's node i is the answer's i - 1. Its child table is let go
-        // first: a range of millions of distinct paths holds their nodes
-        // two ways at most, not three.
+        // The tree's node i is the answer's i - 1, made in the tree's own
+        // vector (of nodes as large as the answer's), its child table let go
+        // first: a range of millions of distinct paths holds their nodes once.
         let mut nodes: Vec<FlameNode> = (tree.into_nodes().into_iter().skip(1))
             .map(|n| FlameNode {
-                parent: n.parent.checked_sub(1),
+                caller: n.parent.checked_sub(1).unwrap_or(NO_CALLER),
                 name: n.name,
-                total_ns: n.data,
-                self_ns: n.data,
+                total_ns: n.data[0],
+                self_ns: n.data[0],
             })
             .collect();
         // Self time: what the children do not cover (a child comes after its
         // parent).
         for i in 0..nodes.len() {
-            let (total, parent) = (nodes[i].total_ns, nodes[i].parent);
+            let (total, parent) = (nodes[i].total_ns, nodes[i].parent());
             if let Some(p) = parent.and_then(|p| nodes.get_mut(p as usize)) {
                 p.self_ns = p.self_ns.saturating_sub(total);
             }
@@ -451,15 +471,15 @@ mod tests {
             let mut got: std::collections::BTreeMap<Vec<u32>, u64> = Default::default();
             for (i, n) in tree.iter().enumerate() {
                 let mut path = vec![n.name];
-                let mut at = n.parent;
+                let mut at = n.parent();
                 while let Some(p) = at {
                     prop_assert!((p as usize) < i, "a parent before its children");
                     path.push(tree[p as usize].name);
-                    at = tree[p as usize].parent;
+                    at = tree[p as usize].parent();
                 }
                 path.reverse();
                 got.insert(path, n.total_ns);
-                let children: u64 = tree.iter().filter(|c| c.parent == Some(i as u32)).map(|c| c.total_ns).sum();
+                let children: u64 = tree.iter().filter(|c| c.parent() == Some(i as u32)).map(|c| c.total_ns).sum();
                 prop_assert_eq!(n.self_ns, n.total_ns.saturating_sub(children));
             }
             prop_assert_eq!(&got, &paths);
