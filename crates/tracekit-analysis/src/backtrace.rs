@@ -127,7 +127,7 @@ impl Backtraces {
         });
         Backtraces {
             nodes,
-            children: IdTable::with_reserve(tracekit_columns::huge::reserve::<u32>),
+            children: IdTable::spilling(spill),
             paths: Vec::new(),
             last_domain: 0,
             columns: None,

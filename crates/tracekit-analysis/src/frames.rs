@@ -63,11 +63,26 @@ impl Unit {
 
 /// A frame-tree node's weights.
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
 struct Weights {
     /// This stack's own weight (after rounding, in the tree's unit).
     own: u64,
     /// Own weight plus the callees'.
     total: u64,
+}
+
+// SAFETY: `repr(C)` of two `u64`s, 16 bytes with no padding, every pattern of
+// them two weights.
+unsafe impl tracekit_columns::Plain for Weights {
+    const WIDTH: usize = 16;
+
+    fn from_le(b: &[u8]) -> Self {
+        use tracekit_columns::store::le_at;
+        Weights {
+            own: le_at(b, 0),
+            total: le_at(b, 8),
+        }
+    }
 }
 
 /// A frame-tree node: a printed stack, its parent's plus one frame (its name an
@@ -536,7 +551,7 @@ impl Growing {
         let root = names.id("all");
         Growing {
             names,
-            calls: CallTree::with_reserve(root, tracekit_columns::huge::reserve::<u32>),
+            calls: CallTree::new(root),
             objects: Vec::new(),
         }
     }
@@ -585,7 +600,7 @@ impl Growing {
             calls,
             mut objects,
         } = self;
-        let nodes = calls.into_nodes();
+        let nodes = calls.into_nodes().into_vec();
         if !objects.is_empty() {
             objects.resize(nodes.len(), (0, 0));
         }

@@ -198,13 +198,26 @@ impl<T: Plain> Grow<T> {
 
     /// Adds copies of `value` until there are `n` values.
     pub fn resize(&mut self, n: usize, value: T) {
-        if self.file.is_none() && n > self.len {
+        let in_memory = self.file.is_none()
+            && (self.spill.dir.is_none() || n.saturating_mul(T::WIDTH) < SPILL_BYTES);
+        if in_memory && n > self.len {
             crate::huge::reserve(&mut self.memory, n - self.len);
+            self.memory.resize(n, value);
+            self.len = n;
         }
         while self.len < n {
             self.push(value);
         }
         self.truncate(n);
+    }
+
+    /// The values as a vector: the column's own in memory, a copy of those
+    /// in its file.
+    pub fn into_vec(self) -> Vec<T> {
+        match self.file {
+            None => self.memory,
+            Some(_) => self.as_slice().to_vec(),
+        }
     }
 
     /// Removes the first `n` values (all of them when there are fewer), the

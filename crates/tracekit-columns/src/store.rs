@@ -99,6 +99,17 @@ unsafe impl Plain for u64 {
     }
 }
 
+// SAFETY: the values of an array follow one another with no bytes between
+// them (an array's size is its length times its element's, which has no
+// padding of its own), and every pattern of them is an array of values.
+unsafe impl<T: Plain, const N: usize> Plain for [T; N] {
+    const WIDTH: usize = T::WIDTH * N;
+    #[inline]
+    fn from_le(bytes: &[u8]) -> Self {
+        std::array::from_fn(|i| T::from_le(&bytes[i * T::WIDTH..]))
+    }
+}
+
 /// Immutable values of a column: `len` values at `ptr`, inside what `owner`
 /// holds. Reading them is reading a slice, wherever they are.
 pub struct Store<T: Plain> {

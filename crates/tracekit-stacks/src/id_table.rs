@@ -5,8 +5,12 @@
 //! is the node's own fields, which the caller compares. An edge therefore costs 4
 //! bytes per slot rather than a hash map's copy of the key beside the value. The table
 //! doubles when it is over 60% full, where linear probing looks at under two slots on
-//! average to find an id. Its owner says how the slots grow ([`IdTable::with_reserve`]),
-//! so that a table of millions of nodes can ask for huge pages.
+//! average to find an id. Its slots are a column of the byte kit
+//! ([`tracekit_columns::Grow`]): on huge pages in memory, or, for a table of a tree
+//! that may grow with its input, in a file of a folder the owner names
+//! ([`IdTable::spilling`]).
+
+use tracekit_columns::{Grow, Spill};
 
 /// An empty slot.
 const EMPTY: u32 = u32::MAX;
@@ -20,15 +24,11 @@ fn home(key: u64, bits: u32) -> usize {
     (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
 }
 
-/// Makes room in a table's empty slot buffer for the given number of slots.
-pub type Reserve = fn(&mut Vec<u32>, usize);
-
 /// Node ids by key (see the module docs).
 #[derive(Clone, Debug)]
 pub struct IdTable {
-    slots: Vec<u32>,
+    slots: Grow<u32>,
     bits: u32,
-    reserve: Reserve,
 }
 
 impl Default for IdTable {
@@ -38,17 +38,19 @@ impl Default for IdTable {
 }
 
 impl IdTable {
-    /// An empty table, its slots grown as a `Vec` grows.
+    /// An empty table, its slots in memory.
     pub fn new() -> IdTable {
-        IdTable::with_reserve(Vec::reserve_exact)
+        IdTable::spilling(&Spill::memory())
     }
 
-    /// An empty table whose slots are grown by `reserve`.
-    pub fn with_reserve(reserve: Reserve) -> IdTable {
+    /// An empty table whose slots grow as `spill` says: in a file of its
+    /// folder past a few MiB.
+    pub fn spilling(spill: &Spill) -> IdTable {
+        let mut slots = Grow::new(spill);
+        slots.resize(1 << MIN_BITS, EMPTY);
         IdTable {
-            slots: vec![EMPTY; 1 << MIN_BITS],
+            slots,
             bits: MIN_BITS,
-            reserve,
         }
     }
 
@@ -56,10 +58,11 @@ impl IdTable {
     /// ([`IdTable::insert`]).
     #[inline]
     pub fn find(&self, key: u64, is_key: impl Fn(u32) -> bool) -> Result<u32, usize> {
-        let mask = self.slots.len() - 1;
+        let slots = self.slots.as_slice();
+        let mask = slots.len() - 1;
         let mut i = home(key, self.bits);
         loop {
-            match self.slots[i] {
+            match slots[i] {
                 EMPTY => return Err(i),
                 id if is_key(id) => return Ok(id),
                 _ => i = (i + 1) & mask,
@@ -80,22 +83,24 @@ impl IdTable {
     #[cold]
     fn grow(&mut self, len: usize, key_of: impl Fn(u32) -> u64) {
         self.bits += 1;
-        self.slots = Vec::new();
-        (self.reserve)(&mut self.slots, 1 << self.bits);
+        let spill = self.slots.spill().clone();
+        // The old slots go first: their ids are put back from `key_of`.
+        self.slots = Grow::new(&spill);
         self.slots.resize(1 << self.bits, EMPTY);
-        let mask = self.slots.len() - 1;
+        let slots = self.slots.as_mut_slice();
+        let mask = slots.len() - 1;
         for id in 1..len as u32 {
             let mut i = home(key_of(id), self.bits);
-            while self.slots[i] != EMPTY {
+            while slots[i] != EMPTY {
                 i = (i + 1) & mask;
             }
-            self.slots[i] = id;
+            slots[i] = id;
         }
     }
 
-    /// Bytes held.
+    /// Bytes of memory held (none for slots in a file).
     pub fn heap_bytes(&self) -> usize {
-        self.slots.capacity() * 4
+        self.slots.own_bytes()
     }
 }
 

@@ -6,14 +6,20 @@
 //! strings, or [`Names`] for trees that meet names as text), and whatever its owner
 //! weighs it by. Nodes are kept in the order they were made, so a caller's index is
 //! below its callees'. A node's children are found through one [`IdTable`] keyed by
-//! (caller, name) rather than a map per node or a map of whole stacks.
+//! (caller, name) rather than a map per node or a map of whole stacks. Nodes and
+//! table are columns of the byte kit ([`Grow`]): in memory, or, for a tree that
+//! grows with its input (a range of millions of distinct paths), in files of a
+//! folder its owner names ([`CallTree::spilling`]).
 
 use rustc_hash::FxHashMap;
+use tracekit_columns::store::le_at;
+use tracekit_columns::{Grow, Plain, Spill};
 
-use crate::id_table::{IdTable, Reserve};
+use crate::id_table::IdTable;
 
 /// A node of a [`CallTree`]: its caller, its frame's name, and its owner's data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct Node<T> {
     /// The caller's index (the root is its own caller).
     pub parent: u32,
@@ -23,43 +29,60 @@ pub struct Node<T> {
     pub data: T,
 }
 
+// SAFETY: `repr(C)`: two `u32`s, then the data at offset 8, which is a
+// multiple of any alignment up to 8; `WIDTH` fails to compile for a data
+// type after which the node would be padded (its size then not 8 + its
+// width). Every pattern of the bytes is two integers and a `Plain` value.
+unsafe impl<T: Plain> Plain for Node<T> {
+    const WIDTH: usize = {
+        assert!(std::mem::size_of::<Node<T>>() == 8 + T::WIDTH);
+        8 + T::WIDTH
+    };
+
+    fn from_le(b: &[u8]) -> Self {
+        Node {
+            parent: le_at(b, 0),
+            name: le_at(b, 4),
+            data: T::from_le(&b[8..]),
+        }
+    }
+}
+
 /// A call tree being grown (see the module docs).
 #[derive(Clone, Debug)]
-pub struct CallTree<T> {
-    nodes: Vec<Node<T>>,
+pub struct CallTree<T: Plain> {
+    nodes: Grow<Node<T>>,
     /// Every node but the root, by its parent and name.
     children: IdTable,
 }
 
-impl<T: Default> CallTree<T> {
+impl<T: Plain + Default> CallTree<T> {
     /// The root's index: the empty stack, above every frame.
     pub const ROOT: u32 = 0;
 
     /// A tree of the root alone, named `root_name`.
     pub fn new(root_name: u32) -> CallTree<T> {
-        CallTree::with_index(root_name, IdTable::new())
+        CallTree::spilling(root_name, &Spill::memory())
     }
 
-    /// [`CallTree::new`], the child table's slots grown by `reserve`.
-    pub fn with_reserve(root_name: u32, reserve: Reserve) -> CallTree<T> {
-        CallTree::with_index(root_name, IdTable::with_reserve(reserve))
-    }
-
-    fn with_index(root_name: u32, children: IdTable) -> CallTree<T> {
+    /// [`CallTree::new`], its nodes and child table grown as `spill` says.
+    pub fn spilling(root_name: u32, spill: &Spill) -> CallTree<T> {
+        let mut nodes = Grow::new(spill);
+        nodes.push(Node {
+            parent: Self::ROOT,
+            name: root_name,
+            data: T::default(),
+        });
         CallTree {
-            nodes: vec![Node {
-                parent: Self::ROOT,
-                name: root_name,
-                data: T::default(),
-            }],
-            children,
+            nodes,
+            children: IdTable::spilling(spill),
         }
     }
 
     /// `parent`'s callee named `name`, made if new.
     #[inline]
     pub fn child(&mut self, parent: u32, name: u32) -> u32 {
-        let nodes = &self.nodes;
+        let nodes = self.nodes.as_slice();
         let found = self.children.find(child_key(parent, name), |c| {
             let n = &nodes[c as usize];
             n.parent == parent && n.name == name
@@ -69,7 +92,7 @@ impl<T: Default> CallTree<T> {
             Err(slot) => slot,
         };
         let next = self.push_child(parent, name);
-        let nodes = &self.nodes;
+        let nodes = self.nodes.as_slice();
         let key_of = |id: u32| {
             let n = &nodes[id as usize];
             child_key(n.parent, n.name)
@@ -92,7 +115,7 @@ impl<T: Default> CallTree<T> {
     }
 }
 
-impl<T> CallTree<T> {
+impl<T: Plain> CallTree<T> {
     /// `node` or its innermost caller named `name`, if one is (the root never is).
     pub fn ancestor_named(&self, mut node: u32, name: u32) -> Option<u32> {
         while node != 0 {
@@ -132,8 +155,9 @@ impl<T> CallTree<T> {
         &self.nodes
     }
 
-    /// The nodes, the child table dropped.
-    pub fn into_nodes(self) -> Vec<Node<T>> {
+    /// The nodes, the child table dropped: where they grew (in memory, or in
+    /// a file).
+    pub fn into_nodes(self) -> Grow<Node<T>> {
         self.nodes
     }
 }
@@ -230,7 +254,7 @@ mod tests {
 
     #[test]
     fn children_are_found_again_past_the_table_growing() {
-        let mut t: CallTree<()> = CallTree::new(0);
+        let mut t: CallTree<u32> = CallTree::new(0);
         let ids: Vec<u32> = (0..5000).map(|i| t.child(i % 7, i)).collect();
         for (i, &id) in (0..5000).zip(&ids) {
             assert_eq!(t.child(i % 7, i), id);

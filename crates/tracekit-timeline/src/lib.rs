@@ -58,7 +58,7 @@ mod select;
 
 pub use build::Builder;
 pub use file::FileError;
-pub use select::{FlameNode, NameTotals, Position};
+pub use select::{Flame, FlameNode, NameTotals, Position};
 
 use tracekit_fxt::format::ArgValue;
 use tracekit_fxt::read::{Args, ReadError, Warning};

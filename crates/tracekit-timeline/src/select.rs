@@ -2,7 +2,8 @@
 //! on some tracks, by name, as Perfetto's area selection sums them, and the
 //! next or previous slice whose name matches a search.
 
-use tracekit_stacks::CallTree;
+use tracekit_columns::{Grow, Spill};
+use tracekit_stacks::{CallTree, Node};
 
 use crate::lane::{Lane, OPEN, Slice};
 use crate::{Timeline, TrackKind};
@@ -23,13 +24,11 @@ pub struct NameTotals {
     pub max_ns: u64,
 }
 
-/// A node of a range's call tree ([`Timeline::flame`]): 24 bytes, as many
-/// as a node of the tree it is made from, so that a tree of millions of
-/// paths becomes the answer where it is.
+/// A node of a range's call tree ([`Timeline::flame`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlameNode {
-    /// Its caller's node (an index in the tree), [`NO_CALLER`] at the root.
-    caller: u32,
+    /// Its caller's node (an index in the tree), `None` at the root.
+    parent: Option<u32>,
     /// The name, in the timeline's strings.
     pub name: u32,
     /// Nanoseconds its slices spend inside the range.
@@ -38,21 +37,50 @@ pub struct FlameNode {
     pub self_ns: u64,
 }
 
-/// The caller of a node at the root.
-const NO_CALLER: u32 = u32::MAX;
-
-// The answer is made in the vector of the tree's nodes: as large, and as
-// aligned.
-const _: () = assert!(
-    std::mem::size_of::<FlameNode>() == std::mem::size_of::<tracekit_stacks::Node<[u64; 2]>>()
-        && std::mem::align_of::<FlameNode>()
-            == std::mem::align_of::<tracekit_stacks::Node<[u64; 2]>>()
-);
-
 impl FlameNode {
     /// Its caller's node (an index in the tree), `None` at the root.
     pub fn parent(&self) -> Option<u32> {
-        (self.caller != NO_CALLER).then_some(self.caller)
+        self.parent
+    }
+}
+
+/// A range's call tree ([`Timeline::flame`]): its nodes where they grew (in
+/// memory, or in a file), each read as a [`FlameNode`], parents first.
+pub struct Flame {
+    /// The call tree's nodes, weighing (total, self); the answer's node `i`
+    /// is the tree's `i + 1` (the root, no slice, stays out).
+    nodes: Grow<Node<[u64; 2]>>,
+}
+
+impl Flame {
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len().saturating_sub(1)
+    }
+
+    /// Whether the range holds no slice.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Node `i`.
+    pub fn get(&self, i: usize) -> Option<FlameNode> {
+        self.nodes.get(i.checked_add(1)?).map(flame_node)
+    }
+
+    /// Every node, parents first.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = FlameNode> + '_ {
+        self.nodes.iter().skip(1).map(flame_node)
+    }
+}
+
+/// The answer's node of a call tree's (not the root).
+fn flame_node(n: &Node<[u64; 2]>) -> FlameNode {
+    FlameNode {
+        parent: n.parent.checked_sub(1),
+        name: n.name,
+        total_ns: n.data[0],
+        self_ns: n.data[1],
     }
 }
 
@@ -165,11 +193,13 @@ impl Timeline {
     /// range. Nodes in the order made: a parent before its children. A slice
     /// nests in the slice one lane up that starts last at or before it; one
     /// that outlasts that slice past the range's start is a root.
-    pub fn flame(&self, tracks: &[usize], range: (u64, u64)) -> Vec<FlameNode> {
+    pub fn flame(&self, tracks: &[usize], range: (u64, u64), spill: &Spill) -> Flame {
         let (from, to) = range;
-        // Per node, nanoseconds inside the range; the root (no slice) stays out of
-        // the answer.
-        let mut tree: CallTree<[u64; 2]> = CallTree::new(u32::MAX);
+        // Per node, nanoseconds inside the range and (once all are in) its
+        // self time; the root (no slice) stays out of the answer. A range of
+        // millions of distinct paths grows the tree in files where `spill`
+        // says, not in memory.
+        let mut tree: CallTree<[u64; 2]> = CallTree::spilling(u32::MAX, spill);
         for track in tracks.iter().filter_map(|&t| self.tracks.get(t)) {
             if track.kind != TrackKind::Thread {
                 continue;
@@ -201,26 +231,23 @@ impl Timeline {
                 above = Some((shown, here));
             }
         }
-        // The tree's node i is the answer's i - 1, made in the tree's own
-        // vector (of nodes as large as the answer's), its child table let go
-        // first: a range of millions of distinct paths holds their nodes once.
-        let mut nodes: Vec<FlameNode> = (tree.into_nodes().into_iter().skip(1))
-            .map(|n| FlameNode {
-                caller: n.parent.checked_sub(1).unwrap_or(NO_CALLER),
-                name: n.name,
-                total_ns: n.data[0],
-                self_ns: n.data[0],
-            })
-            .collect();
+        // The child table is let go: only the nodes are the answer's.
+        let mut nodes = tree.into_nodes();
+        let nodes_mut = nodes.as_mut_slice();
+        for n in nodes_mut.iter_mut() {
+            n.data[1] = n.data[0];
+        }
         // Self time: what the children do not cover (a child comes after its
-        // parent).
-        for i in 0..nodes.len() {
-            let (total, parent) = (nodes[i].total_ns, nodes[i].parent());
-            if let Some(p) = parent.and_then(|p| nodes.get_mut(p as usize)) {
-                p.self_ns = p.self_ns.saturating_sub(total);
+        // parent; the root's children take nothing from it).
+        for i in 1..nodes_mut.len() {
+            let (total, parent) = (nodes_mut[i].data[0], nodes_mut[i].parent as usize);
+            if parent != 0
+                && let Some(p) = nodes_mut.get_mut(parent)
+            {
+                p.data[1] = p.data[1].saturating_sub(total);
             }
         }
-        nodes
+        Flame { nodes }
     }
 
     /// Per string, whether it contains `text` (ASCII case ignored): the names
@@ -467,15 +494,16 @@ mod tests {
                 path.reverse();
                 *paths.entry(path).or_default() += t.closed(s.end).min(to) - s.start.max(from);
             }
-            let tree = t.flame(&tracks, (from, to));
+            let tree = t.flame(&tracks, (from, to), &Spill::memory());
             let mut got: std::collections::BTreeMap<Vec<u32>, u64> = Default::default();
             for (i, n) in tree.iter().enumerate() {
                 let mut path = vec![n.name];
                 let mut at = n.parent();
                 while let Some(p) = at {
                     prop_assert!((p as usize) < i, "a parent before its children");
-                    path.push(tree[p as usize].name);
-                    at = tree[p as usize].parent();
+                    let up = tree.get(p as usize).unwrap();
+                    path.push(up.name);
+                    at = up.parent();
                 }
                 path.reverse();
                 got.insert(path, n.total_ns);

@@ -131,6 +131,11 @@ fn load_timeline(
 ) -> TimelineTrace {
     let name = input::display(path);
     let total = bytes.len() as u64;
+    // A range's flame graph grows with the range's distinct paths: in the
+    // cache folder, as the build's lanes do.
+    let spill = cache
+        .as_ref()
+        .map_or_else(Spill::memory, TablesCache::spill);
     let (path, shown) = (path.to_path_buf(), name.clone());
     let build: Build = Box::new(move |told| {
         let built = build_timeline(&path, &shown, bytes, kind, cache.as_ref(), told);
@@ -142,7 +147,7 @@ fn load_timeline(
             why
         })
     });
-    TimelineTrace::building(name, total, build)
+    TimelineTrace::building(name, total, build).spilling(spill)
 }
 
 /// Tells how the heap `path` joined the timeline named `name`; a join that

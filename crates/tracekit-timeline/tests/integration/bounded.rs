@@ -3,7 +3,9 @@
 //! heap the building thread holds at its highest, counted by this binary's
 //! allocator, grows by no more than the lanes' summaries (half a byte a
 //! slice) for a trace four times larger, and the spilled timeline is the
-//! timeline built in memory, byte for byte as a cache file keeps it.
+//! timeline built in memory, byte for byte as a cache file keeps it. A
+//! range's flame graph of millions of distinct paths grows its call tree in
+//! files too, and answers as the tree grown in memory.
 
 use tracekit_columns::Spill;
 use tracekit_fxt::format::Koid;
@@ -20,6 +22,12 @@ static GLOBAL: PerThread = PerThread;
 /// written as a tracer of complete events writes them (the inner first):
 /// nothing in it but slices, so that only its lanes grow with it.
 fn nested_trace(calls: u64) -> Vec<u8> {
+    trace(calls, |_, level| level)
+}
+
+/// A trace of `calls` calls on each of two threads, each three slices deep,
+/// the slice of `level` in call `call` named `f{name(call, level)}` (of 128).
+fn trace(calls: u64, name: impl Fn(u64, usize) -> usize) -> Vec<u8> {
     let options = WriterOptions {
         initialization: Some(Initialization::new(1_000_000_000)),
         ..WriterOptions::default()
@@ -33,17 +41,18 @@ fn nested_trace(calls: u64) -> Vec<u8> {
         })
         .collect();
     let category = w.intern("app").unwrap();
-    let names: Vec<_> = (0..3)
+    let names: Vec<_> = (0..128)
         .map(|i| w.intern(&format!("f{i}")).unwrap())
         .collect();
     for call in 0..calls {
         let at = 1_000 + call * 10;
+        let [outer, middle, inner] = [0, 1, 2].map(|level| names[name(call, level) % 128]);
         for &t in &threads {
-            w.duration_complete(t, category, names[2], at + 2, at + 4, &[])
+            w.duration_complete(t, category, inner, at + 2, at + 4, &[])
                 .unwrap();
-            w.duration_complete(t, category, names[1], at + 1, at + 5, &[])
+            w.duration_complete(t, category, middle, at + 1, at + 5, &[])
                 .unwrap();
-            w.duration_complete(t, category, names[0], at, at + 6, &[])
+            w.duration_complete(t, category, outer, at, at + 6, &[])
                 .unwrap();
         }
     }
@@ -90,5 +99,38 @@ fn a_spilled_build_holds_about_the_same_memory_for_a_trace_four_times_larger() {
         mib(small_heap)
     );
     assert_eq!(written(&spilled), written(&in_memory));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+/// Calls whose three names are the digits of their number in base 128: a
+/// range of 1.2 M calls has about as many distinct paths. Its flame graph
+/// grown in files holds a fraction of the heap the tree grown in memory
+/// does, and is the same tree.
+#[test]
+fn a_range_s_flame_graph_of_many_paths_grows_on_disk() {
+    let calls = 1_200_000;
+    let bytes = trace(calls, |call, level| (call >> (7 * (2 - level))) as usize);
+    let (timeline, _) = build(&bytes, &Spill::memory());
+    let range = (0, u64::MAX);
+    let dir = tempfile::tempdir().unwrap();
+    let tracks: Vec<usize> = (0..timeline.tracks().len()).collect();
+    let (spilled, spilled_heap) =
+        highest_of(|| timeline.flame(&tracks, range, &Spill::to(dir.path())));
+    let (in_memory, memory_heap) = highest_of(|| timeline.flame(&tracks, range, &Spill::memory()));
+    let mib = |b: i64| b as f64 / 1048576.0;
+    eprintln!(
+        "a flame graph of {} paths: {:.1} MiB of heap at its highest grown in files, {:.1} MiB \
+         in memory",
+        in_memory.len(),
+        mib(spilled_heap),
+        mib(memory_heap)
+    );
+    assert!(in_memory.len() > 1_000_000);
+    assert!(in_memory.iter().eq(spilled.iter()));
+    // 24 bytes a node and a child table of 4 bytes a slot in memory; the
+    // lanes' nodes of the range (4 bytes a slice) either way.
+    assert!(memory_heap > 40 << 20, "{}", mib(memory_heap));
+    assert!(spilled_heap < memory_heap / 2, "{}", mib(spilled_heap));
+    drop(spilled);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

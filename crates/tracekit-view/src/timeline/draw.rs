@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use tracekit_columns::Spill;
 use tracekit_timeline::lane::{Drawn, OPEN};
 use tracekit_timeline::report;
 use tracekit_timeline::{FlowPhase, Position, Timeline, TrackKind};
@@ -438,12 +439,13 @@ pub(super) fn flame(
     to: u64,
     tracks: &[usize],
     base: Option<&Base<'_>>,
+    spill: &Spill,
 ) -> String {
     if let Some(base) = base {
-        return flame_diff(t, from, to, tracks, base);
+        return flame_diff(t, from, to, tracks, base, spill);
     }
     let range = on_clock(t, from, to);
-    let tree = t.flame(tracks, range);
+    let tree = t.flame(tracks, range, spill);
     let whole: u64 = tree
         .iter()
         .filter(|n| n.parent().is_none())
@@ -452,7 +454,7 @@ pub(super) fn flame(
     let least = (whole / FLAME_SHARE).max(1);
     let mut names = Names::default();
     let out = pruned(
-        &tree,
+        tree.iter(),
         |node| node.parent(),
         |node| node.total_ns >= least || whole == 0,
         |out, node, parent| {
@@ -469,20 +471,30 @@ pub(super) fn flame(
 /// A range's call tree merged with a baseline's by paths of names: each node
 /// `[parent, name, total, self, base total, base self]`, parents first; nodes
 /// under 1/5000 of the larger whole in both are left out.
-fn flame_diff(t: &Timeline, from: u64, to: u64, tracks: &[usize], base: &Base<'_>) -> String {
+fn flame_diff(
+    t: &Timeline,
+    from: u64,
+    to: u64,
+    tracks: &[usize],
+    base: &Base<'_>,
+    spill: &Spill,
+) -> String {
     let a = base.timeline;
     // (parent, name, [total, self] in A, in B)
     type Merged<'n> = (Option<u32>, &'n str, [[u64; 2]; 2]);
     let mut merged: Vec<Merged<'_>> = Vec::new();
     let mut index: rustc_hash::FxHashMap<(Option<u32>, &str), u32> = Default::default();
     let trees = [
-        (a, a.flame(&base.tracks, on_clock(a, base.from, base.to))),
-        (t, t.flame(tracks, on_clock(t, from, to))),
+        (
+            a,
+            a.flame(&base.tracks, on_clock(a, base.from, base.to), spill),
+        ),
+        (t, t.flame(tracks, on_clock(t, from, to), spill)),
     ];
     for (side, (timeline, tree)) in trees.iter().enumerate() {
         // The merged node of each of this tree's nodes, parents first.
         let mut map: Vec<u32> = Vec::with_capacity(tree.len());
-        for node in tree {
+        for node in tree.iter() {
             let parent = node.parent().and_then(|p| map.get(p as usize).copied());
             let name = timeline.string(node.name);
             let i = *index.entry((parent, name)).or_insert_with(|| {
@@ -506,10 +518,10 @@ fn flame_diff(t: &Timeline, from: u64, to: u64, tracks: &[usize], base: &Base<'_
     let mut names = Vec::<&str>::new();
     let mut name_ids: rustc_hash::FxHashMap<&str, usize> = Default::default();
     let out = pruned(
-        &merged,
+        merged.iter(),
         |m| m.0,
         |(_, _, [wa, wb])| wa[0].max(wb[0]) >= least,
-        |out, &(_, name, [wa, wb]), parent| {
+        |out, &&(_, name, [wa, wb]), parent| {
             let id = *name_ids.entry(name).or_insert_with(|| {
                 names.push(name);
                 names.len() - 1
@@ -533,31 +545,33 @@ fn flame_diff(t: &Timeline, from: u64, to: u64, tracks: &[usize], base: &Base<'_
 /// kept ones (`null` for a root), separated by commas. A child weighs no more
 /// than its parent: keeping the heavy ones keeps every kept node's parent.
 fn pruned<N>(
-    nodes: &[N],
+    nodes: impl IntoIterator<Item = N>,
     parent: impl Fn(&N) -> Option<u32>,
     heavy: impl Fn(&N) -> bool,
     mut write: impl FnMut(&mut String, &N, &str),
 ) -> String {
-    let mut kept = vec![u32::MAX; nodes.len()];
+    // The kept nodes' places among the kept, by index: as many as the answer
+    // shows, however many the tree holds.
+    let mut kept: rustc_hash::FxHashMap<u32, u32> = Default::default();
     let mut out = String::new();
     let mut n = 0u32;
-    for (i, node) in nodes.iter().enumerate() {
-        let parent = match parent(node) {
+    for (i, node) in nodes.into_iter().enumerate() {
+        let parent = match parent(&node) {
             None => "null".to_string(),
-            Some(p) => match kept.get(p as usize) {
-                Some(&k) if k != u32::MAX => k.to_string(),
-                _ => continue,
+            Some(p) => match kept.get(&p) {
+                Some(&k) => k.to_string(),
+                None => continue,
             },
         };
-        if !heavy(node) {
+        if !heavy(&node) {
             continue;
         }
-        kept[i] = n;
+        kept.insert(i as u32, n);
         if n > 0 {
             out.push(',');
         }
         n += 1;
-        write(&mut out, node, &parent);
+        write(&mut out, &node, &parent);
     }
     out
 }

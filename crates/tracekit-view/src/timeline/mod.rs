@@ -53,6 +53,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use tracekit_columns::Spill;
 use tracekit_io::follow::Tail;
 use tracekit_timeline::follow::Follow;
 
@@ -101,6 +102,9 @@ pub struct TimelineTrace {
     compare: Option<Box<TimelineTrace>>,
     /// The memtrace trace of the same program's heap (`--heap`).
     heap: Option<Box<HeapJoin>>,
+    /// Where a range's flame graph grows its call tree, which a range of
+    /// millions of distinct paths makes as large ([`TimelineTrace::spilling`]).
+    spill: Spill,
 }
 
 /// The heap joined to a timeline (`--heap`): its trace, whether each thread
@@ -316,6 +320,7 @@ impl TimelineTrace {
             total: 0,
             compare: None,
             heap: None,
+            spill: Spill::memory(),
         }
     }
 
@@ -331,6 +336,7 @@ impl TimelineTrace {
             total,
             compare: None,
             heap: None,
+            spill: Spill::memory(),
         }
     }
 
@@ -355,6 +361,7 @@ impl TimelineTrace {
             total,
             compare: None,
             heap: None,
+            spill: Spill::memory(),
         }
     }
 
@@ -429,6 +436,13 @@ impl TimelineTrace {
         if let Some(p) = &self.followed {
             p.ended();
         }
+    }
+
+    /// The timeline whose flame graphs of ranges grow their call trees where
+    /// `spill` says (in files of its folder past a few MiB) rather than in
+    /// memory.
+    pub fn spilling(self, spill: Spill) -> TimelineTrace {
+        TimelineTrace { spill, ..self }
     }
 
     /// The same, served with `other` to compare with.
@@ -535,7 +549,9 @@ impl TimelineTrace {
                 };
                 let base = self.base(&p, &tracks, t, other.as_deref())?;
                 match endpoint {
-                    TimelineEndpoint::Flame => flame(t, from, to, &tracks, base.as_ref()),
+                    TimelineEndpoint::Flame => {
+                        flame(t, from, to, &tracks, base.as_ref(), &self.spill)
+                    }
                     _ => selection(t, from, to, &tracks, base.as_ref()),
                 }
             }
