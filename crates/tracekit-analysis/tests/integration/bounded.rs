@@ -143,6 +143,22 @@ fn pass(bytes: &[u8], spill: &Spill) -> (i64, (SiteCounts, u64)) {
     (heap, (p.totals, p.live_objects_at_end))
 }
 
+/// Checks the heaps `what` held at its highest for 1 M and 4 M live objects
+/// spilled and 4 M in memory: the spilled ones the same within 4 MiB, the one
+/// in memory `more` bytes above.
+fn holds_the_same(what: &str, [small, large, memory]: [i64; 3], more: i64) {
+    let mib = |b: i64| b as f64 / 1048576.0;
+    eprintln!(
+        "{what}'s heap at its highest: {:.1} MiB for 1 M live objects, {:.1} MiB for 4 M \
+         spilled, {:.1} MiB in memory",
+        mib(small),
+        mib(large),
+        mib(memory)
+    );
+    assert!(memory > large + more, "{what}: {} MiB", mib(memory));
+    assert!(large <= small + (4 << 20), "{what}: {} MiB", mib(large));
+}
+
 /// Objects that are never collected: a trace of four times as many holds four
 /// times as many objects live at its end. Spilled, neither the build nor a
 /// pass holds more for them; in memory, both do.
@@ -151,28 +167,10 @@ fn live_objects_spilled_cost_the_same_for_four_times_as_many() {
     let dir = tempfile::tempdir().unwrap();
     let spill = Spill::to(dir.path());
     let (small, large) = (trace(1_000_000, None), trace(4_000_000, None));
-    let mib = |b: i64| b as f64 / 1048576.0;
-
     let (_, small_build) = build(&small, &spill);
     let (large_tables, large_build) = build(&large, &spill);
     let (in_memory, memory_build) = build(&large, &Spill::memory());
-    eprintln!(
-        "build's heap at its highest: {:.1} MiB for 1 M live objects, {:.1} MiB for 4 M \
-         spilled, {:.1} MiB in memory",
-        mib(small_build),
-        mib(large_build),
-        mib(memory_build)
-    );
-    assert!(
-        memory_build > large_build + (40 << 20),
-        "{}",
-        mib(memory_build)
-    );
-    assert!(
-        large_build <= small_build + (4 << 20),
-        "{}",
-        mib(large_build)
-    );
+    holds_the_same("build", [small_build, large_build, memory_build], 40 << 20);
     assert_eq!(
         top_json(&large_tables, &large),
         top_json(&in_memory, &large)
@@ -181,20 +179,8 @@ fn live_objects_spilled_cost_the_same_for_four_times_as_many() {
     let (small_pass, _) = pass(&small, &spill);
     let (large_pass, spilled) = pass(&large, &spill);
     let (memory_pass, kept) = pass(&large, &Spill::memory());
-    eprintln!(
-        "pass's heap at its highest: {:.1} MiB for 1 M live objects, {:.1} MiB for 4 M \
-         spilled, {:.1} MiB in memory",
-        mib(small_pass),
-        mib(large_pass),
-        mib(memory_pass)
-    );
     // 16 bytes an object and 4 a slot of the window, in memory.
-    assert!(
-        memory_pass > large_pass + (60 << 20),
-        "{}",
-        mib(memory_pass)
-    );
-    assert!(large_pass <= small_pass + (4 << 20), "{}", mib(large_pass));
+    holds_the_same("pass", [small_pass, large_pass, memory_pass], 60 << 20);
     assert_eq!(spilled.1, 4_000_000);
     assert_eq!(spilled, kept);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
