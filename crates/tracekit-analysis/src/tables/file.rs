@@ -13,13 +13,13 @@
 //!
 //! | bytes | what |
 //! | --- | --- |
-//! | 8 | magic `TKTABLE` and the format version (6) |
+//! | 8 | magic `TKTABLE` and the format version (7) |
 //! | 8 | the time of the last event (µs, signed) |
 //! | 8 each | events, allocations, promotes and collects |
 //! | 8 | allocations that reused the id of a live object |
 //! | events | the kind of each event: 0 alloc, 1 promote, 2 collect |
 //! | column | per allocation: time |
-//! | column | object id |
+//! | column | object id; or, when each is the first's plus the allocation's ordinal, a width byte of 0, the zeros, and the first (8) |
 //! | domains | domain |
 //! | column | length (words) |
 //! | column | samples |
@@ -44,7 +44,7 @@ use std::io::{self, Write};
 use tracekit_columns::{Cursor, LeWriter, Plain, Shared, Store};
 use tracekit_memtrace::{Info, Location, LocationCode, LocationTable, Name, Timedelta};
 
-use super::{Column, Tables};
+use super::{Column, Objects, Tables};
 use crate::backtrace::{BacktraceId, Backtraces};
 
 pub use tracekit_columns::FileError;
@@ -61,7 +61,7 @@ const FORMAT: &str = "trace tables";
 impl Tables {
     /// The version of the format [`Tables::write_to`] writes, the last byte of
     /// its magic.
-    pub const FILE_VERSION: u8 = 6;
+    pub const FILE_VERSION: u8 = 7;
 
     /// Writes the tables in the format of the module docs. Tables of a damaged
     /// trace are refused ([`FileError::Damaged`] as `io::ErrorKind::InvalidInput`).
@@ -93,7 +93,7 @@ impl Tables {
         out.pad()?;
         out.write_all(&self.kind)?;
         write_column(out, &self.time)?;
-        write_column(out, &self.object)?;
+        write_objects(out, &self.object)?;
         write_domains(out, &self.domain)?;
         write_column(out, &self.length)?;
         write_column(out, &self.samples)?;
@@ -178,7 +178,7 @@ impl Tables {
         }
         let time = r.column(allocs)?;
         let times_sorted = time.sorted();
-        let object = r.column(allocs)?;
+        let object = r.objects(allocs)?;
         let domain = r.domains(allocs)?;
         let length = r.column(allocs)?;
         let samples = r.column(allocs)?;
@@ -255,6 +255,19 @@ fn write_column(out: &mut LeWriter<'_>, c: &Column) -> io::Result<()> {
     }
 }
 
+/// Object ids: a column, or, when each is the first's plus its ordinal, a
+/// width byte of 0 and (after the zeros) the first.
+fn write_objects(out: &mut LeWriter<'_>, o: &Objects) -> io::Result<()> {
+    match o {
+        Objects::Ids(ids) => write_column(out, ids),
+        Objects::Ordinals { first, .. } => {
+            out.u8(0)?;
+            out.pad()?;
+            out.u64(*first)
+        }
+    }
+}
+
 fn write_u32s(out: &mut LeWriter<'_>, v: &[u32]) -> io::Result<()> {
     out.pad()?;
     out.values(v.iter().map(|x| x.to_le_bytes()))
@@ -321,7 +334,13 @@ impl Reading<'_, '_> {
 
     fn column(&mut self, n: usize) -> Result<Column, FileError> {
         let at = self.r.at();
-        match self.r.u8()? {
+        let width = self.r.u8()?;
+        self.column_of(width, at, n)
+    }
+
+    /// The rest of a column whose width byte, at `at`, was `width`.
+    fn column_of(&mut self, width: u8, at: usize, n: usize) -> Result<Column, FileError> {
+        match width {
             4 => {
                 self.r.pad()?;
                 Ok(Column::Narrow(self.values(n)?))
@@ -331,6 +350,21 @@ impl Reading<'_, '_> {
                 Ok(Column::Wide(self.values(n)?))
             }
             _ => Err(FileError::Inconsistent(at)),
+        }
+    }
+
+    /// The object ids of `n` allocations (`write_objects`).
+    fn objects(&mut self, n: usize) -> Result<Objects, FileError> {
+        let at = self.r.at();
+        match self.r.u8()? {
+            0 => {
+                self.r.pad()?;
+                Ok(Objects::Ordinals {
+                    first: self.r.u64()?,
+                    count: n,
+                })
+            }
+            width => Ok(Objects::Ids(self.column_of(width, at, n)?)),
         }
     }
 

@@ -188,6 +188,96 @@ impl Column {
     }
 }
 
+/// The allocations' object ids as they are built: none is kept while each is
+/// the first's plus its ordinal (as a trace numbers its objects in allocation
+/// order), the column made from the first id that is not.
+#[derive(Clone, Debug)]
+struct ObjectsBuilder {
+    first: u64,
+    /// Allocations whose ids follow `first`, while `ids` is `None`.
+    count: usize,
+    ids: Option<ColumnBuilder>,
+    spill: Spill,
+}
+
+impl ObjectsBuilder {
+    fn new(spill: &Spill) -> ObjectsBuilder {
+        ObjectsBuilder {
+            first: 0,
+            count: 0,
+            ids: None,
+            spill: spill.clone(),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, id: u64) {
+        if let Some(ids) = &mut self.ids {
+            return ids.push(id);
+        }
+        if self.count == 0 {
+            self.first = id;
+        }
+        if id == self.first.wrapping_add(self.count as u64) {
+            self.count += 1;
+        } else {
+            self.make_ids(id);
+        }
+    }
+
+    /// The column of every id so far, made from the ordinals, then `id`.
+    #[cold]
+    fn make_ids(&mut self, id: u64) {
+        let mut ids = ColumnBuilder::new(&self.spill);
+        (0..self.count as u64).for_each(|n| ids.push(self.first.wrapping_add(n)));
+        ids.push(id);
+        self.ids = Some(ids);
+    }
+
+    fn finish(self) -> Objects {
+        match self.ids {
+            Some(ids) => Objects::Ids(ids.finish()),
+            None => Objects::Ordinals {
+                first: self.first,
+                count: self.count,
+            },
+        }
+    }
+}
+
+/// The allocations' object ids: the first's plus each one's ordinal, or a
+/// [`Column`] of them.
+#[derive(Clone, Debug)]
+enum Objects {
+    Ordinals { first: u64, count: usize },
+    Ids(Column),
+}
+
+impl Default for Objects {
+    fn default() -> Self {
+        Objects::Ids(Column::default())
+    }
+}
+
+impl Objects {
+    /// The object id of allocation `i` (0 past the last).
+    #[inline]
+    fn get(&self, i: usize) -> u64 {
+        match self {
+            Objects::Ordinals { first, count } if i < *count => first.wrapping_add(i as u64),
+            Objects::Ordinals { .. } => 0,
+            Objects::Ids(ids) => ids.get(i),
+        }
+    }
+
+    fn own_bytes(&self) -> usize {
+        match self {
+            Objects::Ordinals { .. } => 0,
+            Objects::Ids(ids) => ids.own_bytes(),
+        }
+    }
+}
+
 /// When each allocation's object ended: a [`Column`] whose greatest narrow
 /// value, `u32::MAX`, is [`NEVER`], so that a trace whose objects end within
 /// 71 minutes keeps 4 bytes an end even with objects never collected.
@@ -317,7 +407,7 @@ pub struct Tables {
     kind: Store<u8>,
     /// Per allocation, in order.
     time: Column,
-    object: Column,
+    object: Objects,
     domain: Store<u16>,
     length: Column,
     samples: Column,
@@ -358,7 +448,7 @@ pub struct Tables {
 struct Building {
     kind: Grow<u8>,
     time: ColumnBuilder,
-    object: ColumnBuilder,
+    object: ObjectsBuilder,
     domain: DomainBuilder,
     length: ColumnBuilder,
     samples: ColumnBuilder,
@@ -411,7 +501,7 @@ impl Building {
         Building {
             kind: Grow::new(spill),
             time: column(),
-            object: column(),
+            object: ObjectsBuilder::new(spill),
             domain: DomainBuilder::new(spill),
             length: column(),
             samples: column(),
@@ -1220,6 +1310,30 @@ mod tests {
     use crate::render::TraceFile;
     use crate::report::GroupBy;
     use tracekit_memtrace::synth::{SynthConfig, write_synthetic};
+
+    /// Object ids that follow the first by ordinal keep no column; the first
+    /// that does not makes one of every id, which reads as pushed.
+    #[test]
+    fn object_ids_are_kept_only_when_they_are_not_ordinals() {
+        let mut b = ObjectsBuilder::new(&Spill::memory());
+        (10..20).for_each(|id| b.push(id));
+        let o = b.clone().finish();
+        assert!(matches!(
+            o,
+            Objects::Ordinals {
+                first: 10,
+                count: 10
+            }
+        ));
+        assert_eq!(o.own_bytes(), 0);
+        assert!((0..10).map(|i| o.get(i)).eq(10..20));
+        assert_eq!(o.get(10), 0);
+        b.push(5);
+        b.push(21);
+        let o = b.finish();
+        assert!(matches!(o, Objects::Ids(_)));
+        assert!((0..12).map(|i| o.get(i)).eq((10..20).chain([5, 21])));
+    }
 
     /// Ends stay 4 bytes each with objects never collected, and widen, never
     /// as never, when an end is `u32::MAX` or more.
