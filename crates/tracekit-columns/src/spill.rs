@@ -23,6 +23,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::store::{Plain, Shared, Store};
@@ -61,28 +62,45 @@ impl Spill {
 }
 
 /// A column as it grows: in memory, or in a file (see the module docs).
+///
+/// Either way the values are read and written at one pointer, so that a
+/// push or a read costs what a vector's does, whichever holds them.
 pub struct Grow<T: Plain> {
+    /// The values: `memory`'s buffer, or the file's mapping.
+    ptr: NonNull<T>,
+    /// Values pushed, each written at `ptr`.
+    len: usize,
+    /// Values there is room for at `ptr`.
+    cap: usize,
+    /// The buffer in memory while there is no file. Its own length is set
+    /// only where a vector's method needs it: `len` is the column's.
     memory: Vec<T>,
     file: Option<Spilled>,
-    /// Values pushed (those in the file when it has one).
-    len: usize,
     spill: Spill,
 }
 
-/// Values in a file mapped for writing, room for `cap` of them reserved.
+/// A file mapped for writing, its room reserved (the column's `cap`).
 struct Spilled {
     file: File,
     map: memmap2::MmapMut,
-    cap: usize,
 }
+
+// SAFETY: a column owns its values (a vector, or a mapping of a file that
+// nothing else names) and reaches them only through its pointer, as a
+// vector does; `T: Plain` is `Send + Sync`.
+unsafe impl<T: Plain> Send for Grow<T> {}
+// SAFETY: as for `Send`: shared, the values are only read.
+unsafe impl<T: Plain> Sync for Grow<T> {}
 
 impl<T: Plain> Grow<T> {
     /// An empty column, spilling as `spill` says.
     pub fn new(spill: &Spill) -> Grow<T> {
         Grow {
+            ptr: NonNull::dangling(),
+            len: 0,
+            cap: 0,
             memory: Vec::new(),
             file: None,
-            len: 0,
             spill: spill.clone(),
         }
     }
@@ -113,48 +131,47 @@ impl<T: Plain> Grow<T> {
     }
 
     /// The values.
-    #[inline]
+    #[inline(always)]
     pub fn as_slice(&self) -> &[T] {
-        match &self.file {
-            None => &self.memory,
-            Some(s) => {
-                // SAFETY: the mapping is page-aligned (so aligned for `T`),
-                // holds `cap * WIDTH >= len * WIDTH` bytes, and only this
-                // column writes it (through `&mut self`, so not while this
-                // borrow lives); any bytes are values of `T` (`Plain`).
-                unsafe { std::slice::from_raw_parts(s.map.as_ptr().cast::<T>(), self.len) }
-            }
-        }
+        // SAFETY: `ptr` holds `cap >= len` values' room, aligned for `T` (a
+        // vector's buffer, or a page-aligned mapping), the first `len`
+        // written; only this column writes them (through `&mut self`, so not
+        // while this borrow lives); any bytes are values of `T` (`Plain`).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 
     /// The values, to change them.
-    #[inline]
+    #[inline(always)]
     pub fn as_mut_slice(&mut self) -> &mut [T] {
-        match &mut self.file {
-            None => &mut self.memory,
-            Some(s) => {
-                // SAFETY: as in `as_slice`, borrowed mutably through `&mut self`.
-                unsafe { std::slice::from_raw_parts_mut(s.map.as_mut_ptr().cast::<T>(), self.len) }
-            }
-        }
+        // SAFETY: as in `as_slice`, borrowed mutably through `&mut self`.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 
     /// Adds `value` after the others.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, value: T) {
-        match &mut self.file {
-            Some(s) if self.len < s.cap => {
-                // SAFETY: `len < cap`: inside the mapping, aligned as in
-                // `as_slice`; nothing borrows the values (`&mut self`).
-                unsafe { s.map.as_mut_ptr().cast::<T>().add(self.len).write(value) };
-                self.len += 1;
-            }
-            None if self.memory.len() < self.memory.capacity() => {
-                self.memory.push(value);
-                self.len += 1;
-            }
-            _ => self.push_slow(value),
+        if self.len < self.cap {
+            // SAFETY: `len < cap`: inside the room at `ptr`, aligned as in
+            // `as_slice`; nothing borrows the values (`&mut self`).
+            unsafe { self.ptr.as_ptr().add(self.len).write(value) };
+            self.len += 1;
+        } else {
+            self.push_slow(value);
         }
+    }
+
+    /// `ptr` and `cap` of the vector in memory, its values `0..len`.
+    fn at_memory(&mut self) {
+        self.ptr = NonNull::new(self.memory.as_mut_ptr()).unwrap_or(NonNull::dangling());
+        self.cap = self.memory.capacity();
+    }
+
+    /// The vector in memory with its length set to the column's.
+    fn memory_whole(&mut self) -> &mut Vec<T> {
+        // SAFETY: in memory, `len <= cap`, the vector's capacity, and the
+        // first `len` values are written; `T` has no drop (it is `Copy`).
+        unsafe { self.memory.set_len(self.len.min(self.memory.capacity())) };
+        &mut self.memory
     }
 
     #[cold]
@@ -165,35 +182,31 @@ impl<T: Plain> Grow<T> {
             if self.file.is_some() {
                 return self.push(value);
             }
-        } else if self.memory.len() * T::WIDTH >= SPILL_BYTES
-            && self.memory.len() == self.memory.capacity()
-        {
+        } else if self.len * T::WIDTH >= SPILL_BYTES {
             self.move_to_file();
-        }
-        match &self.file {
-            Some(_) => self.push(value),
-            None => {
-                crate::huge::push(&mut self.memory, value);
-                self.len = self.memory.len();
+            if self.file.is_some() {
+                return self.push(value);
             }
         }
+        let memory = self.memory_whole();
+        crate::huge::push(memory, value);
+        self.len = memory.len();
+        self.at_memory();
     }
 
     /// Removes the last value and returns it.
     #[inline]
     pub fn pop(&mut self) -> Option<T> {
         let last = *self.as_slice().last()?;
-        self.truncate(self.len - 1);
+        self.len -= 1;
         Some(last)
     }
 
     /// Keeps the first `n` values (all of them when there are fewer). A file
     /// keeps its room, to grow into again.
+    #[inline]
     pub fn truncate(&mut self, n: usize) {
-        if n < self.len {
-            self.memory.truncate(n);
-            self.len = n;
-        }
+        self.len = self.len.min(n);
     }
 
     /// Adds copies of `value` until there are `n` values.
@@ -201,23 +214,17 @@ impl<T: Plain> Grow<T> {
         let in_memory = self.file.is_none()
             && (self.spill.dir.is_none() || n.saturating_mul(T::WIDTH) < SPILL_BYTES);
         if in_memory && n > self.len {
-            crate::huge::reserve(&mut self.memory, n - self.len);
-            self.memory.resize(n, value);
+            let more = n - self.len;
+            let memory = self.memory_whole();
+            crate::huge::reserve(memory, more);
+            memory.resize(n, value);
             self.len = n;
+            self.at_memory();
         }
         while self.len < n {
             self.push(value);
         }
         self.truncate(n);
-    }
-
-    /// The values as a vector: the column's own in memory, a copy of those
-    /// in its file.
-    pub fn into_vec(self) -> Vec<T> {
-        match self.file {
-            None => self.memory,
-            Some(_) => self.as_slice().to_vec(),
-        }
     }
 
     /// Removes the first `n` values (all of them when there are fewer), the
@@ -228,20 +235,31 @@ impl<T: Plain> Grow<T> {
         self.truncate(self.len - n);
     }
 
+    /// The values as a vector: the column's own in memory, a copy of those
+    /// in its file.
+    pub fn into_vec(mut self) -> Vec<T> {
+        match self.file {
+            None => std::mem::take(self.memory_whole()),
+            Some(_) => self.as_slice().to_vec(),
+        }
+    }
+
     /// Moves the values in memory to a new file, when there is a folder to
     /// spill into and the file can be made; else leaves them.
     fn move_to_file(&mut self) {
-        let cap = (self.memory.len() * 2).max(1);
+        let cap = (self.len * 2).max(1);
         let Some((file, mut map)) = cap
             .checked_mul(T::WIDTH)
             .and_then(|bytes| new_file(&self.spill, bytes))
         else {
             return;
         };
-        let bytes = values_bytes(&self.memory);
+        let bytes = values_bytes(self.as_slice());
         if let Some(dst) = map.get_mut(..bytes.len()) {
             dst.copy_from_slice(bytes);
-            self.file = Some(Spilled { file, map, cap });
+            self.ptr = NonNull::new(map.as_mut_ptr().cast::<T>()).unwrap_or(NonNull::dangling());
+            self.cap = cap;
+            self.file = Some(Spilled { file, map });
             self.memory = Vec::new();
         }
     }
@@ -252,25 +270,27 @@ impl<T: Plain> Grow<T> {
         let Some(s) = &mut self.file else {
             return;
         };
-        let cap = s.cap * 2;
+        let cap = self.cap * 2;
         // The values stay where they are in the file: mapped again, its pages
         // are not copied.
-        if let Some(map) = map_reserved(&s.file, cap * T::WIDTH, &self.spill) {
+        if let Some(mut map) = map_reserved(&s.file, cap * T::WIDTH, &self.spill) {
+            self.ptr = NonNull::new(map.as_mut_ptr().cast::<T>()).unwrap_or(NonNull::dangling());
+            self.cap = cap;
             s.map = map;
-            s.cap = cap;
             return;
         }
         let mut memory = Vec::with_capacity(self.len * 2);
         memory.extend_from_slice(self.as_slice());
         self.memory = memory;
         self.file = None;
+        self.at_memory();
     }
 
     /// The column, read in place from its file when it spilled, else in
     /// memory, its spare room let go.
-    pub fn finish(self) -> Store<T> {
-        let Some(s) = self.file else {
-            let mut v = self.memory;
+    pub fn finish(mut self) -> Store<T> {
+        let Some(s) = self.file.take() else {
+            let mut v = std::mem::take(self.memory_whole());
             v.shrink_to_fit();
             return Store::from_vec(v);
         };
@@ -293,14 +313,14 @@ impl<T: Plain> Grow<T> {
 impl<T: Plain> std::ops::Deref for Grow<T> {
     type Target = [T];
 
-    #[inline]
+    #[inline(always)]
     fn deref(&self) -> &[T] {
         self.as_slice()
     }
 }
 
 impl<T: Plain> std::ops::DerefMut for Grow<T> {
-    #[inline]
+    #[inline(always)]
     fn deref_mut(&mut self) -> &mut [T] {
         self.as_mut_slice()
     }
@@ -309,12 +329,13 @@ impl<T: Plain> std::ops::DerefMut for Grow<T> {
 impl<T: Plain> Clone for Grow<T> {
     /// A copy in memory: a spilled column's file is its own.
     fn clone(&self) -> Self {
-        Grow {
+        let mut copy = Grow {
             memory: self.as_slice().to_vec(),
-            file: None,
-            len: self.len,
-            spill: self.spill.clone(),
-        }
+            ..Grow::new(&self.spill)
+        };
+        copy.len = self.len;
+        copy.at_memory();
+        copy
     }
 }
 
