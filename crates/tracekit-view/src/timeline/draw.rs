@@ -198,8 +198,10 @@ pub(super) fn window(
             }
             k += 1;
             let _ = write!(out, "[{},{},{i}]", rel(x.time), names.add(x.name));
-            let next = x.time - (x.time - a) % ns_per_px + ns_per_px;
-            i += instants[i..].partition_point(|y| y.time < next);
+            // The next pixel's start, or the end of the clock: at least this
+            // instant is passed.
+            let next = (x.time - (x.time - a) % ns_per_px).saturating_add(ns_per_px);
+            i += instants[i..].partition_point(|y| y.time < next).max(1);
         }
         out.push_str("]}");
     }

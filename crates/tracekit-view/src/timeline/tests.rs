@@ -518,3 +518,28 @@ fn an_async_slice_is_followed_to_the_one_it_runs_under() {
     assert_eq!(second["within"]["name"], "task");
     assert!(first["within"].is_null());
 }
+
+/// Instants at the end of the clock (a trace's damaged or forged stamps): a
+/// window over them answers, each pixel's first, rather than overflowing its
+/// step to the next pixel (found by the `timeline_view` fuzz target).
+#[test]
+fn instants_at_the_end_of_the_clock_are_drawn() {
+    let init = WriterOptions {
+        initialization: Some(Initialization::new(1_000_000_000)),
+        ..WriterOptions::default()
+    };
+    let mut w = Writer::with_options(VecDestination::new(), &init).unwrap();
+    let th = w.set_thread_slot(1, Koid(1), Koid(2)).unwrap();
+    let (cat, name) = (w.intern("cat").unwrap(), w.intern("tick").unwrap());
+    for ts in [1_000, u64::MAX - 3, u64::MAX - 1] {
+        w.instant(th, cat, name, ts, &[]).unwrap();
+    }
+    let bytes = w.finish().unwrap().into_vec();
+    let timeline = Timeline::build(&mut Reader::new(&bytes), &mut |_| {});
+    let t = TimelineTrace::new("t.fxt".into(), timeline, String::new());
+    let span = (u64::MAX - 1 - 1_000).to_string();
+    let w = ask(&t, TimelineEndpoint::Window, &[("to", &span), ("px", "7")]);
+    let instants = &w["tracks"][0]["instants"];
+    // The first, and the first of the last pixel (the two last share it).
+    assert_eq!(instants.as_array().map(Vec::len), Some(2), "{w}");
+}
