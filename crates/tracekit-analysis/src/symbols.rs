@@ -269,6 +269,24 @@ pub fn site_label(
     )
 }
 
+/// What one entry of a backtrace says of its site ([`site_label`], which looks
+/// at entries from the innermost): `Some` of the site's label when the entry
+/// names it (it has no locations, or one that `skip` does not skip), `None`
+/// when the search goes on past it. A label depends on the entry alone, so a
+/// caller naming many backtraces may keep it per entry.
+pub fn entry_site_label(
+    symbols: &dyn LocationLookup,
+    code: LocationCode,
+    label: FrameLabel,
+    skip: &FrameSkip,
+) -> Option<String> {
+    let locs = locations_of(symbols, code);
+    if locs.is_empty() {
+        return Some(format!("${code}"));
+    }
+    (locs.iter().rev().find(|l| !skip.skips(l))).map(|loc| location_label(loc, label, skip.naming))
+}
+
 /// Whether the allocation site of a backtrace ([`site_label`]'s) has a source line:
 /// `Some(false)` for a location with line 0, which is what a program built without
 /// line tables yields; `None` for an empty backtrace or a code without locations.

@@ -14,7 +14,9 @@
 use arrow_array::builder::{BooleanBuilder, StringBuilder};
 use std::collections::hash_map::Entry;
 use tracekit_analysis::live::LiveTable;
-use tracekit_analysis::symbols::{EMPTY_BACKTRACE, FrameLabel, FrameSkip, Naming, site_label};
+use tracekit_analysis::symbols::{
+    EMPTY_BACKTRACE, FrameLabel, FrameSkip, Naming, entry_site_label, site_label,
+};
 
 use rustc_hash::FxHashMap;
 use tracekit_columns::Plain;
@@ -130,6 +132,12 @@ struct Sites {
     index: FxHashMap<String, u32>,
     /// Per backtrace id, its site's index.
     of_backtrace: Vec<u32>,
+    /// Per entry met, the site it names, or `None` when naming looks past
+    /// it ([`entry_site_label`]): a new backtrace is named by looking its
+    /// entries up, not by making its label again.
+    of_entry: FxHashMap<LocationCode, Option<u32>>,
+    /// Per leaf, the site of a backtrace none of whose entries names one.
+    of_leaf: FxHashMap<LocationCode, u32>,
 }
 
 impl Sites {
@@ -141,6 +149,39 @@ impl Sites {
         self.names.push(name.clone());
         self.index.insert(name, i);
         i
+    }
+
+    /// The site of `backtrace` (caller first), named as [`site_label`] names it.
+    fn of(
+        &mut self,
+        table: &dyn LocationLookup,
+        backtrace: &[LocationCode],
+        skip: &FrameSkip,
+    ) -> u32 {
+        let Some(&leaf) = backtrace.last() else {
+            return self.intern(EMPTY_BACKTRACE.to_owned());
+        };
+        for &code in backtrace.iter().rev() {
+            let named = match self.of_entry.get(&code) {
+                Some(&named) => named,
+                None => {
+                    let label = entry_site_label(table, code, FrameLabel::Location, skip);
+                    let named = label.map(|l| self.intern(l));
+                    self.of_entry.insert(code, named);
+                    named
+                }
+            };
+            if let Some(site) = named {
+                return site;
+            }
+        }
+        if let Some(&site) = self.of_leaf.get(&leaf) {
+            return site;
+        }
+        let label = site_label(table, &[leaf], FrameLabel::Location, skip);
+        let site = self.intern(label.unwrap_or_else(|| EMPTY_BACKTRACE.to_owned()));
+        self.of_leaf.insert(leaf, site);
+        site
     }
 }
 
@@ -281,9 +322,7 @@ pub fn export(bytes: &[u8], files: &mut TraceFiles, options: &ExportOptions) -> 
                         c.location_id.append_value(i64::from(location));
                         bts.row_done()?;
                     }
-                    let name = site_label(table, &a.backtrace, FrameLabel::Location, &skip)
-                        .unwrap_or_else(|| EMPTY_BACKTRACE.to_owned());
-                    let site = sites.intern(name);
+                    let site = sites.of(table, &a.backtrace, &skip);
                     let slot = bt as usize;
                     if sites.of_backtrace.len() <= slot {
                         sites.of_backtrace.resize(slot + 1, 0);
@@ -443,6 +482,69 @@ fn write_alloc(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sites named from each entry's memo name every backtrace as
+    /// `site_label` does from the whole: entries without locations, entries
+    /// whose every location is skipped (std frames, one inlined in another),
+    /// entries with a program frame inlined into a std one, and backtraces
+    /// of skipped entries alone, in any order of first appearance.
+    #[test]
+    fn sites_named_by_entry_are_those_of_the_whole_backtrace() {
+        let loc = |defname: &str, filename: &str| tracekit_memtrace::Location {
+            filename: filename.into(),
+            line: 3,
+            start_char: 1,
+            end_char: 2,
+            defname: defname.into(),
+        };
+        let mut t: std::collections::HashMap<LocationCode, Vec<tracekit_memtrace::Location>> =
+            Default::default();
+        let std = "/rustc/abc/library/alloc/src/vec/mod.rs";
+        t.insert(LocationCode::new(1), vec![loc("app::work", "src/main.rs")]);
+        t.insert(
+            LocationCode::new(2),
+            vec![loc("alloc::vec::Vec<T>::push", std)],
+        );
+        t.insert(
+            LocationCode::new(3),
+            vec![
+                loc("std::rt::lang_start", std),
+                loc("core::ptr::write", std),
+            ],
+        );
+        t.insert(
+            LocationCode::new(4),
+            vec![
+                loc("app::inner", "src/inner.rs"),
+                loc("alloc::alloc::alloc", std),
+            ],
+        );
+        t.insert(
+            LocationCode::new(5),
+            vec![loc("app::other", "src/other.rs")],
+        );
+        // Codes 6 and 7 have no locations.
+        let skip = FrameSkip::rust_std();
+        let mut sites = Sites::default();
+        let mut seed = 7u64;
+        for _ in 0..2_000 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let len = (seed >> 60) as usize % 5;
+            let backtrace: Vec<LocationCode> = (0..len)
+                .map(|k| LocationCode::new(1 + ((seed >> (8 * k + 3)) % 7) as i64))
+                .collect();
+            let site = sites.of(&t, &backtrace, &skip);
+            let whole = site_label(&t, &backtrace, FrameLabel::Location, &skip)
+                .unwrap_or_else(|| EMPTY_BACKTRACE.to_owned());
+            assert_eq!(sites.names[site as usize], whole, "{backtrace:?}");
+        }
+        // Every kind of entry was met, the skipped alone too.
+        let all_skipped = [LocationCode::new(2), LocationCode::new(3)];
+        let site = sites.of(&t, &all_skipped, &skip);
+        let whole = site_label(&t, &all_skipped, FrameLabel::Location, &skip);
+        assert_eq!(Some(&sites.names[site as usize]), whole.as_ref());
+        assert!(sites.of_leaf.len() >= 2 && sites.of_entry.len() == 7);
+    }
 
     /// Backtrace ids against a map from whole backtraces: equal backtraces get one
     /// id whatever prefix the previous one shared, in each domain, and different
