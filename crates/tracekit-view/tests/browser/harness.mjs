@@ -57,6 +57,13 @@ export async function settled(page) {
   await page.waitForFunction(() => document.getElementById('status').textContent === '');
 }
 
+// Once the page has written its URL: it does so 100 ms after the last change,
+// so a page settled sooner (an answer quicker than that) may still show the
+// URL of an earlier step.
+export function urlWritten() {
+  return new Promise((done) => setTimeout(done, 300));
+}
+
 // A new page, nothing loaded.
 export function blank(viewport) {
   return browser.newPage(viewport ? { viewport } : {});

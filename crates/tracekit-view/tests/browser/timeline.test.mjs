@@ -20,6 +20,7 @@ import {
   settled,
   shots,
   tracekit,
+  urlWritten,
 } from './harness.mjs';
 
 const magic = path.join(corpus, 'fxt/magic_trace_sample.fxt');
@@ -207,6 +208,7 @@ test('magic-trace output: tracks, details, zoom and pan, search, a range', async
   await page.mouse.up();
   await page.waitForSelector('#selection-table');
   await settled(page);
+  await urlWritten();
   const range = /range=(\d+)%2C(\d+)/.exec(page.url());
   assert.ok(range, page.url());
   const [from, to] = [first + +range[1], first + +range[2]];
@@ -354,6 +356,7 @@ test('a Shift+drag selects the tracks it crosses, and its box is drawn over them
     await page.waitForFunction(() => /range=/.test(location.hash));
     await page.waitForSelector('#selection h2');
     await settled(page);
+    await urlWritten();
     const range = /range=([\d%C]+)/.exec(page.url())[1].split('%2C').map(Number);
     const heading = await page.textContent('#selection h2');
     return {
