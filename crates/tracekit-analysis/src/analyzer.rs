@@ -97,10 +97,10 @@ pub struct Options {
     /// Also keep each site's live heap at these times, in order
     /// ([`Profile::curves`]).
     pub curve_times: Option<Arc<[Timedelta]>>,
-    /// Where the pass grows its backtrace trie: in memory, or in files of a
-    /// folder past a few MiB ([`tracekit_columns::spill`]), so that a pass
-    /// beside a build of the trace's tables does not hold a second trie in
-    /// memory.
+    /// Where the pass grows its backtrace trie and its table of live objects:
+    /// in memory, or in files of a folder past a few MiB
+    /// ([`tracekit_columns::spill`]), so that a pass beside a build of the
+    /// trace's tables does not hold them in memory beside the build's.
     pub spill: Spill,
 }
 
@@ -640,8 +640,7 @@ impl Analyzer {
     /// analysis's, numbered as the part numbers them.
     pub(crate) fn adopt(&mut self, part: ScanPart) {
         debug_assert!(self.may_adopt(&part));
-        let nodes: Vec<BacktraceId> = part.nodes().collect();
-        for (s, bt) in nodes.into_iter().enumerate() {
+        for (s, bt) in part.nodes().enumerate() {
             self.name_site(bt, s as u32);
         }
         self.sites = part.sites;
@@ -929,35 +928,36 @@ impl Analyzer {
     /// numbered it: in this analysis's trie, or in `site_of` for a trie grown
     /// elsewhere.
     fn name_site(&mut self, bt: BacktraceId, s: u32) {
-        let i = bt.0 as usize;
-        if i < self.backtraces.len() {
+        if (bt.0 as usize) < self.backtraces.len() {
             self.backtraces.set_site(bt, s);
             return;
         }
+        *self.site_of_slot(bt) = s;
+    }
+
+    /// The slot of trie node `bt` (of a trie grown elsewhere) in `site_of`,
+    /// which grows to hold it.
+    fn site_of_slot(&mut self, bt: BacktraceId) -> &mut u32 {
+        let i = bt.0 as usize;
         if i >= self.site_of.len() {
             let more = i + 1 - self.site_of.len();
             tracekit_columns::huge::reserve(&mut self.site_of, more);
             self.site_of.resize(i + 1, NO_SITE);
         }
-        self.site_of[i] = s;
+        &mut self.site_of[i]
     }
 
     /// [`Analyzer::site`] of a node of a trie grown elsewhere.
     #[inline(never)]
     fn site_elsewhere(&mut self, bt: BacktraceId) -> u32 {
-        let i = bt.0 as usize;
-        if i >= self.site_of.len() {
-            let more = i + 1 - self.site_of.len();
-            tracekit_columns::huge::reserve(&mut self.site_of, more);
-            self.site_of.resize(i + 1, NO_SITE);
-        }
-        if self.site_of[i] != NO_SITE {
-            return self.site_of[i];
+        let known = *self.site_of_slot(bt);
+        if known != NO_SITE {
+            return known;
         }
         let s = u32::try_from(self.sites.len()).unwrap_or(NO_SITE);
         if s != NO_SITE {
             self.sites.push(bt);
-            self.site_of[i] = s;
+            *self.site_of_slot(bt) = s;
         }
         s
     }

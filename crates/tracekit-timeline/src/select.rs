@@ -28,20 +28,13 @@ pub struct NameTotals {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlameNode {
     /// Its caller's node (an index in the tree), `None` at the root.
-    parent: Option<u32>,
+    pub parent: Option<u32>,
     /// The name, in the timeline's strings.
     pub name: u32,
     /// Nanoseconds its slices spend inside the range.
     pub total_ns: u64,
     /// The same, less its children's.
     pub self_ns: u64,
-}
-
-impl FlameNode {
-    /// Its caller's node (an index in the tree), `None` at the root.
-    pub fn parent(&self) -> Option<u32> {
-        self.parent
-    }
 }
 
 /// A range's call tree ([`Timeline::flame`]): its nodes where they grew (in
@@ -498,16 +491,16 @@ mod tests {
             let mut got: std::collections::BTreeMap<Vec<u32>, u64> = Default::default();
             for (i, n) in tree.iter().enumerate() {
                 let mut path = vec![n.name];
-                let mut at = n.parent();
+                let mut at = n.parent;
                 while let Some(p) = at {
                     prop_assert!((p as usize) < i, "a parent before its children");
                     let up = tree.get(p as usize).unwrap();
                     path.push(up.name);
-                    at = up.parent();
+                    at = up.parent;
                 }
                 path.reverse();
                 got.insert(path, n.total_ns);
-                let children: u64 = tree.iter().filter(|c| c.parent() == Some(i as u32)).map(|c| c.total_ns).sum();
+                let children: u64 = tree.iter().filter(|c| c.parent == Some(i as u32)).map(|c| c.total_ns).sum();
                 prop_assert_eq!(n.self_ns, n.total_ns.saturating_sub(children));
             }
             prop_assert_eq!(&got, &paths);

@@ -103,8 +103,8 @@ fn load(
         None => trace,
         Some(cache) => {
             let kept = cache.tables_likely_kept(path);
-            // Built rather than read back, the tables grow their trie in the cache
-            // folder: so do the passes that answer meanwhile.
+            // Built rather than read back, the tables grow their columns in the
+            // cache folder: so do the passes that answer meanwhile.
             let spill = if kept { Spill::memory() } else { cache.spill() };
             let (cache, path) = (cache.clone(), path.to_path_buf());
             let decoder: Decoder = Box::new(move |bytes, progress| {
@@ -131,14 +131,15 @@ fn load_timeline(
 ) -> TimelineTrace {
     let name = input::display(path);
     let total = bytes.len() as u64;
-    // A range's flame graph grows with the range's distinct paths: in the
-    // cache folder, as the build's lanes do.
+    // Built to be kept, the lanes grow in files of the cache folder, and so
+    // does a range's flame graph, which grows with the range's distinct paths.
     let spill = cache
         .as_ref()
         .map_or_else(Spill::memory, TablesCache::spill);
     let (path, shown) = (path.to_path_buf(), name.clone());
+    let lanes = spill.clone();
     let build: Build = Box::new(move |told| {
-        let built = build_timeline(&path, &shown, bytes, kind, cache.as_ref(), told);
+        let built = build_timeline(&path, &shown, bytes, kind, cache.as_ref(), &lanes, told);
         built.map_err(|e| {
             let why = format!("{e:#}");
             eprintln!("error: {why}");
@@ -175,15 +176,16 @@ fn tell_joined(path: &Path, name: &str, by_thread: bool, failed: Arc<AtomicBool>
     })
 }
 
-/// Builds the timeline of `bytes` (of `kind`, from `path`, named `name`), or
-/// reads it back from `cache`, telling `told` how much of the trace it has
-/// read.
+/// Builds the timeline of `bytes` (of `kind`, from `path`, named `name`), its
+/// lanes grown where `spill` says, or reads it back from `cache`, telling
+/// `told` how much of the trace it has read.
 fn build_timeline(
     path: &Path,
     name: &str,
     bytes: Bytes,
     kind: Kind,
     cache: Option<&TablesCache>,
+    spill: &Spill,
     told: &dyn Fn(u64),
 ) -> Result<(Timeline, String)> {
     // The cache's key is read from the bytes already open, not from the file again.
@@ -201,10 +203,8 @@ fn build_timeline(
             bar.set_position(pos);
             told(pos);
         };
-        // Built to be kept, its lanes grow in files of the cache folder.
-        let spill = cache.map_or_else(Spill::memory, TablesCache::spill);
         let built =
-            build_timeline_releasing(&bytes, true, &spill, progress, &mut |r| bytes.release(r));
+            build_timeline_releasing(&bytes, true, spill, progress, &mut |r| bytes.release(r));
         bar.finish_and_clear();
         let stats = tracekit_view::timeline::stats_json(&built.stats.unwrap_or_default());
         if built.unkept_warnings > 0 {

@@ -136,14 +136,14 @@ impl Source for Reader<'_> {
     }
 }
 
-/// A trace's [`Reader`] whose passes grow their backtrace trie where `spill`
-/// says ([`Options::spill`]), whatever the options they are given say: a pass
-/// that runs beside a build of the trace's tables then holds no second trie in
-/// memory.
+/// A trace's [`Reader`] whose passes grow their backtrace trie and live
+/// objects where `spill` says ([`Options::spill`]), whatever the options they
+/// are given say: a pass that runs beside a build of the trace's tables then
+/// holds neither in memory.
 pub struct Spilling<'r> {
     /// The trace read.
     pub reader: Reader<'r>,
-    /// Where each pass grows its trie.
+    /// Where each pass grows its trie and live objects.
     pub spill: Spill,
 }
 

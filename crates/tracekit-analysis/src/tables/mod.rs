@@ -9,7 +9,7 @@
 //! | --- | --- | --- | --- |
 //! | kind | event | `u8` | alloc, promote or collect |
 //! | time | allocation; promote or collect | `u32` or `u64` | microseconds from the trace's start |
-//! | object | allocation | `u32` or `u64` | the object's id |
+//! | object | allocation | `u32` or `u64` | the object's id; no column while each is the first's plus the allocation's ordinal |
 //! | target | promote or collect | `u32` or `u64` | 1 + the ordinal of the allocation whose object it is, 0 if none is live with its id |
 //! | domain | allocation; promote or collect | `u16` | the allocating or reporting domain (no column when every value is 0) |
 //! | length | allocation | `u32` or `u64` | the object's size in words |

@@ -124,8 +124,8 @@ pub struct Trace {
     /// quicker than a pass and holds less memory than one beside it.
     awaited: Mutex<bool>,
     decoded: std::sync::Condvar,
-    /// Where a pass over the bytes grows its backtrace trie: beside a build
-    /// of the tables, which holds a trie of its own.
+    /// Where a pass over the bytes grows its backtrace trie and live
+    /// objects: beside a build of the tables, which holds its own.
     spill: Spill,
 }
 
@@ -214,8 +214,8 @@ impl Trace {
     }
 
     /// The trace whose passes over its bytes (the answers until its tables
-    /// are decoded) grow their backtrace tries where `spill` says, rather than
-    /// in memory beside the build's.
+    /// are decoded) grow their backtrace tries and live objects where `spill`
+    /// says, rather than in memory beside the build's.
     pub fn spilling(mut self, spill: Spill) -> Trace {
         self.spill = spill;
         self

@@ -450,14 +450,14 @@ pub(super) fn flame(
     let tree = t.flame(tracks, range, spill);
     let whole: u64 = tree
         .iter()
-        .filter(|n| n.parent().is_none())
+        .filter(|n| n.parent.is_none())
         .map(|n| n.total_ns)
         .sum();
     let least = (whole / FLAME_SHARE).max(1);
     let mut names = Names::default();
     let out = pruned(
         tree.iter(),
-        |node| node.parent(),
+        |node| node.parent,
         |node| node.total_ns >= least || whole == 0,
         |out, node, parent| {
             let name = names.add(node.name);
@@ -497,7 +497,7 @@ fn flame_diff(
         // The merged node of each of this tree's nodes, parents first.
         let mut map: Vec<u32> = Vec::with_capacity(tree.len());
         for node in tree.iter() {
-            let parent = node.parent().and_then(|p| map.get(p as usize).copied());
+            let parent = node.parent.and_then(|p| map.get(p as usize).copied());
             let name = timeline.string(node.name);
             let i = *index.entry((parent, name)).or_insert_with(|| {
                 merged.push((parent, name, [[0; 2]; 2]));
