@@ -10,6 +10,7 @@
 //! - [`fxt`]: FXT traces opened from a path, read in place or streamed.
 //! - [`follow`]: a file read as a program writes it.
 //! - [`memtrace`]: memtrace traces opened from a path, mapped or streamed.
+//! - [`priority`]: batch threads run after those that answer a user.
 //! - [`names`]: which file a command writes without `-o`, and which format, so
 //!   that an output's name and contents agree.
 //!
@@ -22,6 +23,7 @@ pub mod input;
 pub mod memtrace;
 pub mod names;
 pub mod output;
+pub mod priority;
 
 use std::io;
 use std::path::PathBuf;

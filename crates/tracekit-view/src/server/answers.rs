@@ -271,7 +271,10 @@ impl Workers {
             (0..cores)
                 .map(|_| {
                     let (served, stop) = (Arc::clone(served), Arc::clone(stop));
-                    std::thread::spawn(move || served.work(&stop))
+                    std::thread::spawn(move || {
+                        tracekit_io::priority::batch();
+                        served.work(&stop)
+                    })
                 })
                 .collect(),
         )

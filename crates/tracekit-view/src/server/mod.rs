@@ -33,7 +33,10 @@
 //!   served in turn by as many workers as the machine has cores, so that the
 //!   memory of queries in flight is bounded by the cores, not by the
 //!   requests; a query asked again while it runs waits for that run rather
-//!   than starting another.
+//!   than starting another. The workers, and the thread that builds what
+//!   makes later answers cheaper, run at a lower priority
+//!   ([`tracekit_io::priority`]): with every core busy, the thread that
+//!   answers at once and the browser still get one.
 //! - A connection that sends no complete request head for [`IDLE`] is closed,
 //!   so idle or stalled connections do not accumulate.
 
@@ -183,7 +186,10 @@ impl Viewer {
         // What makes later answers cheaper (a memtrace trace's tables) is
         // made beside the serving, not before it: the page answers at once.
         let preparing = Arc::clone(&serving);
-        std::thread::spawn(move || preparing.prepare());
+        std::thread::spawn(move || {
+            tracekit_io::priority::batch();
+            preparing.prepare()
+        });
         let workers = Workers::start(&serving, &stop);
         let guard = Arc::new(self.guard);
         let listening = runtime.block_on(http::accept(

@@ -335,13 +335,15 @@ test('callee and caller tables expand; compare shows diff', async () => {
     const top = cli('top', '--json', trace);
     const sum = counts.reduce((a, b) => a + b, 0);
     assert.equal(sum, top.events.allocs - top.events.filtered_allocs, `${tab}: counts`);
-    // Sorting by count orders the first level by it.
+    // Sorting by count orders the first level by it. The table is drawn
+    // anew, its sorted column marked (already marked on the second table,
+    // as the sort is kept: what tells the new table is that it is new).
+    await page.$eval(table, (t) => (t.dataset.drawn = 'before the sort'));
     await page.click(`${table} th[data-sort="objects"]`);
-    // The table is drawn anew, its sorted column marked.
-    await page.waitForFunction(
-      (sel) => document.querySelector(sel)?.textContent.endsWith('▾'),
-      `${table} th[data-sort="objects"]`,
-    );
+    await page.waitForFunction((sel) => {
+      const t = document.querySelector(sel);
+      return t && !t.dataset.drawn && t.querySelector('th[data-sort="objects"]').textContent.endsWith('▾');
+    }, table);
     await settled(page);
     const sorted = await page.$$eval(`${table} tbody tr`, (rs) => rs.map((r) => Number(r.cells[2].textContent)));
     assert.deepEqual(
