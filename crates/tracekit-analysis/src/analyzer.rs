@@ -97,10 +97,12 @@ pub struct Options {
     /// Also keep each site's live heap at these times, in order
     /// ([`Profile::curves`]).
     pub curve_times: Option<Arc<[Timedelta]>>,
-    /// Where the pass grows its backtrace trie and its table of live objects:
-    /// in memory, or in files of a folder past a few MiB
+    /// Where the pass grows its backtrace trie, its table of live objects and
+    /// its sites' counts, and a flame graph folded from it its tree: in
+    /// memory, or in files of a folder past a few MiB
     /// ([`tracekit_columns::spill`]), so that a pass beside a build of the
-    /// trace's tables does not hold them in memory beside the build's.
+    /// trace's tables does not hold them in memory beside the build's, nor a
+    /// query over millions of whole backtraces their counts.
     pub spill: Spill,
 }
 
@@ -396,7 +398,7 @@ impl Analyzer {
         let backtraces = Backtraces::spilling(&options.spill);
         let live = LiveObjects::spilling(&options.spill);
         Analyzer {
-            sites: SiteTable::new(options.per_site),
+            sites: SiteTable::spilling(options.per_site, &options.spill),
             timeline: Timeline::new(options.timeline_buckets),
             timeline_on: options.timeline_buckets > 0,
             peak: PeakTracker::with_domains(1 << 20, &options.domains),
@@ -616,7 +618,7 @@ impl Analyzer {
         Some(ScanPart {
             keep: self.keep.clone(),
             live_at: self.options.live_at,
-            sites: SiteTable::new(self.sites.keeps()),
+            sites: SiteTable::spilling(self.sites.keeps(), self.sites.spill()),
             timeline: self.timeline_on.then(|| self.timeline.part()),
         })
     }

@@ -19,7 +19,17 @@ use tracekit_stacks::IdTable;
 /// An interned backtrace: a node of the trie. The root ([`BacktraceId::EMPTY`]) is the
 /// empty backtrace; every other node is its parent's backtrace plus one entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(transparent)]
 pub struct BacktraceId(pub u32);
+
+// SAFETY: `repr(transparent)` over a `u32`: 4 bytes, every pattern an id.
+unsafe impl Plain for BacktraceId {
+    const WIDTH: usize = 4;
+
+    fn from_le(b: &[u8]) -> Self {
+        BacktraceId(le_at(b, 0))
+    }
+}
 
 impl BacktraceId {
     /// The empty backtrace.

@@ -23,6 +23,7 @@
 use std::io;
 
 use rustc_hash::FxHashMap;
+use tracekit_columns::Spill;
 use tracekit_memtrace::{LocationCode, LocationLookup};
 use tracekit_stacks::{CallTree, Names, folded};
 
@@ -263,7 +264,9 @@ impl FrameTree {
             fold_recursion: false,
             naming: site.naming,
         };
-        let mut b = Builder::new(profile.backtraces.len(), options, Hide::default());
+        // Never finished, the tree may stay where it grew: in the sites' folder.
+        let (nodes, spill) = (profile.backtraces.len(), profile.sites.spill());
+        let mut b = Builder::spilling(nodes, options, Hide::default(), spill);
         b.site = Some(site.clone());
         let ids = profile
             .sites
@@ -546,12 +549,17 @@ struct Growing {
 
 impl Growing {
     fn new() -> Growing {
+        Growing::spilling(&Spill::memory())
+    }
+
+    /// An empty tree whose call tree grows where `spill` says.
+    fn spilling(spill: &Spill) -> Growing {
         let mut names = Names::new();
         // Name 0 is the root's.
         let root = names.id("all");
         Growing {
             names,
-            calls: CallTree::new(root),
+            calls: CallTree::spilling(root, spill),
             objects: Vec::new(),
         }
     }
@@ -668,6 +676,11 @@ struct Builder {
 impl Builder {
     /// A builder for a trie of `nodes` nodes (more are mapped as they come).
     fn new(nodes: usize, options: TreeOptions, hide: Hide) -> Self {
+        Builder::spilling(nodes, options, hide, &Spill::memory())
+    }
+
+    /// [`Builder::new`], its tree grown where `spill` says.
+    fn spilling(nodes: usize, options: TreeOptions, hide: Hide, spill: &Spill) -> Self {
         let mut map = vec![NONE; nodes.max(1)];
         if let Some(m) = map.first_mut() {
             // The empty backtrace is the root (the trie's root maps to the tree's).
@@ -676,7 +689,7 @@ impl Builder {
         Builder {
             options,
             map,
-            tree: Growing::new(),
+            tree: Growing::spilling(spill),
             code_names: FxHashMap::default(),
             frame_names: Vec::new(),
             frame_std: Vec::new(),

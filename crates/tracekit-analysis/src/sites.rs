@@ -12,6 +12,8 @@
 //! fits ([`PerSite::Narrow`]): 44 bytes a site.
 
 use rustc_hash::FxHashMap;
+use tracekit_columns::store::le_at;
+use tracekit_columns::{Grow, Plain, Spill};
 use tracekit_memtrace::{AllocationSource, Timedelta};
 
 use crate::backtrace::BacktraceId;
@@ -19,6 +21,7 @@ use crate::backtrace::BacktraceId;
 /// Counts for one backtrace (or, summed, for a site or the whole trace). All sizes are
 /// in samples; [`Sampling`](crate::Sampling) turns them into estimated bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[repr(C)]
 pub struct SiteCounts {
     /// Allocation events (sampled objects).
     pub allocs: u64,
@@ -68,6 +71,29 @@ impl SiteCounts {
         self.collected += other.collected;
         self.live_at_allocs += other.live_at_allocs;
         self.live_at += other.live_at;
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<SiteCounts>() == 88);
+
+// SAFETY: `repr(C)` of eleven `u64`s (three of them an array), 88 bytes with
+// no padding (asserted above); every pattern of them is a site's counts.
+unsafe impl Plain for SiteCounts {
+    const WIDTH: usize = 88;
+
+    fn from_le(b: &[u8]) -> Self {
+        let at = |i: usize| le_at::<u64>(b, i * 8);
+        SiteCounts {
+            allocs: at(0),
+            samples: at(1),
+            samples_by_source: [at(2), at(3), at(4)],
+            words: at(5),
+            promoted: at(6),
+            collected_allocs: at(7),
+            collected: at(8),
+            live_at_allocs: at(9),
+            live_at: at(10),
+        }
     }
 }
 
@@ -147,7 +173,17 @@ impl PerSite {
 /// A site's counts in 32 bits each ([`PerSite::Narrow`]), in the order of
 /// [`Narrow::of`]; `allocs` at [`Narrow::WIDE`] says they are kept whole aside.
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(transparent)]
 struct Narrow([u32; 11]);
+
+// SAFETY: `repr(transparent)` over `[u32; 11]`, which is `Plain`.
+unsafe impl Plain for Narrow {
+    const WIDTH: usize = <[u32; 11]>::WIDTH;
+
+    fn from_le(b: &[u8]) -> Self {
+        Narrow(<[u32; 11]>::from_le(b))
+    }
+}
 
 impl Narrow {
     /// In `allocs`: the counts outgrew 32 bits.
@@ -201,32 +237,50 @@ impl Narrow {
 }
 
 /// Per distinct allocating backtrace its counts, in order of first allocation
-/// (a site's index is its place in that order). All sizes are in samples.
+/// (a site's index is its place in that order). All sizes are in samples. Its
+/// columns grow where [`SiteTable::spilling`] says: a pass over millions of
+/// whole backtraces then holds their counts in a file's pages, not in memory.
 #[derive(Clone, Debug, Default)]
 pub struct SiteTable {
     keep: PerSite,
-    ids: Vec<BacktraceId>,
+    ids: Grow<BacktraceId>,
     /// With [`PerSite::All`].
-    counts: Vec<SiteCounts>,
+    counts: Grow<SiteCounts>,
     /// With [`PerSite::Narrow`]; the sites marked [`Narrow::WIDE`] in `wide`.
-    narrow: Vec<Narrow>,
+    narrow: Grow<Narrow>,
     wide: FxHashMap<u32, SiteCounts>,
     /// With [`PerSite::Weight`].
-    weights: Vec<u64>,
+    weights: Grow<u64>,
     /// With [`PerSite::Counted`], the objects that weight counts ([`Weight::objects`]).
-    objects: Vec<u32>,
+    objects: Grow<u32>,
     /// With [`PerSite::Weight`] or [`PerSite::Counted`], the sum of every count over all sites (with
     /// [`PerSite::All`] it is summed at the end).
     totals: SiteCounts,
 }
 
 impl SiteTable {
-    /// An empty table keeping `keep`.
+    /// An empty table keeping `keep`, in memory.
     pub fn new(keep: PerSite) -> SiteTable {
+        SiteTable::spilling(keep, &Spill::memory())
+    }
+
+    /// An empty table keeping `keep`, whose columns grow where `spill` says.
+    pub fn spilling(keep: PerSite, spill: &Spill) -> SiteTable {
         SiteTable {
             keep,
-            ..SiteTable::default()
+            ids: Grow::new(spill),
+            counts: Grow::new(spill),
+            narrow: Grow::new(spill),
+            wide: FxHashMap::default(),
+            weights: Grow::new(spill),
+            objects: Grow::new(spill),
+            totals: SiteCounts::default(),
         }
+    }
+
+    /// Where the table's columns grow.
+    pub fn spill(&self) -> &Spill {
+        self.ids.spill()
     }
 
     /// What the table keeps per site.
@@ -299,7 +353,7 @@ impl SiteTable {
         match self.keep {
             PerSite::All => {
                 let mut t = SiteCounts::default();
-                for c in &self.counts {
+                for c in self.counts.iter() {
                     t.add(c);
                 }
                 t
@@ -317,16 +371,14 @@ impl SiteTable {
 
     /// Adds a site for `bt`, returning its index.
     pub(crate) fn push(&mut self, bt: BacktraceId) -> usize {
-        tracekit_columns::huge::push(&mut self.ids, bt);
+        self.ids.push(bt);
         match self.keep.one() {
-            None if self.keep == PerSite::Narrow => {
-                tracekit_columns::huge::push(&mut self.narrow, Narrow::default())
-            }
-            None => tracekit_columns::huge::push(&mut self.counts, SiteCounts::default()),
+            None if self.keep == PerSite::Narrow => self.narrow.push(Narrow::default()),
+            None => self.counts.push(SiteCounts::default()),
             Some((_, counted)) => {
-                tracekit_columns::huge::push(&mut self.weights, 0);
+                self.weights.push(0);
                 if counted {
-                    tracekit_columns::huge::push(&mut self.objects, 0);
+                    self.objects.push(0);
                 }
             }
         }

@@ -326,6 +326,13 @@ impl<T: Plain> std::ops::DerefMut for Grow<T> {
     }
 }
 
+impl<T: Plain> Default for Grow<T> {
+    /// An empty column kept in memory.
+    fn default() -> Grow<T> {
+        Grow::new(&Spill::memory())
+    }
+}
+
 impl<T: Plain> Clone for Grow<T> {
     /// A copy in memory: a spilled column's file is its own.
     fn clone(&self) -> Self {

@@ -104,8 +104,9 @@ fn load(
         Some(cache) => {
             let kept = cache.tables_likely_kept(path);
             // Built rather than read back, the tables grow their columns in the
-            // cache folder: so do the passes that answer meanwhile.
-            let spill = if kept { Spill::memory() } else { cache.spill() };
+            // cache folder: so do the passes that answer meanwhile, and later
+            // the queries' passes over the tables.
+            let spill = cache.spill();
             let (cache, path) = (cache.clone(), path.to_path_buf());
             let decoder: Decoder = Box::new(move |bytes, progress| {
                 let (tables, origin) = cache.tables(&path, bytes, progress)?;

@@ -136,37 +136,46 @@ impl Source for Reader<'_> {
     }
 }
 
-/// A trace's [`Reader`] whose passes grow their backtrace trie and live
-/// objects where `spill` says ([`Options::spill`]), whatever the options they
-/// are given say: a pass that runs beside a build of the trace's tables then
-/// holds neither in memory.
-pub struct Spilling<'r> {
-    /// The trace read.
-    pub reader: Reader<'r>,
-    /// Where each pass grows its trie and live objects.
+/// A source (a trace's [`Reader`], or its tables) whose passes grow their
+/// large tables where `spill` says ([`Options::spill`]: the backtrace trie,
+/// the live objects, the sites' counts), whatever the options they are given
+/// say: a pass that runs beside a build of the trace's tables then holds none
+/// of them in memory, nor does a query over millions of whole backtraces.
+pub struct Spilling<S> {
+    /// The source read.
+    pub source: S,
+    /// Where each pass grows its tables.
     pub spill: Spill,
 }
 
-impl Source for Spilling<'_> {
+impl<S: Source> Source for Spilling<S> {
     fn info(&self) -> &Info {
-        self.reader.info()
+        self.source.info()
     }
 
     fn locations(&self) -> &LocationTable {
-        self.reader.locations()
+        self.source.locations()
     }
 
     fn size_bytes(&self) -> u64 {
-        self.reader.size_bytes()
+        self.source.size_bytes()
     }
 
     fn pass(&mut self, mut options: Options, stage: Stage, progress: Progress<'_>) -> Pass {
         options.spill = self.spill.clone();
-        Source::pass(&mut self.reader, options, stage, progress)
+        self.source.pass(options, stage, progress)
     }
 
     fn objects(&mut self, filter: &Filter, progress: &mut dyn FnMut(u64)) -> Arc<AllocationSet> {
-        self.reader.objects(filter, progress)
+        self.source.objects(filter, progress)
+    }
+
+    fn end(&mut self, progress: Progress<'_>) -> Timedelta {
+        self.source.end(progress)
+    }
+
+    fn fold(&self, profile: &Profile, options: FoldOptions, hide: &Hide) -> FrameTree {
+        self.source.fold(profile, options, hide)
     }
 }
 

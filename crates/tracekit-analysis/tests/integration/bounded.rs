@@ -4,7 +4,8 @@
 //! is the same for a trace four times larger (with the same backtraces), and
 //! the spilled tables answer as tables built in memory. So for a pass over
 //! the trace that spills: four times as many objects live at once cost it
-//! no more.
+//! no more; and for a query over the tables that spills: four times as many
+//! whole backtraces cost it only a few bytes each.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::VecDeque;
@@ -130,7 +131,7 @@ fn a_spilled_build_holds_the_same_memory_for_a_trace_four_times_larger() {
 fn pass(bytes: &[u8], spill: &Spill) -> (i64, (SiteCounts, u64)) {
     let (pass, heap) = highest_of(|| {
         let mut source = Spilling {
-            reader: Reader::from_bytes(bytes).unwrap(),
+            source: Reader::from_bytes(bytes).unwrap(),
             spill: spill.clone(),
         };
         let options = Options {
@@ -183,5 +184,84 @@ fn live_objects_spilled_cost_the_same_for_four_times_as_many() {
     holds_the_same("pass", [small_pass, large_pass, memory_pass], 60 << 20);
     assert_eq!(spilled.1, 4_000_000);
     assert_eq!(spilled, kept);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+/// A trace of `allocs` allocations, each from a backtrace of its own (and
+/// each printing differently): as many sites as allocations, each of its
+/// own weight.
+fn distinct_trace(allocs: u32) -> Vec<u8> {
+    let info = synth_info();
+    let mut w = Writer::with_options(Vec::new(), &info, WriterOptions::new()).unwrap();
+    let mut time = info.start_time;
+    for i in 0..allocs {
+        time = time.offset(Timedelta::from_micros(1));
+        let stack = [
+            synth_code(i % 1024, 0),
+            synth_code(1024 + (i / 1024) % 1024, 1),
+            synth_code(2048 + i / (1024 * 1024), 2),
+        ];
+        // Samples of their own, so that no two sites tie in a ranking (the
+        // ties at a table's last row are named to break them).
+        let source = AllocationSource::Minor;
+        w.put_alloc(time, 1, 1 + u64::from(i), source, &stack, synth_locations)
+            .unwrap();
+    }
+    w.into_inner().unwrap()
+}
+
+/// `top --by backtrace` over the tables of `bytes`, its passes spilling as
+/// `spill` says: the heap this thread held at its highest, and the answer.
+fn top_by_backtrace(tables: &Tables, bytes: &[u8], spill: &Spill) -> (i64, serde_json::Value) {
+    let reader = Reader::from_bytes(bytes).unwrap();
+    let query = TopQuery {
+        growing: false,
+        by: GroupBy::Backtrace,
+        limit: 20,
+        at: None,
+        peak: false,
+        sites: SiteSpec::default(),
+        filter: Filter::default(),
+    };
+    let (answer, heap) = highest_of(|| {
+        let mut source = Spilling {
+            source: tables,
+            spill: spill.clone(),
+        };
+        query.run(&mut source, &mut |_, _| {}).unwrap()
+    });
+    let json = answer.json(&TraceFile::new("t.ctf", reader.info()));
+    (heap, serde_json::to_value(json).unwrap())
+}
+
+/// A query that counts every whole backtrace holds a site for each, and
+/// groups them by what they print in a tree of a node or more each. Spilled,
+/// its sites' counts and that tree grow in files: four times as many
+/// backtraces cost the querying thread only the indexes it keeps in memory
+/// (at most 8 bytes a site more), where in memory they cost more than 60.
+#[test]
+fn a_query_over_millions_of_backtraces_holds_their_counts_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = Spill::to(dir.path());
+    let (small, large) = (distinct_trace(400_000), distinct_trace(1_600_000));
+    let (small_tables, _) = build(&small, &Spill::memory());
+    let (large_tables, _) = build(&large, &Spill::memory());
+    let (small_heap, _) = top_by_backtrace(&small_tables, &small, &spill);
+    let (large_heap, spilled) = top_by_backtrace(&large_tables, &large, &spill);
+    let (memory_heap, kept) = top_by_backtrace(&large_tables, &large, &Spill::memory());
+    assert_eq!(spilled, kept);
+    assert_eq!(spilled["events"]["allocs"], 1_600_000);
+    let per_site = |heap: i64| (heap - small_heap) as f64 / 1_200_000.0;
+    eprintln!(
+        "top --by backtrace's heap at its highest: {} B for 400 k sites, {} B for 1.6 M \
+         spilled ({:.1} B a site more), {} B in memory ({:.1} B a site more)",
+        small_heap,
+        large_heap,
+        per_site(large_heap),
+        memory_heap,
+        per_site(memory_heap)
+    );
+    assert!(per_site(large_heap) <= 8.0, "{:.1}", per_site(large_heap));
+    assert!(per_site(memory_heap) > 60.0, "{:.1}", per_site(memory_heap));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

@@ -124,8 +124,9 @@ pub struct Trace {
     /// quicker than a pass and holds less memory than one beside it.
     awaited: Mutex<bool>,
     decoded: std::sync::Condvar,
-    /// Where a pass over the bytes grows its backtrace trie and live
-    /// objects: beside a build of the tables, which holds its own.
+    /// Where a pass grows its large tables ([`Spilling`]): a pass over the
+    /// bytes beside a build of the tables, which holds its own, and a query
+    /// over the tables that counts millions of sites.
     spill: Spill,
 }
 
@@ -213,9 +214,11 @@ impl Trace {
         self
     }
 
-    /// The trace whose passes over its bytes (the answers until its tables
-    /// are decoded) grow their backtrace tries and live objects where `spill`
-    /// says, rather than in memory beside the build's.
+    /// The trace whose passes grow their large tables where `spill` says
+    /// ([`Spilling`]) rather than in memory: over its bytes (the answers until
+    /// its tables are decoded) their backtrace tries, live objects and sites,
+    /// beside the build's; over its tables, the sites of a query that counts
+    /// many.
     pub fn spilling(mut self, spill: Spill) -> Trace {
         self.spill = spill;
         self
@@ -273,13 +276,17 @@ impl Trace {
         ask: impl FnOnce(&mut dyn Source, Progress<'_>) -> R,
     ) -> Result<R, Error> {
         self.await_decoded();
-        if let Some(mut tables) = self.tables() {
-            return Ok(ask(&mut tables, &mut |_, _| {}));
+        if let Some(tables) = self.tables() {
+            let mut source = Spilling {
+                source: tables,
+                spill: self.spill.clone(),
+            };
+            return Ok(ask(&mut source, &mut |_, _| {}));
         }
         let reader =
             Reader::from_owner(self.bytes.clone()).map_err(|e| Error::Unreadable(e.to_string()))?;
         let mut source = Spilling {
-            reader,
+            source: reader,
             spill: self.spill.clone(),
         };
         let answer = ask(&mut source, &mut releasing(&self.bytes));
