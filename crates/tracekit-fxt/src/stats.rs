@@ -3,8 +3,13 @@
 //! By record type and event type; the providers; the processes and threads with
 //! their names (from kernel objects) and event counts; the time span of the
 //! timestamped records in nanoseconds; the reader's warnings.
+//!
+//! Counted as the records pass ([`Counted`], beside a timeline's build), each
+//! record costs a few comparisons of numbers and addresses: the counts are
+//! kept by thread koids and by the addresses of the type names, and given the
+//! names [`Stats`] shows (a thread's `process/thread`) once, when asked for.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::format::{EventKind, Koid, ObjectType};
 use crate::read::{Entry, ReadError, Record, Records, Str, Thread};
@@ -52,57 +57,13 @@ impl Stats {
         reader: &mut dyn Records,
         mut progress: impl FnMut(u64),
     ) -> Result<Stats, ReadError> {
-        let mut st = Stats::default();
-        while let Some(entry) = reader.next_entry()? {
-            st.count(&entry);
-            if st.records % 8192 == 0 {
-                progress(entry.offset);
+        let mut counted = Counted::new(reader);
+        while let Some(offset) = counted.next_entry()?.map(|e| e.offset) {
+            if counted.tally.records.is_multiple_of(8192) {
+                progress(offset);
             }
         }
-        st.finish(reader);
-        Ok(st)
-    }
-
-    /// Counts one record.
-    pub fn count(&mut self, entry: &Entry<'_>) {
-        let st = self;
-        let key = |t: Thread| format!("{}/{}", t.process, t.thread);
-        let (rec, tick_rate) = (entry.record, entry.tick_rate);
-        st.records += 1;
-        *st.record_types.entry(rec.type_name()).or_default() += 1;
-        if let Some(t) = rec.ticks() {
-            let ns = tick_rate.ns(t);
-            st.first_ns = Some(st.first_ns.map_or(ns, |f| f.min(ns)));
-            st.last_ns = Some(st.last_ns.map_or(ns, |l| l.max(ns)));
-        }
-        match rec {
-            Record::ProviderInfo { id, name } => {
-                st.providers.insert(id, Str(name).to_string());
-            }
-            Record::Event(e) => {
-                *st.event_types
-                    .entry(e.kind.event_type().name())
-                    .or_default() += 1;
-                st.threads.entry(key(e.thread)).or_default().events += 1;
-                st.processes.entry(e.thread.process.0).or_default();
-                if let EventKind::DurationComplete { end_ticks } = e.kind {
-                    let ns = tick_rate.ns(end_ticks);
-                    st.last_ns = Some(st.last_ns.map_or(ns, |l| l.max(ns)));
-                }
-            }
-            Record::KernelObject(o) if o.object_type == ObjectType::PROCESS => {
-                st.processes.insert(o.koid.0, Some(o.name.to_string()));
-            }
-            Record::KernelObject(o) if o.object_type == ObjectType::THREAD => {
-                let pid = o.process().unwrap_or(Koid(0));
-                let t = Thread {
-                    process: pid,
-                    thread: o.koid,
-                };
-                st.threads.entry(key(t)).or_default().name = Some(o.name.to_string());
-            }
-            _ => {}
-        }
+        Ok(counted.stats())
     }
 
     /// Takes the bytes read and the warnings from `reader`, once its records
@@ -111,22 +72,131 @@ impl Stats {
         self.bytes = reader.position();
         self.warnings = reader.warning_count();
     }
+
+    /// The name [`Stats::threads`] gives thread `t`.
+    fn thread_key(t: Thread) -> String {
+        format!("{}/{}", t.process, t.thread)
+    }
+}
+
+/// The counts of the records of every record: kept by numbers and by the
+/// addresses of names, and added to a [`Stats`] by name when asked for.
+#[derive(Clone, Debug, Default)]
+struct Tally {
+    records: u64,
+    /// By type name: the same literal, at one address, found by it.
+    record_types: Vec<(&'static str, u64)>,
+    event_types: Vec<(&'static str, u64)>,
+    /// Events per thread, in the order first seen; `at` finds a thread's
+    /// place, and `last` is the thread of the last event (events come in
+    /// runs of one thread).
+    threads: Vec<(Thread, u64)>,
+    at: HashMap<Thread, usize>,
+    last: usize,
+}
+
+impl Tally {
+    /// Counts one more of `name` in `list`.
+    #[inline]
+    fn bump(list: &mut Vec<(&'static str, u64)>, name: &'static str) {
+        let found = list
+            .iter()
+            .position(|(n, _)| std::ptr::eq(*n, name))
+            .or_else(|| list.iter().position(|(n, _)| *n == name));
+        match found.and_then(|i| list.get_mut(i)) {
+            Some((_, count)) => *count += 1,
+            None => list.push((name, 1)),
+        }
+    }
+
+    /// Counts an event on `thread`.
+    #[inline]
+    fn event_on(&mut self, thread: Thread) {
+        if let Some((t, events)) = self.threads.get_mut(self.last)
+            && *t == thread
+        {
+            *events += 1;
+            return;
+        }
+        let at = *self.at.entry(thread).or_insert_with(|| {
+            self.threads.push((thread, 0));
+            self.threads.len() - 1
+        });
+        if let Some((_, events)) = self.threads.get_mut(at) {
+            *events += 1;
+        }
+        self.last = at;
+    }
+
+    /// `stats` with these counts added.
+    fn add_to(&self, stats: &mut Stats) {
+        stats.records += self.records;
+        for &(name, count) in &self.record_types {
+            *stats.record_types.entry(name).or_default() += count;
+        }
+        for &(name, count) in &self.event_types {
+            *stats.event_types.entry(name).or_default() += count;
+        }
+        for &(thread, events) in &self.threads {
+            stats.processes.entry(thread.process.0).or_default();
+            let key = Stats::thread_key(thread);
+            stats.threads.entry(key).or_default().events += events;
+        }
+    }
+
+    /// Counts one record: the many (events) here, the few (names of
+    /// providers, processes and threads) into `stats` at once.
+    fn count(&mut self, stats: &mut Stats, entry: &Entry<'_>) {
+        let (rec, tick_rate) = (entry.record, entry.tick_rate);
+        self.records += 1;
+        Tally::bump(&mut self.record_types, rec.type_name());
+        if let Some(t) = rec.ticks() {
+            let ns = tick_rate.ns(t);
+            stats.first_ns = Some(stats.first_ns.map_or(ns, |f| f.min(ns)));
+            stats.last_ns = Some(stats.last_ns.map_or(ns, |l| l.max(ns)));
+        }
+        match rec {
+            Record::ProviderInfo { id, name } => {
+                stats.providers.insert(id, Str(name).to_string());
+            }
+            Record::Event(e) => {
+                Tally::bump(&mut self.event_types, e.kind.event_type().name());
+                self.event_on(e.thread);
+                if let EventKind::DurationComplete { end_ticks } = e.kind {
+                    let ns = tick_rate.ns(end_ticks);
+                    stats.last_ns = Some(stats.last_ns.map_or(ns, |l| l.max(ns)));
+                }
+            }
+            Record::KernelObject(o) if o.object_type == ObjectType::PROCESS => {
+                stats.processes.insert(o.koid.0, Some(o.name.to_string()));
+            }
+            Record::KernelObject(o) if o.object_type == ObjectType::THREAD => {
+                let pid = o.process().unwrap_or(Koid(0));
+                let t = Thread {
+                    process: pid,
+                    thread: o.koid,
+                };
+                let key = Stats::thread_key(t);
+                stats.threads.entry(key).or_default().name = Some(o.name.to_string());
+            }
+            _ => {}
+        }
+    }
 }
 
 /// A reader that counts what passes through it, so that another consumer of
 /// the records gets the trace's [`Stats`] in the same pass.
 pub struct Counted<'r> {
     reader: &'r mut dyn Records,
+    /// What was counted before, and the names of the few records that name.
     stats: Stats,
+    tally: Tally,
 }
 
 impl<'r> Counted<'r> {
     /// Counts the records read from `reader`.
     pub fn new(reader: &'r mut dyn Records) -> Counted<'r> {
-        Counted {
-            reader,
-            stats: Stats::default(),
-        }
+        Counted::continuing(reader, Stats::default())
     }
 
     /// Counts the records read from `reader` on from `counts`, the counts of
@@ -136,17 +206,21 @@ impl<'r> Counted<'r> {
         Counted {
             reader,
             stats: counts,
+            tally: Tally::default(),
         }
     }
 
     /// The counts of the records read, to go on with ([`Counted::continuing`]).
     pub fn into_counts(self) -> Stats {
-        self.stats
+        let mut st = self.stats;
+        self.tally.add_to(&mut st);
+        st
     }
 
     /// The counts of the records read so far.
     pub fn stats(&self) -> Stats {
         let mut st = self.stats.clone();
+        self.tally.add_to(&mut st);
         st.finish(&*self.reader);
         st
     }
@@ -156,7 +230,7 @@ impl Records for Counted<'_> {
     fn next_entry(&mut self) -> Result<Option<Entry<'_>>, ReadError> {
         let entry = self.reader.next_entry()?;
         if let Some(e) = &entry {
-            self.stats.count(e);
+            self.tally.count(&mut self.stats, e);
         }
         Ok(entry)
     }
