@@ -36,17 +36,22 @@ fn build(bytes: &[u8], spill: &Spill) -> (Tables, i64) {
     })
 }
 
-fn top_json(tables: &Tables, bytes: &[u8]) -> serde_json::Value {
-    let reader = Reader::from_bytes(bytes).unwrap();
-    let query = TopQuery {
+/// `top --by BY --limit 20`, with the peak when `peak`.
+fn top_query(by: GroupBy, peak: bool) -> TopQuery {
+    TopQuery {
         growing: false,
-        by: GroupBy::Function,
+        by,
         limit: 20,
         at: None,
-        peak: true,
+        peak,
         sites: SiteSpec::default(),
         filter: Filter::default(),
-    };
+    }
+}
+
+fn top_json(tables: &Tables, bytes: &[u8]) -> serde_json::Value {
+    let reader = Reader::from_bytes(bytes).unwrap();
+    let query = top_query(GroupBy::Function, true);
     let answer = query.run(&mut &*tables, &mut |_, _| {}).unwrap();
     serde_json::to_value(answer.json(&TraceFile::new("t.ctf", reader.info()))).unwrap()
 }
@@ -214,15 +219,7 @@ fn distinct_trace(allocs: u32) -> Vec<u8> {
 /// `spill` says: the heap this thread held at its highest, and the answer.
 fn top_by_backtrace(tables: &Tables, bytes: &[u8], spill: &Spill) -> (i64, serde_json::Value) {
     let reader = Reader::from_bytes(bytes).unwrap();
-    let query = TopQuery {
-        growing: false,
-        by: GroupBy::Backtrace,
-        limit: 20,
-        at: None,
-        peak: false,
-        sites: SiteSpec::default(),
-        filter: Filter::default(),
-    };
+    let query = top_query(GroupBy::Backtrace, false);
     let (answer, heap) = highest_of(|| {
         let mut source = Spilling {
             source: tables,
