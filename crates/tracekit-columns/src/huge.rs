@@ -2,7 +2,8 @@
 //! the sites of a scan, a column growing in memory): grown on transparent huge
 //! pages where the kernel offers them on request
 //! (`/sys/kernel/mm/transparent_hugepage/enabled` set to `madvise`), and their
-//! entries asked for ahead of use ([`prefetch`]).
+//! entries asked for ahead of use ([`prefetch`]); and the memory freed after a
+//! phase that allocated much given back to the system ([`give_back`]).
 //!
 //! Objects that die in random order make the live table tens of megabytes read at
 //! random; on 4 KiB pages nearly every access also misses the TLB, and each page
@@ -91,6 +92,20 @@ pub fn prefetch<T>(value: Option<&T>) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = value;
+}
+
+/// Gives the memory freed so far back to the system. glibc's allocator keeps
+/// what a program frees for its later allocations, so that after a phase that
+/// allocated much and let it all go (naming a recording's addresses from the
+/// debug information of its objects) the process would go on holding it;
+/// elsewhere this does nothing.
+pub fn give_back() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free memory of the allocator's own
+    // to the system; no memory in use is touched.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 #[cfg(test)]

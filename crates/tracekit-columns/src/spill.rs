@@ -33,7 +33,7 @@ pub const SPILL_BYTES: usize = 4 << 20;
 
 /// Where columns spill: a folder (the caller's own, a private cache folder),
 /// or nowhere, every column kept in memory.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Spill {
     dir: Option<Arc<PathBuf>>,
     /// Bytes a column's file may take at most, as if the disk were full past
@@ -157,6 +157,26 @@ impl<T: Plain> Grow<T> {
             self.len += 1;
         } else {
             self.push_slow(value);
+        }
+    }
+
+    /// Adds `values` after the others, in one copy while there is room.
+    #[inline]
+    pub fn extend_from_slice(&mut self, values: &[T]) {
+        if self.cap - self.len >= values.len() {
+            // SAFETY: `cap - len >= values.len()`: the room at `ptr` past the
+            // values holds them, aligned as in `as_slice`; `values` cannot be
+            // the column's own (they are borrowed apart from `&mut self`).
+            unsafe {
+                let at = self.ptr.as_ptr().add(self.len);
+                std::ptr::copy_nonoverlapping(values.as_ptr(), at, values.len());
+            }
+            self.len += values.len();
+        } else {
+            // The first push to find no room grows the column (doubling it).
+            for &v in values {
+                self.push(v);
+            }
         }
     }
 

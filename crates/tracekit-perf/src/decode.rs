@@ -19,6 +19,7 @@ use tracekit_callstack::ocaml::OcamlExceptionInfo;
 use tracekit_callstack::sink::Sink;
 use tracekit_callstack::transcript::{self, Transcriber, Transcript, TranscriptOptions};
 use tracekit_callstack::writer::{Config, SampleTiming, TraceScope, TraceWriter, Warning};
+use tracekit_columns::Spill;
 use tracekit_fxt::io::IoDestination;
 use tracekit_fxt::write::Writer;
 
@@ -95,6 +96,10 @@ pub struct DecodeOptions {
     /// command line cannot), and `no_cache` leaves it unused.
     #[cfg_attr(feature = "clap", arg(skip))]
     pub name_cache: Option<std::path::PathBuf>,
+    /// Where a recording's samples grow while they wait for their names
+    /// ([`ReadOptions::spill`]); the caller says.
+    #[cfg_attr(feature = "clap", arg(skip))]
+    pub spill: Spill,
 }
 
 #[cfg(feature = "clap")]
@@ -145,6 +150,7 @@ impl DecodeOptions {
             debug_dirs,
             kernel_symbols: self.scope != TraceScope::User,
             name_cache: self.name_cache.clone().filter(|_| !self.no_cache),
+            spill: self.spill.clone(),
         }
     }
 

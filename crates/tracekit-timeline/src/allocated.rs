@@ -33,8 +33,10 @@ pub struct Allocated {
 /// Whether any slice of `t` carries allocations (a look through the
 /// arguments' text the first time, kept).
 pub fn has_allocations(t: &Timeline) -> bool {
-    *t.has_allocations
-        .get_or_init(|| t.args_text.contains("\"allocated_bytes\":"))
+    *t.has_allocations.get_or_init(|| {
+        let key = b"\"allocated_bytes\":";
+        t.args_text.windows(key.len()).any(|w| w == key)
+    })
 }
 
 /// The number after `"key":` in an arguments object.

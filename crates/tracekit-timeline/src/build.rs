@@ -45,29 +45,41 @@ impl Strings {
     }
 }
 
-/// Argument sets as JSON objects, each once in one text: id 0 is `{}`.
+/// Argument sets as JSON objects, each once in one text: id 0 is `{}`. The
+/// text and where each set starts grow as the builder's columns do
+/// ([`Builder::spilling`]): a trace whose every slice has arguments has as
+/// many sets as slices.
 #[derive(Clone)]
 struct ArgSets {
-    text: String,
+    text: Grow<u8>,
     /// Where each set starts in `text`, and where the last ends.
-    at: Vec<u64>,
-}
-
-impl Default for ArgSets {
-    fn default() -> Self {
-        ArgSets {
-            text: "{}".to_string(),
-            at: vec![0, 2],
-        }
-    }
+    at: Grow<u64>,
 }
 
 impl ArgSets {
+    fn spilling(spill: &Spill) -> ArgSets {
+        let mut sets = ArgSets {
+            text: Grow::new(spill),
+            at: Grow::new(spill),
+        };
+        sets.text.extend_from_slice(b"{}");
+        sets.at.extend_from_slice(&[0, 2]);
+        sets
+    }
+
+    /// The text of set `i`, if there is one.
+    fn get(&self, i: u32) -> Option<&str> {
+        let from = *self.at.get(i as usize)? as usize;
+        let to = *self.at.get(i as usize + 1)? as usize;
+        std::str::from_utf8(self.text.get(from..to)?).ok()
+    }
+
     fn add(&mut self, args: Args<'_>) -> u32 {
         if args.is_empty() {
             return 0;
         }
-        self.text.push_str(&crate::args_json(args));
+        self.text
+            .extend_from_slice(crate::args_json(args).as_bytes());
         self.at.push(self.text.len() as u64);
         (self.at.len() - 2) as u32
     }
@@ -76,23 +88,18 @@ impl ArgSets {
     /// and its end record's (values recorded while it ran, the allocations
     /// made inside it).
     fn merge(&mut self, first: u32, then: u32) -> u32 {
-        let text = |i: u32| -> Option<(usize, usize)> {
-            let from = *self.at.get(i as usize)? as usize;
-            let to = *self.at.get(i as usize + 1)? as usize;
-            Some((from, to))
-        };
-        let (Some(a), Some(b)) = (text(first), text(then)) else {
+        let (Some(a), Some(b)) = (self.get(first), self.get(then)) else {
             return first;
         };
-        if then == 0 || b.1 - b.0 <= 2 {
+        if then == 0 || b.len() <= 2 {
             return first;
         }
-        if first == 0 || a.1 - a.0 <= 2 {
+        if first == 0 || a.len() <= 2 {
             return then;
         }
         // `{..a..}` and `{..b..}` make `{..a..,..b..}`.
-        let merged = format!("{},{}", &self.text[a.0..a.1 - 1], &self.text[b.0 + 1..b.1]);
-        self.text.push_str(&merged);
+        let merged = format!("{},{}", &a[..a.len() - 1], &b[1..]);
+        self.text.extend_from_slice(merged.as_bytes());
         self.at.push(self.text.len() as u64);
         (self.at.len() - 2) as u32
     }
@@ -310,7 +317,7 @@ impl Builder {
     pub fn spilling(spill: &Spill) -> Builder {
         Builder {
             strings: Strings::default(),
-            arg_sets: ArgSets::default(),
+            arg_sets: ArgSets::spilling(spill),
             process_names: FxHashMap::default(),
             names: FxHashMap::default(),
             heap_domains: FxHashMap::default(),
@@ -722,8 +729,8 @@ impl Builder {
         let first_ns = (first <= last).then_some(first);
         Timeline {
             strings: strings.texts,
-            args_text: arg_sets.text,
-            args_at: arg_sets.at,
+            args_text: arg_sets.text.finish(),
+            args_at: arg_sets.at.finish(),
             processes,
             tracks,
             counters,
@@ -936,9 +943,7 @@ fn async_groups(
 fn task_name(strings: &mut Strings, arg_sets: &ArgSets, slices: &[Placed]) -> Option<u32> {
     let &(first, id, _) = slices.first()?;
     let name = strings.texts.get(first.name as usize)?.to_string();
-    let json = (arg_sets.at.get(first.args as usize))
-        .zip(arg_sets.at.get(first.args as usize + 1))
-        .and_then(|(&from, &to)| arg_sets.text.get(from as usize..to as usize))
+    let json = (arg_sets.get(first.args))
         .and_then(|t| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(t).ok())
         .unwrap_or_default();
     const LEFT_OUT: [&str; 5] = [
@@ -1116,9 +1121,9 @@ mod tests {
     /// values recorded while it ran, the allocations made inside it).
     #[test]
     fn an_end_record_s_arguments_join_the_begin_s() {
-        let mut sets = ArgSets::default();
+        let mut sets = ArgSets::spilling(&Spill::memory());
         let push = |sets: &mut ArgSets, json: &str| {
-            sets.text.push_str(json);
+            sets.text.extend_from_slice(json.as_bytes());
             sets.at.push(sets.text.len() as u64);
             (sets.at.len() - 2) as u32
         };
@@ -1138,13 +1143,7 @@ mod tests {
         t.marks.push(mark(3, END, end)); // the inner one, without arguments of its own
         t.marks.push(mark(4, END, 0));
         t.pair(&mut sets);
-        let text = |sets: &ArgSets, i: u32| {
-            let (a, b) = (
-                sets.at[i as usize] as usize,
-                sets.at[i as usize + 1] as usize,
-            );
-            sets.text[a..b].to_owned()
-        };
+        let text = |sets: &ArgSets, i: u32| sets.get(i).unwrap().to_owned();
         let inner = t.slices.iter().find(|s| s.name == 1).unwrap();
         let outer = t.slices.iter().find(|s| s.name == 0).unwrap();
         assert_eq!(
@@ -1178,7 +1177,7 @@ mod tests {
         begin(&mut t, 14, 3); // still open
         begin(&mut t, 0, 0); // outer, written last
         begin(&mut t, 0, 1); // inner
-        t.pair(&mut ArgSets::default());
+        t.pair(&mut ArgSets::spilling(&Spill::memory()));
         let mut got: Vec<(u64, u64, u32)> =
             t.slices.iter().map(|s| (s.start, s.end, s.name)).collect();
         got.sort_unstable();

@@ -13,11 +13,11 @@
 //!
 //! | bytes | what |
 //! | --- | --- |
-//! | 8 | magic `TKTIMEL` and the format version (10) |
+//! | 8 | magic `TKTIMEL` and the format version (11) |
 //! | 8 | records read |
 //! | 9 each | the first and the last time, each an optional `u64` (a byte, then 8) |
 //! | 4 + strings | the strings |
-//! | string, 4 + 8 each | the argument sets' text, their count + 1, and where each starts (the last: where the last ends) |
+//! | string, 4, zeros, 8 each | the argument sets' text (each a JSON object), their count + 1, zeros to the next multiple of 8, and where each starts (the last: where the last ends) |
 //! | 4 + 13 each | processes: koid (8), optional name (5) |
 //! | 4 + tracks | per track: kind (1: 0 thread, 1 async), pid (8), tid (8), optional name (5), optional memtrace domain of a thread's heap (5), then its lanes (4 bytes of count; per lane 4 bytes of slices, zeros to the next multiple of 8, and the columns start (8 each), end (8 each), name, category, arguments (4 each), then 4 bytes of async ids (none in a thread's lane, one per slice in an async track's), zeros to the next multiple of 8 and the ids (8 each)), then its instants (4 bytes of count; time (8), name, category, arguments (4 each) per instant) |
 //! | 4 + counters | per series: pid (8), name (4), category (4), id (8), series (4), samples (4), then times (8 each), values (8 each, IEEE 754) and threads (8 each) |
@@ -51,7 +51,7 @@ const FORMAT: &str = "a timeline";
 impl Timeline {
     /// The version of the format [`Timeline::write_to`] writes, the last byte
     /// of its magic.
-    pub const FILE_VERSION: u8 = 10;
+    pub const FILE_VERSION: u8 = 11;
 
     /// Writes the timeline in the format of the module docs. A timeline of a
     /// damaged trace is refused ([`FileError::Damaged`] as
@@ -72,8 +72,9 @@ impl Timeline {
         for s in &self.strings {
             out.str32(s.as_bytes())?;
         }
-        out.str32(self.args_text.as_bytes())?;
+        out.str32(&self.args_text)?;
         out.len32(self.args_at.len())?;
+        out.pad()?;
         out.values(self.args_at.iter().map(|a| a.to_le_bytes()))?;
         out.len32(self.processes.len())?;
         for &(pid, name) in &self.processes {
@@ -194,15 +195,19 @@ impl Timeline {
         for _ in 0..n {
             strings.push(string(&mut r)?.into_boxed_str());
         }
-        let args_text = string(&mut r)?;
+        // The text and where each set starts, read in place: a set's text is
+        // checked as UTF-8 when it is asked for ([`Timeline::args`]).
+        let n = r.count32(1)?;
+        let args_text = r.values::<u8>(n)?;
         let at = r.at();
         let n = r.count32(8)?;
-        let args_at = r.values::<u64>(n)?.to_vec();
+        r.pad()?;
+        let args_at = r.values::<u64>(n)?;
         let boundaries_hold = (args_at.is_empty() || args_at.first() == Some(&0))
             && args_at.windows(2).all(|w| w[0] <= w[1])
             && args_at
-                .iter()
-                .all(|&a| usize::try_from(a).is_ok_and(|a| args_text.is_char_boundary(a)));
+                .last()
+                .is_none_or(|&end| end <= args_text.len() as u64);
         if !boundaries_hold {
             return Err(FileError::Inconsistent(at));
         }

@@ -60,6 +60,7 @@ pub use build::Builder;
 pub use file::FileError;
 pub use select::{Flame, FlameNode, NameTotals, Position};
 
+use tracekit_columns::Store;
 use tracekit_fxt::format::ArgValue;
 use tracekit_fxt::read::{Args, ReadError, Warning};
 
@@ -184,10 +185,12 @@ pub struct Counter {
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
     strings: Vec<Box<str>>,
-    /// Argument sets as JSON objects, one after the other, and where each
-    /// starts (the last entry where the last ends).
-    args_text: String,
-    args_at: Vec<u64>,
+    /// Argument sets as JSON objects, one after the other (UTF-8), and where
+    /// each starts (the last entry where the last ends): in the cache file's
+    /// mapping or spilled, as the lanes, since a trace whose every slice has
+    /// arguments (magic-trace's address and symbol) has as many sets.
+    args_text: Store<u8>,
+    args_at: Store<u64>,
     processes: Vec<(u64, Option<u32>)>,
     tracks: Vec<Track>,
     counters: Vec<Counter>,
@@ -215,10 +218,12 @@ impl Timeline {
     /// (`{}` for none, or no such set).
     pub fn args(&self, id: u32) -> &str {
         let i = id as usize;
-        match (self.args_at.get(i), self.args_at.get(i + 1)) {
-            (Some(&a), Some(&b)) => self.args_text.get(a as usize..b as usize).unwrap_or("{}"),
-            _ => "{}",
-        }
+        let text = match (self.args_at.get(i), self.args_at.get(i + 1)) {
+            (Some(&a), Some(&b)) => self.args_text.get(a as usize..b as usize),
+            _ => None,
+        };
+        text.and_then(|t| std::str::from_utf8(t).ok())
+            .unwrap_or("{}")
     }
 
     /// Whether the trace gives its clock's place on the monotonic clock.

@@ -17,6 +17,7 @@ use tracekit_analysis::frames::FrameTree;
 use tracekit_analysis::svg::FlameGraphOptions;
 use tracekit_cache::user_cache_dir;
 use tracekit_callstack::writer::{TraceScope, Warning};
+use tracekit_columns::Spill;
 use tracekit_perf::Mode;
 use tracekit_perf::data::ReadStats;
 use tracekit_perf::decode::{DecodeOptions, direct, transcribe};
@@ -357,14 +358,17 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
 /// view`. The trace goes to a temporary file that has no name (removed
 /// however the process ends) and is mapped back, so that the decoded trace
 /// is not held in memory; where no temporary file can be made, it is decoded
-/// into memory, with a warning.
+/// into memory, with a warning. The samples read wait for their names where
+/// `spill` says.
 pub fn decode_for_view(
     path: &Path,
     bytes: input::Bytes,
     kind: Kind,
     quiet: bool,
+    spill: &Spill,
 ) -> anyhow::Result<input::Bytes> {
-    let options = DecodeOptions::default().with_names_in(user_cache_dir().as_deref());
+    let mut options = DecodeOptions::default().with_names_in(user_cache_dir().as_deref());
+    options.spill = spill.clone();
     let mut source = source(path, bytes, kind, Path::new("perf"), options.mode);
     let progress = progress(source.name(), quiet);
     let note = |line: &str| eprintln!("warning: {line}");

@@ -197,7 +197,13 @@ fn build_timeline(
         let quiet = crate::common::quiet();
         let bytes = match kind {
             Kind::Fxt => bytes,
-            _ => crate::perf::decode_for_view(path, bytes, kind, quiet)?,
+            _ => {
+                let decoded = crate::perf::decode_for_view(path, bytes, kind, quiet, spill)?;
+                // Naming the recording's addresses read its objects' debug
+                // information, since let go: given back before the build.
+                tracekit_columns::huge::give_back();
+                decoded
+            }
         };
         let bar = crate::common::progress_bar(bytes.len() as u64, "building the timeline", quiet);
         let progress = &mut |pos| {

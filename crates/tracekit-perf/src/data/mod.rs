@@ -68,6 +68,8 @@ use linux_perf_data::linux_perf_event_reader::{
 };
 use linux_perf_data::{PerfFileReader, PerfFileRecord};
 use tracekit_callstack::event::{Event, Sample, SampleData, Thread, Time};
+use tracekit_columns::store::le_at;
+use tracekit_columns::{Grow, Plain, Spill};
 use tracekit_symbols::DebugDirs;
 
 use crate::{Error, Result};
@@ -78,12 +80,33 @@ use records::{Counting, RecordWatch, unparsable};
 use symbolize::Symbolizer;
 
 /// A sample read and not yet handed on: its frames are `frames[previous end..end]`.
+/// The ids are kept as their bits, so that every pattern of the row is one.
+#[derive(Clone, Copy)]
+#[repr(C)]
 struct Pending {
-    pid: i32,
-    tid: i32,
+    pid: u32,
+    tid: u32,
     time: u64,
-    end: usize,
+    end: u64,
 }
+
+// SAFETY: `repr(C)` of two `u32`s and two `u64`s, 24 bytes with no padding;
+// every pattern of them is a row. Rows only spill to a file of their own read,
+// read back by the same process.
+unsafe impl Plain for Pending {
+    const WIDTH: usize = 24;
+
+    fn from_le(b: &[u8]) -> Self {
+        Pending {
+            pid: le_at(b, 0),
+            tid: le_at(b, 4),
+            time: le_at(b, 8),
+            end: le_at(b, 16),
+        }
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<Pending>() == Pending::WIDTH);
 
 /// How a recording is read.
 #[derive(Clone, Debug, Default)]
@@ -95,6 +118,10 @@ pub struct ReadOptions {
     /// Where objects' names are kept across runs, by build id (see
     /// [`tracekit_symbols::cache`]); `None`: not kept.
     pub name_cache: Option<std::path::PathBuf>,
+    /// Where the samples read grow while they wait for their names: in
+    /// memory, or in files of a folder past a few MiB, so that a long
+    /// recording's samples are not held in memory.
+    pub spill: Spill,
 }
 
 /// What a read found.
@@ -334,8 +361,8 @@ impl<R: Read + Seek> PerfData<R> {
         let mut symbolizer =
             Symbolizer::new(options.debug_dirs.clone(), options.name_cache.clone());
         // Every sample, its frames as keys (root first), before any is named.
-        let mut pending: Vec<Pending> = Vec::new();
-        let mut frames: Vec<u32> = Vec::new();
+        let mut pending: Grow<Pending> = Grow::new(&options.spill);
+        let mut frames: Grow<u32> = Grow::new(&options.spill);
         let mut raw = Vec::new();
         loop {
             let record = match self.records.next_record(&mut self.file) {
@@ -429,10 +456,10 @@ impl<R: Read + Seek> PerfData<R> {
                         symbolizer.key(i as u32, k.object, k.offset);
                     }
                     pending.push(Pending {
-                        pid,
-                        tid,
+                        pid: pid as u32,
+                        tid: tid as u32,
                         time,
-                        end: frames.len(),
+                        end: frames.len() as u64,
                     });
                 }
                 _ => {}
@@ -448,19 +475,20 @@ impl<R: Read + Seek> PerfData<R> {
         stats.named = state.keys.len() as u64;
         stats.named_from_cache = named.from_cache;
         let mut start = 0;
-        for p in &pending {
-            let locations = state.locations(&frames[start..p.end]);
-            start = p.end;
+        for p in pending.iter() {
+            let (pid, tid, end) = (p.pid as i32, p.tid as i32, p.end as usize);
+            let locations = state.locations(frames.get(start..end).unwrap_or_default());
+            start = end;
             // A thread is named by its last command name, known now that every
             // record is read: a thread that names itself as it starts is often
             // sampled before (a frequency-driven event samples a new thread at
             // once), and would otherwise keep its creator's name.
-            let comm = state.comms.get(&p.tid).or_else(|| state.comms.get(&p.pid));
+            let comm = state.comms.get(&tid).or_else(|| state.comms.get(&pid));
             let known = |id: i32| u32::try_from(id).ok().filter(|&v| v != 0);
             let event = Event::Sample(Sample {
                 thread: Thread {
-                    pid: known(p.pid),
-                    tid: known(p.tid),
+                    pid: known(pid),
+                    tid: known(tid),
                 },
                 comm: comm.map(|c| &**c),
                 time: Time(i64::try_from(p.time).unwrap_or(i64::MAX)),

@@ -15,6 +15,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use tracekit_callstack::event::{Event, SampleData};
+use tracekit_columns::Spill;
 use tracekit_perf::Error;
 use tracekit_perf::data::{PerfData, ReadOptions, ReadStats};
 use tracekit_symbols::DebugDirs;
@@ -35,6 +36,7 @@ fn read(bytes: &[u8]) -> (usize, tracekit_perf::Result<ReadStats>) {
         kernel_symbols: false,
         debug_dirs: DebugDirs::none(),
         name_cache: None,
+        spill: Spill::memory(),
     };
     let size = bytes.len() as u64;
     let mut frames = 0;

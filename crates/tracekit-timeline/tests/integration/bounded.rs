@@ -8,7 +8,7 @@
 //! files too, and answers as the tree grown in memory.
 
 use tracekit_columns::Spill;
-use tracekit_fxt::format::Koid;
+use tracekit_fxt::format::{Arg, ArgValue, Koid};
 use tracekit_fxt::io::IoDestination;
 use tracekit_fxt::read::Reader;
 use tracekit_fxt::write::{Initialization, Writer, WriterOptions};
@@ -20,7 +20,9 @@ static GLOBAL: PerThread = PerThread;
 
 /// A trace of `calls` calls on each of two threads, each three slices deep,
 /// written as a tracer of complete events writes them (the inner first):
-/// nothing in it but slices, so that only its lanes grow with it.
+/// nothing in it but slices, so that only its lanes and (each inner slice
+/// with an address of its own, as magic-trace gives every frame) its
+/// arguments grow with it.
 fn nested_trace(calls: u64) -> Vec<u8> {
     trace(calls, |_, level| level)
 }
@@ -44,11 +46,13 @@ fn trace(calls: u64, name: impl Fn(u64, usize) -> usize) -> Vec<u8> {
     let names: Vec<_> = (0..128)
         .map(|i| w.intern(&format!("f{i}")).unwrap())
         .collect();
+    let address = w.intern("address").unwrap();
     for call in 0..calls {
         let at = 1_000 + call * 10;
         let [outer, middle, inner] = [0, 1, 2].map(|level| names[name(call, level) % 128]);
+        let args = [Arg::new(address, ArgValue::Pointer(0x5555_0000 + call))];
         for &t in &threads {
-            w.duration_complete(t, category, inner, at + 2, at + 4, &[])
+            w.duration_complete(t, category, inner, at + 2, at + 4, &args)
                 .unwrap();
             w.duration_complete(t, category, middle, at + 1, at + 5, &[])
                 .unwrap();
