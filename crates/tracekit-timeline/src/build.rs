@@ -69,9 +69,7 @@ impl ArgSets {
 
     /// The text of set `i`, if there is one.
     fn get(&self, i: u32) -> Option<&str> {
-        let from = *self.at.get(i as usize)? as usize;
-        let to = *self.at.get(i as usize + 1)? as usize;
-        std::str::from_utf8(self.text.get(from..to)?).ok()
+        crate::arg_set(&self.text, &self.at, i)
     }
 
     fn add(&mut self, args: Args<'_>) -> u32 {

@@ -217,13 +217,7 @@ impl Timeline {
     /// The arguments of set `id` (a slice's or an instant's) as a JSON object
     /// (`{}` for none, or no such set).
     pub fn args(&self, id: u32) -> &str {
-        let i = id as usize;
-        let text = match (self.args_at.get(i), self.args_at.get(i + 1)) {
-            (Some(&a), Some(&b)) => self.args_text.get(a as usize..b as usize),
-            _ => None,
-        };
-        text.and_then(|t| std::str::from_utf8(t).ok())
-            .unwrap_or("{}")
+        arg_set(&self.args_text, &self.args_at, id).unwrap_or("{}")
     }
 
     /// Whether the trace gives its clock's place on the monotonic clock.
@@ -340,6 +334,15 @@ impl Timeline {
     pub fn error(&self) -> Option<&ReadError> {
         self.error.as_ref()
     }
+}
+
+/// Set `id` of argument sets laid one after the other in `text`, each
+/// starting at its entry of `at` and ending at the next's; `None` when there
+/// is no such set or its bytes are not UTF-8.
+fn arg_set<'t>(text: &'t [u8], at: &[u64], id: u32) -> Option<&'t str> {
+    let from = *at.get(id as usize)? as usize;
+    let to = *at.get(id as usize + 1)? as usize;
+    std::str::from_utf8(text.get(from..to)?).ok()
 }
 
 /// Arguments as a JSON object: numbers as numbers (a double that is not finite as
