@@ -72,19 +72,10 @@ struct Weights {
     total: u64,
 }
 
-// SAFETY: `repr(C)` of two `u64`s, 16 bytes with no padding, every pattern of
-// them two weights.
-unsafe impl tracekit_columns::Plain for Weights {
-    const WIDTH: usize = 16;
-
-    fn from_le(b: &[u8]) -> Self {
-        use tracekit_columns::store::le_at;
-        Weights {
-            own: le_at(b, 0),
-            total: le_at(b, 8),
-        }
-    }
-}
+tracekit_columns::plain_struct!(Weights {
+    own: u64,
+    total: u64
+});
 
 /// A frame-tree node: a printed stack, its parent's plus one frame (its name an
 /// index into [`FrameTree::names`]).

@@ -11,7 +11,6 @@
 //! number of live objects: at most four slots and one slab entry per live object.
 
 use rustc_hash::FxHashMap;
-use tracekit_columns::store::le_at;
 use tracekit_columns::{Grow, Plain, Spill};
 use tracekit_memtrace::{DomainId, Timedelta};
 
@@ -337,20 +336,11 @@ struct Packed {
     site_promoted: u32,
 }
 
-// SAFETY: `repr(C)` of a `u64` and two `u32`s, 16 bytes with no padding
-// (asserted in the tests), every pattern of them a packed entry's fields.
-// Entries spill only to a file of their own table, read by the same process.
-unsafe impl Plain for Packed {
-    const WIDTH: usize = 16;
-
-    fn from_le(b: &[u8]) -> Self {
-        Packed {
-            time_domain: le_at(b, 0),
-            samples: le_at(b, 8),
-            site_promoted: le_at(b, 12),
-        }
-    }
-}
+tracekit_columns::plain_struct!(Packed {
+    time_domain: u64,
+    samples: u32,
+    site_promoted: u32,
+});
 
 /// The samples of a packed entry whose object is kept whole aside.
 const OVERSIZE: u32 = u32::MAX;

@@ -12,7 +12,6 @@
 //! fits ([`PerSite::Narrow`]): 44 bytes a site.
 
 use rustc_hash::FxHashMap;
-use tracekit_columns::store::le_at;
 use tracekit_columns::{Grow, Plain, Spill};
 use tracekit_memtrace::{AllocationSource, Timedelta};
 
@@ -74,28 +73,17 @@ impl SiteCounts {
     }
 }
 
-const _: () = assert!(std::mem::size_of::<SiteCounts>() == 88);
-
-// SAFETY: `repr(C)` of eleven `u64`s (three of them an array), 88 bytes with
-// no padding (asserted above); every pattern of them is a site's counts.
-unsafe impl Plain for SiteCounts {
-    const WIDTH: usize = 88;
-
-    fn from_le(b: &[u8]) -> Self {
-        let at = |i: usize| le_at::<u64>(b, i * 8);
-        SiteCounts {
-            allocs: at(0),
-            samples: at(1),
-            samples_by_source: [at(2), at(3), at(4)],
-            words: at(5),
-            promoted: at(6),
-            collected_allocs: at(7),
-            collected: at(8),
-            live_at_allocs: at(9),
-            live_at: at(10),
-        }
-    }
-}
+tracekit_columns::plain_struct!(SiteCounts {
+    allocs: u64,
+    samples: u64,
+    samples_by_source: [u64; 3],
+    words: u64,
+    promoted: u64,
+    collected_allocs: u64,
+    collected: u64,
+    live_at_allocs: u64,
+    live_at: u64,
+});
 
 /// Which quantity a flame graph weighs stacks by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -99,6 +99,68 @@ unsafe impl Plain for u64 {
     }
 }
 
+// SAFETY: `i64` is eight bytes with no padding, and every pattern of them is
+// an `i64`.
+unsafe impl Plain for i64 {
+    const WIDTH: usize = 8;
+    #[inline]
+    fn from_le(bytes: &[u8]) -> Self {
+        from_le!(i64, bytes)
+    }
+}
+
+/// Implements [`Plain`] for a struct whose fields are all [`Plain`] and fill
+/// it with no padding (a `repr(C)` row of integers, widest first): each field
+/// read at its offset (`offset_of!`), 0 where the bytes end before it. A
+/// struct its fields do not fill is a build error, since its padding bytes
+/// would be read as values.
+///
+/// ```
+/// #[derive(Clone, Copy)]
+/// #[repr(C)]
+/// struct Row {
+///     time: u64,
+///     id: u32,
+///     count: u32,
+/// }
+/// tracekit_columns::plain_struct!(Row { time: u64, id: u32, count: u32 });
+/// ```
+///
+/// A struct with padding (4 bytes after `id` here) is refused:
+///
+/// ```compile_fail
+/// #[derive(Clone, Copy)]
+/// #[repr(C)]
+/// struct Padded {
+///     time: u64,
+///     id: u32,
+/// }
+/// tracekit_columns::plain_struct!(Padded { time: u64, id: u32 });
+/// ```
+#[macro_export]
+macro_rules! plain_struct {
+    ($t:ident { $($field:ident: $ty:ty),+ $(,)? }) => {
+        const _: () = assert!(
+            ::std::mem::size_of::<$t>() == 0 $(+ <$ty as $crate::Plain>::WIDTH)+,
+            "a plain struct's fields fill it, with no padding"
+        );
+        // SAFETY: every field is `Plain`, so its width is its size and each
+        // pattern of its bytes is a value; the fields fill the struct (its
+        // size is the sum of their widths, asserted above), so it has no
+        // padding and every pattern of its bytes is a value of it.
+        unsafe impl $crate::Plain for $t {
+            const WIDTH: usize = ::std::mem::size_of::<$t>();
+
+            #[inline]
+            fn from_le(b: &[u8]) -> Self {
+                $t {
+                    $($field: $crate::store::le_at::<$ty>(b, ::std::mem::offset_of!($t, $field)),)+
+                }
+            }
+        }
+    };
+}
+
 // SAFETY: the values of an array follow one another with no bytes between
 // them (an array's size is its length times its element's, which has no
 // padding of its own), and every pattern of them is an array of values.

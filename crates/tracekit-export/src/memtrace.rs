@@ -19,8 +19,6 @@ use tracekit_analysis::symbols::{
 };
 
 use rustc_hash::FxHashMap;
-use tracekit_columns::Plain;
-use tracekit_columns::store::le_at;
 use tracekit_memtrace::{AllocationSource, DomainId, Event, LocationCode, LocationLookup, Reader};
 
 use crate::schema::{ALLOCATIONS, BACKTRACES, LOCATIONS, TRACES};
@@ -90,29 +88,18 @@ struct Live {
     _unused: u32,
 }
 
-const _: () = assert!(std::mem::size_of::<Live>() == 48);
-
-// SAFETY: `repr(C)` of integers laid without padding (48 bytes, asserted
-// above, the last 4 a field of their own); any pattern of them is a row (a
-// source past the three reads as external).
-unsafe impl Plain for Live {
-    const WIDTH: usize = 48;
-
-    fn from_le(b: &[u8]) -> Self {
-        Live {
-            time_us: le_at::<u64>(b, 0) as i64,
-            nsamples: le_at(b, 8),
-            length: le_at(b, 16),
-            promote_time_us: le_at::<u64>(b, 24) as i64,
-            backtrace_id: le_at(b, 32),
-            site: le_at(b, 36),
-            domain: le_at(b, 40),
-            source: le_at(b, 42),
-            promoted: le_at(b, 43),
-            _unused: le_at(b, 44),
-        }
-    }
-}
+tracekit_columns::plain_struct!(Live {
+    time_us: i64,
+    nsamples: u64,
+    length: u64,
+    promote_time_us: i64,
+    backtrace_id: u32,
+    site: u32,
+    domain: u16,
+    source: u8,
+    promoted: u8,
+    _unused: u32,
+});
 
 impl Live {
     fn source(&self) -> AllocationSource {

@@ -19,8 +19,7 @@ use rustc_hash::FxHashMap;
 use tracekit_fxt::format::{ArgValue, EventKind, ObjectType};
 use tracekit_fxt::read::{Args, ReadError, Record, Records, Warning};
 
-use tracekit_columns::store::le_at;
-use tracekit_columns::{Grow, Plain, Slab, Spill, Store};
+use tracekit_columns::{Grow, Slab, Spill, Store};
 
 use crate::lane::{Columns, Lane, OPEN, Slice};
 use crate::{Counter, Flow, FlowPhase, FlowPoint, Instant, Timeline, Track, TrackKind};
@@ -128,37 +127,19 @@ struct Mark {
     end_args: u32,
 }
 
-const _: () = assert!(std::mem::size_of::<Row>() == 32 && std::mem::size_of::<Mark>() == 16);
-
-// SAFETY: `Row` is `repr(C)` of two `u64`s and four `u32`s, 32 bytes with no
-// padding (asserted above), and every pattern of them is a row (integers
-// have no invalid values).
-unsafe impl Plain for Row {
-    const WIDTH: usize = 32;
-    fn from_le(b: &[u8]) -> Self {
-        Row {
-            start: le_at(b, 0),
-            end: le_at(b, 8),
-            name: le_at(b, 16),
-            category: le_at(b, 20),
-            args: le_at(b, 24),
-            seq: le_at(b, 28),
-        }
-    }
-}
-
-// SAFETY: `Mark` is `repr(C)` of a `u64` and two `u32`s, 16 bytes with no
-// padding (asserted above), and every pattern of them is a mark.
-unsafe impl Plain for Mark {
-    const WIDTH: usize = 16;
-    fn from_le(b: &[u8]) -> Self {
-        Mark {
-            time: le_at(b, 0),
-            begin: le_at(b, 8),
-            end_args: le_at(b, 12),
-        }
-    }
-}
+tracekit_columns::plain_struct!(Row {
+    start: u64,
+    end: u64,
+    name: u32,
+    category: u32,
+    args: u32,
+    seq: u32,
+});
+tracekit_columns::plain_struct!(Mark {
+    time: u64,
+    begin: u32,
+    end_args: u32,
+});
 
 impl From<Slice> for Row {
     /// `s`, its order read not set yet ([`ThreadBuild::push_slice`] sets it).

@@ -68,8 +68,7 @@ use linux_perf_data::linux_perf_event_reader::{
 };
 use linux_perf_data::{PerfFileReader, PerfFileRecord};
 use tracekit_callstack::event::{Event, Sample, SampleData, Thread, Time};
-use tracekit_columns::store::le_at;
-use tracekit_columns::{Grow, Plain, Spill};
+use tracekit_columns::{Grow, Spill};
 use tracekit_symbols::DebugDirs;
 
 use crate::{Error, Result};
@@ -90,23 +89,12 @@ struct Pending {
     end: u64,
 }
 
-// SAFETY: `repr(C)` of two `u32`s and two `u64`s, 24 bytes with no padding;
-// every pattern of them is a row. Rows only spill to a file of their own read,
-// read back by the same process.
-unsafe impl Plain for Pending {
-    const WIDTH: usize = 24;
-
-    fn from_le(b: &[u8]) -> Self {
-        Pending {
-            pid: le_at(b, 0),
-            tid: le_at(b, 4),
-            time: le_at(b, 8),
-            end: le_at(b, 16),
-        }
-    }
-}
-
-const _: () = assert!(std::mem::size_of::<Pending>() == Pending::WIDTH);
+tracekit_columns::plain_struct!(Pending {
+    pid: u32,
+    tid: u32,
+    time: u64,
+    end: u64,
+});
 
 /// How a recording is read.
 #[derive(Clone, Debug, Default)]
